@@ -1,0 +1,48 @@
+"""Errors shardviz raises: each message names what is wrong, where, and how to fix it.
+
+The classes form one tree under :class:`ShardvizError`, so a notebook can catch them all,
+and each also subclasses the built-in error a Python user would expect (``ValueError``,
+``TypeError``, ``RuntimeError``).
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "DeviceSetupError",
+    "LeafError",
+    "MeshError",
+    "ShardvizError",
+    "ShardvizWarning",
+    "SpecError",
+]
+
+
+class ShardvizError(Exception):
+    """Base of every error shardviz raises on purpose."""
+
+
+class DeviceSetupError(ShardvizError, RuntimeError):
+    """The device backend cannot be set up as asked (e.g. it already started)."""
+
+
+class MeshError(ShardvizError, ValueError):
+    """A mesh does not fit the devices: wrong shape, unknown or repeated device ids, bad names."""
+
+
+class SpecError(ShardvizError, ValueError):
+    """A partition spec does not fit the array or the mesh."""
+
+
+class LeafError(ShardvizError, TypeError):
+    """A pytree leaf cannot be laid out (it is not an array, or it is not placed on devices)."""
+
+
+class ShardvizWarning(UserWarning):
+    """Something worked, but probably not the way the user meant."""
+
+
+def problem(where: str, what: str, fix: str) -> str:
+    """Build a message in the project's one format: ``where: what. Fix: fix``."""
+    what = what.rstrip(".")
+    fix = fix.rstrip(".")
+    return f"{where}: {what}. Fix: {fix}."

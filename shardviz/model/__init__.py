@@ -1,0 +1,32 @@
+"""The model: plain frozen dataclasses with a JSON round trip. No jax import here.
+
+Capture code fills these in from jax objects; renderers and widgets read them. Tests can build
+them by hand.
+"""
+
+from shardviz.model.array import (
+    ArrayLayout as ArrayLayout,
+)
+from shardviz.model.array import (
+    Kind as Kind,
+)
+from shardviz.model.array import (
+    Spec as Spec,
+)
+from shardviz.model.array import (
+    SpecEntry as SpecEntry,
+)
+from shardviz.model.array import (
+    Tile as Tile,
+)
+from shardviz.model.array import (
+    TreeLayout as TreeLayout,
+)
+from shardviz.model.array import (
+    format_index as format_index,
+)
+from shardviz.model.array import (
+    format_spec as format_spec,
+)
+from shardviz.model.mesh import Device as Device
+from shardviz.model.mesh import MeshLayout as MeshLayout
