@@ -1,0 +1,83 @@
+"""shardviz: see how arrays and programs are split across devices.
+
+The public API. Names that need jax (``use_cpu_devices``, ``Mesh``, ``mark_sharding``,
+``mesh_split``, ``layout``, ``layout_tree``) load it on first use, so ``import shardviz.model``
+and the renderers work without jax.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from shardviz.errors import DeviceSetupError as DeviceSetupError
+from shardviz.errors import LeafError as LeafError
+from shardviz.errors import MeshError as MeshError
+from shardviz.errors import ShardvizError as ShardvizError
+from shardviz.errors import ShardvizWarning as ShardvizWarning
+from shardviz.errors import SpecError as SpecError
+from shardviz.model import ArrayLayout as ArrayLayout
+from shardviz.model import Device as Device
+from shardviz.model import MeshLayout as MeshLayout
+from shardviz.model import Tile as Tile
+from shardviz.model import TreeLayout as TreeLayout
+from shardviz.model import format_spec as format_spec
+
+if TYPE_CHECKING:
+    from shardviz.capture.devices import use_cpu_devices as use_cpu_devices
+    from shardviz.capture.layout import layout as layout
+    from shardviz.capture.layout import layout_of as layout_of
+    from shardviz.capture.layout import layout_tree as layout_tree
+    from shardviz.capture.mesh import Mesh as Mesh
+    from shardviz.capture.mesh import mark_sharding as mark_sharding
+    from shardviz.capture.mesh import mesh_split as mesh_split
+    from shardviz.capture.mesh import named_sharding as named_sharding
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "use_cpu_devices": "shardviz.capture.devices",
+    "Mesh": "shardviz.capture.mesh",
+    "mark_sharding": "shardviz.capture.mesh",
+    "mesh_split": "shardviz.capture.mesh",
+    "named_sharding": "shardviz.capture.mesh",
+    "layout": "shardviz.capture.layout",
+    "layout_of": "shardviz.capture.layout",
+    "layout_tree": "shardviz.capture.layout",
+}
+
+__all__ = [
+    "ArrayLayout",
+    "Device",
+    "DeviceSetupError",
+    "LeafError",
+    "Mesh",
+    "MeshError",
+    "MeshLayout",
+    "ShardvizError",
+    "ShardvizWarning",
+    "SpecError",
+    "Tile",
+    "TreeLayout",
+    "format_spec",
+    "layout",
+    "layout_of",
+    "layout_tree",
+    "mark_sharding",
+    "mesh_split",
+    "named_sharding",
+    "use_cpu_devices",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'shardviz' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -1,0 +1,173 @@
+"""jax arrays, hypothetical arrays and pytrees -> the model's tile layouts."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import jax
+import numpy as np
+from jax.sharding import NamedSharding, PartitionSpec, SingleDeviceSharding
+
+from shardviz.errors import LeafError, problem
+from shardviz.model import ArrayLayout, Device, MeshLayout, Spec, Tile, TreeLayout
+
+from .mesh import Mesh, mesh_layout
+from .spec import normalize_spec
+
+
+def _device(d: Any) -> Device:
+    return Device(
+        id=int(d.id), process_index=int(d.process_index), platform=str(d.platform),
+        kind=str(d.device_kind),
+    )  # fmt: skip
+
+
+def _spec_and_mesh(
+    sharding: Any, shape: tuple[int, ...], name: str
+) -> tuple[Spec | None, MeshLayout]:
+    if isinstance(sharding, NamedSharding):
+        mesh = mesh_layout(sharding.mesh)
+        entries = tuple(sharding.spec)
+        # Entries jax allows that place nothing: UNCONSTRAINED (compiler's choice) means unsplit here.
+        entries = tuple(None if e is PartitionSpec.UNCONSTRAINED else e for e in entries)
+        spec = normalize_spec(entries, shape, mesh.axis_names, mesh.axis_sizes, name=name)
+        return spec, mesh
+    if isinstance(sharding, SingleDeviceSharding):
+        (dev,) = sharding.device_set
+        return tuple(() for _ in shape), MeshLayout((), (), (_device(dev),))
+    devs = tuple(_device(d) for d in sharding._device_assignment)  # any other jax Sharding
+    return None, MeshLayout(("devices",), (len(devs),), devs)
+
+
+def _tiles(
+    sharding: Any, shape: tuple[int, ...], itemsize: int, mesh: MeshLayout
+) -> tuple[Tile, ...]:
+    index_map = {d.id: idx for d, idx in sharding.devices_indices_map(shape).items()}
+    seen: dict[tuple, int] = {}
+    tiles = []
+    for dev in mesh.devices:
+        idx = tuple(slice(*s.indices(n)[:2]) for s, n in zip(index_map[dev.id], shape, strict=True))
+        tshape = tuple(s.stop - s.start for s in idx)
+        key = tuple((s.start, s.stop) for s in idx)
+        replica = seen.get(key, 0)
+        seen[key] = replica + 1
+        tiles.append(Tile(dev.id, idx, tshape, math.prod(tshape) * itemsize, replica))
+    return tuple(tiles)
+
+
+def layout_of(
+    shape: Sequence[int], dtype: Any, sharding: Any, *, name: str = "array"
+) -> ArrayLayout:
+    """The layout of an array of this shape and dtype under ``sharding`` (nothing allocated)."""
+    shape = tuple(int(s) for s in shape)
+    dt = np.dtype(dtype)
+    spec, mesh = _spec_and_mesh(sharding, shape, name)
+    return ArrayLayout(
+        name=name, shape=shape, dtype=dt.name, itemsize=dt.itemsize, spec=spec, mesh=mesh,
+        tiles=_tiles(sharding, shape, dt.itemsize, mesh),
+    )  # fmt: skip
+
+
+def _not_an_array(obj: Any, name: str) -> LeafError:
+    if isinstance(obj, jax.core.Tracer):
+        return LeafError(
+            problem(
+                name,
+                "this is a traced value inside jax.jit: it has no placement until the function "
+                "is compiled",
+                "call layout() outside the jitted function, on its inputs or outputs",
+            )
+        )
+    if isinstance(obj, np.ndarray | np.generic):
+        return LeafError(
+            problem(
+                name,
+                f"a numpy array of shape {obj.shape} lives on the host, not on devices",
+                "place it first: shardviz.mark_sharding(x, mesh, spec) or "
+                "jax.device_put(x, NamedSharding(mesh, P(...)))",
+            )
+        )
+    if isinstance(obj, jax.ShapeDtypeStruct):
+        return LeafError(
+            problem(
+                name,
+                f"ShapeDtypeStruct{obj.shape} has no sharding, so there is no placement to show",
+                "give it one: jax.ShapeDtypeStruct(shape, dtype, sharding=NamedSharding(mesh, "
+                "P(...)))",
+            )
+        )
+    return LeafError(
+        problem(
+            name,
+            f"a {type(obj).__name__} is not an array",
+            "pass a jax.Array, a jax.ShapeDtypeStruct with a sharding, or a (shape, dtype, "
+            "sharding) triple; in a pytree, convert it with jnp.asarray or use "
+            "layout_tree(tree, skip_non_arrays=True)",
+        )
+    )
+
+
+def _leaf_layout(obj: Any, name: str) -> ArrayLayout:
+    if isinstance(obj, jax.Array) and not isinstance(obj, jax.core.Tracer):
+        return layout_of(obj.shape, obj.dtype, obj.sharding, name=name)
+    if isinstance(obj, jax.ShapeDtypeStruct) and obj.sharding is not None:
+        return layout_of(obj.shape, obj.dtype, obj.sharding, name=name)
+    raise _not_an_array(obj, name)
+
+
+def layout(obj: Any, *, name: str | None = None) -> ArrayLayout | MeshLayout:
+    """Which device holds which tile of ``obj``.
+
+    Args:
+        obj: a ``jax.Array``; a ``jax.ShapeDtypeStruct`` with a sharding (a hypothetical
+            array, nothing allocated); a ``(shape, dtype, sharding)`` triple; or a mesh
+            (``shardviz.Mesh`` / ``jax.sharding.Mesh``), which gives its ``MeshLayout``.
+        name: what to call the array in views and messages (default ``"array"``).
+
+    Returns:
+        An :class:`~shardviz.model.ArrayLayout` (or a ``MeshLayout`` for a mesh).
+    """
+    label = name or "array"
+    if isinstance(obj, Mesh | jax.sharding.Mesh):
+        return mesh_layout(obj)
+    if isinstance(obj, tuple) and len(obj) == 3 and isinstance(obj[2], jax.sharding.Sharding):
+        shape, dtype, sharding = obj
+        return layout_of(shape, dtype, sharding, name=label)
+    return _leaf_layout(obj, label)
+
+
+def _path_str(path: tuple) -> str:
+    return jax.tree_util.keystr(path, simple=True, separator="/") if path else "<root>"
+
+
+def layout_tree(
+    tree: Any,
+    *,
+    skip_non_arrays: bool = False,
+    is_leaf: Callable[[Any], bool] | None = None,
+) -> TreeLayout:
+    """The layout of every array leaf of a pytree, named by its path (e.g. ``params/w1``).
+
+    Args:
+        tree: any pytree of ``jax.Array`` / sharded ``jax.ShapeDtypeStruct`` leaves (parameters,
+            optimizer state, a batch, or a dict of those).
+        skip_non_arrays: leave out leaves that are not arrays (e.g. Python numbers in a config)
+            instead of raising.
+        is_leaf: passed to jax's tree flattening.
+
+    Raises:
+        LeafError: a leaf is not a placed array; the message names its path.
+    """
+    flat, _ = jax.tree_util.tree_flatten_with_path(tree, is_leaf=is_leaf)
+    leaves = []
+    for path, leaf in flat:
+        name = _path_str(path)
+        placed = (isinstance(leaf, jax.Array) and not isinstance(leaf, jax.core.Tracer)) or (
+            isinstance(leaf, jax.ShapeDtypeStruct) and leaf.sharding is not None
+        )
+        if not placed and skip_non_arrays:
+            continue
+        leaves.append(_leaf_layout(leaf, f"leaf {name!r}" if not placed else name))
+    return TreeLayout(tuple(leaves))

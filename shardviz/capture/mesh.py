@@ -1,0 +1,296 @@
+"""Meshes in both vocabularies, translated to jax (one source of truth, no second runtime).
+
+- jax's own ``jax.sharding.Mesh`` with ``NamedSharding``/``PartitionSpec``;
+- PyTorch/XLA SPMD's ``Mesh(device_ids, mesh_shape, axis_names)`` and
+  ``mark_sharding(x, mesh, partition_spec)``;
+- GSPMD's ``mesh_split(x, device_mesh, dims_mapping)``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+from collections.abc import Sequence
+from functools import cached_property
+from typing import Any
+
+import jax
+import numpy as np
+from jax.sharding import AxisType, NamedSharding, PartitionSpec
+
+from shardviz.errors import MeshError, SpecError, problem
+from shardviz.model import Device, MeshLayout
+
+from .spec import normalize_spec
+
+MeshLike = Any  # shardviz.Mesh | jax.sharding.Mesh
+
+
+class Mesh:
+    """A logical mesh in the PyTorch/XLA SPMD vocabulary, backed by a ``jax.sharding.Mesh``.
+
+    Args:
+        device_ids: the devices, in mesh order (row-major over ``mesh_shape``). Ids are jax's
+            ``device.id`` of the default backend (``0 .. N-1`` on CPU, GPU and TPU hosts).
+        mesh_shape: the mesh's size along each axis; the product must equal the device count.
+        axis_names: one unique name per axis (default ``axis_0``, ``axis_1``, ...).
+        axis_types: ``"auto"`` (default: the compiler completes shardings, the GSPMD way) or
+            ``"explicit"`` (shardings are part of the types, jax's sharding-in-types mode).
+
+    Example:
+        >>> mesh = Mesh(range(8), (2, 4), ("data", "model"))
+        >>> mesh.shape()
+        OrderedDict([('data', 2), ('model', 4)])
+    """
+
+    def __init__(
+        self,
+        device_ids: Sequence[int] | np.ndarray,
+        mesh_shape: Sequence[int],
+        axis_names: Sequence[str] | None = None,
+        *,
+        axis_types: str = "auto",
+    ) -> None:
+        ids = [int(i) for i in np.asarray(list(device_ids)).reshape(-1)]
+        mesh_shape = tuple(int(s) for s in mesh_shape)
+        if any(s < 1 for s in mesh_shape):
+            raise MeshError(
+                problem("Mesh", f"mesh_shape {mesh_shape} has a size below 1", "use sizes >= 1")
+            )
+        if math.prod(mesh_shape) != len(ids):
+            raise MeshError(
+                problem(
+                    "Mesh",
+                    f"mesh_shape {mesh_shape} holds {math.prod(mesh_shape)} devices but "
+                    f"{len(ids)} device ids were given",
+                    f"give {math.prod(mesh_shape)} device ids, or a mesh_shape whose product is "
+                    f"{len(ids)} (e.g. {_factor_hint(len(ids))})",
+                )
+            )
+        if len(set(ids)) != len(ids):
+            dup = sorted({i for i in ids if ids.count(i) > 1})
+            raise MeshError(
+                problem("Mesh", f"device ids {dup} appear more than once", "list each device once")
+            )
+        if axis_names is None:
+            axis_names = tuple(f"axis_{i}" for i in range(len(mesh_shape)))
+        names = tuple(axis_names)
+        if len(names) != len(mesh_shape):
+            raise MeshError(
+                problem(
+                    "Mesh",
+                    f"{len(names)} axis names {names} for a mesh of {len(mesh_shape)} axes "
+                    f"{mesh_shape}",
+                    "give one name per mesh axis",
+                )
+            )
+        bad = [n for n in names if not isinstance(n, str) or not n]
+        if bad:
+            raise MeshError(
+                problem("Mesh", f"axis names must be non-empty strings, got {bad}", "rename them")
+            )
+        if len(set(names)) != len(names):
+            raise MeshError(
+                problem("Mesh", f"axis names {names} repeat a name", "give each axis its own name")
+            )
+        if axis_types not in ("auto", "explicit"):
+            raise MeshError(
+                problem(
+                    "Mesh",
+                    f"axis_types {axis_types!r} is not known",
+                    "use 'auto' (the compiler completes shardings) or 'explicit'",
+                )
+            )
+        by_id = {d.id: d for d in jax.devices()}
+        missing = [i for i in ids if i not in by_id]
+        if missing:
+            have = sorted(by_id)
+            raise MeshError(
+                problem(
+                    "Mesh",
+                    f"device id(s) {missing} out of range: jax sees {len(have)} "
+                    f"{jax.default_backend()} device(s) with ids {_id_range(have)}",
+                    "use ids from that list; for more fake CPU devices call "
+                    "shardviz.use_cpu_devices(n) before anything else touches jax",
+                )
+            )
+        self._ids = np.array(ids, dtype=np.int64).reshape(mesh_shape)
+        self._names = names
+        self._devices = np.array([by_id[i] for i in ids], dtype=object).reshape(mesh_shape)
+        self._axis_types = axis_types
+
+    @property
+    def device_ids(self) -> np.ndarray:
+        """Device ids as an array of the mesh's shape."""
+        return self._ids.copy()
+
+    @property
+    def mesh_shape(self) -> tuple[int, ...]:
+        return tuple(self._ids.shape)
+
+    @property
+    def axis_names(self) -> tuple[str, ...]:
+        return self._names
+
+    def shape(self) -> OrderedDict[str, int]:
+        """Axis name -> size, in mesh order (as PyTorch/XLA's ``Mesh.shape()``)."""
+        return OrderedDict(zip(self._names, self.mesh_shape, strict=True))
+
+    def size(self) -> int:
+        """Number of devices."""
+        return int(self._ids.size)
+
+    def get_logical_mesh(self) -> np.ndarray:
+        """Device ids arranged in the mesh's shape."""
+        return self.device_ids
+
+    def get_axis_name_idx(self, name: str) -> int:
+        return self._names.index(name)
+
+    @cached_property
+    def jax_mesh(self) -> jax.sharding.Mesh:
+        """The same mesh as a ``jax.sharding.Mesh``."""
+        kind = AxisType.Auto if self._axis_types == "auto" else AxisType.Explicit
+        return jax.sharding.Mesh(self._devices, self._names, axis_types=(kind,) * len(self._names))
+
+    @property
+    def layout(self) -> MeshLayout:
+        """The mesh as a model object (what the views draw)."""
+        return mesh_layout(self.jax_mesh)
+
+    def __repr__(self) -> str:
+        return (
+            f"shardviz.Mesh(device_ids={self._ids.reshape(-1).tolist()}, "
+            f"mesh_shape={self.mesh_shape}, axis_names={self._names})"
+        )
+
+    def __str__(self) -> str:
+        return str(self.layout)
+
+    def _repr_html_(self) -> str:
+        return self.layout._repr_html_()
+
+
+def _id_range(ids: Sequence[int]) -> str:
+    if list(ids) == list(range(ids[0], ids[0] + len(ids))):
+        return f"{ids[0]}..{ids[-1]}"
+    return str(list(ids))
+
+
+def _factor_hint(n: int) -> str:
+    pairs = [(a, n // a) for a in range(1, n + 1) if n % a == 0]
+    return " or ".join(str(p) for p in pairs[:3])
+
+
+def as_jax_mesh(mesh: MeshLike) -> jax.sharding.Mesh:
+    """Accept a ``shardviz.Mesh`` or a ``jax.sharding.Mesh`` and return the jax one."""
+    if isinstance(mesh, Mesh):
+        return mesh.jax_mesh
+    if isinstance(mesh, jax.sharding.Mesh):
+        return mesh
+    raise MeshError(
+        problem(
+            "mesh",
+            f"expected a shardviz.Mesh or a jax.sharding.Mesh, got {type(mesh).__name__}",
+            "build one with shardviz.Mesh(device_ids, mesh_shape, axis_names) or jax.make_mesh",
+        )
+    )
+
+
+def _axis_type_name(t: Any) -> str:
+    return getattr(t, "name", str(t))
+
+
+def mesh_layout(mesh: MeshLike) -> MeshLayout:
+    """A jax (or shardviz) mesh as a :class:`~shardviz.model.MeshLayout`."""
+    jm = as_jax_mesh(mesh)
+    devices = tuple(
+        Device(
+            id=int(d.id),
+            process_index=int(d.process_index),
+            platform=str(d.platform),
+            kind=str(d.device_kind),
+        )
+        for d in jm.devices.flat
+    )
+    return MeshLayout(
+        axis_names=tuple(str(n) for n in jm.axis_names),
+        axis_sizes=tuple(int(s) for s in jm.devices.shape),
+        devices=devices,
+        axis_types=tuple(_axis_type_name(t) for t in jm.axis_types),
+    )
+
+
+def _shape_of(x: Any) -> tuple[int, ...]:
+    return tuple(np.shape(x))
+
+
+def named_sharding(
+    mesh: MeshLike,
+    partition_spec: Any,
+    shape: Sequence[int],
+    *,
+    name: str = "array",
+    allow_uneven: bool = False,
+) -> NamedSharding:
+    """Check a spec in either vocabulary and return the ``NamedSharding`` it means."""
+    jm = as_jax_mesh(mesh)
+    names = tuple(str(n) for n in jm.axis_names)
+    spec = normalize_spec(
+        partition_spec,
+        shape,
+        names,
+        tuple(jm.devices.shape),
+        name=name,
+        allow_uneven=allow_uneven,
+    )
+    entries = [None if not e else (e[0] if len(e) == 1 else e) for e in spec]
+    return NamedSharding(jm, PartitionSpec(*entries))
+
+
+def mark_sharding(x: Any, mesh: MeshLike, partition_spec: Any, *, name: str = "array") -> Any:
+    """Place ``x`` on ``mesh`` split as ``partition_spec`` says, and return it.
+
+    The spec has one entry per dim: an axis name or index, a tuple of axes (split over several
+    axes, in that order), or ``None`` (not split). Mesh axes not named replicate. Outside jit
+    this is ``jax.device_put``; inside a jitted function it is a sharding constraint the
+    compiler follows (GSPMD's annotation), and uneven splits are allowed there (padded).
+
+    Args:
+        x: a jax or numpy array (or a traced value inside ``jax.jit``).
+        mesh: a :class:`Mesh` or ``jax.sharding.Mesh``.
+        partition_spec: see above; a ``jax.sharding.PartitionSpec`` works too.
+        name: what to call the array in error messages.
+    """
+    traced = isinstance(x, jax.core.Tracer)
+    sharding = named_sharding(mesh, partition_spec, _shape_of(x), name=name, allow_uneven=traced)
+    if traced:
+        return jax.lax.with_sharding_constraint(x, sharding)
+    return jax.device_put(x, sharding)
+
+
+def mesh_split(x: Any, device_mesh: Any, dims_mapping: Sequence[int], *, name: str = "array"):
+    """GSPMD's annotation: ``dims_mapping[i]`` is the mesh dim that splits array dim ``i``, or -1.
+
+    ``device_mesh`` is a numpy array of device ids (its axes are named ``axis_0``, ``axis_1``,
+    ...), a :class:`Mesh`, or a ``jax.sharding.Mesh``. Mesh dims not mapped replicate.
+    """
+    if isinstance(device_mesh, Mesh | jax.sharding.Mesh):
+        mesh = device_mesh
+    else:
+        ids = np.asarray(device_mesh)
+        mesh = Mesh(ids.reshape(-1), ids.shape)
+    ndims = len(as_jax_mesh(mesh).axis_names)
+    where = f"array {name!r} (shape {_shape_of(x)})"
+    spec = []
+    for dim, m in enumerate(dims_mapping):
+        if isinstance(m, bool) or not isinstance(m, int | np.integer) or not -1 <= m < ndims:
+            raise SpecError(
+                problem(
+                    f"{where}, dim {dim}",
+                    f"dims_mapping entry {m!r} is not a mesh dim: the mesh has {ndims} dims",
+                    f"use a mesh dim index from 0 to {ndims - 1}, or -1 to replicate",
+                )
+            )
+        spec.append(None if m == -1 else int(m))
+    return mark_sharding(x, mesh, spec, name=name)

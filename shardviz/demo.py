@@ -1,0 +1,130 @@
+"""The main job behind ``make demo``: an MLP and its batch placed several ways, as a report.
+
+Runs on whatever devices jax has; ``python -m shardviz demo`` first sets up fake CPU devices.
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+
+from shardviz.capture.layout import layout, layout_tree
+from shardviz.capture.mesh import Mesh, mark_sharding
+from shardviz.model import TreeLayout
+from shardviz.render.html import page
+from shardviz.render.text import human_bytes
+
+#: Parameter specs per placement, for the MLP ``relu(x @ w1 + b1) @ w2 + b2``.
+PLACEMENTS: dict[str, tuple[str, dict[str, tuple]]] = {
+    "data parallel": (
+        "Every device holds all parameters; the batch is split over 'data'.",
+        {"w1": (), "b1": (), "w2": (), "b2": ()},
+    ),
+    "FSDP (ZeRO-3) over data": (
+        "Parameters are split over 'data' too: each device holds half of each weight and "
+        "gathers the rest when it needs it.",
+        {"w1": ("data", None), "b1": (), "w2": ("data", None), "b2": ()},
+    ),
+    "Megatron tensor parallel": (
+        "w1 split by columns and w2 by rows over 'model', so the hidden layer never needs "
+        "gathering; one all-reduce per block sums the partial outputs.",
+        {"w1": (None, "model"), "b1": ("model",), "w2": ("model", None), "b2": ()},
+    ),
+    "2-D: FSDP x tensor parallel": (
+        "Both: the hidden dim over 'model' and the other dim over 'data'. Each device holds "
+        "1/8 of each weight.",
+        {"w1": ("data", "model"), "b1": ("model",), "w2": ("model", "data"), "b2": ()},
+    ),
+}
+
+
+@dataclass(frozen=True)
+class DemoSizes:
+    batch: int = 256
+    d_model: int = 512
+    d_hidden: int = 2048
+    seq: int = 64
+    heads: int = 8
+
+
+def demo_mesh(n: int) -> Mesh:
+    """A ('data', 'model') mesh: 2 x n/2 when n is even (2 x 4 on 8 devices), else 1 x n."""
+    rows = 2 if n % 2 == 0 and n > 1 else 1
+    return Mesh(range(n), (rows, n // rows), ("data", "model"))
+
+
+def _placed_tree(mesh: Mesh, specs: dict[str, tuple], sizes: DemoSizes) -> dict:
+    d, h, b = sizes.d_model, sizes.d_hidden, sizes.batch
+    keys = jax.random.split(jax.random.key(0), 3)
+    shapes = {"w1": (d, h), "b1": (h,), "w2": (h, d), "b2": (d,)}
+    params = {
+        k: mark_sharding(jax.random.normal(keys[0], s, jnp.float32) * 0.02, mesh, specs[k], name=k)
+        for k, s in shapes.items()
+    }
+    batch = {
+        "x": mark_sharding(jax.random.normal(keys[1], (b, d)), mesh, ("data", None), name="x"),
+        "y": mark_sharding(jax.random.normal(keys[2], (b, d)), mesh, ("data", None), name="y"),
+    }
+    return {"params": params, "batch": batch}
+
+
+def run_demo(
+    out: str | Path = "shardviz-demo.html", sizes: DemoSizes | None = None
+) -> tuple[Path, str]:
+    """Place the MLP every way in :data:`PLACEMENTS`, write the HTML report, return it and a summary."""
+    sizes = sizes or DemoSizes()
+    n = jax.device_count()
+    mesh = demo_mesh(n)
+    mesh_view = mesh.layout
+    lines = [
+        f"shardviz demo: an MLP ({sizes.d_model} -> {sizes.d_hidden} -> {sizes.d_model}) and a "
+        f"batch of {sizes.batch}, on {n} {jax.default_backend()} device(s)",
+        "",
+        str(mesh_view),
+        "",
+    ]
+    sections = [
+        "<h1>shardviz demo</h1>"
+        f"<p>A small MLP (<code>relu(x @ w1 + b1) @ w2 + b2</code>, d_model={sizes.d_model}, "
+        f"d_hidden={sizes.d_hidden}) and a training batch of {sizes.batch}, placed four ways on "
+        f"{n} {html.escape(jax.default_backend())} device(s). Hover over a tile for its devices, "
+        "index, shape and bytes.</p><h2>The mesh</h2>",
+        mesh_view._repr_html_(),
+    ]
+    summary_rows = []
+    for title, (blurb, specs) in PLACEMENTS.items():
+        tree: TreeLayout = layout_tree(_placed_tree(mesh, specs, sizes))
+        per_dev = max(tree.bytes_per_device.values())
+        summary_rows.append((title, per_dev, tree.global_bytes))
+        lines += [f"== {title} ==", blurb, str(tree), ""]
+        sections += [
+            f"<h2>{html.escape(title)}</h2><p>{html.escape(blurb)}</p>",
+            tree._repr_html_(),
+            tree["params/w1"]._repr_html_(),
+            tree["params/w2"]._repr_html_(),
+        ]
+    act = jax.ShapeDtypeStruct(
+        (sizes.batch, sizes.seq, sizes.heads, sizes.d_model // sizes.heads),
+        jnp.bfloat16,
+        sharding=jax.sharding.NamedSharding(
+            mesh.jax_mesh, jax.sharding.PartitionSpec("data", None, "model", None)
+        ),
+    )
+    act_view = layout(act, name="attention activations (batch, seq, heads, head_dim)")
+    sections += [
+        "<h2>An N-D array</h2><p>A 4-D activation, batch over 'data' and heads over 'model': "
+        "the two split dims go on the page, the others are listed beside it.</p>",
+        act_view._repr_html_(),
+    ]
+    lines += [str(act_view), "", "Bytes per device (params + batch), the largest device:"]
+    lines += [
+        f"  {t:<30} {human_bytes(b):>10}   (global {human_bytes(g)})" for t, b, g in summary_rows
+    ]
+    path = Path(out)
+    path.write_text(page("shardviz demo", sections), encoding="utf-8")
+    lines += ["", f"Report written to {path.resolve()}"]
+    return path, "\n".join(lines)
