@@ -6,6 +6,7 @@ Runs on whatever devices jax has; ``python -m shardviz demo`` first sets up fake
 from __future__ import annotations
 
 import html
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,6 +51,20 @@ class DemoSizes:
     seq: int = 64
     heads: int = 8
 
+    def fit(self, rows: int, cols: int) -> DemoSizes:
+        """Round the sizes up so every placement divides evenly on a rows x cols mesh."""
+
+        def up(v: int, k: int) -> int:
+            return -(-v // k) * k
+
+        return DemoSizes(
+            batch=up(self.batch, rows),
+            d_model=up(self.d_model, rows),
+            d_hidden=up(self.d_hidden, math.lcm(rows, cols)),
+            seq=self.seq,
+            heads=up(self.heads, cols),
+        )
+
 
 def demo_mesh(n: int) -> Mesh:
     """A ('data', 'model') mesh: 2 x n/2 when n is even (2 x 4 on 8 devices), else 1 x n."""
@@ -76,9 +91,9 @@ def run_demo(
     out: str | Path = "shardviz-demo.html", sizes: DemoSizes | None = None
 ) -> tuple[Path, str]:
     """Place the MLP every way in :data:`PLACEMENTS`, write the HTML report, return it and a summary."""
-    sizes = sizes or DemoSizes()
     n = jax.device_count()
     mesh = demo_mesh(n)
+    sizes = (sizes or DemoSizes()).fit(*mesh.mesh_shape)
     mesh_view = mesh.layout
     lines = [
         f"shardviz demo: an MLP ({sizes.d_model} -> {sizes.d_hidden} -> {sizes.d_model}) and a "
@@ -88,7 +103,6 @@ def run_demo(
         "",
     ]
     sections = [
-        "<h1>shardviz demo</h1>"
         f"<p>A small MLP (<code>relu(x @ w1 + b1) @ w2 + b2</code>, d_model={sizes.d_model}, "
         f"d_hidden={sizes.d_hidden}) and a training batch of {sizes.batch}, placed four ways on "
         f"{n} {html.escape(jax.default_backend())} device(s). Hover over a tile for its devices, "
@@ -108,7 +122,7 @@ def run_demo(
             tree["params/w2"]._repr_html_(),
         ]
     act = jax.ShapeDtypeStruct(
-        (sizes.batch, sizes.seq, sizes.heads, sizes.d_model // sizes.heads),
+        (sizes.batch, sizes.seq, sizes.heads, 64),
         jnp.bfloat16,
         sharding=jax.sharding.NamedSharding(
             mesh.jax_mesh, jax.sharding.PartitionSpec("data", None, "model", None)
@@ -120,7 +134,12 @@ def run_demo(
         "the two split dims go on the page, the others are listed beside it.</p>",
         act_view._repr_html_(),
     ]
-    lines += [str(act_view), "", "Bytes per device (params + batch), the largest device:"]
+    lines += [
+        "== An N-D array ==",
+        str(act_view),
+        "",
+        "Bytes per device (params + batch), the largest device:",
+    ]
     lines += [
         f"  {t:<30} {human_bytes(b):>10}   (global {human_bytes(g)})" for t, b, g in summary_rows
     ]

@@ -195,3 +195,13 @@ def test_model_and_renderers_import_without_jax():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "ok"
+
+
+def test_jax_make_mesh_explicit_axes_work():
+    jm = jax.make_mesh((2, 4), ("data", "model"))  # jax 0.10: Explicit axes by default
+    x = jax.device_put(jnp.ones((8, 8)), NamedSharding(jm, P("data", "model")))
+    lay = sv.layout(x)
+    assert lay.mesh.axis_types == ("Explicit", "Explicit")
+    assert lay.kind == "tiled" and lay.spec == (("data",), ("model",))
+    y = sv.mark_sharding(jnp.ones((8, 8)), jm, (None, "data"))
+    assert sv.layout(y).spec == ((), ("data",))

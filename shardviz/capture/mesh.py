@@ -30,8 +30,10 @@ class Mesh:
     """A logical mesh in the PyTorch/XLA SPMD vocabulary, backed by a ``jax.sharding.Mesh``.
 
     Args:
-        device_ids: the devices, in mesh order (row-major over ``mesh_shape``). Ids are jax's
-            ``device.id`` of the default backend (``0 .. N-1`` on CPU, GPU and TPU hosts).
+        device_ids: the devices, in mesh order (row-major over ``mesh_shape``), as global
+            ordinals ``0 .. N-1``: positions in ``jax.devices()``, as in PyTorch/XLA. On one
+            host they equal jax's ``device.id``; across processes jax numbers devices
+            per host (e.g. 0-3 and 2048-2051), and views show jax's ids.
         mesh_shape: the mesh's size along each axis; the product must equal the device count.
         axis_names: one unique name per axis (default ``axis_0``, ``axis_1``, ...).
         axis_types: ``"auto"`` (default: the compiler completes shardings, the GSPMD way) or
@@ -101,22 +103,21 @@ class Mesh:
                     "use 'auto' (the compiler completes shardings) or 'explicit'",
                 )
             )
-        by_id = {d.id: d for d in jax.devices()}
-        missing = [i for i in ids if i not in by_id]
+        everything = jax.devices()
+        missing = [i for i in ids if not 0 <= i < len(everything)]
         if missing:
-            have = sorted(by_id)
             raise MeshError(
                 problem(
                     "Mesh",
-                    f"device id(s) {missing} out of range: jax sees {len(have)} "
-                    f"{jax.default_backend()} device(s) with ids {_id_range(have)}",
-                    "use ids from that list; for more fake CPU devices call "
+                    f"device id(s) {missing} out of range: jax sees {len(everything)} "
+                    f"{jax.default_backend()} device(s), ids 0..{len(everything) - 1}",
+                    "use ids from that range; for more fake CPU devices call "
                     "shardviz.use_cpu_devices(n) before anything else touches jax",
                 )
             )
         self._ids = np.array(ids, dtype=np.int64).reshape(mesh_shape)
         self._names = names
-        self._devices = np.array([by_id[i] for i in ids], dtype=object).reshape(mesh_shape)
+        self._devices = np.array([everything[i] for i in ids], dtype=object).reshape(mesh_shape)
         self._axis_types = axis_types
 
     @property
@@ -169,12 +170,6 @@ class Mesh:
 
     def _repr_html_(self) -> str:
         return self.layout._repr_html_()
-
-
-def _id_range(ids: Sequence[int]) -> str:
-    if list(ids) == list(range(ids[0], ids[0] + len(ids))):
-        return f"{ids[0]}..{ids[-1]}"
-    return str(list(ids))
 
 
 def _factor_hint(n: int) -> str:

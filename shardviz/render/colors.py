@@ -1,0 +1,52 @@
+"""One colour per device, the same in every view.
+
+Hues step by the golden angle, so devices with nearby ids get clearly different hues; the
+lightness stays high, so dark text reads on every colour.
+"""
+
+from __future__ import annotations
+
+import colorsys
+from functools import lru_cache
+
+GOLDEN_ANGLE = 137.50776405003785
+#: Text colour used on device colours (all of them are light).
+DARK_TEXT = "#1b1f24"
+LIGHT_TEXT = "#ffffff"
+
+# Lightness and saturation cycle slowly, so ids whose hues happen to land close together
+# still differ in shade.
+_LIGHTNESS = (0.80, 0.72, 0.86)
+_SATURATION = (0.62, 0.55, 0.70)
+
+
+@lru_cache(maxsize=8192)
+def device_color(device_id: int) -> str:
+    """The fill colour of a device, as ``#rrggbb``.
+
+    Args:
+        device_id: the device's id (``Device.id``); any integer works.
+
+    Returns:
+        A light colour, deterministic for the id.
+    """
+    hue = (device_id * GOLDEN_ANGLE) % 360.0 / 360.0
+    step = (device_id // 3) % 3
+    r, g, b = colorsys.hls_to_rgb(hue, _LIGHTNESS[step], _SATURATION[step])
+    return f"#{round(r * 255):02x}{round(g * 255):02x}{round(b * 255):02x}"
+
+
+def _luminance(color: str) -> float:
+    """Relative luminance (WCAG) of a ``#rrggbb`` colour."""
+    value = color.lstrip("#")
+    channels = [int(value[i : i + 2], 16) / 255 for i in (0, 2, 4)]
+    lin = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
+    return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+
+
+def text_color_for(background: str) -> str:
+    """Dark or white text, whichever reads better on ``background`` (``#rrggbb``)."""
+    lum = _luminance(background)
+    contrast_dark = (lum + 0.05) / (_luminance(DARK_TEXT) + 0.05)
+    contrast_light = 1.05 / (lum + 0.05)
+    return DARK_TEXT if contrast_dark >= contrast_light else LIGHT_TEXT

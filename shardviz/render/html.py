@@ -1,0 +1,662 @@
+"""Self-contained HTML views: inline SVG and a scoped ``<style>``, no script, no network.
+
+Every fragment is one ``<div class="sv-root ...">`` carrying its own CSS (all classes start with
+``sv-``), so it renders the same in a notebook, a saved notebook, or a file opened offline.
+Hover text uses SVG ``<title>``, which needs no JavaScript. Every string that comes from the
+model is escaped where it enters the markup.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import statistics
+from collections.abc import Sequence
+
+from shardviz.model.array import ArrayLayout, Tile, TreeLayout
+from shardviz.model.mesh import MeshLayout
+from shardviz.render.colors import DARK_TEXT, device_color, text_color_for
+from shardviz.render.geometry import (
+    ArrayGrid,
+    ArrayPanel,
+    MeshGrid,
+    MeshPanel,
+    PageAxis,
+    PanelGap,
+    array_facts,
+    array_grid,
+    band_sizes,
+    devices_label,
+    format_bytes,
+    format_shape,
+    holder_lines,
+    mesh_grid,
+    mesh_summary,
+    offsets,
+    page_summary,
+    process_runs,
+)
+
+MONO = 'ui-monospace,SFMono-Regular,Menlo,Consolas,"DejaVu Sans Mono","Liberation Mono",monospace'
+SANS = 'system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans","Liberation Sans",sans-serif'
+
+CSS = f"""
+.sv-root{{font:12px/1.45 {SANS};color:#1b1f24;background:#fff;border:1px solid #d0d7de;
+border-radius:6px;padding:10px 12px;display:inline-block;max-width:100%;box-sizing:border-box;
+overflow-x:auto;text-align:left;vertical-align:top}}
+.sv-root .sv-head{{font-size:13px;font-weight:600;margin:0 0 2px}}
+.sv-root .sv-head .sv-dim{{font-weight:400;color:#57606a}}
+.sv-root .sv-kind{{font-size:11px;font-weight:500;color:#0550ae;background:#ddf4ff;
+border-radius:9px;padding:1px 7px;margin-left:4px}}
+.sv-root code{{font:11.5px {MONO};background:#f2f4f7;border-radius:3px;padding:0 3px}}
+.sv-root .sv-facts{{color:#57606a;margin:0 0 8px}}
+.sv-root .sv-note{{color:#57606a;margin:6px 0 0;font-size:11px}}
+.sv-root .sv-panels{{display:flex;flex-wrap:wrap;gap:12px 18px;align-items:flex-start}}
+.sv-root figure{{margin:0}}
+.sv-root figcaption{{font:600 11px {MONO};color:#24292f;margin:0 0 2px}}
+.sv-root svg{{display:block;overflow:visible}}
+.sv-root svg text{{font-family:{MONO};fill:#1b1f24}}
+.sv-root .sv-tick{{font-size:10px;fill:#57606a}}
+.sv-root .sv-axis{{font:11px {SANS};fill:#24292f}}
+.sv-root .sv-lbl{{font-size:11px;text-anchor:middle;dominant-baseline:central}}
+.sv-root .sv-sub{{font-size:9px;fill:#424a53;dominant-baseline:central}}
+.sv-root .sv-tile>rect,.sv-root .sv-device>rect{{stroke:#fff;stroke-width:1}}
+.sv-root .sv-tile:hover>rect:first-of-type,.sv-root .sv-device:hover>rect{{stroke:#1b1f24;
+stroke-width:2}}
+.sv-root .sv-tile>rect.sv-chip{{stroke:#1b1f24;stroke-width:.5}}
+.sv-root g.sv-elided>rect{{fill:#f6f8fa;stroke:#afb8c1;stroke-dasharray:3 2}}
+.sv-root g.sv-elided>text{{fill:#57606a;text-anchor:middle;dominant-baseline:central;font-size:11px}}
+.sv-root div.sv-elided{{color:#57606a;padding:8px 12px;border:1px dashed #afb8c1;
+border-radius:4px;align-self:center;background:#f6f8fa}}
+.sv-root .sv-proc{{fill:none;stroke:#24292f;stroke-width:2.5;stroke-linecap:square}}
+.sv-root table{{border-collapse:collapse;font-size:12px;margin:0 0 8px}}
+.sv-root th,.sv-root td{{padding:3px 14px 3px 0;text-align:left;border-bottom:1px solid #eaeef2;
+white-space:nowrap}}
+.sv-root th{{font-weight:600;color:#57606a;border-bottom:1px solid #d0d7de}}
+.sv-root td.sv-num,.sv-root th.sv-num{{text-align:right;font-variant-numeric:tabular-nums}}
+.sv-root .sv-bar:hover{{stroke:#1b1f24;stroke-width:1}}
+""".strip()
+
+STYLE = "<style>" + CSS.replace("\n", "") + "</style>"
+
+# Approximate advance of one monospace character, by font size (px).
+_CHAR = {9: 5.5, 10: 6.1, 11: 6.7}
+
+#: Chips drawn per tile before the rest is summarised as ``+N``.
+MAX_CHIPS = 8
+#: Holders listed in a tile's hover text before ``… N more``.
+MAX_HOLDERS = 16
+#: Above this many devices, a tree's per-device bars are binned.
+MAX_BARS = 256
+
+
+def esc(value: object) -> str:
+    """Escape any model string for HTML text and attributes."""
+    return html.escape(str(value), quote=True)
+
+
+def _n(x: float) -> str:
+    """A coordinate, short: ``12``, ``12.5``."""
+    return f"{x:.1f}".removesuffix(".0")
+
+
+def _width(text: str, size: int = 11) -> float:
+    return len(text) * _CHAR.get(size, size * 0.61)
+
+
+def _rect(x: float, y: float, w: float, h: float, extra: str = "") -> str:
+    return f'<rect x="{_n(x)}" y="{_n(y)}" width="{_n(w)}" height="{_n(h)}"{extra}/>'
+
+
+def _text(x: float, y: float, text: str, cls: str, extra: str = "") -> str:
+    return f'<text class="{cls}" x="{_n(x)}" y="{_n(y)}"{extra}>{esc(text)}</text>'
+
+
+def _root(kind: str, body: Sequence[str]) -> str:
+    return f'<div class="sv-root sv-{kind}">{STYLE}' + "".join(body) + "</div>"
+
+
+# --------------------------------------------------------------------------------------------
+# Shared panel frame: tick labels and axis titles around a body of bands
+
+
+class _Frame:
+    """Where a panel's body sits in its SVG and where each band starts and ends."""
+
+    def __init__(
+        self,
+        rows: PageAxis,
+        cols: PageAxis,
+        col_sizes: list[float],
+        row_sizes: list[float],
+        row_ticks: Sequence[str],
+    ) -> None:
+        self.rows, self.cols = rows, cols
+        self.col_sizes, self.row_sizes = col_sizes, row_sizes
+        body_h = sum(row_sizes)
+        tick_w = max([0.0, *(_width(t, 10) for t in row_ticks)])
+        title_w = _width(rows.title, 11) if rows.used else 0.0
+        self.rotate = rows.used and title_w + 8 <= body_h
+        if not rows.used:
+            self.left = 4.0
+        elif self.rotate:
+            self.left = 20 + tick_w + 6
+        else:
+            self.left = max(tick_w + 10, title_w + 14)
+        self.top = 34.0 if cols.used else 4.0
+        self.col_x = offsets(col_sizes, self.left)
+        self.row_y = offsets(row_sizes, self.top)
+        self.width = self.left + sum(col_sizes) + 4
+        self.height = self.top + body_h + 4
+
+    def axes(self, col_ticks: Sequence[str], row_ticks: Sequence[str]) -> list[str]:
+        out = []
+        body_w = sum(self.col_sizes)
+        body_h = sum(self.row_sizes)
+        if self.cols.used:
+            out.append(
+                _text(
+                    self.left + body_w / 2,
+                    12,
+                    self.cols.title + " →",
+                    "sv-axis",
+                    ' text-anchor="middle"',
+                )
+            )
+            bands = self.cols.bands
+            places = list(zip(self.col_x, self.col_sizes, col_ticks, bands, strict=True))
+            centred = all(b.elided or _width(t, 10) <= w + 2 for _, w, t, b in places)
+            for x, w, t, b in places:
+                if centred or b.elided:
+                    if t and _width(t, 10) <= w + 2:
+                        out.append(
+                            _text(x + w / 2, self.top - 6, t, "sv-tick", ' text-anchor="middle"')
+                        )
+                elif _width(str(b.start), 10) <= w - 2:
+                    # "a:b" does not fit every band: mark where each band starts, like a ruler.
+                    out.append(_text(x + 2, self.top - 6, str(b.start), "sv-tick"))
+                    out.append(f'<path d="M{_n(x + 0.5)} {_n(self.top - 5)}v5" stroke="#8c959f"/>')
+        if self.rows.used:
+            if self.rotate:
+                cy = self.top + body_h / 2
+                out.append(
+                    _text(
+                        12,
+                        cy,
+                        self.rows.title,
+                        "sv-axis",
+                        f' text-anchor="middle" transform="rotate(-90 12 {_n(cy)})"',
+                    )
+                )
+            else:
+                out.append(_text(4, 12, "↓ " + self.rows.title, "sv-axis"))
+            for y, h, t in zip(self.row_y, self.row_sizes, row_ticks, strict=True):
+                if t and h >= 10:
+                    out.append(
+                        _text(
+                            self.left - 5,
+                            y + h / 2,
+                            t,
+                            "sv-tick",
+                            ' text-anchor="end" dominant-baseline="central"',
+                        )
+                    )
+        return out
+
+    def gaps(self, what: str) -> list[str]:
+        """Dashed bands where runs were elided, with hover text."""
+        out = []
+        body_w = sum(self.col_sizes)
+        body_h = sum(self.row_sizes)
+        for x, w, b in zip(self.col_x, self.col_sizes, self.cols.bands, strict=True):
+            if b.elided:
+                tip = f"{b.hidden} more {what} of {self.cols.title} not shown ({b.start}:{b.stop})"
+                out.append(
+                    f'<g class="sv-elided"><title>{esc(tip)}</title>'
+                    + _rect(x + 1, self.top, w - 2, body_h)
+                    + _text(x + w / 2, self.top + body_h / 2, "…", "")
+                    + "</g>"
+                )
+        for y, h, b in zip(self.row_y, self.row_sizes, self.rows.bands, strict=True):
+            if b.elided:
+                tip = f"{b.hidden} more {what} of {self.rows.title} not shown ({b.start}:{b.stop})"
+                label = f"⋯ {b.hidden} more ⋯"
+                if _width(label) > body_w - 8:
+                    label = "⋯"
+                out.append(
+                    f'<g class="sv-elided"><title>{esc(tip)}</title>'
+                    + _rect(self.left, y + 1, body_w, h - 2)
+                    + _text(self.left + body_w / 2, y + h / 2, label, "")
+                    + "</g>"
+                )
+        return out
+
+
+def _ticks(axis: PageAxis) -> list[str]:
+    return [b.label for b in axis.bands] if axis.used else [""]
+
+
+def _gap_notes(axes: Sequence[tuple[PageAxis, str, str]]) -> list[str]:
+    notes = []
+    for axis, what, span in axes:
+        for b in axis.bands:
+            if b.elided:
+                notes.append(
+                    f"… {b.hidden} more {what} of {esc(axis.title)} not shown "
+                    f"({span} {b.start}:{b.stop})"
+                )
+    return notes
+
+
+def _panel_gap(gap: PanelGap) -> str:
+    return f'<div class="sv-elided">{esc(gap.text)}</div>'
+
+
+# --------------------------------------------------------------------------------------------
+# Arrays
+
+CELL_MIN = 16.0
+GAP_PX = 26.0
+ROW_MIN = 34.0
+
+
+def _array_sizes(grid: ArrayGrid) -> tuple[list[float], list[float]]:
+    rows, cols = grid.rows, grid.cols
+    if not cols.used:
+        return [140.0], [48.0]
+    width = 520.0 if grid.shown_panels <= 1 else 300.0
+    col_sizes = band_sizes(cols.bands, width, CELL_MIN, GAP_PX)
+    if not rows.used:
+        return col_sizes, [48.0]
+    n = len(rows.bands)
+    lo = max(48.0, ROW_MIN * n)
+    hi = max(360.0 if grid.shown_panels <= 1 else 240.0, lo)
+    height = min(hi, max(lo, width * rows.size / max(1, cols.size)))
+    row_sizes = band_sizes(rows.bands, height, min(ROW_MIN, height / n), 22.0)
+    return col_sizes, row_sizes
+
+
+def _tile_svg(
+    layout: ArrayLayout,
+    cell_tiles: Sequence[Tile],
+    key_str: str,
+    x: float,
+    y: float,
+    w: float,
+    h: float,
+) -> str:
+    ids = [t.device_id for t in cell_tiles]
+    if not ids:
+        tip = f"{layout.name}{key_str}\nheld by no device"
+        return (
+            f'<g class="sv-tile" data-devices=""><title>{esc(tip)}</title>'
+            + _rect(x, y, w, h, ' fill="#ffffff" stroke-dasharray="2 2"')
+            + "</g>"
+        )
+    first = cell_tiles[0]
+    fill = device_color(ids[0])
+    tip_lines = [
+        f"{layout.name}{key_str}",
+        f"shard {format_shape(first.shape)} · {format_bytes(first.nbytes, exact=True)}",
+        f"held by {len(ids)} device{'s' * (len(ids) != 1)}:",
+        *("  " + line for line in holder_lines(layout, cell_tiles, MAX_HOLDERS)),
+    ]
+    tip = "\n".join(tip_lines)
+    parts = [
+        f'<g class="sv-tile" data-devices="{" ".join(map(str, ids))}"><title>{esc(tip)}</title>',
+        _rect(x, y, w, h, f' fill="{fill}"'),
+    ]
+    chips = len(ids) > 1 and h >= 30 and w >= 26
+    label = devices_label(ids)
+    if _width(label) > w - 4:
+        label = f"d{ids[0]}+{len(ids) - 1}" if len(ids) > 1 else f"d{ids[0]}"
+    if _width(label) <= w - 4 and h >= 13:
+        color = text_color_for(fill)
+        extra = "" if color == DARK_TEXT else f' style="fill:{color}"'
+        parts.append(_text(x + w / 2, y + h / 2 - (5 if chips else 0), label, "sv-lbl", extra))
+    if chips:
+        fit = max(1, int((w - 8 - 20) // 9))
+        n_chips = min(len(ids), MAX_CHIPS, fit)
+        if n_chips == len(ids) - 1 and len(ids) <= MAX_CHIPS:  # a chip is no wider than "+1"
+            n_chips = min(len(ids), int((w - 8) // 9))
+        cx = x + 4
+        cy = y + h - 11
+        for d in ids[:n_chips]:
+            parts.append(_rect(cx, cy, 7, 7, f' class="sv-chip" fill="{device_color(d)}"'))
+            cx += 9
+        if n_chips < len(ids):
+            parts.append(_text(cx + 1, cy + 6, f"+{len(ids) - n_chips}", "sv-tick"))
+    parts.append("</g>")
+    return "".join(parts)
+
+
+def _array_panel(
+    layout: ArrayLayout,
+    grid: ArrayGrid,
+    panel: ArrayPanel,
+    sizes: tuple[list[float], list[float]],
+) -> str:
+    col_sizes, row_sizes = sizes
+    col_ticks, row_ticks = _ticks(grid.cols), _ticks(grid.rows)
+    frame = _Frame(grid.rows, grid.cols, col_sizes, row_sizes, row_ticks if grid.rows.used else [])
+    parts = [
+        f'<svg class="sv-grid" width="{_n(frame.width)}" height="{_n(frame.height)}" '
+        f'viewBox="0 0 {_n(frame.width)} {_n(frame.height)}" role="img">'
+    ]
+    parts.extend(frame.axes(col_ticks, row_ticks))
+    for cell in panel.cells:
+        x, w = frame.col_x[cell.col], col_sizes[cell.col]
+        y, h = frame.row_y[cell.row], row_sizes[cell.row]
+        parts.append(_tile_svg(layout, cell.tiles, cell.index_str, x, y, w, h))
+    parts.extend(frame.gaps("intervals"))
+    parts.append("</svg>")
+    caption = f"<figcaption>{esc(panel.label)}</figcaption>" if panel.label else ""
+    return f'<figure class="sv-panel">{caption}{"".join(parts)}</figure>'
+
+
+def array_html(layout: ArrayLayout) -> str:
+    """An array as an HTML fragment: header facts, then one SVG panel per off-page combination.
+
+    Each distinct tile is a ``<g class="sv-tile" data-devices="0 4">`` filled with its first
+    holder's colour, labelled with its holders, with a chip per holder and hover text giving
+    the index, shard shape, bytes and each holder's mesh coordinate. Elided runs are
+    ``sv-elided``.
+    """
+    facts = array_facts(layout)
+    grid = array_grid(layout)
+    sizes = _array_sizes(grid)
+    body = [
+        f'<div class="sv-head">{esc(facts.name)} <span class="sv-dim">· '
+        f"{esc(facts.dtype)}[{', '.join(map(str, facts.shape))}]</span> "
+        f'<code>{esc(facts.spec)}</code><span class="sv-kind">{esc(facts.kind)}</span></div>',
+        f'<div class="sv-facts">on Mesh {esc(facts.mesh)} · shard {format_shape(facts.shard_shape)}'
+        f" · {esc(facts.tiles_str)}<br>{esc(facts.bytes_str)}<br>{esc(page_summary(grid))}</div>",
+        '<div class="sv-panels">',
+    ]
+    for panel in grid.panels:
+        if isinstance(panel, ArrayPanel):
+            body.append(_array_panel(layout, grid, panel, sizes))
+        else:
+            body.append(_panel_gap(panel))
+    body.append("</div>")
+    notes = _gap_notes([(grid.rows, "intervals", "elements"), (grid.cols, "intervals", "elements")])
+    if notes:
+        body.append('<div class="sv-note">' + "<br>".join(notes) + "</div>")
+    return _root("array", body)
+
+
+# --------------------------------------------------------------------------------------------
+# Meshes
+
+MESH_CELL_H = 40.0
+MESH_GAP = 24.0
+
+
+def _mesh_cell_width(mesh: MeshLayout) -> float:
+    coord = "(" + ", ".join(str(s - 1) for s in mesh.axis_sizes) + ")"
+    ident = f"d{max(mesh.device_ids, default=0)}"
+    extra = 2 * _width("p0", 9) + 4 if mesh.num_processes > 1 else 0.0
+    return max(52.0, _width(coord, 9) + 12, _width(ident, 11) + 22 + extra)
+
+
+def _outline(
+    cells: dict[tuple[int, int], tuple[float, float, float, float, int]],
+) -> dict[int, str]:
+    """Per process, an SVG path tracing the border of its cells."""
+    paths: dict[int, list[str]] = {}
+    for (r, c), (x, y, w, h, p) in cells.items():
+        segs = paths.setdefault(p, [])
+        for (dr, dc), seg in (
+            ((-1, 0), f"M{_n(x)} {_n(y)}h{_n(w)}"),
+            ((1, 0), f"M{_n(x)} {_n(y + h)}h{_n(w)}"),
+            ((0, -1), f"M{_n(x)} {_n(y)}v{_n(h)}"),
+            ((0, 1), f"M{_n(x + w)} {_n(y)}v{_n(h)}"),
+        ):
+            other = cells.get((r + dr, c + dc))
+            if other is None or other[4] != p:
+                segs.append(seg)
+    return {p: "".join(s) for p, s in paths.items()}
+
+
+def _mesh_panel(mesh: MeshLayout, grid: MeshGrid, panel: MeshPanel, cell_w: float) -> str:
+    rows, cols = grid.rows, grid.cols
+    col_sizes = [MESH_GAP if b.elided else cell_w for b in cols.bands]
+    row_sizes = [MESH_GAP if b.elided else MESH_CELL_H for b in rows.bands]
+    row_ticks = _ticks(rows)
+    frame = _Frame(rows, cols, col_sizes, row_sizes, row_ticks if rows.used else [])
+    multi = mesh.num_processes > 1
+    parts = [
+        f'<svg class="sv-grid" width="{_n(frame.width)}" height="{_n(frame.height)}" '
+        f'viewBox="0 0 {_n(frame.width)} {_n(frame.height)}" role="img">'
+    ]
+    parts.extend(frame.axes(_ticks(cols), row_ticks))
+    boxes = {}
+    for cell in panel.cells:
+        x, y = frame.col_x[cell.col], frame.row_y[cell.row]
+        dev = cell.device
+        fill = device_color(dev.id)
+        coord = "(" + ", ".join(map(str, cell.coords)) + ")"
+        named = ", ".join(f"{n}={c}" for n, c in zip(mesh.axis_names, cell.coords, strict=True))
+        tip = f"d{dev.id}" + (f" · {named}" if named else "")
+        tip += f"\nprocess {dev.process_index} · {dev.platform}"
+        if dev.kind != dev.platform:
+            tip += f" ({dev.kind})"
+        parts.append(
+            f'<g class="sv-device" data-device="{dev.id}"><title>{esc(tip)}</title>'
+            + _rect(x, y, cell_w, MESH_CELL_H, f' fill="{fill}"')
+            + _text(
+                x + cell_w / 2,
+                y + (15 if cell.coords else MESH_CELL_H / 2),
+                f"d{dev.id}",
+                "sv-lbl",
+                ' font-weight="600"',
+            )
+            + (
+                _text(x + cell_w / 2, y + 29, coord, "sv-sub", ' text-anchor="middle"')
+                if cell.coords
+                else ""
+            )
+            + (
+                _text(
+                    x + cell_w - 3, y + 7, f"p{dev.process_index}", "sv-sub", ' text-anchor="end"'
+                )
+                if multi
+                else ""
+            )
+            + "</g>"
+        )
+        boxes[(cell.row, cell.col)] = (x, y, cell_w, MESH_CELL_H, dev.process_index)
+    parts.extend(frame.gaps("indices"))
+    if multi:
+        for p, d in sorted(_outline(boxes).items()):
+            parts.append(f'<path class="sv-proc" data-process="{p}" d="{d}"/>')
+    parts.append("</svg>")
+    caption = f"<figcaption>{esc(panel.label)}</figcaption>" if panel.label else ""
+    return f'<figure class="sv-panel">{caption}{"".join(parts)}</figure>'
+
+
+def mesh_html(mesh: MeshLayout) -> str:
+    """A mesh as an HTML fragment: the device grid with axis names, sizes and indices.
+
+    Each device is a ``<g class="sv-device" data-device="ID">`` filled with its colour and
+    showing its id and mesh coordinate; with several processes, each process's devices are
+    outlined and a legend lists them. Elided runs are ``sv-elided``.
+    """
+    grid = mesh_grid(mesh)
+    cell_w = _mesh_cell_width(mesh)
+    body = [f'<div class="sv-head">{esc(mesh_summary(mesh))}</div>']
+    if grid.panel_axes:
+        names = ", ".join(mesh.axis_names[a] for a in grid.panel_axes)
+        body.append(f'<div class="sv-facts">one panel per {esc(names)}</div>')
+    body.append('<div class="sv-panels">')
+    for panel in grid.panels:
+        if isinstance(panel, MeshPanel):
+            body.append(_mesh_panel(mesh, grid, panel, cell_w))
+        else:
+            body.append(_panel_gap(panel))
+    body.append("</div>")
+    notes = _gap_notes([(grid.rows, "indices", "indices"), (grid.cols, "indices", "indices")])
+    if mesh.num_processes > 1:
+        notes.append(
+            "processes (outlined): "
+            + " · ".join(f"p{p} = {esc(ids)}" for p, ids in process_runs(mesh))
+        )
+    if notes:
+        body.append('<div class="sv-note">' + "<br>".join(notes) + "</div>")
+    return _root("mesh", body)
+
+
+# --------------------------------------------------------------------------------------------
+# Trees
+
+BARS_W = 560.0
+BARS_H = 56.0
+
+
+def _bars_svg(per_device: dict[int, int]) -> str:
+    ids = sorted(per_device)
+    n = len(ids)
+    if not n:
+        return ""
+    top = max(per_device.values()) or 1
+    if n <= MAX_BARS:
+        groups = [[d] for d in ids]
+    else:
+        size = math.ceil(n / MAX_BARS)
+        groups = [ids[i : i + size] for i in range(0, n, size)]
+    bw = max(2.0, min(22.0, BARS_W / len(groups)))
+    gap = 1.0 if bw >= 4 else 0.0
+    left = _width(format_bytes(top), 10) + 8
+    height = BARS_H + 30
+    width = left + bw * len(groups) + 4
+    parts = [
+        f'<svg class="sv-bars" width="{_n(width)}" height="{_n(height)}" shape-rendering="crispEdges" '
+        f'viewBox="0 0 {_n(width)} {_n(height)}" role="img">',
+        _text(left - 4, 8, format_bytes(top), "sv-tick", ' text-anchor="end"'),
+        _text(left - 4, BARS_H + 4, "0", "sv-tick", ' text-anchor="end"'),
+        f'<path d="M{_n(left)} {_n(BARS_H + 4)}h{_n(bw * len(groups))}" stroke="#afb8c1"/>',
+    ]
+    for i, group in enumerate(groups):
+        values = [per_device[d] for d in group]
+        v = max(values)
+        h = BARS_H * v / top
+        x = left + i * bw
+        y = BARS_H + 4 - h
+        if len(group) == 1:
+            d = group[0]
+            tip = f"d{d}: {format_bytes(v, exact=True)}"
+            parts.append(
+                f'<rect class="sv-bar" data-device="{d}" x="{_n(x)}" y="{_n(y)}" '
+                f'width="{_n(bw - gap)}" height="{_n(h)}" fill="{device_color(d)}">'
+                f"<title>{esc(tip)}</title></rect>"
+            )
+        else:
+            tip = (
+                f"d{group[0]}–d{group[-1]}: max {format_bytes(v)}, min {format_bytes(min(values))}"
+            )
+            parts.append(
+                f'<rect class="sv-bar sv-bar-bin" data-devices="{group[0]}-{group[-1]}" '
+                f'x="{_n(x)}" y="{_n(y)}" width="{_n(bw - gap)}" height="{_n(h)}" '
+                f'fill="#8c959f"><title>{esc(tip)}</title></rect>'
+            )
+    if len(groups) <= 32 and bw >= 12:
+        for i, group in enumerate(groups):
+            parts.append(
+                _text(
+                    left + i * bw + (bw - gap) / 2,
+                    BARS_H + 16,
+                    str(group[0]),
+                    "sv-tick",
+                    ' text-anchor="middle"',
+                )
+            )
+    else:
+        parts.append(_text(left, BARS_H + 16, f"d{ids[0]}", "sv-tick"))
+        parts.append(
+            _text(
+                left + bw * len(groups), BARS_H + 16, f"d{ids[-1]}", "sv-tick", ' text-anchor="end"'
+            )
+        )
+    parts.append(
+        _text(
+            left + bw * len(groups) / 2, BARS_H + 28, "device", "sv-axis", ' text-anchor="middle"'
+        )
+    )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def tree_html(tree: TreeLayout) -> str:
+    """A pytree of arrays as an HTML fragment: a table (one row per leaf), then bytes per device
+    as bars (``sv-bar``, one per device, coloured by device) and the totals."""
+    mesh = tree.mesh
+    n = len(tree)
+    head = f"Tree · {n} lea{'ves' if n != 1 else 'f'}"
+    if mesh is not None:
+        head += " · " + mesh_summary(mesh)
+    elif n:
+        head += " · leaves on different meshes"
+    body = [f'<div class="sv-head">{esc(head)}</div>']
+    if n:
+        body.append(
+            '<table class="sv-table"><thead><tr><th>leaf</th><th>shape</th><th>dtype</th>'
+            '<th>spec</th><th>shard</th><th class="sv-num">bytes/device</th><th>kind</th>'
+            "</tr></thead><tbody>"
+        )
+        for leaf in tree:
+            facts = array_facts(leaf)
+            per = format_bytes(facts.max_bytes)
+            title = f"{facts.max_bytes:,} B"
+            if facts.uneven:
+                per = "max " + per
+                title += f" (uneven: min {facts.min_bytes:,} B)"
+            cells = [
+                f"<td><code>{esc(leaf.name)}</code></td>",
+                f"<td>{esc(format_shape(leaf.shape))}</td>",
+                f"<td>{esc(leaf.dtype)}</td>",
+                f"<td><code>{esc(facts.spec)}</code></td>",
+                f"<td>{esc(format_shape(facts.shard_shape))}</td>",
+                f'<td class="sv-num" title="{esc(title)}">{esc(per)}</td>',
+                f"<td>{esc(facts.kind)}</td>",
+            ]
+            body.append('<tr class="sv-leaf">' + "".join(cells) + "</tr>")
+        body.append("</tbody></table>")
+        per_device = tree.bytes_per_device
+        values = list(per_device.values())
+        summary = (
+            f"bytes per device: min {format_bytes(min(values))} · "
+            f"median {format_bytes(int(statistics.median(values)))} · max {format_bytes(max(values))}"
+            if values
+            else "no devices"
+        )
+        body.append(f'<div class="sv-facts">{esc(summary)}</div>')
+        body.append(_bars_svg(per_device))
+    body.append(
+        f'<div class="sv-note">total: {esc(format_bytes(tree.global_bytes, exact=True))} global '
+        f"(each element once) · {esc(format_bytes(tree.total_bytes, exact=True))} on all devices</div>"
+    )
+    return _root("tree", body)
+
+
+# --------------------------------------------------------------------------------------------
+
+
+def page(title: str, sections: list[str]) -> str:
+    """A complete standalone HTML document around fragments (opens offline in any browser).
+
+    Args:
+        title: the page title (escaped here).
+        sections: HTML fragments from this module, each put in its own ``<section>``.
+
+    Returns:
+        The document, UTF-8, CSS inline, no external references.
+    """
+    body = "".join(f'<section class="sv-section">{s}</section>' for s in sections)
+    return (
+        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{esc(title)}</title><style>"
+        f"body{{font:14px/1.5 {SANS};color:#1b1f24;background:#f6f8fa;margin:24px}}"
+        "h1{font-size:20px;margin:0 0 16px}.sv-section{margin:0 0 20px}"
+        f"</style></head><body><h1>{esc(title)}</h1>{body}</body></html>"
+    )

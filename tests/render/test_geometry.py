@@ -1,0 +1,257 @@
+"""The shared geometry: page/panel choice, elision, band sizes, labels, colours."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from shardviz.model import ArrayLayout, Tile
+from shardviz.render.colors import DARK_TEXT, _luminance, device_color, text_color_for
+from shardviz.render.geometry import (
+    ArrayPanel,
+    Band,
+    MeshPanel,
+    PanelGap,
+    array_grid,
+    band_sizes,
+    devices_label,
+    format_bytes,
+    mesh_grid,
+    offsets,
+    page_dims,
+    shown_slots,
+)
+
+from .fixtures import make_layout, make_mesh, mesh_2x4, mesh_2x64, mesh_3axis
+
+NO_ELISION = 10**9
+
+
+def test_shown_slots() -> None:
+    assert shown_slots(0) == ()
+    assert shown_slots(12) == tuple(range(12))
+    assert shown_slots(13) == (0, 1, 2, 3, 4, None, 8, 9, 10, 11, 12)
+    assert shown_slots(2048) == (0, 1, 2, 3, 4, None, 2043, 2044, 2045, 2046, 2047)
+
+
+@pytest.mark.parametrize(
+    ("ndim", "sharded", "page"),
+    [
+        (0, [], ()),
+        (1, [], (0,)),
+        (1, [0], (0,)),
+        (2, [], (0, 1)),
+        (2, [1], (0, 1)),
+        (3, [], (1, 2)),
+        (3, [0], (0, 2)),
+        (3, [2], (1, 2)),
+        (3, [0, 1], (0, 1)),
+        (4, [0, 1, 3], (1, 3)),
+        (4, [0, 2], (0, 2)),
+    ],
+)
+def test_page_dims(ndim: int, sharded: list[int], page: tuple[int, ...]) -> None:
+    assert page_dims(ndim, sharded) == page
+
+
+def test_array_grid_2d() -> None:
+    grid = array_grid(make_layout("w", (8, 16), ("data", "model"), mesh_2x4()))
+    assert (grid.rows.dim, grid.cols.dim) == (0, 1)
+    assert [b.label for b in grid.cols.bands] == ["0:4", "4:8", "8:12", "12:16"]
+    assert grid.rows.title == "dim 0 (8) · 'data'"
+    assert grid.panel_count == 1 and grid.panel_dims == ()
+    panel = grid.panels[0]
+    assert isinstance(panel, ArrayPanel)
+    assert panel.cell(1, 2).device_ids == (6,)
+    assert panel.cell(1, 2).index_str == "[4:8, 8:12]"
+
+
+def test_array_grid_replicas_first() -> None:
+    grid = array_grid(make_layout("x", (8, 16), ("data", None), mesh_2x4()))
+    cells = list(grid.cells())
+    assert [c.device_ids for c in cells] == [(0, 1, 2, 3), (4, 5, 6, 7)]
+    assert all(c.tiles[0].replica_id == 0 for c in cells)
+
+
+def test_array_grid_0d_and_1d() -> None:
+    g0 = array_grid(make_layout("s", (), (), mesh_2x4()))
+    assert not g0.rows.used and not g0.cols.used
+    assert [c.device_ids for c in g0.cells()] == [tuple(range(8))]
+    g1 = array_grid(make_layout("b", (16,), ("model",), mesh_2x4()))
+    assert not g1.rows.used and g1.cols.dim == 0
+    assert len(list(g1.cells())) == 4
+
+
+def test_array_grid_panels_for_nd() -> None:
+    grid = array_grid(make_layout("a", (4, 8, 16), ("pipe", "data", "model"), mesh_3axis()))
+    assert grid.page_dims == (1, 2) and grid.panel_dims == (0,)
+    labels = [p.label for p in grid.panels if isinstance(p, ArrayPanel)]
+    assert labels == ["dim 0 = 0:2", "dim 0 = 2:4"]
+    unsplit = array_grid(make_layout("h", (4, 8, 16), (None, "data", None), mesh_2x4()))
+    assert [p.label for p in unsplit.panels] == ["dim 0 = :"]
+
+
+def test_elided_grid_is_small() -> None:
+    grid = array_grid(make_layout("big", (8, 512), ("data", "model"), mesh_2x64()))
+    assert grid.elided
+    assert len(grid.cols.bands) == 11 and grid.cols.hidden == 54
+    gap = grid.cols.bands[5]
+    assert gap.elided and (gap.start, gap.stop) == (40, 472)
+    assert len(list(grid.cells())) == 2 * 10
+
+
+def test_elided_panels() -> None:
+    mesh = make_mesh(("x", "data", "model"), (16, 2, 2))
+    grid = array_grid(make_layout("s", (32, 4, 8), ("x", "data", "model"), mesh))
+    gaps = [p for p in grid.panels if isinstance(p, PanelGap)]
+    assert grid.panel_count == 16 and grid.shown_panels == 10
+    assert len(gaps) == 1 and gaps[0].hidden == 6
+    assert gaps[0].first == "dim 0 = 10:12" and gaps[0].last == "dim 0 = 20:22"
+
+
+def test_non_grid_tiles_are_each_drawn_once() -> None:
+    """Tiles that do not form a product grid still land in exactly one cell each."""
+    mesh = make_mesh(("x",), (3,))
+    tiles = (
+        Tile(0, (slice(0, 4), slice(0, 8)), (4, 8), 128),
+        Tile(1, (slice(4, 8), slice(0, 4)), (4, 4), 64),
+        Tile(2, (slice(4, 8), slice(4, 8)), (4, 4), 64),
+    )
+    layout = ArrayLayout("odd", (8, 8), "float32", 4, None, mesh, tiles)
+    grid = array_grid(layout)
+    held = [c for c in grid.cells() if c.tiles]
+    assert sorted(c.device_ids for c in held) == [(0,), (1,), (2,)]
+
+
+def test_mesh_grid_shapes() -> None:
+    assert len(list(mesh_grid(make_mesh((), ())).cells())) == 1
+    g1 = mesh_grid(make_mesh(("x",), (4,)))
+    assert not g1.rows.used and g1.cols.title == "x (4)"
+    g3 = mesh_grid(mesh_3axis())
+    assert g3.panel_axes == (0,) and [p.label for p in g3.panels] == ["pipe=0", "pipe=1"]
+    panel = g3.panels[1]
+    assert isinstance(panel, MeshPanel)
+    cell = panel.cell(1, 2)
+    assert cell.device.id == 14 and cell.coords == (1, 1, 2)
+
+
+def test_mesh_grid_elided() -> None:
+    grid = mesh_grid(make_mesh(("data", "model"), (2, 1024)))
+    assert len(grid.cols.bands) == 11
+    ids = [c.device.id for c in grid.cells()]
+    assert ids[:5] == [0, 1, 2, 3, 4] and ids[-1] == 2047 and len(ids) == 20
+
+
+def test_band_sizes() -> None:
+    bands = [Band(0, 1000, ""), Band(1000, 1001, ""), Band(1001, 2000, "")]
+    sizes = band_sizes(bands, 300, 20, 26)
+    assert math.isclose(sum(sizes), 300)
+    assert sizes[1] == 20 and math.isclose(sizes[0], sizes[2], rel_tol=0.01)
+    gap = [Band(0, 4, ""), Band(4, 100, "+24", hidden=24), Band(100, 104, "")]
+    sizes = band_sizes(gap, 200, 10, 26)
+    assert sizes == [87.0, 26, 87.0]
+    assert offsets(sizes, 5) == [5, 92.0, 118.0]
+    assert band_sizes([Band(0, 0, ""), Band(0, 0, "")], 100, 10, 20) == [50.0, 50.0]
+
+
+@pytest.mark.parametrize(
+    ("ids", "label"),
+    [
+        ([], "—"),
+        ([3], "d3"),
+        ([0, 1], "d0,d1"),
+        ([0, 1, 2, 3], "d0-d3"),
+        ([4, 0], "d4,d0"),  # replica order kept when short
+        ([3, 2, 1, 0], "d0-d3"),
+        ([0, 1, 2, 3, 8, 9, 10, 11], "d0-d3,d8-d11"),
+        ([0, 4, 8, 12], "d0…d12 (4)"),
+        (list(range(0, 2048, 2)), "d0…d2046 (1024)"),
+    ],
+)
+def test_devices_label(ids: list[int], label: str) -> None:
+    assert devices_label(ids) == label
+
+
+@pytest.mark.parametrize(
+    ("n", "text", "exact"),
+    [
+        (0, "0 B", "0 B"),
+        (512, "512 B", "512 B"),
+        (1024, "1 KiB", "1 KiB (1,024 B)"),
+        (1536, "1.5 KiB", "1.5 KiB (1,536 B)"),
+        (64 * 2**20, "64 MiB", "64 MiB (67,108,864 B)"),
+        (3 * 2**40, "3 TiB", "3 TiB (3,298,534,883,328 B)"),
+    ],
+)
+def test_format_bytes(n: int, text: str, exact: str) -> None:
+    assert format_bytes(n) == text
+    assert format_bytes(n, exact=True) == exact
+
+
+def test_device_colors() -> None:
+    colors = [device_color(i) for i in range(2048)]
+    assert colors == [device_color(i) for i in range(2048)]  # deterministic
+    assert all(len(c) == 7 and c.startswith("#") for c in colors)
+    for start in range(0, 2048 - 32):  # devices close in id never share a colour
+        assert len(set(colors[start : start + 32])) == 32
+    dark = _luminance(DARK_TEXT)
+    for c in colors:
+        assert text_color_for(c) == DARK_TEXT
+        assert (_luminance(c) + 0.05) / (dark + 0.05) >= 4.5  # WCAG AA for dark labels
+    assert text_color_for("#000000") == "#ffffff"
+
+
+# --------------------------------------------------------------------------------------------
+# Property: every distinct tile is drawn exactly once when nothing is elided.
+
+
+@st.composite
+def even_layouts(draw: st.DrawFn) -> ArrayLayout:
+    naxes = draw(st.integers(1, 3))
+    sizes = draw(st.lists(st.integers(1, 4), min_size=naxes, max_size=naxes))
+    names = [f"ax{i}" for i in range(naxes)]
+    mesh = make_mesh(names, sizes)
+    rank = draw(st.integers(0, 4))
+    free = list(names)
+    spec = []
+    shape = []
+    for _ in range(rank):
+        k = draw(st.integers(0, min(2, len(free))))
+        entry = tuple(draw(st.permutations(free))[:k]) if k else ()
+        free = [a for a in free if a not in entry]
+        spec.append(entry)
+        split = math.prod(mesh.axis_size(a) for a in entry)
+        shape.append(split * draw(st.integers(1, 3)))
+    return make_layout("p", shape, spec, mesh)
+
+
+@settings(max_examples=200, deadline=None)
+@given(even_layouts())
+def test_cells_cover_every_tile_once(layout: ArrayLayout) -> None:
+    grid = array_grid(layout, limit=NO_ELISION)
+    assert not grid.elided
+    keys = Counter(c.key for c in grid.cells())
+    distinct = {g[0].key: g for g in layout.distinct_tiles}
+    assert set(keys) == set(distinct)
+    assert all(n == 1 for n in keys.values())
+    for cell in grid.cells():
+        assert cell.tiles == distinct[cell.key]
+    # The default elision leaves small layouts alone, and then covers them the same way.
+    small = array_grid(layout)
+    if not small.elided:
+        assert Counter(c.key for c in small.cells()) == keys
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(1, 5), min_size=0, max_size=5))
+def test_mesh_cells_cover_every_device_once(sizes: list[int]) -> None:
+    mesh = make_mesh([f"a{i}" for i in range(len(sizes))], sizes)
+    grid = mesh_grid(mesh, limit=NO_ELISION)
+    ids = [c.device.id for c in grid.cells()]
+    assert sorted(ids) == sorted(mesh.device_ids)
+    for cell in grid.cells():
+        assert mesh.coords(cell.device.id) == cell.coords

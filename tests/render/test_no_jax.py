@@ -1,0 +1,68 @@
+"""The renderers never need jax: they import only the standard library, numpy and the model."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import shardviz.render
+
+RENDER_DIR = Path(shardviz.render.__file__).parent
+ALLOWED = set(sys.stdlib_module_names) | {"numpy", "shardviz"}
+ALLOWED_SHARDVIZ = ("shardviz.model", "shardviz.render")
+
+
+def imported_modules(path: Path) -> list[str]:
+    names = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names.extend(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.append(node.module)
+    return names
+
+
+def test_render_modules_import_only_stdlib_numpy_and_model() -> None:
+    files = sorted(RENDER_DIR.glob("*.py"))
+    assert {f.stem for f in files} >= {"__init__", "colors", "geometry", "text", "html"}
+    for path in files:
+        for name in imported_modules(path):
+            assert name.split(".")[0] in ALLOWED, f"{path.name} imports {name}"
+            if name.startswith("shardviz"):
+                assert name.startswith(ALLOWED_SHARDVIZ), f"{path.name} imports {name}"
+
+
+def test_renderers_work_with_jax_blocked() -> None:
+    script = textwrap.dedent(
+        """
+        import importlib.abc, sys
+
+        class BlockJax(importlib.abc.MetaPathFinder):
+            def find_spec(self, name, path=None, target=None):
+                if name == "jax" or name.startswith(("jax.", "jaxlib")):
+                    raise ImportError(f"jax is blocked here ({name})")
+                return None
+
+        sys.meta_path.insert(0, BlockJax())
+        from shardviz.render import array_html, array_text, mesh_html, mesh_text
+        from shardviz.render import tree_html, tree_text
+        from tests.render.fixtures import make_layout, mesh_2x4, tree_example
+
+        mesh = mesh_2x4()
+        layout = make_layout("w", (8, 16), ("data", "model"), mesh)
+        for out in (mesh_text(mesh), mesh_html(mesh), array_text(layout), array_html(layout),
+                    tree_text(tree_example()), tree_html(tree_example()), str(layout)):
+            assert out
+        assert not any(m == "jax" or m.startswith("jax.") for m in sys.modules), "jax imported"
+        print("ok")
+        """
+    )
+    root = RENDER_DIR.parent.parent
+    result = subprocess.run(
+        [sys.executable, "-c", script], cwd=root, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ok"

@@ -1,0 +1,133 @@
+"""The workshop notebooks run top to bottom in a fresh kernel and are stored without outputs.
+
+Every ``notebooks/*.ipynb`` is picked up. Each runs in its own kernel process (so its first
+cell's ``use_cpu_devices`` works whatever this process did with jax), started from this
+interpreter: a kernelspec named ``python3`` pointing at ``sys.executable`` is put first on
+``JUPYTER_PATH`` for the run.
+
+Cells tagged ``view-<what>`` must display an SVG view (``text/html`` containing ``<svg``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+nbformat = pytest.importorskip("nbformat")
+nbclient = pytest.importorskip("nbclient")
+pytest.importorskip("ipykernel")
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOK_DIR = ROOT / "notebooks"
+NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
+CELL_TIMEOUT = 600
+#: Views the first notebook must show as SVG (by cell tag).
+REQUIRED_VIEWS = {"01_mesh_and_tiles.ipynb": {"view-mesh", "view-tiles", "view-tree"}}
+
+
+def _kernel_env(tmp: Path) -> dict[str, str]:
+    """Environment for the kernel: our interpreter's kernelspec first, the repo importable."""
+    spec_dir = tmp / "kernels" / "python3"
+    spec_dir.mkdir(parents=True, exist_ok=True)
+    (spec_dir / "kernel.json").write_text(
+        json.dumps(
+            {
+                "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                "display_name": "Python 3 (shardviz tests)",
+                "language": "python",
+            }
+        )
+    )
+    env = {"JUPYTER_PATH": os.pathsep.join([str(tmp), os.environ.get("JUPYTER_PATH", "")])}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
+    env["JAX_PLATFORMS"] = os.environ.get("JAX_PLATFORMS", "cpu")
+    return env
+
+
+@cache
+def _executed(path: Path, tmp: Path) -> nbformat.NotebookNode:
+    """Run a copy of the notebook once (shared by the tests of that notebook)."""
+    nb = nbformat.read(path, as_version=4)
+    with pytest.MonkeyPatch.context() as mp:
+        for key, value in _kernel_env(tmp).items():
+            mp.setenv(key, value)
+        client = nbclient.NotebookClient(
+            nb,
+            timeout=CELL_TIMEOUT,
+            kernel_name="python3",
+            store_widget_state=True,
+            resources={"metadata": {"path": str(path.parent)}},
+        )
+        client.execute()
+    return nb
+
+
+@pytest.fixture(scope="module")
+def kernel_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("jupyter")
+
+
+def _ids(p: Path) -> str:
+    return p.name
+
+
+def test_there_are_notebooks() -> None:
+    assert NOTEBOOKS, f"no notebooks found in {NOTEBOOK_DIR}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=_ids)
+def test_notebook_is_stored_clean(path: Path) -> None:
+    nb = nbformat.read(path, as_version=4)
+    nbformat.validate(nb)
+    dirty = [
+        i
+        for i, cell in enumerate(nb.cells)
+        if cell.cell_type == "code" and (cell.get("outputs") or cell.get("execution_count"))
+    ]
+    assert not dirty, (
+        f"{path.name}: code cells {dirty} have outputs or execution counts; clear them"
+    )
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=_ids)
+def test_notebook_runs_without_errors(path: Path, kernel_dir: Path) -> None:
+    nb = _executed(path, kernel_dir)
+    errors = [
+        (i, out.get("ename"), out.get("evalue"))
+        for i, cell in enumerate(nb.cells)
+        if cell.cell_type == "code"
+        for out in cell.get("outputs", [])
+        if out.get("output_type") == "error"
+    ]
+    assert not errors, f"{path.name}: error outputs {errors}"
+
+
+def _html_outputs(cell: nbformat.NotebookNode) -> list[str]:
+    return [
+        out["data"]["text/html"]
+        for out in cell.get("outputs", [])
+        if out.get("output_type") in ("display_data", "execute_result")
+        and "text/html" in out.get("data", {})
+    ]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=_ids)
+def test_notebook_views_are_svg(path: Path, kernel_dir: Path) -> None:
+    nb = _executed(path, kernel_dir)
+    seen: set[str] = set()
+    for i, cell in enumerate(nb.cells):
+        tags = {t for t in cell.get("metadata", {}).get("tags", []) if t.startswith("view-")}
+        if cell.cell_type != "code" or not tags:
+            continue
+        html = _html_outputs(cell)
+        assert any("<svg" in h for h in html), (
+            f"{path.name}: cell {i} (tags {sorted(tags)}) shows no text/html with an <svg>"
+        )
+        seen |= tags
+    missing = REQUIRED_VIEWS.get(path.name, set()) - seen
+    assert not missing, f"{path.name}: no cell tagged {sorted(missing)}"
