@@ -205,3 +205,15 @@ def test_jax_make_mesh_explicit_axes_work():
     assert lay.kind == "tiled" and lay.spec == (("data",), ("model",))
     y = sv.mark_sharding(jnp.ones((8, 8)), jm, (None, "data"))
     assert sv.layout(y).spec == ((), ("data",))
+
+
+def test_user_strings_are_escaped_end_to_end():
+    evil = ("<script>alert(1)</script>", "a\"b'c&d")
+    m = sv.Mesh(range(8), (2, 4), evil)
+    x = sv.mark_sharding(np.zeros((8, 8), np.float32), m, (evil[0], evil[1]))
+    tree = sv.layout_tree({"<img src=x onerror=alert(1)>": x})
+    for page in (sv.layout(m)._repr_html_(), sv.layout(x, name="<b>x</b>")._repr_html_(),
+                 tree._repr_html_()):  # fmt: skip
+        assert "<script>" not in page and "<img" not in page and "<b>x" not in page
+        assert "&lt;" in page
+    assert "&lt;script&gt;" in sv.layout(m)._repr_html_()
