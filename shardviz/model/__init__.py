@@ -30,3 +30,16 @@ from shardviz.model.array import (
 )
 from shardviz.model.mesh import Device as Device
 from shardviz.model.mesh import MeshLayout as MeshLayout
+from shardviz.model.program import COLLECTIVE_KINDS as COLLECTIVE_KINDS
+from shardviz.model.program import Check as Check
+from shardviz.model.program import Collective as Collective
+from shardviz.model.program import Cost as Cost
+from shardviz.model.program import DeviceMemory as DeviceMemory
+from shardviz.model.program import Frame as Frame
+from shardviz.model.program import LeafBytes as LeafBytes
+from shardviz.model.program import MemoryReport as MemoryReport
+from shardviz.model.program import OpTiming as OpTiming
+from shardviz.model.program import Report as Report
+from shardviz.model.program import ShardingOf as ShardingOf
+from shardviz.model.program import Source as Source
+from shardviz.model.program import Timing as Timing

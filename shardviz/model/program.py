@@ -1,0 +1,259 @@
+"""A compiled sharded program as plain data: collectives, completed shardings, memory, time.
+
+Filled in by ``shardviz.capture`` from the compiler's output (HLO text, memory and cost
+analyses) and from live runs; read by the renderers and widgets. No jax import.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from shardviz.model._codec import JsonMixin
+from shardviz.model.array import Spec, TreeLayout, format_spec
+from shardviz.model.mesh import MeshLayout
+
+CollectiveKind = Literal[
+    "all-gather", "all-reduce", "reduce-scatter", "all-to-all", "collective-permute"
+]
+COLLECTIVE_KINDS: tuple[str, ...] = (
+    "all-gather",
+    "all-reduce",
+    "reduce-scatter",
+    "all-to-all",
+    "collective-permute",
+)
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One Python stack frame recorded in the HLO metadata."""
+
+    file: str
+    line: int
+    function: str
+    column: int = 0
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where an HLO instruction came from: the call chain, outermost frame first."""
+
+    frames: tuple[Frame, ...]
+
+    @property
+    def innermost(self) -> Frame | None:
+        return self.frames[-1] if self.frames else None
+
+    @property
+    def location(self) -> str:
+        """``file:line`` of the innermost frame (the line that caused it)."""
+        f = self.innermost
+        return f"{f.file}:{f.line}" if f else "?"
+
+    @property
+    def chain(self) -> str:
+        """The function chain, e.g. ``step > loss > mlp``."""
+        return " > ".join(f.function for f in self.frames)
+
+
+@dataclass(frozen=True)
+class Collective:
+    """One collective in the compiled per-device program (async start/done pairs counted once).
+
+    Bytes are per device. ``moved_bytes`` follows the ring model: with ``n`` devices in a
+    group, all-gather moves ``out_bytes * (n-1)/n``, reduce-scatter ``in_bytes * (n-1)/n``,
+    all-reduce ``2 * in_bytes * (n-1)/n``, all-to-all ``in_bytes * (n-1)/n``, and
+    collective-permute ``in_bytes`` (0 for a device that sends nothing).
+
+    ``groups`` hold device ids (jax's ``device.id``); ``axes`` are the user's mesh axes the
+    groups span, in the order the groups enumerate them (``()`` when they match no set of
+    axes). A tuple-shaped combined all-reduce is split into one entry per operand, each with
+    ``combined = (part, parts)`` and ``name`` suffixed ``#part``.
+    """
+
+    name: str
+    kind: str
+    in_dtype: str
+    in_shape: tuple[int, ...]
+    out_dtype: str
+    out_shape: tuple[int, ...]
+    in_bytes: int
+    out_bytes: int
+    moved_bytes: int
+    group_size: int
+    groups: tuple[tuple[int, ...], ...]
+    axes: tuple[str, ...]
+    op_name: str = ""
+    source: Source | None = None
+    user_written: bool = False
+    is_async: bool = False
+    combined: tuple[int, int] | None = None
+    pairs: tuple[tuple[int, int], ...] = ()
+    dimension: int | None = None
+    reshard: str | None = None
+
+    @property
+    def axes_label(self) -> str:
+        return ", ".join(self.axes) if self.axes else "(no mesh axis)"
+
+    @property
+    def origin(self) -> str:
+        return "user" if self.user_written else "partitioner"
+
+
+@dataclass(frozen=True)
+class ShardingOf:
+    """The sharding sharding-completion chose for one value, before SPMD partitioning.
+
+    ``spec`` is on the user's mesh axis names (``None`` when the HLO sharding maps to no
+    named spec, e.g. maximal or manual). ``reshard`` is true where the value's layout differs
+    from an operand's of the same rank: where the partitioner has to move data.
+    """
+
+    name: str
+    op: str
+    dtype: str
+    shape: tuple[int, ...]
+    spec: Spec | None
+    hlo_sharding: str
+    op_name: str = ""
+    source: Source | None = None
+    operands: tuple[str, ...] = ()
+    reshard: bool = False
+
+    @property
+    def spec_str(self) -> str:
+        return format_spec(self.spec) if self.spec is not None else self.hlo_sharding
+
+
+@dataclass(frozen=True)
+class LeafBytes:
+    """Per-device bytes of one input leaf (the largest over devices)."""
+
+    path: str
+    role: str
+    bytes: int
+
+
+@dataclass(frozen=True)
+class DeviceMemory:
+    """A live device's own memory statistics (GPU/TPU only; CPU reports none)."""
+
+    device_id: int
+    bytes_in_use: int
+    peak_bytes_in_use: int
+    bytes_limit: int | None = None
+
+
+@dataclass(frozen=True)
+class MemoryReport:
+    """What one device needs, from the compiler's memory analysis (the same on every device).
+
+    ``peak_bytes`` is ``argument + output - alias + temp``: every buffer the program can hold at
+    once, computed the same way on every backend (on CPU the compiler's own peak figure,
+    kept in ``compiler_peak_bytes``, leaves temp out).
+    """
+
+    argument_bytes: int
+    output_bytes: int
+    alias_bytes: int
+    temp_bytes: int
+    code_bytes: int
+    peak_bytes: int
+    compiler_peak_bytes: int | None = None
+    peak_definition: str = "argument + output - alias + temp"
+    by_leaf: tuple[LeafBytes, ...] = ()
+    device_stats: tuple[DeviceMemory, ...] = ()
+
+
+@dataclass(frozen=True)
+class Cost:
+    """Flops and bytes accessed, per device and for the whole (unpartitioned) program."""
+
+    flops_per_device: float | None
+    bytes_accessed_per_device: float | None
+    flops_global: float | None
+    bytes_accessed_global: float | None
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Wall-clock seconds: compile, first run, and the steady-state step (median, warm-up out)."""
+
+    compile_seconds: float
+    first_run_seconds: float
+    step_seconds: float
+    steps: int
+    step_samples: tuple[float, ...] = ()
+
+
+@dataclass(frozen=True)
+class Check:
+    """The sharded outputs against an unsharded single-device run of the same function."""
+
+    max_abs_diff: float
+    max_rel_diff: float
+    tolerance: float
+    matches: bool
+    reference: str = "one device, no sharding"
+
+
+@dataclass(frozen=True)
+class OpTiming:
+    """Measured duration of one HLO op in a profiled run (median over its occurrences)."""
+
+    name: str
+    seconds: float
+    count: int
+    illustrative: bool
+
+
+@dataclass(frozen=True)
+class Report(JsonMixin):
+    """What the compiler did with the user's partition specs, and what the live run showed."""
+
+    function: str
+    platform: str
+    mesh: MeshLayout | None
+    arguments: TreeLayout
+    outputs: TreeLayout
+    collectives: tuple[Collective, ...]
+    intermediates: tuple[ShardingOf, ...]
+    memory: MemoryReport
+    cost: Cost | None = None
+    timing: Timing | None = None
+    check: Check | None = None
+    profile: tuple[OpTiming, ...] | None = None
+    ran: bool = False
+    notes: tuple[str, ...] = ()
+
+    def collectives_of(self, kind: str | None = None, axes: tuple[str, ...] | None = None):
+        """The ledger filtered by kind and/or exact axes."""
+        return tuple(
+            c
+            for c in self.collectives
+            if (kind is None or c.kind == kind) and (axes is None or c.axes == axes)
+        )
+
+    @property
+    def reshards(self) -> tuple[ShardingOf, ...]:
+        return tuple(s for s in self.intermediates if s.reshard)
+
+    def __str__(self) -> str:
+        from shardviz.render.report_text import report_text
+
+        return report_text(self)
+
+    def _repr_html_(self) -> str:
+        from shardviz.render.report_html import report_html
+
+        return report_html(self)
+
+    def save_html(self, path: str) -> str:
+        """Write the report as one self-contained offline HTML file; return the path."""
+        from shardviz.render.html import page
+
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(page(f"shardviz: {self.function}", [self._repr_html_()]))
+        return path

@@ -1,0 +1,944 @@
+"""A compiled program's :class:`~shardviz.model.Report` as one self-contained HTML fragment.
+
+Scoped ``<style>`` (every class starts with ``sv-``), inline SVG, no script and no URL: the only
+links are ``#fragment`` anchors inside the fragment (a collective and the intermediate it
+reshards). Each ledger row is a ``<details>`` element whose body draws the collective's
+device groups on the mesh, so the view works without JavaScript, in saved notebooks and
+offline. Every string from the model is escaped where it enters the markup.
+
+Testable hooks: each ledger row is ``<details class="sv-collective" data-kind="…"
+data-axes="a,b">``; each device on a group map is ``<g class="sv-gdev" data-device="4"
+data-group="0">`` (devices in no group have ``sv-out`` and no ``data-group``); each
+intermediate row is ``<tr class="sv-intermediate">`` with ``data-reshard="1"`` at a reshard
+point; memory segments are ``sv-seg`` with ``data-part`` and ``data-bytes``; the check badge
+is ``sv-check`` with ``sv-ok`` or ``sv-bad``.
+"""
+
+from __future__ import annotations
+
+import colorsys
+import hashlib
+import math
+from collections.abc import Sequence
+
+from shardviz.model.mesh import MeshLayout
+from shardviz.model.program import Collective, MemoryReport, Report, Source
+from shardviz.render.geometry import MeshGrid, MeshPanel, PanelGap, format_bytes, mesh_grid
+from shardviz.render.html import (
+    CSS,
+    MONO,
+    SANS,
+    _Frame,
+    _n,
+    _rect,
+    _text,
+    _ticks,
+    _width,
+    esc,
+    tree_html,
+)
+from shardviz.render.report_text import (
+    MAX_GROUPS,
+    MAX_LEAVES,
+    MAX_OPS,
+    AxesGroup,
+    axes_groups,
+    axes_repr,
+    check_word,
+    compiler_peak_str,
+    format_diff,
+    format_float_bytes,
+    format_flops,
+    format_seconds,
+    groups_str,
+    ids_str,
+    intermediate_index,
+    kind_totals,
+    memory_parts,
+    mesh_line,
+    operand_str,
+    pairs_str,
+    permute_groups,
+    profile_rows,
+    reshard_links,
+    role_totals,
+    short_location,
+    shown_intermediates,
+    sig3,
+    status_line,
+    value_str,
+)
+
+#: Mesh cells drawn on group maps in all, before later maps of the same groups are left out.
+MAP_BUDGET = 3000
+#: Characters of group legend under a map before ``… N more groups``.
+LEGEND_CHARS = 160
+#: A group map with more cells than this is drawn with tighter elision.
+MAP_CELLS = 128
+
+KIND_COLORS = {
+    "all-reduce": ("#0969da", "#ddf4ff"),
+    "all-gather": ("#1a7f37", "#dafbe1"),
+    "reduce-scatter": ("#bc4c00", "#fff1e5"),
+    "all-to-all": ("#8250df", "#fbefff"),
+    "collective-permute": ("#1b7c83", "#d8f3f6"),
+}
+OTHER_KIND = ("#57606a", "#f6f8fa")
+
+#: Fill colours of device groups (light, so dark labels read), then golden-angle hues.
+GROUP_FILLS = (
+    "#9ecbff",
+    "#ffc38a",
+    "#a8e6a1",
+    "#ffadad",
+    "#d5b8ff",
+    "#f7dc6f",
+    "#8fdde3",
+    "#f5b7d8",
+    "#c9d48a",
+    "#b6c2d9",
+)
+MEMORY_COLORS = {"argument": "#54aeff", "output": "#4ac26b", "temp": "#fb8f44"}
+ROLE_COLORS = ("#8250df", "#0969da", "#1a7f37", "#bf8700", "#cf222e", "#1b7c83", "#953800")
+
+_COLS = "3.4em 10.5em minmax(13em,1.4fr) 5.6em 5.6em 3.6em 6.8em minmax(13em,1.6fr)"
+
+REPORT_CSS = f"""
+.sv-root.sv-report{{display:block;max-width:1180px;padding:14px 16px}}
+.sv-report h4{{font:600 13px {SANS};margin:20px 0 8px;padding-bottom:4px;
+border-bottom:1px solid #d0d7de}}
+.sv-report h4 .sv-dim{{font-weight:400;color:#57606a;font-size:12px;margin-left:6px}}
+.sv-report .sv-title{{font-size:16px;font-weight:600;margin:0 0 2px;word-break:break-all}}
+.sv-report .sv-line{{color:#57606a}}
+.sv-report .sv-dim{{color:#57606a;font-weight:400}}
+.sv-report .sv-badge{{display:inline-block;font:600 11px {SANS};border-radius:10px;
+padding:1px 8px;margin-left:8px;vertical-align:2px;border:1px solid transparent;
+white-space:nowrap}}
+.sv-report .sv-badge.sv-ok{{background:#dafbe1;color:#116329;border-color:#4ac26b}}
+.sv-report .sv-badge.sv-bad{{background:#ffebe9;color:#a40e26;border-color:#ff8182}}
+.sv-report .sv-badge.sv-ran{{background:#ddf4ff;color:#0550ae;border-color:#80ccff}}
+.sv-report .sv-badge.sv-compile{{background:#fff8c5;color:#7d4e00;border-color:#d4a72c}}
+.sv-report .sv-badge.sv-none{{background:#f6f8fa;color:#57606a;border-color:#d0d7de}}
+.sv-report .sv-notes{{background:#fff8c5;border:1px solid #d4a72c;border-left:4px solid #bf8700;
+border-radius:4px;padding:6px 10px;margin:10px 0 4px;color:#3b2300}}
+.sv-report .sv-notes div+div{{margin-top:2px}}
+.sv-report .sv-stats{{display:flex;flex-wrap:wrap;gap:8px;margin:12px 0 4px}}
+.sv-report .sv-stat{{border:1px solid #d0d7de;border-radius:6px;padding:6px 12px;
+background:#f6f8fa;min-width:130px}}
+.sv-report .sv-stat b{{display:block;font-size:16px;line-height:1.3}}
+.sv-report .sv-stat span{{color:#57606a;font-size:11px}}
+.sv-report .sv-stat.sv-ok{{background:#dafbe1;border-color:#4ac26b}}
+.sv-report .sv-stat.sv-ok b{{color:#116329}}
+.sv-report .sv-stat.sv-bad{{background:#ffebe9;border-color:#ff8182}}
+.sv-report .sv-stat.sv-bad b{{color:#a40e26}}
+.sv-report .sv-kinds{{display:flex;flex-wrap:wrap;gap:6px;margin:0 0 6px}}
+.sv-report .sv-pill{{display:inline-block;border-radius:10px;padding:0 7px;font-size:11px;
+font-weight:600;white-space:nowrap}}
+.sv-report .sv-kinds .sv-pill{{font-weight:400;padding:1px 8px}}
+.sv-report .sv-kinds .sv-pill b{{font-weight:600}}
+.sv-report .sv-axes{{margin:12px 0 2px;font-weight:600;display:flex;gap:10px;
+align-items:baseline}}
+.sv-report .sv-axes code{{font-size:12px}}
+.sv-report .sv-axes .sv-dim{{font-weight:400;color:#57606a}}
+.sv-report .sv-lrow{{display:grid;grid-template-columns:{_COLS};column-gap:10px;
+align-items:baseline;padding:4px 6px;border-bottom:1px solid #eaeef2}}
+.sv-report .sv-lrow>span{{overflow:hidden;text-overflow:ellipsis;white-space:nowrap}}
+.sv-report .sv-lhead{{font-weight:600;color:#57606a;border-bottom:1px solid #d0d7de;
+font-size:11px}}
+.sv-report .sv-r{{text-align:right;font-variant-numeric:tabular-nums}}
+.sv-report details.sv-collective>summary{{list-style:none;cursor:pointer}}
+.sv-report details.sv-collective>summary::-webkit-details-marker{{display:none}}
+.sv-report details.sv-collective>summary:hover{{background:#f6f8fa}}
+.sv-report details.sv-collective[open]>summary{{background:#f6f8fa;border-bottom-color:#f6f8fa}}
+.sv-report .sv-caret::before{{content:"\\25B8";color:#8c959f;display:inline-block;width:1.1em}}
+.sv-report details[open]>summary .sv-caret::before{{content:"\\25BE"}}
+.sv-report .sv-chain{{display:block;color:#57606a;font-size:11px;overflow:hidden;
+text-overflow:ellipsis}}
+.sv-report .sv-origin-user{{background:#fbefff;color:#8250df}}
+.sv-report .sv-origin-partitioner{{color:#57606a}}
+.sv-report .sv-body{{display:flex;flex-wrap:wrap;gap:12px 28px;align-items:flex-start;
+padding:8px 10px 12px 2.4em;background:#f6f8fa;border-bottom:1px solid #d0d7de}}
+.sv-report dl.sv-facts2{{display:grid;grid-template-columns:auto 1fr;gap:2px 12px;margin:0;
+flex:0 1 500px}}
+.sv-report dl.sv-facts2 dt{{color:#57606a;white-space:nowrap}}
+.sv-report dl.sv-facts2 dd{{margin:0;word-break:break-word}}
+.sv-report .sv-frames{{margin:0;padding:0;list-style:none;font:11px {MONO}}}
+.sv-report .sv-frames li{{white-space:nowrap}}
+.sv-report .sv-frames li+li::before{{content:"\\21B3 ";color:#8c959f}}
+.sv-report .sv-map figcaption{{font:600 11px {SANS};color:#57606a}}
+.sv-report .sv-gdev>rect{{stroke:#fff;stroke-width:1}}
+.sv-report .sv-gdev.sv-out>rect{{fill:#eef1f4}}
+.sv-report .sv-gdev.sv-out>text{{fill:#8c959f}}
+.sv-report .sv-gdev:hover>rect{{stroke:#1b1f24;stroke-width:2}}
+.sv-report .sv-arrow{{fill:none;stroke:#24292f;stroke-width:1.4;opacity:.8}}
+.sv-report .sv-arrowhead{{fill:#24292f;opacity:.8}}
+.sv-report .sv-legend{{display:flex;flex-wrap:wrap;gap:3px 10px;margin-top:4px;font:11px {MONO};
+max-width:520px}}
+.sv-report .sv-sw{{display:inline-block;width:10px;height:10px;border-radius:2px;
+vertical-align:-1px;margin-right:4px;border:1px solid rgba(0,0,0,.25)}}
+.sv-report table.sv-t{{border-collapse:collapse;margin:0 0 6px}}
+.sv-report table.sv-t th,.sv-report table.sv-t td{{padding:3px 14px 3px 0;
+border-bottom:1px solid #eaeef2;white-space:nowrap;text-align:left}}
+.sv-report table.sv-t th{{font-size:11px;color:#57606a;border-bottom:1px solid #d0d7de}}
+.sv-report table.sv-t td.sv-r,.sv-report table.sv-t th.sv-r{{text-align:right}}
+.sv-report tr.sv-intermediate[data-reshard="1"]{{background:#fff8c5}}
+.sv-report tr.sv-intermediate[data-reshard="1"]>td:first-child{{box-shadow:inset 3px 0 #bf8700}}
+.sv-report .sv-rs{{background:#bf8700;color:#fff}}
+.sv-report tr.sv-gap td{{color:#57606a;font-style:italic}}
+.sv-report a{{color:#0969da;text-decoration:none}}
+.sv-report a:hover{{text-decoration:underline}}
+.sv-report :target{{outline:2px solid #d4a72c;outline-offset:-2px}}
+.sv-report .sv-stack{{display:flex;height:26px;border-radius:4px;overflow:hidden;
+border:1px solid #d0d7de;background:#f6f8fa;max-width:720px}}
+.sv-report .sv-seg{{height:100%;font-size:11px;line-height:26px;color:#1b1f24;padding:0 6px;
+overflow:hidden;white-space:nowrap;box-sizing:border-box;border-right:1px solid #fff}}
+.sv-report .sv-axisline{{display:flex;justify-content:space-between;max-width:720px;
+font-size:10px;color:#57606a;margin:1px 0 8px}}
+.sv-report .sv-minibar{{display:inline-block;height:8px;border-radius:2px;vertical-align:0}}
+.sv-report .sv-cards{{display:flex;flex-wrap:wrap;gap:12px 36px;align-items:flex-start}}
+.sv-report .sv-cards>div{{min-width:220px}}
+.sv-report .sv-cards h4{{margin-top:16px}}
+.sv-report .sv-big{{font-size:15px;font-weight:600}}
+.sv-report .sv-illus{{background:#fff8c5;border:1px solid #d4a72c;border-radius:4px;
+padding:3px 8px;margin:0 0 6px;display:inline-block}}
+.sv-report details.sv-trees>summary{{cursor:pointer;font-weight:600;margin:18px 0 6px}}
+.sv-report details.sv-trees .sv-root{{margin:0 12px 10px 0}}
+""".strip()
+
+_KIND_CSS = "".join(
+    f".sv-report .sv-k{i}{{color:{fg};background:{bg}}}"
+    for i, (fg, bg) in enumerate([*KIND_COLORS.values(), OTHER_KIND])
+)
+STYLE = "<style>" + (CSS + "\n" + REPORT_CSS + _KIND_CSS).replace("\n", "") + "</style>"
+
+
+# --------------------------------------------------------------------------------------------
+# Small pieces
+
+
+def group_fill(i: int) -> str:
+    """The fill colour of device group ``i`` on a group map."""
+    if i < len(GROUP_FILLS):
+        return GROUP_FILLS[i]
+    hue = (i * 137.50776405003785) % 360.0 / 360.0
+    r, g, b = colorsys.hls_to_rgb(hue, 0.78, 0.65)
+    return f"#{round(r * 255):02x}{round(g * 255):02x}{round(b * 255):02x}"
+
+
+def _kind_index(kind: str) -> int:
+    """Which ``sv-k<i>`` colour class a kind gets (unknown kinds share the last)."""
+    return list(KIND_COLORS).index(kind) if kind in KIND_COLORS else len(KIND_COLORS)
+
+
+def _kind_pill(kind: str, extra: str = "") -> str:
+    return f'<span class="sv-pill sv-k{_kind_index(kind)}">{esc(kind)}</span>{extra}'
+
+
+def _prefix(report: Report) -> str:
+    """A short id prefix for this report's anchors, stable for the same report."""
+    h = hashlib.sha1(report.function.encode("utf-8", "replace"))
+    for c in report.collectives:
+        h.update(c.name.encode("utf-8", "replace"))
+    for s in report.intermediates:
+        h.update(s.name.encode("utf-8", "replace"))
+    return "sv" + h.hexdigest()[:8]
+
+
+def _source_cell(source: Source | None) -> str:
+    if source is None or source.innermost is None:
+        return '<span class="sv-dim">?</span>'
+    return (
+        f'<code title="{esc(source.location)}">{esc(short_location(source))}</code>'
+        f'<span class="sv-chain" title="{esc(source.chain)}">{esc(source.chain)}</span>'
+    )
+
+
+def _frames(source: Source | None) -> str:
+    if source is None or not source.frames:
+        return "unknown"
+    items = "".join(
+        f"<li>{esc(f.function)} <span class='sv-dim'>at</span> {esc(f.file)}:{f.line}</li>"
+        for f in source.frames
+    )
+    return f'<ul class="sv-frames">{items}</ul>'
+
+
+def _th(cells: Sequence[str], right: Sequence[int] = ()) -> str:
+    return (
+        "<tr>"
+        + "".join(
+            f'<th class="sv-r">{c}</th>' if i in right else f"<th>{c}</th>"
+            for i, c in enumerate(cells)
+        )
+        + "</tr>"
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Group maps: a collective's device groups on the mesh
+
+
+class _Maps:
+    """Decides which ledger rows draw a group map, so big ledgers on big meshes stay small."""
+
+    def __init__(self, report: Report) -> None:
+        self.mesh = report.mesh
+        self.grid: MeshGrid | None = None
+        self.per_row = False
+        self.first: dict[tuple, int] = {}
+        self.left = MAP_BUDGET
+        if self.mesh is None or not report.collectives:
+            return
+        grid = mesh_grid(self.mesh)
+        if sum(1 for _ in grid.cells()) > MAP_CELLS:
+            grid = mesh_grid(self.mesh, 6, 2)
+        self.grid = grid
+        self.cells = sum(1 for _ in grid.cells())
+        self.per_row = self.cells * len(report.collectives) <= MAP_BUDGET
+
+    def decide(self, index: int, c: Collective) -> tuple[str, int | None]:
+        """``("draw", None)``, ``("same", k)`` (drawn under row ``k``) or ``("none", None)``."""
+        if self.grid is None:
+            return "none", None
+        key = (c.groups, c.pairs)
+        if not self.per_row and key in self.first:
+            return "same", self.first[key]
+        if not self.per_row and self.left < self.cells:
+            return "none", None
+        self.first.setdefault(key, index)
+        self.left -= self.cells
+        return "draw", None
+
+
+MAP_CELL_H = 26.0
+#: Cells are taller on permute maps, to leave room for the arrows.
+PERMUTE_CELL_H = 46.0
+
+
+def _map_cell_w(mesh: MeshLayout, pairs: bool) -> float:
+    return max(60.0 if pairs else 34.0, _width(f"d{max(mesh.device_ids, default=0)}", 11) + 12)
+
+
+def _arrow(x1: float, y1: float, x2: float, y2: float, inset: float, cell: float) -> str:
+    """A curved arrow between two anchors, stopping ``inset`` short of each. Neighbours get a
+    shallow bend; longer jumps bend further so they pass beside the cells in between."""
+    dx, dy = x2 - x1, y2 - y1
+    dist = math.hypot(dx, dy) or 1.0
+    ux, uy = dx / dist, dy / dist
+    bend = 0.22 * dist + 2 if dist <= 1.5 * cell else 0.36 * dist
+    cx, cy = (x1 + x2) / 2 - uy * bend, (y1 + y2) / 2 + ux * bend
+
+    def toward(x: float, y: float) -> tuple[float, float]:
+        vx, vy = cx - x, cy - y
+        d = math.hypot(vx, vy) or 1.0
+        return x + vx / d * inset, y + vy / d * inset
+
+    sx, sy = toward(x1, y1)
+    ex, ey = toward(x2, y2)
+    tx, ty = ex - cx, ey - cy
+    td = math.hypot(tx, ty) or 1.0
+    tx, ty = tx / td, ty / td
+    head = 6.0
+    bx, by = ex - tx * head, ey - ty * head
+    p1 = (bx - ty * head * 0.5, by + tx * head * 0.5)
+    p2 = (bx + ty * head * 0.5, by - tx * head * 0.5)
+    return (
+        f'<path class="sv-arrow" d="M{_n(sx)} {_n(sy)}Q{_n(cx)} {_n(cy)} {_n(bx)} {_n(by)}"/>'
+        f'<path class="sv-arrowhead" d="M{_n(ex)} {_n(ey)}L{_n(p1[0])} {_n(p1[1])}'
+        f'L{_n(p2[0])} {_n(p2[1])}Z"/>'
+    )
+
+
+def _map_panel(
+    mesh: MeshLayout,
+    grid: MeshGrid,
+    panel: MeshPanel,
+    member: dict[int, int],
+    groups: Sequence[Sequence[int]],
+    pairs: Sequence[tuple[int, int]],
+) -> str:
+    rows, cols = grid.rows, grid.cols
+    cell_w = _map_cell_w(mesh, bool(pairs))
+    cell_h = PERMUTE_CELL_H if pairs else MAP_CELL_H
+    col_sizes = [14.0 if b.elided else cell_w for b in cols.bands]
+    row_sizes = [14.0 if b.elided else cell_h for b in rows.bands]
+    row_ticks = _ticks(rows)
+    frame = _Frame(rows, cols, col_sizes, row_sizes, row_ticks if rows.used else [])
+    out = [
+        f'<svg class="sv-gmap" width="{_n(frame.width)}" height="{_n(frame.height)}" '
+        f'viewBox="0 0 {_n(frame.width)} {_n(frame.height)}" role="img">'
+    ]
+    out.extend(frame.axes(_ticks(cols), row_ticks))
+    anchors: dict[int, tuple[float, float]] = {}
+    label_y = 12.0 if pairs else cell_h / 2
+    for cell in panel.cells:
+        x, y = frame.col_x[cell.col], frame.row_y[cell.row]
+        d = cell.device.id
+        named = ", ".join(f"{n}={c}" for n, c in zip(mesh.axis_names, cell.coords, strict=True))
+        g = member.get(d)
+        where = f"d{d}" + (f" · {named}" if named else "")
+        if g is None:
+            tip = where + "\nin no group of this collective"
+            attrs, fill = ' class="sv-gdev sv-out"', ""
+        else:
+            tip = where + f"\ngroup {g}: {ids_str(groups[g])}"
+            attrs = f' class="sv-gdev" data-group="{g}"'
+            fill = f' fill="{group_fill(g)}"'
+        if pairs:
+            sends = [f"d{b}" for a, b in pairs if a == d]
+            gets = [f"d{a}" for a, b in pairs if b == d]
+            tip += f"\nsends to {', '.join(sends) or 'none'} · receives from {', '.join(gets) or 'none'}"
+        out.append(
+            f'<g{attrs} data-device="{d}"><title>{esc(tip)}</title>'
+            + _rect(x, y, cell_w, cell_h, fill)
+            + _text(x + cell_w / 2, y + label_y, f"d{d}", "sv-lbl")
+            + "</g>"
+        )
+        anchors[d] = (x + cell_w / 2, y + cell_h / 2 + 7)
+    out.extend(frame.gaps("indices"))
+    for a, b in pairs:
+        if a != b and a in anchors and b in anchors:
+            out.append(_arrow(*anchors[a], *anchors[b], inset=9.0, cell=cell_w))
+    out.append("</svg>")
+    caption = f"<figcaption>{esc(panel.label)}</figcaption>" if panel.label else ""
+    return f'<figure class="sv-panel">{caption}{"".join(out)}</figure>'
+
+
+def _group_map(mesh: MeshLayout, grid: MeshGrid, c: Collective, anchor: str) -> str:
+    groups = permute_groups(c)
+    member: dict[int, int] = {}
+    for g, ids in enumerate(groups):
+        for d in ids:
+            member.setdefault(d, g)
+    panels = []
+    for panel in grid.panels:
+        if isinstance(panel, PanelGap):
+            panels.append(f'<div class="sv-elided">{esc(panel.text)}</div>')
+        else:
+            panels.append(_map_panel(mesh, grid, panel, member, groups, c.pairs))
+    legend = []
+    chars = 0
+    for g, ids in enumerate(groups[:MAX_GROUPS]):
+        label = ids_str(ids)
+        chars += len(label) + 3
+        if g and chars > LEGEND_CHARS:
+            break
+        legend.append(
+            f'<span><span class="sv-sw" style="background:{group_fill(g)}"></span>'
+            f"{esc(label)}</span>"
+        )
+    if len(groups) > len(legend):
+        legend.append(f"<span>… {len(groups) - len(legend)} more groups</span>")
+    hidden = (
+        grid.rows.hidden
+        + grid.cols.hidden
+        + (grid.panel_count - sum(isinstance(p, MeshPanel) for p in grid.panels))
+    )
+    caption = "device groups on the mesh" + (" (part elided)" if hidden else "")
+    if c.pairs:
+        panel_of = {
+            cell.device.id: i
+            for i, panel in enumerate(grid.panels)
+            if isinstance(panel, MeshPanel)
+            for cell in panel.cells
+        }
+        undrawn = sum(
+            1
+            for a, b in c.pairs
+            if a != b and (a not in panel_of or panel_of.get(a) != panel_of.get(b))
+        )
+        note = "arrows: source → target"
+        if undrawn:
+            note += f" ({undrawn} pair{'s' * (undrawn != 1)} across panels or elided: listed only)"
+        legend.append(f"<span class='sv-dim'>{esc(note)}</span>")
+    return (
+        f'<figure class="sv-map" id="{anchor}"><figcaption>{esc(caption)}</figcaption>'
+        f'<div class="sv-panels">{"".join(panels)}</div>'
+        f'<div class="sv-legend">{"".join(legend)}</div></figure>'
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Sections
+
+
+def _header(report: Report) -> list[str]:
+    status = (
+        '<span class="sv-badge sv-ran">ran</span>'
+        if report.ran
+        else '<span class="sv-badge sv-compile">compile-only</span>'
+    )
+    out = [
+        f'<div class="sv-title">{esc(report.function)}{status}{_check_badge(report)}</div>',
+        f'<div class="sv-line">{esc(report.platform)} · {esc(mesh_line(report))} · '
+        f"{esc(status_line(report))}</div>",
+    ]
+    if report.notes:
+        out.append(
+            '<div class="sv-notes">'
+            + "".join(f"<div><b>note</b> {esc(n)}</div>" for n in report.notes)
+            + "</div>"
+        )
+    return out
+
+
+def _check_badge(report: Report) -> str:
+    c = report.check
+    if c is None:
+        return '<span class="sv-badge sv-check sv-none">not checked</span>'
+    cls = "sv-ok" if c.matches else "sv-bad"
+    return f'<span class="sv-badge sv-check {cls}">{check_word(report)}</span>'
+
+
+def _stats(report: Report) -> str:
+    n = len(report.collectives)
+    moved = sum(c.moved_bytes for c in report.collectives)
+    tiles = [
+        (f"{n} collective{'s' * (n != 1)}", f"{format_bytes(moved)} moved per device", ""),
+        (format_bytes(report.memory.peak_bytes), "peak memory per device", ""),
+    ]
+    t = report.timing
+    if t is not None:
+        tiles.append((format_seconds(t.step_seconds), f"step, median of {t.steps}", ""))
+    else:
+        tiles.append(("—", "step time: not measured", ""))
+    c = report.check
+    if c is not None:
+        tiles.append(
+            (
+                check_word(report),
+                f"max |diff| {format_diff(c.max_abs_diff)} (tol {format_diff(c.tolerance)})",
+                "sv-ok" if c.matches else "sv-bad",
+            )
+        )
+    else:
+        tiles.append(("—", "check: not run", ""))
+    return (
+        '<div class="sv-stats">'
+        + "".join(
+            f'<div class="sv-stat {cls}"><b>{esc(big)}</b><span>{esc(small)}</span></div>'
+            for big, small, cls in tiles
+        )
+        + "</div>"
+    )
+
+
+def _ledger_row(
+    report: Report,
+    index: int,
+    c: Collective,
+    prefix: str,
+    maps: _Maps,
+    inter: dict[str, int],
+) -> str:
+    kind = _kind_pill(
+        c.kind,
+        f" <span class='sv-dim'>{c.combined[0]}/{c.combined[1]}</span>" if c.combined else "",
+    )
+    summary = (
+        '<summary class="sv-lrow">'
+        f'<span><span class="sv-caret"></span>{index}</span>'
+        f"<span>{kind}</span>"
+        f'<span title="{esc(operand_str(c))}">{esc(operand_str(c))}</span>'
+        f'<span class="sv-r" title="{c.in_bytes:,} B">{esc(format_bytes(c.in_bytes))}</span>'
+        f'<span class="sv-r" title="{c.moved_bytes:,} B">{esc(format_bytes(c.moved_bytes))}</span>'
+        f'<span class="sv-r">{c.group_size}</span>'
+        f'<span><span class="sv-pill sv-origin-{c.origin}">{esc(c.origin)}</span></span>'
+        f"<span>{_source_cell(c.source)}</span>"
+        "</summary>"
+    )
+    facts = [
+        ("instruction", f"<code>{esc(c.name)}</code>" + (" (async)" if c.is_async else "")),
+        ("operand", esc(value_str(c.in_dtype, c.in_shape))),
+        ("result", esc(value_str(c.out_dtype, c.out_shape))),
+        (
+            "bytes per device",
+            " · ".join(
+                f'{k} <span title="{v:,} B">{esc(format_bytes(v))}</span>'
+                for k, v in (("in", c.in_bytes), ("out", c.out_bytes), ("moved", c.moved_bytes))
+            ),
+        ),
+        ("mesh axes", f"<code>{esc(axes_repr(c.axes))}</code>" if c.axes else "none matched"),
+    ]
+    if c.pairs:
+        facts.append(("pairs", esc(pairs_str(c.pairs))))
+    else:
+        facts.append(("groups", esc(groups_str(c.groups))))
+    if c.dimension is not None:
+        facts.append(("dimension", str(c.dimension)))
+    if c.combined:
+        facts.append(("combined", f"operand {c.combined[0]} of {c.combined[1]} in one all-reduce"))
+    if c.reshard:
+        j = inter.get(c.reshard)
+        target = esc(c.reshard)
+        link = f'<a href="#{prefix}-i{j}">{target}</a> (#{j})' if j else f"<code>{target}</code>"
+        facts.append(("reshards", link))
+    if c.op_name:
+        facts.append(("op name", f"<code>{esc(c.op_name)}</code>"))
+    facts.append(
+        ("origin", "written by the user" if c.user_written else "inserted by the partitioner")
+    )
+    facts.append(("source", _frames(c.source)))
+    dl = '<dl class="sv-facts2">' + "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in facts) + "</dl>"
+    how, k = maps.decide(index, c)
+    if how == "draw":
+        assert report.mesh is not None and maps.grid is not None
+        fig = _group_map(report.mesh, maps.grid, c, f"{prefix}-m{index}")
+    elif how == "same":
+        fig = (
+            f'<div class="sv-dim">same device groups as <a href="#{prefix}-m{k}">#{k}</a>'
+            " (drawn once to keep the page small)</div>"
+        )
+    elif report.mesh is None:
+        fig = '<div class="sv-dim">no mesh to draw the groups on</div>'
+    else:
+        fig = '<div class="sv-dim">mesh view left out to keep the page small</div>'
+    axes = esc(",".join(c.axes))
+    return (
+        f'<details class="sv-collective" id="{prefix}-c{index}" data-kind="{esc(c.kind)}" '
+        f'data-axes="{axes}">{summary}<div class="sv-body">{dl}{fig}</div></details>'
+    )
+
+
+def _ledger(report: Report, prefix: str) -> list[str]:
+    cs = report.collectives
+    moved = sum(c.moved_bytes for c in cs)
+    out = [
+        f'<h4>Collectives<span class="sv-dim">{len(cs)} in the compiled program · '
+        f"{esc(format_bytes(moved))} moved per device · bytes are per device, moved by the "
+        "ring model · click a row for its device groups</span></h4>"
+    ]
+    if not cs:
+        out.append('<div class="sv-dim">none: every value stays where the specs put it</div>')
+        return out
+    out.append(
+        '<div class="sv-kinds">'
+        + "".join(
+            f'<span class="sv-pill sv-k{_kind_index(t.kind)}" data-kind="{esc(t.kind)}">'
+            f"<b>{esc(t.kind)}</b> {esc(t.summary)}</span>"
+            for t in kind_totals(cs)
+        )
+        + "</div>"
+    )
+    head = (
+        '<div class="sv-lrow sv-lhead"><span>#</span><span>kind</span><span>operand → result'
+        '</span><span class="sv-r">in</span><span class="sv-r">moved</span>'
+        '<span class="sv-r">group</span><span>origin</span><span>source · call chain</span></div>'
+    )
+    maps = _Maps(report)
+    inter = intermediate_index(report)
+    for group in axes_groups(report):
+        out.append(_axes_header(group))
+        out.append('<div class="sv-ledger" data-axes="' + esc(",".join(group.axes)) + '">')
+        out.append(head)
+        for i, c in group.rows:
+            out.append(_ledger_row(report, i, c, prefix, maps, inter))
+        out.append("</div>")
+    return out
+
+
+def _axes_header(group: AxesGroup) -> str:
+    title = f"over <code>{esc(axes_repr(group.axes))}</code>" if group.axes else "over no mesh axis"
+    return f'<div class="sv-axes">{title}<span class="sv-dim">{esc(group.summary)}</span></div>'
+
+
+def _intermediates(report: Report, prefix: str) -> list[str]:
+    ins = report.intermediates
+    r = len(report.reshards)
+    out = [
+        f'<h4>Intermediates<span class="sv-dim">{len(ins)} in program order · {r} reshard '
+        f"point{'s' * (r != 1)}, where the partitioner moves data (highlighted)</span></h4>"
+    ]
+    if not ins:
+        out.append('<div class="sv-dim">none recorded</div>')
+        return out
+    links = reshard_links(report)
+    kinds = {i: c.kind for i, c in enumerate(report.collectives, 1)}
+    out.append(
+        '<table class="sv-t sv-inter">'
+        + _th(
+            ["", "#", "name", "op", "value", "sharding", "source · call chain", "by collective"],
+            [1],
+        )
+    )
+    for item in shown_intermediates(report):
+        if isinstance(item, int):
+            out.append(
+                f'<tr class="sv-gap"><td></td><td colspan="7">… {item} more without a reshard'
+                "</td></tr>"
+            )
+            continue
+        j, s = item
+        by = ", ".join(
+            f'<a href="#{prefix}-c{i}">#{i} {esc(kinds[i])}</a>' for i in links.get(s.name, [])
+        )
+        mark = '<span class="sv-pill sv-rs">reshard</span>' if s.reshard else ""
+        attrs = ' data-reshard="1"' if s.reshard else ""
+        out.append(
+            f'<tr class="sv-intermediate" id="{prefix}-i{j}"{attrs}>'
+            f"<td>{mark}</td><td class='sv-r'>{j}</td><td><code>{esc(s.name)}</code></td>"
+            f"<td>{esc(s.op)}</td><td>{esc(value_str(s.dtype, s.shape))}</td>"
+            f"<td><code title='{esc(s.hlo_sharding)}'>{esc(s.spec_str)}</code></td>"
+            f"<td>{_source_cell(s.source)}</td><td>{by}</td></tr>"
+        )
+    out.append("</table>")
+    return out
+
+
+def _seg(part: str, nbytes: int, total: int, color: str, label: str, cls: str = "") -> str:
+    pct = 100.0 * nbytes / total if total else 0.0
+    text = f"{label} {format_bytes(nbytes)}"
+    shown = esc(text) if pct >= 14 else (esc(label) if pct >= 7 else "")
+    return (
+        f'<div class="sv-seg {cls}" data-part="{esc(part)}" data-bytes="{nbytes}" '
+        f'style="width:{pct:.2f}%;background:{color}" title="{esc(text)} ({nbytes:,} B)">'
+        f"{shown}</div>"
+    )
+
+
+def _memory(m: MemoryReport, platform: str) -> list[str]:
+    out = [
+        f'<h4>Memory per device<span class="sv-dim">peak {esc(format_bytes(m.peak_bytes))} = '
+        f"{esc(m.peak_definition)}</span></h4>"
+    ]
+    shown_out = max(0, m.output_bytes - m.alias_bytes)
+    total = max(m.peak_bytes, m.argument_bytes + shown_out + m.temp_bytes, 1)
+    out.append(
+        '<div class="sv-stack sv-mem">'
+        + _seg("argument", m.argument_bytes, total, MEMORY_COLORS["argument"], "argument")
+        + _seg("output", shown_out, total, MEMORY_COLORS["output"], "output")
+        + _seg("temp", m.temp_bytes, total, MEMORY_COLORS["temp"], "temp")
+        + "</div>"
+        f'<div class="sv-axisline"><span>0</span><span>peak {esc(format_bytes(m.peak_bytes))}'
+        "</span></div>"
+    )
+    rows = []
+    for p in memory_parts(m):
+        color = MEMORY_COLORS.get(p.name)
+        sw = f'<span class="sv-sw" style="background:{color}"></span>' if color else ""
+        meaning = p.meaning
+        if p.name == "output" and m.alias_bytes:
+            meaning += " (the bar shows the part not aliased)"
+        rows.append(
+            f'<tr class="sv-mempart" data-part="{p.name}" data-bytes="{p.bytes}"><td>{sw}{p.name}'
+            f'</td><td class="sv-r">{esc(format_bytes(p.bytes))}</td><td class="sv-r">'
+            f"{p.bytes:,} B</td><td>{esc(meaning)}</td></tr>"
+        )
+    rows.append(
+        f'<tr class="sv-mempart" data-part="peak" data-bytes="{m.peak_bytes}"><td><b>peak</b>'
+        f'</td><td class="sv-r"><b>{esc(format_bytes(m.peak_bytes))}</b></td><td class="sv-r">'
+        f"{m.peak_bytes:,} B</td><td>{esc(m.peak_definition)}</td></tr>"
+    )
+    out.append('<table class="sv-t">' + _th(["part", "bytes", "exact", ""], [1, 2]))
+    out.extend(rows)
+    out.append("</table>")
+    if m.compiler_peak_bytes is not None and m.compiler_peak_bytes != m.peak_bytes:
+        out.append(f'<div class="sv-note">{esc(compiler_peak_str(m, platform))}</div>')
+    if m.by_leaf:
+        out.extend(_by_leaf(m))
+    if m.device_stats:
+        out.append(
+            '<table class="sv-t">' + _th(["device", "in use", "peak in use", "limit"], [1, 2, 3])
+        )
+        for d in m.device_stats:
+            limit = format_bytes(d.bytes_limit) if d.bytes_limit is not None else "n/a"
+            out.append(
+                f"<tr><td>d{d.device_id}</td><td class='sv-r'>{esc(format_bytes(d.bytes_in_use))}"
+                f"</td><td class='sv-r'>{esc(format_bytes(d.peak_bytes_in_use))}</td>"
+                f"<td class='sv-r'>{esc(limit)}</td></tr>"
+            )
+        out.append("</table>")
+    return out
+
+
+def _by_leaf(m: MemoryReport) -> list[str]:
+    roles = role_totals(m)
+    color = {r: ROLE_COLORS[i % len(ROLE_COLORS)] for i, (r, _, _) in enumerate(roles)}
+    total = sum(b for _, _, b in roles) or 1
+    out = [
+        '<div class="sv-line" style="margin:10px 0 4px">arguments by role and by leaf '
+        "(the largest device's share)</div>",
+        '<div class="sv-stack sv-roles">'
+        + "".join(
+            _seg(f"role:{r}", b, total, color[r] + "88", f"{r} ({n})", "sv-role")
+            for r, n, b in roles
+        )
+        + "</div>",
+        '<table class="sv-t sv-leaves" style="margin-top:6px">'
+        + _th(["leaf", "role", "bytes", ""], [2]),
+    ]
+    top = max(x.bytes for x in m.by_leaf) or 1
+    for leaf in m.by_leaf[:MAX_LEAVES]:
+        w = 120.0 * leaf.bytes / top
+        out.append(
+            f'<tr class="sv-leafrow"><td><code>{esc(leaf.path)}</code></td><td>'
+            f'<span class="sv-sw" style="background:{color[leaf.role]}"></span>{esc(leaf.role)}'
+            f'</td><td class="sv-r" title="{leaf.bytes:,} B">{esc(format_bytes(leaf.bytes))}</td>'
+            f'<td><span class="sv-minibar" style="width:{w:.1f}px;background:{color[leaf.role]}">'
+            "</span></td></tr>"
+        )
+    if len(m.by_leaf) > MAX_LEAVES:
+        rest = m.by_leaf[MAX_LEAVES:]
+        out.append(
+            f'<tr class="sv-gap"><td colspan="4">… {len(rest)} more leaves, '
+            f"{esc(format_bytes(sum(x.bytes for x in rest)))}</td></tr>"
+        )
+    out.append("</table>")
+    return out
+
+
+def _cost(report: Report) -> list[str]:
+    out = ["<h4>Cost<span class='sv-dim'>the compiler's estimate</span></h4>"]
+    c = report.cost
+    if c is None:
+        out.append('<div class="sv-dim">not available from this backend</div>')
+        return out
+    out.append('<table class="sv-t">' + _th(["", "per device", "global"], [1, 2]))
+    out.append(
+        f"<tr><td>flops</td><td class='sv-r'>{esc(format_flops(c.flops_per_device))}</td>"
+        f"<td class='sv-r'>{esc(format_flops(c.flops_global))}</td></tr>"
+        f"<tr><td>bytes accessed</td><td class='sv-r'>"
+        f"{esc(format_float_bytes(c.bytes_accessed_per_device))}</td><td class='sv-r'>"
+        f"{esc(format_float_bytes(c.bytes_accessed_global))}</td></tr></table>"
+    )
+    if c.flops_per_device and c.bytes_accessed_per_device:
+        ratio = c.flops_per_device / c.bytes_accessed_per_device
+        out.append(f'<div class="sv-note">{sig3(ratio)} FLOP per byte accessed, per device</div>')
+    return out
+
+
+def _samples_svg(samples: Sequence[float], median: float) -> str:
+    lo, hi = min(samples), max(samples)
+    span = (hi - lo) or 1.0
+    w, h, pad = 200.0, 22.0, 6.0
+    parts = [
+        f'<svg class="sv-samples" width="{_n(w + 2 * pad)}" height="{_n(h + 12)}" role="img">',
+        f'<path d="M{_n(pad)} {_n(h / 2)}h{_n(w)}" stroke="#d0d7de"/>',
+    ]
+    for s in samples:
+        x = pad + w * (s - lo) / span
+        parts.append(
+            f'<circle cx="{_n(x)}" cy="{_n(h / 2)}" r="3" fill="#0969da" fill-opacity=".45">'
+            f"<title>{esc(format_seconds(s))}</title></circle>"
+        )
+    mx = pad + w * (median - lo) / span
+    if 0 <= mx <= w + 2 * pad:
+        parts.append(f'<path d="M{_n(mx)} 2v{_n(h - 4)}" stroke="#1b1f24" stroke-width="1.5"/>')
+    parts.append(_text(pad, h + 10, format_seconds(lo), "sv-tick"))
+    parts.append(_text(pad + w, h + 10, format_seconds(hi), "sv-tick", ' text-anchor="end"'))
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _timing(report: Report) -> list[str]:
+    out = ["<h4>Timing<span class='sv-dim'>wall clock</span></h4>"]
+    t = report.timing
+    if t is None:
+        why = "compile-only" if not report.ran else "not measured"
+        out.append(f'<div class="sv-dim">not measured ({why})</div>')
+        return out
+    out.append(
+        '<table class="sv-t">'
+        f"<tr><td>compile</td><td class='sv-r'>{esc(format_seconds(t.compile_seconds))}</td></tr>"
+        f"<tr><td>first run</td><td class='sv-r'>{esc(format_seconds(t.first_run_seconds))}"
+        "</td></tr>"
+        f"<tr><td><b>step</b></td><td class='sv-r'><b>{esc(format_seconds(t.step_seconds))}</b>"
+        f"</td><td class='sv-dim'>median of {t.steps} steps</td></tr></table>"
+    )
+    if t.step_samples:
+        out.append(_samples_svg(t.step_samples, t.step_seconds))
+    return out
+
+
+def _check(report: Report) -> list[str]:
+    out = ["<h4>Check<span class='sv-dim'>against a single-device run</span></h4>"]
+    c = report.check
+    if c is None:
+        why = "compile-only" if not report.ran else "not run"
+        out.append(f'<div class="sv-dim">not checked ({why})</div>')
+        return out
+    cls = "sv-ok" if c.matches else "sv-bad"
+    out.append(
+        f'<div class="sv-big"><span class="sv-badge sv-check {cls}" style="margin:0 6px 0 0;'
+        f'font-size:13px">{check_word(report)}</span><span class="sv-dim">vs {esc(c.reference)}</span></div>'
+        '<table class="sv-t" style="margin-top:6px">'
+        f"<tr><td>max abs diff</td><td class='sv-r'>{esc(format_diff(c.max_abs_diff))}</td></tr>"
+        f"<tr><td>max rel diff</td><td class='sv-r'>{esc(format_diff(c.max_rel_diff))}</td></tr>"
+        f"<tr><td>tolerance</td><td class='sv-r'>{esc(format_diff(c.tolerance))}</td></tr>"
+        "</table>"
+    )
+    return out
+
+
+def _profile(report: Report) -> list[str]:
+    profile = report.profile or ()
+    out = [f"<h4>Profile<span class='sv-dim'>{len(profile)} ops measured</span></h4>"]
+    if any(op.illustrative for op in profile):
+        out.append(
+            '<div class="sv-illus sv-illustrative"><b>Illustrative</b>: measured on '
+            f"{esc(report.platform)}; these durations show the shape of the program, they do "
+            "not predict accelerator time</div>"
+        )
+    if not profile:
+        return out
+    out.append(
+        '<table class="sv-t sv-profile">'
+        + _th(["op", "count", "median", "total", "share", ""], [1, 2, 3, 4])
+    )
+    ranked = profile_rows(profile)
+    for op, total, share in ranked[:MAX_OPS]:
+        out.append(
+            f'<tr class="sv-op"><td><code>{esc(op.name)}</code></td><td class="sv-r">{op.count}'
+            f'</td><td class="sv-r">{esc(format_seconds(op.seconds))}</td><td class="sv-r">'
+            f'{esc(format_seconds(total))}</td><td class="sv-r">{share * 100:.1f}%</td><td>'
+            f'<span class="sv-minibar" style="width:{160 * share:.1f}px;background:#0969da">'
+            "</span></td></tr>"
+        )
+    if len(ranked) > MAX_OPS:
+        out.append(
+            f'<tr class="sv-gap"><td colspan="6">… {len(ranked) - MAX_OPS} more ops</td></tr>'
+        )
+    out.append("</table>")
+    return out
+
+
+def _trees(report: Report) -> list[str]:
+    a, o = len(report.arguments), len(report.outputs)
+    if not a and not o:
+        return []
+    body = "".join(tree_html(t) for t in (report.arguments, report.outputs) if len(t))
+    return [
+        f'<details class="sv-trees"><summary>Arguments ({a} lea{"ves" if a != 1 else "f"}) and '
+        f"outputs ({o} lea{'ves' if o != 1 else 'f'})</summary>{body}</details>"
+    ]
+
+
+def report_html(report: Report) -> str:
+    """A report as a self-contained HTML fragment.
+
+    Args:
+        report: the report (live or hand-built).
+
+    Returns:
+        One ``<div class="sv-root sv-report">`` with its own ``<style>``: the header (function,
+        platform, mesh, ran or compile-only, notes), headline numbers, the collective ledger
+        grouped by mesh axes (each row opens to show its device groups on the mesh), the
+        intermediates in program order with reshard points marked and linked to their
+        collectives, memory per device as stacked bars, cost, timing, the check, the profile
+        when there is one, and the argument and output trees (collapsed).
+    """
+    prefix = _prefix(report)
+    body = [*_header(report), _stats(report)]
+    body += _ledger(report, prefix)
+    body += _intermediates(report, prefix)
+    body += _memory(report.memory, report.platform)
+    cards = [_cost(report), _timing(report), _check(report)]
+    body.append(
+        '<div class="sv-cards">'
+        + "".join("<div>" + "".join(c) + "</div>" for c in cards)
+        + "</div>"
+    )
+    if report.profile is not None:
+        body += _profile(report)
+    body += _trees(report)
+    return f'<div class="sv-root sv-report" id="{prefix}">{STYLE}' + "".join(body) + "</div>"

@@ -1,0 +1,652 @@
+"""A compiled program's :class:`~shardviz.model.Report` as plain text, plus the facts both
+backends share.
+
+The text view is deterministic (no colour codes, no timestamps) so golden files pin it down.
+The helpers here (ledger grouped by mesh axes, per-kind totals, reshard links, number
+formatting) are what :mod:`shardviz.render.report_html` reads too, so both views always agree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from shardviz.model.program import (
+    COLLECTIVE_KINDS,
+    Collective,
+    MemoryReport,
+    OpTiming,
+    Report,
+    ShardingOf,
+    Source,
+)
+from shardviz.render.geometry import format_bytes, mesh_summary
+
+#: Above this many intermediates, rows that are not reshard points are folded into gaps.
+MAX_INTERMEDIATES = 200
+#: Device groups (or permute pairs) spelled out per collective before ``… N more``.
+MAX_GROUPS = 8
+#: Device ids spelled out per group before ``… +N``.
+MAX_IDS = 8
+#: Leaves and profiled ops listed before ``… N more``.
+MAX_LEAVES = 50
+MAX_OPS = 50
+
+# --------------------------------------------------------------------------------------------
+# Numbers and names, shared with the HTML view
+
+
+def format_seconds(s: float) -> str:
+    """``1.23 s``, ``45.6 ms``, ``789 µs``, ``12 ns``: three significant digits."""
+    a = abs(s)
+    for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs")):
+        if a >= scale:
+            return f"{sig3(s / scale)} {unit}"
+    return f"{sig3(s / 1e-9)} ns" if a else "0 s"
+
+
+def format_flops(f: float | None) -> str:
+    """``512 FLOP``, ``268 MFLOP``, ``2.15 GFLOP``; ``n/a`` for ``None``."""
+    if f is None:
+        return "n/a"
+    for scale, unit in ((1e15, "PFLOP"), (1e12, "TFLOP"), (1e9, "GFLOP"), (1e6, "MFLOP")):
+        if abs(f) >= scale:
+            return f"{sig3(f / scale)} {unit}"
+    if abs(f) >= 1e3:
+        return f"{sig3(f / 1e3)} kFLOP"
+    return f"{f:.0f} FLOP"
+
+
+def format_float_bytes(b: float | None) -> str:
+    """Bytes given as a float (cost analysis), or ``n/a``."""
+    return "n/a" if b is None else format_bytes(round(b))
+
+
+def sig3(x: float) -> str:
+    """Three significant digits without a trailing ``.0``: ``1.23``, ``45.6``, ``789``."""
+    a = abs(x)
+    text = f"{x:.2f}" if a < 10 else f"{x:.1f}" if a < 100 else f"{x:.0f}"
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return text
+
+
+def format_diff(x: float) -> str:
+    """A difference such as ``1.19e-07`` (or ``0``)."""
+    return "0" if x == 0 else f"{x:.3g}"
+
+
+def value_str(dtype: str, shape: Sequence[int]) -> str:
+    """``float32[512, 1024]``; ``float32[]`` for a scalar."""
+    return f"{dtype}[{', '.join(map(str, shape))}]"
+
+
+def operand_str(c: Collective) -> str:
+    """The operand, with the result shape when the collective changes it:
+    ``float32[64, 1024] → [512, 1024]``."""
+    text = value_str(c.in_dtype, c.in_shape)
+    if c.out_shape != c.in_shape:
+        out = value_str(c.out_dtype, c.out_shape)
+        text += " → " + (out[len(c.out_dtype) :] if c.out_dtype == c.in_dtype else out)
+    elif c.out_dtype != c.in_dtype:
+        text += f" → {c.out_dtype}"
+    return text
+
+
+def basename(path: str) -> str:
+    """The last component of a POSIX or Windows path."""
+    return path.replace("\\", "/").rsplit("/", 1)[-1]
+
+
+def short_location(source: Source | None) -> str:
+    """``train.py:42`` (the innermost frame, file basename), or ``?``."""
+    if source is None or source.innermost is None:
+        return "?"
+    f = source.innermost
+    return f"{basename(f.file)}:{f.line}"
+
+
+def axes_repr(axes: Sequence[str]) -> str:
+    """``('data',)``, ``('data', 'model')`` or ``()``: how the ledger names a group of rows."""
+    return repr(tuple(axes))
+
+
+def ids_str(ids: Sequence[int], cap: int = MAX_IDS) -> str:
+    """``{d0,d4}``, ``{d0-d7}`` (runs of three or more merged), or ``{d0,d8,d16,… +29}``."""
+    pieces: list[str] = []
+    i = 0
+    while i < len(ids):
+        j = i
+        while j + 1 < len(ids) and ids[j + 1] == ids[j] + 1:
+            j += 1
+        if j - i >= 2:
+            pieces.append(f"d{ids[i]}-d{ids[j]}")
+        else:
+            pieces.extend(f"d{x}" for x in ids[i : j + 1])
+        i = j + 1
+    if len(pieces) > cap:
+        shown = pieces[: cap - 1]
+        rest = len(ids) - sum(_piece_len(p) for p in shown)
+        return "{" + ",".join(shown) + f",… +{rest}" + "}"
+    return "{" + ",".join(pieces) + "}"
+
+
+def _piece_len(piece: str) -> int:
+    if "-" in piece:
+        a, b = piece.split("-")
+        return int(b[1:]) - int(a[1:]) + 1
+    return 1
+
+
+def groups_str(groups: Sequence[Sequence[int]], cap: int = MAX_GROUPS, max_chars: int = 120) -> str:
+    """``4 groups of 2: {d0,d4} {d1,d5} {d2,d6} {d3,d7}``: at most ``cap`` groups spelled out,
+    fewer when they would run past ``max_chars`` (at least one)."""
+    if not groups:
+        return "no replica groups"
+    sizes = sorted({len(g) for g in groups})
+    n = len(groups)
+    size = str(sizes[0]) if len(sizes) == 1 else "/".join(map(str, sizes))
+    head = f"{n} group{'s' * (n != 1)} of {size}"
+    shown: list[str] = []
+    for g in groups[:cap]:
+        text = ids_str(g)
+        if shown and sum(len(x) + 1 for x in shown) + len(text) > max_chars:
+            break
+        shown.append(text)
+    more = f" … {n - len(shown)} more" if n > len(shown) else ""
+    return f"{head}: {' '.join(shown)}{more}"
+
+
+def pairs_str(pairs: Sequence[tuple[int, int]], cap: int = 2 * MAX_GROUPS) -> str:
+    """``4 pairs: d0→d1 d1→d2 d2→d3 d3→d0``."""
+    n = len(pairs)
+    body = " ".join(f"d{a}→d{b}" for a, b in pairs[:cap])
+    more = f" … {n - cap} more" if n > cap else ""
+    return f"{n} pair{'s' * (n != 1)}: {body}{more}"
+
+
+def permute_groups(c: Collective) -> tuple[tuple[int, ...], ...]:
+    """The device groups of a collective; for a permute without groups, the connected sets of
+    its source→target pairs (each ring its own group)."""
+    if c.groups or not c.pairs:
+        return c.groups
+    parent: dict[int, int] = {}
+
+    def find(x: int) -> int:
+        parent.setdefault(x, x)
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    order: list[int] = []
+    for a, b in c.pairs:
+        for x in (a, b):
+            if x not in parent:
+                order.append(x)
+            find(x)
+        parent[find(a)] = find(b)
+    comps: dict[int, list[int]] = {}
+    for x in order:
+        comps.setdefault(find(x), []).append(x)
+    return tuple(tuple(sorted(g)) for g in sorted(comps.values(), key=min))
+
+
+# --------------------------------------------------------------------------------------------
+# The ledger's shape, shared with the HTML view
+
+
+@dataclass(frozen=True)
+class AxesGroup:
+    """The collectives over one tuple of mesh axes, with their ledger numbers (1-based)."""
+
+    axes: tuple[str, ...]
+    rows: tuple[tuple[int, Collective], ...]
+
+    @property
+    def count(self) -> int:
+        return len(self.rows)
+
+    @property
+    def in_bytes(self) -> int:
+        return sum(c.in_bytes for _, c in self.rows)
+
+    @property
+    def moved_bytes(self) -> int:
+        return sum(c.moved_bytes for _, c in self.rows)
+
+    @property
+    def title(self) -> str:
+        """``over ('data',)``, or ``over no mesh axis``."""
+        return f"over {axes_repr(self.axes)}" if self.axes else "over no mesh axis"
+
+    @property
+    def summary(self) -> str:
+        """``2 collectives · in 3 MiB · moved 3 MiB per device``."""
+        n = self.count
+        return (
+            f"{n} collective{'s' * (n != 1)} · in {format_bytes(self.in_bytes)} · "
+            f"moved {format_bytes(self.moved_bytes)} per device"
+        )
+
+
+def axes_groups(report: Report) -> list[AxesGroup]:
+    """The ledger grouped by mesh axes, groups in order of first appearance."""
+    groups: dict[tuple[str, ...], list[tuple[int, Collective]]] = {}
+    for i, c in enumerate(report.collectives, 1):
+        groups.setdefault(tuple(c.axes), []).append((i, c))
+    return [AxesGroup(axes, tuple(rows)) for axes, rows in groups.items()]
+
+
+@dataclass(frozen=True)
+class KindTotal:
+    kind: str
+    count: int
+    in_bytes: int
+    moved_bytes: int
+    user: int
+
+    @property
+    def summary(self) -> str:
+        """``× 2 · in 3 MiB · moved 3 MiB per device · 1 user-written``."""
+        text = (
+            f"× {self.count} · in {format_bytes(self.in_bytes)} · "
+            f"moved {format_bytes(self.moved_bytes)} per device"
+        )
+        if self.user:
+            text += f" · {self.user} user-written"
+        return text
+
+
+def kind_totals(collectives: Sequence[Collective]) -> list[KindTotal]:
+    """Count and bytes per collective kind, in the canonical kind order (unknown kinds last)."""
+    kinds = [k for k in COLLECTIVE_KINDS if any(c.kind == k for c in collectives)]
+    kinds += sorted({c.kind for c in collectives} - set(COLLECTIVE_KINDS))
+    out = []
+    for k in kinds:
+        cs = [c for c in collectives if c.kind == k]
+        out.append(
+            KindTotal(
+                k,
+                len(cs),
+                sum(c.in_bytes for c in cs),
+                sum(c.moved_bytes for c in cs),
+                sum(c.user_written for c in cs),
+            )
+        )
+    return out
+
+
+def reshard_links(report: Report) -> dict[str, list[int]]:
+    """Intermediate name -> ledger numbers (1-based) of the collectives that produce it."""
+    out: dict[str, list[int]] = {}
+    for i, c in enumerate(report.collectives, 1):
+        if c.reshard:
+            out.setdefault(c.reshard, []).append(i)
+    return out
+
+
+def intermediate_index(report: Report) -> dict[str, int]:
+    """Intermediate name -> its number (1-based, program order); the first wins on repeats."""
+    out: dict[str, int] = {}
+    for j, s in enumerate(report.intermediates, 1):
+        out.setdefault(s.name, j)
+    return out
+
+
+def shown_intermediates(
+    report: Report, limit: int = MAX_INTERMEDIATES
+) -> list[tuple[int, ShardingOf] | int]:
+    """Intermediates in program order, numbered from 1; past ``limit`` of them, only reshard
+    points (and values a collective links to) stay and each run of the rest becomes its
+    length (an ``int``)."""
+    items = list(enumerate(report.intermediates, 1))
+    if len(items) <= limit:
+        return list(items)
+    linked = set(reshard_links(report))
+    out: list[tuple[int, ShardingOf] | int] = []
+    hidden = 0
+    for j, s in items:
+        if s.reshard or s.name in linked:
+            if hidden:
+                out.append(hidden)
+                hidden = 0
+            out.append((j, s))
+        else:
+            hidden += 1
+    if hidden:
+        out.append(hidden)
+    return out
+
+
+@dataclass(frozen=True)
+class MemoryPart:
+    """One component of a device's memory: its name, bytes, and what it means."""
+
+    name: str
+    bytes: int
+    meaning: str
+
+
+def memory_parts(m: MemoryReport) -> list[MemoryPart]:
+    """Argument, output, alias, temp and code bytes with a short explanation each."""
+    return [
+        MemoryPart("argument", m.argument_bytes, "inputs held on the device"),
+        MemoryPart("output", m.output_bytes, "results written by the program"),
+        MemoryPart("alias", m.alias_bytes, "outputs written into donated argument buffers"),
+        MemoryPart("temp", m.temp_bytes, "scratch for intermediates"),
+        MemoryPart("code", m.code_bytes, "the compiled program; not in peak"),
+    ]
+
+
+def role_totals(m: MemoryReport) -> list[tuple[str, int, int]]:
+    """Per leaf role, in order of first appearance: ``(role, leaves, bytes)``."""
+    out: dict[str, list[int]] = {}
+    for leaf in m.by_leaf:
+        acc = out.setdefault(leaf.role, [0, 0])
+        acc[0] += 1
+        acc[1] += leaf.bytes
+    return [(r, n, b) for r, (n, b) in out.items()]
+
+
+def profile_rows(profile: Sequence[OpTiming]) -> list[tuple[OpTiming, float, float]]:
+    """Ops by total time (median × count), largest first: ``(op, total seconds, share)``."""
+    totals = [(op, op.seconds * op.count) for op in profile]
+    grand = sum(t for _, t in totals) or 1.0
+    totals.sort(key=lambda x: (-x[1], x[0].name))
+    return [(op, t, t / grand) for op, t in totals]
+
+
+def compiler_peak_str(m: MemoryReport, platform: str) -> str:
+    """``the compiler's own peak figure: 3.1 MiB (3,244,036 B), which leaves temp out on cpu``."""
+    assert m.compiler_peak_bytes is not None
+    text = (
+        f"the compiler's own peak figure: {format_bytes(m.compiler_peak_bytes)} "
+        f"({m.compiler_peak_bytes:,} B)"
+    )
+    return text + (", which leaves temp out on cpu" if platform == "cpu" else "")
+
+
+def status_line(report: Report) -> str:
+    """``ran: compiled, run, timed and checked against one device`` or ``compile-only: …``."""
+    if not report.ran:
+        return "compile-only: compiled and analysed, not run (no timing, no check)"
+    did = ["compiled", "run"]
+    if report.timing is not None:
+        did.append("timed")
+    if report.check is not None:
+        did.append(f"checked against {report.check.reference}")
+    return "ran: " + ", ".join(did[:-1]) + " and " + did[-1]
+
+
+def mesh_line(report: Report) -> str:
+    return mesh_summary(report.mesh) if report.mesh is not None else "no mesh (one device)"
+
+
+def check_word(report: Report) -> str:
+    if report.check is None:
+        return "not checked"
+    return "OK" if report.check.matches else "MISMATCH"
+
+
+# --------------------------------------------------------------------------------------------
+# Text
+
+
+def _table(
+    header: Sequence[str],
+    rows: Sequence[Sequence[str] | str],
+    right: set[int],
+    indent: str = "  ",
+) -> list[str]:
+    """An aligned table; a ``str`` in ``rows`` is printed as-is (a group header or note)."""
+    cells = [r for r in rows if not isinstance(r, str)]
+    widths = [max([len(header[j]), *(len(r[j]) for r in cells)]) for j in range(len(header))]
+
+    def fmt(row: Sequence[str]) -> str:
+        out = [
+            c.rjust(w) if j in right else c.ljust(w)
+            for j, (c, w) in enumerate(zip(row, widths, strict=True))
+        ]
+        return (indent + "  ".join(out)).rstrip()
+
+    lines = [fmt(header), indent + "  ".join("─" * w for w in widths)]
+    for r in rows:
+        lines.append(r if isinstance(r, str) else fmt(r))
+    return lines
+
+
+def _header_lines(report: Report) -> list[str]:
+    lines = [
+        f"Report · {report.function} · {report.platform}",
+        f"  {mesh_line(report)}",
+        f"  {status_line(report)}",
+    ]
+    lines.extend(f"  note: {n}" for n in report.notes)
+    return lines
+
+
+def _ledger_lines(report: Report) -> list[str]:
+    cs = report.collectives
+    moved = sum(c.moved_bytes for c in cs)
+    n = len(cs)
+    lines = [
+        f"Collectives · {n} in the compiled program · {format_bytes(moved)} moved per device "
+        "(all bytes per device; moved: ring model)"
+    ]
+    if not cs:
+        lines.append("  none: every value stays where the partition specs put it")
+        return lines
+    header = ["#", "kind", "operand", "in", "moved", "group", "origin", "source", "chain"]
+    rows: list[Sequence[str] | str] = []
+    sub = " " * 6
+    for group in axes_groups(report):
+        rows.append(f"  {group.title} · {group.summary}")
+        for i, c in group.rows:
+            kind = c.kind + (f" #{c.combined[0]}/{c.combined[1]}" if c.combined else "")
+            rows.append(
+                [
+                    str(i),
+                    kind,
+                    operand_str(c),
+                    format_bytes(c.in_bytes),
+                    format_bytes(c.moved_bytes),
+                    str(c.group_size),
+                    c.origin,
+                    short_location(c.source),
+                    c.source.chain if c.source else "",
+                ]
+            )
+            detail = [f"{c.name}"]
+            if c.pairs:
+                detail.append(pairs_str(c.pairs))
+            else:
+                detail.append(groups_str(c.groups))
+            if c.reshard:
+                detail.append(f"reshards {c.reshard}")
+            rows.append(sub + " · ".join(detail))
+    lines.extend(_table(header, rows, right={0, 3, 4, 5}))
+    lines.append("  by kind:")
+    totals = kind_totals(cs)
+    width = max(len(t.kind) for t in totals)
+    lines.extend(f"    {t.kind.ljust(width)}  {t.summary}" for t in totals)
+    return lines
+
+
+def _intermediate_lines(report: Report) -> list[str]:
+    ins = report.intermediates
+    n = len(ins)
+    r = len(report.reshards)
+    lines = [
+        f"Intermediates · {n} in program order · {r} reshard point{'s' * (r != 1)} (*)"
+        + (" where the partitioner moves data" if r else "")
+    ]
+    if not ins:
+        return lines
+    links = reshard_links(report)
+    kinds = {i: c.kind for i, c in enumerate(report.collectives, 1)}
+    header = ["", "#", "name", "op", "value", "spec", "source", "by collective"]
+    rows: list[Sequence[str] | str] = []
+    for item in shown_intermediates(report):
+        if isinstance(item, int):
+            rows.append(f"  {'':3}… {item} more without a reshard")
+            continue
+        j, s = item
+        by = ", ".join(f"#{i} {kinds[i]}" for i in links.get(s.name, []))
+        rows.append(
+            [
+                "*" if s.reshard else "",
+                str(j),
+                s.name,
+                s.op,
+                value_str(s.dtype, s.shape),
+                s.spec_str,
+                short_location(s.source),
+                by,
+            ]
+        )
+    lines.extend(_table(header, rows, right={1}))
+    return lines
+
+
+def _memory_lines(m: MemoryReport, platform: str) -> list[str]:
+    lines = [f"Memory per device · peak {format_bytes(m.peak_bytes)} = {m.peak_definition}"]
+    parts = [*memory_parts(m), MemoryPart("peak", m.peak_bytes, m.peak_definition)]
+    width = max(len(p.name) for p in parts)
+    short = [format_bytes(p.bytes) for p in parts]
+    exact = [f"{p.bytes:,} B" for p in parts]
+    sw, ew = max(map(len, short)), max(map(len, exact))
+    for p, a, b in zip(parts, short, exact, strict=True):
+        lines.append(f"  {p.name.ljust(width)}  {a.rjust(sw)}  {b.rjust(ew)}  {p.meaning}")
+    if m.compiler_peak_bytes is not None and m.compiler_peak_bytes != m.peak_bytes:
+        lines.append(f"  {compiler_peak_str(m, platform)}")
+    if m.by_leaf:
+        lines.append("  by leaf (largest device):")
+        rows: list[Sequence[str] | str] = [
+            [leaf.path, leaf.role, format_bytes(leaf.bytes)] for leaf in m.by_leaf[:MAX_LEAVES]
+        ]
+        if len(m.by_leaf) > MAX_LEAVES:
+            rest = m.by_leaf[MAX_LEAVES:]
+            rows.append(
+                f"    … {len(rest)} more leaves, {format_bytes(sum(x.bytes for x in rest))}"
+            )
+        lines.extend(_table(["leaf", "role", "bytes"], rows, right={2}, indent="    "))
+        totals = role_totals(m)
+        lines.append(
+            "    by role: " + " · ".join(f"{r} {format_bytes(b)} ({n})" for r, n, b in totals)
+        )
+    if m.device_stats:
+        lines.append("  live device statistics:")
+        rows = [
+            [
+                f"d{d.device_id}",
+                format_bytes(d.bytes_in_use),
+                format_bytes(d.peak_bytes_in_use),
+                format_bytes(d.bytes_limit) if d.bytes_limit is not None else "n/a",
+            ]
+            for d in m.device_stats
+        ]
+        lines.extend(
+            _table(["device", "in use", "peak in use", "limit"], rows, {1, 2, 3}, indent="    ")
+        )
+    return lines
+
+
+def _cost_lines(report: Report) -> list[str]:
+    c = report.cost
+    if c is None:
+        return ["Cost · not available from this backend"]
+    lines = ["Cost (the compiler's estimate)"]
+    lines.append(
+        f"  flops           {format_flops(c.flops_per_device)} per device · "
+        f"{format_flops(c.flops_global)} global"
+    )
+    lines.append(
+        f"  bytes accessed  {format_float_bytes(c.bytes_accessed_per_device)} per device · "
+        f"{format_float_bytes(c.bytes_accessed_global)} global"
+    )
+    if c.flops_per_device and c.bytes_accessed_per_device:
+        lines.append(
+            f"  intensity       {sig3(c.flops_per_device / c.bytes_accessed_per_device)} "
+            "FLOP per byte accessed"
+        )
+    return lines
+
+
+def _timing_lines(report: Report) -> list[str]:
+    t = report.timing
+    if t is None:
+        return ["Timing · not measured" + ("" if report.ran else " (compile-only)")]
+    lines = ["Timing (wall clock)"]
+    lines.append(f"  compile    {format_seconds(t.compile_seconds)}")
+    lines.append(f"  first run  {format_seconds(t.first_run_seconds)}")
+    step = f"  step       {format_seconds(t.step_seconds)} median of {t.steps} steps"
+    if t.step_samples:
+        step += (
+            f" (min {format_seconds(min(t.step_samples))}, "
+            f"max {format_seconds(max(t.step_samples))})"
+        )
+    lines.append(step)
+    return lines
+
+
+def _check_lines(report: Report) -> list[str]:
+    c = report.check
+    if c is None:
+        return ["Check · not run" + ("" if report.ran else " (compile-only)")]
+    return [
+        f"Check vs {c.reference}: {check_word(report)}",
+        f"  max abs diff {format_diff(c.max_abs_diff)} · max rel diff "
+        f"{format_diff(c.max_rel_diff)} · tolerance {format_diff(c.tolerance)}",
+    ]
+
+
+def _profile_lines(profile: Sequence[OpTiming]) -> list[str]:
+    illustrative = any(op.illustrative for op in profile)
+    head = f"Profile · {len(profile)} ops measured"
+    if illustrative:
+        head += " · ILLUSTRATIVE: measured on CPU, durations do not predict accelerator time"
+    lines = [head]
+    if not profile:
+        return lines
+    rows: list[Sequence[str] | str] = []
+    ranked = profile_rows(profile)
+    for op, total, share in ranked[:MAX_OPS]:
+        rows.append(
+            [
+                op.name,
+                str(op.count),
+                format_seconds(op.seconds),
+                format_seconds(total),
+                f"{share * 100:.1f}%",
+            ]
+        )
+    if len(ranked) > MAX_OPS:
+        rows.append(f"    … {len(ranked) - MAX_OPS} more ops")
+    lines.extend(_table(["op", "count", "median", "total", "share"], rows, right={1, 2, 3, 4}))
+    return lines
+
+
+def report_text(report: Report) -> str:
+    """A report as text: header, the collective ledger grouped by mesh axes, intermediates in
+    program order with reshard points starred, memory per device, cost, timing, the check,
+    and the profile when there is one.
+
+    Args:
+        report: the report (live or hand-built).
+
+    Returns:
+        Deterministic lines joined by newlines, no trailing newline.
+    """
+    sections = [
+        _header_lines(report),
+        _ledger_lines(report),
+        _intermediate_lines(report),
+        _memory_lines(report.memory, report.platform),
+        _cost_lines(report),
+        _timing_lines(report),
+        _check_lines(report),
+    ]
+    if report.profile is not None:
+        sections.append(_profile_lines(report.profile))
+    return "\n\n".join("\n".join(s) for s in sections)

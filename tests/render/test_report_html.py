@@ -1,0 +1,253 @@
+"""The report's HTML view: ledger rows and their group maps, reshard links, memory bars, the
+check badge, escaping, no network, and size on a big ledger."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import time
+from collections import defaultdict
+
+import pytest
+
+from shardviz.render.html import page
+from shardviz.render.report_html import report_html
+
+from .fixtures import make_mesh
+from .report_fixtures import (
+    NASTY,
+    REPORTS,
+    coll,
+    compile_only_report,
+    dp_report,
+    large_report,
+    megatron_report,
+    nasty_report,
+    shard_map_report,
+)
+from .test_html import Doc
+
+
+def assert_offline(text: str) -> None:
+    """No URL, no script, no import; the only links are ``#fragment`` anchors."""
+    low = text.lower()
+    assert "http://" not in low and "https://" not in low
+    assert "@import" not in low and "<script" not in low
+    assert not re.search(r"url\(\s*['\"]?(?!#)", low)
+    for tag, attrs in Doc(text).elements:
+        assert tag not in ("script", "link", "iframe", "img", "object", "embed")
+        for name in ("src", "xlink:href", "srcset", "action"):
+            assert name not in attrs, f"<{tag} {name}=...>"
+        href = attrs.get("href")
+        if href is not None:
+            assert href.startswith("#") and not href.startswith("//"), href
+
+
+def groups_on_map(out: str, index: int) -> dict[int, set[int]]:
+    """Device ids by data-group on the group map of ledger row ``index``."""
+    row = re.search(
+        rf'<details class="sv-collective" id="sv[0-9a-f]+-c{index}".*?</details>', out, re.S
+    )
+    assert row, f"no ledger row {index}"
+    groups: dict[int, set[int]] = defaultdict(set)
+    for tag, attrs in Doc(row.group(0)).elements:
+        cls = (attrs.get("class") or "").split()
+        if tag == "g" and "sv-gdev" in cls and attrs.get("data-group") is not None:
+            groups[int(attrs["data-group"])].add(int(attrs["data-device"]))
+    return dict(groups)
+
+
+@pytest.mark.parametrize("name", sorted(REPORTS))
+def test_one_row_per_collective_with_kind_and_axes(name: str) -> None:
+    report = REPORTS[name]()
+    out = report_html(report)
+    doc = Doc(out)
+    rows = doc.with_class("sv-collective")
+    assert len(rows) == len(report.collectives)
+    got = sorted((r["data-kind"], r["data-axes"]) for r in rows)
+    want = sorted((c.kind, ",".join(c.axes)) for c in report.collectives)
+    assert got == want
+    assert all(
+        tag == "details" for tag, a in doc.elements if "sv-collective" in (a.get("class") or "")
+    )
+    inter = doc.with_class("sv-intermediate")
+    assert len(inter) == len(report.intermediates)
+    assert sum(r.get("data-reshard") == "1" for r in inter) == len(report.reshards)
+    assert_offline(out)
+    assert report._repr_html_() == out == report_html(REPORTS[name]())
+
+
+def test_ledger_grouped_by_axes_in_order() -> None:
+    out = report_html(shard_map_report())
+    text = Doc(out).all_text
+    model = text.index("over ('model',)")
+    data = text.index("over ('data',)")
+    assert model < data
+    assert "3 collectives · in 48 KiB · moved 52 KiB per device" in text
+    ledgers = Doc(out).with_class("sv-ledger")
+    assert [x["data-axes"] for x in ledgers] == ["model", "data"]
+
+
+def test_data_all_reduce_groups_columns_of_the_mesh() -> None:
+    out = report_html(dp_report())
+    groups = groups_on_map(out, 2)
+    assert sorted(map(sorted, groups.values())) == [[0, 4], [1, 5], [2, 6], [3, 7]]
+    g0 = next(g for g, ids in groups.items() if 0 in ids)
+    assert groups[g0] == {0, 4}
+
+
+def test_model_all_reduce_groups_rows_of_the_mesh() -> None:
+    out = report_html(megatron_report())
+    groups = groups_on_map(out, 1)
+    assert sorted(map(sorted, groups.values())) == [[0, 1, 2, 3], [4, 5, 6, 7]]
+    assert "over <code>(&#x27;model&#x27;,)</code>" in out
+
+
+def test_devices_outside_every_group_are_dim() -> None:
+    report = dp_report()
+    partial = dataclasses.replace(report.collectives[0], groups=((0, 4),))
+    out = report_html(dataclasses.replace(report, collectives=(partial,)))
+    doc = Doc(out)
+    dim = [a for a in doc.with_class("sv-gdev") if "sv-out" in a["class"].split()]
+    assert sorted(int(a["data-device"]) for a in dim) == [1, 2, 3, 5, 6, 7]
+    assert all("data-group" not in a for a in dim)
+
+
+def test_permute_pairs_are_arrows_and_listed() -> None:
+    out = report_html(shard_map_report())
+    row = re.search(r'<details class="sv-collective"[^>]*-c2".*?</details>', out, re.S).group(0)
+    assert 'data-kind="collective-permute"' in row
+    assert row.count('class="sv-arrowhead"') == 8
+    text = Doc(row).all_text
+    assert "8 pairs: d0→d1 d1→d2 d2→d3 d3→d0 d4→d5 d5→d6 d6→d7 d7→d4" in text
+    assert "sends to d1 · receives from d3" in text  # d0's hover text
+    groups = groups_on_map(out, 2)
+    assert sorted(map(sorted, groups.values())) == [[0, 1, 2, 3], [4, 5, 6, 7]]
+
+
+def test_reshards_link_both_ways() -> None:
+    out = report_html(dp_report())
+    doc = Doc(out)
+    rows = {a["id"]: a for a in doc.with_class("sv-intermediate")}
+    reshard_ids = sorted(i for i, a in rows.items() if a.get("data-reshard") == "1")
+    assert [i.rsplit("-", 1)[1] for i in reshard_ids] == ["i5", "i7", "i9"]
+    ids = {a.get("id") for _, a in doc.elements if a.get("id")}
+    hrefs = [a["href"] for t, a in doc.elements if t == "a"]
+    assert hrefs and all(h[1:] in ids for h in hrefs)  # every link lands
+    prefix = reshard_ids[0].rsplit("-", 1)[0]
+    assert f"#{prefix}-i9" in hrefs and f"#{prefix}-c3" in hrefs
+    assert '<span class="sv-pill sv-rs">reshard</span>' in out
+
+
+def test_memory_bars_carry_the_numbers() -> None:
+    report = dp_report()
+    m = report.memory
+    out = report_html(report)
+    doc = Doc(out)
+    segs = {a["data-part"]: int(a["data-bytes"]) for a in doc.with_class("sv-seg")}
+    assert segs["argument"] == m.argument_bytes
+    assert segs["output"] == m.output_bytes - m.alias_bytes
+    assert segs["temp"] == m.temp_bytes
+    assert segs["role:param"] == 3 * 1024 * 1024 and segs["role:batch"] == 96 * 1024
+    parts = {a["data-part"]: int(a["data-bytes"]) for a in doc.with_class("sv-mempart")}
+    assert parts["alias"] == m.alias_bytes and parts["peak"] == m.peak_bytes
+    text = doc.all_text
+    assert f"{m.peak_bytes:,} B" in text and "6.3 MiB" in text
+    assert "outputs written into donated argument buffers" in text
+    assert len(doc.with_class("sv-leafrow")) == len(m.by_leaf)
+
+
+def test_check_badges() -> None:
+    ok = Doc(report_html(dp_report()))
+    bad = Doc(report_html(shard_map_report()))
+    none = Doc(report_html(compile_only_report()))
+    assert {a["class"] for a in ok.with_class("sv-check")} == {"sv-badge sv-check sv-ok"}
+    assert {a["class"] for a in bad.with_class("sv-check")} == {"sv-badge sv-check sv-bad"}
+    assert "MISMATCH" in bad.all_text and "OK" in ok.all_text
+    assert {a["class"] for a in none.with_class("sv-check")} == {"sv-badge sv-check sv-none"}
+
+
+def test_compile_only_notes_are_prominent() -> None:
+    out = report_html(compile_only_report())
+    doc = Doc(out)
+    assert doc.with_class("sv-notes") and doc.with_class("sv-compile")
+    notes = out[out.index('class="sv-notes"') :]
+    assert "compiled for a TPU v5 lite topology and not run" in notes
+    assert out.index('class="sv-notes"') < out.index("<h4>Collectives")
+    assert "not measured (compile-only)" in doc.all_text
+    assert not doc.with_class("sv-illustrative")
+
+
+def test_profile_is_labelled_illustrative() -> None:
+    doc = Doc(report_html(REPORTS["profile"]()))
+    assert doc.with_class("sv-illustrative")
+    assert len(doc.with_class("sv-op")) == 6
+    assert "31.9%" in doc.all_text
+
+
+def test_every_model_string_is_escaped() -> None:
+    out = report_html(nasty_report())
+    low = out.lower()
+    assert "<script" not in low and "<b>cpu" not in out and "k&<i>" not in out
+    assert 'a"b' not in out and "c&d" not in out and "<f4" not in out and "x&y" not in out
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in out
+    assert "a&quot;b&#x27;c&amp;d" in out
+    # attributes too: the axes and the kind are escaped inside data-* values
+    assert 'data-axes="&lt;script&gt;alert(1)&lt;/script&gt;"' in out
+    assert 'data-kind="weird-&lt;script&gt;' in out
+    doc = Doc(out)  # still balanced
+    assert NASTY in doc.all_text  # and a reader sees the original string
+    assert_offline(out)
+    assert_offline(page(nasty_report().function, [out]))
+
+
+def test_large_ledger_stays_small_and_fast() -> None:
+    report = large_report()
+    start = time.perf_counter()
+    out = report_html(report)
+    elapsed = time.perf_counter() - start
+    assert len(out.encode()) < 1_000_000
+    assert len(out.encode()) < 700_000  # today ~550 kB
+    assert elapsed < 2.0
+    doc = Doc(out)
+    assert len(doc.with_class("sv-collective")) == 200
+    assert len(doc.with_class("sv-gdev")) <= 6 * 100  # one map per distinct set of groups
+    assert "same device groups as" in doc.all_text
+    assert doc.with_class("sv-gap")  # intermediates without a reshard folded
+    assert_offline(out)
+
+
+def test_saved_page(tmp_path) -> None:
+    path = dp_report().save_html(str(tmp_path / "r.html"))
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    assert text.startswith("<!doctype html>") and "sv-report" in text
+    assert_offline(text)
+
+
+def test_three_axis_mesh_draws_one_panel_per_leading_index() -> None:
+    mesh = make_mesh(("pipe", "data", "model"), (2, 2, 2))
+    c = coll("all-reduce.1", "all-reduce", (8,), (8,), ((0, 2), (1, 3), (4, 6), (5, 7)), ("data",))
+    report = dataclasses.replace(dp_report(), mesh=mesh, collectives=(c,), intermediates=())
+    out = report_html(report)
+    doc = Doc(out)
+    assert len(doc.with_class("sv-gdev")) == 8
+    assert "pipe=0" in doc.all_text and "pipe=1" in doc.all_text
+    assert sorted(map(sorted, groups_on_map(out, 1).values())) == [[0, 2], [1, 3], [4, 6], [5, 7]]
+
+
+def test_sparse_reports_render() -> None:
+    """No mesh, no collectives, no intermediates, nothing optional: both views still render."""
+    base = compile_only_report()
+    bare = dataclasses.replace(
+        base, mesh=None, collectives=(), intermediates=(), cost=None, profile=(), notes=()
+    )
+    out = report_html(bare)
+    text = Doc(out).all_text
+    assert "none: every value stays where the specs put it" in text
+    assert "not available from this backend" in text
+    assert_offline(out)
+    no_mesh = dataclasses.replace(base, mesh=None)
+    assert "no mesh to draw the groups on" in Doc(report_html(no_mesh)).all_text
+    assert "no mesh (one device)" in str(no_mesh)
+    assert "Collectives · 0" in str(bare) and "Profile · 0 ops" in str(bare)

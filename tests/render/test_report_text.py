@@ -1,0 +1,126 @@
+"""The report's text view, pinned exactly by golden files tests/golden/report_<name>.txt.
+
+Rewrite them after an intended change with ``SHARDVIZ_UPDATE_GOLDEN=1 pytest tests/render``
+and read the diff before committing.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from shardviz.model import Report
+from shardviz.render.report_text import (
+    format_flops,
+    format_seconds,
+    groups_str,
+    ids_str,
+    permute_groups,
+    report_text,
+)
+
+from .report_fixtures import REPORTS, large_report, nasty_report, shard_map_report
+
+GOLDEN = Path(__file__).resolve().parent.parent / "golden"
+UPDATE = os.environ.get("SHARDVIZ_UPDATE_GOLDEN") == "1"
+
+
+@pytest.mark.parametrize("name", sorted(REPORTS))
+def test_golden_report_text(name: str) -> None:
+    text = report_text(REPORTS[name]()) + "\n"
+    path = GOLDEN / f"report_{name}.txt"
+    if UPDATE:
+        path.write_text(text, encoding="utf-8")
+    assert path.exists(), f"{path} is missing: run with SHARDVIZ_UPDATE_GOLDEN=1 to create it"
+    assert text == path.read_text(encoding="utf-8")
+
+
+def test_no_stale_report_golden_files() -> None:
+    names = {p.stem.removeprefix("report_") for p in GOLDEN.glob("report_*.txt")}
+    assert names <= set(REPORTS), (
+        f"report goldens without a fixture: {sorted(names - set(REPORTS))}"
+    )
+
+
+def test_report_text_is_deterministic_and_is_str() -> None:
+    for make in REPORTS.values():
+        report = make()
+        assert report_text(report) == report_text(make()) == str(report)
+
+
+def test_json_round_trip_renders_the_same() -> None:
+    for make in REPORTS.values():
+        report = make()
+        assert report_text(Report.from_json(report.to_json())) == report_text(report)
+
+
+def test_ledger_is_grouped_by_axes_with_totals() -> None:
+    text = report_text(REPORTS["shard_map"]())
+    model = text.index("over ('model',) · 3 collectives")
+    data = text.index("over ('data',) · 1 collective")
+    assert model < data
+    # rows keep their ledger numbers under their group
+    assert model < text.index("  1  all-reduce") < text.index("  3  all-to-all") < data
+    assert data < text.index("  4  all-gather")
+    assert "8 pairs: d0→d1 d1→d2 d2→d3 d3→d0" in text
+    assert "collective-permute  × 1 · in 16 KiB · moved 16 KiB per device · 1 user-written" in text
+
+
+def test_dp_groups_and_reshard_links() -> None:
+    text = report_text(REPORTS["dp"]())
+    assert "4 groups of 2: {d0,d4} {d1,d5} {d2,d6} {d3,d7}" in text
+    assert "reshards dot.9" in text
+    lines = [line for line in text.splitlines() if line.startswith("  *")]
+    assert len(lines) == 3
+    assert any("dot.9" in line and line.endswith("#3 all-reduce") for line in lines)
+
+
+def test_compile_only_says_so() -> None:
+    text = report_text(REPORTS["compile_only"]())
+    assert "compile-only: compiled and analysed, not run" in text
+    assert "note: memory and collectives come from the compiler" in text
+    assert "Timing · not measured (compile-only)" in text
+    assert "Check · not run (compile-only)" in text
+    assert "Profile" not in text
+
+
+def test_check_and_profile_words() -> None:
+    assert "Check vs one device, no sharding: MISMATCH" in report_text(shard_map_report())
+    text = report_text(REPORTS["profile"]())
+    assert "Check vs one device, no sharding: OK" in text
+    assert "ILLUSTRATIVE: measured on CPU" in text
+
+
+def test_large_report_folds_intermediates() -> None:
+    text = report_text(large_report())
+    assert "Collectives · 200 in the compiled program" in text
+    assert "… 5 more without a reshard" in text
+    assert "64 groups of 8: {d0,d64,d128,d192,d256,d320,d384,d448}" in text
+    assert len(text.encode()) < 200_000
+
+
+def test_text_keeps_strings_verbatim() -> None:
+    text = report_text(nasty_report())
+    assert "<script>alert(1)</script>" in text  # text is not HTML: no escaping here
+
+
+def test_number_formats() -> None:
+    assert format_seconds(1.234) == "1.23 s"
+    assert format_seconds(0.0381) == "38.1 ms"
+    assert format_seconds(0.000412) == "412 µs"
+    assert format_seconds(0) == "0 s"
+    assert format_flops(None) == "n/a"
+    assert format_flops(150_994_944.0) == "151 MFLOP"
+    assert format_flops(512) == "512 FLOP"
+    assert ids_str((0, 1, 2, 3, 8)) == "{d0-d3,d8}"
+    assert ids_str(tuple(range(0, 80, 8))) == "{d0,d8,d16,d24,d32,d40,d48,… +3}"
+    assert groups_str(()) == "no replica groups"
+    assert groups_str(((0, 4), (1, 5))) == "2 groups of 2: {d0,d4} {d1,d5}"
+
+
+def test_permute_groups_are_rings() -> None:
+    c = REPORTS["shard_map"]().collectives[1]
+    assert c.kind == "collective-permute" and not c.groups
+    assert permute_groups(c) == ((0, 1, 2, 3), (4, 5, 6, 7))
