@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from shardviz.errors import CompileError as CompileError
 from shardviz.errors import DeviceSetupError as DeviceSetupError
 from shardviz.errors import LeafError as LeafError
 from shardviz.errors import MeshError as MeshError
@@ -17,14 +18,23 @@ from shardviz.errors import ShardvizError as ShardvizError
 from shardviz.errors import ShardvizWarning as ShardvizWarning
 from shardviz.errors import SpecError as SpecError
 from shardviz.model import ArrayLayout as ArrayLayout
+from shardviz.model import Check as Check
+from shardviz.model import Collective as Collective
+from shardviz.model import Cost as Cost
 from shardviz.model import Device as Device
+from shardviz.model import MemoryReport as MemoryReport
 from shardviz.model import MeshLayout as MeshLayout
+from shardviz.model import Report as Report
+from shardviz.model import ShardingOf as ShardingOf
 from shardviz.model import Tile as Tile
+from shardviz.model import Timing as Timing
 from shardviz.model import TreeLayout as TreeLayout
 from shardviz.model import format_spec as format_spec
 
 if TYPE_CHECKING:
     from shardviz.capture.devices import use_cpu_devices as use_cpu_devices
+    from shardviz.capture.explain import clear_cache as clear_cache
+    from shardviz.capture.explain import explain as explain
     from shardviz.capture.layout import layout as layout
     from shardviz.capture.layout import layout_of as layout_of
     from shardviz.capture.layout import layout_tree as layout_tree
@@ -37,6 +47,8 @@ __version__ = "0.1.0"
 
 _LAZY = {
     "use_cpu_devices": "shardviz.capture.devices",
+    "explain": "shardviz.capture.explain",
+    "clear_cache": "shardviz.capture.explain",
     "Mesh": "shardviz.capture.mesh",
     "mark_sharding": "shardviz.capture.mesh",
     "mesh_split": "shardviz.capture.mesh",
@@ -48,6 +60,16 @@ _LAZY = {
 
 __all__ = [
     "ArrayLayout",
+    "Check",
+    "Collective",
+    "CompileError",
+    "Cost",
+    "MemoryReport",
+    "Report",
+    "ShardingOf",
+    "Timing",
+    "clear_cache",
+    "explain",
     "Device",
     "DeviceSetupError",
     "LeafError",

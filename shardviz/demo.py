@@ -1,4 +1,4 @@
-"""The main job behind ``make demo``: an MLP and its batch placed several ways, as a report.
+"""The main job behind ``make demo``: an MLP placed several ways, its training step explained.
 
 Runs on whatever devices jax has; ``python -m shardviz demo`` first sets up fake CPU devices.
 """
@@ -13,11 +13,13 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 
+from shardviz.capture.explain import explain
 from shardviz.capture.layout import layout, layout_tree
 from shardviz.capture.mesh import Mesh, mark_sharding
 from shardviz.model import TreeLayout
 from shardviz.render.html import page
 from shardviz.render.text import human_bytes
+from shardviz.strategies import mlp
 
 #: Parameter specs per placement, for the MLP ``relu(x @ w1 + b1) @ w2 + b2``.
 PLACEMENTS: dict[str, tuple[str, dict[str, tuple]]] = {
@@ -73,18 +75,24 @@ def demo_mesh(n: int) -> Mesh:
 
 
 def _placed_tree(mesh: Mesh, specs: dict[str, tuple], sizes: DemoSizes) -> dict:
-    d, h, b = sizes.d_model, sizes.d_hidden, sizes.batch
-    keys = jax.random.split(jax.random.key(0), 3)
-    shapes = {"w1": (d, h), "b1": (h,), "w2": (h, d), "b2": (d,)}
-    params = {
-        k: mark_sharding(jax.random.normal(keys[0], s, jnp.float32) * 0.02, mesh, specs[k], name=k)
-        for k, s in shapes.items()
+    params = mlp.init_params(jax.random.key(0), sizes.d_model, sizes.d_hidden)
+    batch = mlp.make_batch(jax.random.key(1), sizes.batch, sizes.d_model)
+    return {
+        "params": {k: mark_sharding(v, mesh, specs[k], name=k) for k, v in params.items()},
+        "batch": {k: mark_sharding(v, mesh, ("data", None), name=k) for k, v in batch.items()},
     }
-    batch = {
-        "x": mark_sharding(jax.random.normal(keys[1], (b, d)), mesh, ("data", None), name="x"),
-        "y": mark_sharding(jax.random.normal(keys[2], (b, d)), mesh, ("data", None), name="y"),
-    }
-    return {"params": params, "batch": batch}
+
+
+#: The placements whose training step the demo compiles, runs and explains.
+EXPLAINED = ("data parallel", "FSDP (ZeRO-3) over data", "Megatron tensor parallel")
+
+
+def _explain_section(title: str, tree: dict) -> tuple[list[str], list[str]]:
+    report = explain(mlp.train_step, tree["params"], tree["batch"], steps=3)
+    return [f"== One training step, {title} ==", str(report), ""], [
+        f"<h2>One training step: {html.escape(title)}</h2>",
+        report._repr_html_(),
+    ]
 
 
 def run_demo(
@@ -110,8 +118,10 @@ def run_demo(
         mesh_view._repr_html_(),
     ]
     summary_rows = []
+    explained: list[tuple[str, dict]] = []
     for title, (blurb, specs) in PLACEMENTS.items():
-        tree: TreeLayout = layout_tree(_placed_tree(mesh, specs, sizes))
+        placed = _placed_tree(mesh, specs, sizes)
+        tree: TreeLayout = layout_tree(placed)
         per_dev = max(tree.bytes_per_device.values())
         summary_rows.append((title, per_dev, tree.global_bytes))
         lines += [f"== {title} ==", blurb, str(tree), ""]
@@ -121,6 +131,8 @@ def run_demo(
             tree["params/w1"]._repr_html_(),
             tree["params/w2"]._repr_html_(),
         ]
+        if title in EXPLAINED:
+            explained.append((title, placed))
     act = jax.ShapeDtypeStruct(
         (sizes.batch, sizes.seq, sizes.heads, 64),
         jnp.bfloat16,
@@ -143,6 +155,10 @@ def run_demo(
     lines += [
         f"  {t:<30} {human_bytes(b):>10}   (global {human_bytes(g)})" for t, b, g in summary_rows
     ]
+    for title, placed in explained:
+        text, parts = _explain_section(title, placed)
+        lines += text
+        sections += parts
     path = Path(out)
     path.write_text(page("shardviz demo", sections), encoding="utf-8")
     lines += ["", f"Report written to {path.resolve()}"]

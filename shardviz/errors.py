@@ -8,6 +8,7 @@ and each also subclasses the built-in error a Python user would expect (``ValueE
 from __future__ import annotations
 
 __all__ = [
+    "CompileError",
     "DeviceSetupError",
     "LeafError",
     "MeshError",
@@ -35,6 +36,10 @@ class SpecError(ShardvizError, ValueError):
 
 class LeafError(ShardvizError, TypeError):
     """A pytree leaf cannot be laid out (it is not an array, or it is not placed on devices)."""
+
+
+class CompileError(ShardvizError, RuntimeError):
+    """A function failed to trace, compile or run under the given shardings."""
 
 
 class ShardvizWarning(UserWarning):

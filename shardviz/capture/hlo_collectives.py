@@ -1,0 +1,485 @@
+"""The collectives of a compiled per-device HLO program -> :class:`~shardviz.model.Collective`.
+
+Rules (see :func:`collectives_of_hlo` for the details):
+
+- kinds: ``all-gather``, ``all-reduce``, ``reduce-scatter``, ``all-to-all``,
+  ``collective-permute``, in every computation of the module (the entry, fusions, while
+  bodies, conditionals, async wrappers). Each instruction is counted once, where it is written:
+  a collective inside a while body is one entry however many times the loop runs (the trip
+  count is not in the text in general);
+- async pairs count once: ``all-gather-start``/``-done``, ``all-reduce-start``/``-done``,
+  ``collective-permute-start``/``-done``, the sugared ``reduce-scatter-start``/``all-to-all-start``
+  and the generic ``async-start``/``async-done`` wrapping a collective (``calls=``). Shapes in
+  come from the start's operands, shapes out from the done's result;
+- a tuple-shaped combined collective (``(f32[a], f32[b]) all-reduce(%x, %y)``) is split into one
+  entry per operand, named ``all-reduce.3#0``, ``#1``..., with ``combined=(i, n)``; a tuple
+  all-to-all (one operand per peer, as CPU prints it) stays one entry whose shapes stack the
+  operands (``n`` x operand shape);
+- bytes are per device; ``moved_bytes`` is the ring model of the ``Collective`` docstring.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from shardviz.model import Collective, MeshLayout, ShardingOf, Source
+
+from .hlo_groups import (
+    Groups,
+    axes_of_groups,
+    axes_of_pairs,
+    expand_replica_groups,
+    to_device_ids,
+)
+from .hlo_text import (
+    ArrayShape,
+    HloInstruction,
+    HloModule,
+    Shape,
+    array_leaves,
+    parse_hlo_module,
+    parse_int_list,
+    parse_int_lists,
+)
+
+__all__ = [
+    "USER_COLLECTIVE_PRIMITIVES",
+    "collective_trip_counts",
+    "collectives_of_hlo",
+    "is_user_written",
+    "link_reshards",
+    "moved_bytes",
+]
+
+_KINDS = ("all-gather", "all-reduce", "reduce-scatter", "all-to-all", "collective-permute")
+_SPLIT_KINDS = {"all-gather", "all-reduce", "reduce-scatter", "collective-permute"}
+
+#: jax primitives a user writes inside ``shard_map`` (their names end the HLO ``op_name``).
+USER_COLLECTIVE_PRIMITIVES = frozenset(
+    {
+        "psum",
+        "psum_invariant",
+        "unreduced_psum",
+        "pmax",
+        "pmin",
+        "pmean",
+        "ppermute",
+        "pshuffle",
+        "pswapaxes",
+        "pbroadcast",
+        "all_to_all",
+        "ragged_all_to_all",
+        "all_gather",
+        "all_gather_invariant",
+        "all_gather_reduced",
+        "reduce_scatter",
+        "unreduced_reduce_scatter",
+        "psum_scatter",
+    }
+)
+
+
+def is_user_written(op_name: str) -> bool:
+    """Whether an HLO ``op_name`` names a collective the user wrote (in ``jax.shard_map``).
+
+    jax names an instruction after the primitive that produced it, innermost scope last:
+    ``jit(f)/shard_map/psum_invariant`` for ``psum``, ``.../ppermute``, ``.../all_to_all``,
+    ``.../all_gather``, ``.../reduce_scatter`` for ``psum_scatter`` (``..._start`` for the async
+    variants). A collective the partitioner inserts carries the ``op_name`` of the op that
+    needed it (``.../dot_general``, ``.../reduce_sum``, ``.../shard_map`` for a reshard at the
+    ``shard_map`` boundary), or none. So: user-written iff the last path component of the
+    ``op_name`` (of any of its ``;``-joined names), with transforms such as
+    ``transpose(...)`` peeled off and a ``_start``/``_done`` suffix dropped, is one of
+    :data:`USER_COLLECTIVE_PRIMITIVES`.
+    """
+    for name in op_name.split(";"):
+        last = name.strip().rsplit("/", 1)[-1]
+        words = re.findall(r"[A-Za-z_][A-Za-z0-9_]*", last)
+        if not words:
+            continue
+        word = re.sub(r"_(start|done)$", "", words[-1])
+        if word in USER_COLLECTIVE_PRIMITIVES:
+            return True
+    return False
+
+
+def moved_bytes(
+    kind: str,
+    in_bytes: int,
+    out_bytes: int,
+    group_size: int,
+    pairs: Sequence[tuple[int, int]] = (),
+) -> int:
+    """Bytes one device sends under the ring model, rounded down.
+
+    With ``n`` devices per group: all-gather ``out * (n-1)/n``, reduce-scatter
+    ``in * (n-1)/n``, all-reduce ``2 * in * (n-1)/n``, all-to-all ``in * (n-1)/n``,
+    collective-permute ``in`` for a device that sends (0 when no pair leaves its device).
+    """
+    n = max(1, group_size)
+    if kind == "all-gather":
+        return out_bytes * (n - 1) // n
+    if kind == "reduce-scatter":
+        return in_bytes * (n - 1) // n
+    if kind == "all-reduce":
+        return 2 * in_bytes * (n - 1) // n
+    if kind == "all-to-all":
+        return in_bytes * (n - 1) // n
+    if kind == "collective-permute":
+        return in_bytes if any(s != t for s, t in pairs) else 0
+    raise ValueError(f"unknown collective kind {kind!r}")
+
+
+def _pairs_groups(pairs: Sequence[tuple[int, int]]) -> Groups:
+    """The devices a collective-permute connects, as the connected parts of its pair graph
+    (each walked from its smallest id along the pairs)."""
+    adj: dict[int, set[int]] = {}
+    for s, t in pairs:
+        adj.setdefault(s, set()).add(t)
+        adj.setdefault(t, set()).add(s)
+    seen: set[int] = set()
+    groups = []
+    for start in sorted(adj):
+        if start in seen:
+            continue
+        order, stack = [], [start]
+        while stack:
+            d = stack.pop()
+            if d in seen:
+                continue
+            seen.add(d)
+            order.append(d)
+            stack.extend(sorted(adj[d] - seen, reverse=True))
+        groups.append(tuple(order))
+    return tuple(groups)
+
+
+def _stack(shapes: Sequence[ArrayShape]) -> tuple[str, tuple[int, ...], int]:
+    """dtype, shape and bytes of several arrays seen as one (stacked if alike)."""
+    if not shapes:
+        return "", (), 0
+    nbytes = sum(s.nbytes for s in shapes)
+    if len(shapes) == 1:
+        return shapes[0].dtype, shapes[0].dims, nbytes
+    if all(s == shapes[0] for s in shapes):
+        return shapes[0].dtype, (len(shapes), *shapes[0].dims), nbytes
+    return shapes[0].dtype, (sum(s.size for s in shapes),), nbytes
+
+
+def _done_of(module: HloModule, start: HloInstruction) -> HloInstruction | None:
+    """Follow ``start`` through any ``async-update`` to its ``-done``."""
+    current = start.name
+    for _ in range(16):
+        nxt = None
+        for user in module.users(current):
+            if user.opcode.endswith("-done") or user.opcode in ("async-update", "async-done"):
+                nxt = user
+                break
+        if nxt is None:
+            return None
+        if nxt.opcode != "async-update":
+            return nxt
+        current = nxt.name
+    return None
+
+
+def _wrapped_collective(module: HloModule, start: HloInstruction) -> HloInstruction | None:
+    """The collective inside a generic ``async-start``'s called computation."""
+    for cname in start.called_computations:
+        comp = module.computation(cname)
+        if comp is None:
+            continue
+        for ins in comp.instructions:
+            if ins.opcode in _KINDS:
+                return ins
+    return None
+
+
+def _out_arrays(kind: str, start: HloInstruction, done: HloInstruction | None) -> list[ArrayShape]:
+    """The result arrays of an async collective: the done's result; without a done, the
+    start's own result (all-reduce-start) or its second element (``(operands, results, ...)``)."""
+    if done is not None:
+        return list(array_leaves(done.shape))
+    shape: Shape = start.shape
+    if kind != "all-reduce" and isinstance(shape, tuple) and len(shape) >= 2:
+        # (operands, results[, context...]): the results are the second element.
+        return list(array_leaves(shape[1]))
+    return list(array_leaves(shape))
+
+
+def _part_meta(module: HloModule, ins: HloInstruction, index: int) -> HloInstruction:
+    """The instruction whose metadata describes part ``index`` of a combined collective:
+    the get-tuple-element taking that part (the combiner keeps each original's metadata
+    there), else the collective itself."""
+    for user in module.users(ins.name):
+        index_of = parse_int_list(user.attrs.get("index", ""))
+        if user.opcode == "get-tuple-element" and index_of == (index,) and user.op_name:
+            return user
+    return ins
+
+
+def collectives_of_hlo(
+    hlo: str | HloModule,
+    mesh: MeshLayout | None = None,
+    device_ids: Sequence[int] | None = None,
+) -> tuple[Collective, ...]:
+    """Every collective of a compiled per-device HLO program, in printed order.
+
+    Args:
+        hlo: ``compiled.as_text()`` (or its parsed module).
+        mesh: the user's mesh, to name the axes each collective runs over (``axes=()``
+            without one).
+        device_ids: the executable's device assignment: ``device_ids[p]`` is the jax device id
+            of HLO logical id ``p``. Identity when ``None``.
+
+    Returns:
+        One :class:`~shardviz.model.Collective` per collective (async pairs once, combined ones
+        split per operand); ``reshard`` is left ``None`` (see :func:`link_reshards`).
+        ``user_written`` follows :func:`is_user_written`. For a collective-permute, ``groups``
+        are the connected parts of its pairs and ``axes`` the mesh axes along which sources
+        and targets differ.
+    """
+    module = hlo if isinstance(hlo, HloModule) else parse_hlo_module(hlo)
+    num_devices = len(device_ids) if device_ids is not None else module.num_devices
+    wrapped: set[str] = set()
+    items: list[tuple[str, HloInstruction, HloInstruction, HloInstruction | None, bool]] = []
+    # (kind, instruction named in the ledger, instruction holding the attributes, done, async)
+    for ins in module.instructions():
+        op = ins.opcode
+        if op == "async-start":
+            inner = _wrapped_collective(module, ins)
+            if inner is not None:
+                wrapped.add(inner.name)
+                items.append((inner.opcode, ins, inner, _done_of(module, ins), True))
+        elif op.endswith("-start") and op[: -len("-start")] in _KINDS:
+            items.append((op[: -len("-start")], ins, ins, _done_of(module, ins), True))
+        elif op in _KINDS:
+            items.append((op, ins, ins, None, False))
+
+    out: list[Collective] = []
+    for kind, named, attrs_of, done, is_async in items:
+        if not is_async and named.name in wrapped:
+            continue  # counted with the async-start that wraps it
+        in_shapes = module.operand_shapes(named)
+        in_arrays = [leaf for s in in_shapes if s is not None for leaf in array_leaves(s)]
+        out_arrays = _out_arrays(kind, named, done) if is_async else list(array_leaves(named.shape))
+
+        attrs = attrs_of.attrs
+        pairs: tuple[tuple[int, int], ...] = ()
+        if kind == "collective-permute":
+            raw_pairs = parse_int_lists(attrs.get("source_target_pairs", "{}"))
+            logical = tuple((p[0], p[1]) for p in raw_pairs if len(p) == 2)
+            if device_ids is not None:
+                ids = list(device_ids)
+                pairs = tuple((ids[s], ids[t]) for s, t in logical)
+            else:
+                pairs = logical
+            groups = _pairs_groups(pairs)
+            axes = axes_of_pairs(pairs, mesh)
+        else:
+            groups = to_device_ids(
+                expand_replica_groups(attrs.get("replica_groups"), num_devices), device_ids
+            )
+            axes = axes_of_groups(groups, mesh)
+        group_size = max((len(g) for g in groups), default=1)
+        dims = parse_int_list(attrs.get("dimensions", ""))
+        dimension = dims[0] if len(dims) == 1 and kind != "all-reduce" else None
+
+        n = len(in_arrays)
+        split = kind in _SPLIT_KINDS and n > 1 and len(out_arrays) == n
+        parts = range(n) if split else [None]
+        for i in parts:
+            if i is None:
+                in_dtype, in_shape, in_bytes = _stack(in_arrays)
+                out_dtype, out_shape, out_bytes = _stack(out_arrays)
+                meta = named if named.op_name or attrs_of is named else attrs_of
+                name = named.name
+            else:
+                a, b = in_arrays[i], out_arrays[i]
+                in_dtype, in_shape, in_bytes = a.dtype, a.dims, a.nbytes
+                out_dtype, out_shape, out_bytes = b.dtype, b.dims, b.nbytes
+                holder = done if done is not None else named
+                meta = _part_meta(module, holder, i)
+                if meta is holder:
+                    meta = named
+                name = f"{named.name}#{i}"
+            source: Source | None = module.source_of(meta)
+            op_name = meta.op_name
+            out.append(
+                Collective(
+                    name=name,
+                    kind=kind,
+                    in_dtype=in_dtype,
+                    in_shape=tuple(in_shape),
+                    out_dtype=out_dtype,
+                    out_shape=tuple(out_shape),
+                    in_bytes=in_bytes,
+                    out_bytes=out_bytes,
+                    moved_bytes=moved_bytes(kind, in_bytes, out_bytes, group_size, pairs),
+                    group_size=group_size,
+                    groups=groups,
+                    axes=axes,
+                    op_name=op_name,
+                    source=source,
+                    user_written=is_user_written(op_name),
+                    is_async=is_async,
+                    combined=(i, n) if i is not None else None,
+                    pairs=pairs,
+                    dimension=dimension,
+                )
+            )
+    return tuple(out)
+
+
+def _trip_count(ins: HloInstruction) -> int | None:
+    m = re.search(
+        r'"known_trip_count"\s*:\s*\{\s*"n"\s*:\s*"?(\d+)', ins.attrs.get("backend_config", "")
+    )
+    return int(m.group(1)) if m else None
+
+
+def collective_trip_counts(hlo: str | HloModule) -> dict[str, int | None]:
+    """How many times each collective runs per execution, from the loops around it.
+
+    The ledger of :func:`collectives_of_hlo` lists each collective once, where it is written.
+    This gives, by collective name (without a ``#part`` suffix), the product of the
+    ``known_trip_count`` of every ``while`` whose body (or condition) encloses it: ``1``
+    outside loops, ``None`` when an enclosing loop's count is not in the text. A collective in
+    a conditional branch counts as running (``1``).
+    """
+    module = hlo if isinstance(hlo, HloModule) else parse_hlo_module(hlo)
+    callers: dict[str, HloInstruction] = {}
+    for ins in module.instructions():
+        for cname in ins.called_computations:
+            callers.setdefault(cname, ins)
+
+    def count_of(computation: str) -> int | None:
+        total: int | None = 1
+        seen: set[str] = set()
+        while computation in callers and computation not in seen:
+            seen.add(computation)
+            caller = callers[computation]
+            if caller.opcode == "while":
+                n = _trip_count(caller)
+                total = None if n is None or total is None else total * n
+            computation = caller.computation
+        return total
+
+    wrapped = {
+        inner.name
+        for ins in module.instructions()
+        if ins.opcode == "async-start"
+        for inner in [_wrapped_collective(module, ins)]
+        if inner is not None
+    }
+    out: dict[str, int | None] = {}
+    for ins in module.instructions():
+        op = ins.opcode
+        if ins.name in wrapped:
+            continue
+        if (
+            op in _KINDS
+            or op == "async-start"
+            or (op.endswith("-start") and op[: -len("-start")] in _KINDS)
+        ):
+            out[ins.name] = count_of(ins.computation)
+    return out
+
+
+def _location(source: Source | None) -> tuple[str, int, int] | None:
+    f = source.innermost if source is not None else None
+    return (f.file, f.line, f.column) if f is not None else None
+
+
+def link_reshards(
+    collectives: Sequence[Collective], intermediates: Sequence[ShardingOf]
+) -> tuple[Collective, ...]:
+    """Set each partitioner-inserted collective's ``reshard`` to the reshard point behind it.
+
+    The rule: the partitioner gives a collective it inserts the metadata of the instruction it
+    was partitioning, so a collective is linked to the reshard point (``ShardingOf`` with
+    ``reshard=True``) of the before-partitioning dump that has the same ``op_name`` and the
+    same innermost source frame (file, line, column). Frame ids are not compared: the two
+    modules number their frames differently, and the chains can differ above the innermost
+    frame.
+
+    When several reshard points match (e.g. the two backward dots of one forward line), the
+    one whose per-device tile fits the collective wins: an all-reduce or all-gather over axes
+    ``A`` yields the value unsplit over ``A`` (its result has the elements of the point's tile
+    with ``A`` taken out of its spec), a reduce-scatter consumes such a value, and an
+    all-to-all or collective-permute moves the point's own tile. Among equals, the earliest in
+    program order not linked yet, then the earliest.
+
+    Limits: user-written collectives, collectives without an ``op_name`` (e.g. resharding a
+    result to its ``out_shardings``) and those whose op has no matching reshard point keep
+    ``reshard=None``; communication the reshard rule does not see (a reshape or gather that
+    moves data) cannot be linked; points that share ``op_name`` and line and whose tiles fit
+    alike are told apart by program order only.
+    """
+    from dataclasses import replace
+
+    candidates: dict[tuple[str, tuple[str, int, int] | None], list[ShardingOf]] = {}
+    order = {s.name: i for i, s in enumerate(intermediates)}
+    for s in intermediates:
+        if s.reshard and s.op_name:
+            candidates.setdefault((s.op_name, _location(s.source)), []).append(s)
+    used: set[str] = set()
+    out = []
+    for c in collectives:
+        if c.user_written or not c.op_name:
+            out.append(c)
+            continue
+        found = candidates.get((c.op_name, _location(c.source)), [])
+        if not found:
+            out.append(c)
+            continue
+        pick = min(
+            found,
+            key=lambda s: (not _fits(c, s), s.name in used, order[s.name]),
+        )
+        used.add(pick.name)
+        out.append(replace(c, reshard=pick.name))
+    return tuple(out)
+
+
+def _elements(shape: Sequence[int]) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def _tile_elements(s: ShardingOf, unsplit: Sequence[str] = (), factor: int = 1) -> int | None:
+    """Elements of one device's tile of ``s`` (read from its HLO tile assignment); with
+    ``unsplit`` axes (together ``factor`` devices, all on one dim) taken out of the split."""
+    m = re.search(r"devices=\[([\d,]*)\]", s.hlo_sharding)
+    if m:
+        tiles = list(parse_int_list(m.group(1)))[: len(s.shape)]
+    elif "replicated" in s.hlo_sharding:
+        tiles = [1] * len(s.shape)
+    else:
+        return None
+    tiles += [1] * (len(s.shape) - len(tiles))
+    if unsplit:
+        if s.spec is None:
+            return None
+        dims = [k for k, entry in enumerate(s.spec) if set(unsplit) & set(entry)]
+        if len(dims) == 1 and set(unsplit) <= set(s.spec[dims[0]]):
+            tiles[dims[0]] //= max(1, factor)
+        elif dims:
+            return None
+    n = 1
+    for d, t in zip(s.shape, tiles, strict=True):
+        n *= -(-d // max(1, t))
+    return n
+
+
+def _fits(c: Collective, s: ShardingOf) -> bool:
+    """Whether the collective's per-device sizes agree with reshard point ``s`` (see
+    :func:`link_reshards`)."""
+    if c.kind in ("all-reduce", "all-gather"):
+        return _tile_elements(s, c.axes, c.group_size) == _elements(c.out_shape)
+    if c.kind == "reduce-scatter":
+        return _tile_elements(s, c.axes, c.group_size) == _elements(c.in_shape)
+    return _tile_elements(s) in (_elements(c.in_shape), _elements(c.out_shape))

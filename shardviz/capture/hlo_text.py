@@ -1,0 +1,656 @@
+"""HLO module text -> plain Python structures: computations, instructions, shapes, sources.
+
+Pure text parsing (standard library only, no jax): it reads what ``compiled.as_text()`` prints
+after SPMD partitioning, and the ``*after_shardy-xla.before_spmd-partitioning.txt`` dump.
+
+What it understands (checked against jax/jaxlib 0.10.2 output and XLA's printer):
+
+- the ``HloModule`` header line and its attributes (``num_partitions``, ``replica_count``, ...);
+- the ``FileNames`` / ``FunctionNames`` / ``FileLocations`` / ``StackFrames`` tables that
+  metadata ``stack_frame_id`` points into. The printed ``parent_frame_id`` is one more than the
+  parent's id (``1`` means "no parent"), so a frame's parent is ``parent_frame_id - 1``;
+- every computation (``ENTRY`` and the called ones: fusions, while bodies, reductions, async
+  wrappers), each instruction with its name, opcode, result shape (tuple shapes included, with
+  their spaces and ``/*index=5*/`` comments), operand names, attributes and metadata;
+- instructions written over several lines (hand-written HLO), typed operands
+  (``all-gather-done(f32[8] %start)``) and names with or without ``%``.
+
+Instruction names are unique in an HLO module, so one name -> instruction table serves every
+computation (collective lines do not print their operands' shapes: look them up there).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from shardviz.errors import ShardvizError, problem
+from shardviz.model import Frame, Source
+
+__all__ = [
+    "ArrayShape",
+    "HloComputation",
+    "HloInstruction",
+    "HloModule",
+    "HloParseError",
+    "Shape",
+    "array_leaves",
+    "dtype_name",
+    "parse_hlo_module",
+    "parse_int_list",
+    "parse_int_lists",
+    "parse_shape",
+    "split_top_level",
+]
+
+
+class HloParseError(ShardvizError, ValueError):
+    """The HLO text does not have the shape this parser expects."""
+
+
+# HLO primitive type -> (numpy/jax spelling, bits per element).
+_DTYPES: dict[str, tuple[str, int]] = {
+    "pred": ("bool", 8),
+    "s1": ("int1", 1),
+    "s2": ("int2", 2),
+    "s4": ("int4", 4),
+    "s8": ("int8", 8),
+    "s16": ("int16", 16),
+    "s32": ("int32", 32),
+    "s64": ("int64", 64),
+    "u1": ("uint1", 1),
+    "u2": ("uint2", 2),
+    "u4": ("uint4", 4),
+    "u8": ("uint8", 8),
+    "u16": ("uint16", 16),
+    "u32": ("uint32", 32),
+    "u64": ("uint64", 64),
+    "f16": ("float16", 16),
+    "bf16": ("bfloat16", 16),
+    "f32": ("float32", 32),
+    "f64": ("float64", 64),
+    "c64": ("complex64", 64),
+    "c128": ("complex128", 128),
+    "f4e2m1fn": ("float4_e2m1fn", 4),
+    "f8e3m4": ("float8_e3m4", 8),
+    "f8e4m3": ("float8_e4m3", 8),
+    "f8e4m3fn": ("float8_e4m3fn", 8),
+    "f8e4m3b11fnuz": ("float8_e4m3b11fnuz", 8),
+    "f8e4m3fnuz": ("float8_e4m3fnuz", 8),
+    "f8e5m2": ("float8_e5m2", 8),
+    "f8e5m2fnuz": ("float8_e5m2fnuz", 8),
+    "f8e8m0fnu": ("float8_e8m0fnu", 8),
+    "token": ("token", 0),
+}
+
+
+def dtype_name(hlo_type: str) -> str:
+    """An HLO element type in numpy/jax spelling (``f32`` -> ``float32``); unknown ones as is."""
+    return _DTYPES.get(hlo_type, (hlo_type, 0))[0]
+
+
+@dataclass(frozen=True)
+class ArrayShape:
+    """One array shape as HLO prints it: element type (HLO spelling) and dims."""
+
+    type: str
+    dims: tuple[int, ...]
+
+    @property
+    def dtype(self) -> str:
+        """The element type in numpy/jax spelling, e.g. ``float32``."""
+        return dtype_name(self.type)
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.dims)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the array (sub-byte types rounded up to whole bytes)."""
+        bits = _DTYPES.get(self.type, ("", 0))[1]
+        return (self.size * bits + 7) // 8
+
+    def __str__(self) -> str:
+        return f"{self.type}[{','.join(map(str, self.dims))}]"
+
+
+#: A result shape: one array, or a (possibly nested) tuple of shapes.
+Shape = ArrayShape | tuple
+
+
+def array_leaves(shape: Shape) -> tuple[ArrayShape, ...]:
+    """The arrays of a shape, depth first (a tuple's elements in order)."""
+    if isinstance(shape, ArrayShape):
+        return (shape,)
+    return tuple(leaf for s in shape for leaf in array_leaves(s))
+
+
+_ARRAY_RE = re.compile(r"([a-z][a-z0-9]*)\[([^\]]*)\]")
+
+
+def _strip_comments(text: str) -> str:
+    return re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+
+
+def parse_shape(text: str) -> Shape:
+    """``f32[2,3]{1,0}`` -> ArrayShape; ``(f32[2]{0}, /*index=1*/s32[])`` -> tuple of shapes.
+
+    Layouts (``{1,0}``, ``{1,0:T(8,128)}``) and dynamic-dim markers (``<=``) are dropped.
+    """
+    shape, rest = _parse_shape_prefix(_strip_comments(text).strip())
+    if rest.strip():
+        raise HloParseError(
+            problem("parse_shape", f"unexpected text after the shape in {text!r}", "pass one shape")
+        )
+    return shape
+
+
+def _parse_shape_prefix(text: str) -> tuple[Shape, str]:
+    """Parse one shape at the start of ``text``; return it and the text after it."""
+    text = text.lstrip()
+    if text.startswith("("):
+        end = _matching(text, 0)
+        inner = text[1:end]
+        elements = []
+        for piece in split_top_level(inner):
+            if piece.strip():
+                elements.append(parse_shape(piece))
+        return tuple(elements), text[end + 1 :]
+    m = _ARRAY_RE.match(text)
+    if not m:
+        raise HloParseError(
+            problem("parse_shape", f"no HLO shape at {text[:60]!r}", "check the HLO text")
+        )
+    dims_text = m.group(2).replace("<=", "").replace("?", "")
+    dims = tuple(int(d) for d in dims_text.split(",") if d.strip())
+    rest = text[m.end() :]
+    if rest.startswith("{"):  # layout
+        rest = rest[_matching(rest, 0) + 1 :]
+    return ArrayShape(m.group(1), dims), rest
+
+
+_OPEN = {"(": ")", "[": "]", "{": "}"}
+_CLOSE = {")", "]", "}"}
+
+
+def _matching(text: str, start: int) -> int:
+    """Index of the bracket closing the one at ``start`` (strings in double quotes skipped)."""
+    depth = 0
+    i = start
+    n = len(text)
+    while i < n:
+        c = text[i]
+        if c == '"':
+            i = _string_end(text, i)
+        elif c in _OPEN:
+            depth += 1
+        elif c in _CLOSE:
+            depth -= 1
+            if depth == 0:
+                return i
+        i += 1
+    raise HloParseError(
+        problem(
+            "HLO text", f"unbalanced brackets in {text[start : start + 80]!r}", "check the text"
+        )
+    )
+
+
+def _string_end(text: str, start: int) -> int:
+    """Index of the double quote closing the string opened at ``start``."""
+    i = start + 1
+    n = len(text)
+    while i < n:
+        if text[i] == "\\":
+            i += 2
+            continue
+        if text[i] == '"':
+            return i
+        i += 1
+    return n - 1
+
+
+def _depth_change(text: str) -> int:
+    """Net bracket depth of a text (strings in double quotes skipped)."""
+    depth = 0
+    i = 0
+    n = len(text)
+    while i < n:
+        c = text[i]
+        if c == '"':
+            i = _string_end(text, i)
+        elif c in _OPEN:
+            depth += 1
+        elif c in _CLOSE:
+            depth -= 1
+        i += 1
+    return depth
+
+
+def split_top_level(text: str, sep: str = ",") -> list[str]:
+    """Split on ``sep`` outside brackets and double-quoted strings."""
+    parts: list[str] = []
+    depth = 0
+    start = 0
+    i = 0
+    n = len(text)
+    while i < n:
+        c = text[i]
+        if c == '"':
+            i = _string_end(text, i)
+        elif c in _OPEN:
+            depth += 1
+        elif c in _CLOSE:
+            depth -= 1
+        elif c == sep and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+        i += 1
+    parts.append(text[start:])
+    return parts
+
+
+def parse_int_list(text: str) -> tuple[int, ...]:
+    """``{0,1,2}`` or ``[0,1,2]`` or ``0,1,2`` -> ``(0, 1, 2)``."""
+    return tuple(int(v) for v in re.findall(r"-?\d+", text))
+
+
+def parse_int_lists(text: str) -> tuple[tuple[int, ...], ...]:
+    """``{{0,1},{2,3}}`` -> ``((0, 1), (2, 3))``; ``{}`` -> ``()``."""
+    return tuple(parse_int_list(m) for m in re.findall(r"\{([^{}]*)\}", text.strip()[1:-1]))
+
+
+def _unescape(text: str) -> str:
+    out = []
+    i = 0
+    n = len(text)
+    while i < n:
+        c = text[i]
+        if c == "\\" and i + 1 < n:
+            nxt = text[i + 1]
+            out.append({"n": "\n", "t": "\t"}.get(nxt, nxt))
+            i += 2
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+_KV_RE = re.compile(r'(\w+)=("(?:[^"\\]|\\.)*"|[^\s}]+)')
+
+
+def _parse_metadata(text: str) -> dict[str, str]:
+    """``{op_name="a/b" stack_frame_id=3}`` -> ``{"op_name": "a/b", "stack_frame_id": "3"}``."""
+    out = {}
+    for key, value in _KV_RE.findall(text):
+        if value.startswith('"'):
+            value = _unescape(value[1:-1])
+        out[key] = value
+    return out
+
+
+@dataclass(frozen=True)
+class HloInstruction:
+    """One HLO instruction as printed."""
+
+    name: str
+    opcode: str
+    shape: Shape
+    operands: tuple[str, ...]
+    attrs: dict[str, str] = field(default_factory=dict, hash=False, compare=False)
+    metadata: dict[str, str] = field(default_factory=dict, hash=False, compare=False)
+    computation: str = ""
+    is_root: bool = False
+    #: Shapes printed inline with the operands (``op(f32[8] %x)``), where HLO shows them.
+    operand_shapes: tuple[Shape | None, ...] = ()
+
+    @property
+    def op_name(self) -> str:
+        return self.metadata.get("op_name", "")
+
+    @property
+    def stack_frame_id(self) -> int | None:
+        v = self.metadata.get("stack_frame_id")
+        return int(v) if v is not None and v.isdigit() else None
+
+    @property
+    def called_computations(self) -> tuple[str, ...]:
+        """Names of the computations this instruction calls (``calls=``, ``body=``, ...)."""
+        names = []
+        for key in ("calls", "to_apply", "body", "condition", "branch_computations"):
+            v = self.attrs.get(key)
+            if v:
+                names.extend(n.strip().lstrip("%") for n in v.strip("{}").split(",") if n.strip())
+        for key in ("true_computation", "false_computation"):
+            v = self.attrs.get(key)
+            if v:
+                names.append(v.strip().lstrip("%"))
+        return tuple(names)
+
+
+@dataclass
+class HloComputation:
+    """A named computation: the entry, or one it calls (fusion, while body, reduction, ...)."""
+
+    name: str
+    instructions: list[HloInstruction]
+    is_entry: bool = False
+
+    @property
+    def root(self) -> HloInstruction | None:
+        for ins in self.instructions:
+            if ins.is_root:
+                return ins
+        return self.instructions[-1] if self.instructions else None
+
+
+@dataclass
+class _Tables:
+    file_names: dict[int, str] = field(default_factory=dict)
+    function_names: dict[int, str] = field(default_factory=dict)
+    file_locations: dict[int, dict[str, str]] = field(default_factory=dict)
+    stack_frames: dict[int, dict[str, str]] = field(default_factory=dict)
+
+
+@dataclass
+class HloModule:
+    """A parsed HLO module: header attributes, computations, and the stack-frame tables."""
+
+    name: str
+    attrs: dict[str, str]
+    computations: list[HloComputation]
+    tables: _Tables = field(default_factory=_Tables, repr=False)
+    _by_name: dict[str, HloInstruction] = field(default_factory=dict, repr=False)
+    _sources: dict[int, Source | None] = field(default_factory=dict, repr=False)
+
+    _users: dict[str, list[HloInstruction]] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        for comp in self.computations:
+            for ins in comp.instructions:
+                self._by_name.setdefault(ins.name, ins)
+                for operand in ins.operands:
+                    self._users.setdefault(operand, []).append(ins)
+
+    @property
+    def entry(self) -> HloComputation:
+        for comp in self.computations:
+            if comp.is_entry:
+                return comp
+        if not self.computations:
+            raise HloParseError(
+                problem("HLO module", "it has no computations", "pass the full module text")
+            )
+        return self.computations[-1]
+
+    @property
+    def num_partitions(self) -> int:
+        return int(self.attrs.get("num_partitions", "1"))
+
+    @property
+    def replica_count(self) -> int:
+        return int(self.attrs.get("replica_count", "1"))
+
+    @property
+    def num_devices(self) -> int:
+        """Devices the program runs on: partitions x replicas."""
+        return self.num_partitions * self.replica_count
+
+    def computation(self, name: str) -> HloComputation | None:
+        name = name.lstrip("%")
+        for comp in self.computations:
+            if comp.name == name:
+                return comp
+        return None
+
+    def instructions(self) -> Iterator[HloInstruction]:
+        """Every instruction of every computation, computations in printed order."""
+        for comp in self.computations:
+            yield from comp.instructions
+
+    def instruction(self, name: str) -> HloInstruction | None:
+        return self._by_name.get(name.lstrip("%"))
+
+    def shape_of(self, name: str) -> Shape | None:
+        """The result shape of the instruction called ``name`` (``None`` if unknown)."""
+        ins = self.instruction(name)
+        return ins.shape if ins is not None else None
+
+    def operand_shapes(self, ins: HloInstruction) -> tuple[Shape | None, ...]:
+        """Shapes of an instruction's operands: looked up by name, else the inline ones."""
+        out = []
+        for i, name in enumerate(ins.operands):
+            shape = self.shape_of(name)
+            if shape is None and i < len(ins.operand_shapes):
+                shape = ins.operand_shapes[i]
+            out.append(shape)
+        return tuple(out)
+
+    def users(self, name: str) -> list[HloInstruction]:
+        """Instructions that take ``name`` as an operand."""
+        return list(self._users.get(name.lstrip("%"), ()))
+
+    def frame_chain(self, frame_id: int) -> tuple[Frame, ...]:
+        """The call chain of a stack frame id, outermost first."""
+        frames: list[Frame] = []
+        seen: set[int] = set()
+        fid = frame_id
+        while fid and fid in self.tables.stack_frames and fid not in seen:
+            seen.add(fid)
+            entry = self.tables.stack_frames[fid]
+            loc = self.tables.file_locations.get(int(entry.get("file_location_id", "0")), {})
+            frames.append(
+                Frame(
+                    file=self.tables.file_names.get(int(loc.get("file_name_id", "0")), "?"),
+                    line=int(loc.get("line", "0")),
+                    function=self.tables.function_names.get(
+                        int(loc.get("function_name_id", "0")), "?"
+                    ),
+                    column=int(loc.get("column", "0")),
+                )
+            )
+            # The printer shows the parent one higher than its id: 1 means "no parent".
+            fid = int(entry.get("parent_frame_id", "0")) - 1
+        return tuple(reversed(frames))
+
+    def source_of(self, ins: HloInstruction) -> Source | None:
+        """Where an instruction came from: its stack frame's chain, or the older
+        ``source_file``/``source_line`` metadata; ``None`` when the metadata has neither."""
+        fid = ins.stack_frame_id
+        if fid is not None:
+            if fid not in self._sources:
+                chain = self.frame_chain(fid)
+                self._sources[fid] = Source(chain) if chain else None
+            if self._sources[fid] is not None:
+                return self._sources[fid]
+        if "source_file" in ins.metadata:
+            line = ins.metadata.get("source_line", "0")
+            return Source(
+                (Frame(ins.metadata["source_file"], int(line) if line.isdigit() else 0, "?"),)
+            )
+        return None
+
+
+_TABLES = {
+    "FileNames": "file_names",
+    "FunctionNames": "function_names",
+    "FileLocations": "file_locations",
+    "StackFrames": "stack_frames",
+}
+
+_INSTR_RE = re.compile(r"^(ROOT\s+)?%?([^\s=]+)\s*=\s*")
+_OPCODE_RE = re.compile(r"\s*([A-Za-z][\w\-\.]*)\s*\(")
+# Opcodes whose parenthesised part is not a list of operand names.
+_LITERAL_OPERANDS = {"constant", "parameter", "iota", "rng-get-and-update-state"}
+
+
+def _parse_instruction(stmt: str, computation: str) -> HloInstruction:
+    m = _INSTR_RE.match(stmt)
+    if not m:
+        raise HloParseError(
+            problem("HLO instruction", f"cannot read {stmt[:80]!r}", "check the HLO text")
+        )
+    is_root = bool(m.group(1))
+    name = m.group(2).lstrip("%")
+    shape, rest = _parse_shape_prefix(stmt[m.end() :])
+    om = _OPCODE_RE.match(rest)
+    if not om:
+        raise HloParseError(
+            problem("HLO instruction", f"no opcode in {stmt[:80]!r}", "check the HLO text")
+        )
+    opcode = om.group(1)
+    open_at = om.end() - 1
+    close_at = _matching(rest, open_at)
+    operand_text = rest[open_at + 1 : close_at]
+    attr_text = rest[close_at + 1 :]
+
+    operands: list[str] = []
+    inline_shapes: list[Shape | None] = []
+    if opcode not in _LITERAL_OPERANDS:
+        for piece in split_top_level(operand_text):
+            piece = piece.strip()
+            if not piece:
+                continue
+            tokens = piece.rsplit(None, 1)
+            operands.append(tokens[-1].lstrip("%"))
+            shape_part = tokens[0] if len(tokens) == 2 else ""
+            inline: Shape | None = None
+            if shape_part:
+                try:
+                    inline = parse_shape(shape_part)
+                except HloParseError:
+                    inline = None
+            inline_shapes.append(inline)
+
+    attrs: dict[str, str] = {}
+    metadata: dict[str, str] = {}
+    last_key = None
+    for piece in split_top_level(attr_text):
+        piece = piece.strip()
+        if not piece:
+            continue
+        key, eq, value = piece.partition("=")
+        key = key.strip()
+        if not eq:
+            attrs[key] = ""
+            continue
+        if key == "device_ids" and last_key == "replica_groups":
+            # ``replica_groups=mesh[...], device_ids=(...) {axes}``: one value, split by the comma.
+            attrs["replica_groups"] += ", " + piece
+            continue
+        if key == "metadata":
+            metadata = _parse_metadata(value)
+        attrs[key] = value.strip()
+        last_key = key
+    return HloInstruction(
+        name=name,
+        opcode=opcode,
+        shape=shape,
+        operands=tuple(operands),
+        attrs=attrs,
+        metadata=metadata,
+        computation=computation,
+        is_root=is_root,
+        operand_shapes=tuple(inline_shapes),
+    )
+
+
+def _computation_name(header: str) -> tuple[str, bool]:
+    header = header.strip()
+    is_entry = header.startswith("ENTRY")
+    if is_entry:
+        header = header[len("ENTRY") :].strip()
+    m = re.match(r"%?([^\s(]+)", header)
+    return (m.group(1) if m else header), is_entry
+
+
+def parse_hlo_module(text: str) -> HloModule:
+    """Parse the text of an HLO module (as printed by XLA) into an :class:`HloModule`.
+
+    Raises:
+        HloParseError: if the text has no ``HloModule`` header or an instruction cannot be read.
+    """
+    text = _strip_comments(text)
+    name = ""
+    attrs: dict[str, str] = {}
+    tables = _Tables()
+    computations: list[HloComputation] = []
+    current: HloComputation | None = None
+    table: dict | None = None
+    table_kind = ""
+    buffer = ""
+    depth = 0
+    saw_header = False
+
+    for raw in text.splitlines():
+        line = raw.rstrip()
+        stripped = line.strip()
+        if buffer:
+            buffer += " " + stripped
+            depth += _depth_change(stripped)
+            if depth > 0 or stripped.endswith(","):
+                continue
+            stmt, buffer, depth = buffer, "", 0
+        else:
+            if not stripped:
+                table = None
+                continue
+            if current is None and stripped in _TABLES:
+                table_kind = _TABLES[stripped]
+                table = getattr(tables, table_kind)
+                continue
+            if table is not None and current is None:
+                m = re.match(r"(\d+)\s+(.*)$", stripped)
+                if m:
+                    key, value = int(m.group(1)), m.group(2).strip()
+                    if table_kind in ("file_names", "function_names"):
+                        table[key] = _unescape(value[1:-1]) if value.startswith('"') else value
+                    else:
+                        table[key] = _parse_metadata(value)
+                    continue
+                table = None
+            if current is not None and stripped == "}":
+                computations.append(current)
+                current = None
+                continue
+            if (
+                current is None
+                and stripped.endswith("{")
+                and not stripped.startswith("HloModule")
+                and _depth_change(stripped[:-1]) == 0
+            ):
+                cname, is_entry = _computation_name(stripped[:-1])
+                current = HloComputation(cname, [], is_entry)
+                continue
+            d = _depth_change(stripped)
+            if d > 0 or (current is not None and stripped.endswith(",")):
+                # An instruction written over several lines (hand-written HLO).
+                buffer, depth = stripped, d
+                continue
+            stmt = stripped
+
+        if stmt.startswith("HloModule"):
+            saw_header = True
+            parts = split_top_level(stmt[len("HloModule") :])
+            name = parts[0].strip()
+            for part in parts[1:]:
+                k, _, v = part.strip().partition("=")
+                attrs[k.strip()] = v.strip()
+        elif current is not None:
+            current.instructions.append(_parse_instruction(stmt, current.name))
+        # Anything else outside a computation (stray text) is ignored.
+
+    if current is not None:
+        computations.append(current)
+    if not saw_header and not computations:
+        raise HloParseError(
+            problem(
+                "parse_hlo_module",
+                "the text holds no HloModule header and no computation",
+                "pass compiled.as_text() or a dumped *.txt HLO module",
+            )
+        )
+    return HloModule(name=name, attrs=attrs, computations=computations, tables=tables)

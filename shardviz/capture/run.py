@@ -1,0 +1,146 @@
+"""Run a compiled program for real: time it, check it against one device, profile it."""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import statistics
+import tempfile
+import time
+from collections import defaultdict
+from typing import Any
+
+import jax
+import numpy as np
+
+from shardviz.errors import CompileError, problem
+from shardviz.model import Check, OpTiming
+
+#: Executing a collective with more participants than this on CPU aborts the whole process
+#: (a rendezvous timeout, then SIGABRT): a notebook kernel would die. Measured on jax 0.10.2.
+CPU_MAX_PARTICIPANTS = 256
+
+
+def _block(tree: Any) -> Any:
+    return jax.block_until_ready(tree)
+
+
+def run_steps(call: Any, args: tuple, kwargs: dict, steps: int, fn_name: str):
+    """Run once (first run) then ``steps`` more; return outputs, first seconds, step samples."""
+    try:
+        t0 = time.perf_counter()
+        out = _block(call(*args, **kwargs))
+        first = time.perf_counter() - t0
+        samples = []
+        for _ in range(steps):
+            t0 = time.perf_counter()
+            _block(call(*args, **kwargs))
+            samples.append(time.perf_counter() - t0)
+    except Exception as err:
+        text = str(err)
+        oom = "RESOURCE_EXHAUSTED" in text or "out of memory" in text.lower()
+        cause = "the devices ran out of memory" if oom else f"{type(err).__name__}: {text[:300]}"
+        fix = (
+            "shard the largest arguments over more devices (see report.memory with run=False)"
+            if oom
+            else "run it with run=False to inspect the compiled program, or call it without "
+            "shardviz to see the full error"
+        )
+        raise CompileError(
+            problem(f"function {fn_name!r}", f"running it failed: {cause}", fix)
+        ) from err
+    return out, first, samples
+
+
+def _to_single_device(tree: Any, device: Any) -> Any:
+    def move(x: Any) -> Any:
+        if isinstance(x, jax.Array):
+            return jax.device_put(np.asarray(x), device)
+        return x
+
+    return jax.tree.map(move, tree)
+
+
+def _tolerance(dtype: np.dtype) -> float:
+    if dtype in (np.float64,):
+        return 1e-9
+    if dtype in (np.float32, np.complex64):
+        return 1e-4
+    return 2e-2  # bf16 / f16: sums in another order differ by more
+
+
+def check_against_one_device(
+    fn: Any, args: tuple, kwargs: dict, outputs: Any
+) -> tuple[Check | None, str | None]:
+    """Run ``fn`` unsharded on one device and compare with the sharded ``outputs``.
+
+    Returns the check, or ``None`` and the reason it could not run (e.g. the function pins
+    shardings to a mesh inside, as ``shard_map`` and sharding constraints do).
+    """
+    plain = getattr(fn, "__wrapped__", fn)
+    device = jax.devices()[0]
+    try:
+        ref = _block(
+            jax.jit(plain)(*_to_single_device(args, device), **_to_single_device(kwargs, device))
+        )
+    except Exception as err:  # the function may only make sense on its mesh
+        return None, (
+            "no single-device check: the function does not run unsharded on one device "
+            f"({type(err).__name__}: {str(err).splitlines()[0][:200] if str(err) else ''})"
+        )
+    got_leaves = jax.tree.leaves(outputs)
+    ref_leaves = jax.tree.leaves(ref)
+    if len(got_leaves) != len(ref_leaves):
+        return None, "no single-device check: the outputs have a different structure"
+    max_abs, max_rel, tol, ok = 0.0, 0.0, 0.0, True
+    for got, want in zip(got_leaves, ref_leaves, strict=True):
+        g = np.asarray(got)
+        w = np.asarray(want)
+        if g.dtype.kind not in "fciub":
+            continue
+        g64, w64 = g.astype(np.float64), w.astype(np.float64)
+        diff = float(np.max(np.abs(g64 - w64))) if g.size else 0.0
+        scale = float(np.max(np.abs(w64))) if w.size else 0.0
+        leaf_tol = _tolerance(g.dtype) * max(1.0, scale) if g.dtype.kind in "fc" else 0.0
+        max_abs = max(max_abs, diff)
+        max_rel = max(max_rel, diff / scale if scale else diff)
+        tol = max(tol, leaf_tol)
+        ok = ok and diff <= leaf_tol
+    return Check(max_abs_diff=max_abs, max_rel_diff=max_rel, tolerance=tol, matches=ok), None
+
+
+def profile_ops(
+    call: Any, args: tuple, kwargs: dict, module_name: str, steps: int = 3
+) -> tuple[OpTiming, ...]:
+    """Trace a few runs with ``jax.profiler`` and return each HLO op's median duration.
+
+    Durations come from the op events of the trace (matched to the compiled module's name);
+    on CPU the threads stand in for devices, so collective times are mostly waiting and are
+    marked illustrative.
+    """
+    folder = tempfile.mkdtemp(prefix="shardviz-profile-")
+    try:
+        with jax.profiler.trace(folder):
+            for _ in range(steps):
+                _block(call(*args, **kwargs))
+        files = glob.glob(os.path.join(folder, "**", "*.xplane.pb"), recursive=True)
+        if not files:
+            return ()
+        data = jax.profiler.ProfileData.from_file(files[0])
+        durations: dict[str, list[float]] = defaultdict(list)
+        for plane in data.planes:
+            for line in plane.lines:
+                for event in line.events:
+                    stats = dict(event.stats)
+                    op = stats.get("hlo_op")
+                    if op is None or stats.get("hlo_module") not in (module_name, None):
+                        continue
+                    durations[str(op)].append(float(event.duration_ns) * 1e-9)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    illustrative = jax.default_backend() == "cpu"
+    return tuple(
+        OpTiming(name=op, seconds=statistics.median(v), count=len(v), illustrative=illustrative)
+        for op, v in sorted(durations.items())
+    )

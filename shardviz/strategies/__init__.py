@@ -1,0 +1,1 @@
+"""Parallelism strategies as sharding rules over real models, and the model zoo."""
