@@ -90,6 +90,11 @@ def test_run_timing_and_check(dp_report):
     assert r.check.max_abs_diff < 1e-4
     assert r.cost is not None and r.cost.flops_per_device and r.cost.flops_global
     assert r.cost.flops_global > r.cost.flops_per_device
+    # The global figure is the unpartitioned program's: the same flops jax's own estimate gives.
+    lowered = jax.jit(mlp.train_step).lower(*_place(sv.Mesh(range(8), (2, 4), ("data", "model")),
+                                                    dict.fromkeys(("w1", "b1", "w2", "b2"), ()),
+                                                    ("data", None)))  # fmt: skip
+    assert r.cost.flops_global == lowered.cost_analysis()["flops"]
 
 
 def test_fsdp_gathers_params_and_reduces_grads_over_data(fsdp_report):
@@ -246,3 +251,23 @@ def test_more_than_256_participants_is_compile_only():
     first, note = out.stdout.strip().splitlines()[:2]
     assert first == "COMPILE-ONLY 512"
     assert "aborts the whole process" in note
+
+
+def test_out_of_memory_while_running_is_explained():
+    from shardviz.capture.run import run_steps
+
+    def boom(*a):
+        raise RuntimeError("RESOURCE_EXHAUSTED: Out of memory allocating 17179869184 bytes.")
+
+    with pytest.raises(sv.CompileError) as err:
+        run_steps(boom, (), {}, 2, "train_step")
+    msg = str(err.value)
+    assert "'train_step'" in msg and "ran out of memory" in msg and "Fix:" in msg
+
+
+def test_save_html_is_one_offline_file(dp_report, tmp_path):
+    path = dp_report.save_html(str(tmp_path / "r.html"))
+    text = (tmp_path / "r.html").read_text(encoding="utf-8")
+    assert path == str(tmp_path / "r.html")
+    assert text.lower().startswith("<!doctype html>") and "sv-collective" in text
+    assert "http://" not in text and "https://" not in text and "<script src" not in text

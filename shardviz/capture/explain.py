@@ -16,7 +16,7 @@ from shardviz.errors import CompileError, problem
 from shardviz.model import Cost, MeshLayout, Report, Source, Timing, TreeLayout
 
 from . import hlo
-from .compile import Compiled, device_order, lower_and_compile
+from .compile import Compiled, device_order, global_cost, lower_and_compile
 from .layout import layout_tree
 from .memory import device_stats, memory_report
 from .mesh import mesh_layout
@@ -94,20 +94,17 @@ def _outputs(lowered: Any, compiled: Any) -> TreeLayout:
     return layout_tree({"out": jax.tree.unflatten(struct, outs)})
 
 
-def _cost(lowered: Any, compiled: Any) -> Cost | None:
-    def first(ca: Any) -> dict | None:
-        if isinstance(ca, list | tuple):
-            ca = ca[0] if ca else None
-        return ca if isinstance(ca, dict) else None
-
+def _cost(comp: Compiled) -> Cost | None:
+    """Per device from the compiled program; global from the program before partitioning."""
     try:
-        per_dev = first(compiled.cost_analysis())
+        per_dev = comp.compiled.cost_analysis()
     except Exception:  # some backends raise instead of returning None
         per_dev = None
-    try:
-        glob = first(lowered.cost_analysis())
-    except Exception:
-        glob = None
+    if isinstance(per_dev, list | tuple):
+        per_dev = per_dev[0] if per_dev else None
+    if not isinstance(per_dev, dict):
+        per_dev = None
+    glob = global_cost(comp)
     if per_dev is None and glob is None:
         return None
 
@@ -160,7 +157,7 @@ def _analyse(fn: Any, args: tuple, jit_kwargs: dict) -> tuple[Compiled, Report]:
         collectives=collectives,
         intermediates=intermediates,
         memory=memory_report(comp.compiled, arguments),
-        cost=_cost(comp.lowered, comp.compiled),
+        cost=_cost(comp),
         timing=None,
         check=None,
         ran=False,

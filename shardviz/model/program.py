@@ -169,7 +169,12 @@ class MemoryReport:
 
 @dataclass(frozen=True)
 class Cost:
-    """Flops and bytes accessed, per device and for the whole (unpartitioned) program."""
+    """The compiler's flops and bytes-accessed estimates.
+
+    Per device: the compiled per-device program. Global: the whole program before SPMD
+    partitioning (what one device would do running it unsplit), so per device x devices
+    above global means work the sharding repeats on several devices.
+    """
 
     flops_per_device: float | None
     bytes_accessed_per_device: float | None

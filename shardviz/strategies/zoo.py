@@ -1,0 +1,456 @@
+"""The model zoo: small, real models with Adam training steps, and the way to bring your own.
+
+A :class:`Model` is four functions and some facts: ``init_params(key)``, ``make_batch(key)``,
+``loss(params, batch)``, the sizes in ``info``. Parameters are nested dicts (and lists) of
+arrays, so leaf paths such as ``layers/0/attn/wq`` are stable names for sharding rules.
+
+Built-in models (:func:`get_model`):
+
+- ``"mlp"``: the two-layer MLP of :mod:`shardviz.strategies.mlp`;
+- ``"transformer"``: a decoder-only transformer (:mod:`shardviz.strategies.transformer`);
+- ``"moe"``: a GShard-style top-2 mixture-of-experts layer (:mod:`shardviz.strategies.moe`).
+
+Default sizes keep every dimension divisible by 8, so each way of factoring 8 devices into a
+mesh splits every array evenly, and a train step compiles in well under two seconds on CPU.
+The built-ins' ``init_params`` and ``make_batch`` are jitted (one compile instead of one per
+operation); wrap them in ``jax.jit(..., out_shardings=...)`` to create sharded state on device.
+"""
+
+from __future__ import annotations
+
+import functools
+import numbers
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import optax
+
+from shardviz.errors import ShardvizError, problem
+from shardviz.strategies import mlp, moe, transformer
+from shardviz.strategies.accounting import count_params
+
+__all__ = [
+    "MODEL_NAMES",
+    "Model",
+    "default_sizes",
+    "get_model",
+    "init_train_state",
+    "make_train_step",
+]
+
+Params = Any
+Batch = Any
+Constrain = Callable[[str, jax.Array], jax.Array]
+TrainStep = Callable[[Params, Any, Batch], tuple[Params, Any, jax.Array]]
+
+
+@dataclass(frozen=True)
+class Model:
+    """A model to train and shard: how to make its parameters and batches, and its loss.
+
+    Attributes:
+      name: a short name, shown in reports.
+      init_params: ``key -> params`` (a pytree of arrays).
+      make_batch: ``key -> batch`` (a pytree of arrays).
+      loss: ``(params, batch) -> scalar``.
+      info: sizes and derived facts (``num_params`` always; built-ins add their sizes).
+      description: one line on what the model is.
+      activations: names the model passes to a ``constrain(name, array)`` hook, if it has one.
+      loss_with_constraints: ``(params, batch, constrain) -> scalar`` for models with the hook;
+        use :meth:`constrained` rather than calling it directly.
+    """
+
+    name: str
+    init_params: Callable[[jax.Array], Params]
+    make_batch: Callable[[jax.Array], Batch]
+    loss: Callable[[Params, Batch], jax.Array]
+    info: dict[str, Any] = field(default_factory=dict, compare=False)
+    description: str = ""
+    activations: tuple[str, ...] = ()
+    loss_with_constraints: Callable[[Params, Batch, Constrain], jax.Array] | None = field(
+        default=None, repr=False
+    )
+
+    def constrained(self, constrain: Constrain) -> Model:
+        """This model with ``constrain(name, array)`` called on its named activations.
+
+        The hook typically applies ``jax.lax.with_sharding_constraint`` for some names (say
+        ``"residual"`` for sequence parallelism) and returns the others unchanged.
+
+        Raises:
+          ShardvizError: the model has no activation hook (e.g. ``"mlp"`` or a custom model).
+        """
+        if self.loss_with_constraints is None:
+            raise ShardvizError(
+                problem(
+                    f"Model {self.name!r}",
+                    "this model has no activation hook to constrain",
+                    "use the 'transformer' or 'moe' model, or call "
+                    "jax.lax.with_sharding_constraint inside your own loss",
+                )
+            )
+        with_hook = self.loss_with_constraints
+
+        def loss(params: Params, batch: Batch) -> jax.Array:
+            return with_hook(params, batch, constrain)
+
+        return replace(self, loss=loss)
+
+    @classmethod
+    def custom(
+        cls,
+        name: str,
+        params_or_init: Params | Callable[[jax.Array], Params],
+        loss: Callable[[Params, Batch], jax.Array],
+        batch_or_make_batch: Batch | Callable[[jax.Array], Batch],
+        *,
+        description: str = "",
+        info: Mapping[str, Any] | None = None,
+    ) -> Model:
+        """Bring your own model: any parameter pytree and a loss function.
+
+        Args:
+          name: a short name for reports.
+          params_or_init: a pytree of arrays, or a function ``key -> params``.
+          loss: ``(params, batch) -> scalar``, differentiable in ``params``.
+          batch_or_make_batch: a pytree of arrays, or a function ``key -> batch``.
+          description: one line on what the model is.
+          info: extra facts to keep (``num_params`` is added).
+
+        Returns:
+          A :class:`Model`; the loss has been traced once (abstractly) to check it returns
+          a scalar.
+
+        Raises:
+          ShardvizError: the loss is not callable, fails to trace, or does not return a scalar.
+        """
+        where = f"Model.custom({name!r})"
+        if not callable(loss):
+            raise ShardvizError(
+                problem(
+                    where,
+                    f"loss is a {type(loss).__name__}, not a function",
+                    "pass loss as a function (params, batch) -> scalar",
+                )
+            )
+        init = params_or_init if callable(params_or_init) else _constant(params_or_init)
+        make_batch = (
+            batch_or_make_batch if callable(batch_or_make_batch) else _constant(batch_or_make_batch)
+        )
+        key = jax.random.key(0)
+        try:
+            params = jax.eval_shape(init, key)
+            batch = jax.eval_shape(make_batch, key)
+            out = jax.eval_shape(loss, params, batch)
+        except Exception as err:  # the user's code: say where it failed, keep the cause
+            raise ShardvizError(
+                problem(
+                    where,
+                    f"tracing init, batch and loss failed ({type(err).__name__}: {err})",
+                    "check that init and make_batch take a PRNG key and that "
+                    "loss(params, batch) runs on them",
+                )
+            ) from err
+        if not hasattr(out, "shape") or out.shape != ():
+            raise ShardvizError(
+                problem(
+                    where,
+                    f"loss returns {getattr(out, 'shape', type(out).__name__)}, not a scalar",
+                    "reduce the loss to one number, e.g. with jnp.mean",
+                )
+            )
+        facts = {**(info or {}), "num_params": count_params(params)}
+        return cls(
+            name=name,
+            init_params=init,
+            make_batch=make_batch,
+            loss=loss,
+            info=facts,
+            description=description or "a user model",
+        )
+
+
+def _constant(tree: Any) -> Callable[[jax.Array], Any]:
+    def same(key: jax.Array) -> Any:
+        del key
+        return tree
+
+    return same
+
+
+_DEFAULTS: dict[str, dict[str, Any]] = {
+    "mlp": {"d_model": 128, "d_hidden": 512, "batch": 64, "dtype": jnp.float32},
+    "transformer": {
+        "vocab": 256,
+        "d_model": 128,
+        "heads": 8,
+        "d_ff": 512,
+        "layers": 2,
+        "seq": 64,
+        "batch": 16,
+        "dtype": jnp.float32,
+    },
+    "moe": {
+        "d_model": 128,
+        "d_ff": 256,
+        "experts": 8,
+        "top_k": 2,
+        "capacity_factor": 1.25,
+        "batch": 16,
+        "seq": 64,
+        "group_size": 64,
+        "aux_weight": 0.01,
+        "dtype": jnp.float32,
+    },
+}
+
+#: The built-in model names, in the order they are shown.
+MODEL_NAMES: tuple[str, ...] = tuple(_DEFAULTS)
+
+_SIZE_KINDS = {"capacity_factor": "a number > 0", "aux_weight": "a number >= 0"}
+
+
+def _size_ok(key: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return False
+    if key == "capacity_factor":
+        return isinstance(value, numbers.Real) and value > 0
+    if key == "aux_weight":
+        return isinstance(value, numbers.Real) and value >= 0
+    return isinstance(value, numbers.Integral) and value >= 1
+
+
+def default_sizes(name: str) -> dict[str, Any]:
+    """The default sizes of built-in model ``name`` (a copy: change it freely)."""
+    _check_name(name)
+    return dict(_DEFAULTS[name])
+
+
+def get_model(name: str, **sizes: Any) -> Model:
+    """A built-in model, with any of its sizes changed.
+
+    Args:
+      name: ``"mlp"``, ``"transformer"`` or ``"moe"``.
+      **sizes: sizes to change from :func:`default_sizes` (and ``dtype``), e.g.
+        ``get_model("transformer", layers=4, d_model=256)``.
+
+    Returns:
+      A :class:`Model` whose ``info`` holds every size, derived sizes and ``num_params``.
+
+    Raises:
+      ShardvizError: an unknown name or size, or sizes that do not fit together.
+    """
+    _check_name(name)
+    where = f"get_model({name!r})"
+    defaults = _DEFAULTS[name]
+    unknown = sorted(set(sizes) - set(defaults))
+    if unknown:
+        raise ShardvizError(
+            problem(
+                where,
+                f"unknown size(s) {', '.join(unknown)}",
+                f"use only {', '.join(defaults)}",
+            )
+        )
+    s = {**defaults, **sizes}
+    for key, value in s.items():
+        if key != "dtype" and not _size_ok(key, value):
+            what = _SIZE_KINDS.get(key, "an integer >= 1")
+            raise ShardvizError(
+                problem(where, f"{key}={value!r} is not {what}", f"pass {key} as {what}")
+            )
+    try:
+        s["dtype"] = jnp.dtype(s["dtype"])
+    except TypeError as err:
+        raise ShardvizError(
+            problem(
+                where,
+                f"dtype={s['dtype']!r} is not a dtype",
+                "pass e.g. dtype=jnp.float32 or dtype='bfloat16'",
+            )
+        ) from err
+    return _BUILDERS[name](where, s)
+
+
+def _check_name(name: str) -> None:
+    if name not in _DEFAULTS:
+        raise ShardvizError(
+            problem(
+                "get_model",
+                f"there is no built-in model {name!r}",
+                f"use one of {', '.join(repr(n) for n in MODEL_NAMES)}, "
+                "or Model.custom(name, params, loss, batch) for your own",
+            )
+        )
+
+
+def _require(where: str, ok: bool, what: str, fix: str) -> None:
+    if not ok:
+        raise ShardvizError(problem(where, what, fix))
+
+
+def _info(init: Callable[[jax.Array], Params], sizes: dict[str, Any], **derived: Any) -> dict:
+    info = {k: (str(v) if k == "dtype" else v) for k, v in sizes.items()}
+    info.update(derived)
+    info["num_params"] = count_params(jax.eval_shape(init, jax.random.key(0)))
+    return info
+
+
+def _build_mlp(where: str, s: dict[str, Any]) -> Model:
+    del where
+    init = jax.jit(
+        functools.partial(_mlp_init, d_model=s["d_model"], d_hidden=s["d_hidden"], dtype=s["dtype"])
+    )
+    make_batch = jax.jit(
+        functools.partial(_mlp_batch, batch=s["batch"], d_model=s["d_model"], dtype=s["dtype"])
+    )
+    return Model(
+        name="mlp",
+        init_params=init,
+        make_batch=make_batch,
+        loss=mlp.loss_fn,
+        info=_info(init, s),
+        description="two-layer MLP, relu(x @ w1 + b1) @ w2 + b2, mean squared error",
+    )
+
+
+def _mlp_init(key: jax.Array, *, d_model: int, d_hidden: int, dtype: Any) -> Params:
+    return mlp.init_params(key, d_model, d_hidden, dtype)
+
+
+def _mlp_batch(key: jax.Array, *, batch: int, d_model: int, dtype: Any) -> Batch:
+    return mlp.make_batch(key, batch, d_model, dtype)
+
+
+def _build_transformer(where: str, s: dict[str, Any]) -> Model:
+    _require(
+        where,
+        s["d_model"] % s["heads"] == 0,
+        f"d_model={s['d_model']} does not divide by heads={s['heads']}",
+        "pick d_model as a multiple of heads",
+    )
+    dims = {k: s[k] for k in ("vocab", "d_model", "heads", "d_ff", "layers", "seq")}
+    init = jax.jit(functools.partial(transformer.init_params, **dims, dtype=s["dtype"]))
+    make_batch = jax.jit(
+        functools.partial(transformer.make_batch, batch=s["batch"], seq=s["seq"], vocab=s["vocab"])
+    )
+    return Model(
+        name="transformer",
+        init_params=init,
+        make_batch=make_batch,
+        loss=transformer.loss_fn,
+        info=_info(init, s, head_dim=s["d_model"] // s["heads"], tokens=s["batch"] * s["seq"]),
+        description=(
+            f"{s['layers']}-layer decoder-only transformer (causal attention, MLP, pre-norm), "
+            "next-token cross-entropy"
+        ),
+        activations=tuple(transformer.ACTIVATIONS),
+        loss_with_constraints=transformer.loss_fn,
+    )
+
+
+def _build_moe(where: str, s: dict[str, Any]) -> Model:
+    tokens = s["batch"] * s["seq"]
+    _require(
+        where,
+        tokens % s["group_size"] == 0,
+        f"batch * seq = {tokens} tokens do not divide into groups of group_size={s['group_size']}",
+        "pick group_size dividing batch * seq (the default is one group per sequence)",
+    )
+    _require(
+        where,
+        s["top_k"] <= s["experts"],
+        f"top_k={s['top_k']} is more than experts={s['experts']}",
+        "pick top_k <= experts (GShard uses 2)",
+    )
+    init = jax.jit(
+        functools.partial(
+            moe.init_params,
+            d_model=s["d_model"],
+            d_ff=s["d_ff"],
+            experts=s["experts"],
+            dtype=s["dtype"],
+        )
+    )
+    make_batch = jax.jit(
+        functools.partial(
+            moe.make_batch, batch=s["batch"], seq=s["seq"], d_model=s["d_model"], dtype=s["dtype"]
+        )
+    )
+    routing = {k: s[k] for k in ("top_k", "capacity_factor", "group_size", "aux_weight")}
+    loss_with_constraints = _moe_loss_with_constraints(routing)
+    capacity = moe.expert_capacity(s["group_size"], s["experts"], s["top_k"], s["capacity_factor"])
+    return Model(
+        name="moe",
+        init_params=init,
+        make_batch=make_batch,
+        loss=functools.partial(moe.loss_fn, **routing),
+        info=_info(init, s, tokens=tokens, groups=tokens // s["group_size"], capacity=capacity),
+        description=(
+            f"mixture of {s['experts']} expert MLPs, top-{s['top_k']} routing with capacity "
+            f"factor {s['capacity_factor']} (GShard), regression loss + load-balancing loss"
+        ),
+        activations=tuple(moe.ACTIVATIONS),
+        loss_with_constraints=loss_with_constraints,
+    )
+
+
+def _moe_loss_with_constraints(routing: dict[str, Any]) -> Callable:
+    def loss(params: Params, batch: Batch, constrain: Constrain) -> jax.Array:
+        return moe.loss_fn(params, batch, **routing, constrain=constrain)
+
+    return loss
+
+
+_BUILDERS: dict[str, Callable[[str, dict[str, Any]], Model]] = {
+    "mlp": _build_mlp,
+    "transformer": _build_transformer,
+    "moe": _build_moe,
+}
+
+
+def make_train_step(
+    model: Model, optimizer: optax.GradientTransformation | None = None
+) -> TrainStep:
+    """One training step: forward, backward, optimizer update.
+
+    Args:
+      model: the model whose ``loss`` to minimise.
+      optimizer: an optax optimizer; ``optax.adam(1e-3)`` by default.
+
+    Returns:
+      ``step(params, opt_state, batch) -> (params, opt_state, loss)``, not jitted: wrap it in
+      ``jax.jit`` with the shardings of a strategy. ``opt_state`` comes from
+      :func:`init_train_state` with the same optimizer.
+    """
+    opt = optax.adam(1e-3) if optimizer is None else optimizer
+
+    def train_step(params: Params, opt_state: Any, batch: Batch) -> tuple[Params, Any, jax.Array]:
+        loss, grads = jax.value_and_grad(model.loss)(params, batch)
+        updates, opt_state = opt.update(grads, opt_state, params)
+        return optax.apply_updates(params, updates), opt_state, loss
+
+    return train_step
+
+
+def init_train_state(
+    model: Model, key: jax.Array, optimizer: optax.GradientTransformation | None = None
+) -> tuple[Params, Any, Batch]:
+    """Fresh parameters, optimizer state and one batch for ``model``.
+
+    Args:
+      model: the model.
+      key: a jax PRNG key (split into one for the parameters and one for the batch).
+      optimizer: the optimizer :func:`make_train_step` uses; ``optax.adam(1e-3)`` by default.
+
+    Returns:
+      ``(params, opt_state, batch)``. Under ``jax.eval_shape`` this gives the abstract state
+      without allocating it, for compile-only runs of large sizes.
+    """
+    opt = optax.adam(1e-3) if optimizer is None else optimizer
+    k_params, k_batch = jax.random.split(key)
+    params = model.init_params(k_params)
+    return params, opt.init(params), model.make_batch(k_batch)
