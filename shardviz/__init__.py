@@ -20,6 +20,7 @@ from shardviz.errors import SpecError as SpecError
 from shardviz.model import ArrayLayout as ArrayLayout
 from shardviz.model import Check as Check
 from shardviz.model import Collective as Collective
+from shardviz.model import Comparison as Comparison
 from shardviz.model import Cost as Cost
 from shardviz.model import Device as Device
 from shardviz.model import MemoryReport as MemoryReport
@@ -42,12 +43,18 @@ if TYPE_CHECKING:
     from shardviz.capture.mesh import mark_sharding as mark_sharding
     from shardviz.capture.mesh import mesh_split as mesh_split
     from shardviz.capture.mesh import named_sharding as named_sharding
+    from shardviz.strategies.rules import RuleSet as RuleSet
+    from shardviz.strategies.runner import compare as compare
+    from shardviz.strategies.zoo import Model as Model
 
 __version__ = "0.1.0"
 
 _LAZY = {
     "use_cpu_devices": "shardviz.capture.devices",
     "explain": "shardviz.capture.explain",
+    "compare": "shardviz.strategies.runner",
+    "RuleSet": "shardviz.strategies.rules",
+    "Model": "shardviz.strategies.zoo",
     "clear_cache": "shardviz.capture.explain",
     "Mesh": "shardviz.capture.mesh",
     "mark_sharding": "shardviz.capture.mesh",
@@ -68,7 +75,11 @@ __all__ = [
     "Report",
     "ShardingOf",
     "Timing",
+    "Comparison",
+    "Model",
+    "RuleSet",
     "clear_cache",
+    "compare",
     "explain",
     "Device",
     "DeviceSetupError",

@@ -196,6 +196,7 @@ def explain(
     steps: int = 5,
     profile: bool = False,
     check: bool = True,
+    reference: Any = None,
     **jit_kwargs: Any,
 ) -> Report:
     """Compile ``fn`` on its (sharded) arguments, explain the result, and run it for real.
@@ -208,12 +209,32 @@ def explain(
         steps: timed steady-state steps (the median is reported; the first run is apart).
         profile: also trace a few steps with ``jax.profiler`` and time each ledger entry.
         check: compare the outputs with an unsharded single-device run.
+        reference: the function to run for that check (default ``fn`` itself); give an
+            unconstrained twin when ``fn`` pins shardings inside (constraints, shard_map).
         **jit_kwargs: passed to ``jax.jit`` (``in_shardings``, ``donate_argnums``, ...).
 
     Returns:
         A :class:`~shardviz.model.Report`. Repeated calls with the same function, shapes and
         shardings reuse the compiled program.
     """
+    report, _, _ = explain_run(
+        fn, *args, run=run, steps=steps, profile=profile, check=check, reference=reference,
+        **jit_kwargs,
+    )  # fmt: skip
+    return report
+
+
+def explain_run(
+    fn: Any,
+    *args: Any,
+    run: bool = True,
+    steps: int = 5,
+    profile: bool = False,
+    check: bool = True,
+    reference: Any = None,
+    **jit_kwargs: Any,
+) -> tuple[Report, Any, Any]:
+    """:func:`explain`, also returning the sharded outputs and the reference outputs (or None)."""
     key = _key(fn, args, jit_kwargs)
     if key in _cache:
         _cache.move_to_end(key)
@@ -224,26 +245,24 @@ def explain(
         while len(_cache) > _CACHE_SIZE:
             _cache.popitem(last=False)
     if not run:
-        return base
+        return base, None, None
     notes: list[str] = list(base.notes)
     if _is_abstract(args):
-        return replace(
+        return _compile_only(
             base,
-            notes=(
-                *base.notes,
+            (
                 "compile-only: the arguments are ShapeDtypeStructs (hypothetical arrays), so "
-                "there is nothing to run; pass real arrays to time and check the program",
+                "there is nothing to run; pass real arrays to time and check the program"
             ),
         )
     most = _participants(base)
     if base.platform == "cpu" and most > CPU_MAX_PARTICIPANTS:
-        return replace(
+        return _compile_only(
             base,
-            notes=(
-                *base.notes,
+            (
                 f"compile-only: a collective here has {most} participants; executing more "
                 f"than {CPU_MAX_PARTICIPANTS} on fake CPU devices aborts the whole process "
-                "(it would kill the kernel), so shardviz did not run it",
+                "(it would kill the kernel), so shardviz did not run it"
             ),
         )
     donating = bool(jit_kwargs.get("donate_argnums") or jit_kwargs.get("donate_argnames"))
@@ -264,9 +283,9 @@ def explain(
         steps=len(samples),
         step_samples=tuple(samples),
     )
-    chk = None
+    chk, ref = None, None
     if check:
-        chk, why = check_against_one_device(fn, args, {}, outputs)
+        chk, why, ref = check_against_one_device(reference or fn, args, {}, outputs)
         if why:
             notes.append(why)
     prof = None
@@ -283,6 +302,11 @@ def explain(
     stats = device_stats(ids)
     if stats:
         memory = replace(memory, device_stats=stats)
-    return replace(
+    report = replace(
         base, timing=timing, check=chk, profile=prof, ran=True, memory=memory, notes=tuple(notes)
     )
+    return report, outputs, ref
+
+
+def _compile_only(base: Report, note: str) -> tuple[Report, None, None]:
+    return replace(base, notes=(*base.notes, note)), None, None

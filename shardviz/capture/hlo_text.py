@@ -25,6 +25,7 @@ import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from shardviz.errors import ShardvizError, problem
 from shardviz.model import Frame, Source
@@ -279,18 +280,52 @@ def _parse_metadata(text: str) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class HloInstruction:
-    """One HLO instruction as printed."""
+    """One HLO instruction as printed.
+
+    The operand list and the attributes are kept as text and read on first use: a program
+    has thousands of instructions and most are never asked for their attributes.
+    """
 
     name: str
     opcode: str
     shape: Shape
     operands: tuple[str, ...]
-    attrs: dict[str, str] = field(default_factory=dict, hash=False, compare=False)
-    metadata: dict[str, str] = field(default_factory=dict, hash=False, compare=False)
     computation: str = ""
     is_root: bool = False
-    #: Shapes printed inline with the operands (``op(f32[8] %x)``), where HLO shows them.
-    operand_shapes: tuple[Shape | None, ...] = ()
+    attr_text: str = field(default="", repr=False, compare=False)
+    operand_text: str = field(default="", repr=False, compare=False)
+
+    @cached_property
+    def _attrs_and_metadata(self) -> tuple[dict[str, str], dict[str, str]]:
+        return _parse_attrs(self.attr_text)
+
+    @property
+    def attrs(self) -> dict[str, str]:
+        return self._attrs_and_metadata[0]
+
+    @property
+    def metadata(self) -> dict[str, str]:
+        return self._attrs_and_metadata[1]
+
+    @cached_property
+    def operand_shapes(self) -> tuple[Shape | None, ...]:
+        """Shapes printed inline with the operands (``op(f32[8] %x)``), where HLO shows them."""
+        if self.opcode in _LITERAL_OPERANDS:
+            return ()
+        out: list[Shape | None] = []
+        for piece in split_top_level(self.operand_text):
+            piece = piece.strip()
+            if not piece:
+                continue
+            tokens = piece.rsplit(None, 1)
+            inline: Shape | None = None
+            if len(tokens) == 2:
+                try:
+                    inline = parse_shape(tokens[0])
+                except HloParseError:
+                    inline = None
+            out.append(inline)
+        return tuple(out)
 
     @property
     def op_name(self) -> str:
@@ -493,23 +528,25 @@ def _parse_instruction(stmt: str, computation: str) -> HloInstruction:
     attr_text = rest[close_at + 1 :]
 
     operands: list[str] = []
-    inline_shapes: list[Shape | None] = []
-    if opcode not in _LITERAL_OPERANDS:
+    if opcode not in _LITERAL_OPERANDS and operand_text.strip():
         for piece in split_top_level(operand_text):
             piece = piece.strip()
-            if not piece:
-                continue
-            tokens = piece.rsplit(None, 1)
-            operands.append(tokens[-1].lstrip("%"))
-            shape_part = tokens[0] if len(tokens) == 2 else ""
-            inline: Shape | None = None
-            if shape_part:
-                try:
-                    inline = parse_shape(shape_part)
-                except HloParseError:
-                    inline = None
-            inline_shapes.append(inline)
+            if piece:
+                operands.append(piece.rsplit(None, 1)[-1].lstrip("%"))
+    return HloInstruction(
+        name=name,
+        opcode=opcode,
+        shape=shape,
+        operands=tuple(operands),
+        computation=computation,
+        is_root=is_root,
+        attr_text=attr_text,
+        operand_text=operand_text,
+    )
 
+
+def _parse_attrs(attr_text: str) -> tuple[dict[str, str], dict[str, str]]:
+    """An instruction's attributes (``key=value``) and its ``metadata={...}`` fields."""
     attrs: dict[str, str] = {}
     metadata: dict[str, str] = {}
     last_key = None
@@ -530,17 +567,7 @@ def _parse_instruction(stmt: str, computation: str) -> HloInstruction:
             metadata = _parse_metadata(value)
         attrs[key] = value.strip()
         last_key = key
-    return HloInstruction(
-        name=name,
-        opcode=opcode,
-        shape=shape,
-        operands=tuple(operands),
-        attrs=attrs,
-        metadata=metadata,
-        computation=computation,
-        is_root=is_root,
-        operand_shapes=tuple(inline_shapes),
-    )
+    return attrs, metadata
 
 
 def _computation_name(header: str) -> tuple[str, bool]:

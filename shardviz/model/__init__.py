@@ -28,6 +28,10 @@ from shardviz.model.array import (
 from shardviz.model.array import (
     format_spec as format_spec,
 )
+from shardviz.model.compare import CollectiveSummary as CollectiveSummary
+from shardviz.model.compare import Comparison as Comparison
+from shardviz.model.compare import MemoryBreakdown as MemoryBreakdown
+from shardviz.model.compare import StrategyResult as StrategyResult
 from shardviz.model.mesh import Device as Device
 from shardviz.model.mesh import MeshLayout as MeshLayout
 from shardviz.model.program import COLLECTIVE_KINDS as COLLECTIVE_KINDS

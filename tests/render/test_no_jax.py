@@ -11,7 +11,9 @@ from pathlib import Path
 import shardviz.render
 
 RENDER_DIR = Path(shardviz.render.__file__).parent
-ALLOWED = set(sys.stdlib_module_names) | {"numpy", "shardviz"}
+# plotly and matplotlib are dependencies of the chart renderers (imported inside the functions
+# that draw charts, so text and HTML views load without them); jax never is.
+ALLOWED = set(sys.stdlib_module_names) | {"numpy", "shardviz", "plotly", "matplotlib"}
 ALLOWED_SHARDVIZ = ("shardviz.model", "shardviz.render")
 
 

@@ -1,0 +1,505 @@
+"""A :class:`~shardviz.model.Comparison` of strategies as one self-contained HTML fragment.
+
+Scoped ``<style>``, inline SVG, no script and no URL, so it works in a notebook, a saved
+notebook or a file opened offline. Every string from the model is escaped where it enters
+the markup. The numbers come from :mod:`.compare_text`, so the text and HTML views agree.
+
+Testable hooks: one ``<tr class="sv-strategy" data-strategy="dp">`` per strategy in the
+table; on the memory chart one ``<g class="sv-cmp-memrow" data-strategy="dp"
+data-total="…">`` per strategy holding its segments ``<rect class="sv-mem"
+data-component="params" data-bytes="…">`` (they add up to ``data-total``); on the transfer
+chart one ``<rect class="sv-moved" data-strategy="dp" data-kind="all-reduce" data-bytes="…">``
+per strategy and kind it uses; the loss check is ``sv-cmp-check`` with ``sv-ok``, ``sv-bad``
+or ``sv-none``; each full report sits in ``<details class="sv-cmp-report" data-strategy="dp">``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from shardviz.model.compare import Comparison, StrategyResult
+from shardviz.render.compare_text import (
+    BYTES_NOTE,
+    axes_label,
+    axes_totals,
+    byte_ticks,
+    collective_count,
+    common_mesh,
+    comparison_kinds,
+    format_count,
+    kind_count,
+    kind_moved,
+    kind_rows,
+    loss_str,
+    loss_word,
+    memory_parts,
+    memory_total,
+    mesh_str,
+    moved_total,
+    reconcile_line,
+    shown_components,
+    step_str,
+    step_time,
+)
+from shardviz.render.geometry import format_bytes, mesh_summary
+from shardviz.render.html import CSS, MONO, SANS, _n, _text, _width, esc
+from shardviz.render.report_html import KIND_COLORS, OTHER_KIND
+
+COMPARE_CSS = f"""
+.sv-root.sv-compare{{display:block;max-width:1180px;padding:14px 16px}}
+.sv-compare h4.sv-cmp-h{{font:600 13px {SANS};margin:20px 0 8px;padding-bottom:4px;
+border-bottom:1px solid #d0d7de}}
+.sv-compare h4.sv-cmp-h .sv-cmp-dim{{font-weight:400;font-size:12px;margin-left:6px}}
+.sv-compare .sv-cmp-title{{font-size:16px;font-weight:600;margin:0 0 2px;word-break:break-word}}
+.sv-compare .sv-cmp-dim{{color:#57606a;font-weight:400}}
+.sv-compare .sv-cmp-line{{color:#57606a}}
+.sv-compare .sv-cmp-notes{{background:#fff8c5;border:1px solid #d4a72c;
+border-left:4px solid #bf8700;border-radius:4px;padding:6px 10px;margin:10px 0 4px;color:#3b2300}}
+.sv-compare .sv-cmp-notes div+div{{margin-top:2px}}
+.sv-compare table.sv-cmp-t{{border-collapse:collapse;margin:4px 0 6px}}
+.sv-compare table.sv-cmp-t th,.sv-compare table.sv-cmp-t td{{padding:4px 10px 4px 0;
+border-bottom:1px solid #eaeef2;white-space:nowrap;text-align:left;vertical-align:top}}
+.sv-compare table.sv-cmp-t th{{font-size:11px;color:#57606a;border-bottom:1px solid #d0d7de}}
+.sv-compare table.sv-cmp-t th.sv-cmp-group{{text-align:center;color:#24292f;
+border-bottom:2px solid #d0d7de;padding:2px 12px 2px 0}}
+.sv-compare table.sv-cmp-t .sv-cmp-r{{text-align:right;font-variant-numeric:tabular-nums}}
+.sv-compare table.sv-cmp-t td.sv-cmp-peak{{font-weight:600}}
+.sv-compare table.sv-cmp-t td.sv-cmp-sep,.sv-compare table.sv-cmp-t th.sv-cmp-sep{{
+border-left:1px solid #d0d7de;padding-left:10px}}
+.sv-compare table.sv-cmp-table th.sv-cmp-comp{{white-space:normal;max-width:76px;
+vertical-align:bottom}}
+.sv-compare tr.sv-strategy:hover>td{{background:#f6f8fa}}
+.sv-compare .sv-cmp-name{{font-weight:600}}
+.sv-compare .sv-cmp-sub{{display:block;color:#57606a;font-size:11px;max-width:170px;
+white-space:normal;line-height:1.3;min-width:9em}}
+.sv-compare .sv-cmp-mesh{{display:block;font:11px {MONO};color:#424a53;margin-top:1px}}
+.sv-compare .sv-cmp-axes{{display:block;font-size:11px;color:#424a53}}
+.sv-compare .sv-cmp-badge{{display:inline-block;font:600 11px {SANS};border-radius:10px;
+padding:1px 8px;border:1px solid transparent;white-space:nowrap}}
+.sv-compare .sv-cmp-badge.sv-ok{{background:#dafbe1;color:#116329;border-color:#4ac26b}}
+.sv-compare .sv-cmp-badge.sv-bad{{background:#ffebe9;color:#a40e26;border-color:#ff8182}}
+.sv-compare .sv-cmp-badge.sv-none{{background:#f6f8fa;color:#57606a;border-color:#d0d7de}}
+.sv-compare .sv-cmp-minibar{{display:block;height:4px;border-radius:2px;background:#8c959f;
+margin:3px 0 0 auto}}
+.sv-compare .sv-cmp-legend{{display:flex;flex-wrap:wrap;gap:3px 14px;margin:0 0 6px;
+font-size:11px}}
+.sv-compare .sv-cmp-sw{{display:inline-block;width:10px;height:10px;border-radius:2px;
+vertical-align:-1px;margin-right:4px;border:1px solid rgba(0,0,0,.2)}}
+.sv-compare svg.sv-cmp-chart text{{font-family:{SANS}}}
+.sv-compare svg.sv-cmp-chart .sv-cmp-lab{{font-size:12px;font-weight:600;text-anchor:end;
+dominant-baseline:central}}
+.sv-compare svg.sv-cmp-chart .sv-cmp-val{{font-size:11px;dominant-baseline:central}}
+.sv-compare svg.sv-cmp-chart .sv-cmp-in{{font-size:10px;dominant-baseline:central;
+text-anchor:middle;pointer-events:none}}
+.sv-compare svg.sv-cmp-chart .sv-cmp-grid{{stroke:#eaeef2}}
+.sv-compare svg.sv-cmp-chart rect.sv-mem,.sv-compare svg.sv-cmp-chart rect.sv-moved{{
+stroke:#fff;stroke-width:1}}
+.sv-compare svg.sv-cmp-chart rect.sv-mem:hover,.sv-compare svg.sv-cmp-chart rect.sv-moved:hover{{
+stroke:#1b1f24;stroke-width:1.5}}
+.sv-compare .sv-cmp-cards{{display:flex;flex-wrap:wrap;gap:10px 32px;align-items:flex-start}}
+.sv-compare .sv-cmp-card .sv-cmp-name{{margin:0 0 2px}}
+.sv-compare .sv-cmp-pill{{display:inline-block;border-radius:10px;padding:0 7px;font-size:11px;
+font-weight:600;white-space:nowrap}}
+.sv-compare details.sv-cmp-report{{margin:6px 0}}
+.sv-compare details.sv-cmp-report>summary{{cursor:pointer;font-weight:600;padding:3px 0}}
+.sv-compare details.sv-cmp-report>summary .sv-cmp-dim{{margin-left:6px}}
+.sv-compare details.sv-cmp-report>.sv-root{{margin:6px 0 10px}}
+""".strip()
+
+_KIND_CSS = "".join(
+    f".sv-compare .sv-cmp-k{i}{{color:{fg};background:{bg}}}"
+    for i, (fg, bg) in enumerate([*KIND_COLORS.values(), OTHER_KIND])
+)
+STYLE = "<style>" + (CSS + "\n" + COMPARE_CSS + _KIND_CSS).replace("\n", "") + "</style>"
+
+#: Width of the bar area of both charts, in px.
+CHART_W = 560.0
+MEM_ROW_H = 24.0
+MEM_ROW_GAP = 12.0
+MOVED_H = 170.0
+
+
+def kind_color(kind: str) -> str:
+    """The bar colour of a collective kind (the report view's colour for it)."""
+    return KIND_COLORS.get(kind, OTHER_KIND)[0]
+
+
+def _kind_class(kind: str) -> str:
+    i = list(KIND_COLORS).index(kind) if kind in KIND_COLORS else len(KIND_COLORS)
+    return f"sv-cmp-k{i}"
+
+
+def _bytes_cell(n: int, cls: str = "sv-cmp-r") -> str:
+    return f'<td class="{cls}" title="{n:,} B">{esc(format_bytes(n))}</td>'
+
+
+def _th(text: str, cls: str = "", extra: str = "") -> str:
+    c = f' class="{cls}"' if cls else ""
+    return f"<th{c}{extra}>{text}</th>"
+
+
+def _check_badge(r: StrategyResult) -> str:
+    word = loss_word(r)
+    cls = {"OK": "sv-ok", "MISMATCH": "sv-bad"}.get(word, "sv-none")
+    return (
+        f'<span class="sv-cmp-badge sv-cmp-check {cls}" title="{esc(loss_str(r))}">'
+        f"{esc(word)}</span>"
+    )
+
+
+def _reconciled_cell(r: StrategyResult) -> str:
+    m = r.memory
+    tip = esc(reconcile_line(m))
+    if m.reconciled:
+        return (
+            f'<td data-reconciled="1"><span class="sv-cmp-badge sv-ok" title="{tip}">'
+            f"yes</span></td>"
+        )
+    return (
+        f'<td data-reconciled="0"><span class="sv-cmp-badge sv-bad" title="{tip}">no</span>'
+        f'<span class="sv-cmp-axes">leaves {m.arguments_from_leaves:,} B</span>'
+        f'<span class="sv-cmp-axes">compiler {m.arguments_from_compiler:,} B</span></td>'
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# The table
+
+
+def _table(c: Comparison) -> str:
+    comps = shown_components(c)
+    slowest = max((step_time(r) or 0.0 for r in c.results), default=0.0)
+    with_mesh = common_mesh(c) is None  # one mesh for all is named above the table
+    head1 = (
+        "<tr>"
+        + _th("")
+        + _th("memory per device", "sv-cmp-group sv-cmp-sep", f' colspan="{len(comps) + 2}"')
+        + _th("collectives per step", "sv-cmp-group sv-cmp-sep", ' colspan="3"')
+        + _th("time and check", "sv-cmp-group sv-cmp-sep", ' colspan="2"')
+        + "</tr>"
+    )
+    cells = [_th("strategy" + (" · mesh" if with_mesh else ""))]
+    for i, comp in enumerate(comps):
+        cls = "sv-cmp-r sv-cmp-comp" + (" sv-cmp-sep" if i == 0 else "")
+        label = esc(comp.label).replace("/", "/<wbr/>")
+        style = f' style="box-shadow:inset 0 -3px {comp.color}"'
+        cells.append(_th(label, cls, f' title="{esc(comp.meaning)}"{style}'))
+    cells += [
+        _th("peak", "sv-cmp-r"),
+        _th("reconciled", extra=' title="argument bytes: sum of the leaves vs the compiler"'),
+        _th("count", "sv-cmp-r sv-cmp-sep"),
+        _th("moved", "sv-cmp-r"),
+        _th("by mesh axes"),
+        _th("step", "sv-cmp-r sv-cmp-sep", ' title="median step time"'),
+        _th("loss", extra=' title="the loss against an unsharded run"'),
+    ]
+    out = ['<table class="sv-cmp-t sv-cmp-table"><thead>', head1, "<tr>", *cells, "</tr>",
+           "</thead><tbody>"]  # fmt: skip
+    for r in c.results:
+        parts = dict(memory_parts(r.memory))
+        name = f'<span class="sv-cmp-name">{esc(r.strategy)}</span>'
+        if r.title and r.title != r.strategy:
+            name += f'<span class="sv-cmp-sub" title="{esc(r.title)}">{esc(r.title)}</span>'
+        if with_mesh:
+            name += f'<span class="sv-cmp-mesh">{esc(mesh_str(r.mesh))}</span>'
+        row = [f"<td>{name}</td>"]
+        for i, comp in enumerate(comps):
+            row.append(_bytes_cell(parts[comp], "sv-cmp-r" + (" sv-cmp-sep" if i == 0 else "")))
+        row.append(_bytes_cell(r.memory.peak, "sv-cmp-r sv-cmp-peak"))
+        row.append(_reconciled_cell(r))
+        row.append(f'<td class="sv-cmp-r sv-cmp-sep">{collective_count(r)}</td>')
+        row.append(_bytes_cell(moved_total(r)))
+        axes = "".join(
+            f'<span class="sv-cmp-axes" title="{b:,} B">{esc(axes_label(a))} ×{n} · '
+            f"{esc(format_bytes(b))}</span>"
+            for a, n, b in axes_totals(r)
+        )
+        row.append(f"<td>{axes or '<span class=sv-cmp-dim>none</span>'}</td>")
+        s = step_time(r)
+        bar = (
+            f'<span class="sv-cmp-minibar" style="width:{60 * s / slowest:.1f}px"></span>'
+            if s and slowest
+            else ""
+        )
+        row.append(f'<td class="sv-cmp-r sv-cmp-sep">{esc(step_str(r))}{bar}</td>')
+        row.append(f"<td>{_check_badge(r)}</td>")
+        out.append(
+            f'<tr class="sv-strategy" data-strategy="{esc(r.strategy)}">' + "".join(row) + "</tr>"
+        )
+    out.append("</tbody></table>")
+    return "".join(out)
+
+
+# --------------------------------------------------------------------------------------------
+# Charts
+
+
+def _legend(items: Sequence[tuple[str, str, str]]) -> str:
+    """``(colour, label, hover)`` swatches in a row."""
+    return (
+        '<div class="sv-cmp-legend">'
+        + "".join(
+            f'<span title="{esc(tip)}"><span class="sv-cmp-sw" style="background:{color}">'
+            f"</span>{esc(label)}</span>"
+            for color, label, tip in items
+        )
+        + "</div>"
+    )
+
+
+def _tick_label(v: int) -> str:
+    return "0" if v == 0 else format_bytes(v)
+
+
+def _memory_chart(c: Comparison) -> str:
+    """One stacked horizontal bar per strategy, every bar on the same scale."""
+    comps = shown_components(c)
+    totals = [memory_total(r.memory) for r in c.results]
+    ticks = byte_ticks(max(totals, default=1))
+    top = ticks[-1] or 1
+    left = min(180.0, max(60.0, *(_width(r.strategy, 11) + 16 for r in c.results)))
+    right = 96.0
+    top_pad = 6.0
+    rows_h = len(c.results) * (MEM_ROW_H + MEM_ROW_GAP)
+    width = left + CHART_W + right
+    height = top_pad + rows_h + 22
+    out = [
+        f'<svg class="sv-cmp-chart sv-cmp-memchart" width="{_n(width)}" height="{_n(height)}" '
+        f'viewBox="0 0 {_n(width)} {_n(height)}" role="img">'
+    ]
+    axis_y = top_pad + rows_h
+    for v in ticks:
+        x = left + CHART_W * v / top
+        out.append(f'<path class="sv-cmp-grid" d="M{_n(x)} {_n(top_pad)}V{_n(axis_y)}"/>')
+        out.append(_text(x, axis_y + 14, _tick_label(v), "sv-tick", ' text-anchor="middle"'))
+    out.append(f'<path d="M{_n(left)} {_n(top_pad)}V{_n(axis_y)}" stroke="#8c959f"/>')
+    for k, r in enumerate(c.results):
+        y = top_pad + MEM_ROW_GAP / 2 + k * (MEM_ROW_H + MEM_ROW_GAP)
+        total = memory_total(r.memory)
+        name = r.strategy if _width(r.strategy, 12) <= left - 10 else r.strategy[:20] + "…"
+        out.append(
+            f'<g class="sv-cmp-memrow" data-strategy="{esc(r.strategy)}" data-total="{total}">'
+            f"<title>{esc(r.strategy)}: peak {esc(format_bytes(r.memory.peak, exact=True))}"
+            "</title>" + _text(left - 8, y + MEM_ROW_H / 2, name, "sv-cmp-lab")
+        )
+        x = left
+        for comp, b in memory_parts(r.memory):
+            if comp not in comps:
+                continue
+            w = CHART_W * b / top
+            tip = f"{r.strategy} · {comp.label}: {format_bytes(b, exact=True)}"
+            if comp.key == "other":
+                tip += f"\n{comp.meaning}"
+            out.append(
+                f'<rect class="sv-mem" data-component="{comp.key}" data-bytes="{b}" '
+                f'x="{_n(x)}" y="{_n(y)}" width="{_n(w)}" height="{_n(MEM_ROW_H)}" '
+                f'fill="{comp.color}"><title>{esc(tip)}</title></rect>'
+            )
+            label = format_bytes(b)
+            if b and _width(label, 10) + 6 <= w:
+                fg = "#fff" if comp.key in ("params", "optimizer") else "#1b1f24"
+                out.append(
+                    _text(x + w / 2, y + MEM_ROW_H / 2, label, "sv-cmp-in", f' style="fill:{fg}"')
+                )
+            x += w
+        out.append(
+            _text(x + 6, y + MEM_ROW_H / 2, format_bytes(r.memory.peak) + " peak", "sv-cmp-val")
+        )
+        if r.memory.peak < total:
+            px = left + CHART_W * r.memory.peak / top
+            out.append(
+                f'<path d="M{_n(px)} {_n(y - 3)}v{_n(MEM_ROW_H + 6)}" stroke="#1b1f24" '
+                'stroke-width="2"><title>the peak</title></path>'
+            )
+        out.append("</g>")
+    out.append("</svg>")
+    legend = _legend([(x.color, x.label, x.meaning) for x in comps])
+    return legend + "".join(out)
+
+
+def _moved_chart(c: Comparison) -> str:
+    """Grouped vertical bars: per strategy, bytes moved per step by collective kind."""
+    kinds = comparison_kinds(c)
+    if not kinds:
+        return '<div class="sv-cmp-dim">no collectives in any strategy</div>'
+    n_s, n_k = len(c.results), len(kinds)
+    bw = max(12.0, min(52.0, (CHART_W - 24 * n_s) / max(1, n_s * n_k)))
+    group_w = bw * n_k + 24
+    values = [kind_moved(r, k) for r in c.results for k in kinds]
+    ticks = byte_ticks(max(values, default=1))
+    top = ticks[-1] or 1
+    left = max(_width(_tick_label(v), 10) for v in ticks) + 10
+    top_pad = 16.0
+    width = max(left + group_w * n_s + 8, 200.0)
+    height = top_pad + MOVED_H + 24
+    base = top_pad + MOVED_H
+    out = [
+        f'<svg class="sv-cmp-chart sv-cmp-movedchart" width="{_n(width)}" '
+        f'height="{_n(height)}" viewBox="0 0 {_n(width)} {_n(height)}" role="img">'
+    ]
+    for v in ticks:
+        y = base - MOVED_H * v / top
+        out.append(f'<path class="sv-cmp-grid" d="M{_n(left)} {_n(y)}H{_n(width - 4)}"/>')
+        out.append(
+            _text(
+                left - 5,
+                y,
+                _tick_label(v),
+                "sv-tick",
+                ' text-anchor="end" dominant-baseline="central"',
+            )
+        )
+    out.append(f'<path d="M{_n(left)} {_n(base)}H{_n(width - 4)}" stroke="#8c959f"/>')
+    for i, r in enumerate(c.results):
+        gx = left + 12 + i * group_w
+        out.append(f'<g class="sv-cmp-movedgroup" data-strategy="{esc(r.strategy)}">')
+        by_kind = {kr.kind: kr for kr in kind_rows(r)}
+        for j, k in enumerate(kinds):
+            b = kind_moved(r, k)
+            if not kind_count(r, k):
+                continue
+            h = MOVED_H * b / top
+            x = gx + j * bw
+            kr = by_kind[k]
+            axes = " · ".join(f"{axes_label(a)} ×{n} {format_bytes(m)}" for a, n, m in kr.by_axes)
+            tip = (
+                f"{r.strategy} · {k}: {kr.count} collective{'s' * (kr.count != 1)}\n"
+                f"moved {format_bytes(b, exact=True)} per device per step\nby axes: {axes}"
+            )
+            out.append(
+                f'<rect class="sv-moved" data-strategy="{esc(r.strategy)}" data-kind="{esc(k)}" '
+                f'data-bytes="{b}" x="{_n(x)}" y="{_n(base - h)}" width="{_n(bw - 2)}" '
+                f'height="{_n(h)}" fill="{kind_color(k)}"><title>{esc(tip)}</title></rect>'
+            )
+            label = format_bytes(b)
+            if _width(label, 10) <= bw + 4:
+                out.append(
+                    _text(x + (bw - 2) / 2, base - h - 7, label, "sv-tick", ' text-anchor="middle"')
+                )
+        name = r.strategy if _width(r.strategy, 12) <= group_w else r.strategy[:12] + "…"
+        out.append(
+            _text(
+                gx + (group_w - 24) / 2,
+                base + 14,
+                name,
+                "sv-cmp-lab",
+                ' style="text-anchor:middle"',
+            )
+        )
+        out.append("</g>")
+    out.append("</svg>")
+    legend = _legend([(kind_color(k), k, f"{k}: bytes moved per device") for k in kinds])
+    return legend + "".join(out)
+
+
+# --------------------------------------------------------------------------------------------
+# Per strategy
+
+
+def _kind_cards(c: Comparison) -> str:
+    cards = []
+    for r in c.results:
+        head = (
+            f'<div class="sv-cmp-name">{esc(r.strategy)} <span class="sv-cmp-dim">'
+            f"{collective_count(r)} per step · {esc(format_bytes(moved_total(r)))} moved"
+            "</span></div>"
+        )
+        if not r.collectives:
+            body = '<div class="sv-cmp-dim">none: every value stays where the specs put it</div>'
+        else:
+            rows = []
+            for kr in kind_rows(r):
+                for axes, count, mv in kr.by_axes:
+                    ins = sum(
+                        s.in_bytes
+                        for s in r.collectives
+                        if s.kind == kr.kind and tuple(s.axes) == axes
+                    )
+                    rows.append(
+                        f'<tr class="sv-cmp-kind" data-kind="{esc(kr.kind)}" '
+                        f'data-axes="{esc(",".join(axes))}"><td><span class="sv-cmp-pill '
+                        f'{_kind_class(kr.kind)}">{esc(kr.kind)}</span></td>'
+                        f"<td><code>{esc(axes_label(axes))}</code></td>"
+                        f'<td class="sv-cmp-r">{count}</td>{_bytes_cell(ins)}{_bytes_cell(mv)}</tr>'
+                    )
+            body = (
+                '<table class="sv-cmp-t"><tr><th>kind</th><th>axes</th>'
+                '<th class="sv-cmp-r">count</th><th class="sv-cmp-r">in</th>'
+                '<th class="sv-cmp-r">moved</th></tr>' + "".join(rows) + "</table>"
+            )
+        cards.append(
+            f'<div class="sv-cmp-card" data-strategy="{esc(r.strategy)}">{head}{body}</div>'
+        )
+    return '<div class="sv-cmp-cards">' + "".join(cards) + "</div>"
+
+
+def _notes(c: Comparison) -> list[str]:
+    items = [f"<div>{esc(n)}</div>" for n in c.notes]
+    items += [f"<div><b>{esc(r.strategy)}</b> {esc(n)}</div>" for r in c.results for n in r.notes]
+    if not items:
+        return []
+    return ['<div class="sv-cmp-notes">' + "".join(items) + "</div>"]
+
+
+def _reports(c: Comparison) -> list[str]:
+    out = []
+    for r in c.results:
+        what = [x for x in (r.title, r.description) if x and x != r.strategy]
+        out.append(
+            f'<details class="sv-cmp-report" data-strategy="{esc(r.strategy)}"><summary>'
+            f'{esc(r.strategy)}<span class="sv-cmp-dim">'
+            f"{esc(' · '.join([*what, 'the full report']))}</span></summary>"
+            f"{r.report._repr_html_()}</details>"
+        )
+    return out
+
+
+def comparison_html(c: Comparison) -> str:
+    """A comparison as a self-contained HTML fragment.
+
+    Args:
+        c: the comparison (live or hand-built).
+
+    Returns:
+        One ``<div class="sv-root sv-compare">`` with its own ``<style>``: the model, one table
+        (memory per device by component, the peak, whether leaves and compiler agree,
+        collectives per step by mesh axes, step time, the loss check), memory per device as
+        stacked bars on one scale, bytes moved per step by collective kind as grouped bars,
+        each strategy's collectives by kind and axes, the notes, and each strategy's full
+        report collapsed.
+    """
+    n = len(c.results)
+    body = [
+        f'<div class="sv-cmp-title">{esc(c.model)} <span class="sv-cmp-dim">'
+        f"· {c.num_params:,} parameters ({esc(format_count(c.num_params))}) · "
+        f"{esc(c.param_dtype)} · {n} strateg{'ies' if n != 1 else 'y'}</span></div>"
+    ]
+    mesh = common_mesh(c)
+    line = f"every strategy on {mesh_summary(mesh)} · " if mesh is not None else ""
+    body.append(f'<div class="sv-cmp-line">{esc(line + BYTES_NOTE)}</div>')
+    body += _notes(c)
+    if not c.results:
+        body.append('<div class="sv-cmp-dim">no strategies</div>')
+        return f'<div class="sv-root sv-compare">{STYLE}' + "".join(body) + "</div>"
+    body.append(_table(c))
+    body.append(
+        '<h4 class="sv-cmp-h">Memory per device<span class="sv-cmp-dim">stacked by component, '
+        "one scale for every strategy; hover for exact bytes</span></h4>"
+    )
+    body.append(_memory_chart(c))
+    body.append(
+        '<h4 class="sv-cmp-h">Bytes moved per step<span class="sv-cmp-dim">per device, by '
+        "collective kind (ring model)</span></h4>"
+    )
+    body.append(_moved_chart(c))
+    body.append(
+        '<h4 class="sv-cmp-h">Collectives by kind and mesh axes<span class="sv-cmp-dim">'
+        "per step, per device</span></h4>"
+    )
+    body.append(_kind_cards(c))
+    body.append(
+        '<h4 class="sv-cmp-h">Full reports<span class="sv-cmp-dim">the ledger, intermediates, '
+        "memory, timing and check of each strategy</span></h4>"
+    )
+    body += _reports(c)
+    return f'<div class="sv-root sv-compare">{STYLE}' + "".join(body) + "</div>"

@@ -1,0 +1,135 @@
+"""A :class:`~shardviz.model.Comparison` as a static matplotlib figure, for slides.
+
+The same two panels as :mod:`.compare_plotly`: memory per device stacked by component, and
+bytes moved per step by collective kind. Built on ``matplotlib.figure.Figure`` directly (no
+pyplot, no global state), so it works under any backend, Agg included; matplotlib is
+imported when a figure is asked for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from shardviz.model.compare import Comparison
+from shardviz.render.compare_html import kind_color
+from shardviz.render.compare_text import (
+    byte_ticks,
+    comparison_kinds,
+    format_count,
+    kind_moved,
+    memory_parts,
+    memory_total,
+    shown_components,
+)
+from shardviz.render.geometry import format_bytes
+
+
+def require_matplotlib() -> Any:
+    """The ``matplotlib.figure.Figure`` class, or an ImportError saying how to install it."""
+    try:
+        from matplotlib.figure import Figure
+
+        return Figure
+    except ImportError as err:  # pragma: no cover - matplotlib is a dependency
+        raise ImportError(
+            "shardviz: matplotlib figures need matplotlib; install it with "
+            "`pip install matplotlib`, or use the text, HTML or plotly views"
+        ) from err
+
+
+def mpl_text(value: object) -> str:
+    """A model string shown literally by matplotlib (``$`` would start mathtext)."""
+    return str(value).replace("$", r"\$")
+
+
+def set_byte_axis(ax: Any, top: int) -> None:
+    """Linear y ticks in binary units, from 0 to just above ``top``."""
+    ticks = byte_ticks(top)
+    ax.set_yticks(ticks, ["0" if v == 0 else format_bytes(v) for v in ticks])
+    ax.set_ylim(0, ticks[-1] * 1.08)
+
+
+def _style(ax: Any) -> None:
+    ax.spines[["top", "right"]].set_visible(False)
+    ax.grid(axis="y", color="#eaeef2", linewidth=0.8)
+    ax.set_axisbelow(True)
+    ax.tick_params(axis="both", labelsize=9)
+
+
+def _names(c: Comparison) -> list[str]:
+    return [mpl_text(r.strategy) for r in c.results]
+
+
+def comparison_mpl(c: Comparison, *, figsize: Sequence[float] = (12.0, 4.6)) -> Any:
+    """Memory per device and bytes moved per step for each strategy, as a matplotlib figure.
+
+    Args:
+        c: the comparison (live or hand-built).
+        figsize: the figure size in inches.
+
+    Returns:
+        A ``matplotlib.figure.Figure`` with two axes: stacked bars of memory per device by
+        component (one bar per strategy, heights in bytes), and grouped bars of bytes moved
+        per device per step by collective kind (one bar per strategy and kind, zero where a
+        strategy does not use the kind). Save it with ``fig.savefig("compare.png", dpi=200)``.
+    """
+    Figure = require_matplotlib()
+    fig = Figure(figsize=tuple(figsize), layout="constrained")
+    ax_mem, ax_moved = fig.subplots(1, 2)
+    names = _names(c)
+    xs = list(range(len(c.results)))
+
+    bottoms = [0] * len(c.results)
+    for comp in shown_components(c):
+        heights = [dict(memory_parts(r.memory))[comp] for r in c.results]
+        ax_mem.bar(xs, heights, 0.6, bottom=bottoms, color=comp.color, label=comp.label,
+                   edgecolor="white", linewidth=0.6)  # fmt: skip
+        bottoms = [b + h for b, h in zip(bottoms, heights, strict=True)]
+    top_mem = max((memory_total(r.memory) for r in c.results), default=1)
+    for x, r in zip(xs, c.results, strict=True):
+        ax_mem.annotate(
+            format_bytes(r.memory.peak),
+            (x, memory_total(r.memory)),
+            xytext=(0, 3),
+            textcoords="offset points",
+            ha="center",
+            va="bottom",
+            fontsize=8 if len(xs) <= 4 else 7,
+            gid="peak",
+        )
+    ax_mem.set_xticks(xs, names)
+    set_byte_axis(ax_mem, top_mem)
+    ax_mem.set_ylabel("bytes per device")
+    ax_mem.set_title("Memory per device by component, peak on top", fontsize=11)
+    _style(ax_mem)
+    ax_mem.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8, frameon=False,
+                  reverse=True)  # fmt: skip
+
+    kinds = comparison_kinds(c)
+    width = 0.8 / max(1, len(kinds))
+    for j, kind in enumerate(kinds):
+        offs = [x - 0.4 + (j + 0.5) * width for x in xs]
+        heights = [kind_moved(r, kind) for r in c.results]
+        ax_moved.bar(offs, heights, width * 0.92, color=kind_color(kind), label=mpl_text(kind))
+    top_moved = max((kind_moved(r, k) for r in c.results for k in kinds), default=1)
+    ax_moved.set_xticks(xs, names)
+    set_byte_axis(ax_moved, top_moved)
+    ax_moved.set_ylabel("bytes moved per device")
+    ax_moved.set_title("Bytes moved per step, by kind", fontsize=11)
+    _style(ax_moved)
+    if kinds:
+        ax_moved.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8, frameon=False)
+    else:
+        ax_moved.text(0.5, 0.5, "no collectives", transform=ax_moved.transAxes, ha="center",
+                      color="#57606a")  # fmt: skip
+
+    n = len(c.results)
+    fig.suptitle(
+        f"{mpl_text(c.model)} · {format_count(c.num_params)} parameters · "
+        f"{mpl_text(c.param_dtype)} · {n} strateg{'ies' if n != 1 else 'y'}",
+        x=0.01,
+        ha="left",
+        fontsize=12,
+    )
+    return fig

@@ -1,0 +1,197 @@
+"""A :class:`~shardviz.model.Comparison` as an interactive plotly figure.
+
+Two panels: memory per device stacked by component (one bar per strategy), and bytes moved
+per step by collective kind (grouped bars per strategy). Hover text gives exact bytes. Only
+``plotly.graph_objects`` is used (plotly express would need pandas). Plotly is imported when
+a figure is asked for, so the text and HTML views never need it.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+from shardviz.model.compare import Comparison
+from shardviz.render.compare_html import kind_color
+from shardviz.render.compare_text import (
+    axes_label,
+    byte_ticks,
+    comparison_kinds,
+    format_count,
+    kind_count,
+    kind_moved,
+    kind_rows,
+    memory_parts,
+    memory_total,
+    shown_components,
+)
+from shardviz.render.geometry import format_bytes
+
+
+def require_plotly() -> tuple[Any, Any]:
+    """``(plotly.graph_objects, plotly.subplots.make_subplots)``, or an ImportError that says
+    how to install plotly."""
+    try:
+        import plotly.graph_objects as go
+        from plotly.subplots import make_subplots
+    except ImportError as err:  # pragma: no cover - plotly is a dependency; kept for slim installs
+        raise ImportError(
+            "shardviz: plotly figures need plotly; install it with `pip install plotly`, or use "
+            "the text, HTML or matplotlib views"
+        ) from err
+    return go, make_subplots
+
+
+def plotly_text(value: object) -> str:
+    """A model string made safe for plotly labels and hover text, which read a little HTML."""
+    return html.escape(str(value), quote=False)
+
+
+def byte_axis(top: int) -> dict[str, Any]:
+    """Linear y-axis settings with ticks in binary units (``0``, ``2 MiB``, ``4 MiB``…)."""
+    ticks = byte_ticks(top)
+    return {
+        "tickmode": "array",
+        "tickvals": ticks,
+        "ticktext": ["0" if v == 0 else format_bytes(v) for v in ticks],
+        "range": [0, ticks[-1] * 1.08],
+        "rangemode": "tozero",
+    }
+
+
+def comparison_figure(c: Comparison) -> Any:
+    """Memory per device and bytes moved per step for each strategy, as a plotly figure.
+
+    Args:
+        c: the comparison (live or hand-built).
+
+    Returns:
+        A ``plotly.graph_objects.Figure`` with two subplots: on the left one stacked bar per
+        strategy (a trace per memory component, in bytes, all in offset group ``memory``),
+        on the right grouped bars (a trace per collective kind, each its own offset group) of
+        bytes moved per device per step. ``layout.barmode`` is ``"stack"``; the right panel's
+        distinct offset groups put its bars side by side.
+    """
+    go, make_subplots = require_plotly()
+    names = [plotly_text(r.strategy) for r in c.results]
+    kinds = comparison_kinds(c)
+    fig = make_subplots(
+        rows=1,
+        cols=2,
+        horizontal_spacing=0.28,
+        subplot_titles=(
+            "Memory per device by component, peak on top",
+            "Bytes moved per step, by kind",
+        ),
+    )
+    for comp in shown_components(c):
+        ys, hover = [], []
+        for r in c.results:
+            b = dict(memory_parts(r.memory))[comp]
+            ys.append(b)
+            hover.append(
+                [
+                    plotly_text(r.strategy),
+                    format_bytes(b, exact=True),
+                    format_bytes(r.memory.peak, exact=True),
+                ]
+            )
+        fig.add_trace(
+            go.Bar(
+                name=comp.label,
+                x=names,
+                y=ys,
+                marker={"color": comp.color, "line": {"color": "#ffffff", "width": 0.5}},
+                offsetgroup="memory",
+                legend="legend",
+                customdata=hover,
+                hovertemplate=(
+                    f"<b>%{{customdata[0]}}</b> · {plotly_text(comp.label)}<br>"
+                    "%{customdata[1]}<br>peak %{customdata[2]}<extra></extra>"
+                ),
+            ),
+            row=1,
+            col=1,
+        )
+    for kind in kinds:
+        ys, hover = [], []
+        for r in c.results:
+            b = kind_moved(r, kind)
+            n = kind_count(r, kind)
+            rows = {kr.kind: kr for kr in kind_rows(r)}
+            axes = (
+                "<br>".join(
+                    f"{plotly_text(axes_label(a))}: ×{k} · {format_bytes(m)}"
+                    for a, k, m in rows[kind].by_axes
+                )
+                if kind in rows
+                else "none"
+            )
+            ys.append(b)
+            hover.append(
+                [
+                    plotly_text(r.strategy),
+                    plotly_text(kind),
+                    str(n),
+                    format_bytes(b, exact=True),
+                    axes,
+                ]  # fmt: skip
+            )
+        fig.add_trace(
+            go.Bar(
+                name=plotly_text(kind),
+                x=names,
+                y=ys,
+                marker={"color": kind_color(kind)},
+                offsetgroup=kind,
+                legend="legend2",
+                customdata=hover,
+                hovertemplate=(
+                    "<b>%{customdata[0]}</b> · %{customdata[1]}<br>%{customdata[2]} per step · "
+                    "moved %{customdata[3]}<br>by mesh axes:<br>%{customdata[4]}<extra></extra>"
+                ),
+            ),
+            row=1,
+            col=2,
+        )
+    top_mem = max((memory_total(r.memory) for r in c.results), default=1)
+    top_moved = max((kind_moved(r, k) for r in c.results for k in kinds), default=1)
+    for r, name in zip(c.results, names, strict=True):
+        fig.add_annotation(
+            x=name,
+            y=memory_total(r.memory),
+            text=format_bytes(r.memory.peak),
+            hovertext=f"peak {format_bytes(r.memory.peak, exact=True)}",
+            name="peak",
+            showarrow=False,
+            yshift=10,
+            font={"size": 11},
+            xref="x",
+            yref="y",
+        )
+    fig.update_yaxes(byte_axis(top_mem), title_text="bytes per device", row=1, col=1)
+    fig.update_yaxes(byte_axis(top_moved), title_text="bytes moved per device", row=1, col=2)
+    fig.update_xaxes(type="category")
+    n = len(c.results)
+    fig.update_layout(
+        barmode="stack",
+        bargap=0.3,
+        bargroupgap=0.05,
+        template="plotly_white",
+        height=480,
+        margin={"t": 90, "b": 50, "l": 70, "r": 150},
+        title={
+            "text": (
+                f"{plotly_text(c.model)} · {format_count(c.num_params)} parameters · "
+                f"{plotly_text(c.param_dtype)} · {n} strateg{'ies' if n != 1 else 'y'}"
+            ),
+            "x": 0.01,
+        },
+        # Each panel's legend to its right: the first in the gap between the panels.
+        legend={"x": 0.37, "y": 1.0, "xanchor": "left", "yanchor": "top",
+                "title": {"text": "memory"}, "traceorder": "reversed"},
+        legend2={"x": 1.01, "y": 1.0, "xanchor": "left", "yanchor": "top",
+                 "title": {"text": "collective"}, "traceorder": "normal"},
+        hoverlabel={"align": "left"},
+    )  # fmt: skip
+    return fig

@@ -1,0 +1,527 @@
+"""Views of the ZeRO projection: model state per device for model sizes x device counts x stages.
+
+The rows come from :func:`shardviz.strategies.accounting.projection_table` (any sequence of
+objects with its :class:`~shardviz.strategies.accounting.ProjectionRow` fields will do; this
+module does not import it, so renderers stay free of the strategies package). Every view can
+draw an HBM capacity the user picks: ``hbm_bytes`` given here wins over the rows' own
+capacity, and whether a row fits is ``total <= hbm_bytes``.
+
+- :func:`projection_text`: one aligned table, deterministic for golden tests;
+- :func:`projection_html`: per model size, devices x ZeRO stage, cells coloured by fit;
+- :func:`projection_figure`: plotly, bytes per device vs device count, log-log, an HBM line;
+- :func:`projection_mpl`: the same for slides.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from shardviz.render.compare_mpl import mpl_text, require_matplotlib
+from shardviz.render.compare_plotly import require_plotly
+from shardviz.render.compare_text import format_count
+from shardviz.render.geometry import format_bytes
+from shardviz.render.html import CSS, SANS, esc
+from shardviz.render.report_text import _table
+
+
+class Row(Protocol):
+    """What the views read of a ``ProjectionRow``."""
+
+    num_params: int
+    devices: int
+    data_parallel: int
+    tensor_parallel: int
+    zero_stage: int
+    params: int
+    grads: int
+    optimizer: int
+    total: int
+    hbm_bytes: int | None
+    fits: bool | None
+
+
+#: Line colour per ZeRO stage, the same in plotly and matplotlib.
+STAGE_COLORS = {0: "#8250df", 1: "#bc4c00", 2: "#1b7c83", 3: "#0969da"}
+#: The HBM capacity line.
+HBM_COLOR = "#cf222e"
+STAGE_MEANING = {
+    0: "plain data parallel: every rank holds everything",
+    1: "optimizer state split over the data-parallel ranks",
+    2: "optimizer state and gradients split",
+    3: "optimizer state, gradients and parameters split",
+}
+
+
+def stage_color(stage: int) -> str:
+    return STAGE_COLORS.get(stage, "#57606a")
+
+
+def capacity(rows: Sequence[Row], hbm_bytes: int | None = None) -> int | None:
+    """The capacity to draw: ``hbm_bytes`` if given, else the one the rows share (if any)."""
+    if hbm_bytes is not None:
+        return int(hbm_bytes)
+    caps = {r.hbm_bytes for r in rows}
+    return caps.pop() if len(caps) == 1 else None
+
+
+def fits(row: Row, hbm: int | None) -> bool | None:
+    """Whether the row's total fits ``hbm`` (the row's own flag when there is no capacity)."""
+    return row.total <= hbm if hbm is not None else row.fits
+
+
+def _fits_word(f: bool | None) -> str:
+    return "—" if f is None else "yes" if f else "no"
+
+
+def size_label(n: int) -> str:
+    """``7.5B params``."""
+    return f"{format_count(n)} params"
+
+
+def _groups(rows: Sequence[Row]) -> dict[tuple[int, int], list[Row]]:
+    """Rows by (model size, tensor parallel), in order of first appearance."""
+    out: dict[tuple[int, int], list[Row]] = {}
+    for r in rows:
+        out.setdefault((r.num_params, r.tensor_parallel), []).append(r)
+    return out
+
+
+def _group_title(n: int, tp: int, several_tp: bool) -> str:
+    text = f"{format_count(n)} parameters ({n:,})"
+    return text + (f" · tensor parallel {tp}" if several_tp or tp > 1 else "")
+
+
+def fits_from(rows: Sequence[Row], hbm: int | None) -> list[tuple[int, int, int, int | None]]:
+    """Per (model size, tensor parallel, stage): the fewest devices among the rows that fit,
+    ``None`` when none does. Empty without a capacity."""
+    if hbm is None:
+        return []
+    best: dict[tuple[int, int, int], int | None] = {}
+    for r in rows:
+        key = (r.num_params, r.tensor_parallel, r.zero_stage)
+        best.setdefault(key, None)
+        if fits(r, hbm):
+            cur = best[key]
+            best[key] = r.devices if cur is None else min(cur, r.devices)
+    return [(n, tp, s, d) for (n, tp, s), d in best.items()]
+
+
+def _fits_from_lines(rows: Sequence[Row], hbm: int | None) -> list[str]:
+    found = fits_from(rows, hbm)
+    if not found:
+        return []
+    several_tp = len({r.tensor_parallel for r in rows}) > 1
+    by_group: dict[tuple[int, int], list[str]] = {}
+    for n, tp, s, d in found:
+        by_group.setdefault((n, tp), []).append(
+            f"stage {s} " + (f"from {d} devices" if d is not None else "never")
+        )
+    return [
+        f"  {format_count(n)}{f' tp {tp}' if several_tp or tp > 1 else ''}: " + " · ".join(parts)
+        for (n, tp), parts in by_group.items()
+    ]
+
+
+# --------------------------------------------------------------------------------------------
+# Text
+
+
+def projection_text(rows: Sequence[Row], *, hbm_bytes: int | None = None) -> str:
+    """The projection as a table: one row per model size x device count x ZeRO stage.
+
+    Args:
+        rows: from ``projection_table(...)``.
+        hbm_bytes: per-device capacity to test against (default: the rows' own).
+
+    Returns:
+        Deterministic lines joined by newlines, no trailing newline: the table (parameters,
+        devices, data x tensor parallel, stage, params/grads/optimizer/total per device,
+        share of HBM and whether it fits), then, with a capacity, the fewest devices that fit
+        per model size and stage.
+    """
+    hbm = capacity(rows, hbm_bytes)
+    lines = ["Model state per device (ZeRO: parameters, gradients, optimizer state; "
+             "activations not included)"]  # fmt: skip
+    if hbm is not None:
+        lines.append(f"  HBM capacity {format_bytes(hbm, exact=True)} per device")
+    if not rows:
+        lines.append("  no rows")
+        return "\n".join(lines)
+    header = ["params", "devices", "dp × tp", "stage", "params/dev", "grads/dev",
+              "optimizer/dev", "total/dev"]  # fmt: skip
+    if hbm is not None:
+        header.append("of HBM")
+    header.append("fits")
+    body: list[Sequence[str] | str] = []
+    for r in rows:
+        cells = [
+            format_count(r.num_params),
+            str(r.devices),
+            f"{r.data_parallel} × {r.tensor_parallel}",
+            str(r.zero_stage),
+            format_bytes(r.params),
+            format_bytes(r.grads),
+            format_bytes(r.optimizer),
+            format_bytes(r.total),
+        ]
+        if hbm is not None:
+            cells.append(_share(r.total, hbm))
+        cells.append(_fits_word(fits(r, hbm)))
+        body.append(cells)
+    right = {0, 1, 3, 4, 5, 6, 7} | ({8} if hbm is not None else set())
+    lines.append("")
+    lines.extend(_table(header, body, right=right))
+    more = _fits_from_lines(rows, hbm)
+    if more:
+        lines += ["", f"Fewest devices that fit {format_bytes(hbm or 0)} (of the counts shown)"]
+        lines += more
+    return "\n".join(lines)
+
+
+def _share(total: int, hbm: int) -> str:
+    if hbm <= 0:
+        return "∞"
+    pct = 100 * total / hbm
+    return f"{pct:.0f}%" if pct >= 10 else f"{pct:.1f}%" if pct >= 0.1 else "<0.1%"
+
+
+# --------------------------------------------------------------------------------------------
+# HTML
+
+PROJECTION_CSS = f"""
+.sv-root.sv-projection{{padding:12px 14px}}
+.sv-projection .sv-prj-title{{font-size:14px;font-weight:600;margin:0 0 2px}}
+.sv-projection .sv-prj-dim{{color:#57606a;font-weight:400}}
+.sv-projection .sv-prj-groups{{display:flex;flex-wrap:wrap;gap:4px 28px;align-items:flex-start}}
+.sv-projection .sv-prj-group{{margin:12px 0 4px;font:600 12px {SANS}}}
+.sv-projection table.sv-prj-t{{border-collapse:collapse;margin:0 0 6px}}
+.sv-projection table.sv-prj-t th,.sv-projection table.sv-prj-t td{{padding:3px 10px;
+border:1px solid #fff;white-space:nowrap;text-align:right;font-variant-numeric:tabular-nums}}
+.sv-projection table.sv-prj-t th{{font-size:11px;color:#57606a;background:#f6f8fa}}
+.sv-projection table.sv-prj-t th.sv-prj-rowh{{text-align:right}}
+.sv-projection td.sv-prj-cell{{background:#f6f8fa;min-width:72px}}
+.sv-projection td.sv-prj-cell[data-fits="1"]{{background:#dafbe1;color:#116329}}
+.sv-projection td.sv-prj-cell[data-fits="0"]{{background:#ffebe9;color:#a40e26}}
+.sv-projection td.sv-prj-cell b{{font-weight:600;display:block}}
+.sv-projection td.sv-prj-cell span{{font-size:10px;opacity:.85}}
+.sv-projection .sv-prj-key{{display:flex;gap:14px;font-size:11px;color:#57606a;margin:4px 0}}
+.sv-projection .sv-prj-sw{{display:inline-block;width:10px;height:10px;border-radius:2px;
+vertical-align:-1px;margin-right:4px}}
+.sv-projection .sv-prj-note{{color:#57606a;font-size:11px;margin-top:4px}}
+""".strip()
+PROJECTION_STYLE = "<style>" + (CSS + "\n" + PROJECTION_CSS).replace("\n", "") + "</style>"
+
+
+def _cell(r: Row, hbm: int | None) -> str:
+    f = fits(r, hbm)
+    flag = "" if f is None else "1" if f else "0"
+    tip = (
+        f"{format_count(r.num_params)} params on {r.devices} devices "
+        f"(dp {r.data_parallel} × tp {r.tensor_parallel}), ZeRO stage {r.zero_stage}\n"
+        f"params {format_bytes(r.params, exact=True)}\n"
+        f"grads {format_bytes(r.grads, exact=True)}\n"
+        f"optimizer {format_bytes(r.optimizer, exact=True)}\n"
+        f"total {format_bytes(r.total, exact=True)} per device"
+    )
+    sub = ""
+    if hbm is not None:
+        tip += f"\n{_share(r.total, hbm)} of {format_bytes(hbm)}: " + (
+            "fits" if f else "does not fit"
+        )
+        sub = f"<span>{esc(_share(r.total, hbm))} of HBM</span>"
+    return (
+        f'<td class="sv-prj-cell" data-devices="{r.devices}" data-stage="{r.zero_stage}" '
+        f'data-params="{r.num_params}" data-bytes="{r.total}" data-fits="{flag}" '
+        f'title="{esc(tip)}"><b>{esc(format_bytes(r.total))}</b>{sub}</td>'
+    )
+
+
+def projection_html(rows: Sequence[Row], *, hbm_bytes: int | None = None) -> str:
+    """The projection as a self-contained HTML fragment: per model size, a table of device
+    counts x ZeRO stages whose cells give the total per device, green where it fits the
+    capacity and red where it does not (hover for params, grads and optimizer state).
+
+    Hooks: each cell is ``<td class="sv-prj-cell" data-devices data-stage data-params
+    data-bytes data-fits="1|0|">`` (empty without a capacity).
+    """
+    hbm = capacity(rows, hbm_bytes)
+    body = [
+        '<div class="sv-prj-title">Model state per device <span class="sv-prj-dim">· ZeRO '
+        "stages over the data-parallel ranks · parameters, gradients, optimizer state; "
+        "activations not included</span></div>"
+    ]
+    if hbm is not None:
+        body.append(
+            '<div class="sv-prj-key"><span>HBM capacity <b>'
+            f"{esc(format_bytes(hbm))}</b> per device</span>"
+            '<span><span class="sv-prj-sw" style="background:#4ac26b"></span>fits</span>'
+            '<span><span class="sv-prj-sw" style="background:#ff8182"></span>does not fit'
+            "</span></div>"
+        )
+    if not rows:
+        body.append('<div class="sv-prj-dim">no rows</div>')
+    groups = _groups(rows)
+    several_tp = len({tp for _, tp in groups}) > 1
+    body.append('<div class="sv-prj-groups">')
+    for (n, tp), rs in groups.items():
+        stages = sorted({r.zero_stage for r in rs})
+        counts = sorted({r.devices for r in rs})
+        at = {(r.devices, r.zero_stage): r for r in rs}
+        body.append(f'<div><div class="sv-prj-group">{esc(_group_title(n, tp, several_tp))}</div>')
+        head = "".join(f'<th title="{esc(STAGE_MEANING.get(s, ""))}">ZeRO {s}</th>' for s in stages)
+        out = [
+            f'<table class="sv-prj-t" data-params="{n}" data-tp="{tp}"><tr>'
+            f'<th class="sv-prj-rowh">devices</th>{head}</tr>'
+        ]
+        for d in counts:
+            cells = "".join(_cell(at[(d, s)], hbm) if (d, s) in at else "<td></td>" for s in stages)
+            out.append(f'<tr><th class="sv-prj-rowh">{d}</th>{cells}</tr>')
+        out.append("</table></div>")
+        body.append("".join(out))
+    body.append("</div>")
+    more = _fits_from_lines(rows, hbm)
+    if more:
+        body.append(
+            '<div class="sv-prj-note">fewest devices that fit (of the counts shown): '
+            + "<br>".join(esc(x.strip()) for x in more)
+            + "</div>"
+        )
+    return f'<div class="sv-root sv-projection">{PROJECTION_STYLE}' + "".join(body) + "</div>"
+
+
+# --------------------------------------------------------------------------------------------
+# Figures
+
+
+def log_byte_ticks(lo: float, hi: float, most: int = 8) -> list[int]:
+    """Powers of two from below ``lo`` to above ``hi``, every 1, 2, 5, 10 or 20 doublings so
+    there are at most ``most`` (with 10 and 20, they land on KiB, MiB, GiB…)."""
+    lo_e = math.floor(math.log2(max(lo, 1)))
+    hi_e = math.ceil(math.log2(max(hi, 1)))
+    for step in (1, 2, 5, 10, 20, 40):
+        first = lo_e - lo_e % step
+        exps = list(range(first, hi_e + step, step))
+        if len(exps) <= most:
+            return [2**e for e in exps]
+    return [2**lo_e, 2**hi_e]
+
+
+def _facets(rows: Sequence[Row]) -> list[tuple[tuple[int, int], list[tuple[int, list[Row]]]]]:
+    """Per (model size, tensor parallel), in order: ``(stage, rows sorted by devices)`` lines."""
+    out = []
+    for key, rs in _groups(rows).items():
+        lines = [
+            (s, sorted((r for r in rs if r.zero_stage == s), key=lambda r: r.devices))
+            for s in sorted({r.zero_stage for r in rs})
+        ]
+        out.append((key, lines))
+    return out
+
+
+def facet_grid(n: int) -> tuple[int, int]:
+    """``(rows, cols)`` of small multiples for ``n`` model sizes: at most three across."""
+    cols = max(1, min(n, 3))
+    return max(1, math.ceil(n / cols)), cols
+
+
+def _title(rows: Sequence[Row], hbm: int | None) -> str:
+    sizes = list(dict.fromkeys(r.num_params for r in rows))
+    what = ", ".join(format_count(n) for n in sizes) + " parameters"
+    text = f"Model state per device (ZeRO): {what}"
+    return text + (f" · HBM {format_bytes(hbm)}" if hbm is not None else "")
+
+
+def _y_ticks(rows: Sequence[Row], hbm: int | None) -> list[int]:
+    totals = [r.total for r in rows] + ([hbm] if hbm else [])
+    return log_byte_ticks(min(totals, default=1), max(totals, default=1))
+
+
+def projection_figure(rows: Sequence[Row], *, hbm_bytes: int | None = None) -> Any:
+    """Total model state per device against device count, log-log, as a plotly figure.
+
+    One line per ZeRO stage (colour by stage; click a legend entry to hide that stage). With
+    several model sizes, one panel per size (small multiples, at most three across) sharing
+    the y axis. With a capacity, each panel has a dashed red line (a layout shape at
+    ``y = hbm_bytes``) labelled with it, and points above it are drawn as crosses.
+
+    Args:
+        rows: from ``projection_table(...)``.
+        hbm_bytes: per-device capacity (default: the rows' own).
+
+    Returns:
+        A ``plotly.graph_objects.Figure``.
+    """
+    go, make_subplots = require_plotly()
+    hbm = capacity(rows, hbm_bytes)
+    facets = _facets(rows)
+    several_tp = len({tp for (_, tp), _ in facets}) > 1
+    n_rows, n_cols = facet_grid(len(facets))
+    if len(facets) > 1:
+        fig = make_subplots(
+            rows=n_rows,
+            cols=n_cols,
+            shared_yaxes="all",
+            horizontal_spacing=0.04,
+            vertical_spacing=0.16 / n_rows + 0.06,
+            subplot_titles=[_group_title(n, tp, several_tp) for (n, tp), _ in facets],
+        )
+    else:
+        fig = go.Figure()
+    shown: set[int] = set()
+    for k, (_, lines) in enumerate(facets):
+        where = {"row": k // n_cols + 1, "col": k % n_cols + 1} if len(facets) > 1 else {}
+        for stage, rs in lines:
+            custom = [
+                [
+                    format_count(r.num_params),
+                    str(r.data_parallel),
+                    str(r.tensor_parallel),
+                    format_bytes(r.params, exact=True),
+                    format_bytes(r.grads, exact=True),
+                    format_bytes(r.optimizer, exact=True),
+                    format_bytes(r.total, exact=True),
+                    {True: "fits", False: "does not fit", None: ""}[fits(r, hbm)],
+                ]
+                for r in rs
+            ]
+            fig.add_trace(
+                go.Scatter(
+                    x=[r.devices for r in rs],
+                    y=[r.total for r in rs],
+                    mode="lines+markers",
+                    name=f"ZeRO {stage}",
+                    legendgroup=f"stage {stage}",
+                    showlegend=stage not in shown,
+                    line={"color": stage_color(stage), "width": 2},
+                    marker={
+                        "symbol": ["circle" if fits(r, hbm) is not False else "x" for r in rs],
+                        "size": 8,
+                    },
+                    customdata=custom,
+                    hovertemplate=(
+                        "<b>%{customdata[0]} params · %{x} devices</b> (dp %{customdata[1]} × "
+                        f"tp %{{customdata[2]}}) · ZeRO {stage}<br>params %{{customdata[3]}}<br>"
+                        "grads %{customdata[4]}<br>optimizer %{customdata[5]}<br>"
+                        "<b>total %{customdata[6]}</b> %{customdata[7]}<extra></extra>"
+                    ),
+                ),  # fmt: skip
+                **where,
+            )
+            shown.add(stage)
+        if hbm is not None:
+            suffix = "" if k == 0 else str(k + 1)
+            fig.add_shape(
+                type="line",
+                xref=f"x{suffix} domain",
+                x0=0,
+                x1=1,
+                yref=f"y{suffix}",
+                y0=hbm,
+                y1=hbm,
+                line={"color": HBM_COLOR, "width": 2, "dash": "dash"},
+                name="hbm",
+            )
+            fig.add_annotation(
+                xref=f"x{suffix} domain",
+                x=1,
+                yref=f"y{suffix}",
+                y=math.log10(hbm) if hbm > 0 else 0,  # annotations on a log axis take log10
+                text=f"HBM {format_bytes(hbm)}",
+                showarrow=False,
+                xanchor="right",
+                yanchor="bottom",
+                font={"color": HBM_COLOR, "size": 11},
+                name="hbm",
+            )
+    ticks = _y_ticks(rows, hbm)
+    counts = sorted({r.devices for r in rows})
+    fig.update_yaxes(type="log", tickmode="array", tickvals=ticks,
+                     ticktext=[format_bytes(v) for v in ticks],
+                     range=[math.log10(ticks[0]), math.log10(ticks[-1])])  # fmt: skip
+    fig.update_xaxes(type="log", tickmode="array", tickvals=counts,
+                     ticktext=[str(d) for d in counts])  # fmt: skip
+    if len(facets) > 1:
+        fig.update_yaxes(title_text="model state per device", col=1)
+        fig.update_xaxes(title_text="devices", row=n_rows)
+    else:
+        fig.update_yaxes(title_text="model state per device")
+        fig.update_xaxes(title_text="devices")
+    fig.update_layout(
+        template="plotly_white",
+        height=460 if n_rows == 1 else 120 + 300 * n_rows,
+        title={"text": _title(rows, hbm), "x": 0.01},
+        legend={"title": {"text": "stage"}},
+        margin={"t": 80, "r": 20, "l": 80, "b": 60},
+        hoverlabel={"align": "left"},
+    )
+    return fig
+
+
+def projection_mpl(
+    rows: Sequence[Row], *, hbm_bytes: int | None = None, figsize: Sequence[float] | None = None
+) -> Any:
+    """The projection for slides: total per device vs device count, log-log, one line per
+    ZeRO stage, one panel per model size (sharing the y axis), and the HBM capacity as a
+    dashed red line with its label in every panel.
+
+    Returns:
+        A ``matplotlib.figure.Figure`` (no pyplot; works under Agg).
+    """
+    Figure = require_matplotlib()
+    hbm = capacity(rows, hbm_bytes)
+    facets = _facets(rows)
+    several_tp = len({tp for (_, tp), _ in facets}) > 1
+    n_rows, n_cols = facet_grid(len(facets))
+    if figsize is None:
+        figsize = (8.0, 5.0) if len(facets) <= 1 else (4.0 * n_cols + 1.6, 3.4 * n_rows + 0.8)
+    fig = Figure(figsize=tuple(figsize), layout="constrained")
+    axs = fig.subplots(n_rows, n_cols, sharey=True, squeeze=False)
+    ticks = _y_ticks(rows, hbm)
+    counts = sorted({r.devices for r in rows})
+    for k, ax in enumerate(axs.flat):
+        if k >= len(facets):
+            ax.set_visible(False)
+            continue
+        (n, tp), lines = facets[k]
+        for stage, rs in lines:
+            ax.plot([r.devices for r in rs], [r.total for r in rs], color=stage_color(stage),
+                    marker="o", markersize=4, linewidth=1.8, label=f"ZeRO {stage}")  # fmt: skip
+            over = [r for r in rs if fits(r, hbm) is False]
+            if over:
+                ax.scatter([r.devices for r in over], [r.total for r in over], marker="x",
+                           s=36, color=stage_color(stage), zorder=3)  # fmt: skip
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log", base=2)
+        if counts:
+            ax.set_xticks(counts, [str(d) for d in counts])
+        ax.set_yticks(ticks, [format_bytes(v) for v in ticks])
+        ax.minorticks_off()
+        ax.set_ylim(ticks[0], ticks[-1])
+        if hbm is not None and hbm > 0:
+            ax.axhline(hbm, color=HBM_COLOR, linestyle="--", linewidth=1.5, gid="hbm")
+            ax.annotate(f"HBM {format_bytes(hbm)}", (1.0, hbm),
+                        xycoords=("axes fraction", "data"), xytext=(-4, 3),
+                        textcoords="offset points", ha="right", va="bottom", color=HBM_COLOR,
+                        fontsize=9)  # fmt: skip
+        if len(facets) > 1:
+            ax.set_title(mpl_text(_group_title(n, tp, several_tp)), fontsize=10)
+        if k % n_cols == 0:
+            ax.set_ylabel("model state per device")
+        if k // n_cols == n_rows - 1 or k + n_cols >= len(facets):
+            ax.set_xlabel("devices")
+        ax.grid(color="#eaeef2", linewidth=0.8)
+        ax.set_axisbelow(True)
+        ax.spines[["top", "right"]].set_visible(False)
+        ax.tick_params(labelsize=8)
+    if facets:
+        handles, labels = axs.flat[0].get_legend_handles_labels()
+        by_label = dict(zip(labels, handles, strict=True))
+        for ax in list(axs.flat)[1 : len(facets)]:
+            for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
+                by_label.setdefault(lab, h)
+        fig.legend(list(by_label.values()), list(by_label), loc="outside right upper",
+                   fontsize=8, frameon=False, title="stage", title_fontsize=8)  # fmt: skip
+    fig.suptitle(mpl_text(_title(rows, hbm)), x=0.01, ha="left", fontsize=11)
+    return fig

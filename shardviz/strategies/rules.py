@@ -1,0 +1,243 @@
+"""Parallelism strategies as sharding rules over real pytrees.
+
+A rule maps leaf paths (``params/layers/0/mlp/w_in``, matched with ``re.search``) to a spec;
+the first rule that matches a leaf wins and leaves no rule matches are replicated. A rule set
+gives rules for the parameters, gradients, optimizer state, batch and (for models with an
+activation hook) named activations. Users write their own :class:`RuleSet` the same way.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+from shardviz.capture.spec import normalize_spec
+from shardviz.errors import ShardvizError, SpecError, problem
+
+SpecLike = tuple  # a spec in shardviz/jax spelling: one entry per dim
+#: A rule's spec: a fixed spec, or a function of (leaf shape, mesh axis sizes) -> spec.
+SpecFn = Callable[[tuple[int, ...], dict[str, int]], SpecLike]
+Rule = tuple[str, Union[SpecLike, SpecFn]]  # noqa: UP007 (a runtime alias)
+
+
+def shard_largest(axis: str, *, taken: SpecLike = ()) -> SpecFn:
+    """Split the largest dim that ``axis`` divides (ZeRO's flat partitioning, per leaf).
+
+    ``taken`` is a spec already placed (e.g. tensor-parallel); its split dims are skipped.
+    A leaf no dim of which divides stays as ``taken`` (replicated over ``axis``).
+    """
+
+    def spec(shape: tuple[int, ...], axes: dict[str, int]) -> SpecLike:
+        out = list(taken) + [None] * (len(shape) - len(taken))
+        size = axes[axis]
+        best = None
+        for d, n in enumerate(shape):
+            if out[d] is None and n % size == 0 and n >= size and (best is None or n > shape[best]):
+                best = d
+        if best is not None:
+            out[best] = axis
+        return tuple(out)
+
+    spec.__name__ = f"shard_largest({axis!r})"
+    return spec
+
+
+@dataclass(frozen=True)
+class RuleSet:
+    """A strategy: sharding rules for every tree a training step touches.
+
+    ``grads`` and ``optimizer`` default to the parameter rules (as in FSDP); ``activations``
+    apply through the model's ``constrain`` hook (by activation name, ``re.fullmatch``).
+    With ``strict``, a rule that matches no leaf is an error (it is probably a typo).
+    """
+
+    name: str
+    title: str
+    params: tuple[Rule, ...] = ()
+    grads: tuple[Rule, ...] | None = None
+    optimizer: tuple[Rule, ...] | None = None
+    batch: tuple[Rule, ...] = ((".*", ("data",)),)
+    activations: tuple[Rule, ...] = ()
+    axes: tuple[str, ...] = ("data",)
+    description: str = ""
+    expects: tuple[tuple[str, str], ...] = ()  # (kind, axis) the textbook form implies
+    strict: bool = True
+    extra: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    def rules_for(self, what: str) -> tuple[Rule, ...]:
+        if what == "grads":
+            return self.params if self.grads is None else self.grads
+        if what == "optimizer":
+            return self.params if self.optimizer is None else self.optimizer
+        return getattr(self, what)
+
+
+def _resolve(spec: Any, shape: tuple[int, ...], axes: dict[str, int]) -> SpecLike:
+    return tuple(spec(shape, axes)) if callable(spec) else tuple(spec)
+
+
+def spec_for_leaf(
+    path: str, shape: tuple[int, ...], rules: Sequence[Rule], axes: dict[str, int], what: str
+) -> tuple[tuple, int | None]:
+    """The spec the first matching rule gives a leaf (checked), and that rule's index."""
+    for i, (pattern, spec) in enumerate(rules):
+        if re.search(pattern, path):
+            entries = _resolve(spec, shape, axes)
+            normalize_spec(
+                entries, shape, tuple(axes), tuple(axes.values()), name=f"{what} leaf {path}"
+            )
+            return entries, i
+    return (), None
+
+
+def check_rules_used(rules: Sequence[Rule], used: set[int], paths: Sequence[str], what: str):
+    """Raise for a rule that matched no leaf (strict rule sets only)."""
+    for i, (pattern, _) in enumerate(rules):
+        if i not in used:
+            sample = ", ".join(paths[:6]) + (" ..." if len(paths) > 6 else "")
+            raise SpecError(
+                problem(
+                    f"{what} rule {pattern!r}",
+                    f"it matches no {what} leaf (leaves are: {sample})",
+                    "fix the pattern (it is matched with re.search against these paths) or "
+                    "drop the rule",
+                )
+            )
+
+
+def axes_needed(rule_set: RuleSet, mesh_axes: Sequence[str]) -> None:
+    """Raise if the mesh lacks an axis the strategy needs."""
+    missing = [a for a in rule_set.axes if a not in mesh_axes]
+    if missing:
+        raise ShardvizError(
+            problem(
+                f"strategy {rule_set.name!r}",
+                f"it needs mesh axes {rule_set.axes} but the mesh has {tuple(mesh_axes)}",
+                f"give a mesh with axes named {', '.join(map(repr, rule_set.axes))}, or leave "
+                "mesh=None for the default",
+            )
+        )
+
+
+# --- Built-in rule sets -------------------------------------------------------------------
+
+_REPLICATED: tuple[Rule, ...] = ()
+_DATA_FSDP: tuple[Rule, ...] = ((".*", shard_largest("data")),)
+
+# Megatron: first matmul split by columns (its output dim), second by rows (its input dim);
+# attention split by heads. Paths of the zoo's mlp, transformer and moe models.
+_MEGATRON: tuple[Rule, ...] = (
+    (r"(^|/)w1$", (None, "model")),
+    (r"(^|/)b1$", ("model",)),
+    (r"(^|/)w2$", ("model", None)),
+    (r"attn/w[qkv]$", (None, "model", None)),
+    (r"attn/wo$", ("model", None, None)),
+    (r"mlp/w_in$", (None, "model")),
+    (r"mlp/w_out$", ("model", None)),
+    (r"moe/w_in$", (None, None, "model")),
+    (r"moe/w_out$", (None, "model", None)),
+)
+
+
+def _with_data(rules: tuple[Rule, ...]) -> tuple[Rule, ...]:
+    """Each Megatron rule plus an FSDP split over 'data' on another dim; others FSDP."""
+    out: list[Rule] = [(p, shard_largest("data", taken=s)) for p, s in rules]  # type: ignore[arg-type]
+    out.append((".*", shard_largest("data")))
+    return tuple(out)
+
+
+_RESIDUAL = ("embed", "attn_in", "attn_out", "residual", "mlp_in", "mlp_out", "final")
+
+BUILTIN: dict[str, RuleSet] = {
+    "dp": RuleSet(
+        "dp", "data parallel", params=_REPLICATED, grads=_REPLICATED, optimizer=_REPLICATED,
+        description="every device holds the whole model and optimizer state; the batch is "
+        "split over 'data'; gradients are all-reduced over 'data'",
+        expects=(("all-reduce", "data"),), strict=False,
+    ),
+    "zero1": RuleSet(
+        "zero1", "ZeRO-1", params=_REPLICATED, grads=_REPLICATED, optimizer=_DATA_FSDP,
+        description="optimizer state split over 'data'; each device updates its share, then "
+        "the updated parameters are gathered",
+        expects=(("all-reduce", "data"), ("all-gather", "data")), strict=False,
+    ),
+    "zero2": RuleSet(
+        "zero2", "ZeRO-2", params=_REPLICATED, grads=_DATA_FSDP, optimizer=_DATA_FSDP,
+        description="optimizer state and gradients split over 'data': gradients are "
+        "reduce-scattered instead of all-reduced",
+        expects=(("reduce-scatter", "data"), ("all-gather", "data")), strict=False,
+    ),
+    "zero3": RuleSet(
+        "zero3", "ZeRO-3 / FSDP", params=_DATA_FSDP,
+        description="parameters, gradients and optimizer state all split over 'data'; "
+        "parameters are gathered when used, gradients reduce-scattered",
+        expects=(("all-gather", "data"), ("reduce-scatter", "data")), strict=False,
+    ),
+    "tp": RuleSet(
+        "tp", "Megatron tensor parallel", params=_MEGATRON, axes=("data", "model"),
+        description="MLPs split at the hidden dim and attention by heads over 'model' (one "
+        "all-reduce per block); the batch split over 'data'",
+        expects=(("all-reduce", "model"),), strict=False,
+    ),
+    "2d": RuleSet(
+        "2d", "2-D: FSDP x tensor parallel", params=_with_data(_MEGATRON),
+        axes=("data", "model"),
+        description="Megatron's split over 'model' and FSDP's over 'data' on the other dim",
+        expects=(("all-reduce", "model"), ("all-gather", "data")), strict=False,
+    ),
+    "sp": RuleSet(
+        "sp", "sequence parallel", params=_MEGATRON, axes=("data", "model"),
+        activations=tuple((name, ("data", "model", None)) for name in _RESIDUAL),
+        description="tensor parallel, with the residual stream (layer norms, residual adds) "
+        "split along the sequence over 'model': all-reduces become all-gather + "
+        "reduce-scatter pairs",
+        expects=(("all-gather", "model"), ("reduce-scatter", "model")), strict=False,
+    ),
+    "ep": RuleSet(
+        "ep", "expert parallel",
+        params=((r"moe/w_(in|out)$", ("expert", None, None)),),
+        batch=((".*", (("data", "expert"),)),),
+        activations=(
+            ("dispatched|expert_hidden|expert_out", ("expert", "data", None, None)),
+        ),
+        axes=("data", "expert"),
+        description="experts split over 'expert'; tokens go to their experts' devices and "
+        "back with all-to-all",
+        expects=(("all-to-all", "expert"),), strict=False,
+    ),
+}  # fmt: skip
+BUILTIN["fsdp"] = BUILTIN["zero3"]
+
+STRATEGY_NAMES = ("dp", "zero1", "zero2", "zero3", "fsdp", "tp", "2d", "sp", "ep")
+
+
+def get_rule_set(strategy: str | RuleSet) -> RuleSet:
+    """A built-in strategy by name, or the user's own rule set as it is."""
+    if isinstance(strategy, RuleSet):
+        return strategy
+    if strategy not in BUILTIN:
+        raise ShardvizError(
+            problem(
+                f"strategy {strategy!r}",
+                "no built-in strategy has this name",
+                f"use one of {', '.join(map(repr, STRATEGY_NAMES))}, or pass a RuleSet",
+            )
+        )
+    return BUILTIN[strategy]
+
+
+def default_mesh_shape(rule_set: RuleSet, devices: int) -> tuple[int, ...]:
+    """One axis strategies use all devices on it; two-axis ones 2 x n/2 (1 x n if n is odd)."""
+    if len(rule_set.axes) == 1:
+        return (devices,)
+    first = 2 if devices % 2 == 0 and devices > 1 else 1
+    return (first, devices // first) + (1,) * (len(rule_set.axes) - 2)
+
+
+def ways(spec: SpecLike, axes: dict[str, int]) -> int:
+    """How many pieces a spec cuts a leaf into."""
+    names = [a for e in spec if e is not None for a in (e if isinstance(e, tuple) else (e,))]
+    return math.prod(axes[a] for a in names)

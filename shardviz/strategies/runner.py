@@ -1,0 +1,316 @@
+"""``compare(model, strategies)``: run each strategy for real on the same model, side by side."""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from jax.sharding import NamedSharding, PartitionSpec
+
+from shardviz.capture.explain import explain_run
+from shardviz.capture.layout import layout_of
+from shardviz.capture.mesh import Mesh, as_jax_mesh, mesh_layout
+from shardviz.capture.run import compare_outputs
+from shardviz.errors import ShardvizError, problem
+from shardviz.model import (
+    CollectiveSummary,
+    Comparison,
+    MemoryBreakdown,
+    Report,
+    StrategyResult,
+)
+
+from .rules import (
+    RuleSet,
+    axes_needed,
+    check_rules_used,
+    default_mesh_shape,
+    get_rule_set,
+    spec_for_leaf,
+)
+from .zoo import Model, get_model, make_train_step
+
+_ROLES = {"params": "params", "opt_state": "optimizer", "batch": "batch"}
+
+
+def _path(p: tuple) -> str:
+    return jax.tree_util.keystr(p, simple=True, separator="/")
+
+
+def tree_specs(tree: Any, rules: Sequence, axes: dict[str, int], what: str, strict: bool):
+    """A PartitionSpec per leaf of ``tree`` from ``rules`` (first match; unmatched replicate)."""
+    flat, treedef = jax.tree_util.tree_flatten_with_path(tree)
+    used: set[int] = set()
+    specs = []
+    for p, leaf in flat:
+        spec, i = spec_for_leaf(_path(p), tuple(leaf.shape), rules, axes, what)
+        if i is not None:
+            used.add(i)
+        specs.append(PartitionSpec(*spec))
+    if strict:
+        check_rules_used(rules, used, [_path(p) for p, _ in flat], what)
+    return jax.tree_util.tree_unflatten(treedef, specs)
+
+
+def _optimizer_specs(opt_shape: Any, params_shape: Any, rules, axes, strict: bool):
+    """Optimizer leaves that mirror a parameter (Adam's mu, nu) get that parameter's spec from
+    the optimizer rules; the rest (step counters) are replicated."""
+    param_specs = tree_specs(params_shape, rules, axes, "optimizer", strict)
+    by_path = {
+        _path(p): s
+        for p, s in jax.tree_util.tree_flatten_with_path(
+            param_specs, is_leaf=lambda x: isinstance(x, PartitionSpec)
+        )[0]
+    }
+    flat, treedef = jax.tree_util.tree_flatten_with_path(opt_shape)
+    specs = []
+    for p, _ in flat:
+        path = _path(p)
+        match = next((s for k, s in by_path.items() if path == k or path.endswith("/" + k)), None)
+        specs.append(match if match is not None else PartitionSpec())
+    return jax.tree_util.tree_unflatten(treedef, specs)
+
+
+def _shardings(mesh: jax.sharding.Mesh, specs: Any) -> Any:
+    return jax.tree.map(
+        lambda s: NamedSharding(mesh, s), specs, is_leaf=lambda x: isinstance(x, PartitionSpec)
+    )
+
+
+def _summarise(report: Report) -> tuple[CollectiveSummary, ...]:
+    groups: dict[tuple[str, tuple[str, ...]], list] = defaultdict(list)
+    for c in report.collectives:
+        groups[(c.kind, c.axes)].append(c)
+    return tuple(
+        CollectiveSummary(
+            kind=k, axes=a, count=len(cs), in_bytes=sum(c.in_bytes for c in cs),
+            moved_bytes=sum(c.moved_bytes for c in cs),
+        )
+        for (k, a), cs in sorted(groups.items())
+    )  # fmt: skip
+
+
+def _grad_bytes(params_shape: Any, grad_specs: Any, mesh: jax.sharding.Mesh) -> int:
+    total = 0
+    for leaf, spec in zip(
+        jax.tree.leaves(params_shape),
+        jax.tree.leaves(grad_specs, is_leaf=lambda x: isinstance(x, PartitionSpec)),
+        strict=True,
+    ):
+        lay = layout_of(leaf.shape, leaf.dtype, NamedSharding(mesh, spec))
+        total += lay.max_bytes_per_device
+    return total
+
+
+def _memory(report: Report, grads: int) -> MemoryBreakdown:
+    m = report.memory
+    by_role: dict[str, int] = defaultdict(int)
+    for leaf in m.by_leaf:
+        by_role[_ROLES.get(leaf.role, leaf.role)] += leaf.bytes
+    return MemoryBreakdown(
+        params=by_role["params"], grads=grads, optimizer=by_role["optimizer"],
+        batch=by_role["batch"], activations=max(0, m.temp_bytes - grads),
+        arguments_from_leaves=sum(lb.bytes for lb in m.by_leaf),
+        arguments_from_compiler=m.argument_bytes, temp=m.temp_bytes, output=m.output_bytes,
+        alias=m.alias_bytes, peak=m.peak_bytes,
+    )  # fmt: skip
+
+
+def _form_notes(rule_set: RuleSet, summary: tuple[CollectiveSummary, ...]) -> tuple[str, ...]:
+    """Where the compiler picked another form than the textbook one, say so."""
+    notes = []
+    have = {(s.kind, a) for s in summary for a in s.axes}
+    for kind, axis in rule_set.expects:
+        if (kind, axis) in have:
+            continue
+        alt = sorted(k for k, a in have if a == axis)
+        if kind == "reduce-scatter" and "all-reduce" in alt:
+            notes.append(
+                f"the textbook form reduce-scatters the gradients over {axis!r}; this compiler "
+                f"all-reduces them over {axis!r} and each device then keeps its 1/N slice: "
+                "the same result and the same memory for the stored gradients, twice the "
+                "bytes moved"
+            )
+        elif alt:
+            notes.append(
+                f"the textbook form has a {kind} over {axis!r}; the compiler chose "
+                f"{' + '.join(alt)} over {axis!r} instead (same data moved in another form)"
+            )
+        else:
+            notes.append(
+                f"the textbook form has a {kind} over {axis!r}; the compiler inserted none"
+            )
+    return tuple(notes)
+
+
+def _mesh_for(rule_set: RuleSet, mesh: Any) -> jax.sharding.Mesh:
+    if mesh is None:
+        shape = default_mesh_shape(rule_set, jax.device_count())
+        return Mesh(range(jax.device_count()), shape, rule_set.axes).jax_mesh
+    jm = as_jax_mesh(mesh)
+    axes_needed(rule_set, jm.axis_names)
+    return jm
+
+
+#: Programs that run once (state init, the reference step) are compiled for compile speed:
+#: the backend's optimizations cost more time than they would save on one run.
+_RUN_ONCE = {"xla_backend_optimization_level": 0, "xla_llvm_disable_expensive_passes": True}
+
+
+def _run_once(fn: Any, *args: Any, **jit_kwargs: Any) -> Any:
+    return jax.jit(fn, **jit_kwargs).lower(*args).compile(compiler_options=_RUN_ONCE)(*args)
+
+
+def initial_state(model: Model, optimizer: Any, seed: int = 0) -> tuple[Any, Any, Any]:
+    """Parameters, optimizer state and batch, made once on one device.
+
+    Every strategy starts from these same values (placed with its own shardings), and the
+    unsharded reference step runs on them.
+    """
+    opt = optimizer or optax.adam(1e-3)
+    key_p, key_b = jax.random.split(jax.random.key(seed))
+    device = jax.sharding.SingleDeviceSharding(jax.devices()[0])
+    params = _run_once(model.init_params, key_p, out_shardings=device)
+    batch = _run_once(model.make_batch, key_b, out_shardings=device)
+    opt_state = _run_once(opt.init, params, out_shardings=device)
+    return params, opt_state, batch
+
+
+def reference_outputs(model: Model, optimizer: Any, state: tuple[Any, Any, Any]) -> Any:
+    """One unsharded training step on one device: what every strategy must reproduce.
+
+    Computed once per comparison (it does not depend on the strategy).
+    """
+    opt = optimizer or optax.adam(1e-3)
+    return jax.block_until_ready(_run_once(make_train_step(model, opt), *state))
+
+
+def run_strategy(
+    model: Model,
+    rule_set: RuleSet,
+    mesh: Any = None,
+    *,
+    steps: int = 3,
+    seed: int = 0,
+    optimizer: optax.GradientTransformation | None = None,
+    reference: Any = None,
+    state: tuple[Any, Any, Any] | None = None,
+) -> StrategyResult:
+    """Place the model's state with ``rule_set`` on ``mesh``, then explain and run a step.
+
+    ``state`` is :func:`initial_state` and ``reference`` :func:`reference_outputs` (both
+    made here when not given; :func:`compare` makes them once for all strategies).
+    """
+    jm = _mesh_for(rule_set, mesh)
+    axes = dict(zip(jm.axis_names, jm.devices.shape, strict=True))
+    opt = optimizer or optax.adam(1e-3)
+    key_p, key_b = jax.random.split(jax.random.key(seed))
+    params_shape = jax.eval_shape(model.init_params, key_p)
+    batch_shape = jax.eval_shape(model.make_batch, key_b)
+    opt_shape = jax.eval_shape(opt.init, params_shape)
+    strict = rule_set.strict
+    p_specs = tree_specs(params_shape, rule_set.params, axes, "params", strict)
+    g_specs = tree_specs(params_shape, rule_set.rules_for("grads"), axes, "grads", strict)
+    o_specs = _optimizer_specs(
+        opt_shape, params_shape, rule_set.rules_for("optimizer"), axes, strict
+    )
+    b_specs = tree_specs(batch_shape, rule_set.batch, axes, "batch", strict)
+    p_sh, o_sh, b_sh = _shardings(jm, p_specs), _shardings(jm, o_specs), _shardings(jm, b_specs)
+    g_sh = _shardings(jm, g_specs)
+
+    constrained = model
+    if rule_set.activations:
+        rules = rule_set.activations
+
+        def constrain(name: str, x: jax.Array) -> jax.Array:
+            for pattern, spec in rules:
+                if re.fullmatch(pattern, name):
+                    entries = spec(tuple(x.shape), axes) if callable(spec) else spec
+                    return jax.lax.with_sharding_constraint(
+                        x, NamedSharding(jm, PartitionSpec(*entries))
+                    )
+            return x
+
+        constrained = model.constrained(constrain)
+
+    def train_step(params, opt_state, batch):
+        loss, grads = jax.value_and_grad(constrained.loss)(params, batch)
+        grads = jax.lax.with_sharding_constraint(grads, g_sh)
+        updates, opt_state = opt.update(grads, opt_state, params)
+        return optax.apply_updates(params, updates), opt_state, loss
+
+    train_step.__qualname__ = f"train_step[{model.name}, {rule_set.name}]"
+    if state is None:
+        state = initial_state(model, opt, seed)
+    if reference is None:
+        reference = reference_outputs(model, opt, state)
+    step = jax.jit(train_step, in_shardings=(p_sh, o_sh, b_sh),
+                   out_shardings=(p_sh, o_sh, NamedSharding(jm, PartitionSpec())))  # fmt: skip
+    params, opt_state, batch = jax.device_put(state, (p_sh, o_sh, b_sh))
+    report, outputs, _ = explain_run(step, params, opt_state, batch, steps=steps, check=False)
+    if outputs is not None:
+        report = replace(report, check=compare_outputs(outputs, reference))
+    summary = _summarise(report)
+    loss = float(outputs[2]) if outputs is not None else None
+    ref_loss = float(reference[2])
+    matches = None
+    if loss is not None and ref_loss is not None:
+        matches = bool(np.isclose(loss, ref_loss, rtol=1e-4, atol=1e-5))
+    return StrategyResult(
+        strategy=rule_set.name, title=rule_set.title, description=rule_set.description,
+        mesh=mesh_layout(jm), report=report,
+        memory=_memory(report, _grad_bytes(params_shape, g_specs, jm)),
+        collectives=summary, loss=loss, reference_loss=ref_loss, loss_matches=matches,
+        step_seconds=report.timing.step_seconds if report.timing else None,
+        notes=_form_notes(rule_set, summary),
+    )  # fmt: skip
+
+
+def compare(
+    model: str | Model = "mlp",
+    strategies: Sequence[str | RuleSet] = ("dp", "fsdp", "tp"),
+    mesh: Any = None,
+    *,
+    steps: int = 3,
+    seed: int = 0,
+    optimizer: optax.GradientTransformation | None = None,
+    **sizes: Any,
+) -> Comparison:
+    """Run ``model``'s training step under each strategy on the same devices and compare.
+
+    Args:
+        model: a built-in name (``"mlp"``, ``"transformer"``, ``"moe"``) or a
+            :class:`~shardviz.strategies.zoo.Model` (``Model.custom(...)`` for your own).
+        strategies: built-in names (``"dp"``, ``"zero1"``, ``"zero2"``, ``"zero3"``/``"fsdp"``,
+            ``"tp"``, ``"2d"``, ``"sp"``, ``"ep"``) or your own :class:`RuleSet`.
+        mesh: one mesh for every strategy; by default each strategy gets a mesh over all
+            devices with the axes it names (one axis: all devices; two: 2 x n/2).
+        steps: timed steps per strategy (after the first run).
+        **sizes: model sizes for a built-in model (e.g. ``d_model=256``).
+    """
+    m = get_model(model, **sizes) if isinstance(model, str) else model
+    if not isinstance(m, Model):
+        raise ShardvizError(
+            problem("compare", f"model {model!r} is not a model", "pass a name or a Model")
+        )
+    rule_sets = [get_rule_set(s) for s in strategies]  # unknown names fail before any work
+    state = initial_state(m, optimizer, seed)
+    reference = reference_outputs(m, optimizer, state)
+    results = tuple(
+        run_strategy(m, rs, mesh, steps=steps, seed=seed, optimizer=optimizer,
+                     reference=reference, state=state)
+        for rs in rule_sets
+    )  # fmt: skip
+    leaves = jax.tree.leaves(jax.eval_shape(m.init_params, jax.random.key(seed)))
+    dtypes = sorted({str(jnp.dtype(x.dtype)) for x in leaves})
+    return Comparison(
+        model=m.name, num_params=int(sum(int(np.prod(x.shape)) for x in leaves)),
+        param_dtype="/".join(dtypes), results=results,
+    )  # fmt: skip

@@ -1,0 +1,177 @@
+"""The comparison's HTML view: one row per strategy, memory segments that add up, transfer
+bars equal to the ledger, badges, escaping, no network, the full reports collapsed."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from shardviz.render.compare_html import comparison_html
+from shardviz.render.compare_text import (
+    COMPONENT_BY_KEY,
+    comparison_kinds,
+    kind_count,
+    kind_moved,
+    memory_parts,
+    memory_total,
+)
+
+from .compare_fixtures import NASTY, QUOTES, comparison, comparison_edges, comparison_nasty
+from .test_html import Doc
+from .test_report_html import assert_offline
+
+
+def _mem_rows(doc: Doc) -> dict[str, tuple[int, list[tuple[str, int]]]]:
+    """Per strategy on the memory chart: data-total and its segments (component, bytes)."""
+    out: dict[str, tuple[int, list[tuple[str, int]]]] = {}
+    current = None
+    for tag, a in doc.elements:
+        cls = (a.get("class") or "").split()
+        if tag == "g" and "sv-cmp-memrow" in cls:
+            current = a["data-strategy"]
+            out[current] = (int(a["data-total"]), [])
+        elif tag == "rect" and "sv-mem" in cls:
+            assert current is not None
+            out[current][1].append((a["data-component"], int(a["data-bytes"])))
+    return out
+
+
+def test_one_row_per_strategy_in_order() -> None:
+    for c in (comparison(), comparison_edges()):
+        doc = Doc(comparison_html(c))
+        rows = doc.with_class("sv-strategy")
+        assert [r["data-strategy"] for r in rows] == [r.strategy for r in c.results]
+        assert all(
+            tag == "tr"
+            for tag, a in doc.elements
+            if "sv-strategy" in (a.get("class") or "").split()
+        )
+
+
+def test_memory_segments_add_up_to_each_total() -> None:
+    for c in (comparison(), comparison_edges()):
+        rows = _mem_rows(Doc(comparison_html(c)))
+        assert list(rows) == [r.strategy for r in c.results]
+        for r in c.results:
+            total, segs = rows[r.strategy]
+            assert total == memory_total(r.memory)
+            assert sum(b for _, b in segs) == total
+            want = [(p.key, b) for p, b in memory_parts(r.memory)]
+            assert segs == want
+
+
+def test_memory_bars_share_one_scale_and_fixed_colours() -> None:
+    c = comparison()
+    out = comparison_html(c)
+    widths: dict[str, float] = {}
+    for m in re.finditer(r'<g class="sv-cmp-memrow" data-strategy="(\w+)".*?</g>', out, re.S):
+        w = sum(float(x) for x in re.findall(r'class="sv-mem"[^>]*?width="([\d.]+)"', m.group(0)))
+        widths[m.group(1)] = w
+    totals = {r.strategy: memory_total(r.memory) for r in c.results}
+    # Widths are proportional to bytes across strategies (one scale), within rounding.
+    ratio = widths["dp"] / totals["dp"]
+    for s in totals:
+        assert abs(widths[s] - totals[s] * ratio) < 1.0, s
+    for key, comp in COMPONENT_BY_KEY.items():
+        fills = set(re.findall(rf'data-component="{key}"[^>]*?fill="(#[0-9a-f]+)"', out))
+        assert fills == {comp.color}, key
+
+
+def test_moved_bars_equal_the_ledger_by_kind() -> None:
+    c = comparison()
+    doc = Doc(comparison_html(c))
+    bars = {
+        (a["data-strategy"], a["data-kind"]): int(a["data-bytes"])
+        for a in doc.with_class("sv-moved")
+    }
+    want = {
+        (r.strategy, k): kind_moved(r, k)
+        for r in c.results
+        for k in comparison_kinds(c)
+        if kind_count(r, k)
+    }
+    assert bars == want
+    assert ("fsdp", "reduce-scatter") in bars and ("dp", "all-gather") not in bars
+
+
+def test_check_badges_and_reconciled_cells() -> None:
+    c = comparison_edges()
+    out = comparison_html(c)
+    doc = Doc(out)
+    checks = [a["class"].split() for a in doc.with_class("sv-cmp-check")]
+    assert [("sv-ok" in x, "sv-bad" in x, "sv-none" in x) for x in checks] == [
+        (False, False, True),  # single: no reference
+        (False, True, False),  # fsdp: MISMATCH
+        (False, False, True),  # tp: n.a.
+    ]
+    assert [a["data-reconciled"] for _, a in doc.elements if "data-reconciled" in a] == [
+        "1",
+        "0",
+        "1",
+    ]
+    bad = c.result("fsdp").memory
+    text = doc.all_text
+    assert f"leaves {bad.arguments_from_leaves:,} B" in text
+    assert f"compiler {bad.arguments_from_compiler:,} B" in text
+    assert "MISMATCH" in text and "n/a" in text
+
+
+def test_step_times_and_notes_shown() -> None:
+    c = comparison()
+    text = Doc(comparison_html(c)).all_text
+    for s in ("2.12 ms", "3.47 ms", "2.81 ms"):
+        assert s in text
+    assert "the compiler chose all-reduce + dynamic-slice instead of reduce-scatter" in text
+    assert "every strategy trains the same parameters" in text
+
+
+def test_full_reports_collapsed_per_strategy() -> None:
+    c = comparison()
+    out = comparison_html(c)
+    doc = Doc(out)
+    details = [(tag, a) for tag, a in doc.elements if "sv-cmp-report" in (a.get("class") or "")]
+    assert [a["data-strategy"] for _, a in details] == [r.strategy for r in c.results]
+    assert all(tag == "details" and "open" not in a for tag, a in details)
+    for r in c.results:
+        assert r.report._repr_html_() in out
+
+
+def test_escaping_of_hostile_strings() -> None:
+    c = comparison_nasty()
+    out = comparison_html(c)
+    doc = Doc(out)
+    assert "<script" not in out.lower()
+    row = doc.with_class("sv-strategy")[0]
+    assert row["data-strategy"] == c.results[0].strategy  # round-trips through the escaping
+    text = doc.all_text
+    assert f"note {NASTY} {QUOTES}" in text
+    assert f"top {NASTY}" in text
+    assert f"desc {NASTY} {QUOTES}" in text
+    assert f"weird-{NASTY}" in text
+    assert f"f32{QUOTES}" in text
+    assert_offline(out)
+
+
+def test_offline_and_repr() -> None:
+    for c in (comparison(), comparison_edges(), comparison_nasty()):
+        out = comparison_html(c)
+        assert_offline(out)
+        assert c._repr_html_() == out
+        assert out.startswith('<div class="sv-root sv-compare">')
+
+
+def test_save_html_writes_an_offline_page(tmp_path: Path) -> None:
+    c = comparison()
+    path = c.save_html(str(tmp_path / "c.html"))
+    text = Path(path).read_text(encoding="utf-8")
+    assert text.startswith("<!doctype html>")
+    assert comparison_html(c) in text
+    assert_offline(text)
+
+
+def test_empty_comparison_renders() -> None:
+    c = comparison()
+    empty = type(c)(model="mlp", num_params=1, param_dtype="float32", results=())
+    out = comparison_html(empty)
+    assert "no strategies" in out
+    assert not Doc(out).with_class("sv-strategy")

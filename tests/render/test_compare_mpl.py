@@ -1,0 +1,84 @@
+"""The comparison's matplotlib figure (Agg): two panels, bar heights equal to the model's
+bytes, no pyplot state."""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import sys
+
+import pytest
+
+from shardviz.render.compare_text import (
+    comparison_kinds,
+    kind_moved,
+    memory_parts,
+    shown_components,
+)
+
+from .compare_fixtures import comparison, comparison_nasty
+
+mpl = pytest.importorskip("matplotlib")
+mpl.use("Agg")
+
+from shardviz.render.compare_mpl import comparison_mpl  # noqa: E402
+
+
+def _bars(ax):
+    return [p for p in ax.patches if p.get_width() > 0]
+
+
+def test_two_axes_with_stacked_memory_heights() -> None:
+    c = comparison()
+    fig = comparison_mpl(c)
+    assert len(fig.axes) == 2
+    ax_mem, _ = fig.axes
+    comps = shown_components(c)
+    n = len(c.results)
+    bars = _bars(ax_mem)
+    assert len(bars) == len(comps) * n
+    for i, comp in enumerate(comps):
+        heights = [b.get_height() for b in bars[i * n : (i + 1) * n]]
+        assert heights == [dict(memory_parts(r.memory))[comp] for r in c.results]
+    # Stacked: each bar's top is the sum of its components.
+    tops = {}
+    for b in bars:
+        x = round(b.get_x() + b.get_width() / 2, 6)
+        tops[x] = max(tops.get(x, 0), b.get_y() + b.get_height())
+    assert sorted(tops.values()) == sorted(
+        sum(b for p, b in memory_parts(r.memory) if p in comps) for r in c.results
+    )
+    assert [t.get_text() for t in ax_mem.get_xticklabels()] == [r.strategy for r in c.results]
+
+
+def test_grouped_transfer_heights() -> None:
+    c = comparison()
+    _, ax = comparison_mpl(c).axes
+    kinds = comparison_kinds(c)
+    n = len(c.results)
+    bars = _bars(ax)
+    assert len(bars) == len(kinds) * n
+    for j, kind in enumerate(kinds):
+        assert [b.get_height() for b in bars[j * n : (j + 1) * n]] == [
+            kind_moved(r, kind) for r in c.results
+        ]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == kinds
+
+
+def test_renders_to_png_without_pyplot() -> None:
+    before = "matplotlib.pyplot" in sys.modules
+    for c in (comparison(), comparison_nasty()):
+        fig = c.matplotlib_figure()
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=60)
+        assert buf.getvalue()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert ("matplotlib.pyplot" in sys.modules) == before
+
+
+def test_dollar_signs_are_not_mathtext() -> None:
+    c = comparison()
+    r = dataclasses.replace(c.results[0], strategy="a$b$c")
+    odd = dataclasses.replace(c, param_dtype="$x$", results=(r,))
+    fig = comparison_mpl(odd)
+    fig.savefig(io.BytesIO(), format="png", dpi=40)
+    assert fig.axes[0].get_xticklabels()[0].get_text() == r"a\$b\$c"

@@ -1,0 +1,87 @@
+"""The comparison's plotly figure: a stacked memory panel and a grouped transfer panel whose
+values are the model's bytes."""
+
+from __future__ import annotations
+
+import pytest
+
+from shardviz.render.compare_text import (
+    comparison_kinds,
+    kind_moved,
+    memory_parts,
+    shown_components,
+)
+
+from .compare_fixtures import NASTY, comparison, comparison_edges, comparison_nasty
+
+go = pytest.importorskip("plotly.graph_objects")
+
+from shardviz.render.compare_plotly import comparison_figure  # noqa: E402
+
+
+def test_traces_one_per_component_then_one_per_kind() -> None:
+    c = comparison()
+    fig = comparison_figure(c)
+    assert isinstance(fig, go.Figure)
+    comps = shown_components(c)
+    kinds = comparison_kinds(c)
+    assert len(fig.data) == len(comps) + len(kinds)
+    assert all(t.type == "bar" for t in fig.data)
+    assert [t.name for t in fig.data] == [x.label for x in comps] + kinds
+    assert fig.layout.barmode == "stack"
+
+
+def test_memory_panel_is_stacked_with_the_models_bytes() -> None:
+    c = comparison()
+    fig = comparison_figure(c)
+    comps = shown_components(c)
+    names = [r.strategy for r in c.results]
+    for comp, trace in zip(comps, fig.data[: len(comps)], strict=True):
+        assert trace.xaxis == "x" and trace.yaxis == "y"
+        assert trace.offsetgroup == "memory"  # one group: the components stack
+        assert list(trace.x) == names
+        assert list(trace.y) == [dict(memory_parts(r.memory))[comp] for r in c.results]
+        assert trace.marker.color == comp.color
+        # Hover gives exact bytes.
+        exact = [row[1] for row in trace.customdata]
+        assert all(s.endswith(" B") or s.endswith(" B)") for s in exact)
+    dp_params = fig.data[0].customdata[0][1]
+    assert dp_params == "3 MiB (3,145,728 B)"
+
+
+def test_transfer_panel_is_grouped_with_the_models_bytes() -> None:
+    c = comparison()
+    fig = comparison_figure(c)
+    kinds = comparison_kinds(c)
+    traces = fig.data[-len(kinds) :]
+    assert len({t.offsetgroup for t in traces}) == len(kinds)  # distinct groups: side by side
+    for kind, trace in zip(kinds, traces, strict=True):
+        assert trace.xaxis == "x2" and trace.yaxis == "y2"
+        assert list(trace.y) == [kind_moved(r, kind) for r in c.results]
+        assert trace.legend == "legend2"
+
+
+def test_byte_ticks_and_peak_labels() -> None:
+    c = comparison()
+    fig = comparison_figure(c)
+    assert fig.layout.yaxis.ticktext[0] == "0"
+    assert all(t.endswith("B") for t in fig.layout.yaxis.ticktext[1:])
+    assert max(fig.layout.yaxis.tickvals) >= max(r.memory.peak for r in c.results)
+    peaks = [a.text for a in fig.layout.annotations if a.name == "peak"]
+    assert peaks == ["12.2 MiB", "4.7 MiB", "3.2 MiB"]
+
+
+def test_figure_methods_and_edge_cases() -> None:
+    c = comparison()
+    assert len(c.figure().data) == len(comparison_figure(c).data)
+    fig = comparison_figure(comparison_edges())
+    assert fig.data[-1].y[0] == 0  # the strategy without collectives
+    empty = type(c)(model="m", num_params=1, param_dtype="f32", results=())
+    assert len(comparison_figure(empty).data) == len(shown_components(empty))
+
+
+def test_hostile_strings_are_escaped_for_plotly() -> None:
+    fig = comparison_figure(comparison_nasty())
+    blob = fig.to_json()
+    assert NASTY not in blob
+    assert "&lt;script&gt;" in blob

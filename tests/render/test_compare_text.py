@@ -1,0 +1,189 @@
+"""The comparison's text view, pinned by golden files tests/golden/compare_<name>.txt, and the
+facts every comparison view shares.
+
+Rewrite the goldens after an intended change with ``SHARDVIZ_UPDATE_GOLDEN=1 pytest
+tests/render`` and read the diff before committing.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from shardviz.model import Comparison
+from shardviz.render.compare_text import (
+    COMPONENTS,
+    byte_ticks,
+    comparison_text,
+    format_count,
+    kind_rows,
+    memory_parts,
+    memory_total,
+    shown_components,
+)
+
+from .compare_fixtures import COMPARISONS, comparison, comparison_edges, comparison_nasty
+
+GOLDEN = Path(__file__).resolve().parent.parent / "golden"
+UPDATE = os.environ.get("SHARDVIZ_UPDATE_GOLDEN") == "1"
+ROOT = Path(__file__).resolve().parent.parent.parent
+
+
+@pytest.mark.parametrize("name", sorted(COMPARISONS))
+def test_golden_comparison_text(name: str) -> None:
+    text = comparison_text(COMPARISONS[name]()) + "\n"
+    path = GOLDEN / f"compare_{name}.txt"
+    if UPDATE:
+        path.write_text(text, encoding="utf-8")
+    assert path.exists(), f"{path} is missing: run with SHARDVIZ_UPDATE_GOLDEN=1 to create it"
+    assert text == path.read_text(encoding="utf-8")
+
+
+def test_no_stale_compare_golden_files() -> None:
+    names = {p.stem.removeprefix("compare_") for p in GOLDEN.glob("compare_*.txt")}
+    assert names <= set(COMPARISONS), (
+        f"goldens without a fixture: {sorted(names - set(COMPARISONS))}"
+    )
+
+
+def test_text_is_deterministic_and_is_str() -> None:
+    for make in COMPARISONS.values():
+        c = make()
+        assert comparison_text(c) == comparison_text(make()) == str(c)
+
+
+def test_json_round_trip_renders_the_same() -> None:
+    for make in COMPARISONS.values():
+        c = make()
+        back = Comparison.from_json(c.to_json())
+        assert back == c
+        assert comparison_text(back) == comparison_text(c)
+
+
+def test_table_rows_and_columns() -> None:
+    c = comparison()
+    lines = comparison_text(c).splitlines()
+    header = next(line for line in lines if line.strip().startswith("strategy  mesh"))
+    for label in ("params", "grads", "optimizer", "batch", "activations/temp", "peak",
+                  "reconciled"):  # fmt: skip
+        assert label in header
+    run_header = next(line for line in lines if "collectives" in line and "loss check" in line)
+    assert "step" in run_header and "by mesh axes" in run_header
+    for r in c.results:
+        rows = [line for line in lines if line.startswith(f"  {r.strategy} ")]
+        assert len(rows) == 2, r.strategy  # one row in each table
+        assert rows[1].rstrip().endswith("OK")
+
+
+def test_edges_show_mismatch_na_and_both_argument_figures() -> None:
+    c = comparison_edges()
+    text = comparison_text(c)
+    bad = c.result("fsdp").memory
+    assert not bad.reconciled
+    assert (
+        f"leaves {bad.arguments_from_leaves:,} B ≠ compiler {bad.arguments_from_compiler:,} B"
+        in text
+    )
+    assert "no: compiler +64 B" in text
+    assert "MISMATCH" in text
+    assert "n.a." in text
+    assert "collectives: none" in text
+    assert "step n/a" in text
+
+
+def test_notes_listed_with_their_strategy() -> None:
+    text = comparison_text(comparison())
+    notes = text.split("\nNotes\n", 1)[1]
+    assert "  every strategy trains the same parameters" in notes
+    assert (
+        "  fsdp: the compiler chose all-reduce + dynamic-slice instead of reduce-scatter" in notes
+    )
+
+
+def test_memory_parts_add_up_to_the_total() -> None:
+    for make in COMPARISONS.values():
+        for r in make().results:
+            parts = memory_parts(r.memory)
+            assert [p.key for p, _ in parts] == [c.key for c in COMPONENTS]
+            assert sum(b for _, b in parts) == memory_total(r.memory)
+            assert memory_total(r.memory) >= r.memory.peak
+            d = {p.key: b for p, b in parts}
+            assert d["params"] == r.memory.params and d["activations"] == r.memory.activations
+    # The fixture's donated train step: outputs minus aliased outputs is the 4-byte loss.
+    assert {dict((p.key, b) for p, b in memory_parts(r.memory))["other"]
+            for r in comparison().results} == {4}  # fmt: skip
+    assert [x.key for x in shown_components(comparison())][-1] == "other"
+
+
+def test_kind_rows_sum_the_ledger() -> None:
+    for r in comparison().results:
+        rows = kind_rows(r)
+        assert sum(k.count for k in rows) == len(r.report.collectives)
+        assert sum(k.moved_bytes for k in rows) == sum(c.moved_bytes for c in r.report.collectives)
+        for k in rows:
+            assert sum(n for _, n, _ in k.by_axes) == k.count
+
+
+@pytest.mark.parametrize("top", [1, 3, 7, 100, 1000, 1023, 1024, 1500, 5 << 20, 7 << 20,
+                                 12_771_336, 3 << 30, 123_456_789_012, 2**50])  # fmt: skip
+def test_byte_ticks_cover_the_range_with_few_round_ticks(top: int) -> None:
+    ticks = byte_ticks(top)
+    assert ticks[0] == 0 and ticks[-1] >= top
+    assert 2 <= len(ticks) <= 6
+    step = ticks[1]
+    assert all(b - a == step for a, b in zip(ticks, ticks[1:], strict=False))
+    assert ticks[-2] < top  # no empty tick past the top
+
+
+def test_format_count() -> None:
+    assert format_count(786_432) == "786K"
+    assert format_count(7_500_000_000) == "7.5B"
+    assert format_count(10**12) == "1T"
+    assert format_count(1_000_000) == "1M"
+    assert format_count(512) == "512"
+
+
+def test_nasty_strings_pass_through_text_unchanged() -> None:
+    text = comparison_text(comparison_nasty())
+    assert "<script>alert(1)</script>" in text  # text is not HTML: nothing to escape
+
+
+def test_comparison_views_work_with_jax_blocked() -> None:
+    script = textwrap.dedent(
+        """
+        import importlib.abc, sys
+
+        class BlockJax(importlib.abc.MetaPathFinder):
+            def find_spec(self, name, path=None, target=None):
+                if name == "jax" or name.startswith(("jax.", "jaxlib")):
+                    raise ImportError(f"jax is blocked here ({name})")
+                return None
+
+        sys.meta_path.insert(0, BlockJax())
+        from shardviz.render.compare_html import comparison_html
+        from shardviz.render.compare_text import comparison_text
+        from shardviz.render.projection import projection_html, projection_text
+        from types import SimpleNamespace
+        from tests.render.compare_fixtures import comparison
+
+        c = comparison()
+        rows = [SimpleNamespace(num_params=7_500_000_000, devices=64, data_parallel=64,
+                                tensor_parallel=1, zero_stage=s, params=1, grads=1, optimizer=1,
+                                total=3, hbm_bytes=80 << 30, fits=True) for s in range(4)]
+        for out in (comparison_text(c), comparison_html(c), str(c), c._repr_html_(),
+                    projection_text(rows), projection_html(rows)):
+            assert out
+        assert not any(m == "jax" or m.startswith("jax.") for m in sys.modules), "jax imported"
+        print("ok")
+        """
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ok"
