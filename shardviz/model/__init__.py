@@ -47,3 +47,4 @@ from shardviz.model.program import Report as Report
 from shardviz.model.program import ShardingOf as ShardingOf
 from shardviz.model.program import Source as Source
 from shardviz.model.program import Timing as Timing
+from shardviz.model.projection import ProjectionRow as ProjectionRow

@@ -1,8 +1,7 @@
 """Views of the ZeRO projection: model state per device for model sizes x device counts x stages.
 
-The rows come from :func:`shardviz.strategies.accounting.projection_table` (any sequence of
-objects with its :class:`~shardviz.strategies.accounting.ProjectionRow` fields will do; this
-module does not import it, so renderers stay free of the strategies package). Every view can
+The rows are :class:`~shardviz.model.ProjectionRow` objects, as
+:func:`shardviz.strategies.accounting.projection_table` makes them. Every view can
 draw an HBM capacity the user picks: ``hbm_bytes`` given here wins over the rows' own
 capacity, and whether a row fits is ``total <= hbm_bytes``.
 
@@ -16,8 +15,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any
 
+from shardviz.model.projection import ProjectionRow
 from shardviz.render.compare_mpl import mpl_text, require_matplotlib
 from shardviz.render.compare_plotly import require_plotly
 from shardviz.render.compare_text import format_count
@@ -25,21 +25,7 @@ from shardviz.render.geometry import format_bytes
 from shardviz.render.html import CSS, SANS, esc
 from shardviz.render.report_text import _table
 
-
-class Row(Protocol):
-    """What the views read of a ``ProjectionRow``."""
-
-    num_params: int
-    devices: int
-    data_parallel: int
-    tensor_parallel: int
-    zero_stage: int
-    params: int
-    grads: int
-    optimizer: int
-    total: int
-    hbm_bytes: int | None
-    fits: bool | None
+Row = ProjectionRow
 
 
 #: Line colour per ZeRO stage, the same in plotly and matplotlib.

@@ -20,11 +20,12 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
 from shardviz.errors import ShardvizError, problem
+from shardviz.model.projection import ProjectionRow
 
 __all__ = [
     "ProjectionRow",
@@ -45,29 +46,6 @@ class StateBytes:
     grads: int
     optimizer: int
     total: int
-
-
-@dataclass(frozen=True)
-class ProjectionRow:
-    """One cell of a projection: a model size on a device count at one ZeRO stage.
-
-    ``fits`` is ``total <= hbm_bytes``, or ``None`` when no capacity was given.
-    """
-
-    num_params: int
-    devices: int
-    data_parallel: int
-    tensor_parallel: int
-    zero_stage: int
-    params: int
-    grads: int
-    optimizer: int
-    total: int
-    hbm_bytes: int | None
-    fits: bool | None
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def _count(where: str, name: str, value: Any, minimum: int) -> int:
