@@ -1,4 +1,5 @@
-"""The main job behind ``make demo``: an MLP placed several ways, its training step explained.
+"""The main job behind ``make demo``: an MLP placed several ways, its training step explained,
+then strategies compared side by side.
 
 Runs on whatever devices jax has; ``python -m shardviz demo`` first sets up fake CPU devices.
 """
@@ -20,6 +21,7 @@ from shardviz.model import TreeLayout
 from shardviz.render.html import page
 from shardviz.render.text import human_bytes
 from shardviz.strategies import mlp
+from shardviz.strategies.runner import compare
 
 #: Parameter specs per placement, for the MLP ``relu(x @ w1 + b1) @ w2 + b2``.
 PLACEMENTS: dict[str, tuple[str, dict[str, tuple]]] = {
@@ -95,6 +97,25 @@ def _explain_section(title: str, tree: dict) -> tuple[list[str], list[str]]:
     ]
 
 
+#: The strategies the demo ends with, run for real on the zoo's MLP with Adam.
+COMPARED = ("dp", "zero1", "zero3", "tp", "2d")
+
+
+def _comparison_section(n: int) -> tuple[list[str], list[str]]:
+    # Sizes divisible on any device count the demo accepts (see DemoSizes.fit).
+    rows = 2 if n % 2 == 0 and n > 1 else 1
+    sizes = DemoSizes(batch=64, d_model=128, d_hidden=512).fit(rows, n // rows)
+    sizes = sizes.fit(n, n)  # one-axis strategies split over all n devices
+    comparison = compare(
+        "mlp", COMPARED, steps=3, d_model=sizes.d_model, d_hidden=sizes.d_hidden,
+        batch=sizes.batch,
+    )  # fmt: skip
+    return [f"== {len(COMPARED)} strategies compared, for real ==", str(comparison), ""], [
+        f"<h2>{len(COMPARED)} strategies compared: one Adam training step each</h2>",
+        comparison._repr_html_(),
+    ]
+
+
 def run_demo(
     out: str | Path = "shardviz-demo.html", sizes: DemoSizes | None = None
 ) -> tuple[Path, str]:
@@ -159,6 +180,9 @@ def run_demo(
         text, parts = _explain_section(title, placed)
         lines += text
         sections += parts
+    text, parts = _comparison_section(n)
+    lines += text
+    sections += parts
     path = Path(out)
     path.write_text(page("shardviz demo", sections), encoding="utf-8")
     lines += ["", f"Report written to {path.resolve()}"]

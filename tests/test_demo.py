@@ -24,7 +24,7 @@ def test_demo_report(tmp_path, devices):
     html, summary = _run_demo(tmp_path, devices)
     assert html.startswith("<!doctype html>") or html.lower().startswith("<!doctype html>")
     for title in ("data parallel", "FSDP (ZeRO-3) over data", "Megatron tensor parallel",
-                  "2-D: FSDP x tensor parallel", "An N-D array"):  # fmt: skip
+                  "2-D: FSDP x tensor parallel", "An N-D array", "strategies compared"):  # fmt: skip
         assert title in html and title.split(" (")[0] in summary
     # Self-contained: nothing is fetched from anywhere.
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", html)
