@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
 
@@ -257,13 +256,9 @@ def run_strategy(
     params, opt_state, batch = jax.device_put(state, (p_sh, o_sh, b_sh))
     report, outputs, _ = explain_run(step, params, opt_state, batch, steps=steps, check=False)
     if outputs is not None:
-        if isinstance(reference, Future):  # compare() computes it beside the first compile
-            reference = reference.result()
         report = replace(report, check=compare_outputs(outputs, reference))
     summary = _summarise(report)
     loss = float(outputs[2]) if outputs is not None else None
-    if isinstance(reference, Future):
-        reference = reference.result()
     ref_loss = float(reference[2])
     matches = None
     if loss is not None and ref_loss is not None:
@@ -307,15 +302,12 @@ def compare(
         )
     rule_sets = [get_rule_set(s) for s in strategies]  # unknown names fail before any work
     state = initial_state(m, optimizer, seed)
-    # The reference step does not depend on the strategies: compile and run it on another
-    # thread while the first strategy compiles (XLA releases the GIL while it compiles).
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="shardviz-reference") as pool:
-        reference = pool.submit(reference_outputs, m, optimizer, state)
-        results = tuple(
-            run_strategy(m, rs, mesh, steps=steps, seed=seed, optimizer=optimizer,
-                         reference=reference, state=state)
-            for rs in rule_sets
-        )  # fmt: skip
+    reference = reference_outputs(m, optimizer, state)
+    results = tuple(
+        run_strategy(m, rs, mesh, steps=steps, seed=seed, optimizer=optimizer,
+                     reference=reference, state=state)
+        for rs in rule_sets
+    )  # fmt: skip
     leaves = jax.tree.leaves(jax.eval_shape(m.init_params, jax.random.key(seed)))
     dtypes = sorted({str(jnp.dtype(x.dtype)) for x in leaves})
     return Comparison(
