@@ -167,13 +167,26 @@ def _analyse(fn: Any, args: tuple, jit_kwargs: dict) -> tuple[Compiled, Report]:
 
 
 _CAPTURE_DIR = os.path.dirname(os.path.abspath(__file__))
+#: Frames of the machinery that runs the user's code (a Jupyter kernel, the interpreter's
+#: module runner, test runners): never where a collective comes from.
+_RUNNER_PARTS = (
+    "/ipykernel/", "/IPython/", "/runpy.py", "/asyncio/", "/tornado/", "/traitlets/",
+    "/jupyter_client/", "/zmq/", "/threading.py", "/concurrent/", "/_pytest/", "/pluggy/",
+    "/nbclient/", "<frozen ",
+)  # fmt: skip
+
+
+def _is_runner_frame(file: str) -> bool:
+    path = os.path.abspath(file) if not file.startswith("<") else file
+    return path.startswith(_CAPTURE_DIR) or any(part in path for part in _RUNNER_PARTS)
 
 
 def _trim(source: Source | None) -> Source | None:
-    """Drop shardviz's own capture frames (explain > _analyse > ...) from a call chain."""
+    """Drop shardviz's own capture frames (explain > _analyse > ...) and the frames of the
+    kernel or runner around the user's code from a call chain."""
     if source is None:
         return None
-    kept = tuple(f for f in source.frames if not os.path.abspath(f.file).startswith(_CAPTURE_DIR))
+    kept = tuple(f for f in source.frames if not _is_runner_frame(f.file))
     return Source(kept) if kept != source.frames else source
 
 

@@ -38,6 +38,24 @@ def require_matplotlib() -> Any:
         ) from err
 
 
+def displayable(fig: Any) -> Any:
+    """Let a notebook show a pyplot-free Figure as a picture without ``%matplotlib inline``.
+
+    A ``matplotlib.figure.Figure`` made without pyplot has no display hook of its own: IPython
+    would print ``<Figure size ...>``. The figure gets a ``_repr_png_`` that renders it.
+    """
+
+    def _repr_png_() -> bytes:
+        import io
+
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=110)
+        return buf.getvalue()
+
+    fig._repr_png_ = _repr_png_
+    return fig
+
+
 def mpl_text(value: object) -> str:
     """A model string shown literally by matplotlib (``$`` would start mathtext)."""
     return str(value).replace("$", r"\$")
@@ -132,4 +150,4 @@ def comparison_mpl(c: Comparison, *, figsize: Sequence[float] = (12.0, 4.6)) -> 
         ha="left",
         fontsize=12,
     )
-    return fig
+    return displayable(fig)

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from shardviz.model.projection import ProjectionRow
-from shardviz.render.compare_mpl import mpl_text, require_matplotlib
+from shardviz.render.compare_mpl import displayable, mpl_text, require_matplotlib
 from shardviz.render.compare_plotly import require_plotly
 from shardviz.render.compare_text import format_count
 from shardviz.render.geometry import format_bytes
@@ -510,4 +510,4 @@ def projection_mpl(
         fig.legend(list(by_label.values()), list(by_label), loc="outside right upper",
                    fontsize=8, frameon=False, title="stage", title_fontsize=8)  # fmt: skip
     fig.suptitle(mpl_text(_title(rows, hbm)), x=0.01, ha="left", fontsize=11)
-    return fig
+    return displayable(fig)

@@ -63,7 +63,8 @@ class RuleSet:
     activations: tuple[Rule, ...] = ()
     axes: tuple[str, ...] = ("data",)
     description: str = ""
-    expects: tuple[tuple[str, str], ...] = ()  # (kind, axis) the textbook form implies
+    #: (kind, axis, what it carries) for each collective the textbook form implies.
+    expects: tuple[tuple[str, str, str], ...] = ()
     strict: bool = True
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
@@ -156,45 +157,50 @@ BUILTIN: dict[str, RuleSet] = {
         "dp", "data parallel", params=_REPLICATED, grads=_REPLICATED, optimizer=_REPLICATED,
         description="every device holds the whole model and optimizer state; the batch is "
         "split over 'data'; gradients are all-reduced over 'data'",
-        expects=(("all-reduce", "data"),), strict=False,
+        expects=(("all-reduce", "data", "gradients"),), strict=False,
     ),
     "zero1": RuleSet(
         "zero1", "ZeRO-1", params=_REPLICATED, grads=_REPLICATED, optimizer=_DATA_FSDP,
         description="optimizer state split over 'data'; each device updates its share, then "
         "the updated parameters are gathered",
-        expects=(("all-reduce", "data"), ("all-gather", "data")), strict=False,
+        expects=(("all-reduce", "data", "gradients"), ("all-gather", "data", "parameters")),
+        strict=False,
     ),
     "zero2": RuleSet(
         "zero2", "ZeRO-2", params=_REPLICATED, grads=_DATA_FSDP, optimizer=_DATA_FSDP,
         description="optimizer state and gradients split over 'data': gradients are "
         "reduce-scattered instead of all-reduced",
-        expects=(("reduce-scatter", "data"), ("all-gather", "data")), strict=False,
+        expects=(("reduce-scatter", "data", "gradients"), ("all-gather", "data", "parameters")),
+        strict=False,
     ),
     "zero3": RuleSet(
         "zero3", "ZeRO-3 / FSDP", params=_DATA_FSDP,
         description="parameters, gradients and optimizer state all split over 'data'; "
         "parameters are gathered when used, gradients reduce-scattered",
-        expects=(("all-gather", "data"), ("reduce-scatter", "data")), strict=False,
+        expects=(("all-gather", "data", "parameters"), ("reduce-scatter", "data", "gradients")),
+        strict=False,
     ),
     "tp": RuleSet(
         "tp", "Megatron tensor parallel", params=_MEGATRON, axes=("data", "model"),
         description="MLPs split at the hidden dim and attention by heads over 'model' (one "
         "all-reduce per block); the batch split over 'data'",
-        expects=(("all-reduce", "model"),), strict=False,
+        expects=(("all-reduce", "model", "activations"),), strict=False,
     ),
     "2d": RuleSet(
         "2d", "2-D: FSDP x tensor parallel", params=_with_data(_MEGATRON),
         axes=("data", "model"),
         description="Megatron's split over 'model' and FSDP's over 'data' on the other dim",
-        expects=(("all-reduce", "model"), ("all-gather", "data")), strict=False,
+        expects=(("all-reduce", "model", "activations"), ("all-gather", "data", "parameters")),
+        strict=False,
     ),
     "sp": RuleSet(
         "sp", "sequence parallel", params=_MEGATRON, axes=("data", "model"),
         activations=tuple((name, ("data", "model", None)) for name in _RESIDUAL),
         description="tensor parallel, with the residual stream (layer norms, residual adds) "
-        "split along the sequence over 'model': all-reduces become all-gather + "
-        "reduce-scatter pairs",
-        expects=(("all-gather", "model"), ("reduce-scatter", "model")), strict=False,
+        "split along the sequence over 'model'; in the textbook form each all-reduce becomes "
+        "an all-gather + reduce-scatter pair (the notes say what this compiler chose)",
+        expects=(("all-gather", "model", "activations"),
+                 ("reduce-scatter", "model", "activations")), strict=False,
     ),
     "ep": RuleSet(
         "ep", "expert parallel",
@@ -206,7 +212,7 @@ BUILTIN: dict[str, RuleSet] = {
         axes=("data", "expert"),
         description="experts split over 'expert'; tokens go to their experts' devices and "
         "back with all-to-all",
-        expects=(("all-to-all", "expert"),), strict=False,
+        expects=(("all-to-all", "expert", "tokens"),), strict=False,
     ),
 }  # fmt: skip
 BUILTIN["fsdp"] = BUILTIN["zero3"]

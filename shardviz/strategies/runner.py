@@ -109,6 +109,10 @@ def _grad_bytes(params_shape: Any, grad_specs: Any, mesh: jax.sharding.Mesh) -> 
     return total
 
 
+def _full_bytes(tree: Any) -> int:
+    return sum(int(np.prod(x.shape)) * jnp.dtype(x.dtype).itemsize for x in jax.tree.leaves(tree))
+
+
 def _memory(report: Report, grads: int) -> MemoryBreakdown:
     m = report.memory
     by_role: dict[str, int] = defaultdict(int)
@@ -123,15 +127,32 @@ def _memory(report: Report, grads: int) -> MemoryBreakdown:
     )  # fmt: skip
 
 
-def _form_notes(rule_set: RuleSet, summary: tuple[CollectiveSummary, ...]) -> tuple[str, ...]:
-    """Where the compiler picked another form than the textbook one, say so."""
+def _form_notes(
+    rule_set: RuleSet, summary: tuple[CollectiveSummary, ...], grad_bytes_full: int
+) -> tuple[str, ...]:
+    """Where the compiler moved data in another form than the textbook one, say so.
+
+    ``grad_bytes_full`` is the whole gradient's size: an all-reduce over the axis carrying at
+    least half of it is taken to be the gradient reduction.
+    """
     notes = []
-    have = {(s.kind, a) for s in summary for a in s.axes}
-    for kind, axis in rule_set.expects:
-        if (kind, axis) in have:
+    for kind, axis, carries in rule_set.expects:
+        over_axis = [s for s in summary if axis in s.axes]
+        present = [s for s in over_axis if s.kind == kind]
+        total = sum(s.moved_bytes for s in over_axis)
+        if present:
+            moved = sum(s.moved_bytes for s in present)
+            if total and moved < 0.1 * total:
+                others = " + ".join(sorted({s.kind for s in over_axis if s.kind != kind}))
+                notes.append(
+                    f"the {kind} over {axis!r} is there but carries little ({moved:,} of "
+                    f"{total:,} bytes moved over {axis!r}); the {carries} move by {others} "
+                    "instead"
+                )
             continue
-        alt = sorted(k for k, a in have if a == axis)
-        if kind == "reduce-scatter" and "all-reduce" in alt:
+        alt = sorted({s.kind for s in over_axis})
+        reduced = sum(s.in_bytes for s in over_axis if s.kind == "all-reduce")
+        if kind == "reduce-scatter" and carries == "gradients" and reduced >= grad_bytes_full / 2:
             notes.append(
                 f"the textbook form reduce-scatters the gradients over {axis!r}; this compiler "
                 f"all-reduces them over {axis!r} and each device then keeps its 1/N slice: "
@@ -140,12 +161,13 @@ def _form_notes(rule_set: RuleSet, summary: tuple[CollectiveSummary, ...]) -> tu
             )
         elif alt:
             notes.append(
-                f"the textbook form has a {kind} over {axis!r}; the compiler chose "
-                f"{' + '.join(alt)} over {axis!r} instead (same data moved in another form)"
+                f"the textbook form moves the {carries} with a {kind} over {axis!r}; this "
+                f"compiler used {' + '.join(alt)} over {axis!r} instead"
             )
         else:
             notes.append(
-                f"the textbook form has a {kind} over {axis!r}; the compiler inserted none"
+                f"the textbook form moves the {carries} with a {kind} over {axis!r}; this "
+                f"compiler inserted no collective over {axis!r}"
             )
     return tuple(notes)
 
@@ -269,7 +291,7 @@ def run_strategy(
         memory=_memory(report, _grad_bytes(params_shape, g_specs, jm)),
         collectives=summary, loss=loss, reference_loss=ref_loss, loss_matches=matches,
         step_seconds=report.timing.step_seconds if report.timing else None,
-        notes=_form_notes(rule_set, summary),
+        notes=_form_notes(rule_set, summary, _full_bytes(params_shape)),
     )  # fmt: skip
 
 

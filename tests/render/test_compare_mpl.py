@@ -82,3 +82,9 @@ def test_dollar_signs_are_not_mathtext() -> None:
     fig = comparison_mpl(odd)
     fig.savefig(io.BytesIO(), format="png", dpi=40)
     assert fig.axes[0].get_xticklabels()[0].get_text() == r"a\$b\$c"
+
+
+def test_figure_shows_itself_in_a_notebook() -> None:
+    """Without %matplotlib inline, IPython looks for _repr_png_: the figure must have one."""
+    png = comparison().matplotlib_figure()._repr_png_()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"

@@ -52,7 +52,7 @@ def test_ledgers_show_what_each_strategy_implies(mlp_cmp):
     assert z3.memory.grads == PARAM_BYTES // 8  # each device keeps 1/N of the gradients
     assert mlp_cmp.result("dp").memory.grads == PARAM_BYTES
     if "reduce-scatter" not in kinds("zero3", "data"):  # the compiler's form is explained
-        assert any("reduce-scatter" in n and "all-reduces" in n for n in z3.notes)
+        assert any("reduce-scatter" in n and "all-reduce" in n for n in z3.notes)
     assert kinds("tp", "model") == {"all-reduce"}
     tp_model = [c for c in mlp_cmp.result("tp").collectives if c.axes == ("model",)]
     assert tp_model[0].count == 1  # one all-reduce per block (forward; the MLP has one block)
