@@ -14,10 +14,12 @@ class MemoryBreakdown:
     """Bytes on the device holding the most, by component.
 
     ``params``, ``optimizer`` and ``batch`` are the argument leaves by role (their sum is
-    ``arguments_from_leaves``, reconciled against the compiler's ``arguments_from_compiler``);
-    ``grads`` is the gradient tree under the strategy's gradient specs (it lives in the
-    compiler's temp); ``activations`` is the rest of the compiler's temp (activations and
-    other scratch), never below zero. ``peak`` is the report's peak figure.
+    ``arguments_from_leaves``, reconciled against the compiler's ``arguments_from_compiler``).
+    ``grads`` is the gradient tree under the strategy's gradient specs, as ZeRO's accounting
+    counts it; the compiler keeps gradients in its temp, or fuses them into the update and
+    never holds them whole, so ``activations`` (the rest of temp: activations and scratch) is
+    ``temp - grads`` and never below zero. ``peak`` is the report's peak figure; views show
+    what the components leave of it (mostly outputs not written in place) as "other".
     """
 
     params: int
