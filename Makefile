@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 DEVICES ?= 8
 
-.PHONY: demo test lint format venv clean
+.PHONY: demo test lint format venv clean browser-deps
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -19,8 +19,14 @@ venv: $(STAMP)
 demo: $(STAMP)
 	$(PY) -m shardviz demo --devices $(DEVICES) --out shardviz-demo.html
 
-## test: install, lint, then the whole suite (notebooks included)
-test: $(STAMP)
+## browser-deps: Debian's Chromium for tests/browser, installed with apt only when missing
+## (see tools/install-chromium.sh; SHARDVIZ_SKIP_BROWSER=1 skips it and the browser tests).
+browser-deps:
+	@bash tools/install-chromium.sh
+
+## test: install (Python packages and Chromium), lint, then the whole suite (notebooks and
+## browser tests included)
+test: $(STAMP) browser-deps
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 	$(PY) -m pytest
