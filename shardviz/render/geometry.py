@@ -526,7 +526,7 @@ def format_shape(shape: Sequence[int]) -> str:
     return str(tuple(shape))
 
 
-def _runs(ids: Sequence[int]) -> list[str]:
+def device_runs(ids: Sequence[int]) -> list[str]:
     """``[0, 1, 2, 3, 8]`` -> ``['d0-d3', 'd8']``: runs of three or more consecutive ids merged."""
     pieces: list[str] = []
     i = 0
@@ -552,7 +552,7 @@ def devices_label(ids: Sequence[int], max_pieces: int = 3, max_chars: int = 14) 
     if not ids:
         return "—"
     for order in (list(ids), sorted(ids)):
-        pieces = _runs(order)
+        pieces = device_runs(order)
         text = ",".join(pieces)
         if len(pieces) <= max_pieces and len(text) <= max_chars:
             return text

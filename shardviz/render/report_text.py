@@ -20,7 +20,7 @@ from shardviz.model.program import (
     ShardingOf,
     Source,
 )
-from shardviz.render.geometry import format_bytes, mesh_summary
+from shardviz.render.geometry import device_runs, format_bytes, mesh_summary
 
 #: Above this many intermediates, rows that are not reshard points are folded into gaps.
 MAX_INTERMEDIATES = 200
@@ -113,17 +113,7 @@ def axes_repr(axes: Sequence[str]) -> str:
 
 def ids_str(ids: Sequence[int], cap: int = MAX_IDS) -> str:
     """``{d0,d4}``, ``{d0-d7}`` (runs of three or more merged), or ``{d0,d8,d16,… +29}``."""
-    pieces: list[str] = []
-    i = 0
-    while i < len(ids):
-        j = i
-        while j + 1 < len(ids) and ids[j + 1] == ids[j] + 1:
-            j += 1
-        if j - i >= 2:
-            pieces.append(f"d{ids[i]}-d{ids[j]}")
-        else:
-            pieces.extend(f"d{x}" for x in ids[i : j + 1])
-        i = j + 1
+    pieces = device_runs(ids)
     if len(pieces) > cap:
         shown = pieces[: cap - 1]
         rest = len(ids) - sum(_piece_len(p) for p in shown)
