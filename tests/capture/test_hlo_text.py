@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -18,6 +17,7 @@ from shardviz.capture.hlo_text import (
     parse_hlo_module,
     parse_shape,
 )
+from tests.without_jax import run_without_jax
 
 from . import hlo_text, marker_line
 
@@ -263,17 +263,8 @@ def test_hlo_modules_import_only_stdlib_numpy_model_and_errors() -> None:
 
 
 def test_parser_works_with_jax_blocked() -> None:
-    script = textwrap.dedent(
+    out = run_without_jax(
         """
-        import importlib.abc, sys
-
-        class BlockJax(importlib.abc.MetaPathFinder):
-            def find_spec(self, name, path=None, target=None):
-                if name == "jax" or name.startswith(("jax.", "jaxlib")):
-                    raise ImportError(f"jax is blocked here ({name})")
-                return None
-
-        sys.meta_path.insert(0, BlockJax())
         from pathlib import Path
         from shardviz.capture.hlo import collectives_of_hlo, intermediates_of_hlo, link_reshards
         from shardviz.model import Device, MeshLayout
@@ -287,9 +278,4 @@ def test_parser_works_with_jax_blocked() -> None:
         print("ok")
         """
     )
-    root = Path(hlo_api.__file__).parent.parent.parent
-    result = subprocess.run(
-        [sys.executable, "-c", script], cwd=root, capture_output=True, text=True, timeout=120
-    )
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "ok"
+    assert out.strip() == "ok"

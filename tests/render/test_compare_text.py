@@ -8,9 +8,6 @@ tests/render`` and read the diff before committing.
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -26,6 +23,7 @@ from shardviz.render.compare_text import (
     memory_total,
     shown_components,
 )
+from tests.without_jax import run_without_jax
 
 from .compare_fixtures import COMPARISONS, comparison, comparison_edges, comparison_nasty
 
@@ -154,17 +152,8 @@ def test_nasty_strings_pass_through_text_unchanged() -> None:
 
 
 def test_comparison_views_work_with_jax_blocked() -> None:
-    script = textwrap.dedent(
+    out = run_without_jax(
         """
-        import importlib.abc, sys
-
-        class BlockJax(importlib.abc.MetaPathFinder):
-            def find_spec(self, name, path=None, target=None):
-                if name == "jax" or name.startswith(("jax.", "jaxlib")):
-                    raise ImportError(f"jax is blocked here ({name})")
-                return None
-
-        sys.meta_path.insert(0, BlockJax())
         from shardviz.render.compare_html import comparison_html
         from shardviz.render.compare_text import comparison_text
         from shardviz.render.projection import projection_html, projection_text
@@ -182,8 +171,4 @@ def test_comparison_views_work_with_jax_blocked() -> None:
         print("ok")
         """
     )
-    result = subprocess.run(
-        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120
-    )
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "ok"
+    assert out.strip() == "ok"

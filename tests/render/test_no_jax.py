@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import ast
-import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import shardviz.render
+from tests.without_jax import run_without_jax
 
 RENDER_DIR = Path(shardviz.render.__file__).parent
 # plotly and matplotlib are dependencies of the chart renderers (imported inside the functions
@@ -38,17 +37,8 @@ def test_render_modules_import_only_stdlib_numpy_and_model() -> None:
 
 
 def test_renderers_work_with_jax_blocked() -> None:
-    script = textwrap.dedent(
+    out = run_without_jax(
         """
-        import importlib.abc, sys
-
-        class BlockJax(importlib.abc.MetaPathFinder):
-            def find_spec(self, name, path=None, target=None):
-                if name == "jax" or name.startswith(("jax.", "jaxlib")):
-                    raise ImportError(f"jax is blocked here ({name})")
-                return None
-
-        sys.meta_path.insert(0, BlockJax())
         from shardviz.render import array_html, array_text, mesh_html, mesh_text
         from shardviz.render import tree_html, tree_text
         from tests.render.fixtures import make_layout, mesh_2x4, tree_example
@@ -62,9 +52,4 @@ def test_renderers_work_with_jax_blocked() -> None:
         print("ok")
         """
     )
-    root = RENDER_DIR.parent.parent
-    result = subprocess.run(
-        [sys.executable, "-c", script], cwd=root, capture_output=True, text=True, timeout=120
-    )
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "ok"
+    assert out.strip() == "ok"
