@@ -459,14 +459,20 @@ def intermediates_of_hlo(
     module = hlo if isinstance(hlo, HloModule) else parse_hlo_module(hlo)
     specs: dict[str, Spec | None] = {}
     out: list[ShardingOf] = []
+    # A program repeats a handful of shardings over thousands of values: map each
+    # (sharding, rank) to a spec once.
+    seen: dict[tuple[str, int], Spec | None] = {}
     for ins in _program_order(module):
         if not isinstance(ins.shape, ArrayShape):
             continue
         text = ins.attrs.get("sharding", UNANNOTATED)
-        try:
-            spec = hlo_sharding_to_spec(text, ins.shape.dims, mesh, device_ids)
-        except HloParseError:
-            spec = None
+        key = (text, len(ins.shape.dims))
+        if key not in seen:
+            try:
+                seen[key] = hlo_sharding_to_spec(text, ins.shape.dims, mesh, device_ids)
+            except HloParseError:
+                seen[key] = None
+        spec = seen[key]
         specs[ins.name] = spec
         if ins.opcode in TRIVIAL_OPCODES:
             continue
