@@ -275,7 +275,10 @@ def run_strategy(
         reference = reference_outputs(model, opt, state)
     step = jax.jit(train_step, in_shardings=(p_sh, o_sh, b_sh),
                    out_shardings=(p_sh, o_sh, NamedSharding(jm, PartitionSpec())))  # fmt: skip
-    params, opt_state, batch = jax.device_put(state, (p_sh, o_sh, b_sh))
+    # From host copies: device_put between device shardings compiles a reshard program per
+    # leaf sharding (0.7 s for the transformer on 8 devices), from numpy it only slices (4 ms).
+    host = jax.tree.map(np.asarray, state)
+    params, opt_state, batch = jax.device_put(host, (p_sh, o_sh, b_sh))
     report, outputs, _ = explain_run(step, params, opt_state, batch, steps=steps, check=False)
     if outputs is not None:
         report = replace(report, check=compare_outputs(outputs, reference))
