@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from shardviz.strategies.rules import RuleSet as RuleSet
     from shardviz.strategies.runner import compare as compare
     from shardviz.strategies.zoo import Model as Model
+    from shardviz.widgets.mesh_view import MeshView as MeshView
 
 __version__ = "0.1.0"
 
@@ -55,6 +56,7 @@ _LAZY = {
     "compare": "shardviz.strategies.runner",
     "RuleSet": "shardviz.strategies.rules",
     "Model": "shardviz.strategies.zoo",
+    "MeshView": "shardviz.widgets.mesh_view",
     "clear_cache": "shardviz.capture.explain",
     "Mesh": "shardviz.capture.mesh",
     "mark_sharding": "shardviz.capture.mesh",
@@ -72,6 +74,7 @@ __all__ = [
     "CompileError",
     "Cost",
     "MemoryReport",
+    "MeshView",
     "Report",
     "ShardingOf",
     "Timing",
