@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 import os
 import statistics
@@ -176,11 +177,13 @@ _RUNNER_PARTS = (
 )  # fmt: skip
 
 
+@functools.lru_cache(maxsize=4096)
 def _is_runner_frame(file: str) -> bool:
     path = os.path.abspath(file) if not file.startswith("<") else file
     return path.startswith(_CAPTURE_DIR) or any(part in path for part in _RUNNER_PARTS)
 
 
+@functools.lru_cache(maxsize=4096)
 def _trim(source: Source | None) -> Source | None:
     """Drop shardviz's own capture frames (explain > _analyse > ...) and the frames of the
     kernel or runner around the user's code from a call chain."""
@@ -191,7 +194,11 @@ def _trim(source: Source | None) -> Source | None:
 
 
 def _trim_sources(items: tuple) -> tuple:
-    return tuple(replace(x, source=_trim(x.source)) for x in items)
+    out = []
+    for x in items:
+        trimmed = _trim(x.source)
+        out.append(x if trimmed is x.source else replace(x, source=trimmed))
+    return tuple(out)
 
 
 def _participants(report: Report) -> int:
