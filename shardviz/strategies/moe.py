@@ -23,17 +23,18 @@ auxiliary load-balancing loss, weighted by ``aux_weight``.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 
-from shardviz.strategies.transformer import split_normal
-
-Params = dict[str, Any]
-Batch = dict[str, jax.Array]
-Constrain = Callable[[str, jax.Array], jax.Array]
+from shardviz.strategies.transformer import (
+    Batch,
+    Constrain,
+    Params,
+    no_constraint,
+    split_normal,
+)
 
 #: Activation names passed to the ``constrain`` hook, with their shapes (G groups, S tokens
 #: per group, E experts, C capacity, D d_model, F d_ff).
@@ -46,12 +47,6 @@ ACTIVATIONS: dict[str, str] = {
     "combined": "[G, S, D] expert outputs back in token order, gate-weighted",
     "residual": "[G, S, D] embed + combined",
 }
-
-
-def no_constraint(name: str, x: jax.Array) -> jax.Array:
-    """The default ``constrain`` hook: returns ``x`` unchanged."""
-    del name
-    return x
 
 
 class Routing(NamedTuple):

@@ -31,6 +31,7 @@ import optax
 from shardviz.errors import ShardvizError, problem
 from shardviz.strategies import mlp, moe, transformer
 from shardviz.strategies.accounting import count_params
+from shardviz.strategies.transformer import Constrain
 
 __all__ = [
     "MODEL_NAMES",
@@ -43,7 +44,6 @@ __all__ = [
 
 Params = Any
 Batch = Any
-Constrain = Callable[[str, jax.Array], jax.Array]
 TrainStep = Callable[[Params, Any, Batch], tuple[Params, Any, jax.Array]]
 
 
