@@ -106,3 +106,20 @@ def python_cmd() -> str:
         return str(exe.relative_to(ROOT))
     except ValueError:
         return str(exe)
+
+
+def preamble(command: str, versions_of: tuple[str, ...] = ("jax",)) -> list[str]:
+    """The opening lines of a results section: when, where, and the command to reproduce."""
+    v = versions(*versions_of)
+    return [
+        f"Measured {today()} on {machine_note()}; "
+        + ", ".join(f"{m} {v[m]}" for m in versions_of)
+        + ". Noisy 2-core machine: read the medians and ratios.",
+        "",
+        "Reproduce from the repo root:",
+        "",
+        "```sh",
+        f"{python_cmd()} {command}",
+        "```",
+        "",
+    ]

@@ -101,15 +101,7 @@ def markdown(row: dict, rounds: int, sizes: dict) -> str:
     ok = row["ratio"] <= 1.3
     return "\n".join(
         [
-            f"Measured {C.today()} on {C.machine_note()}; jax {C.versions('jax')['jax']}. "
-            "Noisy 2-core machine: read the medians and ratios.",
-            "",
-            "Reproduce from the repo root:",
-            "",
-            "```sh",
-            f"{C.python_cmd()} benchmarks/compare.py --write",
-            "```",
-            "",
+            *C.preamble("benchmarks/compare.py --write"),
             f"Transformer ({sizes or 'default sizes'}) under {', '.join(STRATEGIES)} on 8 fake "
             f"CPU devices, {STEPS} timed steps each; {rounds} rounds alternating; ratio = "
             "median of per-round compare / bare.",

@@ -95,15 +95,7 @@ def markdown(rows: list[dict], rounds: int) -> str:
     worst = max(r["ratio"] for r in rows)
     slowest_cache = max(r["cached"] for r in rows)
     lines = [
-        f"Measured {C.today()} on {C.machine_note()}; jax {C.versions('jax')['jax']}. "
-        "Noisy 2-core machine: read the medians and ratios.",
-        "",
-        "Reproduce from the repo root:",
-        "",
-        "```sh",
-        f"{C.python_cmd()} benchmarks/explain.py --write",
-        "```",
-        "",
+        *C.preamble("benchmarks/explain.py --write"),
         f"MLP train step (batch {B}, {D} -> {H} -> {D}, float32, SGD) on 8 fake CPU devices; "
         f"{rounds} rounds, bare compile and explain alternating; ratio = median of per-round "
         "explain / bare.",
