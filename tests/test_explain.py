@@ -212,7 +212,9 @@ def test_arguments_on_different_devices_is_a_compile_error():
 
 
 def test_dump_folders_are_removed(mesh2d):
-    pattern = os.path.join(tempfile.gettempdir(), "shardviz-dump-*")
+    from shardviz.capture.compile import scratch_dir
+
+    pattern = os.path.join(scratch_dir() or tempfile.gettempdir(), "shardviz-dump-*")
     before = set(glob.glob(pattern))
     params, batch = _place(mesh2d, MEGATRON, ("data", None))
     sv.explain(lambda p, x: mlp.forward(p, x) * 2, params, batch["x"], run=False)

@@ -28,6 +28,19 @@ _DUMP_OPTIONS = {
 }
 
 
+def scratch_dir() -> str | None:
+    """Where the dump goes: a memory-backed folder when the system has one.
+
+    XLA writes ~40 files per compile while dumping (kernels' LLVM IR and objects included);
+    creating and removing them on a disk costs ~2 ms a compile, on tmpfs ~0.3 ms.
+    ``None`` means the system's temporary folder.
+    """
+    shm = "/dev/shm"
+    if os.path.isdir(shm) and os.access(shm, os.W_OK | os.X_OK):
+        return shm
+    return None
+
+
 @dataclass
 class Compiled:
     """A compiled program and the texts shardviz reads from it."""
@@ -67,7 +80,7 @@ def lower_and_compile(jitted: Any, args: tuple, kwargs: dict, fn_name: str) -> C
             )
         ) from err
     t1 = time.perf_counter()
-    dump = tempfile.mkdtemp(prefix="shardviz-dump-")
+    dump = tempfile.mkdtemp(prefix="shardviz-dump-", dir=scratch_dir())
     try:
         try:
             compiled = lowered.compile(compiler_options={"xla_dump_to": dump, **_DUMP_OPTIONS})

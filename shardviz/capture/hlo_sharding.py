@@ -410,7 +410,7 @@ def _program_order(module: HloModule) -> Iterator[HloInstruction]:
             if ins.opcode == "while":
                 called = [ins.attrs.get("body", "")]
             elif ins.opcode == "conditional" or (
-                ins.opcode == "call" and "manual" not in ins.attrs.get("sharding", "")
+                ins.opcode == "call" and "manual" not in (ins.sharding or "")
             ):
                 called = list(ins.called_computations)
             for name in called:
@@ -465,7 +465,7 @@ def intermediates_of_hlo(
     for ins in _program_order(module):
         if not isinstance(ins.shape, ArrayShape):
             continue
-        text = ins.attrs.get("sharding", UNANNOTATED)
+        text = ins.sharding or UNANNOTATED
         key = (text, len(ins.shape.dims))
         if key not in seen:
             try:

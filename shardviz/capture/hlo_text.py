@@ -214,7 +214,16 @@ _QUOTED = re.compile(r'"(?:[^"\\]|\\.)*"?')
 def _depth_change(text: str) -> int:
     """Net bracket depth of a text (strings in double quotes skipped)."""
     if '"' in text:
+        # Balanced as a whole means balanced outside the strings too: a statement's quoted
+        # parts cannot be unbalanced by exactly what its code lacks. Only count again when
+        # the whole is unbalanced.
+        if not _raw_depth(text):
+            return 0
         text = _QUOTED.sub("", text)
+    return _raw_depth(text)
+
+
+def _raw_depth(text: str) -> int:
     return (
         text.count("(") + text.count("[") + text.count("{")
         - text.count(")") - text.count("]") - text.count("}")
@@ -282,30 +291,81 @@ def _parse_metadata(text: str) -> dict[str, str]:
 class HloInstruction:
     """One HLO instruction as printed.
 
-    The operand list and the attributes are kept as text and read on first use: a program
-    has thousands of instructions and most are never asked for their attributes.
+    Only the name and the opcode are read up front; the shape, the operands and the
+    attributes are read from the statement's text on first use: a program has thousands of
+    instructions and most are never asked for more than their opcode.
     """
 
     name: str
     opcode: str
-    shape: Shape
-    operands: tuple[str, ...]
     computation: str = ""
     is_root: bool = False
-    attr_text: str = field(default="", repr=False, compare=False)
-    operand_text: str = field(default="", repr=False, compare=False)
+    #: The statement after ``name =``: shape, opcode, ``(operands)``, attributes.
+    body: str = field(default="", repr=False, compare=False)
+    #: Where the shape ends and where the operand list opens, in ``body``.
+    shape_end: int = field(default=0, repr=False, compare=False)
+    operands_open: int = field(default=0, repr=False, compare=False)
 
     @cached_property
-    def _attrs_and_metadata(self) -> tuple[dict[str, str], dict[str, str]]:
+    def shape(self) -> Shape:
+        return _parse_shape_prefix(self.body[: self.shape_end])[0]
+
+    @cached_property
+    def _operands_close(self) -> int:
+        return _matching(self.body, self.operands_open)
+
+    @property
+    def operand_text(self) -> str:
+        return self.body[self.operands_open + 1 : self._operands_close]
+
+    @property
+    def attr_text(self) -> str:
+        return self.body[self._operands_close + 1 :]
+
+    @cached_property
+    def operands(self) -> tuple[str, ...]:
+        """Names of the operands (without ``%``); none for literal-taking opcodes."""
+        if self.opcode in _LITERAL_OPERANDS:
+            return ()
+        text = self.operand_text
+        if not text.strip():
+            return ()
+        out = []
+        for piece in split_top_level(text):
+            piece = piece.strip()
+            if piece:
+                out.append(piece.rsplit(None, 1)[-1].lstrip("%"))
+        return tuple(out)
+
+    @cached_property
+    def attrs(self) -> dict[str, str]:
+        """``key=value`` attributes as text (``metadata`` unparsed: see :attr:`metadata`)."""
         return _parse_attrs(self.attr_text)
 
-    @property
-    def attrs(self) -> dict[str, str]:
-        return self._attrs_and_metadata[0]
+    def _braced_attr(self, key: str) -> str | None:
+        """A ``key={...}`` attribute read without parsing the others.
 
-    @property
+        XLA prints ``sharding`` and ``metadata`` before any other quoted attribute, so when no
+        quote comes before ``key={`` it is the attribute itself, not text inside a string.
+        Falls back to :attr:`attrs`.
+        """
+        if "attrs" not in self.__dict__:
+            text = self.attr_text
+            at = text.find(key + "={")
+            if at >= 0 and '"' not in text[:at] and (at == 0 or text[at - 1] in ", "):
+                start = at + len(key) + 1
+                return text[start : _matching(text, start) + 1]
+        return self.attrs.get(key)
+
+    @cached_property
+    def sharding(self) -> str | None:
+        """The ``sharding={...}`` attribute as printed, ``None`` without one."""
+        return self._braced_attr("sharding")
+
+    @cached_property
     def metadata(self) -> dict[str, str]:
-        return self._attrs_and_metadata[1]
+        """The fields of ``metadata={...}`` (op_name, stack_frame_id, source_file, ...)."""
+        return _parse_metadata(self._braced_attr("metadata") or "")
 
     @cached_property
     def operand_shapes(self) -> tuple[Shape | None, ...]:
@@ -386,14 +446,12 @@ class HloModule:
     _by_name: dict[str, HloInstruction] = field(default_factory=dict, repr=False)
     _sources: dict[int, Source | None] = field(default_factory=dict, repr=False)
 
-    _users: dict[str, list[HloInstruction]] = field(default_factory=dict, repr=False)
+    _users: dict[str, list[HloInstruction]] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         for comp in self.computations:
             for ins in comp.instructions:
                 self._by_name.setdefault(ins.name, ins)
-                for operand in ins.operands:
-                    self._users.setdefault(operand, []).append(ins)
 
     @property
     def entry(self) -> HloComputation:
@@ -450,8 +508,19 @@ class HloModule:
         return tuple(out)
 
     def users(self, name: str) -> list[HloInstruction]:
-        """Instructions that take ``name`` as an operand."""
-        return list(self._users.get(name.lstrip("%"), ()))
+        """Instructions that take ``name`` as an operand.
+
+        The index is built on first use from the ``%name`` tokens of each statement (cheap:
+        no operand list is parsed); a candidate is confirmed against its parsed operands.
+        """
+        if self._users is None:
+            self._users = {}
+            for ins in self.instructions():
+                tokens = _NAME_TOKEN_RE.findall(ins.body) if "%" in ins.body else ins.operands
+                for token in dict.fromkeys(tokens):
+                    self._users.setdefault(token, []).append(ins)
+        name = name.lstrip("%")
+        return [ins for ins in self._users.get(name, ()) if name in ins.operands]
 
     def frame_chain(self, frame_id: int) -> tuple[Frame, ...]:
         """The call chain of a stack frame id, outermost first."""
@@ -501,10 +570,26 @@ _TABLES = {
     "StackFrames": "stack_frames",
 }
 
+_NAME_TOKEN_RE = re.compile(r"%([^\s,(){}\[\]=]+)")
 _INSTR_RE = re.compile(r"^(ROOT\s+)?%?([^\s=]+)\s*=\s*")
 _OPCODE_RE = re.compile(r"\s*([A-Za-z][\w\-\.]*)\s*\(")
 # Opcodes whose parenthesised part is not a list of operand names.
 _LITERAL_OPERANDS = {"constant", "parameter", "iota", "rng-get-and-update-state"}
+
+
+def _shape_end(text: str) -> int:
+    """Where the shape at the start of ``text`` ends (tuple, or array with its layout)."""
+    if text.startswith("("):
+        return _matching(text, 0) + 1
+    m = _ARRAY_RE.match(text)
+    if not m:
+        raise HloParseError(
+            problem("parse_shape", f"no HLO shape at {text[:60]!r}", "check the HLO text")
+        )
+    end = m.end()
+    if text.startswith("{", end):  # layout
+        end = _matching(text, end) + 1
+    return end
 
 
 def _parse_instruction(stmt: str, computation: str) -> HloInstruction:
@@ -513,42 +598,27 @@ def _parse_instruction(stmt: str, computation: str) -> HloInstruction:
         raise HloParseError(
             problem("HLO instruction", f"cannot read {stmt[:80]!r}", "check the HLO text")
         )
-    is_root = bool(m.group(1))
-    name = m.group(2).lstrip("%")
-    shape, rest = _parse_shape_prefix(stmt[m.end() :])
-    om = _OPCODE_RE.match(rest)
+    body = stmt[m.end() :]
+    shape_end = _shape_end(body)
+    om = _OPCODE_RE.match(body, shape_end)
     if not om:
         raise HloParseError(
             problem("HLO instruction", f"no opcode in {stmt[:80]!r}", "check the HLO text")
         )
-    opcode = om.group(1)
-    open_at = om.end() - 1
-    close_at = _matching(rest, open_at)
-    operand_text = rest[open_at + 1 : close_at]
-    attr_text = rest[close_at + 1 :]
-
-    operands: list[str] = []
-    if opcode not in _LITERAL_OPERANDS and operand_text.strip():
-        for piece in split_top_level(operand_text):
-            piece = piece.strip()
-            if piece:
-                operands.append(piece.rsplit(None, 1)[-1].lstrip("%"))
     return HloInstruction(
-        name=name,
-        opcode=opcode,
-        shape=shape,
-        operands=tuple(operands),
+        name=m.group(2).lstrip("%"),
+        opcode=om.group(1),
         computation=computation,
-        is_root=is_root,
-        attr_text=attr_text,
-        operand_text=operand_text,
+        is_root=bool(m.group(1)),
+        body=body,
+        shape_end=shape_end,
+        operands_open=om.end() - 1,
     )
 
 
-def _parse_attrs(attr_text: str) -> tuple[dict[str, str], dict[str, str]]:
-    """An instruction's attributes (``key=value``) and its ``metadata={...}`` fields."""
+def _parse_attrs(attr_text: str) -> dict[str, str]:
+    """An instruction's attributes (``key=value``), values as printed."""
     attrs: dict[str, str] = {}
-    metadata: dict[str, str] = {}
     last_key = None
     for piece in split_top_level(attr_text):
         piece = piece.strip()
@@ -563,11 +633,9 @@ def _parse_attrs(attr_text: str) -> tuple[dict[str, str], dict[str, str]]:
             # ``replica_groups=mesh[...], device_ids=(...) {axes}``: one value, split by the comma.
             attrs["replica_groups"] += ", " + piece
             continue
-        if key == "metadata":
-            metadata = _parse_metadata(value)
         attrs[key] = value.strip()
         last_key = key
-    return attrs, metadata
+    return attrs
 
 
 def _computation_name(header: str) -> tuple[str, bool]:
