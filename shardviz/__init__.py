@@ -46,7 +46,11 @@ if TYPE_CHECKING:
     from shardviz.strategies.rules import RuleSet as RuleSet
     from shardviz.strategies.runner import compare as compare
     from shardviz.strategies.zoo import Model as Model
+    from shardviz.widgets.app import Explorer as Explorer
+    from shardviz.widgets.live import LiveRun as LiveRun
+    from shardviz.widgets.live import live as live
     from shardviz.widgets.mesh_view import MeshView as MeshView
+    from shardviz.widgets.session import ExplorerSession as ExplorerSession
 
 __version__ = "0.1.0"
 
@@ -57,6 +61,10 @@ _LAZY = {
     "RuleSet": "shardviz.strategies.rules",
     "Model": "shardviz.strategies.zoo",
     "MeshView": "shardviz.widgets.mesh_view",
+    "Explorer": "shardviz.widgets.app",
+    "ExplorerSession": "shardviz.widgets.session",
+    "live": "shardviz.widgets.live",
+    "LiveRun": "shardviz.widgets.live",
     "clear_cache": "shardviz.capture.explain",
     "Mesh": "shardviz.capture.mesh",
     "mark_sharding": "shardviz.capture.mesh",
@@ -75,6 +83,10 @@ __all__ = [
     "Cost",
     "MemoryReport",
     "MeshView",
+    "Explorer",
+    "ExplorerSession",
+    "LiveRun",
+    "live",
     "Report",
     "ShardingOf",
     "Timing",

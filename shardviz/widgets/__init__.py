@@ -9,4 +9,29 @@ from __future__ import annotations
 
 from shardviz.widgets.mesh_view import MeshView as MeshView
 
-__all__ = ["MeshView"]
+# The explorer, its controls and the live view import ipywidgets and jax: loaded on first use.
+_LAZY = {
+    "Explorer": "shardviz.widgets.app",
+    "ExplorerView": "shardviz.widgets.explorer",
+    "ExplorerSession": "shardviz.widgets.session",
+    "Controls": "shardviz.widgets.controls",
+    "Config": "shardviz.widgets.controls",
+    "connect": "shardviz.widgets.session",
+    "live": "shardviz.widgets.live",
+    "LiveRun": "shardviz.widgets.live",
+    "LiveView": "shardviz.widgets.live",
+}
+
+__all__ = ["MeshView", *_LAZY]
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'shardviz.widgets' has no attribute {name!r}")
+    import importlib
+
+    mod = importlib.import_module(module)
+    value = getattr(mod, "Explorer" if name == "ExplorerView" else name)
+    globals()[name] = value
+    return value

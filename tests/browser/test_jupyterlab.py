@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import nbformat
 
-from .jupyterlab import LabPage, lab  # noqa: F401 -- the session's JupyterLab server
+from .jupyterlab import NOTEBOOKS, LabPage, lab  # noqa: F401 -- the session's JupyterLab server
 
 
 def _notebook(tmp_path, *sources: str):
@@ -38,6 +38,69 @@ def test_mesh_view_renders_and_selects_in_jupyterlab(lab, viewer, tmp_path):  # 
         page.run_cell_with("assert view.selected_device == 5, view.selected_device\nprint('ok')")
         out = viewer.page.locator(".jp-Notebook .jp-CodeCell").last
         assert "ok" in out.inner_text()
+        viewer.assert_clean()
+    finally:
+        lab.delete_sessions()
+
+
+def _texts(locator) -> list[str]:
+    return [t.strip() for t in locator.all_inner_texts()]
+
+
+def test_explorer_notebook_end_to_end(lab, viewer, artifacts):  # noqa: F811
+    page = LabPage(lab, viewer.page, NOTEBOOKS / "07_explorer.ipynb").open()
+    shots = artifacts / "lab"
+    shots.mkdir(exist_ok=True)
+    try:
+        page.run_all()
+        cell = page.cell_tagged("explorer")
+        devices = cell.locator(".sv-x-dev")
+        devices.first.wait_for(timeout=60_000)
+        assert devices.count() == 8
+
+        # A device: its tiles light up.
+        cell.locator('.sv-x-dev[data-device="2"]').click()  # (the notebook selected 5)
+        cell.locator(".sv-x-tile.sv-selected").first.wait_for(timeout=10_000)
+        assert cell.locator(".sv-x-tile.sv-selected").count() >= 1
+        cell.screenshot(path=str(shots / "explorer-device.png"))
+
+        # A collective: its device groups light up on the mesh.
+        cell.locator("tr.sv-x-coll").first.click()
+        cell.locator(".sv-x-dev[data-group]").first.wait_for(timeout=10_000)
+        assert cell.locator(".sv-x-dev[data-group]").count() == 8
+        cell.screenshot(path=str(shots / "explorer-collective.png"))
+
+        # A misspelt axis: flagged inline, and the kernel still runs the next cell.
+        w1 = cell.locator(".widget-text", has_text="params/w1").locator("input")
+        w1.fill("P('modle', None)")
+        cell.get_by_text("modle", exact=False).last.wait_for(timeout=10_000)
+        cell.screenshot(path=str(shots / "explorer-invalid-spec.png"))
+        page.run_cell_with("print('kernel alive', 6 * 7)")
+        assert (
+            "kernel alive 42" in viewer.page.locator(".jp-Notebook .jp-CodeCell").last.inner_text()
+        )
+        w1.fill("P(None, 'model')")
+
+        # Another strategy: the ledger and the memory pane change.
+        ledger_before = _texts(cell.locator("tr.sv-x-coll"))
+        memory_before = cell.locator(".sv-x-mem").all_text_contents()
+        cell.locator(".widget-dropdown", has_text="strategy").locator("select").select_option("dp")
+        viewer.page.wait_for_function(
+            """el => { const rows = [...el.querySelectorAll('tr.sv-x-coll')];
+                       return rows.length > 0 && rows.every(r => r.textContent.includes('data'))
+                              && !rows.some(r => r.textContent.includes('model')); }""",
+            arg=cell.element_handle(),
+            timeout=180_000,
+        )
+        assert _texts(cell.locator("tr.sv-x-coll")) != ledger_before
+        assert cell.locator(".sv-x-mem").all_text_contents() != memory_before
+        cell.screenshot(path=str(shots / "explorer-dp.png"))
+
+        # The live training view drew its points.
+        live_cell = page.cell_tagged("live")
+        live_cell.locator(".sv-l-pt").first.wait_for(timeout=60_000)
+        assert live_cell.locator(".sv-l-pt").count() == 30
+        live_cell.screenshot(path=str(shots / "live.png"))
         viewer.assert_clean()
     finally:
         lab.delete_sessions()

@@ -1,0 +1,540 @@
+"""The explorer's controls: mesh shape, axis names, strategy, and one partition spec per array.
+
+Pure helpers first (they need no widgets and no jax: :func:`factorisations`,
+:func:`parse_spec_text`, :func:`validate_spec`, :func:`parse_axis_names`,
+:func:`strategies_for`), then :class:`Controls`, an ipywidgets box that checks every field as
+the user types and hands on a :class:`Config` only when the whole configuration is valid.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import ipywidgets as widgets
+
+from shardviz.capture.spec import normalize_spec
+from shardviz.errors import MeshError, ShardvizError, SpecError, problem
+from shardviz.model import format_spec
+from shardviz.strategies.rules import STRATEGY_NAMES, get_rule_set
+
+from .background import short_message
+
+__all__ = [
+    "AS_GIVEN",
+    "Config",
+    "Controls",
+    "factorisations",
+    "format_spec_text",
+    "parse_axis_names",
+    "parse_spec_text",
+    "strategies_for",
+    "validate_spec",
+]
+
+#: The strategy choice that keeps the specs typed in the boxes (the arguments as given).
+AS_GIVEN = "as given"
+#: Names offered when the mesh gains axes (the builtin strategies' vocabulary first).
+DEFAULT_AXIS_NAMES = ("data", "model", "expert", "seq")
+INVALID_COLOR = "#b00020"
+
+SpecEntries = tuple  # one entry per dim: None, an axis name or index, or a tuple of those
+#: (mesh_shape, axis_names, strategy) -> spec per leaf path; raises ShardvizError if unfit.
+StrategySpecs = Callable[[tuple[int, ...], tuple[str, ...], str], dict[str, SpecEntries]]
+
+
+@dataclass(frozen=True)
+class Config:
+    """One complete, valid explorer configuration.
+
+    ``specs`` maps leaf paths (``params/w1``) to spec entries. With a strategy other than
+    :data:`AS_GIVEN` they are the strategy's specs (or empty when unknown to the controls).
+    """
+
+    mesh_shape: tuple[int, ...]
+    axis_names: tuple[str, ...]
+    strategy: str = AS_GIVEN
+    specs: Mapping[str, SpecEntries] = field(default_factory=dict)
+
+
+# --- Pure helpers ---------------------------------------------------------------------------
+
+
+def factorisations(n: int, max_rank: int = 3, *, ones: bool = False) -> list[tuple[int, ...]]:
+    """Every ordered mesh shape of at most ``max_rank`` axes whose product is ``n``.
+
+    Axes of size 1 are left out unless ``ones`` (they change nothing but a name; a mesh the
+    user already has keeps its own shape in :class:`Controls`). ``n == 1`` gives ``[(1,)]``.
+    Sorted by rank, then by sizes: 8 gives (8,), (2, 4), (4, 2), (2, 2, 2).
+    """
+    if n < 1:
+        raise MeshError(problem("factorisations", f"device count {n} is below 1", "pass n >= 1"))
+    least = 1 if ones else 2
+
+    def split(rest: int, rank: int) -> list[tuple[int, ...]]:
+        if rank == 1:
+            return [(rest,)] if rest >= least else []
+        return [
+            (f, *tail)
+            for f in range(least, rest + 1)
+            if rest % f == 0
+            for tail in split(rest // f, rank - 1)
+        ]
+
+    shapes = [s for rank in range(1, max_rank + 1) for s in split(n, rank)]
+    return sorted(set(shapes), key=lambda s: (len(s), s)) or [(n,)]
+
+
+_TOKEN = re.compile(
+    r"\s*(?:(?P<str>'[^'\\]*'|\"[^\"\\]*\")|(?P<name>[A-Za-z_][A-Za-z0-9_.]*)"
+    r"|(?P<int>\d+)|(?P<punct>[(),\[\]]))"
+)
+_WRAPPERS = {"P", "PartitionSpec", "jax.sharding.PartitionSpec", "sharding.PartitionSpec"}
+_CLOSE = {"(": ")", "[": "]"}
+_HOW = (
+    "type one entry per dim, separated by commas: an axis name, None, or a tuple of axes; "
+    "e.g. data, None or ('data', 'model'), None or P('data', None); empty means replicated"
+)
+
+
+class _Bad(Exception):
+    """A syntax problem in a spec box (becomes a SpecError naming the array)."""
+
+
+def _tokens(text: str) -> list[tuple[str, Any]]:
+    out: list[tuple[str, Any]] = []
+    pos, end = 0, len(text.rstrip())
+    while pos < end:
+        m = _TOKEN.match(text, pos)
+        if m is None or m.end() == pos:
+            rest = text[pos:].strip()
+            if rest[:1] in ("'", '"'):
+                raise _Bad(f"the quote {rest[:12]!r} is never closed")
+            raise _Bad(f"{rest[:12]!r} is not an axis name, None or punctuation")
+        pos = m.end()
+        if m["str"] is not None:
+            out.append(("axis", m["str"][1:-1]))
+        elif m["name"] is not None:
+            out.append(("none", None) if m["name"] == "None" else ("name", m["name"]))
+        elif m["int"] is not None:
+            out.append(("axis", int(m["int"])))
+        else:
+            out.append((m["punct"], m["punct"]))
+    return out
+
+
+def _closing(tokens: list[tuple[str, Any]], start: int) -> int:
+    """Index of the bracket closing the one at ``start``."""
+    depth = 0
+    for i in range(start, len(tokens)):
+        if tokens[i][0] in _CLOSE:
+            depth += 1
+        elif tokens[i][0] in (")", "]"):
+            depth -= 1
+            if depth == 0:
+                return i
+    raise _Bad(f"a {tokens[start][0]!r} is never closed")
+
+
+def _items(tokens: list[tuple[str, Any]], inner: bool) -> tuple[list[Any], bool]:
+    """Comma-separated entries (axes only when ``inner``); also whether a comma trailed."""
+    items: list[Any] = []
+    i, trailing = 0, False
+    while i < len(tokens):
+        kind, value = tokens[i]
+        if kind in _CLOSE:
+            if inner:
+                raise _Bad("a tuple of axes cannot hold another tuple")
+            j = _closing(tokens, i)
+            if tokens[j][0] != _CLOSE[kind]:
+                raise _Bad(f"{kind!r} is closed by {tokens[j][0]!r}")
+            axes, _ = _items(tokens[i + 1 : j], inner=True)
+            if not axes:
+                raise _Bad("an empty tuple () is not an entry; write None for a dim not split")
+            items.append(axes[0] if len(axes) == 1 else tuple(axes))
+            i = j + 1
+        elif kind == "none":
+            if inner:
+                raise _Bad("None cannot be inside a tuple of axes")
+            items.append(None)
+            i += 1
+        elif kind in ("name", "axis"):
+            if kind == "name" and value in _WRAPPERS:
+                raise _Bad(f"{value}(...) must wrap the whole spec")
+            items.append(value)
+            i += 1
+        else:
+            raise _Bad(f"unexpected {value!r}")
+        if i < len(tokens):
+            if tokens[i][0] != ",":
+                raise _Bad(f"expected a comma before {tokens[i][1]!r}")
+            i += 1
+            trailing = i == len(tokens)
+            if not trailing and tokens[i][0] == ",":
+                raise _Bad("two commas in a row")
+    return items, trailing
+
+
+def parse_spec_text(text: str, *, name: str = "array") -> SpecEntries:
+    """Read a spec as typed in a box, with a tiny tokenizer (never ``eval``).
+
+    Accepts ``'data', None``, ``data, None`` (bare axis names), ``('data', None)``,
+    ``(('data', 'model'), None)``, ``P('data', None)``, ``PartitionSpec(...)``, ``None`` and
+    ``""`` (both: replicated, ``()``). Brackets follow Python: ``(a, b)`` around the whole text
+    is the spec itself, ``((a, b),)`` one dim split over two axes.
+
+    Raises:
+        SpecError: the text cannot be read; the message says what to type.
+    """
+    try:
+        tokens = _tokens(text)
+        if not tokens or tokens == [("none", None)]:
+            return ()
+        kind, value = tokens[0]
+        wrapped = kind == "name" and value in _WRAPPERS
+        if wrapped:
+            if len(tokens) < 3 or tokens[1][0] != "(" or _closing(tokens, 1) != len(tokens) - 1:
+                raise _Bad(f"{value}(...) must wrap the whole spec")
+            items, _ = _items(tokens[2:-1], inner=False)
+            return tuple(items)
+        if kind in _CLOSE and _closing(tokens, 0) == len(tokens) - 1:
+            if tokens[-1][0] != _CLOSE[kind]:
+                raise _Bad(f"{kind!r} is closed by {tokens[-1][0]!r}")
+            inner = tokens[1:-1]
+            items, trailing = _items(inner, inner=False)
+            if len(items) == 1 and not trailing and isinstance(items[0], tuple):
+                return items[0]  # ((a, b)) is (a, b) in Python: two dims
+            return tuple(items)
+        items, _ = _items(tokens, inner=False)
+        return tuple(items)
+    except _Bad as why:
+        raise SpecError(
+            problem(f"spec for {name!r}", f"cannot read {text.strip()!r}: {why}", _HOW)
+        ) from None
+
+
+def format_spec_text(spec: Sequence[Any]) -> str:
+    """Spec entries in jax's spelling (``P('data', None)``), as :func:`parse_spec_text` reads."""
+    entries = tuple(
+        () if e is None else tuple(e) if isinstance(e, tuple | list) else (e,) for e in spec
+    )
+    return format_spec(entries)
+
+
+def validate_spec(
+    array_name: str,
+    shape: Sequence[int],
+    spec: Any,
+    mesh_shape: Sequence[int],
+    axis_names: Sequence[str],
+) -> None:
+    """Check a spec against an array's shape and a mesh given as plain sizes and names.
+
+    Raises:
+        SpecError: unknown axis, axis used twice, spec longer than the rank, or a dim the
+            axes do not divide (the message names the array, the dim, the axis and the fix).
+    """
+    normalize_spec(spec, tuple(shape), tuple(axis_names), tuple(mesh_shape), name=array_name)
+
+
+def parse_axis_names(text: str, mesh_shape: Sequence[int]) -> tuple[str, ...]:
+    """Comma-separated axis names (quotes optional), one per mesh axis, no repeats.
+
+    Raises:
+        MeshError: a name is empty, the count differs from the mesh's rank, or a name repeats.
+    """
+    parts = [p.strip().strip("'\"").strip() for p in text.split(",")]
+    if parts and not parts[-1] and len(parts) > 1:
+        parts = parts[:-1]  # a trailing comma
+    shape = tuple(mesh_shape)
+    where = f"axis names for the {' x '.join(map(str, shape))} mesh"
+    if any(not p for p in parts):
+        raise MeshError(problem(where, f"{text.strip()!r} has an empty name", _names_fix(shape)))
+    if len(parts) != len(shape):
+        raise MeshError(
+            problem(
+                where,
+                f"{len(parts)} name(s) {tuple(parts)} for a mesh of {len(shape)} axes",
+                _names_fix(shape),
+            )
+        )
+    if len(set(parts)) != len(parts):
+        dup = sorted({p for p in parts if parts.count(p) > 1})
+        raise MeshError(
+            problem(
+                where, f"{', '.join(map(repr, dup))} named twice", "give each axis its own name"
+            )
+        )
+    return tuple(parts)
+
+
+def _names_fix(shape: tuple[int, ...]) -> str:
+    example = ", ".join(_propose_names((), len(shape)))
+    return f"give {len(shape)} comma-separated names, one per axis, e.g. {example}"
+
+
+def _propose_names(names: Sequence[str], rank: int) -> tuple[str, ...]:
+    """Keep the first ``rank`` names; fill up with unused defaults."""
+    kept = [n for n in names if n][:rank]
+    spare = [n for n in DEFAULT_AXIS_NAMES if n not in kept]
+    spare += [f"axis_{i}" for i in range(rank) if f"axis_{i}" not in kept]
+    return tuple(kept + spare[: rank - len(kept)])
+
+
+def strategies_for(axis_names: Sequence[str]) -> tuple[str, ...]:
+    """:data:`AS_GIVEN` and every builtin strategy whose axes the mesh has."""
+    fits = [s for s in STRATEGY_NAMES if set(get_rule_set(s).axes) <= set(axis_names)]
+    return (AS_GIVEN, *fits)
+
+
+# --- The widget -----------------------------------------------------------------------------
+
+
+def _shape_label(shape: tuple[int, ...]) -> str:
+    return " x ".join(map(str, shape))
+
+
+def _show(message: widgets.HTML, text: str) -> None:
+    message.value = (
+        f'<span style="color:{INVALID_COLOR}">{html.escape(text, quote=False)}</span>'
+        if text
+        else ""
+    )
+    message.layout.display = "" if text else "none"
+
+
+def _mark(box: widgets.Text, invalid: bool) -> None:
+    box.style.text_color = INVALID_COLOR if invalid else None
+    if invalid:
+        box.add_class("shardviz-invalid")
+    else:
+        box.remove_class("shardviz-invalid")
+
+
+class Controls(widgets.VBox):
+    """Mesh shape, axis names, strategy and one spec box per array leaf, checked as you type.
+
+    Each field shows what is wrong right under it (red) and clears when fixed. Callbacks
+    registered with :meth:`on_change` get a :class:`Config` only when every field is valid
+    and something changed since the last one.
+
+    Args:
+        shapes: leaf path -> array shape, in display order.
+        initial: the starting configuration (e.g. ``ExplorerSession.initial_config()``).
+        devices: the device count the mesh shapes factor (default: ``initial``'s).
+        strategy_specs: computes a strategy's specs, to show them in the (then read-only)
+            boxes and check that the strategy fits; without it a strategy's specs are left to
+            whoever receives the config.
+    """
+
+    def __init__(
+        self,
+        shapes: Mapping[str, Sequence[int]],
+        initial: Config,
+        *,
+        devices: int | None = None,
+        strategy_specs: StrategySpecs | None = None,
+    ) -> None:
+        self.shapes = {p: tuple(int(n) for n in s) for p, s in shapes.items()}
+        self.devices = devices or math.prod(initial.mesh_shape)
+        self._strategy_specs = strategy_specs
+        self._callbacks: list[Callable[[Config], Any]] = []
+        self._updating = False
+        self._typed = {p: format_spec_text(initial.specs.get(p, ())) for p in self.shapes}
+        self.config: Config | None = None
+        self.errors: dict[str, str] = {}
+
+        options = factorisations(self.devices)
+        if initial.mesh_shape not in options:
+            options = [tuple(initial.mesh_shape), *options]
+        self.mesh_shape = widgets.Dropdown(
+            options=[(_shape_label(s), s) for s in options], value=tuple(initial.mesh_shape),
+            description="mesh shape",
+        )  # fmt: skip
+        self.axis_names = widgets.Text(
+            value=", ".join(initial.axis_names), description="axis names",
+            continuous_update=True, placeholder="data, model",
+        )  # fmt: skip
+        self.axis_message = widgets.HTML()
+        names = tuple(initial.axis_names)
+        self.strategy = widgets.Dropdown(
+            options=strategies_for(names), value=initial.strategy if initial.strategy
+            in strategies_for(names) else AS_GIVEN, description="strategy",
+        )  # fmt: skip
+        self.strategy_message = widgets.HTML()
+        self.message = widgets.HTML()
+        width = f"{min(40, max((len(p) for p in self.shapes), default=4)) + 2}ch"
+        self.spec_boxes: dict[str, widgets.Text] = {}
+        self.spec_messages: dict[str, widgets.HTML] = {}
+        rows = []
+        for path, shape in self.shapes.items():
+            box = widgets.Text(
+                value=self._typed[path], description=path, continuous_update=True,
+                placeholder="None (replicated)", tooltip=f"{path}: shape {shape}",
+                style={"description_width": width},
+            )  # fmt: skip
+            self.spec_boxes[path] = box
+            self.spec_messages[path] = widgets.HTML()
+            rows.append(widgets.VBox([box, self.spec_messages[path]]))
+            box.observe(self._on_spec, names="value")
+        self.mesh_shape.observe(self._on_shape, names="value")
+        self.axis_names.observe(self._on_field, names="value")
+        self.strategy.observe(self._on_field, names="value")
+        header = widgets.HTML("<b>Partition specs</b> (one entry per dim; empty = replicated)")
+        super().__init__(
+            [
+                self.mesh_shape, self.axis_names, self.axis_message, self.strategy,
+                self.strategy_message, header, *rows, self.message,
+            ]
+        )  # fmt: skip
+        self._update(notify=False)
+        self._last = self.config
+
+    # --- public ---------------------------------------------------------------------------
+
+    def on_change(self, callback: Callable[[Config], Any], remove: bool = False) -> None:
+        """Call ``callback(config)`` whenever a new complete, valid configuration appears."""
+        if remove:
+            self._callbacks.remove(callback)
+        else:
+            self._callbacks.append(callback)
+
+    @property
+    def valid(self) -> bool:
+        """Whether every field is valid now."""
+        return not self.errors
+
+    # --- observers ------------------------------------------------------------------------
+
+    def _on_shape(self, change: dict) -> None:
+        if self._updating:
+            return
+        rank = len(change["new"])
+        current = [p.strip().strip("'\"").strip() for p in self.axis_names.value.split(",")]
+        if len([p for p in current if p]) != rank:
+            self._quietly(self.axis_names, "value", ", ".join(_propose_names(current, rank)))
+        self._update()
+
+    def _on_spec(self, change: dict) -> None:
+        if not self._updating and self.strategy.value == AS_GIVEN:
+            path = next(p for p, b in self.spec_boxes.items() if b is change["owner"])
+            self._typed[path] = change["new"]
+        self._on_field(change)
+
+    def _on_field(self, change: dict) -> None:
+        if not self._updating:
+            self._update()
+
+    def _quietly(self, widget: widgets.Widget, name: str, value: Any) -> None:
+        was, self._updating = self._updating, True
+        try:
+            setattr(widget, name, value)
+        finally:
+            self._updating = was
+
+    # --- checking -------------------------------------------------------------------------
+
+    def _update(self, notify: bool = True) -> None:
+        """Check every field, show what is wrong, and hand on a new valid config."""
+        self.errors = {}
+        shape = tuple(self.mesh_shape.value)
+        names = self._check_names(shape)
+        strategy = self._check_strategy(names)
+        if strategy == AS_GIVEN:
+            specs = self._check_typed(shape, names)
+        else:
+            specs = self._strategy_boxes(shape, names, strategy)
+        if self.errors or names is None or specs is None:
+            self.config = None
+            return
+        self.config = Config(shape, names, strategy, specs)
+        if notify and self.config != self._last:
+            self._last = self.config
+            self._notify(self.config)
+
+    def _check_names(self, shape: tuple[int, ...]) -> tuple[str, ...] | None:
+        try:
+            names = parse_axis_names(self.axis_names.value, shape)
+        except ShardvizError as err:
+            self._fail("axis names", str(err), self.axis_message, self.axis_names)
+            return None
+        _show(self.axis_message, "")
+        _mark(self.axis_names, False)
+        return names
+
+    def _check_strategy(self, names: tuple[str, ...] | None) -> str:
+        """Offer the strategies the axis names fit; fall back to AS_GIVEN if one no longer fits."""
+        if names is None:
+            return self.strategy.value
+        options = strategies_for(names)
+        if tuple(self.strategy.options) != options:
+            value = self.strategy.value if self.strategy.value in options else AS_GIVEN
+            was, self._updating = self._updating, True
+            try:
+                self.strategy.options = options
+                self.strategy.value = value
+            finally:
+                self._updating = was
+        return self.strategy.value
+
+    def _check_typed(
+        self, shape: tuple[int, ...], names: tuple[str, ...] | None
+    ) -> dict[str, SpecEntries]:
+        _show(self.strategy_message, "")
+        specs: dict[str, SpecEntries] = {}
+        for path, box in self.spec_boxes.items():
+            if box.disabled or box.value != self._typed[path]:
+                box.disabled = False
+                self._quietly(box, "value", self._typed[path])
+            try:
+                spec = parse_spec_text(box.value, name=path)
+                if names is not None:
+                    validate_spec(path, self.shapes[path], spec, shape, names)
+            except ShardvizError as err:
+                self._fail(path, str(err), self.spec_messages[path], box)
+                continue
+            _show(self.spec_messages[path], "")
+            _mark(box, False)
+            specs[path] = spec
+        return specs
+
+    def _strategy_boxes(
+        self, shape: tuple[int, ...], names: tuple[str, ...] | None, strategy: str
+    ) -> dict[str, SpecEntries] | None:
+        """Show the strategy's specs in read-only boxes (or say why it does not fit)."""
+        for path, box in self.spec_boxes.items():
+            box.disabled = True
+            _show(self.spec_messages[path], "")
+            _mark(box, False)
+        if names is None or self._strategy_specs is None:
+            _show(self.strategy_message, "")
+            return {}
+        try:
+            specs = self._strategy_specs(shape, names, strategy)
+        except ShardvizError as err:
+            self._fail("strategy", str(err), self.strategy_message)
+            return None
+        _show(self.strategy_message, "")
+        for path, box in self.spec_boxes.items():
+            self._quietly(box, "value", format_spec_text(specs.get(path, ())))
+        return dict(specs)
+
+    def _fail(
+        self, where: str, text: str, message: widgets.HTML, box: widgets.Text | None = None
+    ) -> None:
+        self.errors[where] = text
+        _show(message, text)
+        if box is not None:
+            _mark(box, True)
+
+    def _notify(self, config: Config) -> None:
+        _show(self.message, "")
+        for callback in list(self._callbacks):
+            try:
+                callback(config)
+            except Exception as err:  # a broken receiver must not break typing
+                _show(self.message, f"the change handler failed: {short_message(err)}")

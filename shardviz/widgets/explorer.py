@@ -1,0 +1,337 @@
+"""``Explorer``: one report (or each strategy of a comparison) as four linked panes.
+
+The panes are the device mesh, the arrays (argument leaves, output leaves and intermediates,
+one drawn at a time as tiles), the collective ledger and per-device memory. Selecting in one
+pane lights up the others: a device shows its tiles, its memory bar and the collectives it
+takes part in; a collective shows its device groups on the mesh, its source line and the
+reshard that caused it.
+
+Synced state is JSON built by the pure :mod:`~shardviz.widgets.explorer_payload`: the shown
+report's payload once (``payload``), and the tiles of the picked array only (``array``,
+rebuilt here whenever ``selected_array`` changes). A controller that recompiles in the
+background drives the widget with :meth:`Explorer.show`, ``status`` and ``error``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from typing import Any
+
+import anywidget
+import traitlets
+
+from shardviz.model.array import ArrayLayout, TreeLayout
+from shardviz.model.compare import Comparison, StrategyResult
+from shardviz.model.mesh import MeshLayout
+from shardviz.model.program import Report
+from shardviz.render.compare_html import comparison_html
+from shardviz.render.html import page
+from shardviz.render.report_html import report_html
+from shardviz.widgets.explorer_payload import (
+    array_entries,
+    array_json,
+    default_array,
+    entry_layout,
+    find_entry,
+    memory_payload,
+    report_json,
+    strategies_payload,
+)
+from shardviz.widgets.mesh_view import STATIC
+
+NONE = -1
+#: What ``status`` may say: nothing yet, a recompile or run under way, finished, or failed.
+STATUSES = ("", "compiling", "running", "done", "error")
+#: Choices listed in an error message before ``… N more``.
+MAX_CHOICES = 12
+NO_ARRAY = ' or "" for none'
+NO_DEVICE = " or -1 for none"
+
+Shown = Report | Comparison
+
+
+def _choices(values: Iterable[object], extra: str = "") -> str:
+    """``'a', 'b', … 40 more`` for an error message."""
+    items = [repr(v) for v in values]
+    text = ", ".join(items[:MAX_CHOICES])
+    if len(items) > MAX_CHOICES:
+        text += f", … {len(items) - MAX_CHOICES} more"
+    if not items:
+        text = "(none)"
+    return text + extra
+
+
+def _type_hint(obj: object) -> str:
+    """What to pass instead of ``obj``, when we can tell."""
+    if isinstance(obj, StrategyResult):
+        return "; for one strategy pass result.report, or pass the whole Comparison"
+    if isinstance(obj, ArrayLayout | MeshLayout | TreeLayout):
+        return "; to look at one layout use shardviz.widgets.MeshView or its HTML view"
+    if callable(obj):
+        return "; to explore a function, first call shardviz.explain(fn, *args)"
+    return ""
+
+
+def check_shown(obj: object) -> Shown:
+    """``obj`` if it is a Report or a non-empty Comparison.
+
+    Raises:
+        TypeError: for anything else, saying what to pass.
+        ValueError: for a Comparison with no strategies.
+    """
+    if isinstance(obj, Report):
+        return obj
+    if isinstance(obj, Comparison):
+        if not obj.results:
+            raise ValueError(f"the comparison of {obj.model!r} has no strategies to show")
+        return obj
+    raise TypeError(
+        "Explorer shows a shardviz Report (from shardviz.explain) or a Comparison (from "
+        f"shardviz.compare), got {type(obj).__name__}{_type_hint(obj)}"
+    )
+
+
+class Explorer(anywidget.AnyWidget):
+    """A report's mesh, arrays, collectives and memory as linked panes.
+
+    Args:
+        shown: a :class:`~shardviz.model.Report` (``shardviz.explain``) or a
+            :class:`~shardviz.model.Comparison` (``shardviz.compare``); for a comparison a
+            selector switches between the strategies' reports.
+        **kwargs: initial trait values, e.g. ``selected_strategy="tp"``,
+            ``selected_array="mid:dot.3"``, ``selected_device=5``.
+
+    Raises:
+        TypeError: ``shown`` is neither a Report nor a Comparison.
+        traitlets.TraitError: an initial selection names nothing in ``shown``.
+    """
+
+    _esm = STATIC / "explorer.js"
+    _css = STATIC / "explorer.css"
+
+    #: The shown report's payload (``explorer_payload.report_payload``) as JSON text.
+    payload = traitlets.Unicode("").tag(sync=True)
+    #: The selected array's tiles (``explorer_payload.array_payload``) as JSON text, or "".
+    array = traitlets.Unicode("").tag(sync=True)
+    #: For a comparison, one ``{"id", "title", "description", "mesh"}`` per strategy; else [].
+    strategies = traitlets.List(traitlets.Dict()).tag(sync=True)
+    #: The strategy shown (its id), or "" for a single report.
+    selected_strategy = traitlets.Unicode("").tag(sync=True)
+    #: The picked array's id (``arg:<path>``, ``out:<path>``, ``mid:<name>``), or "".
+    selected_array = traitlets.Unicode("").tag(sync=True)
+    #: The selected device's id, or -1.
+    selected_device = traitlets.Int(NONE).tag(sync=True)
+    #: The selected collective's position in the ledger (0-based), or -1.
+    selected_collective = traitlets.Int(NONE).tag(sync=True)
+    #: "" , "compiling", "running", "done" or "error": shown in the status line.
+    status = traitlets.Enum(STATUSES, default_value="").tag(sync=True)
+    #: An error message shown in an inline box ("" hides it).
+    error = traitlets.Unicode("").tag(sync=True)
+
+    def __init__(self, shown: Shown, **kwargs: Any) -> None:
+        self._comparison: Comparison | None
+        self._report: Report
+        strategy = self._take(check_shown(shown), kwargs.pop("selected_strategy", None))
+        ident = default_array(self._report)
+        state: dict[str, Any] = {
+            "payload": report_json(self._report),
+            "strategies": self._strategies(),
+            "selected_strategy": strategy,
+            "selected_array": ident,
+            "array": array_json(self._report, ident),
+        }
+        super().__init__(**{**state, **kwargs})
+
+    # ----------------------------------------------------------------------------------------
+    # What is shown
+
+    def _take(self, shown: Shown, strategy: str | None) -> str:
+        """Adopt ``shown``; return the strategy to show ("" for a report).
+
+        Raises:
+            traitlets.TraitError: ``strategy`` is not one of the comparison's.
+        """
+        if isinstance(shown, Report):
+            if strategy:
+                raise traitlets.TraitError(
+                    f"selected_strategy={strategy!r}, but a single report has no strategies"
+                )
+            self._comparison, self._report = None, shown
+            return ""
+        ids = [r.strategy for r in shown.results]
+        if strategy and strategy not in ids:
+            raise traitlets.TraitError(
+                f"selected_strategy={strategy!r} is not a strategy of this comparison; use one "
+                f"of {_choices(ids)}"
+            )
+        chosen = strategy or ids[0]
+        self._comparison, self._report = shown, shown.result(chosen).report
+        return chosen
+
+    def _strategies(self) -> list[dict[str, str]]:
+        return strategies_payload(self._comparison) if self._comparison is not None else []
+
+    def show(self, shown: Shown) -> None:
+        """Show another report or comparison (e.g. after a background recompile).
+
+        Keeps the strategy, array, device and collective selected when they still exist in
+        what is now shown, and resets each one that does not (strategy to the first, array to
+        the first argument leaf, device and collective to none).
+
+        Raises:
+            TypeError: ``shown`` is neither a Report nor a Comparison.
+        """
+        shown = check_shown(shown)
+        keep = self.selected_strategy
+        if isinstance(shown, Comparison) and keep not in {r.strategy for r in shown.results}:
+            keep = ""
+        strategy = self._take(shown, keep if isinstance(shown, Comparison) else None)
+        with self.hold_sync():
+            self.strategies = self._strategies()
+            self.selected_strategy = strategy
+            self._refresh()
+
+    def _refresh(self) -> None:
+        """Resend the payload for ``self._report`` and drop selections it no longer has."""
+        self.payload = report_json(self._report)
+        if self.selected_device not in self._device_ids():
+            self.selected_device = NONE
+        if self.selected_collective >= len(self._report.collectives):
+            self.selected_collective = NONE
+        ids = self._array_ids()
+        ident = self.selected_array if self.selected_array in ids else default_array(self._report)
+        if ident == self.selected_array:
+            self.array = array_json(self._report, ident)  # same id, new report: no event
+        else:
+            self.selected_array = ident
+
+    @property
+    def report(self) -> Report:
+        """The report shown (for a comparison, the selected strategy's)."""
+        return self._report
+
+    @property
+    def comparison(self) -> Comparison | None:
+        """The comparison shown, or ``None`` for a single report."""
+        return self._comparison
+
+    @property
+    def array_layout(self) -> ArrayLayout | None:
+        """The selected array's tiles (computed from its spec for an intermediate), or ``None``."""
+        if not self.selected_array:
+            return None
+        try:
+            return entry_layout(find_entry(self._report, self.selected_array), self._report.mesh)
+        except ValueError:
+            return None
+
+    def _array_ids(self) -> list[str]:
+        return [e.id for e in array_entries(self._report)]
+
+    def _device_ids(self) -> list[int]:
+        mesh = self._report.mesh
+        if mesh is not None:
+            return list(mesh.device_ids)
+        return list(memory_payload(self._report)["devices"])
+
+    # ----------------------------------------------------------------------------------------
+    # Validation and reactions
+
+    @traitlets.validate("selected_strategy")
+    def _check_strategy(self, proposal: dict[str, Any]) -> str:
+        value = proposal["value"]
+        if self._comparison is None:
+            if value:
+                raise traitlets.TraitError(
+                    f'selected_strategy={value!r}, but a single report has no strategies; use ""'
+                )
+            return value
+        ids = [r.strategy for r in self._comparison.results]
+        if value not in ids:
+            raise traitlets.TraitError(
+                f"selected_strategy={value!r} is not a strategy of this comparison; use one "
+                f"of {_choices(ids)}"
+            )
+        return value
+
+    @traitlets.validate("selected_array")
+    def _check_array(self, proposal: dict[str, Any]) -> str:
+        value = proposal["value"]
+        ids = self._array_ids()
+        if value and value not in ids:
+            raise traitlets.TraitError(
+                f"selected_array={value!r} is not an array of this report; use one of "
+                f"{_choices(ids, NO_ARRAY)}"
+            )
+        return value
+
+    @traitlets.validate("selected_device")
+    def _check_device(self, proposal: dict[str, Any]) -> int:
+        value = proposal["value"]
+        ids = self._device_ids()
+        if value != NONE and value not in ids:
+            raise traitlets.TraitError(
+                f"selected_device={value} is not a device of this report's mesh; use one of "
+                f"{_choices(ids, NO_DEVICE)}"
+            )
+        return value
+
+    @traitlets.validate("selected_collective")
+    def _check_collective(self, proposal: dict[str, Any]) -> int:
+        value = proposal["value"]
+        n = len(self._report.collectives)
+        if value != NONE and not 0 <= value < n:
+            valid = f"0 to {n - 1}" if n else "none: the ledger is empty"
+            raise traitlets.TraitError(
+                f"selected_collective={value} is not a ledger position; valid: {valid}, "
+                "or -1 for none"
+            )
+        return value
+
+    @traitlets.observe("selected_strategy")
+    def _on_strategy(self, change: dict[str, Any]) -> None:
+        if self._comparison is None or not change["new"]:
+            return
+        report = self._comparison.result(change["new"]).report
+        if report is self._report:
+            return
+        self._report = report
+        with self.hold_sync():
+            self._refresh()
+
+    @traitlets.observe("selected_array")
+    def _on_array(self, change: dict[str, Any]) -> None:
+        self.array = array_json(self._report, change["new"])
+
+    # ----------------------------------------------------------------------------------------
+    # Static views
+
+    def static_html(self) -> str:
+        """The static HTML view of what is shown (escaped, no script, no URL)."""
+        if self._comparison is not None:
+            return comparison_html(self._comparison)
+        return report_html(self._report)
+
+    def _title(self) -> str:
+        if self._comparison is not None:
+            c = self._comparison
+            return f"shardviz: {c.model} under {len(c.results)} strategies"
+        return f"shardviz: {self._report.function}"
+
+    def save_html(self, path: str | os.PathLike[str]) -> str:
+        """Write the static view as one self-contained offline HTML file; return the path."""
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(page(self._title(), [self.static_html()]))
+        return os.fspath(path)
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        """The live widget view plus a static ``text/html`` for viewers without a kernel."""
+        bundle = super()._repr_mimebundle_(**kwargs)
+        html = self.static_html()
+        if bundle is None:
+            return {"text/html": html}
+        if isinstance(bundle, tuple):
+            data, metadata = bundle
+            return {**data, "text/html": html}, metadata
+        return {**bundle, "text/html": html}

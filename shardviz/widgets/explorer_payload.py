@@ -1,0 +1,539 @@
+"""The :class:`~shardviz.widgets.explorer.Explorer`'s synced state as plain JSON, from the model.
+
+Pure: no jax and no anywidget, so every byte the widget syncs can be built and checked without
+a kernel or a browser. Two payloads:
+
+- :func:`report_payload`: everything about one report except tiles, sent once per report
+  (the mesh, device colours, the list of arrays, the ledger, per-device memory). Device groups
+  and source locations are deduplicated into tables that entries point into, so a 512-device
+  program with hundreds of collectives stays far below a megabyte.
+- :func:`array_payload`: the distinct tiles of *one* array and where each goes on the page
+  (the static view's own geometry), built when that array is picked.
+
+Arrays are named by an id that says where they come from: ``arg:<leaf path>``,
+``out:<leaf path>`` or ``mid:<intermediate name>`` (see :func:`array_id`). Intermediates carry
+a spec but no tiles; :func:`tiles_from_spec` computes them the way a ``NamedSharding`` places an
+array (and the way GSPMD pads a dim that does not divide evenly).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from shardviz.model._codec import to_data
+from shardviz.model.array import ArrayLayout, Spec, Tile, format_spec
+from shardviz.model.compare import Comparison
+from shardviz.model.mesh import MeshLayout
+from shardviz.model.program import Collective, Report, ShardingOf, Source
+from shardviz.render.colors import device_color
+from shardviz.render.geometry import (
+    ArrayPanel,
+    array_facts,
+    array_grid,
+    mesh_summary,
+    page_summary,
+)
+from shardviz.render.html import _array_sizes
+from shardviz.render.report_html import KIND_COLORS, MEMORY_COLORS, OTHER_KIND, group_fill
+from shardviz.render.report_text import status_line, value_str
+
+#: Bumped when the payload's shape changes, so the front end can refuse what it cannot read.
+VERSION = 1
+
+ARGUMENT, OUTPUT, INTERMEDIATE = "argument", "output", "intermediate"
+ROLES = (ARGUMENT, OUTPUT, INTERMEDIATE)
+PREFIXES = {ARGUMENT: "arg:", OUTPUT: "out:", INTERMEDIATE: "mid:"}
+
+#: The stacked parts of a memory bar, bottom first.
+MEMORY_PARTS = ("argument", "output", "temp")
+
+_BITS = re.compile(r"^(?:b?float|u?int|complex)(\d+)")
+
+
+# --------------------------------------------------------------------------------------------
+# Tiles from a spec
+
+
+def dtype_bits(dtype: str) -> int:
+    """Bits per element of a dtype in numpy/jax spelling (``float32`` -> 32, ``bool`` -> 8).
+
+    Raises:
+        ValueError: for a dtype whose size the name does not say.
+    """
+    if dtype == "bool":
+        return 8
+    m = _BITS.match(dtype)
+    if m is None:
+        raise ValueError(f"unknown element size for dtype {dtype!r}")
+    return int(m.group(1))
+
+
+def _entries(shape: tuple[int, ...], spec: Spec, mesh: MeshLayout) -> Spec:
+    """The spec padded to the array's rank, checked against the mesh's axes."""
+    if len(spec) > len(shape):
+        raise ValueError(f"spec {format_spec(spec)} has {len(spec)} entries for rank {len(shape)}")
+    used: list[str] = []
+    for entry in spec:
+        for axis in entry:
+            if axis not in mesh.axis_names:
+                raise ValueError(
+                    f"spec {format_spec(spec)} names axis {axis!r}, not one of the mesh's "
+                    f"{list(mesh.axis_names)}"
+                )
+            if axis in used:
+                raise ValueError(f"spec {format_spec(spec)} uses axis {axis!r} twice")
+            used.append(axis)
+    return tuple(tuple(e) for e in spec) + ((),) * (len(shape) - len(spec))
+
+
+def _interval(n: int, entry: Sequence[str], coords: dict[str, int], mesh: MeshLayout) -> slice:
+    """The part of a dim of length ``n`` split over ``entry`` held at mesh ``coords``.
+
+    The dim is cut into ``k`` chunks of ``ceil(n / k)`` (the last ones short or empty when
+    ``k`` does not divide ``n``), numbered row-major over the entry's axes in its order.
+    """
+    k = math.prod(mesh.axis_size(a) for a in entry)
+    pos = 0
+    for a in entry:
+        pos = pos * mesh.axis_size(a) + coords[a]
+    chunk = -(-n // k)
+    start = min(n, pos * chunk)
+    return slice(start, min(n, start + chunk))
+
+
+def tiles_from_spec(
+    shape: Sequence[int], dtype: str, spec: Spec, mesh: MeshLayout
+) -> tuple[Tile, ...]:
+    """The tile each device of ``mesh`` holds of an array placed with ``spec``.
+
+    Pure arithmetic (no jax); for even shapes it equals what
+    ``NamedSharding(mesh, P(*spec)).devices_indices_map(shape)`` gives, with replicas numbered
+    in mesh order as :func:`shardviz.layout` numbers them.
+
+    Args:
+        shape: the global shape.
+        dtype: the element type in numpy/jax spelling (for the tiles' bytes).
+        spec: one entry per dim (fewer means the rest unsplit): the mesh axes it is split over.
+        mesh: the mesh the array lives on.
+
+    Returns:
+        One :class:`~shardviz.model.Tile` per device, in mesh order.
+
+    Raises:
+        ValueError: the spec names an axis the mesh lacks, uses one twice, or has more
+            entries than the array has dims; or the dtype's size is unknown.
+    """
+    shape = tuple(int(n) for n in shape)
+    entries = _entries(shape, spec, mesh)
+    bits = dtype_bits(dtype)
+    seen: dict[tuple[tuple[int, int], ...], int] = {}
+    tiles = []
+    for dev in mesh.devices:
+        coords = dict(zip(mesh.axis_names, mesh.coords(dev.id), strict=True))
+        index = tuple(_interval(n, e, coords, mesh) for n, e in zip(shape, entries, strict=True))
+        tshape = tuple(s.stop - s.start for s in index)
+        key = tuple((s.start, s.stop) for s in index)
+        replica = seen.get(key, 0)
+        seen[key] = replica + 1
+        nbytes = (math.prod(tshape) * bits + 7) // 8
+        tiles.append(Tile(dev.id, index, tshape, nbytes, replica))
+    return tuple(tiles)
+
+
+# --------------------------------------------------------------------------------------------
+# The arrays a report names
+
+
+@dataclass(frozen=True)
+class ArrayEntry:
+    """One pickable array: an argument or output leaf (with tiles) or an intermediate."""
+
+    id: str
+    role: str
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+    spec: Spec | None
+    layout: ArrayLayout | None = None
+    value: ShardingOf | None = None
+
+
+def array_id(role: str, name: str) -> str:
+    """The id an array is picked by: ``arg:params/w1``, ``out:loss``, ``mid:dot.3``."""
+    return PREFIXES[role] + name
+
+
+def array_entries(report: Report) -> tuple[ArrayEntry, ...]:
+    """Every argument leaf, output leaf and intermediate, in that order, with unique ids.
+
+    A name repeated within one role (not expected, but not forbidden) gets ``#2``, ``#3``...
+    """
+    out: list[ArrayEntry] = []
+    seen: set[str] = set()
+
+    def unique(role: str, name: str) -> str:
+        base = array_id(role, name)
+        ident, k = base, 1
+        while ident in seen:
+            k += 1
+            ident = f"{base}#{k}"
+        seen.add(ident)
+        return ident
+
+    for role, tree in ((ARGUMENT, report.arguments), (OUTPUT, report.outputs)):
+        for leaf in tree:
+            ident = unique(role, leaf.name)
+            out.append(ArrayEntry(ident, role, leaf.name, leaf.shape, leaf.dtype, leaf.spec, leaf))
+    for s in report.intermediates:
+        ident = unique(INTERMEDIATE, s.name)
+        out.append(ArrayEntry(ident, INTERMEDIATE, s.name, s.shape, s.dtype, s.spec, value=s))
+    return tuple(out)
+
+
+def default_array(report: Report) -> str:
+    """The array shown first: the first argument leaf, else the first array at all, else ``""``."""
+    entries = array_entries(report)
+    return entries[0].id if entries else ""
+
+
+def entry_layout(entry: ArrayEntry, mesh: MeshLayout | None) -> ArrayLayout | None:
+    """The tiles of an entry as an ArrayLayout: the leaf's own, or computed from the spec.
+
+    ``None`` for an intermediate without a named spec (manual or unknown) or without a mesh.
+
+    Raises:
+        ValueError: from :func:`tiles_from_spec` when the spec does not fit the mesh.
+    """
+    if entry.layout is not None:
+        return entry.layout
+    if entry.spec is None or mesh is None:
+        return None
+    tiles = tiles_from_spec(entry.shape, entry.dtype, entry.spec, mesh)
+    itemsize = max(1, dtype_bits(entry.dtype) // 8)
+    spec = _entries(entry.shape, entry.spec, mesh)
+    return ArrayLayout(entry.name, entry.shape, entry.dtype, itemsize, spec, mesh, tiles)
+
+
+# --------------------------------------------------------------------------------------------
+# Report payload
+
+
+class _Table:
+    """Interns JSON-able values: each distinct value once, referred to by its position."""
+
+    def __init__(self) -> None:
+        self.items: list[Any] = []
+        self._index: dict[str, int] = {}
+
+    def add(self, value: Any) -> int:
+        key = json.dumps(value, separators=(",", ":"))
+        if key not in self._index:
+            self._index[key] = len(self.items)
+            self.items.append(value)
+        return self._index[key]
+
+
+class _Sources:
+    """Call chains as ``[[file, line, function], ...]`` (outermost first), each chain and each
+    file path stored once: entries point at a chain, a frame's ``file`` at ``files``."""
+
+    def __init__(self) -> None:
+        self.files = _Table()
+        self.chains = _Table()
+
+    def add(self, source: Source | None) -> int | None:
+        if source is None:
+            return None
+        frames = [[self.files.add(f.file), f.line, f.function] for f in source.frames]
+        return self.chains.add(frames)
+
+
+def _array_item(entry: ArrayEntry, sources: _Sources) -> dict[str, Any]:
+    s = entry.value
+    spec = [list(e) for e in entry.spec] if entry.spec is not None else None
+    return {
+        "id": entry.id,
+        "role": entry.role,
+        "name": entry.name,
+        "shape": list(entry.shape),
+        "dtype": entry.dtype,
+        "spec": spec,
+        "spec_str": s.spec_str if s is not None else format_spec(entry.spec),
+        "value": value_str(entry.dtype, entry.shape),
+        "op": s.op if s is not None else "",
+        "source": sources.add(s.source) if s is not None else None,
+        "reshard": bool(s.reshard) if s is not None else False,
+    }
+
+
+def _collective_item(
+    index: int,
+    c: Collective,
+    groupings: _Table,
+    pairings: _Table,
+    sources: _Sources,
+    ids: set[str],
+) -> dict[str, Any]:
+    reshard = array_id(INTERMEDIATE, c.reshard) if c.reshard is not None else None
+    return {
+        "index": index,
+        "name": c.name,
+        "kind": c.kind,
+        "axes": list(c.axes),
+        "in_dtype": c.in_dtype,
+        "in_shape": list(c.in_shape),
+        "out_dtype": c.out_dtype,
+        "out_shape": list(c.out_shape),
+        "in_bytes": c.in_bytes,
+        "out_bytes": c.out_bytes,
+        "moved_bytes": c.moved_bytes,
+        "group_size": c.group_size,
+        "groups": groupings.add([list(g) for g in c.groups]) if c.groups else None,
+        "pairs": pairings.add([list(p) for p in c.pairs]) if c.pairs else None,
+        "source": sources.add(c.source),
+        "user_written": c.user_written,
+        "op_name": c.op_name,
+        "reshard": c.reshard,
+        "reshard_array": reshard if reshard in ids else None,
+    }
+
+
+def memory_payload(report: Report) -> dict[str, Any]:
+    """Per-device bytes by part: ``argument``, ``output`` (the part not aliased), ``temp``.
+
+    Arguments and outputs are the bytes of the leaves each device holds (when the report has
+    leaves; else the compiler's figure); temp, alias and peak are the compiler's figures, the
+    same on every device.
+    """
+    m = report.memory
+    args, outs = report.arguments, report.outputs
+    if report.mesh is not None:
+        devices = list(report.mesh.device_ids)
+    else:
+        devices = sorted(set(args.device_ids) | set(outs.device_ids)) or [0]
+    arg_per, out_per = args.bytes_per_device, outs.bytes_per_device
+    rows = []
+    for d in devices:
+        a = arg_per.get(d, 0) if len(args) else m.argument_bytes
+        o = out_per.get(d, 0) if len(outs) else m.output_bytes
+        rows.append([a, max(0, o - m.alias_bytes), m.temp_bytes])
+    return {
+        "parts": list(MEMORY_PARTS),
+        "colors": [MEMORY_COLORS[p] for p in MEMORY_PARTS],
+        "devices": devices,
+        "bytes": rows,
+        "argument_bytes": m.argument_bytes,
+        "output_bytes": m.output_bytes,
+        "alias_bytes": m.alias_bytes,
+        "temp_bytes": m.temp_bytes,
+        "code_bytes": m.code_bytes,
+        "peak_bytes": m.peak_bytes,
+        "peak_definition": m.peak_definition,
+        "from_leaves": [bool(len(args)), bool(len(outs))],
+    }
+
+
+def report_payload(report: Report) -> dict[str, Any]:
+    """Everything the Explorer draws of one report, except tiles (see :func:`array_payload`).
+
+    Keys: ``version``, ``function``, ``platform``, ``status_line``, ``ran``, ``notes``,
+    ``mesh`` (``MeshLayout`` data or ``None``), ``mesh_summary``, ``colors`` (device id ->
+    colour), ``arrays`` (one item per :func:`array_entries` entry), ``collectives`` (the ledger
+    in order; ``groups``/``pairs``/``source`` are positions in ``groupings``/``pairings``/
+    ``sources``), ``sources`` (call chains, outermost frame first, each frame
+    ``[file, line, function]`` with ``file`` a position in ``files``), ``files``,
+    ``group_colors``, ``kind_colors`` and ``memory`` (:func:`memory_payload`). An array's
+    ``source`` points into ``sources`` too.
+    """
+    sources, groupings, pairings = _Sources(), _Table(), _Table()
+    entries = array_entries(report)
+    ids = {e.id for e in entries}
+    arrays = [_array_item(e, sources) for e in entries]
+    collectives = [
+        _collective_item(i, c, groupings, pairings, sources, ids)
+        for i, c in enumerate(report.collectives)
+    ]
+    most = max((len(g) for g in groupings.items), default=0)
+    mesh = report.mesh
+    memory = memory_payload(report)
+    device_ids = mesh.device_ids if mesh is not None else memory["devices"]
+    return {
+        "version": VERSION,
+        "function": report.function,
+        "platform": report.platform,
+        "status_line": status_line(report),
+        "ran": report.ran,
+        "notes": list(report.notes),
+        "mesh": to_data(mesh) if mesh is not None else None,
+        "mesh_summary": mesh_summary(mesh) if mesh is not None else "no mesh (one device)",
+        "colors": {str(d): device_color(d) for d in device_ids},
+        "arrays": arrays,
+        "collectives": collectives,
+        "groupings": groupings.items,
+        "pairings": pairings.items,
+        "sources": sources.chains.items,
+        "files": sources.files.items,
+        "group_colors": [group_fill(i) for i in range(most)],
+        "kind_colors": {k: list(v) for k, v in KIND_COLORS.items()} | {"": list(OTHER_KIND)},
+        "memory": memory,
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# Array payload: one array's tiles and their places on the page
+
+
+def _axis_json(axis: Any) -> dict[str, Any]:
+    return {
+        "used": axis.used,
+        "title": axis.title,
+        "bands": [[b.start, b.stop, b.label, b.hidden] for b in axis.bands],
+    }
+
+
+def grid_payload(layout: ArrayLayout) -> dict[str, Any]:
+    """Where each distinct tile goes: the static view's rows, columns, panels and pixel sizes.
+
+    ``panels`` hold ``{"label", "cells": [[row, col, tile], ...]}`` (``tile`` indexes the
+    payload's ``tiles``, ``-1`` for a place no device holds) or ``{"gap": text}`` where panels
+    were elided.
+    """
+    grid = array_grid(layout)
+    col_sizes, row_sizes = _array_sizes(grid)
+    where = {group[0].key: i for i, group in enumerate(layout.distinct_tiles)}
+    panels: list[dict[str, Any]] = []
+    for p in grid.panels:
+        if isinstance(p, ArrayPanel):
+            cells = [[c.row, c.col, where.get(c.key, -1)] for c in p.cells]
+            panels.append({"label": p.label, "cells": cells})
+        else:
+            panels.append({"gap": p.text})
+    return {
+        "rows": _axis_json(grid.rows),
+        "cols": _axis_json(grid.cols),
+        "row_sizes": [round(x, 1) for x in row_sizes],
+        "col_sizes": [round(x, 1) for x in col_sizes],
+        "panels": panels,
+        "summary": page_summary(grid),
+    }
+
+
+def _tiles_json(layout: ArrayLayout) -> list[dict[str, Any]]:
+    return [
+        {
+            "index": [list(k) for k in group[0].key],
+            "shape": list(group[0].shape),
+            "nbytes": group[0].nbytes,
+            "devices": [t.device_id for t in group],
+        }
+        for group in layout.distinct_tiles
+    ]
+
+
+def find_entry(report: Report, ident: str) -> ArrayEntry:
+    """The entry with this id.
+
+    Raises:
+        KeyError: no array of the report has this id.
+    """
+    for e in array_entries(report):
+        if e.id == ident:
+            return e
+    raise KeyError(ident)
+
+
+def array_payload(report: Report, ident: str) -> dict[str, Any] | None:
+    """The tiles of one array and their layout, or ``None`` for ``ident == ""``.
+
+    Keys: ``id``, ``role``, ``name``, ``shape``, ``dtype``, ``spec``, ``spec_str``, ``value``,
+    ``message`` (why there are no tiles, else ``None``), ``facts`` (kind, tiles and bytes in
+    words), ``tiles`` (distinct tiles: ``index`` as ``[start, stop]`` per dim, ``shape``,
+    ``nbytes`` per holder, ``devices`` replica 0 first) and ``grid`` (:func:`grid_payload`).
+
+    Raises:
+        KeyError: no array of the report has this id.
+    """
+    if not ident:
+        return None
+    entry = find_entry(report, ident)
+    out: dict[str, Any] = {
+        "id": entry.id,
+        "role": entry.role,
+        "name": entry.name,
+        "shape": list(entry.shape),
+        "dtype": entry.dtype,
+        "spec": [list(e) for e in entry.spec] if entry.spec is not None else None,
+        "spec_str": entry.value.spec_str if entry.value is not None else format_spec(entry.spec),
+        "value": value_str(entry.dtype, entry.shape),
+        "message": None,
+        "facts": None,
+        "tiles": [],
+        "grid": None,
+    }
+    try:
+        layout = entry_layout(entry, report.mesh)
+    except ValueError as err:
+        out["message"] = f"cannot place this value: {err}"
+        return out
+    if layout is None:
+        hlo = entry.value.hlo_sharding if entry.value is not None else ""
+        out["message"] = (
+            "no named sharding (manual or unknown to the mesh), so no tiles to draw"
+            + (f"; the compiler's sharding is {hlo}" if hlo else "")
+        )
+        return out
+    facts = array_facts(layout)
+    out["facts"] = {
+        "kind": facts.kind,
+        "shard_shape": list(facts.shard_shape),
+        "tiles": facts.tiles_str,
+        "bytes": facts.bytes_str,
+        "computed": entry.role == INTERMEDIATE,
+    }
+    out["tiles"] = _tiles_json(layout)
+    out["grid"] = grid_payload(layout)
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Comparisons and JSON text
+
+
+def strategies_payload(comparison: Comparison) -> list[dict[str, str]]:
+    """One ``{"id", "title", "description", "mesh"}`` per strategy, for the selector."""
+    return [
+        {
+            "id": r.strategy,
+            "title": r.title,
+            "description": r.description,
+            "mesh": mesh_summary(r.mesh),
+        }
+        for r in comparison.results
+    ]
+
+
+#: Characters written as JSON escapes, so the text is inert wherever a page embeds it (e.g. a
+#: saved notebook's widget state inside a ``<script>`` element). ``JSON.parse`` reads them back.
+_INERT = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026"})
+
+
+def dumps(payload: Any) -> str:
+    """Compact JSON text ("" for ``None``), what the widget syncs; ``<``, ``>``, ``&`` escaped."""
+    if payload is None:
+        return ""
+    return json.dumps(payload, separators=(",", ":"), ensure_ascii=False).translate(_INERT)
+
+
+def report_json(report: Report) -> str:
+    """:func:`report_payload` as JSON text."""
+    return dumps(report_payload(report))
+
+
+def array_json(report: Report, ident: str) -> str:
+    """:func:`array_payload` as JSON text (``""`` for no array)."""
+    return dumps(array_payload(report, ident))

@@ -1,0 +1,287 @@
+"""The explorer's session: the user's function and arguments, re-placed per configuration.
+
+:class:`ExplorerSession` reads the starting configuration from the arguments' shardings,
+re-places the arguments on a new mesh for each :class:`~shardviz.widgets.controls.Config`
+(typed specs, or a builtin strategy's), and explains the function on them. :func:`connect`
+wires controls -> background run (newest wins) -> explorer.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any, Protocol
+
+import jax
+import numpy as np
+from jax.sharding import NamedSharding
+
+from shardviz.capture.explain import _named_args, explain
+from shardviz.capture.mesh import Mesh, mark_sharding
+from shardviz.capture.spec import normalize_spec
+from shardviz.model import Report
+from shardviz.strategies.rules import axes_needed, get_rule_set, spec_for_leaf
+
+from .background import COMPILING, RUNNING, Latest, Stage
+from .controls import AS_GIVEN, Config, Controls, SpecEntries
+
+__all__ = ["Connection", "ExplorerLike", "ExplorerSession", "connect", "role_of"]
+
+
+class ExplorerLike(Protocol):
+    """What :func:`connect` needs of the explorer widget."""
+
+    status: str
+    error: str
+
+    def show(self, report: Any) -> None: ...
+
+
+def role_of(arg_name: str) -> str:
+    """Which rules of a strategy place an argument: ``params``-like names get the parameter
+    rules, ``opt``-names the optimizer rules, everything else (inputs) the batch rules."""
+    name = arg_name.lower()
+    if "param" in name:
+        return "params"
+    if name.startswith("opt"):
+        return "optimizer"
+    return "batch"
+
+
+def _is_array(x: Any) -> bool:
+    return (isinstance(x, jax.Array) and not isinstance(x, jax.core.Tracer)) or isinstance(
+        x, np.ndarray
+    )
+
+
+def _path(p: tuple) -> str:
+    return jax.tree_util.keystr(p, simple=True, separator="/")
+
+
+def _entries(spec: tuple[tuple[str, ...], ...]) -> SpecEntries:
+    """The model's spec (a tuple of axes per dim) as spec entries (None, 'a' or ('a', 'b'))."""
+    return tuple(None if not e else e[0] if len(e) == 1 else tuple(e) for e in spec)
+
+
+class ExplorerSession:
+    """A function and its arguments, explained under any mesh and specs the controls give.
+
+    Args:
+        fn: the function to explain (plain or jitted).
+        *args: its arguments: pytrees of arrays (placed or not) and other values (kept as they
+            are). Leaves are named by path, e.g. ``params/w1``, as in ``Report.arguments``.
+        steps: timed steps per run.
+        devices: the devices new meshes use: a count (the first ``n``), a list of device ids,
+            or None for the devices of the arguments' mesh (all devices if none is placed).
+    """
+
+    def __init__(
+        self, fn: Any, *args: Any, steps: int = 2, devices: int | Sequence[int] | None = None
+    ) -> None:
+        self.fn = fn
+        self.args = args
+        self.steps = steps
+        named = _named_args(fn, args)
+        self.arg_names = tuple(named)
+        flat, self._treedef = jax.tree_util.tree_flatten_with_path(named)
+        self._flat = [(_path(p), leaf) for p, leaf in flat]
+        #: Leaf path -> shape of every array leaf, in argument order.
+        self.shapes = {p: tuple(np.shape(x)) for p, x in self._flat if _is_array(x)}
+        self._mesh = self._first_mesh()
+        self.device_ids = self._device_ids(devices)
+        self._lock = threading.Lock()  # one compile/run at a time; stale waiters then stop
+
+    # --- reading the arguments -------------------------------------------------------------
+
+    def _first_mesh(self) -> jax.sharding.Mesh | None:
+        for _, leaf in self._flat:
+            sharding = getattr(leaf, "sharding", None)
+            if isinstance(sharding, NamedSharding):
+                return sharding.mesh
+        return None
+
+    def _device_ids(self, devices: int | Sequence[int] | None) -> tuple[int, ...]:
+        everything = jax.devices()
+        if isinstance(devices, int):
+            return tuple(range(devices))
+        if devices is not None:
+            return tuple(int(i) for i in devices)
+        if self._mesh is None:
+            return tuple(range(len(everything)))
+        position = {d.id: i for i, d in enumerate(everything)}
+        return tuple(position[d.id] for d in self._mesh.devices.flat)
+
+    def _leaf_spec(self, path: str, leaf: Any) -> SpecEntries:
+        sharding = getattr(leaf, "sharding", None)
+        if not isinstance(sharding, NamedSharding) or sharding.mesh != self._mesh:
+            return (None,) * np.ndim(leaf)  # not on the session's mesh: start replicated
+        names = tuple(str(n) for n in sharding.mesh.axis_names)
+        sizes = tuple(int(s) for s in sharding.mesh.devices.shape)
+        entries = tuple(None if e is sharding.spec.UNCONSTRAINED else e for e in sharding.spec)
+        return _entries(normalize_spec(entries, np.shape(leaf), names, sizes, name=path))
+
+    def initial_config(self) -> Config:
+        """The mesh, axis names and specs the arguments carry now (leaves not on the first
+        named mesh are replicated; with no placed leaf, one ``data`` axis over all devices)."""
+        if self._mesh is None:
+            shape, names = (len(self.device_ids),), ("data",)
+        else:
+            shape = tuple(int(s) for s in self._mesh.devices.shape)
+            names = tuple(str(n) for n in self._mesh.axis_names)
+        specs = {p: self._leaf_spec(p, x) for p, x in self._flat if _is_array(x)}
+        return Config(shape, names, AS_GIVEN, specs)
+
+    # --- placing ---------------------------------------------------------------------------
+
+    def strategy_specs(
+        self, mesh_shape: tuple[int, ...], axis_names: tuple[str, ...], strategy: str
+    ) -> dict[str, SpecEntries]:
+        """Each array leaf's spec under a builtin strategy (by :func:`role_of` its argument).
+
+        Raises:
+            ShardvizError: unknown strategy, or the mesh lacks an axis the strategy needs.
+            SpecError: a rule's spec does not fit a leaf (names the leaf, dim and axis).
+        """
+        rule_set = get_rule_set(strategy)
+        axes_needed(rule_set, axis_names)
+        axes = dict(zip(axis_names, mesh_shape, strict=True))
+        out: dict[str, SpecEntries] = {}
+        for path, shape in self.shapes.items():
+            arg, _, inner = path.partition("/")
+            role = role_of(arg)
+            if not shape:
+                out[path] = ()  # a scalar has no dim to split
+                continue
+            rules = rule_set.rules_for(role)
+            out[path], _ = spec_for_leaf(inner or arg, shape, rules, axes, role)
+        return out
+
+    def specs_for(self, config: Config) -> dict[str, SpecEntries]:
+        """The specs a configuration means: as typed, or its strategy's."""
+        if config.strategy == AS_GIVEN:
+            return {p: tuple(config.specs.get(p, ())) for p in self.shapes}
+        return self.strategy_specs(config.mesh_shape, config.axis_names, config.strategy)
+
+    def mesh(self, config: Config) -> Mesh:
+        """The configuration's mesh over the session's devices (MeshError if it does not fit)."""
+        return Mesh(self.device_ids, config.mesh_shape, config.axis_names)
+
+    def build(self, config: Config) -> tuple:
+        """The arguments re-placed on the configuration's mesh with its specs.
+
+        Raises:
+            MeshError, SpecError: the mesh or a spec does not fit (the message names the leaf).
+        """
+        mesh = self.mesh(config)
+        specs = self.specs_for(config)
+        leaves = [
+            mark_sharding(x, mesh, specs[p], name=p) if p in specs else x for p, x in self._flat
+        ]
+        named = jax.tree_util.tree_unflatten(self._treedef, leaves)
+        return tuple(named[name] for name in self.arg_names)  # jax sorts dict keys
+
+    # --- running ---------------------------------------------------------------------------
+
+    def run(self, config: Config, stage: Stage | None = None) -> Report:
+        """Place, compile and run: ``explain(fn, *placed, run=True, steps=steps)``.
+
+        With a :class:`~shardviz.widgets.background.Stage` (from :class:`Latest`), reports
+        "compiling" then "running", and stops early once a newer request was submitted.
+        """
+        with self._lock:
+            if stage is not None:
+                stage(COMPILING)
+            placed = self.build(config)
+            if stage is not None:
+                explain(self.fn, *placed, run=False)  # compiles; the run below reuses it
+                stage(RUNNING)
+            report = explain(self.fn, *placed, run=True, steps=self.steps)
+        note = _strategy_note(config.strategy)
+        return replace(report, notes=(*report.notes, note)) if note else report
+
+    def controls(self) -> Controls:
+        """:class:`Controls` for this session's leaves, starting from :meth:`initial_config`."""
+        return Controls(
+            self.shapes, self.initial_config(), devices=len(self.device_ids),
+            strategy_specs=self.strategy_specs,
+        )  # fmt: skip
+
+    def connect(
+        self, explorer: ExplorerLike, controls: Controls | None = None, *, run_now: bool = True
+    ) -> Connection:
+        """See :func:`connect` (with :meth:`controls` when none are given)."""
+        return connect(
+            explorer, controls if controls is not None else self.controls(), self, run_now=run_now
+        )
+
+
+def _strategy_note(strategy: str) -> str:
+    """What a strategy could not do to a plain function: only its argument rules applied."""
+    if strategy == AS_GIVEN:
+        return ""
+    rule_set = get_rule_set(strategy)
+    skipped = []
+    if rule_set.grads is not None and rule_set.grads != rule_set.params:
+        skipped.append("gradients")
+    if rule_set.activations:
+        skipped.append("activations")
+    if not skipped:
+        return ""
+    return (
+        f"strategy {strategy!r} placed the arguments only: its rules for "
+        f"{' and '.join(skipped)} need hooks inside the function (see shardviz.compare), so "
+        "the compiler chose those shardings here"
+    )
+
+
+def _status_setter(explorer: ExplorerLike):
+    """Set ``explorer.error`` and ``explorer.status``, touching each only when it changes."""
+
+    def on_status(status: str, error: str) -> None:
+        if error and explorer.error != error:
+            explorer.error = error  # the message first, so a view reacting to "error" has it
+        if explorer.status != status:
+            explorer.status = status
+        if not error and explorer.error:
+            explorer.error = ""
+
+    return on_status
+
+
+class Connection:
+    """Controls wired to a session and an explorer (what :func:`connect` returns).
+
+    ``submit(config)`` runs a configuration from code (the controls call it on each change);
+    ``wait()`` blocks until the newest run is shown; ``latest`` is the :class:`Latest`.
+    """
+
+    def __init__(self, explorer: ExplorerLike, session: ExplorerSession) -> None:
+        self.explorer = explorer
+        self.session = session
+        self.latest = Latest(on_result=explorer.show, on_status=_status_setter(explorer))
+
+    def submit(self, config: Config) -> int:
+        """Run ``config`` in the background; returns its generation number."""
+        return self.latest.submit(lambda stage: self.session.run(config, stage))
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until the newest run is shown (or failed); False on timeout."""
+        return self.latest.wait(timeout)
+
+
+def connect(
+    explorer: ExplorerLike, controls: Controls, session: ExplorerSession, *, run_now: bool = True
+) -> Connection:
+    """Wire ``controls`` -> background runs of ``session`` (newest wins) -> ``explorer``.
+
+    Every valid configuration the controls hand on is run in a background thread; the newest
+    one's report goes to ``explorer.show`` and its progress to ``explorer.status`` /
+    ``explorer.error``. Nothing is raised into the kernel. With ``run_now``, the controls'
+    current configuration runs at once.
+    """
+    connection = Connection(explorer, session)
+    controls.on_change(connection.submit)
+    if run_now and controls.config is not None:
+        connection.submit(controls.config)
+    return connection

@@ -1,0 +1,358 @@
+"""Explorer's ES module in a real Chromium, offline: the four panes and the links between them.
+
+As for MeshView (test_mesh_view_widget.py): the module is loaded from a Blob URL and its
+``render({model, el})`` is called with a fake model (get/set/on/off/save_changes, every call
+recorded) holding the state a real ``Explorer`` syncs. What Python would answer (the tiles of a
+newly picked array, a new strategy's payload) is pushed with ``fromPython``. The ``viewer``
+fixture fails a test on any request leaving the machine, JS error or dialog.
+"""
+
+from __future__ import annotations
+
+import os
+
+import jax
+import pytest
+
+import shardviz as sv
+from shardviz.strategies import mlp
+from shardviz.widgets.explorer import Explorer
+from shardviz.widgets.explorer_payload import array_json
+from shardviz.widgets.mesh_view import STATIC
+from tests.browser.conftest import SKIP_ENV
+from tests.render.compare_fixtures import comparison
+from tests.render.report_fixtures import NASTY, nasty_report, shard_map_report
+
+pytestmark = pytest.mark.skipif(
+    os.environ.get(SKIP_ENV) == "1", reason=f"{SKIP_ENV}=1: browser tests skipped on request"
+)
+
+HOSTILE = "<img src=x onerror=alert(1)>"
+SYNCED = (
+    "payload",
+    "array",
+    "strategies",
+    "selected_strategy",
+    "selected_array",
+    "selected_device",
+    "selected_collective",
+    "status",
+    "error",
+)
+MEGATRON = {"w1": (None, "model"), "b1": ("model",), "w2": ("model", None), "b2": ()}
+
+# The same fake model as MeshView's browser tests: set() fires "change:<name>" like Backbone.
+_MOUNT_JS = """async ({src, css, state}) => {
+  const el = document.createElement("div");
+  document.body.appendChild(el);
+  const style = document.createElement("style");
+  style.textContent = css;
+  document.head.appendChild(style);
+  const calls = [];
+  const handlers = {};
+  const fire = (name) => (handlers["change:" + name] || []).slice().forEach((f) => f());
+  const model = {
+    get: (k) => state[k],
+    set: (k, v) => { calls.push(["set", k, v]); state[k] = v; fire(k); },
+    save_changes: () => calls.push(["save_changes"]),
+    on: (e, f) => { calls.push(["on", e]); (handlers[e] = handlers[e] || []).push(f); },
+    off: (e, f) => {
+      calls.push(["off", e]);
+      handlers[e] = (handlers[e] || []).filter((g) => f && g !== f);
+    },
+  };
+  const url = URL.createObjectURL(new Blob([src], {type: "text/javascript"}));
+  const mod = await import(url);
+  URL.revokeObjectURL(url);
+  const cleanup = mod.default.render({model, el});
+  const fromPython = (k, v) => { state[k] = v; fire(k); };
+  window.sv = {model, calls, handlers, state, cleanup, fromPython};
+  return typeof cleanup;
+}"""
+
+
+@pytest.fixture(scope="module")
+def report():
+    """A real compile: the Megatron MLP step on a 2x4 ('data', 'model') mesh."""
+    mesh = sv.Mesh(range(8), (2, 4), ("data", "model"))
+    params = mlp.init_params(jax.random.key(0), 64, 256)
+    batch = mlp.make_batch(jax.random.key(1), 32, 64)
+    params = {k: sv.mark_sharding(v, mesh, MEGATRON[k], name=k) for k, v in params.items()}
+    batch = {k: sv.mark_sharding(v, mesh, ("data", None), name=k) for k, v in batch.items()}
+    return sv.explain(mlp.train_step, params, batch, run=False)
+
+
+def mount(viewer, widget: Explorer):
+    """Render the module into a blank page with the widget's synced state."""
+    state = widget.get_state()
+    page = viewer.page
+    page.set_content("<!doctype html><html><head></head><body></body></html>")
+    kind = page.evaluate(
+        _MOUNT_JS,
+        {
+            "src": (STATIC / "explorer.js").read_text(encoding="utf-8"),
+            "css": (STATIC / "explorer.css").read_text(encoding="utf-8"),
+            "state": {k: state[k] for k in SYNCED},
+        },
+    )
+    assert kind == "function", "render must return a cleanup function"
+    return page
+
+
+def _calls(page):
+    return page.evaluate("() => window.sv.calls.filter(c => c[0] !== 'on' && c[0] !== 'off')")
+
+
+def _from_python(page, name, value):
+    page.evaluate("([k, v]) => window.sv.fromPython(k, v)", [name, value])
+
+
+def _attrs(page, selector, attr):
+    return page.evaluate(
+        "([s, a]) => [...document.querySelectorAll(s)].map(e => e.getAttribute(a))",
+        [selector, attr],
+    )
+
+
+def test_renders_the_four_panes_from_a_real_report(viewer, report):
+    w = Explorer(report)
+    page = mount(viewer, w)
+    assert page.locator(".sv-x-dev").count() == 8
+    assert page.locator("tr.sv-x-coll").count() == len(report.collectives)
+    assert page.locator(".sv-x-mem").count() == 8
+    n_arrays = len(report.arguments) + len(report.outputs) + len(report.intermediates)
+    assert page.locator(".sv-x-pick option").count() == n_arrays
+    assert page.locator(".sv-x-pick").input_value() == w.selected_array
+    layout = w.array_layout
+    assert page.locator(".sv-x-tile").count() == layout.num_distinct_tiles
+    assert page.locator(".sv-x-fn").inner_text() == report.function
+    assert page.locator(".sv-x-error").is_hidden()
+    assert page.locator(".sv-x-strategy").count() == 0  # a single report has no selector
+    for name in ("Mesh", "Arrays", "Collectives", "Memory per device"):
+        assert page.locator("h4", has_text=name).count() == 1
+    viewer.screenshot("explorer")
+    viewer.assert_clean()
+
+
+def test_click_device_lights_its_tiles_memory_and_collectives(viewer, report):
+    w = Explorer(report, selected_array="arg:params/w1")
+    page = mount(viewer, w)
+    page.locator('.sv-x-dev[data-device="5"]').click()
+    assert _calls(page) == [["set", "selected_device", 5], ["save_changes"]]
+    assert page.locator('.sv-x-dev[data-device="5"]').get_attribute("aria-pressed") == "true"
+    holders = {t.key for t in w.array_layout.tiles if t.device_id == 5}
+    selected = _attrs(page, ".sv-x-tile.sv-selected", "data-devices")
+    assert len(selected) == len(holders) == 1
+    assert "5" in selected[0].split()
+    assert _attrs(page, ".sv-x-mem.sv-selected", "data-device") == ["5"]
+    involved = [str(i) for i, c in enumerate(report.collectives) if any(5 in g for g in c.groups)]
+    assert involved, "every Megatron collective should reach device 5"
+    assert _attrs(page, "tr.sv-x-coll.sv-x-involved", "data-index") == involved
+    assert "d5 (data=1, model=1)" in page.locator(".sv-x-devline").inner_text()
+    assert page.locator(".sv-x-tileline").inner_text().startswith("d5 holds params/w1[")
+
+    page.locator('.sv-x-dev[data-device="5"]').click()  # again: clears
+    assert _calls(page)[-2:] == [["set", "selected_device", -1], ["save_changes"]]
+    assert page.locator(".sv-x-tile.sv-selected").count() == 0
+    assert page.locator("tr.sv-x-involved").count() == 0
+    viewer.assert_clean()
+
+
+def test_click_memory_bar_selects_its_device(viewer, report):
+    page = mount(viewer, Explorer(report))
+    page.locator('.sv-x-mem[data-device="2"] .sv-x-memhit').click(force=True)
+    assert _calls(page) == [["set", "selected_device", 2], ["save_changes"]]
+    assert _attrs(page, ".sv-x-dev.sv-selected", "data-device") == ["2"]
+    assert page.locator(".sv-x-memline").inner_text().startswith("d2: argument")
+    viewer.assert_clean()
+
+
+def test_click_ledger_row_outlines_groups_and_shows_source(viewer, report):
+    page = mount(viewer, Explorer(report))
+    k = next(i for i, c in enumerate(report.collectives) if c.reshard)
+    c = report.collectives[k]
+    page.locator(f'tr.sv-x-coll[data-index="{k}"]').click()
+    assert _calls(page) == [["set", "selected_collective", k], ["save_changes"]]
+    assert page.locator(f'tr.sv-x-coll[data-index="{k}"]').get_attribute("aria-pressed") == "true"
+    # Each device carries its group's number, and each group has its own outline colour.
+    expected = {str(d): str(g) for g, ids in enumerate(c.groups) for d in ids}
+    shown = dict(
+        zip(
+            _attrs(page, ".sv-x-dev", "data-device"),
+            _attrs(page, ".sv-x-dev", "data-group"),
+            strict=True,
+        )
+    )
+    assert shown == expected
+    strokes = page.evaluate(
+        "() => [...document.querySelectorAll('.sv-x-dev')].map(e => "
+        "[e.dataset.group, getComputedStyle(e.querySelector('.sv-x-ring')).stroke])"
+    )
+    by_group = {}
+    for g, stroke in strokes:
+        assert stroke, "a device in a group has an outline"
+        by_group.setdefault(g, set()).add(stroke)
+    assert all(len(s) == 1 for s in by_group.values())
+    assert len({next(iter(s)) for s in by_group.values()}) == len(c.groups)
+
+    details = page.locator(".sv-x-details").inner_text()
+    assert c.source.location in details
+    for f in c.source.frames:
+        assert f.function in details
+    assert c.reshard in details
+    assert page.locator(".sv-x-legitem[data-group]").count() == len(c.groups)
+
+    page.locator(".sv-x-goto").click()  # "show its tiles": picks the resharded intermediate
+    assert _calls(page)[-2:] == [["set", "selected_array", f"mid:{c.reshard}"], ["save_changes"]]
+    viewer.assert_clean()
+
+
+def test_permute_draws_an_arrow_per_pair(viewer):
+    r = shard_map_report()
+    page = mount(viewer, Explorer(r))
+    k = next(i for i, c in enumerate(r.collectives) if c.kind == "collective-permute")
+    page.locator(f'tr.sv-x-coll[data-index="{k}"]').click()
+    pairs = sorted(_attrs(page, ".sv-x-arrow", "data-pair"))
+    assert pairs == sorted(f"{a} {b}" for a, b in r.collectives[k].pairs)
+    assert page.locator(".sv-x-dev.sv-x-out").count() == 0  # every device sends
+    page.locator(f'tr.sv-x-coll[data-index="{k}"]').click()
+    assert page.locator(".sv-x-arrow").count() == 0
+    viewer.assert_clean()
+
+
+def test_pick_array_saves_it_and_draws_what_python_sends(viewer, report):
+    w = Explorer(report)
+    page = mount(viewer, w)
+    target = next(s for s in report.intermediates if s.spec is not None and any(s.spec))
+    ident = f"mid:{target.name}"
+    page.locator(".sv-x-pick").select_option(ident)
+    assert _calls(page) == [["set", "selected_array", ident], ["save_changes"]]
+    assert page.locator(".sv-x-loading").count() == 1
+
+    _from_python(page, "array", array_json(report, ident))  # what Explorer's observer sends
+    w.selected_array = ident
+    assert page.locator(".sv-x-loading").count() == 0
+    assert page.locator(".sv-x-tile").count() == w.array_layout.num_distinct_tiles
+    assert page.locator(".sv-x-spec").inner_text() == target.spec_str
+    assert "computed from the spec" in page.locator(".sv-x-array").inner_text()
+    viewer.assert_clean()
+
+
+def test_hover_text_gives_index_devices_and_bytes(viewer, report):
+    w = Explorer(report, selected_array="arg:params/w1")
+    page = mount(viewer, w)
+    t = w.array_layout.distinct_tiles[0][0]
+    titles = page.evaluate(
+        "() => [...document.querySelectorAll('.sv-x-tile > title')].map(e => e.textContent)"
+    )
+    first = titles[0]
+    index = "[" + ", ".join(f"{s.start}:{s.stop}" for s in t.index) + "]"
+    assert first.startswith(f"params/w1{index}")
+    assert f"({t.nbytes:,} B)" in first
+    assert f"d{t.device_id} (data=" in first
+    viewer.assert_clean()
+
+
+def test_spec_less_intermediate_shows_a_message(viewer):
+    r = shard_map_report()
+    page = mount(viewer, Explorer(r, selected_array="mid:add.2"))
+    assert page.locator(".sv-x-tile").count() == 0
+    assert "no named sharding" in page.locator(".sv-x-message").inner_text()
+    viewer.assert_clean()
+
+
+def test_strategy_select_saves_and_python_swaps_the_report(viewer):
+    c = comparison()
+    w = Explorer(c)
+    page = mount(viewer, w)
+    pick = page.locator(".sv-x-strategy")
+    assert pick.input_value() == "dp"
+    assert page.locator(".sv-x-strategy option").count() == len(c.results)
+    pick.select_option("tp")
+    assert _calls(page) == [["set", "selected_strategy", "tp"], ["save_changes"]]
+
+    w.selected_strategy = "tp"  # what Python does on that message, then sends the new state
+    for k in ("payload", "array", "selected_array"):
+        _from_python(page, k, getattr(w, k))
+    tp = c.result("tp").report
+    assert page.locator(".sv-x-fn").inner_text() == tp.function
+    assert page.locator("tr.sv-x-coll").count() == len(tp.collectives)
+    assert page.locator(".sv-x-strategy").input_value() == "tp"
+    viewer.assert_clean()
+
+
+def test_status_and_error_render_as_text(viewer, report):
+    page = mount(viewer, Explorer(report))
+    assert page.locator(".sv-x-status").is_hidden()
+    _from_python(page, "status", "compiling")
+    assert page.locator(".sv-x-status").inner_text() == "compiling…"
+    _from_python(page, "status", "error")
+    _from_python(page, "error", f"CompileError: {HOSTILE}\n  at step")
+    page.wait_for_timeout(200)  # room for an onerror that should never fire
+    box = page.locator(".sv-x-error")
+    assert box.is_visible()
+    assert HOSTILE in box.inner_text()
+    assert page.locator("img").count() == 0
+    _from_python(page, "error", "")
+    _from_python(page, "status", "done")
+    assert box.is_hidden()
+    assert page.locator(".sv-x-status").inner_text() == "done"
+    assert _calls(page) == [], "a change from Python must not be echoed back"
+    viewer.assert_clean()
+
+
+def test_selection_from_python_moves_every_highlight(viewer, report):
+    page = mount(viewer, Explorer(report))
+    _from_python(page, "selected_device", 3)
+    _from_python(page, "selected_collective", 0)
+    assert _attrs(page, ".sv-x-dev.sv-selected", "data-device") == ["3"]
+    assert _attrs(page, ".sv-x-mem.sv-selected", "data-device") == ["3"]
+    assert _attrs(page, "tr.sv-x-coll.sv-selected", "data-index") == ["0"]
+    assert page.locator(".sv-x-details").get_attribute("data-index") == "0"
+    _from_python(page, "selected_collective", -1)
+    assert page.locator(".sv-x-dev[data-group]").count() == 0
+    assert _calls(page) == []
+    viewer.assert_clean()
+
+
+def test_keyboard_selects_devices_and_rows(viewer, report):
+    page = mount(viewer, Explorer(report))
+    page.locator('.sv-x-dev[data-device="1"]').focus()
+    page.keyboard.press("Enter")
+    page.locator('tr.sv-x-coll[data-index="0"]').focus()
+    page.keyboard.press(" ")
+    assert _calls(page) == [
+        ["set", "selected_device", 1],
+        ["save_changes"],
+        ["set", "selected_collective", 0],
+        ["save_changes"],
+    ]
+    viewer.assert_clean()
+
+
+def test_hostile_names_render_as_text_and_run_nothing(viewer):
+    r = nasty_report()
+    page = mount(viewer, Explorer(r))
+    page.locator("tr.sv-x-coll").first.click()
+    page.wait_for_timeout(200)
+    assert page.evaluate("() => document.querySelectorAll('script').length") == 0
+    assert page.evaluate("() => document.querySelectorAll('img').length") == 0
+    assert page.locator(".sv-x-fn").inner_text() == r.function
+    details = page.locator(".sv-x-details").inner_text()
+    assert r.collectives[0].source.location in details
+    assert NASTY in page.locator(".sv-x-pick").inner_text()
+    assert viewer.dialogs == []
+    viewer.assert_clean()
+
+
+def test_cleanup_removes_every_listener(viewer, report):
+    page = mount(viewer, Explorer(report))
+    page.evaluate("() => window.sv.cleanup()")
+    left = page.evaluate(
+        "() => Object.entries(window.sv.handlers).filter(([, fs]) => fs.length).map(([e]) => e)"
+    )
+    assert left == []
+    page.locator('.sv-x-dev[data-device="1"]').click()
+    page.locator("tr.sv-x-coll").first.click()
+    assert _calls(page) == [], "a click after cleanup must not reach the model"
+    viewer.assert_clean()

@@ -1,0 +1,73 @@
+"""``shardviz.Explorer``: a report, a comparison, or a function with controls and live training."""
+
+from __future__ import annotations
+
+import jax
+import pytest
+
+import shardviz as sv
+from shardviz.strategies import mlp
+
+MEGATRON = {"w1": (None, "model"), "b1": ("model",), "w2": ("model", None), "b2": ()}
+
+
+@pytest.fixture(scope="module")
+def explorer():
+    mesh = sv.Mesh(range(8), (2, 4), ("data", "model"))
+    params = mlp.init_params(jax.random.key(0), 64, 256)
+    batch = mlp.make_batch(jax.random.key(1), 32, 64)
+    params = {k: sv.mark_sharding(v, mesh, MEGATRON[k]) for k, v in params.items()}
+    batch = {k: sv.mark_sharding(v, mesh, ("data", None)) for k, v in batch.items()}
+    return sv.Explorer(mlp.train_step, params, batch)
+
+
+def test_function_is_explained_and_shown_with_controls(explorer):
+    assert explorer.report.ran
+    kinds = {(c.kind, c.axes) for c in explorer.report.collectives}
+    assert ("all-reduce", ("model",)) in kinds  # Megatron's activation all-reduce
+    bundle = explorer._repr_mimebundle_()
+    data = bundle[0] if isinstance(bundle, tuple) else bundle
+    assert "application/vnd.jupyter.widget-view+json" in data
+    assert data["application/vnd.jupyter.widget-view+json"]["model_id"] == explorer._box.model_id
+    assert "<svg" in data["text/html"]
+    assert explorer in explorer._box.children and explorer.controls in explorer._box.children
+
+
+def test_invalid_spec_is_flagged_inline_and_nothing_runs(explorer):
+    before = explorer.report
+    box = explorer.controls.spec_boxes["params/w1"]
+    box.value = "P('modle', None)"
+    assert "modle" in explorer.controls.spec_messages["params/w1"].value
+    assert explorer.wait(60)
+    assert explorer.report is before
+    box.value = "P(None, 'model')"
+    assert explorer.controls.spec_messages["params/w1"].value == ""
+
+
+def test_strategy_switch_recompiles_in_the_background(explorer):
+    explorer.controls.strategy.value = "dp"
+    assert explorer.wait(180)
+    assert explorer.status == "done", explorer.error
+    assert explorer.report.collectives
+    assert all(c.axes == ("data",) for c in explorer.report.collectives)
+    explorer.controls.strategy.value = "as given"
+    assert explorer.wait(180)
+
+
+def test_train_runs_the_function_live(explorer):
+    run = explorer.train(steps=3)
+    run.wait(120)
+    assert run.status == "done", run.error
+    assert len(run.losses) == 3 and run.losses[2] < run.losses[0]
+
+
+def test_report_and_comparison_take_no_arguments():
+    report = sv.explain(lambda x: x * 2, jax.numpy.ones(8), run=False)
+    ex = sv.Explorer(report)
+    assert ex.controls is None
+    with pytest.raises(TypeError, match="take no arguments"):
+        sv.Explorer(report, 1)
+    with pytest.raises(TypeError, match="function"):
+        sv.Explorer(42)
+    with pytest.raises(TypeError, match="needs a function"):
+        ex.train(2)

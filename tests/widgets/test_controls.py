@@ -1,0 +1,374 @@
+"""The explorer's controls: pure helpers, then the widget checking fields as the user types."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from shardviz.errors import MeshError, ShardvizError, SpecError
+from shardviz.widgets.controls import (
+    AS_GIVEN,
+    INVALID_COLOR,
+    Config,
+    Controls,
+    factorisations,
+    format_spec_text,
+    parse_axis_names,
+    parse_spec_text,
+    strategies_for,
+    validate_spec,
+)
+
+# --- factorisations -------------------------------------------------------------------------
+
+
+def test_factorisations_of_8_leave_out_size_1_axes():
+    assert factorisations(8) == [(8,), (2, 4), (4, 2), (2, 2, 2)]
+
+
+def test_factorisations_with_ones():
+    shapes = factorisations(8, max_rank=2, ones=True)
+    assert shapes == [(8,), (1, 8), (2, 4), (4, 2), (8, 1)]
+
+
+@pytest.mark.parametrize("n", [1, 2, 6, 7, 12, 16])
+@pytest.mark.parametrize("max_rank", [1, 2, 3, 4])
+def test_factorisations_multiply_to_n_without_repeats(n, max_rank):
+    shapes = factorisations(n, max_rank)
+    assert shapes[0] == (n,)
+    assert len(set(shapes)) == len(shapes)
+    assert all(math.prod(s) == n and len(s) <= max_rank for s in shapes)
+
+
+def test_factorisations_of_one_device_and_of_a_prime():
+    assert factorisations(1) == [(1,)]
+    assert factorisations(7) == [(7,)]
+
+
+def test_factorisations_refuse_zero_devices():
+    with pytest.raises(MeshError, match="Fix:"):
+        factorisations(0)
+
+
+# --- parse_spec_text ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "spec"),
+    [
+        ("('data', None)", ("data", None)),
+        ("data, None", ("data", None)),
+        ('"data", None', ("data", None)),
+        ("(('data','model'), None)", (("data", "model"), None)),
+        ("(data, model), None", (("data", "model"), None)),
+        ("P('data', None)", ("data", None)),
+        ("PartitionSpec('data', None)", ("data", None)),
+        ("jax.sharding.PartitionSpec(None, 'model')", (None, "model")),
+        ("P(('data', 'model'),)", (("data", "model"),)),
+        ("P('data',)", ("data",)),
+        ("data", ("data",)),
+        ("('data')", ("data",)),
+        ("('data', 'model')", ("data", "model")),
+        ("((data, model))", ("data", "model")),
+        ("((data, model),)", (("data", "model"),)),
+        ("[data, None]", ("data", None)),
+        ("data,", ("data",)),
+        ("0, None", (0, None)),
+        ("P(None)", (None,)),
+        ("None", ()),
+        ("", ()),
+        ("   ", ()),
+        ("P()", ()),
+    ],
+)
+def test_parse_spec_text_accepts_what_users_type(text, spec):
+    assert parse_spec_text(text) == spec
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ("(data", "never closed"),
+        ("data None", "expected a comma"),
+        ("data,,None", "two commas"),
+        ("P(data), None", "must wrap the whole spec"),
+        ("((a, (b)), None)", "cannot hold another tuple"),
+        ("(None, a), b", "None cannot be inside"),
+        ("'data", "quote"),
+        ("da$ta", r"'\$ta' is not an axis name"),
+        ("(data]", "closed by"),
+        ("__import__('os').system('true')", "is not an axis name"),  # never evaluated
+        ("(), None", "empty tuple"),
+    ],
+)
+def test_parse_spec_text_says_what_to_type(text, why):
+    with pytest.raises(SpecError, match=why) as info:
+        parse_spec_text(text, name="params/w1")
+    msg = str(info.value)
+    assert "'params/w1'" in msg
+    assert "Fix: type one entry per dim" in msg
+
+
+@pytest.mark.parametrize(
+    "spec", [("data", None), (("data", "model"), None), (), (None,), ("model",), (0, 1)]
+)
+def test_format_spec_text_reads_back(spec):
+    assert parse_spec_text(format_spec_text(spec)) == spec
+
+
+def test_format_spec_text_takes_the_models_spec_too():
+    assert format_spec_text((("data",), ())) == "P('data', None)"
+
+
+# --- validate_spec --------------------------------------------------------------------------
+
+MESH, NAMES = (2, 4), ("data", "model")
+
+
+def test_validate_spec_accepts_a_fitting_spec():
+    assert validate_spec("params/w1", (64, 256), (None, "model"), MESH, NAMES) is None
+    assert validate_spec("params/w1", (64, 256), (("data", "model"), None), MESH, NAMES) is None
+
+
+@pytest.mark.parametrize(
+    ("shape", "spec", "parts"),
+    [
+        (
+            (64, 256),
+            ("modle", None),
+            ["dim 0", "unknown mesh axis 'modle'", "did you mean 'model'"],
+        ),
+        ((64, 256), ("data", "data"), ["dim 1", "'data' is used twice"]),
+        ((64,), ("data", None), ["rank 1", "drop the extra entries"]),
+        ((6, 256), ("model", None), ["dim 0", "size 6 does not divide", "'model' (4)"]),
+    ],
+)
+def test_validate_spec_names_array_dim_axis_and_fix(shape, spec, parts):
+    with pytest.raises(SpecError) as info:
+        validate_spec("params/w1", shape, spec, MESH, NAMES)
+    msg = str(info.value)
+    assert "'params/w1'" in msg and "Fix:" in msg
+    for part in parts:
+        assert part in msg
+
+
+# --- axis names and strategies --------------------------------------------------------------
+
+
+def test_parse_axis_names():
+    assert parse_axis_names("data, model", (2, 4)) == ("data", "model")
+    assert parse_axis_names("'data','model',", (2, 4)) == ("data", "model")
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [("data", "1 name"), ("data, data", "named twice"), ("data, , model", "empty name")],
+)
+def test_parse_axis_names_refuses(text, why):
+    with pytest.raises(MeshError, match=why) as info:
+        parse_axis_names(text, (2, 4))
+    assert "Fix:" in str(info.value)
+
+
+def test_strategies_fit_the_axis_names():
+    assert strategies_for(("data",)) == (AS_GIVEN, "dp", "zero1", "zero2", "zero3", "fsdp")
+    two = strategies_for(("data", "model"))
+    assert {"tp", "2d", "sp", "dp"} <= set(two) and "ep" not in two
+    assert "ep" in strategies_for(("data", "expert"))
+    assert strategies_for(("x",)) == (AS_GIVEN,)
+
+
+# --- the widget -----------------------------------------------------------------------------
+
+SHAPES = {"params/w1": (64, 256), "params/b1": (256,), "batch/x": (32, 64)}
+INITIAL = Config(
+    (2, 4), ("data", "model"), AS_GIVEN,
+    {"params/w1": (None, "model"), "params/b1": ("model",), "batch/x": ("data", None)},
+)  # fmt: skip
+
+
+def fake_strategy_specs(mesh_shape, axis_names, strategy):
+    if strategy == "tp" and "model" not in axis_names:
+        raise ShardvizError("strategy 'tp': needs 'model'. Fix: name an axis 'model'.")
+    return {"params/w1": ("data", None), "params/b1": (), "batch/x": ("data",)}
+
+
+@pytest.fixture
+def controls():
+    c = Controls(SHAPES, INITIAL, devices=8, strategy_specs=fake_strategy_specs)
+    c.received = []
+    c.on_change(c.received.append)
+    return c
+
+
+def test_controls_start_valid_with_the_initial_config(controls):
+    assert controls.valid
+    assert controls.config == INITIAL
+    assert controls.received == []  # nothing changed yet
+    assert controls.spec_boxes["params/w1"].value == "P(None, 'model')"
+    assert [v for _, v in controls.mesh_shape.options] == [(8,), (2, 4), (4, 2), (2, 2, 2)]
+    assert controls.axis_names.value == "data, model"
+    assert controls.spec_boxes["params/w1"].continuous_update
+
+
+def test_a_mesh_the_user_has_stays_offered():
+    c = Controls(SHAPES, Config((1, 8), ("data", "model"), AS_GIVEN, {}), devices=8)
+    assert c.mesh_shape.value == (1, 8)
+    assert c.valid
+
+
+def test_an_invalid_spec_is_flagged_as_you_type_and_fires_nothing(controls):
+    box, message = controls.spec_boxes["params/w1"], controls.spec_messages["params/w1"]
+    box.value = "modle, None"
+    assert not controls.valid
+    assert "unknown mesh axis 'modle'" in message.value
+    assert "did you mean" in message.value
+    assert box.style.text_color == INVALID_COLOR
+    assert "shardviz-invalid" in box._dom_classes
+    assert controls.config is None
+    assert controls.received == []
+
+
+def test_bad_syntax_is_flagged_too(controls):
+    controls.spec_boxes["batch/x"].value = "(data"
+    assert "never closed" in controls.spec_messages["batch/x"].value
+    assert controls.received == []
+
+
+def test_fixing_a_spec_clears_the_message_and_fires_a_config(controls):
+    box, message = controls.spec_boxes["params/w1"], controls.spec_messages["params/w1"]
+    box.value = "modle, None"
+    box.value = "model, None"
+    assert message.value == ""
+    assert message.layout.display == "none"
+    assert box.style.text_color is None
+    assert "shardviz-invalid" not in box._dom_classes
+    (config,) = controls.received
+    assert config.specs["params/w1"] == ("model", None)
+    assert config.specs["batch/x"] == ("data", None)
+    assert (config.mesh_shape, config.axis_names, config.strategy) == (
+        (2, 4), ("data", "model"), AS_GIVEN,
+    )  # fmt: skip
+
+
+def test_the_same_config_spelt_differently_does_not_fire_again(controls):
+    controls.spec_boxes["params/w1"].value = "model, None"
+    controls.spec_boxes["params/w1"].value = "P('model', None)"
+    controls.spec_boxes["params/w1"].value = "('model', None)"
+    assert len(controls.received) == 1
+
+
+def test_a_spec_longer_than_the_rank_is_flagged(controls):
+    controls.spec_boxes["params/b1"].value = "model, None"
+    assert "rank 1" in controls.spec_messages["params/b1"].value
+
+
+def test_wrong_axis_name_count_is_flagged(controls):
+    controls.axis_names.value = "data"
+    assert "1 name(s)" in controls.axis_message.value
+    assert controls.axis_names.style.text_color == INVALID_COLOR
+    assert controls.received == []
+    controls.axis_names.value = "data, data"
+    assert "named twice" in controls.axis_message.value
+    controls.axis_names.value = "data, model"
+    assert controls.axis_message.value == ""
+    assert controls.received == []  # back to the config already handed on
+
+
+def test_renaming_an_axis_flags_specs_that_use_the_old_name(controls):
+    controls.axis_names.value = "data, tensor"
+    assert "unknown mesh axis 'model'" in controls.spec_messages["params/w1"].value
+    assert controls.received == []
+    controls.spec_boxes["params/w1"].value = "None, tensor"
+    controls.spec_boxes["params/b1"].value = "tensor"
+    assert controls.received[-1].axis_names == ("data", "tensor")
+
+
+def test_changing_the_mesh_rank_proposes_axis_names(controls):
+    controls.mesh_shape.value = (8,)
+    assert controls.axis_names.value == "data"
+    # the specs naming 'model' no longer fit: flagged, nothing fired
+    assert "unknown mesh axis 'model'" in controls.spec_messages["params/w1"].value
+    assert controls.received == []
+    controls.spec_boxes["params/w1"].value = "None, data"
+    controls.spec_boxes["params/b1"].value = ""
+    controls.spec_boxes["batch/x"].value = ""
+    assert controls.received[-1].mesh_shape == (8,)
+    controls.mesh_shape.value = (2, 2, 2)
+    assert controls.axis_names.value == "data, model, expert"
+
+
+def test_a_mesh_change_that_no_longer_divides_is_flagged():
+    c = Controls({"x": (6, 4)}, Config((2, 4), ("data", "model"), AS_GIVEN, {"x": ("data",)}))
+    assert c.valid
+    c.mesh_shape.value = (4, 2)  # same names, 'data' now 4 ways: 6 does not divide
+    assert "size 6 does not divide over 'data' (4)" in c.spec_messages["x"].value
+    assert c.config is None
+
+
+def test_strategy_options_follow_the_axis_names(controls):
+    assert "tp" in controls.strategy.options
+    controls.axis_names.value = "data, seq"
+    assert "tp" not in controls.strategy.options
+    assert "dp" in controls.strategy.options
+
+
+def test_a_strategy_fills_read_only_boxes_and_fires(controls):
+    controls.strategy.value = "dp"
+    box = controls.spec_boxes["params/w1"]
+    assert box.disabled
+    assert box.value == "P('data', None)"
+    config = controls.received[-1]
+    assert config.strategy == "dp"
+    assert config.specs["params/w1"] == ("data", None)
+
+
+def test_back_to_as_given_restores_what_was_typed(controls):
+    controls.spec_boxes["params/w1"].value = "model, None"
+    controls.strategy.value = "dp"
+    controls.strategy.value = AS_GIVEN
+    box = controls.spec_boxes["params/w1"]
+    assert not box.disabled
+    assert box.value == "model, None"
+    assert controls.received[-1].strategy == AS_GIVEN
+    assert controls.received[-1].specs["params/w1"] == ("model", None)
+
+
+def test_a_strategy_that_does_not_fit_says_why():
+    def refuse(mesh_shape, axis_names, strategy):
+        raise SpecError("params leaf w1: does not divide. Fix: pick another mesh.")
+
+    c = Controls(SHAPES, INITIAL, strategy_specs=refuse)
+    received = []
+    c.on_change(received.append)
+    c.strategy.value = "dp"
+    assert "does not divide" in c.strategy_message.value
+    assert not c.valid
+    assert received == []
+
+
+def test_a_strategy_without_a_spec_source_hands_on_empty_specs():
+    c = Controls(SHAPES, INITIAL)
+    received = []
+    c.on_change(received.append)
+    c.strategy.value = "fsdp"
+    assert received[-1] == Config((2, 4), ("data", "model"), "fsdp", {})
+
+
+def test_a_strategy_no_longer_fitting_falls_back_to_as_given(controls):
+    controls.strategy.value = "tp"
+    controls.axis_names.value = "data, seq"
+    assert controls.strategy.value == AS_GIVEN
+
+
+def test_a_failing_change_handler_is_shown_not_raised(controls):
+    def broken(config):
+        raise RuntimeError("explorer gone")
+
+    controls.on_change(broken)
+    controls.spec_boxes["params/w1"].value = "model, None"
+    assert "RuntimeError: explorer gone" in controls.message.value
+    controls.on_change(broken, remove=True)
+    controls.spec_boxes["params/w1"].value = "None, model"
+    assert controls.message.value == ""

@@ -1,0 +1,364 @@
+"""Explorer's payloads without a widget or a browser: tiles from specs, and JSON that is the model.
+
+``tiles_from_spec`` is checked against jax's own placement (``NamedSharding.devices_indices_map``
+and ``shardviz.layout``) with hypothesis over meshes and specs on the 8 test devices; the
+payloads are checked against the model objects they come from, and against the 1 MB budget at
+512 devices.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from pathlib import Path
+
+import jax
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+import shardviz.widgets.explorer_payload as ep
+from shardviz.capture.layout import layout_of
+from shardviz.capture.mesh import mesh_layout
+from shardviz.model import Frame, LeafBytes, MeshLayout, Source, TreeLayout
+from shardviz.model.array import format_index
+from shardviz.widgets.explorer_payload import (
+    array_entries,
+    array_json,
+    array_payload,
+    dtype_bits,
+    memory_payload,
+    report_json,
+    report_payload,
+    tiles_from_spec,
+)
+from tests.render.fixtures import make_layout, make_mesh, mesh_2x4
+from tests.render.report_fixtures import (
+    NASTY,
+    compile_only_report,
+    dp_report,
+    large_report,
+    nasty_report,
+    shard_map_report,
+)
+from tests.render.test_no_jax import imported_modules
+from tests.without_jax import run_without_jax
+
+MB = 1_000_000
+
+# --------------------------------------------------------------------------------------------
+# tiles_from_spec against jax
+
+MESH_SHAPES = [(8,), (2, 4), (4, 2), (1, 8), (2, 2, 2), (2, 1, 4), (4,), (2,), (1,)]
+NAMES = ("a", "b", "c")
+
+
+@st.composite
+def placements(draw):
+    """A jax mesh (devices in a drawn order), a spec assigning its axes to dims, and a shape
+    whose dims divide evenly (what NamedSharding accepts)."""
+    shape_m = draw(st.sampled_from(MESH_SHAPES))
+    n = math.prod(shape_m)
+    order = draw(st.permutations(range(8)))[:n]
+    devices = np.array([jax.devices()[i] for i in order]).reshape(shape_m)
+    mesh = jax.sharding.Mesh(devices, NAMES[: len(shape_m)])
+    ndim = draw(st.integers(0, 3))
+    entries: list[list[str]] = [[] for _ in range(ndim)]
+    for axis in draw(st.permutations(mesh.axis_names)):  # each axis on at most one dim
+        if ndim and draw(st.booleans()):
+            entries[draw(st.integers(0, ndim - 1))].append(axis)
+    sizes = dict(mesh.shape)
+    shape = tuple(math.prod(sizes[a] for a in e) * draw(st.integers(1, 3)) for e in entries)
+    spec = tuple(tuple(e) for e in entries)
+    dtype = draw(st.sampled_from(["float32", "bfloat16", "int8", "bool", "float64"]))
+    return mesh, spec, shape, dtype
+
+
+def _p(spec):
+    return P(*(None if not e else e[0] if len(e) == 1 else tuple(e) for e in spec))
+
+
+@settings(max_examples=150, deadline=None)
+@given(placements())
+def test_tiles_match_jax_devices_indices_map(placement):
+    mesh, spec, shape, dtype = placement
+    sharding = NamedSharding(mesh, _p(spec))
+    ours = tiles_from_spec(shape, dtype, spec, mesh_layout(mesh))
+    jax_map = {d.id: idx for d, idx in sharding.devices_indices_map(shape).items()}
+    assert len(ours) == mesh.size
+    for t in ours:
+        want = tuple(
+            slice(*s.indices(n)[:2]) for s, n in zip(jax_map[t.device_id], shape, strict=True)
+        )
+        assert t.index == want, (spec, shape, t.device_id)
+    # ...and equal, field by field (replica numbers and bytes too), to what shardviz.layout says.
+    assert ours == layout_of(shape, dtype, sharding).tiles
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(0, 40), st.sampled_from([(("a",),), (("b", "a"),), (("a", "b"),), ((),)]))
+def test_uneven_dims_are_cut_like_the_compiler_pads_them(n, spec):
+    """ceil(n / k) chunks, the last ones short or empty: every element held once per replica set."""
+    mesh = make_mesh(("a", "b"), (2, 4))
+    tiles = tiles_from_spec((n,), "float32", spec, mesh)
+    k = math.prod(mesh.axis_size(a) for a in spec[0])
+    pieces = sorted({t.key for t in tiles})
+    covered = [i for (key,) in pieces for i in range(*key)]
+    assert covered == list(range(n))  # disjoint and complete
+    assert all(t.shape[0] <= -(-n // k) for t in tiles)
+    assert all(t.nbytes == 4 * t.shape[0] for t in tiles)
+    # the hand-built fixtures (tests/render/fixtures.py) use the same convention
+    assert tiles == make_layout("x", (n,), [spec[0] or None], mesh).tiles
+
+
+def test_replicas_are_numbered_in_mesh_order():
+    tiles = tiles_from_spec((8, 4), "float32", (("data",), ()), mesh_2x4())
+    assert [(t.device_id, t.replica_id) for t in tiles] == [
+        (0, 0), (1, 1), (2, 2), (3, 3), (4, 0), (5, 1), (6, 2), (7, 3)
+    ]  # fmt: skip
+
+
+def test_short_spec_leaves_the_rest_unsplit():
+    tiles = tiles_from_spec((8, 4, 2), "float32", (("data",),), mesh_2x4())
+    assert tiles[0].index == (slice(0, 4), slice(0, 4), slice(0, 2))
+
+
+@pytest.mark.parametrize(
+    ("spec", "match"),
+    [
+        ((("nope",), ()), "names axis 'nope'"),
+        ((("data",), ("data",)), "uses axis 'data' twice"),
+        (((), (), ()), "3 entries for rank 2"),
+    ],
+)
+def test_bad_specs_say_what_is_wrong(spec, match):
+    with pytest.raises(ValueError, match=match):
+        tiles_from_spec((8, 4), "float32", spec, mesh_2x4())
+
+
+def test_dtype_sizes_and_sub_byte_rounding():
+    assert [dtype_bits(d) for d in ("float32", "bfloat16", "bool", "int4", "uint8")] == [
+        32, 16, 8, 4, 8
+    ]  # fmt: skip
+    assert dtype_bits("float8_e4m3fn") == 8 and dtype_bits("complex64") == 64
+    assert tiles_from_spec((3,), "int4", ((),), mesh_2x4())[0].nbytes == 2
+    with pytest.raises(ValueError, match="token"):
+        dtype_bits("token")
+
+
+# --------------------------------------------------------------------------------------------
+# The report payload is the model
+
+
+def _source(payload, k) -> Source | None:
+    if k is None:
+        return None
+    return Source(
+        tuple(Frame(payload["files"][f], line, fn) for f, line, fn in payload["sources"][k])
+    )
+
+
+@pytest.mark.parametrize("make", [dp_report, shard_map_report, compile_only_report, nasty_report])
+def test_ledger_entries_equal_the_models_collectives(make):
+    report = make()
+    p = json.loads(report_json(report))
+    assert len(p["collectives"]) == len(report.collectives)
+    for i, (e, c) in enumerate(zip(p["collectives"], report.collectives, strict=True)):
+        assert e["index"] == i
+        assert (e["name"], e["kind"], tuple(e["axes"])) == (c.name, c.kind, c.axes)
+        assert (e["in_bytes"], e["out_bytes"], e["moved_bytes"]) == (
+            c.in_bytes, c.out_bytes, c.moved_bytes
+        )  # fmt: skip
+        assert (tuple(e["in_shape"]), e["in_dtype"]) == (c.in_shape, c.in_dtype)
+        assert (tuple(e["out_shape"]), e["out_dtype"]) == (c.out_shape, c.out_dtype)
+        assert e["group_size"] == c.group_size
+        assert e["user_written"] == c.user_written and e["reshard"] == c.reshard
+        groups = p["groupings"][e["groups"]] if e["groups"] is not None else []
+        assert tuple(tuple(g) for g in groups) == c.groups
+        pairs = p["pairings"][e["pairs"]] if e["pairs"] is not None else []
+        assert tuple(tuple(x) for x in pairs) == c.pairs
+        assert _source(p, e["source"]) == c.source
+
+
+def test_arrays_list_every_leaf_and_intermediate_with_its_spec():
+    report = shard_map_report()
+    p = report_payload(report)
+    ids = [a["id"] for a in p["arrays"]]
+    assert ids == (
+        [f"arg:{x.name}" for x in report.arguments]
+        + [f"out:{x.name}" for x in report.outputs]
+        + [f"mid:{s.name}" for s in report.intermediates]
+    )
+    mids = [a for a in p["arrays"] if a["role"] == "intermediate"]
+    for a, s in zip(mids, report.intermediates, strict=True):
+        assert a["spec"] == (None if s.spec is None else [list(e) for e in s.spec])
+        assert (a["op"], a["reshard"], tuple(a["shape"])) == (s.op, s.reshard, s.shape)
+        assert _source(p, a["source"]) == s.source
+    assert all("tiles" not in a for a in p["arrays"]), "tiles are sent for one array at a time"
+    # a collective names the intermediate it reshards by id
+    (ag,) = [c for c in p["collectives"] if c["reshard"]]
+    assert ag["reshard_array"] == "mid:copy.5"
+
+
+def test_mesh_colors_and_memory_are_the_models():
+    report = dp_report()
+    p = json.loads(report_json(report))
+    assert MeshLayout.from_json(json.dumps(p["mesh"])) == report.mesh
+    assert set(p["colors"]) == {str(d) for d in report.mesh.device_ids}
+    m = p["memory"]
+    assert m["devices"] == list(report.mesh.device_ids)
+    args = report.arguments.bytes_per_device
+    outs = report.outputs.bytes_per_device
+    for d, (a, o, t) in zip(m["devices"], m["bytes"], strict=True):
+        assert a == args[d]
+        assert o == max(0, outs[d] - report.memory.alias_bytes)
+        assert t == report.memory.temp_bytes
+    assert m["peak_bytes"] == report.memory.peak_bytes
+    assert m["parts"] == ["argument", "output", "temp"]
+
+
+def test_memory_without_leaves_uses_the_compilers_figures():
+    report = large_report(6, (2, 4))
+    m = memory_payload(report)
+    assert m["bytes"] == [[report.memory.argument_bytes, 0, report.memory.temp_bytes]] * 8
+    assert m["from_leaves"] == [False, False]
+
+
+def test_duplicate_names_get_unique_ids():
+    mesh = mesh_2x4()
+    leaf = make_layout("w", (8, 4), ("data",), mesh)
+    report = dataclasses.replace(
+        dp_report(), arguments=TreeLayout((leaf, leaf)), outputs=TreeLayout((leaf,))
+    )
+    ids = [e.id for e in array_entries(report)][:3]
+    assert ids == ["arg:w", "arg:w#2", "out:w"]
+
+
+# --------------------------------------------------------------------------------------------
+# The array payload
+
+
+def test_argument_tiles_are_the_leafs_own():
+    report = dp_report()
+    p = array_payload(report, "arg:batch.x")
+    leaf = report.arguments["batch.x"]
+    assert p["message"] is None and p["facts"]["computed"] is False
+    assert len(p["tiles"]) == leaf.num_distinct_tiles
+    for t, group in zip(p["tiles"], leaf.distinct_tiles, strict=True):
+        assert t["devices"] == [x.device_id for x in group]
+        assert [tuple(iv) for iv in t["index"]] == list(group[0].key)
+        assert t["nbytes"] == group[0].nbytes
+
+
+def test_intermediate_tiles_are_computed_from_its_spec():
+    report = dp_report()
+    s = report.intermediates[0]
+    p = array_payload(report, f"mid:{s.name}")
+    expected = tiles_from_spec(s.shape, s.dtype, s.spec, report.mesh)
+    holders = {}
+    for t in expected:
+        holders.setdefault(t.key, []).append(t.device_id)
+    assert {tuple(map(tuple, t["index"])): t["devices"] for t in p["tiles"]} == holders
+    assert p["facts"]["computed"] is True
+    assert p["spec_str"] == s.spec_str
+
+
+def test_nd_arrays_draw_two_dims_and_the_rest_as_small_multiples():
+    mesh = make_mesh(("a", "b", "c"), (2, 2, 2))
+    leaf = make_layout("t", (4, 6, 8), ("a", "b", "c"), mesh)
+    report = dataclasses.replace(dp_report(), mesh=mesh, arguments=TreeLayout((leaf,)))
+    g = array_payload(report, "arg:t")["grid"]
+    assert g["rows"]["used"] and g["cols"]["used"]
+    assert [r[2] for r in g["rows"]["bands"]] == ["0:3", "3:6"]  # dim 1 down, dim 2 across
+    assert len(g["panels"]) == 2 and g["panels"][0]["label"] == "dim 0 = 0:2"
+    cells = [c for panel in g["panels"] for c in panel["cells"]]
+    assert sorted(k for _, _, k in cells) == list(range(8)), "each tile drawn once"
+    assert len(g["row_sizes"]) == 2 and len(g["col_sizes"]) == 2
+
+
+def test_spec_less_intermediate_has_a_message_not_tiles():
+    report = shard_map_report()
+    p = array_payload(report, "mid:add.2")
+    assert p["tiles"] == [] and p["grid"] is None
+    assert "no named sharding" in p["message"] and "{manual}" in p["message"]
+    assert array_payload(report, "") is None and array_json(report, "") == ""
+    with pytest.raises(KeyError):
+        array_payload(report, "mid:nope")
+
+
+# --------------------------------------------------------------------------------------------
+# Budget, escaping, purity
+
+
+def report_512():
+    """200 collectives and 400 intermediates on 8x64 devices, with leaves tiled 512 ways."""
+    report = large_report(200, (8, 64))
+    mesh = report.mesh
+    specs = [("data", "model"), ("model", "data"), (("data", "model"),), (None, "model")]
+    leaves = tuple(
+        make_layout(f"params/layer_{i}/w", (4096, 4096), specs[i % 4], mesh) for i in range(24)
+    )
+    return dataclasses.replace(
+        report,
+        arguments=TreeLayout(leaves),
+        outputs=TreeLayout(leaves),
+        memory=dataclasses.replace(
+            report.memory, by_leaf=tuple(LeafBytes(x.name, "param", 1 << 20) for x in leaves)
+        ),
+    )
+
+
+def test_payload_fits_one_megabyte_at_512_devices():
+    report = report_512()
+    assert report.mesh.size == 512
+    text = report_json(report)
+    biggest = max(len(array_json(report, e.id).encode()) for e in array_entries(report))
+    total = len(text.encode()) + biggest
+    assert total <= MB, f"report {len(text.encode()):,} B + array {biggest:,} B"
+    # the mesh is sent once, tiles not at all (only with the picked array)
+    p = json.loads(text)
+    assert text.count('"process_index"') == 512
+    assert '"tiles"' not in text
+    assert len(p["groupings"]) < 10, "groups are shared between collectives"
+
+
+def test_json_text_is_inert_in_html_and_reads_back():
+    report = nasty_report()
+    text = report_json(report)
+    assert "<" not in text and ">" not in text and "&" not in text
+    assert json.loads(text)["function"] == report.function
+    leaf = report.arguments.leaves[0].name
+    assert NASTY in json.loads(array_json(report, f"arg:{leaf}"))["name"]
+
+
+def test_grid_text_says_what_the_static_view_says():
+    report = dp_report()
+    p = array_payload(report, "arg:batch.x")
+    t = report.arguments["batch.x"].tiles[0]
+    assert (
+        format_index(t.index)
+        == "[" + ", ".join(f"{a}:{b}" for a, b in p["tiles"][0]["index"]) + "]"
+    )
+    assert p["grid"]["summary"].startswith("rows: dim 0 (64)")
+
+
+def test_payload_module_imports_no_jax_and_no_anywidget():
+    allowed = {"json", "math", "re", "collections", "dataclasses", "typing", "__future__"}
+    for name in imported_modules(Path(ep.__file__)):
+        top = name.split(".")[0]
+        assert top in allowed or name.startswith(("shardviz.model", "shardviz.render")), name
+    out = run_without_jax(
+        """
+        import sys
+        from shardviz.widgets.explorer_payload import report_json, array_json
+        from tests.render.report_fixtures import dp_report
+        r = dp_report()
+        print(len(report_json(r)) > 0, len(array_json(r, "mid:dot.1")) > 0)
+        assert not any(m == "jax" or m.startswith("jax.") for m in sys.modules)
+        """
+    )
+    assert out.split() == ["True", "True"]
