@@ -17,6 +17,7 @@ from shardviz.model import Comparison, Report
 from shardviz.widgets.explorer import Explorer as ExplorerView
 from shardviz.widgets.live import LiveRun, live
 from shardviz.widgets.session import Connection, ExplorerSession, connect
+from shardviz.widgets.static_bundle import with_static_html
 
 
 class Explorer(ExplorerView):
@@ -95,9 +96,4 @@ class Explorer(ExplorerView):
         """With controls: the controls above the panes; always a static ``text/html`` too."""
         if self._box is None:
             return super()._repr_mimebundle_(**kwargs)
-        bundle = self._box._repr_mimebundle_(**kwargs)
-        html = self.static_html()
-        if isinstance(bundle, tuple):
-            data, metadata = bundle
-            return {**data, "text/html": html}, metadata
-        return {**(bundle or {}), "text/html": html}
+        return with_static_html(self._box._repr_mimebundle_(**kwargs), self.static_html())

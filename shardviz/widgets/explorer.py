@@ -39,6 +39,7 @@ from shardviz.widgets.explorer_payload import (
     strategies_payload,
 )
 from shardviz.widgets.mesh_view import STATIC
+from shardviz.widgets.static_bundle import with_static_html
 
 NONE = -1
 #: What ``status`` may say: nothing yet, a recompile or run under way, finished, or failed.
@@ -327,11 +328,4 @@ class Explorer(anywidget.AnyWidget):
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         """The live widget view plus a static ``text/html`` for viewers without a kernel."""
-        bundle = super()._repr_mimebundle_(**kwargs)
-        html = self.static_html()
-        if bundle is None:
-            return {"text/html": html}
-        if isinstance(bundle, tuple):
-            data, metadata = bundle
-            return {**data, "text/html": html}, metadata
-        return {**bundle, "text/html": html}
+        return with_static_html(super()._repr_mimebundle_(**kwargs), self.static_html())

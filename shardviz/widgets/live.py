@@ -40,6 +40,7 @@ from shardviz.errors import problem
 from shardviz.render.colors import device_color
 from shardviz.render.geometry import format_bytes
 from shardviz.render.html import esc, page
+from shardviz.widgets.static_bundle import with_static_html
 
 STATIC = Path(__file__).parent / "static"
 
@@ -386,13 +387,7 @@ class LiveView(anywidget.AnyWidget):
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         """The live widget view plus a static ``text/html`` for viewers without a kernel."""
-        bundle = super()._repr_mimebundle_(**kwargs)
-        if bundle is None:
-            return {"text/html": self.static_html()}
-        if isinstance(bundle, tuple):
-            data, metadata = bundle
-            return {**data, "text/html": self.static_html()}, metadata
-        return {**bundle, "text/html": self.static_html()}
+        return with_static_html(super()._repr_mimebundle_(**kwargs), self.static_html())
 
 
 # --------------------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from shardviz.model.array import ArrayLayout
 from shardviz.model.mesh import MeshLayout
 from shardviz.render.colors import device_color
 from shardviz.render.html import array_html, mesh_html
+from shardviz.widgets.static_bundle import with_static_html
 
 STATIC = Path(__file__).parent / "static"
 
@@ -127,10 +128,4 @@ class MeshView(anywidget.AnyWidget):
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         """The live widget view plus a static ``text/html`` for viewers without a kernel."""
-        bundle = super()._repr_mimebundle_(**kwargs)
-        if bundle is None:
-            return {"text/html": self.static_html()}
-        if isinstance(bundle, tuple):
-            data, metadata = bundle
-            return {**data, "text/html": self.static_html()}, metadata
-        return {**bundle, "text/html": self.static_html()}
+        return with_static_html(super()._repr_mimebundle_(**kwargs), self.static_html())
