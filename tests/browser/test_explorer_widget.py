@@ -18,8 +18,8 @@ import shardviz as sv
 from shardviz.strategies import mlp
 from shardviz.widgets.explorer import Explorer
 from shardviz.widgets.explorer_payload import array_json
-from shardviz.widgets.mesh_view import STATIC
 from tests.browser.conftest import SKIP_ENV
+from tests.browser.fake_model import mount_module
 from tests.render.compare_fixtures import comparison
 from tests.render.report_fixtures import NASTY, nasty_report, shard_map_report
 
@@ -41,35 +41,6 @@ SYNCED = (
 )
 MEGATRON = {"w1": (None, "model"), "b1": ("model",), "w2": ("model", None), "b2": ()}
 
-# The same fake model as MeshView's browser tests: set() fires "change:<name>" like Backbone.
-_MOUNT_JS = """async ({src, css, state}) => {
-  const el = document.createElement("div");
-  document.body.appendChild(el);
-  const style = document.createElement("style");
-  style.textContent = css;
-  document.head.appendChild(style);
-  const calls = [];
-  const handlers = {};
-  const fire = (name) => (handlers["change:" + name] || []).slice().forEach((f) => f());
-  const model = {
-    get: (k) => state[k],
-    set: (k, v) => { calls.push(["set", k, v]); state[k] = v; fire(k); },
-    save_changes: () => calls.push(["save_changes"]),
-    on: (e, f) => { calls.push(["on", e]); (handlers[e] = handlers[e] || []).push(f); },
-    off: (e, f) => {
-      calls.push(["off", e]);
-      handlers[e] = (handlers[e] || []).filter((g) => f && g !== f);
-    },
-  };
-  const url = URL.createObjectURL(new Blob([src], {type: "text/javascript"}));
-  const mod = await import(url);
-  URL.revokeObjectURL(url);
-  const cleanup = mod.default.render({model, el});
-  const fromPython = (k, v) => { state[k] = v; fire(k); };
-  window.sv = {model, calls, handlers, state, cleanup, fromPython};
-  return typeof cleanup;
-}"""
-
 
 @pytest.fixture(scope="module")
 def report():
@@ -85,18 +56,7 @@ def report():
 def mount(viewer, widget: Explorer):
     """Render the module into a blank page with the widget's synced state."""
     state = widget.get_state()
-    page = viewer.page
-    page.set_content("<!doctype html><html><head></head><body></body></html>")
-    kind = page.evaluate(
-        _MOUNT_JS,
-        {
-            "src": (STATIC / "explorer.js").read_text(encoding="utf-8"),
-            "css": (STATIC / "explorer.css").read_text(encoding="utf-8"),
-            "state": {k: state[k] for k in SYNCED},
-        },
-    )
-    assert kind == "function", "render must return a cleanup function"
-    return page
+    return mount_module(viewer, "explorer", {k: state[k] for k in SYNCED})
 
 
 def _calls(page):

@@ -14,8 +14,9 @@ import os
 import pytest
 
 from shardviz.render.colors import device_color
-from shardviz.widgets.live import STATIC, LiveView
+from shardviz.widgets.live import LiveView
 from tests.browser.conftest import SKIP_ENV
+from tests.browser.fake_model import mount_module
 
 pytestmark = pytest.mark.skipif(
     os.environ.get(SKIP_ENV) == "1", reason=f"{SKIP_ENV}=1: browser tests skipped on request"
@@ -36,36 +37,6 @@ SYNCED = (
     "stop_requested",
 )
 
-# Loads the module from a Blob URL and renders it with a fake model kept on window.sv.
-# The fake's set() fires "change:<name>" like Backbone does, so the view sees its own changes.
-_MOUNT_JS = """async ({src, css, state}) => {
-  const el = document.createElement("div");
-  document.body.appendChild(el);
-  const style = document.createElement("style");
-  style.textContent = css;
-  document.head.appendChild(style);
-  const calls = [];
-  const handlers = {};
-  const fire = (name) => (handlers["change:" + name] || []).slice().forEach((f) => f());
-  const model = {
-    get: (k) => state[k],
-    set: (k, v) => { calls.push(["set", k, v]); state[k] = v; fire(k); },
-    save_changes: () => calls.push(["save_changes"]),
-    on: (e, f) => { calls.push(["on", e]); (handlers[e] = handlers[e] || []).push(f); },
-    off: (e, f) => {
-      calls.push(["off", e]);
-      handlers[e] = (handlers[e] || []).filter((g) => f && g !== f);
-    },
-  };
-  const url = URL.createObjectURL(new Blob([src], {type: "text/javascript"}));
-  const mod = await import(url);
-  URL.revokeObjectURL(url);
-  const cleanup = mod.default.render({model, el});
-  // What Python does: change the state, then the change event arrives.
-  const fromPython = (k, v) => { state[k] = v; fire(k); };
-  window.sv = {model, calls, handlers, state, cleanup, fromPython};
-  return typeof cleanup;
-}"""
 
 LOSSES = [2.0, 1.5, 1.2, 1.0, 0.9]
 STEP_MS = [400.0, 3.0, 2.0, 4.0, 2.5]
@@ -89,18 +60,7 @@ def view_state(**changes) -> dict:
 
 def mount(viewer, state: dict):
     """Render live.js into a blank page with the given synced state."""
-    page = viewer.page
-    page.set_content("<!doctype html><html><head></head><body></body></html>")
-    kind = page.evaluate(
-        _MOUNT_JS,
-        {
-            "src": (STATIC / "live.js").read_text(encoding="utf-8"),
-            "css": (STATIC / "live.css").read_text(encoding="utf-8"),
-            "state": state,
-        },
-    )
-    assert kind == "function", "render must return a cleanup function"
-    return page
+    return mount_module(viewer, "live", state)
 
 
 def _from_python(page, name: str, value) -> None:

@@ -17,45 +17,14 @@ import pytest
 import shardviz as sv
 from shardviz.model import Device, MeshLayout
 from shardviz.widgets import MeshView
-from shardviz.widgets.mesh_view import STATIC
 from tests.browser.conftest import SKIP_ENV
+from tests.browser.fake_model import mount_module
 
 pytestmark = pytest.mark.skipif(
     os.environ.get(SKIP_ENV) == "1", reason=f"{SKIP_ENV}=1: browser tests skipped on request"
 )
 
 HOSTILE = "<img src=x onerror=alert(1)>"
-
-# Loads the module from a Blob URL and renders it with a fake model kept on window.sv.
-# The fake's set() fires "change:<name>" like Backbone does, so the view sees its own changes.
-_MOUNT_JS = """async ({src, css, state}) => {
-  const el = document.createElement("div");
-  document.body.appendChild(el);
-  const style = document.createElement("style");
-  style.textContent = css;
-  document.head.appendChild(style);
-  const calls = [];
-  const handlers = {};
-  const fire = (name) => (handlers["change:" + name] || []).slice().forEach((f) => f());
-  const model = {
-    get: (k) => state[k],
-    set: (k, v) => { calls.push(["set", k, v]); state[k] = v; fire(k); },
-    save_changes: () => calls.push(["save_changes"]),
-    on: (e, f) => { calls.push(["on", e]); (handlers[e] = handlers[e] || []).push(f); },
-    off: (e, f) => {
-      calls.push(["off", e]);
-      handlers[e] = (handlers[e] || []).filter((g) => f && g !== f);
-    },
-  };
-  const url = URL.createObjectURL(new Blob([src], {type: "text/javascript"}));
-  const mod = await import(url);
-  URL.revokeObjectURL(url);
-  const cleanup = mod.default.render({model, el});
-  // What Python does: change the state, then the change event arrives.
-  const fromPython = (k, v) => { state[k] = v; fire(k); };
-  window.sv = {model, calls, handlers, state, cleanup, fromPython};
-  return typeof cleanup;
-}"""
 
 
 @pytest.fixture(scope="module")
@@ -74,18 +43,9 @@ def view(mesh):
 def mount(viewer, widget: MeshView):
     """Render the widget's module into a blank page with the widget's synced state."""
     state = widget.get_state()
-    page = viewer.page
-    page.set_content("<!doctype html><html><head></head><body></body></html>")
-    kind = page.evaluate(
-        _MOUNT_JS,
-        {
-            "src": (STATIC / "mesh_view.js").read_text(encoding="utf-8"),
-            "css": (STATIC / "mesh_view.css").read_text(encoding="utf-8"),
-            "state": {k: state[k] for k in ("mesh", "array", "selected_device", "colors")},
-        },
+    return mount_module(
+        viewer, "mesh_view", {k: state[k] for k in ("mesh", "array", "selected_device", "colors")}
     )
-    assert kind == "function", "render must return a cleanup function"
-    return page
 
 
 def _calls(page):

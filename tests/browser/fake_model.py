@@ -1,0 +1,59 @@
+"""Layer 2 harness: render one of the package's widget ES modules in a blank page with a fake model.
+
+The module is loaded from a Blob URL and its ``render({model, el})`` called with a fake model
+kept on ``window.sv``. The fake's ``set()`` fires ``change:<name>`` like Backbone does, so the
+view sees its own changes; ``window.sv.fromPython(k, v)`` is what a change from Python looks
+like; ``window.sv.calls`` records every get/set/save_changes/on/off.
+"""
+
+from __future__ import annotations
+
+from shardviz.widgets.mesh_view import STATIC
+
+_MOUNT_JS = """async ({src, css, state}) => {
+  const el = document.createElement("div");
+  document.body.appendChild(el);
+  const style = document.createElement("style");
+  style.textContent = css;
+  document.head.appendChild(style);
+  const calls = [];
+  const handlers = {};
+  const fire = (name) => (handlers["change:" + name] || []).slice().forEach((f) => f());
+  const model = {
+    get: (k) => state[k],
+    set: (k, v) => { calls.push(["set", k, v]); state[k] = v; fire(k); },
+    save_changes: () => calls.push(["save_changes"]),
+    on: (e, f) => { calls.push(["on", e]); (handlers[e] = handlers[e] || []).push(f); },
+    off: (e, f) => {
+      calls.push(["off", e]);
+      handlers[e] = (handlers[e] || []).filter((g) => f && g !== f);
+    },
+  };
+  const url = URL.createObjectURL(new Blob([src], {type: "text/javascript"}));
+  const mod = await import(url);
+  URL.revokeObjectURL(url);
+  const cleanup = mod.default.render({model, el});
+  // What Python does: change the state, then the change event arrives.
+  const fromPython = (k, v) => { state[k] = v; fire(k); };
+  window.sv = {model, calls, handlers, state, cleanup, fromPython};
+  return typeof cleanup;
+}"""
+
+
+def mount_module(viewer, module: str, state: dict):
+    """Render ``static/<module>.js`` (with its CSS) into a blank page; return the page.
+
+    Fails unless ``render`` returns a cleanup function.
+    """
+    page = viewer.page
+    page.set_content("<!doctype html><html><head></head><body></body></html>")
+    kind = page.evaluate(
+        _MOUNT_JS,
+        {
+            "src": (STATIC / f"{module}.js").read_text(encoding="utf-8"),
+            "css": (STATIC / f"{module}.css").read_text(encoding="utf-8"),
+            "state": state,
+        },
+    )
+    assert kind == "function", "render must return a cleanup function"
+    return page
