@@ -10,6 +10,7 @@ from __future__ import annotations
 from shardviz.widgets.mesh_view import MeshView as MeshView
 
 # The explorer, its controls and the live view import ipywidgets and jax: loaded on first use.
+# (``live()`` itself is ``shardviz.live``: here the name is the submodule's.)
 _LAZY = {
     "Explorer": "shardviz.widgets.app",
     "ExplorerView": "shardviz.widgets.explorer",
@@ -17,7 +18,6 @@ _LAZY = {
     "Controls": "shardviz.widgets.controls",
     "Config": "shardviz.widgets.controls",
     "connect": "shardviz.widgets.session",
-    "live": "shardviz.widgets.live",
     "LiveRun": "shardviz.widgets.live",
     "LiveView": "shardviz.widgets.live",
 }
