@@ -138,7 +138,7 @@ def layout(obj: Any, *, name: str | None = None) -> ArrayLayout | MeshLayout:
     return _leaf_layout(obj, label)
 
 
-def _path_str(path: tuple) -> str:
+def path_str(path: tuple) -> str:
     return jax.tree_util.keystr(path, simple=True, separator="/") if path else "<root>"
 
 
@@ -163,7 +163,7 @@ def layout_tree(
     flat, _ = jax.tree_util.tree_flatten_with_path(tree, is_leaf=is_leaf)
     leaves = []
     for path, leaf in flat:
-        name = _path_str(path)
+        name = path_str(path)
         placed = (isinstance(leaf, jax.Array) and not isinstance(leaf, jax.core.Tracer)) or (
             isinstance(leaf, jax.ShapeDtypeStruct) and leaf.sharding is not None
         )

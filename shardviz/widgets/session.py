@@ -18,6 +18,7 @@ import numpy as np
 from jax.sharding import NamedSharding
 
 from shardviz.capture.explain import _named_args, explain
+from shardviz.capture.layout import path_str
 from shardviz.capture.mesh import Mesh, mark_sharding
 from shardviz.capture.spec import normalize_spec
 from shardviz.model import Report
@@ -55,10 +56,6 @@ def _is_array(x: Any) -> bool:
     )
 
 
-def _path(p: tuple) -> str:
-    return jax.tree_util.keystr(p, simple=True, separator="/")
-
-
 def _entries(spec: tuple[tuple[str, ...], ...]) -> SpecEntries:
     """The model's spec (a tuple of axes per dim) as spec entries (None, 'a' or ('a', 'b'))."""
     return tuple(None if not e else e[0] if len(e) == 1 else tuple(e) for e in spec)
@@ -85,7 +82,7 @@ class ExplorerSession:
         named = _named_args(fn, args)
         self.arg_names = tuple(named)
         flat, self._treedef = jax.tree_util.tree_flatten_with_path(named)
-        self._flat = [(_path(p), leaf) for p, leaf in flat]
+        self._flat = [(path_str(p), leaf) for p, leaf in flat]
         #: Leaf path -> shape of every array leaf, in argument order.
         self.shapes = {p: tuple(np.shape(x)) for p, x in self._flat if _is_array(x)}
         self._mesh = self._first_mesh()
