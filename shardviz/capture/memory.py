@@ -17,10 +17,7 @@ def memory_report(compiled: Any, arguments: TreeLayout) -> MemoryReport:
     backend's own ``peak_memory_in_bytes`` is kept beside it (on CPU it leaves temp out).
     """
     ma = compiled.memory_analysis()
-    arg = int(ma.argument_size_in_bytes)
-    out = int(ma.output_size_in_bytes)
-    alias = int(ma.alias_size_in_bytes)
-    temp = int(ma.temp_size_in_bytes)
+    arg, out, alias, temp = analysis_bytes(ma)
     code = int(ma.generated_code_size_in_bytes)
     compiler_peak = getattr(ma, "peak_memory_in_bytes", None)
     return MemoryReport(
@@ -29,10 +26,25 @@ def memory_report(compiled: Any, arguments: TreeLayout) -> MemoryReport:
         alias_bytes=alias,
         temp_bytes=temp,
         code_bytes=code,
-        peak_bytes=arg + out - alias + temp,
+        peak_bytes=peak_bytes(arg, out, alias, temp),
         compiler_peak_bytes=int(compiler_peak) if compiler_peak is not None else None,
         by_leaf=leaf_bytes(arguments),
     )
+
+
+def analysis_bytes(ma: Any) -> tuple[int, int, int, int]:
+    """(argument, output, alias, temp) bytes per device from ``compiled.memory_analysis()``."""
+    return (
+        int(ma.argument_size_in_bytes),
+        int(ma.output_size_in_bytes),
+        int(ma.alias_size_in_bytes),
+        int(ma.temp_size_in_bytes),
+    )
+
+
+def peak_bytes(argument: int, output: int, alias: int, temp: int) -> int:
+    """What one device holds at the program's peak: arguments + outputs - aliased + temp."""
+    return argument + output - alias + temp
 
 
 def leaf_bytes(arguments: TreeLayout) -> tuple[LeafBytes, ...]:

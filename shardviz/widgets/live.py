@@ -36,6 +36,7 @@ import jax
 import numpy as np
 import traitlets
 
+from shardviz.capture.memory import analysis_bytes, peak_bytes
 from shardviz.errors import problem
 from shardviz.render.colors import device_color
 from shardviz.render.geometry import format_bytes
@@ -506,11 +507,8 @@ def estimated_memory(devices: Sequence[Any], analysis: Any) -> tuple[list[Json],
 
     Per device: arguments + outputs - aliased + temp, as :mod:`shardviz.capture.memory` counts.
     """
-    arg = int(analysis.argument_size_in_bytes)
-    out = int(analysis.output_size_in_bytes)
-    alias = int(analysis.alias_size_in_bytes)
-    temp = int(analysis.temp_size_in_bytes)
-    total = arg + out - alias + temp
+    arg, out, alias, temp = analysis_bytes(analysis)
+    total = peak_bytes(arg, out, alias, temp)
     entries = [
         {
             "device": int(d.id),
