@@ -168,6 +168,13 @@ def _analyse(fn: Any, args: tuple, jit_kwargs: dict) -> tuple[Compiled, Report]:
 
 
 _CAPTURE_DIR = os.path.dirname(os.path.abspath(__file__))
+#: shardviz's own machinery between the user and jax: capture (explain > _analyse > ...) and the
+#: widgets that call it (Explorer > ExplorerSession.run > explain). Never where a collective
+#: comes from. (The model zoo in shardviz/strategies is user-level code and stays.)
+_MACHINERY_DIRS = (
+    _CAPTURE_DIR + os.sep,
+    os.path.join(os.path.dirname(_CAPTURE_DIR), "widgets") + os.sep,
+)
 #: Frames of the machinery that runs the user's code (a Jupyter kernel, the interpreter's
 #: module runner, test runners): never where a collective comes from.
 _RUNNER_PARTS = (
@@ -180,13 +187,13 @@ _RUNNER_PARTS = (
 @functools.lru_cache(maxsize=4096)
 def _is_runner_frame(file: str) -> bool:
     path = os.path.abspath(file) if not file.startswith("<") else file
-    return path.startswith(_CAPTURE_DIR) or any(part in path for part in _RUNNER_PARTS)
+    return path.startswith(_MACHINERY_DIRS) or any(part in path for part in _RUNNER_PARTS)
 
 
 @functools.lru_cache(maxsize=4096)
 def _trim(source: Source | None) -> Source | None:
-    """Drop shardviz's own capture frames (explain > _analyse > ...) and the frames of the
-    kernel or runner around the user's code from a call chain."""
+    """Drop shardviz's own machinery frames (capture, widgets) and the frames of the kernel or
+    runner around the user's code from a call chain."""
     if source is None:
         return None
     kept = tuple(f for f in source.frames if not _is_runner_frame(f.file))

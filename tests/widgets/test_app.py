@@ -25,6 +25,9 @@ def test_function_is_explained_and_shown_with_controls(explorer):
     assert explorer.report.ran
     kinds = {(c.kind, c.axes) for c in explorer.report.collectives}
     assert ("all-reduce", ("model",)) in kinds  # Megatron's activation all-reduce
+    frames = [f for c in explorer.report.collectives if c.source for f in c.source.frames]
+    assert any(f.function == "loss_fn" for f in frames)
+    assert not any("/shardviz/widgets/" in f.file for f in frames)  # machinery is trimmed
     bundle = explorer._repr_mimebundle_()
     data = bundle[0] if isinstance(bundle, tuple) else bundle
     assert "application/vnd.jupyter.widget-view+json" in data
