@@ -97,6 +97,23 @@ def test_run_timing_and_check(dp_report):
     assert r.cost.flops_global == lowered.cost_analysis()["flops"]
 
 
+def test_global_cost_comes_from_the_dumped_module(mesh2d):
+    """The global figure is read from the propagation dump's text, not by asking jax to
+    convert the lowered module again (the slow fallback is made to fail here)."""
+    from shardviz.capture.compile import global_cost, lower_and_compile
+
+    args = _place(mesh2d, dict.fromkeys(("w1", "b1", "w2", "b2"), ()), ("data", None))
+    comp = lower_and_compile(jax.jit(mlp.train_step), args, {}, "train_step")
+    expected = comp.lowered.cost_analysis()["flops"]
+
+    class NoFallback:
+        def cost_analysis(self):
+            raise AssertionError("global_cost took the slow path")
+
+    comp.lowered = NoFallback()
+    assert global_cost(comp)["flops"] == expected
+
+
 def test_fsdp_gathers_params_and_reduces_grads_over_data(fsdp_report):
     r = fsdp_report
     gathers = r.collectives_of("all-gather", ("data",))

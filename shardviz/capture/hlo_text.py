@@ -190,8 +190,24 @@ def _tokens(sep: str) -> re.Pattern[str]:
     return pat
 
 
+# A bracketed group with no bracket of its kind nested inside (outside strings): one regex
+# match finds its end in C. Most groups are like this (operand lists, metadata, shardings of
+# arrays); nested ones fall back to the token scan below.
+_FLAT_GROUP = {
+    o: re.compile(
+        re.escape(o) + r'(?:[^"' + re.escape(o + c) + r']|"(?:[^"\\]|\\.)*")*' + re.escape(c)
+    )
+    for o, c in (("(", ")"), ("[", "]"), ("{", "}"))
+}
+
+
 def _matching(text: str, start: int) -> int:
     """Index of the bracket closing the one at ``start`` (strings in double quotes skipped)."""
+    flat = _FLAT_GROUP.get(text[start : start + 1])
+    if flat is not None:
+        m = flat.match(text, start)
+        if m:
+            return m.end() - 1
     depth = 0
     for m in _tokens(",").finditer(text, start):
         c = m.group()
@@ -259,6 +275,8 @@ def parse_int_lists(text: str) -> tuple[tuple[int, ...], ...]:
 
 
 def _unescape(text: str) -> str:
+    if "\\" not in text:
+        return text
     out = []
     i = 0
     n = len(text)
