@@ -55,12 +55,20 @@ def leaf_bytes(arguments: TreeLayout) -> tuple[LeafBytes, ...]:
     )
 
 
+def memory_stats(device: Any) -> dict | None:
+    """A device's own memory statistics (GPU/TPU); ``None`` where the backend keeps none (CPU)."""
+    try:
+        return device.memory_stats() or None
+    except Exception:  # some backends raise instead of returning None
+        return None
+
+
 def device_stats(device_ids: list[int]) -> tuple[DeviceMemory, ...]:
     """The devices' own memory statistics after a live run (GPU/TPU; CPU gives none)."""
     out = []
     by_id = {d.id: d for d in jax.devices()}
     for i in device_ids:
-        stats = by_id[i].memory_stats() if i in by_id else None
+        stats = memory_stats(by_id[i]) if i in by_id else None
         if not stats:
             continue
         out.append(

@@ -36,7 +36,7 @@ import jax
 import numpy as np
 import traitlets
 
-from shardviz.capture.memory import analysis_bytes, peak_bytes
+from shardviz.capture.memory import analysis_bytes, memory_stats, peak_bytes
 from shardviz.errors import problem
 from shardviz.render.colors import device_color
 from shardviz.render.geometry import format_bytes
@@ -479,13 +479,7 @@ def program_devices(compiled: Any) -> list[Any]:
 
 def device_stats(devices: Sequence[Any]) -> list[dict | None]:
     """Each device's ``memory_stats()`` (GPU/TPU); ``None`` where the backend gives none (CPU)."""
-    out: list[dict | None] = []
-    for d in devices:
-        try:
-            out.append(d.memory_stats() or None)
-        except Exception:  # some backends raise instead of returning None
-            out.append(None)
-    return out
+    return [memory_stats(d) for d in devices]
 
 
 def device_memory(devices: Sequence[Any], stats: Sequence[dict]) -> list[Json]:
