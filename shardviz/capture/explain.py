@@ -121,6 +121,12 @@ def _cost(comp: Compiled) -> Cost | None:
 
 
 def _analyse(fn: Any, args: tuple, jit_kwargs: dict) -> tuple[Compiled, Report]:
+    comp = compile_program(fn, args, jit_kwargs)
+    return comp, analyse_program(fn, args, comp)
+
+
+def compile_program(fn: Any, args: tuple, jit_kwargs: dict) -> Compiled:
+    """The first half of :func:`explain`: jit, lower and compile, with the dump captured."""
     name = _fn_name(fn)
     try:
         jitted = jax.jit(fn, **jit_kwargs)
@@ -128,7 +134,16 @@ def _analyse(fn: Any, args: tuple, jit_kwargs: dict) -> tuple[Compiled, Report]:
         raise CompileError(
             problem(f"function {name!r}", f"jax.jit refused it ({err})", "check the jit options")
         ) from err
-    comp = lower_and_compile(jitted, args, {}, name)
+    return lower_and_compile(jitted, args, {}, name)
+
+
+def analyse_program(fn: Any, args: tuple, comp: Compiled) -> Report:
+    """The second half: read the compiled program into a (not yet run) report.
+
+    Pure reading of ``comp`` (no jax state changes), so it may run on another thread while
+    the next program compiles.
+    """
+    name = _fn_name(fn)
     mesh = _mesh_of(comp.compiled)
     ids = device_order(comp.compiled)
     notes: list[str] = []
@@ -149,7 +164,7 @@ def _analyse(fn: Any, args: tuple, jit_kwargs: dict) -> tuple[Compiled, Report]:
     collectives = _trim_sources(hlo.link_reshards(collectives, intermediates))
     intermediates = _trim_sources(intermediates)
     arguments = layout_tree(_named_args(fn, args), skip_non_arrays=True)
-    report = Report(
+    return Report(
         function=name,
         platform=jax.default_backend(),
         mesh=mesh,
@@ -164,7 +179,6 @@ def _analyse(fn: Any, args: tuple, jit_kwargs: dict) -> tuple[Compiled, Report]:
         ran=False,
         notes=tuple(notes),
     )
-    return comp, report
 
 
 _CAPTURE_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -214,6 +228,14 @@ def _participants(report: Report) -> int:
         n = len({d for p in c.pairs for d in p}) if c.pairs else c.group_size
         most = max(most, n)
     return most
+
+
+def remember_program(fn: Any, args: tuple, jit_kwargs: dict, comp: Compiled, report: Report):
+    """Keep a compiled program and its report: a later :func:`explain` of the same function,
+    shapes and shardings (real arrays or ``ShapeDtypeStruct``s) reuses them."""
+    _cache[_key(fn, args, jit_kwargs)] = (comp, report)
+    while len(_cache) > _CACHE_SIZE:
+        _cache.popitem(last=False)
 
 
 def explain(
@@ -268,9 +290,7 @@ def explain_run(
         comp, base = _cache[key]
     else:
         comp, base = _analyse(fn, args, jit_kwargs)
-        _cache[key] = (comp, base)
-        while len(_cache) > _CACHE_SIZE:
-            _cache.popitem(last=False)
+        remember_program(fn, args, jit_kwargs, comp, base)
     if not run:
         return base, None, None
     notes: list[str] = list(base.notes)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
 
@@ -14,7 +15,12 @@ import numpy as np
 import optax
 from jax.sharding import NamedSharding, PartitionSpec
 
-from shardviz.capture.explain import explain_run
+from shardviz.capture.explain import (
+    analyse_program,
+    compile_program,
+    explain_run,
+    remember_program,
+)
 from shardviz.capture.layout import layout_of
 from shardviz.capture.mesh import Mesh, as_jax_mesh, mesh_layout
 from shardviz.capture.run import compare_outputs
@@ -216,6 +222,15 @@ def reference_outputs(model: Model, optimizer: Any, state: tuple[Any, Any, Any])
     return jax.block_until_ready(_run_once(make_train_step(model, opt), *state))
 
 
+def _abstract(shapes: Any, shardings: Any) -> tuple:
+    """``ShapeDtypeStruct``s with shardings: what a program compiles from before any array
+    exists."""
+    return tuple(
+        jax.tree.map(lambda x, sh: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=sh), t, s)
+        for t, s in zip(shapes, shardings, strict=True)
+    )
+
+
 def run_strategy(
     model: Model,
     rule_set: RuleSet,
@@ -232,9 +247,34 @@ def run_strategy(
     ``state`` is :func:`initial_state` and ``reference`` :func:`reference_outputs` (both
     made here when not given; :func:`compare` makes them once for all strategies).
     """
+    opt = optimizer or optax.adam(1e-3)
+    finish = _compile_strategy(model, rule_set, mesh, steps, seed, opt)
+    start = state if state is not None else initial_state(model, opt, seed)
+    return finish(
+        start, lambda: reference if reference is not None else reference_outputs(model, opt, start)
+    )
+
+
+#: What :func:`_compile_strategy` leaves to do: run from a starting state, then check the
+#: outputs against the reference (asked for only then).
+Finish = Callable[[tuple[Any, Any, Any], Callable[[], Any]], StrategyResult]
+
+
+def _compile_strategy(
+    model: Model,
+    rule_set: RuleSet,
+    mesh: Any,
+    steps: int,
+    seed: int,
+    opt: optax.GradientTransformation,
+    helper: Executor | None = None,
+) -> Finish:
+    """The first half of :func:`run_strategy`: place nothing, compile the step from shapes
+    and shardings alone, and analyse it (on ``helper`` when given, while the caller goes on
+    to compile the next strategy). :func:`compare` compiles every strategy this way while
+    the helper also makes the starting state and the reference."""
     jm = _mesh_for(rule_set, mesh)
     axes = dict(zip(jm.axis_names, jm.devices.shape, strict=True))
-    opt = optimizer or optax.adam(1e-3)
     key_p, key_b = jax.random.split(jax.random.key(seed))
     params_shape = jax.eval_shape(model.init_params, key_p)
     batch_shape = jax.eval_shape(model.make_batch, key_b)
@@ -271,30 +311,41 @@ def run_strategy(
         return optax.apply_updates(params, updates), opt_state, loss
 
     train_step.__qualname__ = f"train_step[{model.name}, {rule_set.name}]"
-    if state is None:
-        state = initial_state(model, opt, seed)
-    if reference is None:
-        reference = reference_outputs(model, opt, state)
     step = jax.jit(train_step, in_shardings=(p_sh, o_sh, b_sh),
                    out_shardings=(p_sh, o_sh, NamedSharding(jm, PartitionSpec())))  # fmt: skip
-    params, opt_state, batch = jax.device_put(state, (p_sh, o_sh, b_sh))
-    report, outputs, _ = explain_run(step, params, opt_state, batch, steps=steps, check=False)
-    if outputs is not None:
-        report = replace(report, check=compare_outputs(outputs, reference))
-    summary = _summarise(report)
-    loss = float(outputs[2]) if outputs is not None else None
-    ref_loss = float(reference[2])
-    matches = None
-    if loss is not None and ref_loss is not None:
-        matches = bool(np.isclose(loss, ref_loss, rtol=1e-4, atol=1e-5))
-    return StrategyResult(
-        strategy=rule_set.name, title=rule_set.title, description=rule_set.description,
-        mesh=mesh_layout(jm), report=report,
-        memory=_memory(report, _grad_bytes(params_shape, g_specs, jm)),
-        collectives=summary, loss=loss, reference_loss=ref_loss, loss_matches=matches,
-        step_seconds=report.timing.step_seconds if report.timing else None,
-        notes=_form_notes(rule_set, summary, _full_bytes(params_shape)),
-    )  # fmt: skip
+    # Compile (and analyse) from shapes and shardings; running below with the real arrays
+    # of the same shapes and shardings reuses the compiled program from explain's cache.
+    abstract = _abstract((params_shape, opt_shape, batch_shape), (p_sh, o_sh, b_sh))
+    comp = compile_program(step, abstract, {})
+    if helper is None:
+        base = analyse_program(step, abstract, comp)
+        analysed: Callable[[], Report] = lambda: base  # noqa: E731
+    else:
+        analysed = helper.submit(analyse_program, step, abstract, comp).result
+
+    def finish(state: tuple[Any, Any, Any], get_reference: Callable[[], Any]) -> StrategyResult:
+        remember_program(step, abstract, {}, comp, analysed())
+        params, opt_state, batch = jax.device_put(state, (p_sh, o_sh, b_sh))
+        report, outputs, _ = explain_run(step, params, opt_state, batch, steps=steps, check=False)
+        reference = get_reference()
+        if outputs is not None:
+            report = replace(report, check=compare_outputs(outputs, reference))
+        summary = _summarise(report)
+        loss = float(outputs[2]) if outputs is not None else None
+        ref_loss = float(reference[2])
+        matches = None
+        if loss is not None and ref_loss is not None:
+            matches = bool(np.isclose(loss, ref_loss, rtol=1e-4, atol=1e-5))
+        return StrategyResult(
+            strategy=rule_set.name, title=rule_set.title, description=rule_set.description,
+            mesh=mesh_layout(jm), report=report,
+            memory=_memory(report, _grad_bytes(params_shape, g_specs, jm)),
+            collectives=summary, loss=loss, reference_loss=ref_loss, loss_matches=matches,
+            step_seconds=report.timing.step_seconds if report.timing else None,
+            notes=_form_notes(rule_set, summary, _full_bytes(params_shape)),
+        )  # fmt: skip
+
+    return finish
 
 
 def compare(
@@ -325,13 +376,20 @@ def compare(
             problem("compare", f"model {model!r} is not a model", "pass a name or a Model")
         )
     rule_sets = [get_rule_set(s) for s in strategies]  # unknown names fail before any work
-    state = initial_state(m, optimizer, seed)
-    reference = reference_outputs(m, optimizer, state)
-    results = tuple(
-        run_strategy(m, rs, mesh, steps=steps, seed=seed, optimizer=optimizer,
-                     reference=reference, state=state)
-        for rs in rule_sets
-    )  # fmt: skip
+    opt = optimizer or optax.adam(1e-3)
+    # The starting state, the unsharded reference step (the same for every strategy) and
+    # the reading of each compiled program go to a second thread while this one compiles
+    # every strategy from shapes (XLA compiles on one core with the GIL released, so on a
+    # multi-core machine this hides most of them); then the strategies run one by one.
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="shardviz-compare")
+    try:
+        state_job = pool.submit(initial_state, m, opt, seed)
+        reference_job = pool.submit(lambda: reference_outputs(m, opt, state_job.result()))
+        finishes = [_compile_strategy(m, rs, mesh, steps, seed, opt, pool) for rs in rule_sets]
+        state = state_job.result()
+        results = tuple(finish(state, reference_job.result) for finish in finishes)
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
     leaves = jax.tree.leaves(jax.eval_shape(m.init_params, jax.random.key(seed)))
     dtypes = sorted({str(jnp.dtype(x.dtype)) for x in leaves})
     return Comparison(

@@ -143,3 +143,41 @@ def test_unknown_strategy_and_missing_axis():
 def test_built_in_names_alias():
     assert sv.strategies.get_rule_set("fsdp") is sv.strategies.get_rule_set("zero3")
     assert jax.device_count() == 8
+
+
+def test_each_strategy_compiles_once_and_runs_what_it_compiled(monkeypatch):
+    """compare compiles from shapes (with the state and reference made on another thread),
+    then runs with the real arrays: the run reuses the compiled program, never a second one."""
+    from shardviz.capture import explain as explain_mod
+
+    explain_mod.clear_cache()
+    calls = []
+    real = explain_mod.lower_and_compile
+
+    def counting(jitted, args, kwargs, name):
+        calls.append(name)
+        return real(jitted, args, kwargs, name)
+
+    monkeypatch.setattr(explain_mod, "lower_and_compile", counting)
+    cmp = sv.compare("mlp", ["dp", "tp"], steps=1)
+    assert sorted(calls) == ["train_step[mlp, dp]", "train_step[mlp, tp]"]
+    for r in cmp.results:
+        assert r.report.ran and r.loss_matches, r.strategy
+        assert r.report.check is not None and r.report.check.matches
+
+
+def test_a_step_that_fails_to_trace_fails_the_comparison():
+    """The error of the compiling thread comes out as itself, while the helper thread (state,
+    reference) is left to finish on its own."""
+
+    traced = []
+
+    def loss(p, b):  # passes Model.custom's own check, then breaks
+        traced.append(1)
+        if len(traced) > 1:
+            raise ValueError("broken loss")
+        return jnp.sum(b["x"] @ p["w"])
+
+    model = Model.custom("broken", {"w": jnp.ones((16, 16))}, loss, {"x": jnp.ones((8, 16))})
+    with pytest.raises(sv.CompileError, match="broken"):
+        sv.compare(model, ["dp"])
