@@ -9,6 +9,7 @@ What mattered offline is written down in ``../shared/notes/browser-testing.md``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -18,6 +19,7 @@ import sys
 import time
 import urllib.request
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -66,10 +68,9 @@ def _seed_settings(settings: Path) -> None:
     (notify / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false"}))
 
 
-@pytest.fixture(scope="session")
-def lab(tmp_path_factory):
-    """A JupyterLab server for the session (the kernel gets the test's device count)."""
-    root = tmp_path_factory.mktemp("lab")
+@contextlib.contextmanager
+def running_lab(root: Path) -> Iterator[Lab]:
+    """Start JupyterLab in the empty folder ``root``; stop it on leaving (also for scripts)."""
     for sub in ("work", "config", "runtime", "settings", "ws"):
         (root / sub).mkdir()
     _seed_settings(root / "settings")
@@ -111,6 +112,13 @@ def lab(tmp_path_factory):
         except subprocess.TimeoutExpired:
             proc.kill()
         log.close()
+
+
+@pytest.fixture(scope="session")
+def lab(tmp_path_factory):
+    """A JupyterLab server for the session (the kernel gets the test's device count)."""
+    with running_lab(tmp_path_factory.mktemp("lab")) as server:
+        yield server
 
 
 class LabPage:

@@ -1047,7 +1047,7 @@ export default {
       const wanted = String(get("selected_array") || "");
       if (picker) picker.value = wanted;
       slot.replaceChildren(arrayView(R, parse(get("array")), wanted));
-      highlight();
+      highlightTiles(selDevice());
     }
 
     function drawAll() {
@@ -1080,6 +1080,7 @@ export default {
       );
       body.append(top, colls, memoryPane(R));
       drawArray();
+      highlight();
     }
 
     /** Every link between the panes, from the current selections. */
@@ -1122,10 +1123,7 @@ export default {
       drawPairs(root, paired && c ? R.p.pairings[c.pairs] : []);
 
       // arrays: the tiles the device holds
-      for (const tile of root.querySelectorAll(".sv-x-tile")) {
-        const ids = (/** @type {SVGElement} */ (tile).dataset.devices || "").split(" ");
-        tile.classList.toggle(SELECTED, dev !== NONE && ids.includes(String(dev)));
-      }
+      highlightTiles(dev);
       // ledger: the selected row, and the rows the device takes part in
       let involved = 0;
       for (const row of root.querySelectorAll(".sv-x-coll")) {
@@ -1159,11 +1157,40 @@ export default {
       readouts(dev, involved);
     }
 
+    /**
+     * The picked array's side of the links only: the tiles `dev` holds and the readout of its
+     * tile. A new array redraws only this pane, so only this pane is updated (at 512 devices the
+     * whole of highlight() costs a few ms and a restyle of every pane).
+     * @param {number} dev
+     */
+    function highlightTiles(dev) {
+      for (const tile of root.querySelectorAll(".sv-x-tile")) {
+        const ids = (/** @type {SVGElement} */ (tile).dataset.devices || "").split(" ");
+        tile.classList.toggle(SELECTED, dev !== NONE && ids.includes(String(dev)));
+      }
+      tileReadout(dev);
+    }
+
+    /** @param {number} dev */
+    function tileReadout(dev) {
+      const tileline = root.querySelector(".sv-x-tileline");
+      const A = parse(get("array"));
+      if (tileline && A && A.tiles) {
+        const t = A.tiles.find((/** @type {TileJson} */ t) => t.devices.includes(dev));
+        tileline.textContent =
+          dev === NONE
+            ? ""
+            : t
+              ? `d${dev} holds ${A.name}${formatIndex(t.index)}: ` +
+                `shard ${formatShape(t.shape)}, ${formatBytes(t.nbytes, true)}`
+              : `d${dev} holds no part of ${A.name}`;
+      }
+    }
+
     /** @param {number} dev @param {number} involved */
     function readouts(dev, involved) {
       if (!R) return;
       const devline = root.querySelector(".sv-x-devline");
-      const tileline = root.querySelector(".sv-x-tileline");
       const memline = root.querySelector(".sv-x-memline");
       const none = dev === NONE;
       if (devline) {
@@ -1171,16 +1198,6 @@ export default {
         devline.textContent = none
           ? "Click a device to see its tiles, its memory and its collectives."
           : `d${dev}${where ? ` (${where})` : ""} takes part in ${involved} of ${R.p.collectives.length} collectives`;
-      }
-      const A = parse(get("array"));
-      if (tileline && A && A.tiles) {
-        const t = A.tiles.find((/** @type {TileJson} */ t) => t.devices.includes(dev));
-        tileline.textContent = none
-          ? ""
-          : t
-            ? `d${dev} holds ${A.name}${formatIndex(t.index)}: ` +
-              `shard ${formatShape(t.shape)}, ${formatBytes(t.nbytes, true)}`
-            : `d${dev} holds no part of ${A.name}`;
       }
       if (memline) {
         const m = R.p.memory;
@@ -1193,20 +1210,17 @@ export default {
 
     /** @param {number} id */
     function pickDevice(id) {
-      send("selected_device", selDevice() === id ? NONE : id);
-      highlight();
+      send("selected_device", selDevice() === id ? NONE : id); // its change event highlights
     }
 
     /** @param {number} i */
     function pickCollective(i) {
-      send("selected_collective", selCollective() === i ? NONE : i);
-      highlight();
+      send("selected_collective", selCollective() === i ? NONE : i); // its change event highlights
     }
 
     /** @param {string} id */
     function pickArray(id) {
-      send("selected_array", id);
-      drawArray();
+      send("selected_array", id); // its change event draws "computing tiles…" until Python answers
     }
 
     /**
