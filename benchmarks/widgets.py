@@ -13,23 +13,36 @@ fails the run, as does any page error. Timed inside the page with ``performance.
   cell's output (every device cell, a memory bar per device, the ledger rows, the default
   array's tiles), then to the next painted frame. Run once cold (first display in the page:
   anywidget loads the ES module) and re-run on fresh outputs for a warm median;
+- prefetch done: from the same start to the explorer's root saying ``data-prefetch="done"``
+  (the view asked for the arrays, Python sent them all in batches from a background thread);
 - select a device: a click dispatched on a mesh cell (alternately the first and the last
   device) to the cell, its memory bar and the readout showing the selection. Front end only:
   the widget highlights at once and tells Python afterwards;
-- select an array: a ``change`` of the array picker (alternately ``params/w1`` and the first
-  matmul's result ``dot_general.0``, the most-tiled arrays) to that array's tiles drawn. A
-  kernel round trip: Python builds the picked array's tiles (the ``array`` trait) and sends
-  them back before anything can be drawn;
+- select a prefetched array: a ``change`` of the array picker (alternately ``params/w1`` and
+  the first matmul's result ``dot_general.0``, the most-tiled arrays) to that array's tiles
+  drawn, once the prefetch is done. Front end only: the tiles come from the arrays the view
+  keeps; Python hears of the pick and sends the ``array`` trait afterwards (not redrawn). The
+  run fails if such a pick was not drawn within the ``change`` handler itself (that is, if it
+  waited for the kernel);
+- select an array through the kernel: the same picks, each after a ``sv-x-forget`` event on
+  the explorer's root dropped the picked array from what the view keeps (outside the timed
+  part): the path of a pick made before the prefetch arrives or of an array beyond its budget.
+  Python builds the picked array's tiles (the ``array`` trait) and sends them back before
+  anything but "computing tiles…" can be drawn; the run fails if one was drawn at once;
 - the floor for any kernel round trip, in the same page: a bare anywidget (a third cell) whose
   Python side copies the string a click sends into a second trait, which the front end writes
   into a span.
 
 Each interaction is timed to the DOM showing the result (a MutationObserver) and to the next
 painted frame (a requestAnimationFrame and one task after it); each round does one of each
-kind, in rotating order, waiting for the kernel to be idle between them.
+kind, in rotating order, waiting for the kernel to be idle between them. The two array picks
+of a round pick different arrays (the prefetched one ``ARRAYS[r % 2]``, the other one through
+the kernel); when the array to pick is already shown, an untimed pick of another array comes
+first.
 Sizes: the synced ``payload`` and ``array`` traits as the JSON text the front end parses, the
 whole widget state (with anywidget's ``_esm``/``_css``), the static ``text/html`` of the mime
-bundle, and every byte the kernel websocket delivered while the display cell ran.
+bundle, every byte the kernel websocket delivered from running the display cell until the
+prefetch was done, and the prefetched arrays (count and JSON text, as Python builds them).
 
 Then, as a diagnostic only, the largest size again on a second server whose kernel websocket
 sets TCP_NODELAY (jupyter_server leaves Nagle's algorithm on; a config file on
@@ -38,7 +51,9 @@ kernel are bimodal on a stock server, some ~40 ms slower (a small frame waiting 
 ACK), and this run shows how much of the time that is. ``--no-nodelay`` skips it.
 
 Targets (issue): synced payload <= 1 MB at 512 devices; interaction round trip <= 50 ms at
-512 devices (median, to the painted frame).
+512 devices (median, to the painted frame), held against what a user does once the explorer
+has been shown for a moment: selecting a device and selecting a prefetched array. Picks
+through the kernel are reported next to it, against the same 50 ms.
 
     .venv/bin/python benchmarks/widgets.py [--rounds 30] [--renders 5] [--devices 8 64 512]
                                            [--no-nodelay] [--write]
@@ -66,6 +81,8 @@ from tests.browser.jupyterlab import LabPage, running_lab  # noqa: E402
 
 SIZES = (8, 64, 512)
 ARRAYS = ("arg:params/w1", "mid:dot_general.0")
+#: Picked, untimed, when the array a timed pick wants is already shown.
+NEUTRAL = "arg:batch/x"
 MB = 1_000_000
 PAYLOAD_TARGET = 1 * MB
 ROUND_TRIP_TARGET_MS = 50.0
@@ -127,7 +144,7 @@ Echo()'''
 # Kernel side: sizes of what was synced and the Python half of the work, timed in the kernel.
 MEASURE_SRC = """\
 import json as _json, statistics as _st, time as _time
-from shardviz.widgets import explorer_payload as _xp
+from shardviz.widgets import explorer as _x, explorer_payload as _xp
 
 def _med(f, n=15):
     xs = []
@@ -137,6 +154,9 @@ def _med(f, n=15):
 
 _first = _xp.default_array(report)
 _payload, _array = _xp.report_json(report), _xp.array_json(report, _first)
+_prefetch = lambda: list(_xp.prefetch_batches(
+    report, _first, _x.PREFETCH_BUDGET, _x.PREFETCH_BATCH_BYTES))
+_batches = _prefetch()
 _state = {{**w.get_state(), "payload": _payload, "array": _array, "selected_array": _first}}
 _bundle = w._repr_mimebundle_()
 _bundle = _bundle[0] if isinstance(_bundle, tuple) else _bundle
@@ -154,6 +174,11 @@ _out = {{
     "report_json_s": _med(lambda: _xp.report_json(report)),
     "first_array_json_s": _med(lambda: _xp.array_json(report, _first)),
     "static_html_s": _med(w.static_html),
+    "prefetch_arrays": sum(len(b) for b in _batches),
+    "prefetch_messages": len(_batches) + 1,
+    "prefetch_bytes": sum(len(t.encode()) for b in _batches for _, t in b),
+    "prefetch_budget": _x.PREFETCH_BUDGET,
+    "prefetch_s": _med(_prefetch, 3),
     "picked": {{
         i: {{
             "name": _xp.find_entry(report, i).name,
@@ -242,11 +267,31 @@ INITIAL_RENDER_JS = (
             && root.querySelector('.sv-x-array .sv-x-name') !== null
             && root.querySelector('.sv-x-tile') !== null;
     };
+    // When the explorer's root first says its prefetch is done, from running the cell.
+    let started = 0, prefetched = null;
+    const isDone = () => !!cell.node.querySelector('.sv-x-root[data-prefetch="done"]');
+    let seen;
+    const done = new Promise(resolve => { seen = resolve; });
+    const watch = new MutationObserver(() => {
+        if (prefetched === null && isDone()) {
+            prefetched = performance.now() - started;
+            seen();
+        }
+    });
+    watch.observe(cell.node, {subtree: true, childList: true, attributes: true,
+                              attributeFilter: ['data-prefetch']});
     const act = () => {
+        started = performance.now();
         nb.activeCellIndex = i;
         return app.commands.execute('notebook:run-cell');
     };
-    return await measure(cell.node, ready, act, 120000);
+    const result = await measure(cell.node, ready, act, 120000);
+    const late = setTimeout(() => seen(), 120000);
+    await done;
+    clearTimeout(late);
+    watch.disconnect();
+    if (prefetched === null) throw new Error('prefetch not done in 120 s');
+    return {...result, prefetched};
 }"""
 )
 
@@ -267,15 +312,21 @@ SELECT_DEVICE_JS = (
 }"""
 )
 
+# ``forget``: first drop the array from what the view keeps, so the pick goes through the
+# kernel. Adds ``immediate`` (drawn within the change handler: it cannot have waited for the
+# kernel) and ``loading`` ("computing tiles…" was seen).
 SELECT_ARRAY_JS = (
-    "async ([i, id, name]) => {"
+    "async ([i, id, name, forget]) => {"
     + _TIMER
     + """
     const root = window.jupyterapp.shell.currentWidget.content.widgets[i].node
         .querySelector('.sv-x-root');
     const pick = root.querySelector('.sv-x-pick');
     if (pick.value === id) throw new Error('already picked');
+    if (forget) root.dispatchEvent(new CustomEvent('sv-x-forget', {detail: id}));
+    let immediate = null, loading = false;
     const ready = () => {
+        if (root.querySelector('.sv-x-loading')) loading = true;
         const shown = root.querySelector('.sv-x-array .sv-x-name');
         return !!shown && shown.textContent === name && !root.querySelector('.sv-x-loading')
             && root.querySelector('.sv-x-array .sv-x-tile') !== null;
@@ -283,10 +334,20 @@ SELECT_ARRAY_JS = (
     const act = () => {
         pick.value = id;
         pick.dispatchEvent(new Event('change', {bubbles: true}));
+        immediate = ready();
     };
-    return await measure(root, ready, act, 10000);
+    const result = await measure(root, ready, act, 10000);
+    return {...result, immediate, loading};
 }"""
 )
+
+PREFETCH_DONE_JS = """
+i => !!window.jupyterapp.shell.currentWidget.content.widgets[i].node
+    .querySelector('.sv-x-root[data-prefetch="done"]')"""
+
+PICKED_JS = """
+i => window.jupyterapp.shell.currentWidget.content.widgets[i].node
+    .querySelector('.sv-x-root .sv-x-pick').value"""
 
 
 ECHO_JS = (
@@ -384,6 +445,22 @@ class Session:
         self.context.close()
 
 
+def pick_array(s: Session, ident: str, through_kernel: bool) -> dict[str, Any]:
+    """Time one pick of ``ident``: from what the view keeps, or (forgotten first) through the
+    kernel. Fails the run if a kept array waited for the kernel, or a forgotten one did not."""
+    if s.page.evaluate(PICKED_JS, DISPLAY) == ident:  # untimed: show another array first
+        s.page.evaluate(SELECT_ARRAY_JS, [DISPLAY, NEUTRAL, NEUTRAL.split(":", 1)[1], False])
+        s.settle()
+    name = ident.split(":", 1)[1]
+    t = s.page.evaluate(SELECT_ARRAY_JS, [DISPLAY, ident, name, through_kernel])
+    if through_kernel and (t["immediate"] or not t["loading"]):
+        raise SystemExit(f"a pick of {ident} after forgetting it was drawn without the kernel")
+    if not through_kernel and (not t["immediate"] or t["loading"]):
+        raise SystemExit(f"a pick of the prefetched {ident} waited for the kernel")
+    t["target"] = ident
+    return t
+
+
 def measure(browser, lab, folder: Path, n: int, rounds: int, renders: int) -> dict[str, Any]:
     started = time.perf_counter()
     s = Session(browser, lab, notebook(folder, n))
@@ -419,8 +496,9 @@ def measure(browser, lab, folder: Path, n: int, rounds: int, renders: int) -> di
             ".querySelector('.echo-send')",
             arg=ECHO,
         )
+        s.page.wait_for_function(PREFETCH_DONE_JS, arg=DISPLAY, timeout=120_000)
         devices = (0, n - 1)
-        kinds = ("device", "array", "echo")
+        kinds = ("device", "array", "via_kernel", "echo")
         times: dict[str, list[dict[str, float]]] = {k: [] for k in kinds}
         warmup = 1
         for r in range(warmup + rounds):
@@ -429,11 +507,9 @@ def measure(browser, lab, folder: Path, n: int, rounds: int, renders: int) -> di
                 if kind == "device":
                     t = s.page.evaluate(SELECT_DEVICE_JS, [DISPLAY, devices[r % 2]])
                     t["target"] = devices[r % 2]
-                elif kind == "array":
-                    ident = ARRAYS[r % 2]
-                    name = ident.split(":", 1)[1]
-                    t = s.page.evaluate(SELECT_ARRAY_JS, [DISPLAY, ident, name])
-                    t["target"] = ident
+                elif kind in ("array", "via_kernel"):
+                    via = kind == "via_kernel"
+                    t = pick_array(s, ARRAYS[(r + via) % 2], through_kernel=via)
                 else:
                     t = s.page.evaluate(ECHO_JS, [ECHO])
                 if r >= warmup:
@@ -460,6 +536,7 @@ def measure(browser, lab, folder: Path, n: int, rounds: int, renders: int) -> di
         "ws_bytes": ws_bytes,
         "device": times["device"],
         "array": times["array"],
+        "via_kernel": times["via_kernel"],
         "echo": times["echo"],
         "kernel": kernel,
         "wall_s": time.perf_counter() - started,
@@ -563,8 +640,11 @@ def synced(row: dict[str, Any]) -> int:
 def summary_line(row: dict[str, Any]) -> str:
     return (
         f"{row['devices']} devices: first render {_ms(row['initial'][0]['paint'])} ms, "
-        f"device {_ms(_med(row['device'], 'paint'))} ms, array {_ms(_med(row['array'], 'paint'))} "
-        f"ms, echo {_ms(_med(row['echo'], 'paint'))} ms, synced {C.fmt_bytes(synced(row))} "
+        f"prefetch done {_ms(row['initial'][0]['prefetched'])} ms, "
+        f"device {_ms(_med(row['device'], 'paint'))} ms, "
+        f"prefetched array {_ms(_med(row['array'], 'paint'))} ms, "
+        f"array through the kernel {_ms(_med(row['via_kernel'], 'paint'))} ms, "
+        f"echo {_ms(_med(row['echo'], 'paint'))} ms, synced {C.fmt_bytes(synced(row))} "
         f"({row['wall_s']:.0f} s)"
     )
 
@@ -574,8 +654,17 @@ def _over(xs: list[dict[str, Any]], ms: float = ROUND_TRIP_TARGET_MS) -> str:
     return f"{sum(x['paint'] > ms for x in xs)}/{len(xs)}"
 
 
-def _by_array(row: dict[str, Any], ident: str) -> list[dict[str, Any]]:
-    return [x for x in row["array"] if x["target"] == ident]
+def _by_array(xs: list[dict[str, Any]], ident: str) -> list[dict[str, Any]]:
+    return [x for x in xs if x["target"] == ident]
+
+
+def _per_array(xs: list[dict[str, Any]]) -> str:
+    """Median to the painted frame for each of ``ARRAYS``: ``12.0 / 14.5``."""
+    return " / ".join(_ms(_med(_by_array(xs, a), "paint")) for a in ARRAYS)
+
+
+def _verdict(ok: bool) -> str:
+    return "PASS" if ok else "MISS"
 
 
 def markdown(rows: list[dict[str, Any]], rounds: int, renders: int) -> str:
@@ -587,36 +676,48 @@ def markdown(rows: list[dict[str, Any]], rounds: int, renders: int) -> str:
         f"{v['anywidget']}. MLP train step (batch 256, 512 -> 2048 -> 512, float32, Megatron "
         "placement) on a (2, N/2) mesh: `sv.explain(..., run=False)`, then `sv.Explorer(report)`."
         f" Render: the first display (cold) and the median of {renders - 1} re-runs. "
-        f"Interactions: medians of {rounds} of each kind, the three kinds alternating in each "
-        "round (one warm-up round dropped). Times read DOM / painted, in ms. Sizes in binary "
-        "units (KiB = 1024 bytes); the target's MB is 1,000,000 bytes.",
+        f"Interactions: medians of {rounds} of each kind, the four kinds alternating in each "
+        "round (one warm-up round dropped); array picks start once the prefetch is done. Times "
+        "read DOM / painted, in ms. Sizes in binary units (KiB = 1024 bytes); the target's MB "
+        "is 1,000,000 bytes.",
         "",
         "| devices | synced payload + array | widget state with ES module | static HTML "
-        "| websocket during the cell | first render | re-render | select a device "
-        "| select an array | bare echo widget |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| websocket, cell + prefetch | first render | re-render | prefetch done "
+        "| select a device | select a prefetched array | select an array through the kernel "
+        "| bare echo widget |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in stock:
         k = r["kernel"]
         first = r["initial"][0]
+        again = r["initial"][1:]
         lines.append(
             f"| {r['devices']} | {C.fmt_bytes(synced(r))} | {C.fmt_bytes(k['state_bytes'])} "
             f"| {C.fmt_bytes(k['static_html_bytes'])} | {C.fmt_bytes(r['ws_bytes'])} "
-            f"| {_ms(first['dom'])} / {_ms(first['paint'])} | {_pair(r['initial'][1:])} "
-            f"| {_pair(r['device'])} | {_pair(r['array'])} | {_pair(r['echo'])} |"
+            f"| {_ms(first['dom'])} / {_ms(first['paint'])} | {_pair(again)} "
+            f"| {_ms(first['prefetched'])} / {_ms(_med(again, 'prefetched'))} "
+            f"| {_pair(r['device'])} | {_pair(r['array'])} | {_pair(r['via_kernel'])} "
+            f"| {_pair(r['echo'])} |"
         )
     a, b = ARRAYS
     lines += [
         "",
-        f"Selecting an array, each of the two (`{a}` / `{b}`): the distinct tiles, the "
-        "`array` trait Python sends, Python's time to build it (in the kernel, median of 15) "
-        "and the round trip to the painted frame (median); then how many round trips took over "
-        "50 ms to the painted frame, for the array picks and for the bare echo widget; and "
-        "what Python builds once per display (report payload, static HTML; ms).",
+        "Prefetch done: first display / median of the re-runs, from running the cell. "
+        f"Selecting an array, each of the two (`{a}` / `{b}`): the distinct tiles, the `array` "
+        "trait Python sends, Python's time to build it (in the kernel, median of 15), and the "
+        "pick to the painted frame (median), prefetched and through the kernel; how many picks "
+        "through the kernel and round trips of the bare echo widget took over 50 ms to the "
+        "painted frame; what the prefetch sends (arrays and their JSON text within the "
+        f"{rows[0]['kernel']['prefetch_budget']:,}-byte budget, in how many messages) and "
+        "Python's time to build it (median of 3; a view's prefetch runs it in a background "
+        "thread of the kernel); and what Python builds once per display (report payload, "
+        "static HTML; ms).",
         "",
-        "| devices | tiles | `array` JSON | Python ms | round trip ms | picks > 50 ms "
-        "| echoes > 50 ms | report payload ms | static HTML ms |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| devices | tiles | `array` JSON | Python ms | prefetched pick ms "
+        "| pick through the kernel ms | through the kernel > 50 ms | echoes > 50 ms "
+        "| prefetched arrays | prefetch messages | prefetch Python ms | report payload ms "
+        "| static HTML ms |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in stock:
         k = r["kernel"]
@@ -625,9 +726,11 @@ def markdown(rows: list[dict[str, Any]], rounds: int, renders: int) -> str:
             f"| {r['devices']} | {pa['tiles']} / {pb['tiles']} "
             f"| {C.fmt_bytes(pa['json_bytes'])} / {C.fmt_bytes(pb['json_bytes'])} "
             f"| {C.fmt_ms(pa['json_s'])} / {C.fmt_ms(pb['json_s'])} "
-            f"| {_ms(_med(_by_array(r, a), 'paint'))} / {_ms(_med(_by_array(r, b), 'paint'))} "
-            f"| {_over(r['array'])} | {_over(r['echo'])} | {C.fmt_ms(k['report_json_s'])} "
-            f"| {C.fmt_ms(k['static_html_s'])} |"
+            f"| {_per_array(r['array'])} | {_per_array(r['via_kernel'])} "
+            f"| {_over(r['via_kernel'])} | {_over(r['echo'])} "
+            f"| {k['prefetch_arrays']} of {k['arrays']}, {C.fmt_bytes(k['prefetch_bytes'])} "
+            f"| {k['prefetch_messages']} | {C.fmt_ms(k['prefetch_s'])} "
+            f"| {C.fmt_ms(k['report_json_s'])} | {C.fmt_ms(k['static_html_s'])} |"
         )
     for r in rows:
         if r["server"] != "nodelay":
@@ -636,10 +739,10 @@ def markdown(rows: list[dict[str, Any]], rounds: int, renders: int) -> str:
             "",
             f"Diagnostic, not what users get: {r['devices']} devices again on a second server "
             "whose kernel websocket sets TCP_NODELAY (a config file loaded for that run only "
-            "patches jupyter_server's handler): select an array "
-            f"{_pair(r['array'])} ms, {_over(r['array'])} over 50 ms; bare echo widget "
-            f"{_pair(r['echo'])} ms, {_over(r['echo'])} over 50 ms; select a device "
-            f"{_pair(r['device'])} ms.",
+            "patches jupyter_server's handler): select an array through the kernel "
+            f"{_pair(r['via_kernel'])} ms, {_over(r['via_kernel'])} over 50 ms; bare echo widget "
+            f"{_pair(r['echo'])} ms, {_over(r['echo'])} over 50 ms; select a prefetched array "
+            f"{_pair(r['array'])} ms; select a device {_pair(r['device'])} ms.",
         ]
     big = next((r for r in stock if r["devices"] == 512), None)
     lines += ["", "Targets:", ""]
@@ -648,16 +751,24 @@ def markdown(rows: list[dict[str, Any]], rounds: int, renders: int) -> str:
         return "\n".join(lines)
     size = synced(big)
     dev, arr = _med(big["device"], "paint"), _med(big["array"], "paint")
+    kern = _med(big["via_kernel"], "paint")
     lines += [
-        f"- {'PASS' if size <= PAYLOAD_TARGET else 'MISS'}: 512 devices: synced payload <= 1 MB: "
+        f"- {_verdict(size <= PAYLOAD_TARGET)}: 512 devices: synced payload <= 1 MB: "
         f"{size:,} bytes ({C.fmt_bytes(size)}). With anywidget's ES module and CSS the widget "
         f"state is {big['kernel']['state_bytes']:,} bytes; everything the kernel websocket "
-        f"delivered while the cell ran (state, static HTML, messages) {big['ws_bytes']:,} bytes.",
-        f"- {'PASS' if max(dev, arr) <= ROUND_TRIP_TARGET_MS else 'MISS'}: 512 devices: "
-        f"interaction round trip <= 50 ms (median, to the painted frame): select a device "
-        f"{_ms(dev)} ms (front end only), select an array {_ms(arr)} ms (through the kernel; "
-        f"{_over(big['array'])} picks over 50 ms, and {_over(big['echo'])} round trips of the "
-        "bare echo widget).",
+        f"delivered from running the cell until the prefetch was done (state, static HTML, "
+        f"messages, {big['kernel']['prefetch_bytes']:,} bytes of prefetched array JSON) "
+        f"{big['ws_bytes']:,} bytes.",
+        f"- {_verdict(max(dev, arr) <= ROUND_TRIP_TARGET_MS)}: 512 devices: interaction "
+        "round trip <= 50 ms (median, to the painted frame), for what a user does once the "
+        f"explorer has been shown for a moment (its prefetch was done "
+        f"{_ms(_med(big['initial'][1:], 'prefetched'))} ms after the cell was run): select a "
+        f"device {_ms(dev)} ms, select a prefetched array {_ms(arr)} ms (both front end only).",
+        f"- {_verdict(kern <= ROUND_TRIP_TARGET_MS)}: 512 devices: select an array through "
+        "the kernel <= 50 ms (median, to the painted frame); reported, not part of the target "
+        "above (what a pick gets before the prefetch has arrived, or for an array beyond its "
+        f"budget): {_ms(kern)} ms ({_over(big['via_kernel'])} picks over 50 ms, and "
+        f"{_over(big['echo'])} round trips of the bare echo widget).",
     ]
     return "\n".join(lines)
 

@@ -10,6 +10,14 @@ Synced state is JSON built by the pure :mod:`~shardviz.widgets.explorer_payload`
 report's payload once (``payload``), and the tiles of the picked array only (``array``,
 rebuilt here whenever ``selected_array`` changes). A controller that recompiles in the
 background drives the widget with :meth:`Explorer.show`, ``status`` and ``error``.
+
+A pick waits for a kernel round trip, so once a view has drawn a payload it asks for the
+other arrays ahead of time (a custom message ``{"type": "prefetch", "generation": g}``). A
+background thread answers with batches ``{"type": "prefetched", "generation": g, "arrays":
+[[id, array JSON], ...], "done": false}`` and a last ``{..., "arrays": [], "done": true}``,
+each JSON text exactly what ``array`` would carry for that id: arguments and outputs first,
+then intermediates, up to :data:`PREFETCH_BUDGET`. ``generation`` is bumped with every new
+report; a prefetch for an older one stops, and the front end drops what it still receives.
 """
 
 from __future__ import annotations
@@ -28,6 +36,7 @@ from shardviz.model.program import Report
 from shardviz.render.compare_html import comparison_html
 from shardviz.render.html import page
 from shardviz.render.report_html import report_html
+from shardviz.widgets.background import Latest, Stage
 from shardviz.widgets.explorer_payload import (
     array_entries,
     array_json,
@@ -35,6 +44,7 @@ from shardviz.widgets.explorer_payload import (
     entry_layout,
     find_entry,
     memory_payload,
+    prefetch_batches,
     report_json,
     strategies_payload,
 )
@@ -48,6 +58,20 @@ STATUSES = ("", "compiling", "running", "done", "error")
 MAX_CHOICES = 12
 NO_ARRAY = ' or "" for none'
 NO_DEVICE = " or -1 for none"
+
+#: Most bytes (UTF-8 JSON text) of arrays sent ahead of picks, per report. Every array of the
+#: benchmark's MLP step at 512 devices (51 arrays) takes 0.8 MB, so a typical program goes
+#: whole; the cap bounds what one report pushes through the kernel websocket (a remote kernel
+#: on a slow link pays for every byte, after every recompile) and what each view holds (~2x in
+#: JS strings) for a program with thousands of intermediates. Arrays beyond it are picked
+#: through the kernel, as without prefetch.
+PREFETCH_BUDGET = 2_000_000
+#: Most bytes of array JSON per prefetch message (one array at least): ~50 ms of Python at 512
+#: devices, so the first arrays reach the front end early, a stale prefetch stops soon (it is
+#: checked between batches), and no message is one huge websocket frame.
+PREFETCH_BATCH_BYTES = 256_000
+#: The ``type`` of the front end's request and of the batches that answer it.
+PREFETCH, PREFETCHED = "prefetch", "prefetched"
 
 Shown = Report | Comparison
 
@@ -72,6 +96,18 @@ def _type_hint(obj: object) -> str:
     if callable(obj):
         return "; to explore a function, first call shardviz.explain(fn, *args)"
     return ""
+
+
+def prefetched_message(
+    generation: int, arrays: list[tuple[str, str]], done: bool
+) -> dict[str, Any]:
+    """One batch of prefetched ``(id, array JSON)`` pairs, tagged with the report's generation."""
+    return {
+        "type": PREFETCHED,
+        "generation": generation,
+        "arrays": [[ident, text] for ident, text in arrays],
+        "done": done,
+    }
 
 
 def check_shown(obj: object) -> Shown:
@@ -129,6 +165,8 @@ class Explorer(anywidget.AnyWidget):
     status = traitlets.Enum(STATUSES, default_value="").tag(sync=True)
     #: An error message shown in an inline box ("" hides it).
     error = traitlets.Unicode("").tag(sync=True)
+    #: Bumped with every new report shown; prefetch messages carry it, so a view drops stale ones.
+    generation = traitlets.Int(0).tag(sync=True)
 
     def __init__(self, shown: Shown, **kwargs: Any) -> None:
         self._comparison: Comparison | None
@@ -142,7 +180,11 @@ class Explorer(anywidget.AnyWidget):
             "selected_array": ident,
             "array": array_json(self._report, ident),
         }
+        self._prefetcher = Latest()  # newest request wins; no status to show
         super().__init__(**{**state, **kwargs})
+        #: The generation and report a prefetch request is answered from, set together.
+        self._prefetch_from: tuple[int, Report] = (self.generation, self._report)
+        self.on_msg(self._on_msg)
 
     # ----------------------------------------------------------------------------------------
     # What is shown
@@ -196,6 +238,8 @@ class Explorer(anywidget.AnyWidget):
     def _refresh(self) -> None:
         """Resend the payload for ``self._report`` and drop selections it no longer has."""
         self.payload = report_json(self._report)
+        self.generation += 1
+        self._prefetch_from = (self.generation, self._report)
         if self.selected_device not in self._device_ids():
             self.selected_device = NONE
         if self.selected_collective >= len(self._report.collectives):
@@ -304,6 +348,39 @@ class Explorer(anywidget.AnyWidget):
     @traitlets.observe("selected_array")
     def _on_array(self, change: dict[str, Any]) -> None:
         self.array = array_json(self._report, change["new"])
+
+    # ----------------------------------------------------------------------------------------
+    # Prefetch
+
+    def _on_msg(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        """A view that has drawn the payload asks for the arrays ahead of its picks."""
+        if not isinstance(content, dict) or content.get("type") != PREFETCH:
+            return
+        generation, report = self._prefetch_from
+        if content.get("generation") != generation:
+            return  # the view has an older report: the new one is on its way, and it asks again
+        skip = self.selected_array  # already in the `array` trait
+        self._prefetcher.submit(lambda stage: self._prefetch(stage, generation, report, skip))
+
+    def _prefetch(self, stage: Stage, generation: int, report: Report, skip: str) -> int:
+        """Send ``report``'s arrays in batches (in a background thread); return how many.
+
+        Stops before the next batch once a newer request (``stage.stale``) or a newer report
+        makes this one stale; only a prefetch that ran to the end says ``done``.
+        """
+        sent = 0
+        for batch in prefetch_batches(report, skip, PREFETCH_BUDGET, PREFETCH_BATCH_BYTES):
+            if self._prefetch_stale(stage, generation):
+                return sent
+            self.send(prefetched_message(generation, batch, done=False))
+            sent += len(batch)
+        if not self._prefetch_stale(stage, generation):
+            self.send(prefetched_message(generation, [], done=True))
+        return sent
+
+    def _prefetch_stale(self, stage: Stage, generation: int) -> bool:
+        """Whether a newer prefetch request or a newer report has come since this one began."""
+        return stage.stale or self._prefetch_from[0] != generation
 
     # ----------------------------------------------------------------------------------------
     # Static views

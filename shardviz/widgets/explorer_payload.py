@@ -8,7 +8,8 @@ a kernel or a browser. Two payloads:
   and source locations are deduplicated into tables that entries point into, so a 512-device
   program with hundreds of collectives stays far below a megabyte.
 - :func:`array_payload`: the distinct tiles of *one* array and where each goes on the page
-  (the static view's own geometry), built when that array is picked.
+  (the static view's own geometry), built when that array is picked, or ahead of time in
+  batches (:func:`prefetch_batches`) for the front end to keep.
 
 Arrays are named by an id that says where they come from: ``arg:<leaf path>``,
 ``out:<leaf path>`` or ``mid:<intermediate name>`` (see :func:`array_id`). Intermediates carry
@@ -21,7 +22,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -467,7 +468,11 @@ def array_payload(report: Report, ident: str) -> dict[str, Any] | None:
     """
     if not ident:
         return None
-    entry = find_entry(report, ident)
+    return entry_payload(report, find_entry(report, ident))
+
+
+def entry_payload(report: Report, entry: ArrayEntry) -> dict[str, Any]:
+    """:func:`array_payload` of an entry already looked up (no search through the report)."""
     out: dict[str, Any] = {
         "id": entry.id,
         "role": entry.role,
@@ -548,3 +553,34 @@ def report_json(report: Report) -> str:
 def array_json(report: Report, ident: str) -> str:
     """:func:`array_payload` as JSON text (``""`` for no array)."""
     return dumps(array_payload(report, ident))
+
+
+def prefetch_batches(
+    report: Report, skip: str, budget: int, batch_bytes: int
+) -> Iterator[list[tuple[str, str]]]:
+    """The arrays to send ahead of any pick: ``(id, JSON text)`` pairs in batches.
+
+    Order: :func:`array_entries`' (argument leaves, output leaves, then intermediates in
+    program order), without ``skip`` (the array already synced). Each text is exactly
+    :func:`array_json` of its id. A batch holds arrays until the next would take it over
+    ``batch_bytes`` (one array at least); the arrays end before the one that would take their
+    total over ``budget``. Sizes are bytes of UTF-8 JSON text. Lazy: each array is built when
+    its batch is asked for, so a consumer that stops early builds no more.
+    """
+    batch: list[tuple[str, str]] = []
+    size = total = 0
+    for entry in array_entries(report):
+        if entry.id == skip:
+            continue
+        text = dumps(entry_payload(report, entry))
+        n = len(text.encode())
+        if total + n > budget:
+            break
+        total += n
+        if batch and size + n > batch_bytes:
+            yield batch
+            batch, size = [], 0
+        batch.append((entry.id, text))
+        size += n
+    if batch:
+        yield batch

@@ -3,7 +3,9 @@
 The module is loaded from a Blob URL and its ``render({model, el})`` called with a fake model
 kept on ``window.sv``. The fake's ``set()`` fires ``change:<name>`` like Backbone does, so the
 view sees its own changes; ``window.sv.fromPython(k, v)`` is what a change from Python looks
-like; ``window.sv.calls`` records every get/set/save_changes/on/off.
+like; ``window.sv.calls`` records every set/save_changes/send/on/off. ``model.send(content)``
+(a custom message to Python) is recorded as ``["send", content]``, and
+``window.sv.fromPythonMsg(content)`` delivers a custom message from Python (``msg:custom``).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ _MOUNT_JS = """async ({src, css, state}) => {
     get: (k) => state[k],
     set: (k, v) => { calls.push(["set", k, v]); state[k] = v; fire(k); },
     save_changes: () => calls.push(["save_changes"]),
+    send: (content) => calls.push(["send", content]),
     on: (e, f) => { calls.push(["on", e]); (handlers[e] = handlers[e] || []).push(f); },
     off: (e, f) => {
       calls.push(["off", e]);
@@ -35,7 +38,9 @@ _MOUNT_JS = """async ({src, css, state}) => {
   const cleanup = mod.default.render({model, el});
   // What Python does: change the state, then the change event arrives.
   const fromPython = (k, v) => { state[k] = v; fire(k); };
-  window.sv = {model, calls, handlers, state, cleanup, fromPython};
+  const fromPythonMsg = (content) =>
+    (handlers["msg:custom"] || []).slice().forEach((f) => f(content, []));
+  window.sv = {model, calls, handlers, state, cleanup, fromPython, fromPythonMsg};
   return typeof cleanup;
 }"""
 

@@ -3,7 +3,8 @@
 As for MeshView (test_mesh_view_widget.py): the module is loaded from a Blob URL and its
 ``render({model, el})`` is called with a fake model (get/set/on/off/save_changes, every call
 recorded) holding the state a real ``Explorer`` syncs. What Python would answer (the tiles of a
-newly picked array, a new strategy's payload) is pushed with ``fromPython``. The ``viewer``
+newly picked array, a new strategy's payload) is pushed with ``fromPython``, and the prefetch
+batches a real ``Explorer`` sends (its ``send`` captured) with ``fromPythonMsg``. The ``viewer``
 fixture fails a test on any request leaving the machine, JS error or dialog.
 """
 
@@ -11,15 +12,13 @@ from __future__ import annotations
 
 import os
 
-import jax
 import pytest
 
-import shardviz as sv
-from shardviz.strategies import mlp
 from shardviz.widgets.explorer import Explorer
 from shardviz.widgets.explorer_payload import array_json
 from tests.browser.conftest import SKIP_ENV
 from tests.browser.fake_model import mount_module
+from tests.live_reports import megatron_mlp_report
 from tests.render.compare_fixtures import comparison
 from tests.render.report_fixtures import NASTY, nasty_report, shard_map_report
 
@@ -38,19 +37,15 @@ SYNCED = (
     "selected_collective",
     "status",
     "error",
+    "generation",
 )
-MEGATRON = {"w1": (None, "model"), "b1": ("model",), "w2": ("model", None), "b2": ()}
+WAIT = 30  # seconds: a ceiling against hangs, never a timing assertion
 
 
 @pytest.fixture(scope="module")
 def report():
     """A real compile: the Megatron MLP step on a 2x4 ('data', 'model') mesh."""
-    mesh = sv.Mesh(range(8), (2, 4), ("data", "model"))
-    params = mlp.init_params(jax.random.key(0), 64, 256)
-    batch = mlp.make_batch(jax.random.key(1), 32, 64)
-    params = {k: sv.mark_sharding(v, mesh, MEGATRON[k], name=k) for k, v in params.items()}
-    batch = {k: sv.mark_sharding(v, mesh, ("data", None), name=k) for k, v in batch.items()}
-    return sv.explain(mlp.train_step, params, batch, run=False)
+    return megatron_mlp_report()
 
 
 def mount(viewer, widget: Explorer):
@@ -60,11 +55,34 @@ def mount(viewer, widget: Explorer):
 
 
 def _calls(page):
-    return page.evaluate("() => window.sv.calls.filter(c => c[0] !== 'on' && c[0] !== 'off')")
+    """Trait changes the view made (custom messages to Python are in ``_sent``)."""
+    return page.evaluate("() => window.sv.calls.filter(c => !['on', 'off', 'send'].includes(c[0]))")
+
+
+def _sent(page):
+    """The custom messages the view sent to Python, in order."""
+    return page.evaluate("() => window.sv.calls.filter(c => c[0] === 'send').map(c => c[1])")
 
 
 def _from_python(page, name, value):
     page.evaluate("([k, v]) => window.sv.fromPython(k, v)", [name, value])
+
+
+def _message_from_python(page, content):
+    page.evaluate("c => window.sv.fromPythonMsg(c)", content)
+
+
+def prefetched(widget: Explorer) -> list[dict]:
+    """The batches ``widget`` sends when a view asks for its current generation's arrays."""
+    sent: list[dict] = []
+    widget.send = sent.append  # no kernel here: keep what would go to the front end
+    widget._handle_custom_msg({"type": "prefetch", "generation": widget.generation}, [])
+    assert widget._prefetcher.join(WAIT)
+    return sent
+
+
+def _prefetch_state(page) -> str | None:
+    return page.locator(".sv-x-root").get_attribute("data-prefetch")
 
 
 def _attrs(page, selector, attr):
@@ -315,4 +333,101 @@ def test_cleanup_removes_every_listener(viewer, report):
     page.locator('.sv-x-dev[data-device="1"]').click()
     page.locator("tr.sv-x-coll").first.click()
     assert _calls(page) == [], "a click after cleanup must not reach the model"
+    viewer.assert_clean()
+
+
+# --------------------------------------------------------------------------------------------
+# Prefetched arrays
+
+
+def _spec_intermediates(report):
+    return [s for s in report.intermediates if s.spec is not None and any(s.spec)]
+
+
+def test_a_prefetched_array_draws_at_once_and_pythons_answer_is_not_redrawn(viewer, report):
+    w = Explorer(report)
+    page = mount(viewer, w)
+    assert _sent(page) == [{"type": "prefetch", "generation": w.generation}]
+    assert _prefetch_state(page) == "pending"
+    for msg in prefetched(w):
+        _message_from_python(page, msg)
+    assert _prefetch_state(page) == "done"
+
+    target = _spec_intermediates(report)[0]
+    ident = f"mid:{target.name}"
+    page.locator(".sv-x-pick").select_option(ident)
+    # Drawn from what was prefetched: no `array` trait has arrived, no "computing tiles…".
+    assert _calls(page) == [["set", "selected_array", ident], ["save_changes"]]
+    assert page.locator(".sv-x-loading").count() == 0
+    w.selected_array = ident
+    assert page.locator(".sv-x-tile").count() == w.array_layout.num_distinct_tiles
+    assert page.locator(".sv-x-spec").inner_text() == target.spec_str
+    page.locator('.sv-x-dev[data-device="5"]').click()  # the readout reads the drawn array
+    assert page.locator(".sv-x-tileline").inner_text().startswith(f"d5 holds {target.name}[")
+
+    # Python's answer to the pick carries the same JSON text: the pane is not drawn again.
+    page.evaluate("() => { document.querySelector('.sv-x-array').dataset.mark = 'kept'; }")
+    _from_python(page, "array", w.array)
+    assert page.locator('.sv-x-array[data-mark="kept"]').count() == 1
+    assert page.locator(".sv-x-tile").count() == w.array_layout.num_distinct_tiles
+    assert _sent(page) == [{"type": "prefetch", "generation": w.generation}]
+    viewer.assert_clean()
+
+
+def test_a_stale_prefetch_is_dropped_and_an_uncached_pick_waits_for_python(viewer, report):
+    w = Explorer(report)
+    page = mount(viewer, w)
+    old = prefetched(w)
+    w.show(report)  # a recompile: a new generation, the same payload
+    assert w.generation != old[0]["generation"]
+    _from_python(page, "generation", w.generation)
+    assert _sent(page)[-1] == {"type": "prefetch", "generation": w.generation}
+    for msg in old:  # still on the wire when the new report arrived
+        _message_from_python(page, msg)
+    assert _prefetch_state(page) == "pending"
+
+    first, second = (f"mid:{s.name}" for s in _spec_intermediates(report)[:2])
+    page.locator(".sv-x-pick").select_option(first)
+    assert page.locator(".sv-x-loading").count() == 1  # not drawn from the stale batch
+    w.selected_array = first
+    _from_python(page, "array", w.array)
+    assert page.locator(".sv-x-loading").count() == 0
+    assert page.locator(".sv-x-tile").count() == w.array_layout.num_distinct_tiles
+
+    page.locator(".sv-x-pick").select_option(second)
+    assert page.locator(".sv-x-loading").count() == 1
+    for msg in prefetched(w):  # the current generation's batches arrive before the answer
+        _message_from_python(page, msg)
+    assert _prefetch_state(page) == "done"
+    assert page.locator(".sv-x-loading").count() == 0
+    w.selected_array = second
+    assert page.locator(".sv-x-tile").count() == w.array_layout.num_distinct_tiles
+    viewer.assert_clean()
+
+
+def test_forgotten_and_unsent_arrays_are_picked_through_python(viewer, report):
+    w = Explorer(report)
+    page = mount(viewer, w)
+    batches = prefetched(w)
+    kept_ids = [ident for msg in batches for ident, _ in msg["arrays"]]
+    first, second = (f"mid:{s.name}" for s in _spec_intermediates(report)[:2])
+    assert first in kept_ids and second in kept_ids
+    for msg in batches:  # as if the budget had ended before `second`
+        arrays = [pair for pair in msg["arrays"] if pair[0] != second]
+        _message_from_python(page, {**msg, "arrays": arrays})
+    page.locator(".sv-x-pick").select_option(second)
+    assert page.locator(".sv-x-loading").count() == 1
+    w.selected_array = second
+    _from_python(page, "array", w.array)
+    assert page.locator(".sv-x-tile").count() == w.array_layout.num_distinct_tiles
+
+    page.evaluate(
+        "id => document.querySelector('.sv-x-root')"
+        ".dispatchEvent(new CustomEvent('sv-x-forget', {detail: id}))",
+        first,
+    )
+    page.locator(".sv-x-pick").select_option(first)
+    assert page.locator(".sv-x-loading").count() == 1
+    page.locator(".sv-x-pick").select_option(second)  # kept when Python's answer arrived
+    assert page.locator(".sv-x-loading").count() == 0
     viewer.assert_clean()

@@ -70,6 +70,23 @@ def test_explorer_notebook_end_to_end(lab, viewer, artifacts):  # noqa: F811
         assert cell.locator(".sv-x-dev[data-group]").count() == 8
         cell.screenshot(path=str(shots / "explorer-collective.png"))
 
+        # Prefetch: the kernel sends the arrays ahead, so a pick draws before Python answers.
+        cell.locator('.sv-x-root[data-prefetch="done"]').wait_for(timeout=60_000)
+        picked, drawn = cell.locator(".sv-x-pick").evaluate(
+            """pick => {
+                const root = pick.closest('.sv-x-root');
+                const id = 'mid:dot_general.0';
+                pick.value = id;
+                pick.dispatchEvent(new Event('change', {bubbles: true}));
+                const name = root.querySelector('.sv-x-array .sv-x-name');
+                return [id, !root.querySelector('.sv-x-loading') && !!name
+                            && name.textContent === id.slice(4)];
+            }"""
+        )
+        assert drawn, "a prefetched array is drawn in the change handler itself"
+        page.run_cell_with(f"assert explorer.selected_array == {picked!r}\nprint('picked')")
+        assert "picked" in viewer.page.locator(".jp-Notebook .jp-CodeCell").last.inner_text()
+
         # A misspelt axis: flagged inline, and the kernel still runs the next cell.
         w1 = cell.locator(".widget-text", has_text="params/w1").locator("input")
         w1.fill("P('modle', None)")
@@ -94,6 +111,8 @@ def test_explorer_notebook_end_to_end(lab, viewer, artifacts):  # noqa: F811
         )
         assert _texts(cell.locator("tr.sv-x-coll")) != ledger_before
         assert cell.locator(".sv-x-mem").all_text_contents() != memory_before
+        # The new report's arrays are prefetched too (its own generation).
+        cell.locator('.sv-x-root[data-prefetch="done"]').wait_for(timeout=60_000)
         cell.screenshot(path=str(shots / "explorer-dp.png"))
 
         # The live training view drew its points.

@@ -8,7 +8,6 @@ import json
 import re
 from pathlib import Path
 
-import jax
 import pytest
 import traitlets
 
@@ -20,23 +19,18 @@ from shardviz.strategies import mlp
 from shardviz.widgets.explorer import STATUSES, Explorer
 from shardviz.widgets.explorer_payload import array_json, report_json, strategies_payload
 from shardviz.widgets.mesh_view import STATIC
+from tests.live_reports import megatron_mlp_report
 from tests.render.compare_fixtures import comparison
 from tests.render.report_fixtures import NASTY, dp_report, nasty_report, shard_map_report
 
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 SVG_NS = "http://www.w3.org/2000/svg"
-MEGATRON = {"w1": (None, "model"), "b1": ("model",), "w2": ("model", None), "b2": ()}
 
 
 @pytest.fixture(scope="module")
 def report() -> Report:
     """A real compile: the Megatron MLP step on a 2x4 ('data', 'model') mesh."""
-    mesh = sv.Mesh(range(8), (2, 4), ("data", "model"))
-    params = mlp.init_params(jax.random.key(0), 64, 256)
-    batch = mlp.make_batch(jax.random.key(1), 32, 64)
-    params = {k: sv.mark_sharding(v, mesh, MEGATRON[k], name=k) for k, v in params.items()}
-    batch = {k: sv.mark_sharding(v, mesh, ("data", None), name=k) for k, v in batch.items()}
-    return sv.explain(mlp.train_step, params, batch, run=False)
+    return megatron_mlp_report()
 
 
 @pytest.fixture(scope="module")

@@ -12,6 +12,15 @@
 //   selected_collective ledger position, or -1
 //   status              "", "compiling", "running", "done" or "error"
 //   error               message shown in an inline box, or ""
+//   generation          bumped by Python with every new report
+//
+// Prefetch: once a payload is drawn the view sends {type: "prefetch", generation} and Python
+// answers with custom messages {type: "prefetched", generation, arrays: [[id, json], ...],
+// done}, each json exactly what the `array` trait would carry for that id. The view keeps them
+// (and every `array` it receives) for the current generation, so a pick of a kept array draws
+// at once; messages of another generation are dropped. The root's data-prefetch says "pending"
+// or "done"; a "sv-x-forget" event on the root (detail: an array id, or none for all) drops
+// kept arrays, for tests and benchmarks of the path through the kernel.
 //
 // Every model string enters the DOM through textContent or setAttribute, never innerHTML.
 
@@ -20,8 +29,9 @@
  *   get(name: string): any,
  *   set(name: string, value: any): void,
  *   save_changes(): void,
- *   on(event: string, callback: () => void): void,
- *   off(event?: string | null, callback?: (() => void) | null): void,
+ *   send(content: any): void,
+ *   on(event: string, callback: (...args: any[]) => void): void,
+ *   off(event?: string | null, callback?: ((...args: any[]) => void) | null): void,
  * }} Model
  * @typedef {{ id: number, process_index: number, platform: string, kind: string }} Device
  * @typedef {{ axis_names: string[], axis_sizes: number[], devices: Device[] }} MeshJson
@@ -37,6 +47,10 @@ const SVG_NS = "http://www.w3.org/2000/svg"; // the SVG namespace name, not a re
 const MAX_HOLDERS = 16;
 const MAX_LEGEND = 16;
 const STATUS_TEXT = { compiling: "compiling…", running: "running…", done: "done", error: "error" };
+/** The `type` of the prefetch request and of the batches that answer it (see explorer.py). */
+const PREFETCH = "prefetch";
+const PREFETCHED = "prefetched";
+const FORGET = "sv-x-forget";
 
 // --------------------------------------------------------------------------------------------
 // DOM helpers
@@ -1007,6 +1021,18 @@ export default {
     const get = (/** @type {string} */ k) => model.get(k);
     const selDevice = () => Number(get("selected_device"));
     const selCollective = () => Number(get("selected_collective"));
+    const generation = () => Number(get("generation") || 0);
+
+    // --- arrays kept for the current generation: id -> the JSON text `array` would carry
+    /** @type {Map<string, string>} */
+    let kept = new Map();
+    let keptGeneration = generation();
+    /** The `array` text last put in `kept` (each text is parsed once). */
+    let keptTrait = "";
+    /** The JSON text drawn in the array pane: null while "computing tiles…", undefined if none. */
+    let drawnText = /** @type {string | null | undefined} */ (undefined);
+    /** The drawn array, parsed (null while loading or for no array). */
+    let drawnArray = /** @type {any} */ (null);
 
     /** Tell Python. @param {string} k @param {any} v */
     function send(k, v) {
@@ -1040,18 +1066,84 @@ export default {
       if (R) headSlot.appendChild(header(R, get("strategies") || [], String(get("selected_strategy") || "")));
     }
 
+    /**
+     * The kept arrays, emptied first when the report has changed since they were kept, with
+     * the `array` trait's JSON added.
+     * @returns {Map<string, string>}
+     */
+    function arrays() {
+      if (keptGeneration !== generation()) {
+        kept = new Map();
+        keptGeneration = generation();
+        keptTrait = "";
+      }
+      const text = String(get("array") || "");
+      if (text && text !== keptTrait) {
+        keptTrait = text;
+        const A = parse(text);
+        if (A && typeof A.id === "string") kept.set(A.id, text);
+      }
+      return kept;
+    }
+
+    /**
+     * Draw the picked array: from the kept arrays at once, else "computing tiles…" until
+     * Python's `array` arrives. The same JSON text as the one drawn is not drawn again.
+     */
     function drawArray() {
       const slot = root.querySelector(".sv-x-arrayslot");
       if (!slot || !R) return;
       const picker = /** @type {HTMLSelectElement | null} */ (root.querySelector(".sv-x-pick"));
       const wanted = String(get("selected_array") || "");
       if (picker) picker.value = wanted;
-      slot.replaceChildren(arrayView(R, parse(get("array")), wanted));
+      const text = wanted ? (arrays().get(wanted) ?? null) : "";
+      if (text !== null && text === drawnText) return;
+      drawnText = text;
+      drawnArray = text ? parse(text) : null;
+      slot.replaceChildren(arrayView(R, drawnArray, wanted));
       highlightTiles(selDevice());
+    }
+
+    /** Ask Python for the arrays of the current generation (it answers with PREFETCHED). */
+    function requestPrefetch() {
+      if (!R || typeof model.send !== "function") return;
+      root.dataset.prefetch = "pending";
+      model.send({ type: PREFETCH, generation: generation() });
+    }
+
+    /** A new report: drop the arrays kept for the old one and ask for the new one's. */
+    function onGeneration() {
+      arrays();
+      requestPrefetch();
+    }
+
+    /**
+     * A custom message from Python: a batch of prefetched arrays, kept if it belongs to the
+     * current generation (a stale one is dropped).
+     * @param {any} msg
+     */
+    function onMessage(msg) {
+      if (!msg || msg.type !== PREFETCHED || msg.generation !== generation()) return;
+      const into = arrays();
+      for (const pair of msg.arrays || []) {
+        if (Array.isArray(pair) && typeof pair[0] === "string" && typeof pair[1] === "string") {
+          into.set(pair[0], pair[1]);
+        }
+      }
+      if (msg.done) root.dataset.prefetch = "done";
+      if (drawnText === null) drawArray(); // "computing tiles…": the answer may be here now
+    }
+
+    /** Drop one kept array (detail: its id) or all of them. @param {Event} ev */
+    function onForget(ev) {
+      const id = /** @type {CustomEvent} */ (ev).detail;
+      if (typeof id === "string") arrays().delete(id);
+      else arrays().clear();
     }
 
     function drawAll() {
       body.replaceChildren();
+      drawnText = undefined;
       const p = parse(get("payload"));
       R = null;
       if (!p) {
@@ -1174,7 +1266,7 @@ export default {
     /** @param {number} dev */
     function tileReadout(dev) {
       const tileline = root.querySelector(".sv-x-tileline");
-      const A = parse(get("array"));
+      const A = drawnArray;
       if (tileline && A && A.tiles) {
         const t = A.tiles.find((/** @type {TileJson} */ t) => t.devices.includes(dev));
         tileline.textContent =
@@ -1220,7 +1312,9 @@ export default {
 
     /** @param {string} id */
     function pickArray(id) {
-      send("selected_array", id); // its change event draws "computing tiles…" until Python answers
+      // Its change event draws the array if it is kept, else "computing tiles…" until Python
+      // answers; either way Python hears of the pick and sends the `array` trait.
+      send("selected_array", id);
     }
 
     /**
@@ -1265,8 +1359,10 @@ export default {
       else if (t.classList.contains("sv-x-strategy")) send("selected_strategy", t.value);
     }
 
-    const handlers = /** @type {[string, () => void][]} */ ([
+    const handlers = /** @type {[string, (...args: any[]) => void][]} */ ([
       ["change:payload", drawAll],
+      ["change:generation", onGeneration],
+      ["msg:custom", onMessage],
       ["change:array", drawArray],
       ["change:selected_array", drawArray],
       ["change:selected_device", highlight],
@@ -1279,14 +1375,17 @@ export default {
     root.addEventListener("click", onClick);
     root.addEventListener("keydown", onKey);
     root.addEventListener("change", onChange);
+    root.addEventListener(FORGET, onForget);
     for (const [e, f] of handlers) model.on(e, f);
     drawStatus();
     drawAll();
+    requestPrefetch();
 
     return () => {
       root.removeEventListener("click", onClick);
       root.removeEventListener("keydown", onKey);
       root.removeEventListener("change", onChange);
+      root.removeEventListener(FORGET, onForget);
       for (const [e, f] of handlers) model.off(e, f);
     };
   },
