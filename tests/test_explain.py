@@ -208,6 +208,21 @@ def test_intermediates_have_specs_and_reshards(mesh2d):
     assert r.reshards
 
 
+def test_intermediates_under_gspmd_too(mesh2d):
+    """The dump is asked for by the partitioner's pass, so the completed shardings come out
+    whichever pass completed them: Shardy (the default) or GSPMD's sharding propagation."""
+    from jax._src import config
+
+    params, batch = _place(mesh2d, MEGATRON, ("data", None))
+    shardy = sv.explain(mlp.forward, params, batch["x"], run=False)
+    with config.use_shardy_partitioner(False):
+        r = sv.explain(mlp.forward, params, batch["x"], run=False)
+    assert r is not shardy  # explain's cache tells the partitioners apart
+    specs = {s.spec for s in r.intermediates if s.spec is not None}
+    assert (("data",), ("model",)) in specs
+    assert r.cost is not None and r.cost.flops_global
+
+
 def test_trace_failure_is_a_compile_error(mesh2d):
     def broken(x):
         return x @ jnp.ones((3, 3))  # shapes do not match

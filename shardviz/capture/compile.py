@@ -19,11 +19,15 @@ import jax
 
 from shardviz.errors import CompileError, problem
 
+# The module between sharding completion and the SPMD partitioner: XLA dumps a pipeline's
+# module between two passes when either name matches, so naming the partitioner's pass gets
+# it whichever pass completed the shardings (Shardy's ``shardy-xla`` or GSPMD's). Not naming
+# ``shardy-xla`` also keeps Shardy from writing its five MLIR dumps (~3 ms a compile).
 # Text only: it carries the shardings and source lines, and loading it back into an HLO module
 # for the global cost is ~15x cheaper than ``lowered.cost_analysis()`` (which converts the whole
 # MLIR module again). Asking for protos as well would cost every compile ~1.5 ms more.
 _DUMP_OPTIONS = {
-    "xla_dump_hlo_pass_re": "shardy-xla",
+    "xla_dump_hlo_pass_re": "^spmd-partitioning$",
     "xla_dump_hlo_as_text": True,
 }
 

@@ -54,7 +54,9 @@ def _key(fn: Any, args: tuple, jit_kwargs: dict) -> Any:
         hash(kw)
     except TypeError:
         kw = repr(sorted(jit_kwargs.items()))
-    return (fn, kw, treedef, tuple(_leaf_key(x) for x in leaves))
+    # The partitioner in use changes the program for the same function and shardings.
+    partitioner = bool(getattr(jax.config, "jax_use_shardy_partitioner", True))
+    return (fn, kw, treedef, tuple(_leaf_key(x) for x in leaves), partitioner)
 
 
 def _named_args(fn: Any, args: tuple) -> dict[str, Any]:
