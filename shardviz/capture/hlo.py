@@ -6,7 +6,7 @@ capture code that compiles passes in:
 
 - ``compiled.as_text()`` -> :func:`collectives_of_hlo`;
 - the ``*after_shardy-xla.before_spmd-partitioning.txt`` dump (compile with
-  ``compiler_options={"xla_dump_to": tmp, "xla_dump_hlo_pass_re": "shardy-xla"}``) ->
+  ``compiler_options={"xla_dump_to": tmp, "xla_dump_hlo_pass_re": "^spmd-partitioning$"}``) ->
   :func:`intermediates_of_hlo`;
 - both results -> :func:`link_reshards`;
 - the user's :class:`~shardviz.model.MeshLayout`, and the executable's device assignment as
