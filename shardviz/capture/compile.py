@@ -26,8 +26,9 @@ from shardviz.errors import CompileError, problem
 # Text only: it carries the shardings and source lines, and loading it back into an HLO module
 # for the global cost is ~15x cheaper than ``lowered.cost_analysis()`` (which converts the whole
 # MLIR module again). Asking for protos as well would cost every compile ~1.5 ms more.
+# The TPU compiler names its partitioner ``tpu-spmd-partitioning``.
 _DUMP_OPTIONS = {
-    "xla_dump_hlo_pass_re": "^spmd-partitioning$",
+    "xla_dump_hlo_pass_re": "^(tpu-)?spmd-partitioning$",
     "xla_dump_hlo_as_text": True,
 }
 
@@ -55,6 +56,11 @@ class Compiled:
     propagated_text: str
     lower_seconds: float
     compile_seconds: float
+    #: TPU/GPU only: the partitioned module (before the backend's optimizations rewrite and
+    #: fuse its collectives) and the buffer assignment's reports, by kind ("" if absent).
+    partitioned_text: str = ""
+    buffer_assignment: str = ""
+    memory_usage_report: str = ""
 
 
 def _describe(err: BaseException) -> str:
@@ -97,7 +103,17 @@ def lower_and_compile(jitted: Any, args: tuple, kwargs: dict, fn_name: str) -> C
                 )
             ) from err
         t2 = time.perf_counter()
-        propagated = _read_propagated(dump)
+        propagated = _read_dump(dump, "*before_*spmd-partitioning.txt")
+        # The CPU's final module keeps every collective's metadata and its buffer figures
+        # are in memory_analysis; only TPU and GPU programs need the rest (and reading it
+        # would slow every CPU compile).
+        accelerator = program_platform(compiled) != "cpu"
+        extra = {
+            "partitioned_text": "*after_*spmd-partitioning.before_*.txt",
+            "buffer_assignment": "*after_optimizations-buffer-assignment.txt",
+            "memory_usage_report": "*after_optimizations-memory-usage-report.txt",
+        }
+        texts = {k: _read_dump(dump, p) for k, p in extra.items()} if accelerator else {}
     finally:
         shutil.rmtree(dump, ignore_errors=True)
     return Compiled(
@@ -107,17 +123,70 @@ def lower_and_compile(jitted: Any, args: tuple, kwargs: dict, fn_name: str) -> C
         propagated_text=propagated,
         lower_seconds=t1 - t0,
         compile_seconds=t2 - t1,
+        **texts,
     )
 
 
-def _read_propagated(folder: str) -> str:
-    """The module after sharding completion, before SPMD partitioning, as text ("" if absent)."""
-    pattern = os.path.join(folder, "**", "*before_spmd-partitioning*.txt")
-    files = sorted(glob.glob(pattern, recursive=True))
+def _read_dump(folder: str, pattern: str) -> str:
+    """The first dumped file matching ``pattern``, as text ("" if absent)."""
+    files = sorted(glob.glob(os.path.join(folder, "**", pattern), recursive=True))
     if not files:
         return ""
     with open(files[0], encoding="utf-8") as f:
         return f.read()
+
+
+def program_devices(compiled: Any) -> list[Any]:
+    """The jax devices a compiled program is for (its device assignment)."""
+    for sharding in jax.tree.leaves(compiled.input_shardings) + jax.tree.leaves(
+        compiled.output_shardings
+    ):
+        assignment = getattr(sharding, "_device_assignment", None)
+        if assignment:
+            return list(assignment)
+    return [jax.devices()[0]]
+
+
+def program_platform(compiled: Any) -> str:
+    """``cpu``, ``gpu`` or ``tpu``: the backend the program was compiled for (a deviceless
+    TPU program compiles for TPU while jax's default backend is the CPU)."""
+    platform = str(program_devices(compiled)[0].platform)
+    return "gpu" if platform in ("cuda", "rocm") else platform
+
+
+def _text_cost(hlo_text: str) -> dict | None:
+    """XLA's cost analysis of an HLO module given as text (None if jaxlib refuses it).
+
+    The analysis counts flops and bytes of the HLO ops themselves, so jax's default (CPU)
+    backend gives the same figures for a module compiled for TPU or GPU.
+    """
+    try:  # JAX 0.10: these live in jaxlib's private extensions
+        from jax._src import xla_bridge
+        from jax._src.lib import _jax
+        from jaxlib import _hlo
+
+        hlo_module = _hlo.hlo_module_from_text(hlo_text)
+        backend = xla_bridge.get_backend(jax.default_backend())
+        return dict(_jax.hlo_module_cost_analysis(backend, hlo_module))
+    except Exception:  # private API moved or backend refused: take the slow path
+        return None
+
+
+def per_device_cost(comp: Compiled) -> dict | None:
+    """Cost analysis of the compiled per-device program.
+
+    The GPU compiler gives none for a deviceless compile: then the partitioned module (the
+    per-device program before the backend's fusions) is analysed instead.
+    """
+    try:
+        cost = comp.compiled.cost_analysis()
+    except Exception:  # some backends raise instead of returning None
+        cost = None
+    if isinstance(cost, list | tuple):
+        cost = cost[0] if cost else None
+    if isinstance(cost, dict) and cost:
+        return cost
+    return _text_cost(comp.partitioned_text) if comp.partitioned_text else None
 
 
 def global_cost(comp: Compiled) -> dict | None:
@@ -127,16 +196,9 @@ def global_cost(comp: Compiled) -> dict | None:
     helpers moved; ``None`` when the backend gives neither.
     """
     if comp.propagated_text:
-        try:  # JAX 0.10: these live in jaxlib's private extensions
-            from jax._src import xla_bridge
-            from jax._src.lib import _jax
-            from jaxlib import _hlo
-
-            hlo_module = _hlo.hlo_module_from_text(comp.propagated_text)
-            backend = xla_bridge.get_backend(jax.default_backend())
-            return dict(_jax.hlo_module_cost_analysis(backend, hlo_module))
-        except Exception:  # private API moved or backend refused: take the slow path
-            pass
+        cost = _text_cost(comp.propagated_text)
+        if cost is not None:
+            return cost
     try:
         cost = comp.lowered.cost_analysis()
     except Exception:
@@ -148,10 +210,4 @@ def global_cost(comp: Compiled) -> dict | None:
 
 def device_order(compiled: Any) -> list[int]:
     """jax device ids in the compiled program's order: HLO's logical id p is entry p."""
-    for sharding in jax.tree.leaves(compiled.input_shardings) + jax.tree.leaves(
-        compiled.output_shardings
-    ):
-        assignment = getattr(sharding, "_device_assignment", None)
-        if assignment:
-            return [int(d.id) for d in assignment]
-    return [int(jax.devices()[0].id)]
+    return [int(d.id) for d in program_devices(compiled)]

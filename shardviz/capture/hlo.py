@@ -41,6 +41,7 @@ from .hlo_collectives import (
     is_user_written,
     link_reshards,
     moved_bytes,
+    with_partitioned,
 )
 from .hlo_groups import (
     axes_of_groups,
@@ -92,4 +93,5 @@ __all__ = [
     "parse_hlo_sharding",
     "parse_shape",
     "to_device_ids",
+    "with_partitioned",
 ]

@@ -50,6 +50,7 @@ __all__ = [
     "is_user_written",
     "link_reshards",
     "moved_bytes",
+    "with_partitioned",
 ]
 
 _KINDS = ("all-gather", "all-reduce", "reduce-scatter", "all-to-all", "collective-permute")
@@ -208,6 +209,50 @@ def _out_arrays(kind: str, start: HloInstruction, done: HloInstruction | None) -
     return list(array_leaves(shape))
 
 
+def _callers(module: HloModule) -> dict[str, HloInstruction]:
+    """Computation name -> the (first) instruction that calls it."""
+    callers: dict[str, HloInstruction] = {}
+    for ins in module.instructions():
+        for cname in ins.called_computations:
+            callers.setdefault(cname, ins)
+    return callers
+
+
+def _caller_with_metadata(
+    callers: dict[str, HloInstruction], ins: HloInstruction
+) -> HloInstruction:
+    """``ins``, or where it has no ``op_name`` the nearest caller of its computation that has
+    one (the TPU compiler moves collectives into fusions and keeps the metadata on the fusion)."""
+    current, seen = ins, set()
+    while not current.op_name and current.computation in callers:
+        if current.computation in seen:
+            break
+        seen.add(current.computation)
+        current = callers[current.computation]
+    return current if current.op_name else ins
+
+
+def _fused_slice(
+    module: HloModule, callers: dict[str, HloInstruction], ins: HloInstruction
+) -> HloInstruction | None:
+    """For an all-reduce whose fusion keeps only each device's slice of the result (the TPU
+    compiler's ``all-reduce-scatter`` fusion: a reduce-scatter), that fusion."""
+    comp = module.computation(ins.computation)
+    caller = callers.get(ins.computation)
+    if comp is None or caller is None or caller.opcode != "fusion":
+        return None
+    root = comp.root
+    if root is None or root.opcode != "dynamic-slice" or root.operands[:1] != (ins.name,):
+        return None
+    return caller
+
+
+FUSED_SCATTER_NOTE = (
+    "the compiler fused this all-reduce with the slice each device keeps "
+    "(an all-reduce-scatter fusion): it runs as a reduce-scatter"
+)
+
+
 def _part_meta(module: HloModule, ins: HloInstruction, index: int) -> HloInstruction:
     """The instruction whose metadata describes part ``index`` of a combined collective:
     the get-tuple-element taking that part (the combiner keeps each original's metadata
@@ -242,6 +287,7 @@ def collectives_of_hlo(
     """
     module = hlo if isinstance(hlo, HloModule) else parse_hlo_module(hlo)
     num_devices = len(device_ids) if device_ids is not None else module.num_devices
+    callers = _callers(module)
     wrapped: set[str] = set()
     items: list[tuple[str, HloInstruction, HloInstruction, HloInstruction | None, bool]] = []
     # (kind, instruction named in the ledger, instruction holding the attributes, done, async)
@@ -264,6 +310,11 @@ def collectives_of_hlo(
         in_shapes = module.operand_shapes(named)
         in_arrays = [leaf for s in in_shapes if s is not None for leaf in array_leaves(s)]
         out_arrays = _out_arrays(kind, named, done) if is_async else list(array_leaves(named.shape))
+        note = ""
+        fusion = _fused_slice(module, callers, named) if kind == "all-reduce" else None
+        if fusion is not None:
+            kind, note = "reduce-scatter", FUSED_SCATTER_NOTE
+            out_arrays = list(array_leaves(fusion.shape))
 
         attrs = attrs_of.attrs
         pairs: tuple[tuple[int, int], ...] = ()
@@ -285,6 +336,13 @@ def collectives_of_hlo(
         group_size = max((len(g) for g in groups), default=1)
         dims = parse_int_list(attrs.get("dimensions", ""))
         dimension = dims[0] if len(dims) == 1 and kind != "all-reduce" else None
+        if fusion is not None and len(in_arrays) == 1 and len(out_arrays) == 1:
+            changed = [
+                k
+                for k, (a, b) in enumerate(zip(in_arrays[0].dims, out_arrays[0].dims, strict=False))
+                if a != b
+            ]
+            dimension = changed[0] if len(changed) == 1 else None
 
         n = len(in_arrays)
         split = kind in _SPLIT_KINDS and n > 1 and len(out_arrays) == n
@@ -294,6 +352,7 @@ def collectives_of_hlo(
                 in_dtype, in_shape, in_bytes = _stack(in_arrays)
                 out_dtype, out_shape, out_bytes = _stack(out_arrays)
                 meta = named if named.op_name or attrs_of is named else attrs_of
+                meta = _caller_with_metadata(callers, meta)
                 name = named.name
             else:
                 a, b = in_arrays[i], out_arrays[i]
@@ -327,8 +386,67 @@ def collectives_of_hlo(
                     combined=(i, n) if i is not None else None,
                     pairs=pairs,
                     dimension=dimension,
+                    note=note,
                 )
             )
+    return tuple(out)
+
+
+def with_partitioned(
+    collectives: Sequence[Collective], partitioned: Sequence[Collective]
+) -> tuple[Collective, ...]:
+    """Mend what the backend's rewrites lost, from the partitioned program's collectives.
+
+    ``partitioned`` is :func:`collectives_of_hlo` of the module right after SPMD partitioning
+    (before the TPU/GPU optimizations). A compiled collective's twin there runs over the same
+    groups with an operand of the same dims (a reduce-scatter's twin may be the all-reduce it
+    was made from). Then:
+
+    - a collective with no ``op_name`` (the GPU's reduce-scatters, made from all-reduce +
+      slice after partitioning) takes its twin's ``op_name`` and source; one without a twin
+      keeps none, and its note says why;
+    - a collective done in another dtype than its twin (TPU gathering f32 parameters as bf16)
+      says so in its note.
+
+    Twins are taken in program order, each once where possible.
+    """
+    from dataclasses import replace
+
+    used: set[int] = set()
+    out = []
+    for c in collectives:
+        twins = [
+            i
+            for i, p in enumerate(partitioned)
+            if p.groups == c.groups
+            and p.in_shape == c.in_shape
+            and (p.kind == c.kind or (c.kind == "reduce-scatter" and p.kind == "all-reduce"))
+        ]
+        twins.sort(key=lambda i: (i in used, partitioned[i].out_shape != c.out_shape, i))
+        notes = [c.note] if c.note else []
+        changes: dict = {}
+        if twins:
+            used.add(twins[0])
+            twin = partitioned[twins[0]]
+            if not c.op_name and twin.op_name:
+                changes.update(
+                    op_name=twin.op_name,
+                    source=twin.source,
+                    user_written=twin.user_written,
+                )
+            if twin.in_dtype != c.in_dtype:
+                notes.append(
+                    f"moved as {c.in_dtype}: the program has {twin.in_dtype} here, and the "
+                    f"compiler converts it before the {c.kind} (fewer bytes, rounded values)"
+                )
+        elif not c.op_name:
+            notes.append(
+                "source unknown: the compiler's rewrites dropped this collective's metadata "
+                "and no collective of the partitioned program matches it"
+            )
+        if notes != ([c.note] if c.note else []) or changes:
+            c = replace(c, note="; ".join(notes), **changes)
+        out.append(c)
     return tuple(out)
 
 
@@ -349,10 +467,7 @@ def collective_trip_counts(hlo: str | HloModule) -> dict[str, int | None]:
     a conditional branch counts as running (``1``).
     """
     module = hlo if isinstance(hlo, HloModule) else parse_hlo_module(hlo)
-    callers: dict[str, HloInstruction] = {}
-    for ins in module.instructions():
-        for cname in ins.called_computations:
-            callers.setdefault(cname, ins)
+    callers = _callers(module)
 
     def count_of(computation: str) -> int | None:
         total: int | None = 1

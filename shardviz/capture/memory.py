@@ -7,29 +7,58 @@ from typing import Any
 import jax
 
 from shardviz.model import DeviceMemory, LeafBytes, MemoryReport, TreeLayout
+from shardviz.model.program import CPU_PEAK
+
+from .hlo_memory import assigned_bytes, space_bytes
 
 
-def memory_report(compiled: Any, arguments: TreeLayout) -> MemoryReport:
+def memory_report(
+    compiled: Any,
+    arguments: TreeLayout,
+    platform: str = "cpu",
+    buffer_assignment: str = "",
+    memory_usage_report: str = "",
+) -> MemoryReport:
     """The per-device memory figures of a compiled SPMD program.
 
     The compiler reports one figure per device (SPMD: every device runs the same program).
-    ``peak_bytes`` is computed as argument + output - alias + temp on every backend; the
-    backend's own ``peak_memory_in_bytes`` is kept beside it (on CPU it leaves temp out).
+    The peak depends on the backend (see :func:`peak_rule`); the backend's own
+    ``peak_memory_in_bytes`` is always kept beside it. TPU and GPU programs add the buffer
+    assignment's bytes by role and by memory space (from the compile's dump).
     """
     ma = compiled.memory_analysis()
     arg, out, alias, temp = analysis_bytes(ma)
     code = int(ma.generated_code_size_in_bytes)
     compiler_peak = getattr(ma, "peak_memory_in_bytes", None)
+    compiler_peak = int(compiler_peak) if compiler_peak is not None else None
+    peak, definition = peak_rule(platform, arg, out, alias, temp, compiler_peak)
     return MemoryReport(
         argument_bytes=arg,
         output_bytes=out,
         alias_bytes=alias,
         temp_bytes=temp,
         code_bytes=code,
-        peak_bytes=peak_bytes(arg, out, alias, temp),
-        compiler_peak_bytes=int(compiler_peak) if compiler_peak is not None else None,
+        peak_bytes=peak,
+        compiler_peak_bytes=compiler_peak,
+        peak_definition=definition,
         by_leaf=leaf_bytes(arguments),
+        assigned=tuple(assigned_bytes(buffer_assignment).items()),
+        by_space=space_bytes(memory_usage_report),
     )
+
+
+def peak_rule(
+    platform: str, arg: int, out: int, alias: int, temp: int, compiler_peak: int | None
+) -> tuple[int, str]:
+    """The per-device peak and what it is.
+
+    CPU: the sum of the buffers (its ``peak_memory_in_bytes`` leaves temp out). TPU and GPU:
+    the compiler's own peak (measured on a v5e MLP step: temp 0, peak 14.2 MB, where the sum
+    gives 4.7 MB); the sum only when the backend gives no peak.
+    """
+    if platform != "cpu" and compiler_peak:
+        return compiler_peak, f"the {platform.upper()} compiler's own peak"
+    return peak_bytes(arg, out, alias, temp), CPU_PEAK
 
 
 def analysis_bytes(ma: Any) -> tuple[int, int, int, int]:

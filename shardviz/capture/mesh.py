@@ -33,7 +33,8 @@ class Mesh:
         device_ids: the devices, in mesh order (row-major over ``mesh_shape``), as global
             ordinals ``0 .. N-1``: positions in ``jax.devices()``, as in PyTorch/XLA. On one
             host they equal jax's ``device.id``; across processes jax numbers devices
-            per host (e.g. 0-3 and 2048-2051), and views show jax's ids.
+            per host (e.g. 0-3 and 2048-2051), and views show jax's ids. Or the jax devices
+            themselves, e.g. a deviceless :func:`~shardviz.topology`'s ``devices``.
         mesh_shape: the mesh's size along each axis; the product must equal the device count.
         axis_names: one unique name per axis (default ``axis_0``, ``axis_1``, ...).
         axis_types: ``"auto"`` (default: the compiler completes shardings, the GSPMD way) or
@@ -53,7 +54,10 @@ class Mesh:
         *,
         axis_types: str = "auto",
     ) -> None:
-        ids = [int(i) for i in np.asarray(list(device_ids)).reshape(-1)]
+        given = list(np.asarray(list(device_ids), dtype=object).reshape(-1))
+        # jax devices themselves (e.g. a deviceless topology's): use them as they are.
+        objects = bool(given) and all(isinstance(d, jax.Device) for d in given)
+        ids = [int(d.id) for d in given] if objects else [int(i) for i in given]
         mesh_shape = tuple(int(s) for s in mesh_shape)
         if any(s < 1 for s in mesh_shape):
             raise MeshError(
@@ -104,7 +108,7 @@ class Mesh:
                 )
             )
         everything = jax.devices()
-        missing = [i for i in ids if not 0 <= i < len(everything)]
+        missing = [] if objects else [i for i in ids if not 0 <= i < len(everything)]
         if missing:
             raise MeshError(
                 problem(
@@ -117,7 +121,8 @@ class Mesh:
             )
         self._ids = np.array(ids, dtype=np.int64).reshape(mesh_shape)
         self._names = names
-        self._devices = np.array([everything[i] for i in ids], dtype=object).reshape(mesh_shape)
+        chosen = given if objects else [everything[i] for i in ids]
+        self._devices = np.array(chosen, dtype=object).reshape(mesh_shape)
         self._axis_types = axis_types
 
     @property

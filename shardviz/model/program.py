@@ -69,7 +69,9 @@ class Collective:
     ``groups`` hold device ids (jax's ``device.id``); ``axes`` are the user's mesh axes the
     groups span, in the order the groups enumerate them (``()`` when they match no set of
     axes). A tuple-shaped combined all-reduce is split into one entry per operand, each with
-    ``combined = (part, parts)`` and ``name`` suffixed ``#part``.
+    ``combined = (part, parts)`` and ``name`` suffixed ``#part``. ``note`` says where the
+    backend did something the program does not show (e.g. TPU gathering f32 values as bf16,
+    or a reduce-scatter fused from an all-reduce and its slice), or why the source is unknown.
     """
 
     name: str
@@ -92,6 +94,7 @@ class Collective:
     pairs: tuple[tuple[int, int], ...] = ()
     dimension: int | None = None
     reshard: str | None = None
+    note: str = ""
 
     @property
     def axes_label(self) -> str:
@@ -146,13 +149,23 @@ class DeviceMemory:
     bytes_limit: int | None = None
 
 
+#: The CPU's peak rule, as the views print it (TPU and GPU take the compiler's own peak).
+CPU_PEAK = "argument + output - alias + temp"
+
+
 @dataclass(frozen=True)
 class MemoryReport:
     """What one device needs, from the compiler's memory analysis (the same on every device).
 
-    ``peak_bytes`` is ``argument + output - alias + temp``: every buffer the program can hold at
-    once, computed the same way on every backend (on CPU the compiler's own peak figure,
-    kept in ``compiler_peak_bytes``, leaves temp out).
+    ``peak_bytes`` depends on the backend, and ``peak_definition`` says which it is. On CPU it
+    is ``argument + output - alias + temp`` (the CPU compiler's own peak figure, kept in
+    ``compiler_peak_bytes``, leaves temp out). On TPU and GPU it is the compiler's own peak
+    (the TPU compiler reports temp as 0 there, so the sum would be far too low).
+
+    TPU and GPU programs also carry the compiler's buffer assignment: ``assigned`` is the
+    bytes it places in the default memory space (HBM) by role (``argument``, ``output``,
+    ``temp``), and ``by_space`` the total of each memory space (``default`` is HBM; TPU also
+    has on-chip ``vmem`` and ``smem``).
     """
 
     argument_bytes: int
@@ -162,9 +175,11 @@ class MemoryReport:
     code_bytes: int
     peak_bytes: int
     compiler_peak_bytes: int | None = None
-    peak_definition: str = "argument + output - alias + temp"
+    peak_definition: str = CPU_PEAK
     by_leaf: tuple[LeafBytes, ...] = ()
     device_stats: tuple[DeviceMemory, ...] = ()
+    assigned: tuple[tuple[str, int], ...] = ()
+    by_space: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -42,6 +42,7 @@ from shardviz.render.report_text import (
     MAX_LEAVES,
     MAX_OPS,
     AxesGroup,
+    assignment_str,
     axes_groups,
     axes_repr,
     check_word,
@@ -66,6 +67,7 @@ from shardviz.render.report_text import (
     shown_intermediates,
     sig3,
     status_line,
+    sum_rule_str,
     value_str,
 )
 
@@ -573,6 +575,8 @@ def _ledger_row(
         target = esc(c.reshard)
         link = f'<a href="#{prefix}-i{j}">{target}</a> (#{j})' if j else f"<code>{target}</code>"
         facts.append(("reshards", link))
+    if c.note:
+        facts.append(("note", esc(c.note)))
     if c.op_name:
         facts.append(("op name", f"<code>{esc(c.op_name)}</code>"))
     facts.append(
@@ -734,6 +738,9 @@ def _memory(m: MemoryReport, platform: str) -> list[str]:
     out.append("</table>")
     if m.compiler_peak_bytes is not None and m.compiler_peak_bytes != m.peak_bytes:
         out.append(f'<div class="sv-note">{esc(compiler_peak_str(m, platform))}</div>')
+    out.extend(
+        f'<div class="sv-note">{esc(x)}</div>' for x in (sum_rule_str(m), assignment_str(m)) if x
+    )
     if m.by_leaf:
         out.extend(_by_leaf(m))
     if m.device_stats:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from shardviz.model.program import (
     COLLECTIVE_KINDS,
+    CPU_PEAK,
     Collective,
     MemoryReport,
     OpTiming,
@@ -21,6 +22,14 @@ from shardviz.model.program import (
     Source,
 )
 from shardviz.render.geometry import device_runs, format_bytes, mesh_summary
+
+#: The TPU compiler's memory spaces, as its memory-usage report names them.
+SPACE_NAMES = {
+    "default": "HBM",
+    "vmem": "VMEM (on-chip)",
+    "smem": "SMEM (on-chip)",
+    "host": "host memory",
+}
 
 #: Above this many intermediates, rows that are not reshard points are folded into gaps.
 MAX_INTERMEDIATES = 200
@@ -357,6 +366,31 @@ def compiler_peak_str(m: MemoryReport, platform: str) -> str:
     return text + (", which leaves temp out on cpu" if platform == "cpu" else "")
 
 
+def assignment_str(m: MemoryReport) -> str | None:
+    """``buffer assignment in HBM: argument 2.2 MiB · output 2 MiB · temp 277 KiB; memory
+    spaces: HBM 4.5 MiB · VMEM (on-chip vector memory) 8 MiB`` (TPU/GPU programs), else None."""
+    if not m.assigned and not m.by_space:
+        return None
+    parts = []
+    if m.assigned:
+        roles = " · ".join(f"{role} {format_bytes(b)}" for role, b in m.assigned)
+        parts.append(f"the compiler's buffer assignment in HBM: {roles}")
+    if m.by_space:
+        spaces = " · ".join(
+            f"{SPACE_NAMES.get(name, name)} {format_bytes(b)}" for name, b in m.by_space
+        )
+        parts.append(f"memory spaces: {spaces}")
+    return "; ".join(parts)
+
+
+def sum_rule_str(m: MemoryReport) -> str | None:
+    """Where the peak is the compiler's own (TPU/GPU), what the CPU's rule would give."""
+    if m.peak_definition == CPU_PEAK:
+        return None
+    total = m.argument_bytes + m.output_bytes - m.alias_bytes + m.temp_bytes
+    return f"argument + output - alias + temp would give {format_bytes(total)} ({total:,} B)"
+
+
 def status_line(report: Report) -> str:
     """``ran: compiled, run, timed and checked against one device`` or ``compile-only: …``."""
     if not report.ran:
@@ -454,6 +488,8 @@ def _ledger_lines(report: Report) -> list[str]:
                 detail.append(groups_str(c.groups))
             if c.reshard:
                 detail.append(f"reshards {c.reshard}")
+            if c.note:
+                detail.append(c.note)
             rows.append(sub + " · ".join(detail))
     lines.extend(_table(header, rows, right={0, 3, 4, 5}))
     lines.append("  by kind:")
@@ -510,6 +546,7 @@ def _memory_lines(m: MemoryReport, platform: str) -> list[str]:
         lines.append(f"  {p.name.ljust(width)}  {a.rjust(sw)}  {b.rjust(ew)}  {p.meaning}")
     if m.compiler_peak_bytes is not None and m.compiler_peak_bytes != m.peak_bytes:
         lines.append(f"  {compiler_peak_str(m, platform)}")
+    lines.extend(f"  {x}" for x in (sum_rule_str(m), assignment_str(m)) if x)
     if m.by_leaf:
         lines.append("  by leaf (largest device):")
         rows: list[Sequence[str] | str] = [

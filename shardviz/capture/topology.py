@@ -1,0 +1,209 @@
+"""Real TPU and GPU systems without the hardware: deviceless topologies to compile for.
+
+``topology("v5e:4x4")`` asks libtpu (the ``shardviz[tpu]`` extra) for the devices of a TPU
+slice; ``topology("h100:2x8")`` asks the CUDA plugin (``shardviz[gpu]``) for two hosts of
+eight H100s, described by :mod:`.gpu_targets`. Their devices go into a mesh like any others
+(``Mesh(topo.devices, shape, names)`` or ``jax.sharding.Mesh``); programs on them compile with
+the real TPU or GPU compiler and are never run.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import os
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from shardviz.errors import ShardvizError, problem
+
+from .gpu_targets import GPU_SPECS, target_config
+
+#: TPU generations shardviz has hardware figures for (jax knows a few more, e.g. v3).
+TPU_KINDS = ("v4", "v5e", "v5p", "v6e")
+#: Examples for error messages.
+EXAMPLES = (
+    '"v5e:4x4", "v5e:16x16", "v5p:2x2x2", "v6e:4x4", "v4:2x2x2", "h100:8", "h100:2x8", "a100:8"'
+)
+
+_TPU_LABEL = {"v4": "TPU v4", "v5e": "TPU v5e", "v5p": "TPU v5p", "v6e": "TPU v6e"}
+_GPU_LABEL = {"h100": "H100 SXM", "a100": "A100 SXM 80GB"}
+
+
+class TopologyError(ShardvizError, ValueError):
+    """A topology name shardviz or jax does not know, or one whose extra is not installed."""
+
+
+@dataclass(frozen=True, eq=False)
+class Topology:
+    """A TPU slice or GPU cluster to compile for, without the hardware.
+
+    Attributes:
+        name: as given, normalised (``"v5e:4x4"``, ``"h100:2x8"``).
+        platform: ``"tpu"`` or ``"gpu"``.
+        kind: the chip (``"v5e"``, ``"h100"``...), the key of :func:`shardviz.hardware`.
+        devices: the jax devices (deviceless: they compile, they do not run), in jax's order.
+        num_hosts: hosts (processes) the devices belong to.
+        shape: the physical shape (chips along x, y[, z] for TPU; hosts x GPUs for GPU).
+    """
+
+    name: str
+    platform: str
+    kind: str
+    devices: tuple[Any, ...]
+    num_hosts: int
+    shape: tuple[int, ...]
+
+    @property
+    def label(self) -> str:
+        """What the views print: ``TPU v5e 4x4 (16 chips, 4 hosts)``."""
+        n = len(self.devices)
+        hosts = f"{self.num_hosts} host{'s' if self.num_hosts != 1 else ''}"
+        if self.platform == "tpu":
+            chips = len({tuple(d.coords) for d in self.devices})
+            per = f"{n} devices on {chips} chips" if chips != n else f"{n} chips"
+            shape = "x".join(map(str, self.shape))
+            return f"{_TPU_LABEL.get(self.kind, 'TPU ' + self.kind)} {shape} ({per}, {hosts})"
+        return f"{_GPU_LABEL.get(self.kind, self.kind.upper())} x {n} ({hosts})"
+
+    @property
+    def hardware(self) -> Any:
+        """The chip's :class:`~shardviz.model.Hardware` preset (``None`` if shardviz has none)."""
+        from shardviz.estimate.presets import hardware
+
+        try:
+            return hardware(self.kind)
+        except ShardvizError:
+            return None
+
+    def __repr__(self) -> str:
+        return f"<Topology {self.name}: {self.label}>"
+
+
+def _missing_extra(extra: str, what: str) -> TopologyError:
+    return TopologyError(
+        problem(
+            f"topology ({what})",
+            f"compiling for {what} without the hardware needs the shardviz[{extra}] extra, "
+            "which is not installed",
+            f"pip install 'shardviz[{extra}]' (then restart the kernel)",
+        )
+    )
+
+
+def _unknown(name: str, why: str) -> TopologyError:
+    return TopologyError(
+        problem(
+            f"topology({name!r})",
+            why,
+            f"use a name like {EXAMPLES}: the chip, a colon, then the slice or cluster shape",
+        )
+    )
+
+
+def topology(name: str) -> Topology:
+    """The devices of a real TPU slice or GPU cluster, to compile for without the hardware.
+
+    Args:
+        name: a TPU slice as jax spells it (``"v5e:4x4"``, ``"v5e:16x16"``, ``"v5p:2x2x2"``,
+            ``"v6e:4x4"``, ``"v4:2x2x2"``) or GPUs as ``chip:count`` for one host
+            (``"h100:8"``, ``"a100:8"``) or ``chip:hostsxcount`` (``"h100:2x8"``).
+
+    Returns:
+        A :class:`Topology`; the same object for the same name.
+
+    Raises:
+        TopologyError: the name is unknown, or its extra (``shardviz[tpu]`` / ``[gpu]``) is
+            not installed.
+    """
+    if not isinstance(name, str):
+        raise _unknown(repr(name), f"a topology is named by a string, got {type(name).__name__}")
+    key = name.strip().lower().replace(" ", "")
+    if key not in _MADE:
+        _MADE[key] = _topology(key)
+    return _MADE[key]
+
+
+#: Every topology made in this process, by name: the same name gives the same devices.
+_MADE: dict[str, Topology] = {}
+
+
+def _topology(name: str) -> Topology:
+    kind, sep, shape_text = name.partition(":")
+    if not sep or not re.fullmatch(r"\d+(x\d+)*", shape_text):
+        raise _unknown(name, "the name has no shape after the chip")
+    shape = tuple(int(s) for s in shape_text.split("x"))
+    if kind in GPU_SPECS:
+        return _gpu(name, kind, shape)
+    if re.fullmatch(r"v\d+[a-z]*", kind):
+        return _tpu(name, kind, shape)
+    raise _unknown(name, f"{kind!r} is not a TPU or GPU shardviz knows")
+
+
+def _tpu(name: str, kind: str, shape: tuple[int, ...]) -> Topology:
+    if importlib.util.find_spec("libtpu") is None:
+        raise _missing_extra("tpu", f"TPU {kind}")
+    from jax.experimental import topologies
+
+    try:
+        desc = topologies.get_topology_desc(name, "tpu")
+    except Exception as err:  # jax's runtime error says which part it refused
+        raise _unknown(name, f"jax does not know this TPU slice ({_first_line(err)})") from err
+    devices = tuple(desc.devices)
+    hosts = len({d.process_index for d in devices})
+    return Topology(name, "tpu", kind, devices, hosts, shape)
+
+
+def _gpu(name: str, kind: str, shape: tuple[int, ...]) -> Topology:
+    if len(shape) > 2 or math.prod(shape) < 1:
+        raise _unknown(name, "a GPU cluster is 'chip:count' or 'chip:hostsxcount'")
+    hosts, per_host = (1, shape[0]) if len(shape) == 1 else shape
+    if importlib.util.find_spec("jax_plugins.xla_cuda12") is None:
+        raise _missing_extra("gpu", f"GPU {kind}")
+    devices = tuple(_cuda_topology(kind, f"1x{hosts}x{per_host}").devices)
+    return Topology(name, "gpu", kind, devices, hosts, (hosts, per_host))
+
+
+def _cuda_topology(kind: str, shape: str) -> Any:
+    """The CUDA plugin's deviceless topology (slices x hosts x GPUs per host)."""
+    from jax.experimental import topologies
+
+    allow_without_gpu()
+    config = target_config(kind)
+    try:
+        return topologies.get_topology_desc("cuda", "cuda", target_config=config, topology=shape)
+    except NotImplementedError:
+        # The plugin failed its CUDA library check when jax started (no GPU libraries here);
+        # with the check off it registers now.
+        import jax_plugins.xla_cuda12 as cuda_plugin
+
+        cuda_plugin.initialize()
+        return topologies.get_topology_desc("cuda", "cuda", target_config=config, topology=shape)
+
+
+def allow_without_gpu() -> None:
+    """Let the CUDA plugin load on a machine without NVIDIA's driver (compile-only use).
+
+    The plugin checks the installed CUDA libraries' versions when it loads and fails noisily
+    without them; a deviceless compile needs none of them. On a machine with an NVIDIA
+    driver the check stays on.
+    """
+    if not (os.path.exists("/proc/driver/nvidia") or os.path.exists("/dev/nvidia0")):
+        os.environ.setdefault("JAX_SKIP_CUDA_CONSTRAINTS_CHECK", "1")
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip().splitlines()
+    return text[0][:300] if text else type(err).__name__
+
+
+def topology_of(devices: Any) -> Topology | None:
+    """The :class:`Topology` these devices come from, if :func:`topology` made them."""
+    first = next(iter(devices), None)
+    if first is None:
+        return None
+    for topo in reversed(_MADE.values()):
+        if any(d == first for d in topo.devices):
+            return topo
+    return None
