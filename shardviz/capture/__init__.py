@@ -1,7 +1,7 @@
 """The only part of shardviz that imports jax: jax objects in, model objects out."""
 
-from .topology import allow_without_gpu
+from .topology import allow_deviceless
 
-# Before jax's backends start: the CUDA plugin (the shardviz[gpu] extra) may load for
-# deviceless compiles on a machine without NVIDIA's driver.
-allow_without_gpu()
+# Before jax's backends start: the CUDA plugin and libtpu (the shardviz[gpu] and [tpu]
+# extras) may load for deviceless compiles on a machine without those devices.
+allow_deviceless()

@@ -247,6 +247,24 @@ def _fused_slice(
     return caller
 
 
+_CHAIN_ID = re.compile(r'chain_id="([^"]*)"')
+
+
+def _async_copy_key(ins: HloInstruction) -> tuple[str, str, str] | None:
+    """What the copies of one TPU async collective share, or None for other instructions.
+
+    The TPU compiler splits an async collective into a start, an overlap and a done fusion,
+    each holding a copy of the collective with the same ``channel_id`` and the same
+    ``chain_id`` frontend attribute: one collective, counted once.
+    (``channel_id`` alone is not unique: every collective of a shard_map can have 1.)
+    """
+    chain = _CHAIN_ID.search(ins.attrs.get("frontend_attributes", ""))
+    channel = ins.attrs.get("channel_id")
+    if chain is None or channel is None:
+        return None
+    return ins.opcode, channel, chain.group(1)
+
+
 FUSED_SCATTER_NOTE = (
     "the compiler fused this all-reduce with the slice each device keeps "
     "(an all-reduce-scatter fusion): it runs as a reduce-scatter"
@@ -304,9 +322,15 @@ def collectives_of_hlo(
             items.append((op, ins, ins, None, False))
 
     out: list[Collective] = []
+    copies: set[tuple[str, str, str]] = set()
     for kind, named, attrs_of, done, is_async in items:
         if not is_async and named.name in wrapped:
             continue  # counted with the async-start that wraps it
+        copy = _async_copy_key(named)
+        if copy is not None:
+            if copy in copies:
+                continue  # the same collective's overlap or done fusion (TPU)
+            copies.add(copy)
         in_shapes = module.operand_shapes(named)
         in_arrays = [leaf for s in in_shapes if s is not None for leaf in array_leaves(s)]
         out_arrays = _out_arrays(kind, named, done) if is_async else list(array_leaves(named.shape))
@@ -425,7 +449,18 @@ def with_partitioned(
         twins.sort(key=lambda i: (i in used, partitioned[i].out_shape != c.out_shape, i))
         notes = [c.note] if c.note else []
         changes: dict = {}
-        if twins:
+        parts = [] if twins else _combined_parts(c, partitioned, used)
+        if parts:
+            used.update(parts)
+            first = partitioned[parts[0]]
+            if not c.op_name:
+                changes.update(op_name=first.op_name, source=first.source)
+            where = sorted({_where(partitioned[i]) for i in parts})
+            notes.append(
+                f"the compiler combined {len(parts)} {c.kind}s of the program into this one "
+                f"flat buffer (from {', '.join(where)})"
+            )
+        elif twins:
             used.add(twins[0])
             twin = partitioned[twins[0]]
             if not c.op_name and twin.op_name:
@@ -448,6 +483,34 @@ def with_partitioned(
             c = replace(c, note="; ".join(notes), **changes)
         out.append(c)
     return tuple(out)
+
+
+def _where(c: Collective) -> str:
+    f = c.source.innermost if c.source is not None else None
+    return f"{f.file.rsplit('/', 1)[-1]}:{f.line}" if f is not None else c.name
+
+
+def _combined_parts(c: Collective, partitioned: Sequence[Collective], used: set[int]) -> list[int]:
+    """Consecutive unused collectives of the partitioned program, of ``c``'s kind and groups,
+    whose elements add up to ``c``'s flat operand (the GPU combines gradient all-reduces into
+    one flat buffer); ``[]`` when there is none."""
+    if len(c.in_shape) != 1:
+        return []
+    want = c.in_shape[0]
+    alike = [
+        i
+        for i, p in enumerate(partitioned)
+        if i not in used and p.kind == c.kind and p.groups == c.groups
+    ]
+    for start in range(len(alike)):
+        total = 0
+        for end in range(start, len(alike)):
+            total += _elements(partitioned[alike[end]].in_shape)
+            if total == want and end > start:
+                return alike[start : end + 1]
+            if total >= want:
+                break
+    return []
 
 
 def _trip_count(ins: HloInstruction) -> int | None:

@@ -9,6 +9,7 @@ the real TPU or GPU compiler and are never run.
 
 from __future__ import annotations
 
+import glob
 import importlib.util
 import math
 import os
@@ -118,7 +119,13 @@ def topology(name: str) -> Topology:
             not installed.
     """
     if not isinstance(name, str):
-        raise _unknown(repr(name), f"a topology is named by a string, got {type(name).__name__}")
+        raise TopologyError(
+            problem(
+                f"topology({name!r})",
+                f"a topology is named by a string, got {type(name).__name__}",
+                f"use a name like {EXAMPLES}",
+            )
+        )
     key = name.strip().lower().replace(" ", "")
     if key not in _MADE:
         _MADE[key] = _topology(key)
@@ -169,7 +176,7 @@ def _cuda_topology(kind: str, shape: str) -> Any:
     """The CUDA plugin's deviceless topology (slices x hosts x GPUs per host)."""
     from jax.experimental import topologies
 
-    allow_without_gpu()
+    allow_deviceless()
     config = target_config(kind)
     try:
         return topologies.get_topology_desc("cuda", "cuda", target_config=config, topology=shape)
@@ -182,15 +189,19 @@ def _cuda_topology(kind: str, shape: str) -> Any:
         return topologies.get_topology_desc("cuda", "cuda", target_config=config, topology=shape)
 
 
-def allow_without_gpu() -> None:
-    """Let the CUDA plugin load on a machine without NVIDIA's driver (compile-only use).
+def allow_deviceless() -> None:
+    """Let the TPU and GPU plugins load for compiling on a machine without those devices.
 
-    The plugin checks the installed CUDA libraries' versions when it loads and fails noisily
-    without them; a deviceless compile needs none of them. On a machine with an NVIDIA
-    driver the check stays on.
+    The CUDA plugin checks the installed CUDA libraries' versions when it loads and fails
+    noisily without them; a deviceless compile needs none of them. libtpu locks one file for
+    the whole machine, so a second process (a notebook kernel next to a script, parallel
+    tests) could not compile for TPU; the lock guards a real TPU, and there is none. Where an
+    NVIDIA driver or a TPU device is present, both checks stay on.
     """
     if not (os.path.exists("/proc/driver/nvidia") or os.path.exists("/dev/nvidia0")):
         os.environ.setdefault("JAX_SKIP_CUDA_CONSTRAINTS_CHECK", "1")
+    if not (glob.glob("/dev/accel*") or os.path.isdir("/dev/vfio")):
+        os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")
 
 
 def _first_line(err: BaseException) -> str:
