@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from shardviz.errors import CompileError as CompileError
 from shardviz.errors import DeviceSetupError as DeviceSetupError
+from shardviz.errors import HardwareError as HardwareError
 from shardviz.errors import LeafError as LeafError
 from shardviz.errors import MeshError as MeshError
 from shardviz.errors import ShardvizError as ShardvizError
@@ -23,10 +24,13 @@ from shardviz.model import Collective as Collective
 from shardviz.model import Comparison as Comparison
 from shardviz.model import Cost as Cost
 from shardviz.model import Device as Device
+from shardviz.model import Estimate as Estimate
+from shardviz.model import Hardware as Hardware
 from shardviz.model import MemoryReport as MemoryReport
 from shardviz.model import MeshLayout as MeshLayout
 from shardviz.model import Report as Report
 from shardviz.model import ShardingOf as ShardingOf
+from shardviz.model import Target as Target
 from shardviz.model import Tile as Tile
 from shardviz.model import Timing as Timing
 from shardviz.model import TreeLayout as TreeLayout
@@ -43,6 +47,7 @@ if TYPE_CHECKING:
     from shardviz.capture.mesh import mark_sharding as mark_sharding
     from shardviz.capture.mesh import mesh_split as mesh_split
     from shardviz.capture.mesh import named_sharding as named_sharding
+    from shardviz.estimate.presets import hardware as hardware
     from shardviz.strategies.rules import RuleSet as RuleSet
     from shardviz.strategies.runner import compare as compare
     from shardviz.strategies.zoo import Model as Model
@@ -73,6 +78,7 @@ _LAZY = {
     "layout": "shardviz.capture.layout",
     "layout_of": "shardviz.capture.layout",
     "layout_tree": "shardviz.capture.layout",
+    "hardware": "shardviz.estimate.presets",
 }
 
 __all__ = [
@@ -98,6 +104,9 @@ __all__ = [
     "explain",
     "Device",
     "DeviceSetupError",
+    "Estimate",
+    "Hardware",
+    "HardwareError",
     "LeafError",
     "Mesh",
     "MeshError",
@@ -105,9 +114,11 @@ __all__ = [
     "ShardvizError",
     "ShardvizWarning",
     "SpecError",
+    "Target",
     "Tile",
     "TreeLayout",
     "format_spec",
+    "hardware",
     "layout",
     "layout_of",
     "layout_tree",
@@ -118,7 +129,16 @@ __all__ = [
 ]
 
 
+#: Subpackages loaded on first access (``sv.strategies.model_state_bytes`` with no import of
+#: ``shardviz.strategies`` first), as jax does for its own; the ones needing jax load it then.
+_SUBMODULES = frozenset({"capture", "model", "render", "strategies", "widgets"})
+
+
 def __getattr__(name: str) -> Any:
+    if name in _SUBMODULES:
+        value = importlib.import_module(f"shardviz.{name}")
+        globals()[name] = value
+        return value
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'shardviz' has no attribute {name!r}")

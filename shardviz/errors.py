@@ -10,6 +10,7 @@ from __future__ import annotations
 __all__ = [
     "CompileError",
     "DeviceSetupError",
+    "HardwareError",
     "LeafError",
     "MeshError",
     "ShardvizError",
@@ -40,6 +41,10 @@ class LeafError(ShardvizError, TypeError):
 
 class CompileError(ShardvizError, RuntimeError):
     """A function failed to trace, compile or run under the given shardings."""
+
+
+class HardwareError(ShardvizError, ValueError):
+    """A hardware preset or target is unknown, or does not fit the mesh it should describe."""
 
 
 class ShardvizWarning(UserWarning):

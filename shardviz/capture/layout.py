@@ -13,15 +13,12 @@ from jax.sharding import NamedSharding, PartitionSpec, SingleDeviceSharding
 from shardviz.errors import LeafError, problem
 from shardviz.model import ArrayLayout, Device, MeshLayout, Spec, Tile, TreeLayout
 
-from .mesh import Mesh, mesh_layout
+from .mesh import Mesh, device_of, mesh_layout
 from .spec import normalize_spec
 
 
 def _device(d: Any) -> Device:
-    return Device(
-        id=int(d.id), process_index=int(d.process_index), platform=str(d.platform),
-        kind=str(d.device_kind),
-    )  # fmt: skip
+    return device_of(d)
 
 
 def _spec_and_mesh(

@@ -201,18 +201,25 @@ def _axis_type_name(t: Any) -> str:
     return getattr(t, "name", str(t))
 
 
+def device_of(d: Any) -> Device:
+    """A jax device as a :class:`~shardviz.model.Device`; TPU devices (real or a deviceless
+    topology's) also give their chip's ``coords``, ``core_on_chip`` and ``slice_index``."""
+    coords = getattr(d, "coords", None)
+    return Device(
+        id=int(d.id),
+        process_index=int(d.process_index),
+        platform=str(d.platform),
+        kind=str(d.device_kind),
+        coords=None if coords is None else tuple(int(c) for c in coords),
+        core_on_chip=int(getattr(d, "core_on_chip", 0) or 0),
+        slice_index=int(getattr(d, "slice_index", 0) or 0),
+    )
+
+
 def mesh_layout(mesh: MeshLike) -> MeshLayout:
     """A jax (or shardviz) mesh as a :class:`~shardviz.model.MeshLayout`."""
     jm = as_jax_mesh(mesh)
-    devices = tuple(
-        Device(
-            id=int(d.id),
-            process_index=int(d.process_index),
-            platform=str(d.platform),
-            kind=str(d.device_kind),
-        )
-        for d in jm.devices.flat
-    )
+    devices = tuple(device_of(d) for d in jm.devices.flat)
     return MeshLayout(
         axis_names=tuple(str(n) for n in jm.axis_names),
         axis_sizes=tuple(int(s) for s in jm.devices.shape),

@@ -32,6 +32,9 @@ from shardviz.model.compare import CollectiveSummary as CollectiveSummary
 from shardviz.model.compare import Comparison as Comparison
 from shardviz.model.compare import MemoryBreakdown as MemoryBreakdown
 from shardviz.model.compare import StrategyResult as StrategyResult
+from shardviz.model.estimate import Estimate as Estimate
+from shardviz.model.hardware import Hardware as Hardware
+from shardviz.model.hardware import Target as Target
 from shardviz.model.mesh import Device as Device
 from shardviz.model.mesh import MeshLayout as MeshLayout
 from shardviz.model.program import COLLECTIVE_KINDS as COLLECTIVE_KINDS

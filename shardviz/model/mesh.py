@@ -12,12 +12,20 @@ from shardviz.model._codec import JsonMixin
 
 @dataclass(frozen=True)
 class Device:
-    """One device: its id (what jax calls ``device.id``), host process, platform and kind."""
+    """One device: its id (what jax calls ``device.id``), host process, platform and kind.
+
+    TPU devices also know where they sit: ``coords`` are the chip's physical (x, y, z) in the
+    slice, ``core_on_chip`` the core when jax lists several per chip, ``slice_index`` the
+    slice in a multi-slice job. Other devices leave ``coords`` as ``None``.
+    """
 
     id: int
     process_index: int = 0
     platform: str = "cpu"
     kind: str = "cpu"
+    coords: tuple[int, ...] | None = None
+    core_on_chip: int = 0
+    slice_index: int = 0
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,8 @@ from typing import Literal
 
 from shardviz.model._codec import JsonMixin
 from shardviz.model.array import Spec, TreeLayout, format_spec
+from shardviz.model.estimate import Estimate
+from shardviz.model.hardware import Target
 from shardviz.model.mesh import MeshLayout
 
 CollectiveKind = Literal[
@@ -95,6 +97,9 @@ class Collective:
     dimension: int | None = None
     reshard: str | None = None
     note: str = ""
+    # An estimate of one run on the report's target (None when no target is known), and how.
+    estimated_seconds: float | None = None
+    estimate_formula: str = ""
 
     @property
     def axes_label(self) -> str:
@@ -247,6 +252,12 @@ class Report(JsonMixin):
     profile: tuple[OpTiming, ...] | None = None
     ran: bool = False
     notes: tuple[str, ...] = ()
+    # The hardware estimates are made for, and the estimate (None when no target is known).
+    target: Target | None = None
+    estimate: Estimate | None = None
+    #: Compiled for devices that are not here (a deviceless :func:`~shardviz.topology`):
+    #: nothing can run, and the views say what it was compiled for.
+    deviceless: bool = False
 
     def collectives_of(self, kind: str | None = None, axes: tuple[str, ...] | None = None):
         """The ledger filtered by kind and/or exact axes."""

@@ -1,0 +1,293 @@
+"""Published figures of common accelerators, each with the public document it comes from.
+
+``hardware("v5e")`` returns a :class:`~shardviz.model.hardware.Hardware`; build your own
+``Hardware(...)`` for anything not here. Numbers are per chip (per GPU), bytes and bytes/s.
+"""
+
+from __future__ import annotations
+
+import re
+
+from shardviz.errors import HardwareError, problem
+from shardviz.model.hardware import Hardware
+
+GiB = 1024**3
+
+# Public sources, named once and cited next to each number below.
+BOOK = "How to Scale Your Model (jax-ml/scaling-book)"
+BOOK_TPU_TABLE = f"{BOOK}, tpus.md, 'TPU Specs' chip table"
+BOOK_ICI_TABLE = f"{BOOK}, tpus.md, 'TPU Specs' interconnect table"
+BOOK_DCN = f"{BOOK}, tpus.md: DCN ~6.25e9 B/s per TPU (12.5e9 on v6e, 3.125e9 on v5e)"
+BOOK_HOP = f"{BOOK}, sharding.md, 'A note on ICI latency': about 1 us per hop"
+BOOK_WRAP_2D = f"{BOOK}, tpus.md: v5e/v6e pods are a 16x16 2D torus, wraparound only on axes of 16"
+BOOK_WRAP_3D = (
+    f"{BOOK}, tpus.md: v4/v5p slices of whole 4x4x4 cubes wrap (optical switches); "
+    "smaller ones (e.g. 2x2x4) do not"
+)
+BOOK_GPU_NET = (
+    f"{BOOK}, gpus.md: H100 GPU egress 450e9 B/s over NVLink; one 400 Gb/s ConnectX-7 "
+    "NIC per GPU, 400e9 B/s per 8-GPU node"
+)
+LIBTPU_HOSTS = (
+    "libtpu 0.0.42 deviceless topologies: 4 chips per host process (2x2 or 2x2x1 blocks); "
+    "the book's tpus.md notes Cloud TPU VMs expose 4 chips each"
+)
+CLOUD_V5E = "cloud.google.com/tpu/docs/v5e: 16 GB HBM2 per chip, 256-chip pod, 2D torus"
+CLOUD_V5P = "cloud.google.com/tpu/docs/v5p: 95 GB HBM2e at 2765 GBps per chip"
+CLOUD_V6E = "cloud.google.com/tpu/docs/v6e: 32 GB HBM per chip"
+CLOUD_V4 = "cloud.google.com/tpu/docs/v4: 32 GiB HBM2 per chip"
+H100_SHEET = (
+    "NVIDIA H100 Tensor Core GPU datasheet, H100 SXM: BF16 1,979 TFLOPS with sparsity "
+    "(half without), 80GB HBM3, 3.35TB/s, NVLink 900GB/s"
+)
+A100_SHEET = (
+    "NVIDIA A100 Tensor Core GPU datasheet, A100 80GB SXM: BF16 312 TFLOPS dense "
+    "(624 with sparsity), 80GB HBM2e, 2,039GB/s, NVLink 600GB/s"
+)
+DGX_A100_NET = "NVIDIA DGX A100 datasheet: 8 single-port ConnectX-6 200Gb/s HDR InfiniBand"
+NCCL_HOP = (
+    "the-dsvolk.github.io/ai-perf/ai-infra/nccl-perf.html, NCCL protocol table: about 1 us "
+    "per hop with the LL protocol (2 us LL128, 6 us Simple); the smallest is used as a floor"
+)
+
+
+def _v5e() -> Hardware:
+    return Hardware(
+        name="TPU v5e",
+        kind="tpu",
+        preset="v5e",
+        peak_flops_bf16=1.97e14,  # BOOK_TPU_TABLE (Cloud docs: 197 TFLOPs)
+        hbm_bytes=16 * GiB,  # CLOUD_V5E; the book: "TPU v5e has 16GiB of HBM"
+        hbm_bandwidth=8.1e11,  # BOOK_TPU_TABLE
+        ici_link_bandwidth=4.5e10,  # BOOK_ICI_TABLE, one way
+        ici_link_bandwidth_bidi=9e10,  # BOOK_ICI_TABLE, both ways
+        torus_dims=2,
+        wraparound="axes-of-16",  # BOOK_WRAP_2D
+        pod_shape=(16, 16),  # BOOK_TPU_TABLE, pod size
+        host_shape=(2, 2),  # LIBTPU_HOSTS
+        devices_per_host=4,  # LIBTPU_HOSTS
+        network_bandwidth_per_device=3.125e9,  # BOOK_DCN
+        hop_latency=1e-6,  # BOOK_HOP
+        sources={
+            "peak_flops_bf16": BOOK_TPU_TABLE,
+            "hbm_bytes": CLOUD_V5E,
+            "hbm_bandwidth": BOOK_TPU_TABLE,
+            "ici_link_bandwidth": BOOK_ICI_TABLE,
+            "ici_link_bandwidth_bidi": BOOK_ICI_TABLE,
+            "wraparound": BOOK_WRAP_2D,
+            "pod_shape": BOOK_TPU_TABLE,
+            "host_shape": LIBTPU_HOSTS,
+            "devices_per_host": LIBTPU_HOSTS,
+            "network_bandwidth_per_device": BOOK_DCN,
+            "hop_latency": BOOK_HOP,
+        },
+    )
+
+
+def _v6e() -> Hardware:
+    return Hardware(
+        name="TPU v6e",
+        kind="tpu",
+        preset="v6e",
+        peak_flops_bf16=9.2e14,  # BOOK_TPU_TABLE
+        hbm_bytes=32 * GiB,  # CLOUD_V6E (book table: 32GB)
+        hbm_bandwidth=1.6e12,  # BOOK_TPU_TABLE
+        ici_link_bandwidth=9e10,  # BOOK_ICI_TABLE, one way
+        ici_link_bandwidth_bidi=1.8e11,  # BOOK_ICI_TABLE, both ways
+        torus_dims=2,
+        wraparound="axes-of-16",  # BOOK_WRAP_2D
+        pod_shape=(16, 16),  # BOOK_TPU_TABLE
+        host_shape=(2, 2),  # LIBTPU_HOSTS
+        devices_per_host=4,  # LIBTPU_HOSTS
+        network_bandwidth_per_device=1.25e10,  # BOOK_DCN
+        hop_latency=1e-6,  # BOOK_HOP
+        sources={
+            "peak_flops_bf16": BOOK_TPU_TABLE,
+            "hbm_bytes": CLOUD_V6E,
+            "hbm_bandwidth": BOOK_TPU_TABLE,
+            "ici_link_bandwidth": BOOK_ICI_TABLE,
+            "ici_link_bandwidth_bidi": BOOK_ICI_TABLE,
+            "wraparound": BOOK_WRAP_2D,
+            "pod_shape": BOOK_TPU_TABLE,
+            "host_shape": LIBTPU_HOSTS,
+            "devices_per_host": LIBTPU_HOSTS,
+            "network_bandwidth_per_device": BOOK_DCN,
+            "hop_latency": BOOK_HOP,
+        },
+    )
+
+
+def _v5p() -> Hardware:
+    return Hardware(
+        name="TPU v5p",
+        kind="tpu",
+        preset="v5p",
+        peak_flops_bf16=4.59e14,  # BOOK_TPU_TABLE (Cloud docs: 459 TFLOPs)
+        hbm_bytes=95 * GiB,  # CLOUD_V5P (book table rounds to 96GB)
+        hbm_bandwidth=2.765e12,  # CLOUD_V5P (book table: 2.8e12)
+        ici_link_bandwidth=9e10,  # BOOK_ICI_TABLE, one way
+        ici_link_bandwidth_bidi=1.8e11,  # BOOK_ICI_TABLE, both ways
+        torus_dims=3,
+        wraparound="full-cubes",  # BOOK_WRAP_3D
+        pod_shape=(16, 20, 28),  # BOOK_TPU_TABLE, pod size
+        host_shape=(2, 2, 1),  # BOOK_TPU_TABLE host size; LIBTPU_HOSTS
+        devices_per_host=4,  # LIBTPU_HOSTS
+        network_bandwidth_per_device=6.25e9,  # BOOK_DCN
+        hop_latency=1e-6,  # BOOK_HOP
+        sources={
+            "peak_flops_bf16": BOOK_TPU_TABLE,
+            "hbm_bytes": CLOUD_V5P,
+            "hbm_bandwidth": CLOUD_V5P,
+            "ici_link_bandwidth": BOOK_ICI_TABLE,
+            "ici_link_bandwidth_bidi": BOOK_ICI_TABLE,
+            "wraparound": BOOK_WRAP_3D,
+            "pod_shape": BOOK_TPU_TABLE,
+            "host_shape": BOOK_TPU_TABLE,
+            "devices_per_host": LIBTPU_HOSTS,
+            "network_bandwidth_per_device": BOOK_DCN,
+            "hop_latency": BOOK_HOP,
+        },
+    )
+
+
+def _v4() -> Hardware:
+    return Hardware(
+        name="TPU v4",
+        kind="tpu",
+        preset="v4",
+        peak_flops_bf16=2.75e14,  # BOOK_TPU_TABLE ("TPU v4p")
+        hbm_bytes=32 * GiB,  # CLOUD_V4 (book table: 32GB)
+        hbm_bandwidth=1.2e12,  # BOOK_TPU_TABLE
+        ici_link_bandwidth=4.5e10,  # BOOK_ICI_TABLE, one way
+        ici_link_bandwidth_bidi=9e10,  # BOOK_ICI_TABLE, both ways
+        torus_dims=3,
+        wraparound="full-cubes",  # BOOK_WRAP_3D
+        pod_shape=(16, 16, 16),  # BOOK_TPU_TABLE, pod size
+        host_shape=(2, 2, 1),  # BOOK_TPU_TABLE host size; LIBTPU_HOSTS
+        devices_per_host=4,  # LIBTPU_HOSTS
+        network_bandwidth_per_device=6.25e9,  # BOOK_DCN (the per-TPU default)
+        hop_latency=1e-6,  # BOOK_HOP
+        sources={
+            "peak_flops_bf16": BOOK_TPU_TABLE,
+            "hbm_bytes": CLOUD_V4,
+            "hbm_bandwidth": BOOK_TPU_TABLE,
+            "ici_link_bandwidth": BOOK_ICI_TABLE,
+            "ici_link_bandwidth_bidi": BOOK_ICI_TABLE,
+            "wraparound": BOOK_WRAP_3D,
+            "pod_shape": BOOK_TPU_TABLE,
+            "host_shape": BOOK_TPU_TABLE,
+            "devices_per_host": LIBTPU_HOSTS,
+            "network_bandwidth_per_device": BOOK_DCN,
+            "hop_latency": BOOK_HOP,
+        },
+    )
+
+
+def _h100() -> Hardware:
+    return Hardware(
+        name="NVIDIA H100 SXM",
+        kind="gpu",
+        preset="h100",
+        peak_flops_bf16=9.895e14,  # H100_SHEET: 1,979 TFLOPS sparse / 2 (book gpus.md: 9.9e14)
+        hbm_bytes=80 * GiB,  # H100_SHEET: 80GB
+        hbm_bandwidth=3.35e12,  # H100_SHEET: 3.35TB/s
+        nvlink_bandwidth=4.5e11,  # H100_SHEET 900GB/s total = 450GB/s each way; BOOK_GPU_NET
+        nvlink_bandwidth_bidi=9e11,  # H100_SHEET: 900GB/s
+        devices_per_host=8,  # BOOK_GPU_NET: 8 GPUs per node (DGX/HGX H100)
+        network_bandwidth_per_device=5e10,  # BOOK_GPU_NET: 400 Gb/s = 50e9 B/s per GPU
+        hop_latency=1e-6,  # NCCL_HOP
+        sources={
+            "peak_flops_bf16": H100_SHEET,
+            "hbm_bytes": H100_SHEET,
+            "hbm_bandwidth": H100_SHEET,
+            "nvlink_bandwidth": H100_SHEET,
+            "nvlink_bandwidth_bidi": H100_SHEET,
+            "devices_per_host": BOOK_GPU_NET,
+            "network_bandwidth_per_device": BOOK_GPU_NET,
+            "hop_latency": NCCL_HOP,
+        },
+    )
+
+
+def _a100() -> Hardware:
+    return Hardware(
+        name="NVIDIA A100 SXM",
+        kind="gpu",
+        preset="a100",
+        peak_flops_bf16=3.12e14,  # A100_SHEET: 312 TFLOPS dense
+        hbm_bytes=80 * GiB,  # A100_SHEET: 80GB
+        hbm_bandwidth=2.039e12,  # A100_SHEET: 2,039GB/s
+        nvlink_bandwidth=3e11,  # A100_SHEET 600GB/s total = 300GB/s each way
+        nvlink_bandwidth_bidi=6e11,  # A100_SHEET: 600GB/s
+        devices_per_host=8,  # DGX_A100_NET: 8 GPUs, one NIC each
+        network_bandwidth_per_device=2.5e10,  # DGX_A100_NET: 200 Gb/s = 25e9 B/s per GPU
+        hop_latency=1e-6,  # NCCL_HOP
+        sources={
+            "peak_flops_bf16": A100_SHEET,
+            "hbm_bytes": A100_SHEET,
+            "hbm_bandwidth": A100_SHEET,
+            "nvlink_bandwidth": A100_SHEET,
+            "nvlink_bandwidth_bidi": A100_SHEET,
+            "devices_per_host": DGX_A100_NET,
+            "network_bandwidth_per_device": DGX_A100_NET,
+            "hop_latency": NCCL_HOP,
+        },
+    )
+
+
+_PRESETS = {
+    "v5e": _v5e,
+    "v5p": _v5p,
+    "v6e": _v6e,
+    "v4": _v4,
+    "h100": _h100,
+    "a100": _a100,
+}
+
+#: Other spellings users and jax use for the presets (lower case, spaces and dashes removed).
+_ALIASES = {
+    "v5litepod": "v5e",
+    "v5lite": "v5e",
+    "trillium": "v6e",
+    "v6lite": "v6e",
+    "v4p": "v4",
+    "v5": "v5p",
+}
+
+PRESET_NAMES: tuple[str, ...] = tuple(_PRESETS)
+
+
+def preset_key(name: str) -> str | None:
+    """The preset a name means (``"TPU v5e"``, ``"tpu-v5e"``, ``"H100"`` -> its key), or None."""
+    key = re.sub(r"[\s_\-]+", "", name.strip().lower())
+    for prefix in ("tpu", "nvidia"):
+        if key.startswith(prefix) and len(key) > len(prefix):
+            key = key[len(prefix) :]
+    key = _ALIASES.get(key, key)
+    for gpu in ("h100", "a100"):
+        if key.startswith(gpu):
+            return gpu
+    return key if key in _PRESETS else None
+
+
+def hardware(name: str) -> Hardware:
+    """The published figures of a known accelerator.
+
+    Args:
+        name: ``"v5e"``, ``"v5p"``, ``"v6e"``, ``"v4"``, ``"h100"`` or ``"a100"`` (any case;
+            ``"TPU v5e"`` and ``"tpu-v5e"`` work too).
+
+    Raises:
+        HardwareError: for a name that is none of these.
+    """
+    key = preset_key(name) if isinstance(name, str) else None
+    if key is None:
+        raise HardwareError(
+            problem(
+                f"hardware({name!r})",
+                "no preset of that name",
+                f"use one of {', '.join(PRESET_NAMES)}, or build your own "
+                "shardviz.Hardware(name=..., kind=..., peak_flops_bf16=..., ...)",
+            )
+        )
+    return _PRESETS[key]()

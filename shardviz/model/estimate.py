@@ -1,0 +1,110 @@
+"""An estimate of one step on a target: a roofline lower bound, as plain data.
+
+Made by :func:`shardviz.estimate.step.estimate_report` from the compiler's flops, bytes
+accessed, peak memory and collectives, and a :class:`~shardviz.model.hardware.Target`'s
+published figures. It is an estimate, never a measurement: the step cannot be faster than
+its slowest part (compute, HBM traffic, communication) even with perfect overlap, so
+``step_seconds`` is a lower bound. On CPU fake devices it describes the target, not the CPU.
+No jax import.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from shardviz.model._codec import JsonMixin
+
+GiB = 1024**3
+
+#: What limits the step, in the order ties are broken.
+BOUNDS: tuple[str, ...] = ("compute", "memory", "communication")
+
+
+def format_gib(n: float) -> str:
+    """Bytes in binary units with one decimal, whole numbers bare: ``21.3 GiB``, ``16 GiB``,
+    ``13.5 MiB`` (below a GiB)."""
+    unit, size = next(
+        ((u, z) for u, z in (("GiB", GiB), ("MiB", 1024**2)) if abs(n) >= z), ("KiB", 1024)
+    )
+    g = n / size
+    return f"{g:.0f} {unit}" if abs(g - round(g)) < 0.05 else f"{g:.1f} {unit}"
+
+
+def format_seconds(s: float) -> str:
+    """Seconds at a readable scale: ``377 us``, ``1.04 ms``, ``2.5 s``."""
+    if s >= 1:
+        return f"{s:.3g} s"
+    if s >= 1e-3:
+        return f"{s * 1e3:.3g} ms"
+    return f"{s * 1e6:.3g} us"
+
+
+@dataclass(frozen=True)
+class Estimate(JsonMixin):
+    """Estimated time and memory of one step per device on a target (a lower bound).
+
+    - ``compute_seconds``: flops per device / the device's peak bf16 FLOP/s.
+    - ``memory_seconds``: bytes accessed per device / HBM bandwidth.
+    - ``collective_seconds``: the collectives' estimated times added up (ring/torus model
+      with a per-hop latency floor; see :mod:`shardviz.estimate.collectives`).
+    - ``step_seconds``: the largest of the three, a lower bound on the step (it assumes
+      compute, memory traffic and communication overlap perfectly).
+    - ``bound``: which of ``"compute"``, ``"memory"``, ``"communication"`` sets that bound.
+    - ``mfu``: ``compute_seconds / step_seconds``, the model-FLOPs utilisation that bound
+      allows (1.0 when compute-bound; the compiler's flops, so recomputation counts).
+    - ``hbm_headroom_bytes``: HBM per device minus the program's peak bytes; negative when it
+      does not fit.
+
+    A part whose input is unknown (no cost analysis) is ``None`` and left out of the bound.
+    ``notes`` say what was assumed (global cost divided by devices, loops counted once,
+    where CPU devices were placed on the target).
+    """
+
+    target: str
+    compute_seconds: float | None
+    memory_seconds: float | None
+    collective_seconds: float
+    step_seconds: float
+    bound: str
+    mfu: float | None
+    hbm_bytes: int
+    peak_bytes: int | None
+    hbm_headroom_bytes: int | None
+    notes: tuple[str, ...] = ()
+
+    @property
+    def fits(self) -> bool | None:
+        """Whether the program's peak memory fits in HBM (``None`` when the peak is unknown)."""
+        return None if self.hbm_headroom_bytes is None else self.hbm_headroom_bytes >= 0
+
+    @property
+    def fit_text(self) -> str:
+        """``fits: 10.2 GiB of 16 GiB`` or ``does not fit: needs 21.3 GiB of 16 GiB``."""
+        if self.peak_bytes is None:
+            return f"peak memory unknown ({format_gib(self.hbm_bytes)} HBM per device)"
+        need, have = format_gib(self.peak_bytes), format_gib(self.hbm_bytes)
+        if self.fits:
+            return f"fits: {need} of {have}"
+        return f"does not fit: needs {need} of {have}"
+
+    @property
+    def summary(self) -> str:
+        """One line, labelled as an estimate."""
+        parts = [f"estimated step >= {format_seconds(self.step_seconds)} ({self.bound}-bound"]
+        if self.mfu is not None:
+            parts[0] += f", MFU <= {self.mfu:.0%}"
+        parts[0] += ")"
+        parts.append(self.fit_text)
+        return f"estimate on {self.target}: " + "; ".join(parts)
+
+    def __str__(self) -> str:
+        def t(s: float | None) -> str:
+            return "unknown" if s is None else format_seconds(s)
+
+        lines = [
+            self.summary,
+            f"  compute {t(self.compute_seconds)}, memory {t(self.memory_seconds)}, "
+            f"communication {t(self.collective_seconds)}",
+        ]
+        lines += [f"  note: {n}" for n in self.notes]
+        return "\n".join(lines)

@@ -1,0 +1,244 @@
+"""estimate_report on hand-built reports: bound, MFU and headroom arithmetic, notes, wiring."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import pytest
+
+from shardviz.estimate import estimate_report, hardware, target_for, with_estimate
+from shardviz.model import (
+    Collective,
+    Cost,
+    Device,
+    Estimate,
+    MemoryReport,
+    MeshLayout,
+    Report,
+    TreeLayout,
+)
+from tests.render.report_fixtures import dp_report
+
+GiB = 1024**3
+V5E_PEAK, V5E_HBM_BW = 1.97e14, 8.1e11
+
+
+def mesh(n: int = 8, shape: tuple[int, ...] = (2, 4), **dev) -> MeshLayout:
+    return MeshLayout(("data", "model"), shape, tuple(Device(i, **dev) for i in range(n)))
+
+
+def memory(peak: int, compiler_peak: int | None = None) -> MemoryReport:
+    return MemoryReport(peak, 0, 0, 0, 0, peak, compiler_peak)
+
+
+def report(
+    flops: float | None = None,
+    bytes_accessed: float | None = None,
+    collectives: tuple[Collective, ...] = (),
+    peak: int = GiB,
+    layout: MeshLayout | None = None,
+    cost: Cost | None = None,
+    platform: str = "cpu",
+) -> Report:
+    return Report(
+        function="step",
+        platform=platform,
+        mesh=layout or mesh(),
+        arguments=TreeLayout(()),
+        outputs=TreeLayout(()),
+        collectives=collectives,
+        intermediates=(),
+        memory=memory(peak),
+        cost=cost or Cost(flops, bytes_accessed, None, None),
+    )
+
+
+def all_gather(name: str, nbytes: int, groups, **kw) -> Collective:
+    n = len(groups[0])
+    return Collective(name, "all-gather", "bf16", (1,), "bf16", (1,), nbytes // n, nbytes, 0, n,
+                      tuple(tuple(g) for g in groups), ("model",), **kw)  # fmt: skip
+
+
+MODEL = ((0, 1, 2, 3), (4, 5, 6, 7))
+
+
+class TestArithmetic:
+    def test_compute_bound(self):
+        est, _ = estimate_report(report(V5E_PEAK, V5E_HBM_BW / 2), "v5e")
+        assert est.compute_seconds == pytest.approx(1.0)
+        assert est.memory_seconds == pytest.approx(0.5)
+        assert est.step_seconds == pytest.approx(1.0)
+        assert est.bound == "compute"
+        assert est.mfu == pytest.approx(1.0)
+
+    def test_memory_bound_caps_mfu(self):
+        est, _ = estimate_report(report(V5E_PEAK, 2 * V5E_HBM_BW), "v5e")
+        assert est.bound == "memory"
+        assert est.step_seconds == pytest.approx(2.0)
+        assert est.mfu == pytest.approx(0.5)
+
+    def test_communication_bound(self):
+        # 8 devices on a v5e 2x4: the 'model' groups are 2x2 blocks (lines of 2 along x and y).
+        big = all_gather("ag", 10**10, MODEL)
+        est, colls = estimate_report(report(V5E_PEAK / 1000, 0.0, (big,)), "v5e")
+        assert est.bound == "communication"
+        assert est.collective_seconds == pytest.approx(colls[0].estimated_seconds)
+        assert est.step_seconds == est.collective_seconds
+        assert est.mfu == pytest.approx(est.compute_seconds / est.collective_seconds)
+        assert colls[0].estimate_formula
+
+    def test_does_not_fit(self):
+        est, _ = estimate_report(report(1.0, 1.0, peak=int(21.3 * GiB)), "v5e")
+        assert est.hbm_bytes == 16 * GiB
+        assert est.hbm_headroom_bytes == 16 * GiB - int(21.3 * GiB)
+        assert est.fits is False
+        assert est.fit_text == "does not fit: needs 21.3 GiB of 16 GiB"
+
+    def test_fits(self):
+        est, _ = estimate_report(report(1.0, 1.0, peak=10 * GiB), "h100")
+        assert est.fits is True
+        assert est.hbm_headroom_bytes == 70 * GiB
+        assert est.fit_text == "fits: 10 GiB of 80 GiB"
+
+    def test_compiler_peak_counts_when_larger(self):
+        r = dataclasses.replace(report(1.0, 1.0), memory=memory(GiB, 3 * GiB))
+        est, _ = estimate_report(r, "v5e")
+        assert est.peak_bytes == 3 * GiB
+        assert any("compiler" in n for n in est.notes)
+
+    def test_global_cost_divided_by_devices_is_said(self):
+        r = report(cost=Cost(None, None, 8 * V5E_PEAK, 8 * V5E_HBM_BW))
+        est, _ = estimate_report(r, "v5e")
+        assert est.compute_seconds == pytest.approx(1.0)
+        assert est.memory_seconds == pytest.approx(1.0)
+        assert any("global flops / 8 devices" in n for n in est.notes)
+
+    def test_no_cost_leaves_compute_unknown(self):
+        r = dataclasses.replace(report(), cost=None)
+        est, _ = estimate_report(r, "v5e")
+        assert est.compute_seconds is None and est.mfu is None
+        assert est.bound == "communication"
+        assert any("compute time unknown" in n for n in est.notes)
+
+    def test_labelled_an_estimate(self):
+        est, _ = estimate_report(report(V5E_PEAK, 0.0), "v5e")
+        text = str(est)
+        assert text.startswith("estimate on TPU v5e 2x4 (8 chips, 2 hosts)")
+        assert "estimated step >= 1 s (compute-bound" in text
+
+
+class TestCollectives:
+    def test_trip_counts_multiply(self):
+        c = all_gather("ag", 10**8, MODEL)
+        once, colls = estimate_report(report(1.0, 1.0, (c,)), "v5e")
+        looped, _ = estimate_report(report(1.0, 1.0, (c,)), "v5e", trip_counts={"ag": 12})
+        assert looped.collective_seconds == pytest.approx(12 * once.collective_seconds)
+        assert any("counted once" in n for n in once.notes)
+        unknown, _ = estimate_report(report(1.0, 1.0, (c,)), "v5e", trip_counts={"ag": None})
+        assert unknown.collective_seconds == pytest.approx(once.collective_seconds)
+        assert any("loop count unknown for ag" in n for n in unknown.notes)
+
+    def test_combined_parts_share_one_latency_floor(self):
+        tiny = dict(kind="all-reduce")
+        parts = tuple(
+            dataclasses.replace(
+                all_gather(f"ar#{k}", 64, MODEL), combined=(k, 2), in_bytes=64, **tiny
+            )
+            for k in range(2)
+        )
+        alone = dataclasses.replace(parts[0], combined=None, name="ar")
+        _, colls = estimate_report(report(1.0, 1.0, parts), "v5e")
+        _, (single,) = estimate_report(report(1.0, 1.0, (alone,)), "v5e")
+        total = sum(c.estimated_seconds for c in colls)
+        assert total == pytest.approx(single.estimated_seconds)  # latency-bound: one floor
+        assert colls[0].estimated_seconds == pytest.approx(colls[1].estimated_seconds)
+
+    def test_cpu_devices_are_placed_and_it_is_said(self):
+        c = all_gather("ag", 10**8, MODEL)
+        r = with_estimate(report(1.0, 1.0, (c,)), "v5e")
+        assert "jax's device-id order" in r.target.placement
+        assert any("device-id order" in n for n in r.estimate.notes)
+        assert any("compiled for CPU" in n for n in r.estimate.notes)
+
+
+class TestWiring:
+    def test_no_target_on_cpu_changes_nothing(self):
+        r = dp_report()
+        est, colls = estimate_report(r)
+        assert est is None and colls == r.collectives
+        assert with_estimate(r) is r
+        assert all(c.estimated_seconds is None for c in r.collectives)
+
+    def test_with_estimate_fills_the_report_and_round_trips(self):
+        r = with_estimate(dp_report(), "v5e")
+        assert isinstance(r.estimate, Estimate)
+        assert r.target.name == "v5e:2x4"
+        assert all(
+            c.estimated_seconds is not None and c.estimated_seconds > 0 for c in r.collectives
+        )
+        assert Report.from_json(r.to_json()) == r
+
+    @pytest.mark.parametrize("target", ["h100", "a100", "v5p", "v6e", "v4", "v5e:4x4", "h100:1x8"])
+    def test_every_preset_estimates_the_dp_report(self, target):
+        r = with_estimate(dp_report(), target)
+        assert r.estimate.step_seconds > 0
+        assert math.isfinite(r.estimate.step_seconds)
+        assert r.estimate.bound in ("compute", "memory", "communication")
+
+    def test_a_hardware_of_your_own(self):
+        mine = dataclasses.replace(
+            hardware("v5e"), name="v5e at half clock", peak_flops_bf16=V5E_PEAK / 2
+        )
+        est, _ = estimate_report(report(V5E_PEAK, 0.0), mine)
+        assert est.compute_seconds == pytest.approx(2.0)
+        assert est.target.startswith("v5e at half clock")
+
+    def test_target_read_off_tpu_devices_with_two_cores_per_chip(self):
+        # v4 as libtpu lists it: two devices (cores) per chip, a 2x2x1 slice of 8 devices.
+        devs = tuple(
+            Device(2 * c + core, 0, "tpu", "TPU v4", coords=(c % 2, c // 2, 0), core_on_chip=core)
+            for c in range(4)
+            for core in range(2)
+        )
+        layout = MeshLayout(("data", "model"), (2, 4), devs)
+        est, _ = estimate_report(report(2.75e14, 0.0, layout=layout, platform="tpu"))
+        assert est is not None
+        assert est.compute_seconds == pytest.approx(2.0)  # half a chip's peak per device
+        assert est.hbm_bytes == 16 * GiB
+        assert est.target == "TPU v4 2x2x1 (4 chips, 1 host)"
+
+    def test_named_target_smaller_than_the_mesh_is_refused(self):
+        from shardviz.errors import HardwareError
+
+        with pytest.raises(HardwareError):
+            estimate_report(report(1.0, 1.0, layout=mesh(16, (4, 4))), "v5e:2x2")
+
+    def test_target_for_matches_the_mesh_size(self):
+        assert target_for("v5e", 8).name == "v5e:2x4"
+
+
+def test_estimates_need_no_jax():
+    from tests.without_jax import run_without_jax
+
+    out = run_without_jax(
+        """
+        import shardviz as sv
+        from shardviz.estimate import with_estimate, target_for
+        from tests.render.report_fixtures import dp_report
+        r = with_estimate(dp_report(), "v5e")
+        print(sv.hardware("h100").name, r.estimate.bound, target_for("v5p", 64).name)
+        """
+    )
+    assert out.split()[:3] == ["NVIDIA", "H100", "SXM"]
+    assert out.split()[-1] == "v5p:4x4x4"
+
+
+def test_a_cpu_cluster_of_your_own_uses_the_switched_model():
+    from shardviz.model import Hardware
+
+    cpu = Hardware("My CPU box", "cpu", 1e12, 64 * GiB, 1e11, 1e-5, 4, 1.25e9)
+    r = with_estimate(report(1e12, 0.0, (all_gather("ag", 10**8, MODEL),)), cpu)
+    assert r.target.shape == (2, 4)
+    assert r.collectives[0].estimated_seconds > 0
+    assert r.estimate.compute_seconds == pytest.approx(1.0)
