@@ -393,6 +393,9 @@ def sum_rule_str(m: MemoryReport) -> str | None:
 
 def status_line(report: Report) -> str:
     """``ran: compiled, run, timed and checked against one device`` or ``compile-only: …``."""
+    if report.deviceless:
+        what = report.target.label if report.target is not None else report.platform.upper()
+        return f"compiled for {what}, not run"
     if not report.ran:
         return "compile-only: compiled and analysed, not run (no timing, no check)"
     did = ["compiled", "run"]

@@ -13,7 +13,9 @@ from typing import Any
 
 import ipywidgets
 
+from shardviz.errors import CompileError, problem
 from shardviz.model import Comparison, Report
+from shardviz.render.report_text import status_line
 from shardviz.widgets.explorer import Explorer as ExplorerView
 from shardviz.widgets.live import LiveRun, live
 from shardviz.widgets.session import Connection, ExplorerSession, connect
@@ -75,13 +77,25 @@ class Explorer(ExplorerView):
 
         Raises:
             TypeError: the explorer shows a report, not a function.
+            CompileError: the program was compiled for devices that are not here (a
+                deviceless topology): there is nothing to train on.
         """
         if self.session is None or self.controls is None:
             raise TypeError(
                 "train() needs a function to run: build the explorer with "
                 "shardviz.Explorer(train_step, *args)"
             )
-        placed = self.session.build(self.controls.config)
+        if self.report.deviceless:
+            raise CompileError(
+                problem(
+                    "Explorer.train",
+                    f"the program is {status_line(self.report)}: its devices are not here",
+                    "train on devices this machine has (fake CPU devices, or the real TPU/GPU), "
+                    "or keep exploring the compiled program without running it",
+                )
+            )
+        config = self.controls.config
+        placed = self.session.build(config)
         if len(placed) < 2:
             raise TypeError(
                 "train() runs fn(*state, batch): the explored function needs at least two "
@@ -89,8 +103,9 @@ class Explorer(ExplorerView):
             )
         state = placed[0] if len(placed) == 2 else tuple(placed[:-1])
         name = getattr(self.session.fn, "__name__", "step")
-        return live(self.session.fn, state, placed[-1], steps=steps, every=every,
-                    title=title or f"training {name}")  # fmt: skip
+        with self.session.context(config):  # live carries the context mesh to its thread
+            return live(self.session.fn, state, placed[-1], steps=steps, every=every,
+                        title=title or f"training {name}")  # fmt: skip
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         """With controls: the controls above the panes; always a static ``text/html`` too."""
