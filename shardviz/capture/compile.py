@@ -147,6 +147,12 @@ def program_devices(compiled: Any) -> list[Any]:
     return [jax.devices()[0]]
 
 
+def is_compile_only(device: Any) -> bool:
+    """Whether a jax device exists only to compile for (a deviceless topology's)."""
+    client = getattr(device, "client", None)
+    return type(client).__name__ == "CompileOnlyPyClient"
+
+
 def program_platform(compiled: Any) -> str:
     """``cpu``, ``gpu`` or ``tpu``: the backend the program was compiled for (a deviceless
     TPU program compiles for TPU while jax's default backend is the CPU)."""

@@ -7,7 +7,7 @@ import inspect
 import os
 import statistics
 from collections import OrderedDict
-from dataclasses import replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import jax
@@ -17,7 +17,30 @@ from shardviz.errors import CompileError, problem
 from shardviz.model import Cost, MeshLayout, Report, Source, Timing, TreeLayout
 
 from . import hlo
-from .compile import Compiled, device_order, global_cost, lower_and_compile
+from .calls import (
+    CallPlan,
+    Filtered,
+    arrays_only,
+    context_mesh,
+    donated_flags,
+    equinox_jit,
+    is_jax_jit,
+    needs_filter,
+    needs_own_jit,
+    nnx_jit,
+    placed_for,
+    statics,
+)
+from .compile import (
+    Compiled,
+    device_order,
+    global_cost,
+    is_compile_only,
+    lower_and_compile,
+    per_device_cost,
+    program_devices,
+    program_platform,
+)
 from .layout import layout_tree
 from .memory import device_stats, memory_report
 from .mesh import mesh_layout
@@ -33,7 +56,8 @@ def clear_cache() -> None:
 
 
 def _fn_name(fn: Any) -> str:
-    plain = getattr(fn, "__wrapped__", fn)
+    eqx = equinox_jit(fn)
+    plain = eqx[0] if eqx else getattr(fn, "__wrapped__", fn)
     return getattr(plain, "__qualname__", None) or getattr(plain, "__name__", None) or repr(fn)
 
 
@@ -47,8 +71,11 @@ def _leaf_key(x: Any) -> Any:
     return ("value", type(x).__name__, x)
 
 
-def _key(fn: Any, args: tuple, jit_kwargs: dict) -> Any:
-    leaves, treedef = jax.tree.flatten(args)
+def _key(fn: Any, args: tuple, jit_kwargs: dict, kwargs: dict | None = None) -> Any:
+    """What makes a program: the function, its options, every array leaf's shape, dtype and
+    sharding, every other leaf's value (a static argument's new value is a new program) and
+    the context mesh (``with jax.set_mesh``: a bare ``P('data')`` inside resolves to it)."""
+    leaves, treedef = jax.tree.flatten((args, kwargs or {}))
     try:
         kw = tuple(sorted(jit_kwargs.items()))
         hash(kw)
@@ -56,12 +83,15 @@ def _key(fn: Any, args: tuple, jit_kwargs: dict) -> Any:
         kw = repr(sorted(jit_kwargs.items()))
     # The partitioner in use changes the program for the same function and shardings.
     partitioner = bool(getattr(jax.config, "jax_use_shardy_partitioner", True))
-    return (fn, kw, treedef, tuple(_leaf_key(x) for x in leaves), partitioner)
+    leaf_keys = tuple(_leaf_key(x) for x in leaves)
+    return (fn, kw, treedef, leaf_keys, partitioner, context_mesh())
 
 
-def _named_args(fn: Any, args: tuple) -> dict[str, Any]:
-    """The arguments by parameter name (``params``, ``opt_state``, ``batch``...) for leaf paths."""
-    plain = getattr(fn, "__wrapped__", fn)
+def _named_args(fn: Any, args: tuple, kwargs: dict | None = None) -> dict[str, Any]:
+    """The arguments by parameter name (``params``, ``opt_state``, ``batch``...) for leaf paths;
+    keyword arguments by their keyword."""
+    eqx = equinox_jit(fn)
+    plain = eqx[0] if eqx else getattr(fn, "__wrapped__", fn)
     try:
         names = list(inspect.signature(plain).parameters)
     except (TypeError, ValueError):
@@ -70,6 +100,8 @@ def _named_args(fn: Any, args: tuple) -> dict[str, Any]:
     for i, a in enumerate(args):
         name = names[i] if i < len(names) and not names[i].startswith("*") else f"arg{i}"
         out[name if name not in out else f"arg{i}"] = a
+    for name, value in (kwargs or {}).items():
+        out[name if name not in out else f"kwarg_{name}"] = value
     return out
 
 
@@ -99,14 +131,7 @@ def _outputs(lowered: Any, compiled: Any) -> TreeLayout:
 
 def _cost(comp: Compiled) -> Cost | None:
     """Per device from the compiled program; global from the program before partitioning."""
-    try:
-        per_dev = comp.compiled.cost_analysis()
-    except Exception:  # some backends raise instead of returning None
-        per_dev = None
-    if isinstance(per_dev, list | tuple):
-        per_dev = per_dev[0] if per_dev else None
-    if not isinstance(per_dev, dict):
-        per_dev = None
+    per_dev = per_device_cost(comp)
     glob = global_cost(comp)
     if per_dev is None and glob is None:
         return None
@@ -122,21 +147,77 @@ def _cost(comp: Compiled) -> Cost | None:
     )
 
 
-def _analyse(fn: Any, args: tuple, jit_kwargs: dict) -> tuple[Compiled, Report]:
-    comp = compile_program(fn, args, jit_kwargs)
+def _analyse(
+    fn: Any, args: tuple, jit_kwargs: dict, kwargs: dict | None = None
+) -> tuple[Compiled, Report]:
+    comp = compile_program(fn, args, jit_kwargs, kwargs)
     return comp, analyse_program(fn, args, comp)
 
 
-def compile_program(fn: Any, args: tuple, jit_kwargs: dict) -> Compiled:
-    """The first half of :func:`explain`: jit, lower and compile, with the dump captured."""
+@dataclass
+class Program(Compiled):
+    """A compiled program and how a call of the user's function maps onto it."""
+
+    plan: CallPlan = field(default_factory=CallPlan)
+
+
+def plan_of(comp: Compiled) -> CallPlan:
+    """How to call ``comp`` (a program compiled elsewhere takes the arguments as they are)."""
+    return comp.plan if isinstance(comp, Program) else CallPlan()
+
+
+def _jit(fn: Any, args: tuple, kwargs: dict, jit_kwargs: dict) -> tuple[Any, CallPlan]:
+    """The jitted function to lower, and how to call it (the plan's ``donated`` not yet known).
+
+    A ``jax.jit`` function that donates or has static arguments, with no options given here,
+    is lowered as it is (so they hold); others are jitted again, as before. An
+    ``equinox.filter_jit`` function is unwrapped and jitted the filter way (array leaves
+    traced, every other leaf static), keeping its donation; so is a function whose arguments
+    hold leaves ``jax.jit`` cannot take (functions, strings). A
+    ``flax.nnx.jit`` function is unwrapped and made functional: the program also returns the
+    modules it was given, so their in-place updates are in it (its own jit options are not
+    used: pass them to ``explain``).
+    """
+    eqx, nnx = equinox_jit(fn), nnx_jit(fn)
+    target, options = (eqx[0], _eqx_donation(eqx[1], len(args))) if eqx else (nnx or fn, {})
+    options = {**options, **jit_kwargs}
+    # Another jit around a jax.jit function keeps its shardings (and its name in the HLO's
+    # metadata) but inlines away its donation and static arguments: those are lowered as is.
+    jitted = fn if needs_own_jit(fn) and not jit_kwargs else jax.jit(target, **options)
+    nums, names = statics(jitted, options)
+    plan = CallPlan(static_argnums=nums, static_argnames=names, returns_args=nnx is not None)
+    if eqx is None and not needs_filter(args, kwargs, nums, names):
+        return jitted, plan
+    plain = getattr(target, "__wrapped__", target) if is_jax_jit(target) else target
+    filtered = Filtered(plain, args, kwargs)
+    return jax.jit(filtered, **options), replace(plan, filtered=filtered)
+
+
+def _eqx_donation(donate: dict[str, bool], n_args: int) -> dict[str, Any]:
+    """``equinox.filter_jit``'s ``donate=`` as ``donate_argnums``."""
+    first = [0] if donate["donate_first"] and n_args else []
+    rest = list(range(1, n_args)) if donate["donate_rest"] else []
+    return {"donate_argnums": tuple(first + rest)} if first or rest else {}
+
+
+def compile_program(fn: Any, args: tuple, jit_kwargs: dict, kwargs: dict | None = None) -> Program:
+    """The first half of :func:`explain`: jit, lower and compile, with the dump captured.
+
+    The result also says how to call the program (a :class:`~shardviz.capture.calls.CallPlan`:
+    static arguments left out, non-array leaves closed over, which inputs are donated).
+    """
     name = _fn_name(fn)
+    kwargs = kwargs or {}
     try:
-        jitted = jax.jit(fn, **jit_kwargs)
+        jitted, plan = _jit(fn, args, kwargs, jit_kwargs)
     except Exception as err:
         raise CompileError(
             problem(f"function {name!r}", f"jax.jit refused it ({err})", "check the jit options")
         ) from err
-    return lower_and_compile(jitted, args, {}, name)
+    lower_args, lower_kwargs = plan.lower_args(args, kwargs)
+    comp = lower_and_compile(jitted, lower_args, lower_kwargs, name)
+    plan = replace(plan, donated=donated_flags(comp.lowered))
+    return Program(**{f.name: getattr(comp, f.name) for f in fields(comp)}, plan=plan)
 
 
 def analyse_program(fn: Any, args: tuple, comp: Compiled) -> Report:
@@ -151,6 +232,9 @@ def analyse_program(fn: Any, args: tuple, comp: Compiled) -> Report:
     notes: list[str] = []
     try:
         collectives = hlo.collectives(comp.hlo_text, device_ids=ids, mesh=mesh)
+        if comp.partitioned_text:  # TPU/GPU: what their rewrites lost (see with_partitioned)
+            twins = hlo.collectives(comp.partitioned_text, device_ids=ids, mesh=mesh)
+            collectives = hlo.with_partitioned(collectives, twins)
     except hlo.HloParseError as err:  # a format this jax version prints that we do not know
         collectives = ()
         notes.append(f"the collective ledger is empty: shardviz could not read the HLO ({err})")
@@ -166,20 +250,29 @@ def analyse_program(fn: Any, args: tuple, comp: Compiled) -> Report:
     collectives = _trim_sources(hlo.link_reshards(collectives, intermediates))
     intermediates = _trim_sources(intermediates)
     arguments = layout_tree(_named_args(fn, args), skip_non_arrays=True)
+    platform = program_platform(comp.compiled)
+    devices = program_devices(comp.compiled)
     return Report(
         function=name,
-        platform=jax.default_backend(),
+        platform=platform,
         mesh=mesh,
         arguments=arguments,
         outputs=_outputs(comp.lowered, comp.compiled),
         collectives=collectives,
         intermediates=intermediates,
-        memory=memory_report(comp.compiled, arguments),
+        memory=memory_report(
+            comp.compiled,
+            arguments,
+            platform,
+            comp.buffer_assignment,
+            comp.memory_usage_report,
+        ),
         cost=_cost(comp),
         timing=None,
         check=None,
         ran=False,
         notes=tuple(notes),
+        deviceless=is_compile_only(devices[0]),
     )
 
 
@@ -232,10 +325,17 @@ def _participants(report: Report) -> int:
     return most
 
 
-def remember_program(fn: Any, args: tuple, jit_kwargs: dict, comp: Compiled, report: Report):
+def remember_program(
+    fn: Any,
+    args: tuple,
+    jit_kwargs: dict,
+    comp: Compiled,
+    report: Report,
+    kwargs: dict | None = None,
+) -> None:
     """Keep a compiled program and its report: a later :func:`explain` of the same function,
     shapes and shardings (real arrays or ``ShapeDtypeStruct``s) reuses them."""
-    _cache[_key(fn, args, jit_kwargs)] = (comp, report)
+    _cache[_key(fn, args, jit_kwargs, kwargs)] = (comp, report)
     while len(_cache) > _CACHE_SIZE:
         _cache.popitem(last=False)
 
@@ -248,12 +348,28 @@ def explain(
     profile: bool = False,
     check: bool = True,
     reference: Any = None,
+    kwargs: dict[str, Any] | None = None,
     **jit_kwargs: Any,
 ) -> Report:
     """Compile ``fn`` on its (sharded) arguments, explain the result, and run it for real.
 
+    Training steps as users write them work as they are:
+
+    - **Donation** (``donate_argnums``/``donate_argnames`` here, or a ``jax.jit(step,
+      donate_argnums=0)`` passed as it is): every run gets fresh copies of the donated
+      arguments, made outside the timed region, so no buffer is donated twice and your arrays
+      stay alive. ``report.memory.alias_bytes`` shows the bytes the outputs reuse.
+    - **Static arguments** (``static_argnums``/``static_argnames``, or the jitted function's
+      own): compiled in; another value is another program. Pass keyword arguments of ``fn``
+      as ``kwargs={"n": 3}`` (``explain``'s own keywords are jit options).
+    - **``equinox.filter_jit``** functions, and arguments holding leaves ``jax.jit`` cannot
+      take (an activation function in an ``eqx.Module``): jitted the filter way, array leaves
+      traced and every other leaf static (its ``donate=`` is kept).
+    - **``with jax.set_mesh(mesh):``** around the call: the program compiles under it, and the
+      single-device check runs on a one-device mesh with the same axis names.
+
     Args:
-        fn: a function or an already-jitted one.
+        fn: a function or an already-jitted one (``jax.jit`` or ``equinox.filter_jit``).
         *args: its arguments: real arrays (placed with shardings) or ``jax.ShapeDtypeStruct``
             with shardings (then nothing can run; the report says so).
         run: run the compiled program: first run, then ``steps`` timed steps.
@@ -262,15 +378,18 @@ def explain(
         check: compare the outputs with an unsharded single-device run.
         reference: the function to run for that check (default ``fn`` itself); give an
             unconstrained twin when ``fn`` pins shardings inside (constraints, shard_map).
-        **jit_kwargs: passed to ``jax.jit`` (``in_shardings``, ``donate_argnums``, ...).
+        kwargs: keyword arguments for ``fn`` (their arrays are not listed in
+            ``report.arguments``: pass arrays positionally to see their layouts).
+        **jit_kwargs: passed to ``jax.jit`` (``in_shardings``, ``donate_argnums``,
+            ``static_argnums``, ...).
 
     Returns:
-        A :class:`~shardviz.model.Report`. Repeated calls with the same function, shapes and
-        shardings reuse the compiled program.
+        A :class:`~shardviz.model.Report`. Repeated calls with the same function, shapes,
+        shardings and static values reuse the compiled program.
     """
     report, _, _ = explain_run(
         fn, *args, run=run, steps=steps, profile=profile, check=check, reference=reference,
-        **jit_kwargs,
+        kwargs=kwargs, **jit_kwargs,
     )  # fmt: skip
     return report
 
@@ -283,20 +402,22 @@ def explain_run(
     profile: bool = False,
     check: bool = True,
     reference: Any = None,
+    kwargs: dict[str, Any] | None = None,
     **jit_kwargs: Any,
 ) -> tuple[Report, Any, Any]:
     """:func:`explain`, also returning the sharded outputs and the reference outputs (or None)."""
-    key = _key(fn, args, jit_kwargs)
+    kwargs = dict(kwargs or {})
+    key = _key(fn, args, jit_kwargs, kwargs)
     if key in _cache:
         _cache.move_to_end(key)
         comp, base = _cache[key]
     else:
-        comp, base = _analyse(fn, args, jit_kwargs)
-        remember_program(fn, args, jit_kwargs, comp, base)
+        comp, base = _analyse(fn, args, jit_kwargs, kwargs)
+        remember_program(fn, args, jit_kwargs, comp, base, kwargs)
     if not run:
         return base, None, None
     notes: list[str] = list(base.notes)
-    if _is_abstract(args):
+    if _is_abstract((args, kwargs)):
         return _compile_only(
             base,
             (
@@ -314,17 +435,15 @@ def explain_run(
                 "(it would kill the kernel), so shardviz did not run it"
             ),
         )
-    donating = bool(jit_kwargs.get("donate_argnums") or jit_kwargs.get("donate_argnames"))
-    call = comp.compiled
+    plan = plan_of(comp)
+    call_args, call_kwargs = placed_for(comp.compiled, *plan.program_args(args, kwargs))
+    # A donating program kills its input buffers: each run gets fresh copies (never the
+    # caller's arrays), made before the clock starts.
+    fresh = plan.fresh(call_args, call_kwargs)
     name = base.function
-    if donating:
-
-        def call(*a: Any) -> Any:  # donated buffers die after each call: feed fresh copies
-            return comp.compiled(
-                *jax.tree.map(lambda x: x.copy() if isinstance(x, jax.Array) else x, a)
-            )
-
-    outputs, first, samples = run_steps(call, args, {}, max(1, steps), name)
+    raw, first, samples = run_steps(
+        comp.compiled, call_args, call_kwargs, max(1, steps), name, fresh=fresh
+    )
     timing = Timing(
         compile_seconds=comp.lower_seconds + comp.compile_seconds,
         first_run_seconds=first,
@@ -334,13 +453,13 @@ def explain_run(
     )
     chk, ref = None, None
     if check:
-        chk, why, ref = check_against_one_device(reference or fn, args, {}, outputs)
+        chk, why, ref = check_against_one_device(reference or fn, args, kwargs, arrays_only(raw))
         if why:
             notes.append(why)
     prof = None
     if profile:
         module = comp.hlo_text.split(None, 2)[1].rstrip(",") if comp.hlo_text else ""
-        prof = profile_ops(call, args, {}, module)
+        prof = profile_ops(comp.compiled, call_args, call_kwargs, module, fresh=fresh)
         if prof and prof[0].illustrative:
             notes.append(
                 "profile on fake CPU devices: threads stand in for devices, so collective "
@@ -354,7 +473,7 @@ def explain_run(
     report = replace(
         base, timing=timing, check=chk, profile=prof, ran=True, memory=memory, notes=tuple(notes)
     )
-    return report, outputs, ref
+    return report, plan.outputs(raw), ref
 
 
 def _compile_only(base: Report, note: str) -> tuple[Report, None, None]:

@@ -9,6 +9,7 @@ import statistics
 import tempfile
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -16,6 +17,16 @@ import numpy as np
 
 from shardviz.errors import CompileError, problem
 from shardviz.model import Check, OpTiming
+
+from .calls import (
+    Filtered,
+    arrays_only,
+    context_mesh,
+    in_mesh,
+    is_array,
+    one_device_like,
+    plain_function,
+)
 
 #: Executing a collective with more participants than this on CPU aborts the whole process
 #: (a rendezvous timeout, then SIGABRT): a notebook kernel would die. Measured on jax 0.10.2.
@@ -26,16 +37,27 @@ def _block(tree: Any) -> Any:
     return jax.block_until_ready(tree)
 
 
-def run_steps(call: Any, args: tuple, kwargs: dict, steps: int, fn_name: str):
-    """Run once (first run) then ``steps`` more; return outputs, first seconds, step samples."""
+Fresh = Callable[[], tuple[tuple, dict]]
+
+
+def run_steps(
+    call: Any, args: tuple, kwargs: dict, steps: int, fn_name: str, *, fresh: Fresh | None = None
+):
+    """Run once (first run) then ``steps`` more; return outputs, first seconds, step samples.
+
+    ``fresh`` (for a program that donates its inputs) gives new ``(args, kwargs)`` for each
+    run, made before the clock starts: a donated buffer is never passed twice.
+    """
     try:
+        a, k = fresh() if fresh else (args, kwargs)
         t0 = time.perf_counter()
-        out = _block(call(*args, **kwargs))
+        out = _block(call(*a, **k))
         first = time.perf_counter() - t0
         samples = []
         for _ in range(steps):
+            a, k = fresh() if fresh else (args, kwargs)
             t0 = time.perf_counter()
-            _block(call(*args, **kwargs))
+            _block(call(*a, **k))
             samples.append(time.perf_counter() - t0)
     except Exception as err:
         text = str(err)
@@ -72,6 +94,39 @@ def _tolerance(dtype: np.dtype) -> float:
     return 2e-2  # bf16 / f16: sums in another order differ by more
 
 
+def first_line(err: BaseException, limit: int = 300) -> str:
+    """An error's first line, cut at a word boundary when longer than ``limit``."""
+    text = str(err).strip()
+    line = text.splitlines()[0] if text else ""
+    if len(line) <= limit:
+        return line
+    cut = line[:limit].rsplit(" ", 1)[0]
+    return cut + " ..."
+
+
+def reference_outputs(fn: Any, args: tuple, kwargs: dict) -> Any:
+    """``fn`` run unsharded on one device: array leaves moved there, every other leaf (static
+    arguments, an activation function in a module) compiled in; outputs as
+    :func:`~shardviz.capture.calls.arrays_only`.
+
+    Under ``with jax.set_mesh(mesh):`` the context mesh would pull the run back onto the
+    mesh's devices; it runs under a one-device mesh with the same axis names instead, so a
+    bare ``P('data')`` inside still resolves (and splits nothing).
+    """
+    device = jax.devices()[0]
+    a, k = _to_single_device(args, device), _to_single_device(kwargs, device)
+    plain = plain_function(fn)
+    if all(is_array(x) for x in jax.tree.leaves((a, k))):
+        program = jax.jit(plain)  # the same function each time: jax's own cache serves repeats
+    else:
+        program = jax.jit(Filtered(plain, a, k))
+        a, k = arrays_only(a), arrays_only(k)
+    mesh = context_mesh()
+    with in_mesh(one_device_like(mesh, device) if mesh is not None else None):
+        out = program(*a, **k)
+    return _block(out)
+
+
 def check_against_one_device(
     fn: Any, args: tuple, kwargs: dict, outputs: Any
 ) -> tuple[Check | None, str | None, Any]:
@@ -81,17 +136,13 @@ def check_against_one_device(
     shardings to a mesh inside, as ``shard_map`` and sharding constraints do) and the
     reference outputs.
     """
-    plain = getattr(fn, "__wrapped__", fn)
-    device = jax.devices()[0]
     try:
-        ref = _block(
-            jax.jit(plain)(*_to_single_device(args, device), **_to_single_device(kwargs, device))
-        )
+        ref = reference_outputs(fn, args, kwargs)
     except Exception as err:  # the function may only make sense on its mesh
         return (
             None,
             "no single-device check: the function does not run unsharded on one device "
-            f"({type(err).__name__}: {str(err).splitlines()[0][:200] if str(err) else ''}); "
+            f"({type(err).__name__}: {first_line(err)}); "
             "pass reference= an unconstrained version of it",
             None,
         )
@@ -127,19 +178,27 @@ def compare_outputs(outputs: Any, ref: Any) -> Check | None:
 
 
 def profile_ops(
-    call: Any, args: tuple, kwargs: dict, module_name: str, steps: int = 3
+    call: Any,
+    args: tuple,
+    kwargs: dict,
+    module_name: str,
+    steps: int = 3,
+    *,
+    fresh: Fresh | None = None,
 ) -> tuple[OpTiming, ...]:
     """Trace a few runs with ``jax.profiler`` and return each HLO op's median duration.
 
     Durations come from the op events of the trace (matched to the compiled module's name);
     on CPU the threads stand in for devices, so collective times are mostly waiting and are
-    marked illustrative.
+    marked illustrative. ``fresh`` is as for :func:`run_steps` (all copies are made before
+    the trace starts).
     """
+    calls = [fresh() if fresh else (args, kwargs) for _ in range(steps)]
     folder = tempfile.mkdtemp(prefix="shardviz-profile-")
     try:
         with jax.profiler.trace(folder):
-            for _ in range(steps):
-                _block(call(*args, **kwargs))
+            for a, k in calls:
+                _block(call(*a, **k))
         files = glob.glob(os.path.join(folder, "**", "*.xplane.pb"), recursive=True)
         if not files:
             return ()
