@@ -14,6 +14,10 @@ The step-function convention (the one rule to know):
 - ``step_fn(*state, batch)`` returns ``(*new_state, loss)``: the new state in the same order,
   then the scalar loss. ``run.state`` has the same form as the ``state`` given.
 
+A donating step (``jax.jit(step, donate_argnums=...)`` or ``equinox.filter_jit(donate=...)``)
+runs as a training loop does: the state given is copied once (so the caller's arrays stay
+alive), then each step's outputs feed the next; a donated batch is copied every step.
+
 The step is jitted (unless it is already a ``jax.jit`` function) and called with its results
 blocked on, so each step time is the real one; the first step includes tracing and compiling
 and is marked as such. Synced state is plain JSON (lists of numbers; a non-finite loss is sent
@@ -36,6 +40,7 @@ import jax
 import numpy as np
 import traitlets
 
+from shardviz.capture.calls import copy_arrays, donated_positions
 from shardviz.capture.memory import analysis_bytes, memory_stats, peak_bytes
 from shardviz.errors import problem
 from shardviz.render.colors import device_color
@@ -549,6 +554,15 @@ class LiveRun:
         self._tuple_state = type(state) is tuple
         self._state_args: tuple = state if self._tuple_state else (state,)
         self._jitted = step_fn if hasattr(step_fn, "lower") else jax.jit(step_fn)
+        n_args = len(self._state_args) + 1
+        self._donated = donated_positions(self._jitted, n_args)
+        # A donating step deletes its inputs: the caller's state is copied once (the steps
+        # then thread their own outputs), and a donated batch is copied every step (one batch
+        # may be reused, and a buffer donated twice crashes the process).
+        self._state_args = tuple(
+            copy_arrays(x) if i in self._donated else x for i, x in enumerate(self._state_args)
+        )
+        self._copy_batch = n_args - 1 in self._donated
         self._next_batch = batch_source(batches)
         self._steps = steps
         self._every = every
@@ -689,6 +703,8 @@ class LiveRun:
 
     def _step(self, i: int, batch: Any) -> None:
         """One step: call, block, time; keep the new state, loss and time."""
+        if self._copy_batch:
+            batch = copy_arrays(batch)
         args = (*self._state_args, batch)
         specs = abstract(args) if i == 0 else None
         t0 = time.perf_counter()

@@ -8,15 +8,17 @@ wires controls -> background run (newest wins) -> explorer.
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from typing import Any, Protocol
 
 import jax
 import numpy as np
-from jax.sharding import NamedSharding
+from jax.sharding import AxisType, NamedSharding
 
+from shardviz.capture.calls import context_mesh, in_mesh
 from shardviz.capture.explain import _named_args, explain
 from shardviz.capture.layout import path_str
 from shardviz.capture.mesh import Mesh, mark_sharding
@@ -39,11 +41,16 @@ class ExplorerLike(Protocol):
     def show(self, report: Any) -> None: ...
 
 
+#: Argument names that hold a model's parameters in Flax NNX and Equinox steps.
+_MODEL_NAMES = ("model", "module", "net", "network")
+
+
 def role_of(arg_name: str) -> str:
-    """Which rules of a strategy place an argument: ``params``-like names get the parameter
-    rules, ``opt``-names the optimizer rules, everything else (inputs) the batch rules."""
+    """Which rules of a strategy place an argument: ``params``-like and model-like names
+    (``model``, ``net``: an NNX or Equinox module) get the parameter rules, ``opt``-names the
+    optimizer rules, everything else (inputs) the batch rules."""
     name = arg_name.lower()
-    if "param" in name:
+    if "param" in name or name in _MODEL_NAMES or name.endswith("_model"):
         return "params"
     if name.startswith("opt"):
         return "optimizer"
@@ -71,6 +78,13 @@ class ExplorerSession:
         steps: timed steps per run.
         devices: the devices new meshes use: a count (the first ``n``), a list of device ids,
             or None for the devices of the arguments' mesh (all devices if none is placed).
+
+    Made inside ``with jax.set_mesh(mesh):``, the session keeps that context for its runs
+    (which happen on other threads, where jax's mesh context does not follow): each
+    configuration runs with its own mesh as the context mesh, with the context mesh's axis
+    types (Explicit axes stay Explicit), so ``P('data')`` inside the function resolves.
+    A donating step (``jax.jit(step, donate_argnums=0)``) is run on copies by ``explain``:
+    the arguments given stay alive.
     """
 
     def __init__(
@@ -86,6 +100,7 @@ class ExplorerSession:
         #: Leaf path -> shape of every array leaf, in argument order.
         self.shapes = {p: tuple(np.shape(x)) for p, x in self._flat if _is_array(x)}
         self._mesh = self._first_mesh()
+        self._context = context_mesh()  # jax's mesh context is per thread: keep it
         self.device_ids = self._device_ids(devices)
         self._lock = threading.Lock()  # one compile/run at a time; stale waiters then stop
 
@@ -104,6 +119,9 @@ class ExplorerSession:
             return tuple(range(devices))
         if devices is not None:
             return tuple(int(i) for i in devices)
+        if self._mesh is None and self._context is not None:
+            position = {d.id: i for i, d in enumerate(everything)}
+            return tuple(position[d.id] for d in self._context.devices.flat)
         if self._mesh is None:
             return tuple(range(len(everything)))
         position = {d.id: i for i, d in enumerate(everything)}
@@ -121,7 +139,10 @@ class ExplorerSession:
     def initial_config(self) -> Config:
         """The mesh, axis names and specs the arguments carry now (leaves not on the first
         named mesh are replicated; with no placed leaf, one ``data`` axis over all devices)."""
-        if self._mesh is None:
+        if self._mesh is None and self._context is not None:
+            shape = tuple(int(s) for s in self._context.devices.shape)
+            names = tuple(str(n) for n in self._context.axis_names)
+        elif self._mesh is None:
             shape, names = (len(self.device_ids),), ("data",)
         else:
             shape = tuple(int(s) for s in self._mesh.devices.shape)
@@ -161,8 +182,21 @@ class ExplorerSession:
         return self.strategy_specs(config.mesh_shape, config.axis_names, config.strategy)
 
     def mesh(self, config: Config) -> Mesh:
-        """The configuration's mesh over the session's devices (MeshError if it does not fit)."""
-        return Mesh(self.device_ids, config.mesh_shape, config.axis_names)
+        """The configuration's mesh over the session's devices (MeshError if it does not fit);
+        its axes are Explicit when the context mesh the session was made in had Explicit axes."""
+        explicit = self._context is not None and AxisType.Explicit in self._context.axis_types
+        kind = "explicit" if explicit else "auto"
+        return Mesh(self.device_ids, config.mesh_shape, config.axis_names, axis_types=kind)
+
+    @contextlib.contextmanager
+    def context(self, config: Config) -> Iterator[None]:
+        """Run the block under the configuration's mesh as the context mesh, when the session
+        was made under one (``with jax.set_mesh``); otherwise change nothing."""
+        if self._context is None:
+            yield
+            return
+        with in_mesh(self.mesh(config).jax_mesh):
+            yield
 
     def build(self, config: Config) -> tuple:
         """The arguments re-placed on the configuration's mesh with its specs.
@@ -186,7 +220,7 @@ class ExplorerSession:
         With a :class:`~shardviz.widgets.background.Stage` (from :class:`Latest`), reports
         "compiling" then "running", and stops early once a newer request was submitted.
         """
-        with self._lock:
+        with self._lock, self.context(config):
             if stage is not None:
                 stage(COMPILING)
             placed = self.build(config)
