@@ -10,12 +10,12 @@ DEVICES ?= 8
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet -e '.[dev,tpu,gpu]'
 	touch $(STAMP)
 
 venv: $(STAMP)
 
-## demo: install, then run the main job on $(DEVICES) fake CPU devices -> shardviz-demo.html
+## demo: install (with the tpu and gpu extras for deviceless compiles), then run the main job on $(DEVICES) fake CPU devices -> shardviz-demo.html
 demo: $(STAMP)
 	$(PY) -m shardviz demo --devices $(DEVICES) --out shardviz-demo.html
 

@@ -26,6 +26,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 
 from shardviz.errors import ShardvizError, problem
@@ -171,6 +172,92 @@ class Model:
             info=facts,
             description=description or "a user model",
         )
+
+    @classmethod
+    def from_nnx(
+        cls,
+        name: str,
+        model: Any,
+        loss: Callable[[Any, Batch], jax.Array],
+        batch: Batch,
+        *,
+        description: str = "",
+    ) -> Model:
+        """A Flax NNX module as a :class:`Model` (its current values are the start).
+
+        The parameters are the module's ``nnx.Param`` values as a nested dict (leaf paths
+        such as ``l1/kernel``, for sharding rules), copied to the host so each strategy
+        places them itself; the rest of its state (batch statistics, RNG keys) is kept as
+        it is, outside training. The three lines it stands for::
+
+            graphdef, params, rest = nnx.split(model, nnx.Param, ...)
+            params = nnx.to_pure_dict(params)
+            Model.custom(name, params, lambda p, b: loss(nnx.merge(graphdef, p, rest), b), batch)
+
+        Args:
+          name: a short name for reports.
+          model: an ``nnx.Module``.
+          loss: ``(model, batch) -> scalar``.
+          batch: a pytree of arrays, or a function ``key -> batch``.
+        """
+        from flax import nnx  # optional: only for NNX models
+
+        graphdef, params, rest = nnx.split(model, nnx.Param, ...)
+        host = jax.tree.map(np.asarray, nnx.to_pure_dict(params))
+
+        def model_loss(p: Params, b: Batch) -> jax.Array:
+            return loss(nnx.merge(graphdef, p, rest), b)
+
+        return cls.custom(
+            name, host, model_loss, _host(batch), description=description or "a Flax NNX model"
+        )
+
+    @classmethod
+    def from_equinox(
+        cls,
+        name: str,
+        model: Any,
+        loss: Callable[[Any, Batch], jax.Array],
+        batch: Batch,
+        *,
+        description: str = "",
+    ) -> Model:
+        """An Equinox module as a :class:`Model` (its current values are the start).
+
+        The parameters are the module's array leaves (leaf paths such as ``layers/0/weight``),
+        copied to the host; its other leaves (activation functions, sizes) are kept aside and
+        put back for the loss. The three lines it stands for::
+
+            params, static = eqx.partition(model, eqx.is_array)
+            Model.custom(name, params, lambda p, b: loss(eqx.combine(p, static), b), batch)
+
+        Args:
+          name: a short name for reports.
+          model: an ``eqx.Module``.
+          loss: ``(model, batch) -> scalar``.
+          batch: a pytree of arrays, or a function ``key -> batch``.
+        """
+        import equinox as eqx  # optional: only for Equinox models
+
+        params, static = eqx.partition(model, eqx.is_array)
+        host = jax.tree.map(np.asarray, params)
+
+        def model_loss(p: Params, b: Batch) -> jax.Array:
+            return loss(eqx.combine(p, static), b)
+
+        # _constant: a module is callable, and custom() would take it for an init function
+        return cls.custom(
+            name,
+            _constant(host),
+            model_loss,
+            _host(batch),
+            description=description or "an Equinox model",
+        )
+
+
+def _host(tree: Any) -> Any:
+    """A pytree of arrays copied to the host (a function is kept: it makes the tree)."""
+    return tree if callable(tree) else jax.tree.map(np.asarray, tree)
 
 
 def _constant(tree: Any) -> Callable[[jax.Array], Any]:
