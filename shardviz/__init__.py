@@ -47,6 +47,9 @@ if TYPE_CHECKING:
     from shardviz.capture.mesh import mark_sharding as mark_sharding
     from shardviz.capture.mesh import mesh_split as mesh_split
     from shardviz.capture.mesh import named_sharding as named_sharding
+    from shardviz.capture.topology import Topology as Topology
+    from shardviz.capture.topology import TopologyError as TopologyError
+    from shardviz.capture.topology import topology as topology
     from shardviz.estimate.presets import hardware as hardware
     from shardviz.strategies.rules import RuleSet as RuleSet
     from shardviz.strategies.runner import compare as compare
@@ -79,6 +82,9 @@ _LAZY = {
     "layout_of": "shardviz.capture.layout",
     "layout_tree": "shardviz.capture.layout",
     "hardware": "shardviz.estimate.presets",
+    "topology": "shardviz.capture.topology",
+    "Topology": "shardviz.capture.topology",
+    "TopologyError": "shardviz.capture.topology",
 }
 
 __all__ = [
@@ -116,6 +122,8 @@ __all__ = [
     "SpecError",
     "Target",
     "Tile",
+    "Topology",
+    "TopologyError",
     "TreeLayout",
     "format_spec",
     "hardware",
@@ -125,6 +133,7 @@ __all__ = [
     "mark_sharding",
     "mesh_split",
     "named_sharding",
+    "topology",
     "use_cpu_devices",
 ]
 

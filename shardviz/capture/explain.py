@@ -13,7 +13,8 @@ from typing import Any
 import jax
 from jax.sharding import NamedSharding
 
-from shardviz.errors import CompileError, problem
+from shardviz.errors import CompileError, ShardvizError, problem
+from shardviz.estimate.step import with_estimate
 from shardviz.model import Cost, MeshLayout, Report, Source, Timing, TreeLayout
 
 from . import hlo
@@ -45,6 +46,7 @@ from .layout import layout_tree
 from .memory import device_stats, memory_report
 from .mesh import mesh_layout
 from .run import CPU_MAX_PARTICIPANTS, check_against_one_device, profile_ops, run_steps
+from .topology import topology_of
 
 _CACHE_SIZE = 32
 _cache: OrderedDict[Any, tuple[Compiled, Report]] = OrderedDict()
@@ -349,6 +351,7 @@ def explain(
     check: bool = True,
     reference: Any = None,
     kwargs: dict[str, Any] | None = None,
+    target: Any = None,
     **jit_kwargs: Any,
 ) -> Report:
     """Compile ``fn`` on its (sharded) arguments, explain the result, and run it for real.
@@ -380,6 +383,11 @@ def explain(
             unconstrained twin when ``fn`` pins shardings inside (constraints, shard_map).
         kwargs: keyword arguments for ``fn`` (their arrays are not listed in
             ``report.arguments``: pass arrays positionally to see their layouts).
+        target: the hardware to estimate times and HBM fit on: a preset name (``"v5e"``,
+            ``"h100"``...), a topology name (``"v5e:4x4"``), a :class:`~shardviz.Hardware`
+            or :class:`~shardviz.Target`. Default: the devices' own (a topology's, or real
+            TPU/GPU devices); on fake CPU devices, none (``report.estimate`` is None). Given
+            on CPU devices, the estimate describes the same mesh on that hardware.
         **jit_kwargs: passed to ``jax.jit`` (``in_shardings``, ``donate_argnums``,
             ``static_argnums``, ...).
 
@@ -389,6 +397,7 @@ def explain(
     """
     report, _, _ = explain_run(
         fn, *args, run=run, steps=steps, profile=profile, check=check, reference=reference,
+        target=target,
         kwargs=kwargs, **jit_kwargs,
     )  # fmt: skip
     return report
@@ -403,6 +412,7 @@ def explain_run(
     check: bool = True,
     reference: Any = None,
     kwargs: dict[str, Any] | None = None,
+    target: Any = None,
     **jit_kwargs: Any,
 ) -> tuple[Report, Any, Any]:
     """:func:`explain`, also returning the sharded outputs and the reference outputs (or None)."""
@@ -414,9 +424,12 @@ def explain_run(
     else:
         comp, base = _analyse(fn, args, jit_kwargs, kwargs)
         remember_program(fn, args, jit_kwargs, comp, base, kwargs)
+    base = estimated(comp, base, target)
     if not run:
         return base, None, None
     notes: list[str] = list(base.notes)
+    if base.deviceless:  # the status line says what it was compiled for
+        return base, None, None
     if _is_abstract((args, kwargs)):
         return _compile_only(
             base,
@@ -474,6 +487,30 @@ def explain_run(
         base, timing=timing, check=chk, profile=prof, ran=True, memory=memory, notes=tuple(notes)
     )
     return report, plan.outputs(raw), ref
+
+
+def estimated(comp: Compiled, report: Report, target: Any = None) -> Report:
+    """``report`` with the estimate on ``target`` (see :func:`explain`), or on the devices'
+    own hardware; unchanged on fake CPU devices without a target.
+
+    A deviceless topology's own name is the target (its whole slice, so wraparound is judged
+    on the slice, not on the part of it a mesh uses).
+    """
+    if target is None:
+        topo = topology_of(program_devices(comp.compiled))
+        target = topo.target if topo is not None else None
+    if target is None and report.platform == "cpu":
+        return report
+    # Loops repeat their collectives: count them as many times as the loop runs.
+    # (Without a loop every collective runs once: no need to parse the module again.)
+    trips = hlo.collective_trip_counts(comp.hlo_text) if " while(" in comp.hlo_text else {}
+    try:
+        return with_estimate(report, target, trip_counts=trips)
+    except ShardvizError:
+        raise
+    except Exception as err:  # an estimate must never cost the user the report
+        note = f"no estimate: {type(err).__name__}: {err}"
+        return replace(report, notes=(*report.notes, note))
 
 
 def _compile_only(base: Report, note: str) -> tuple[Report, None, None]:

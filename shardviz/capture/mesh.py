@@ -229,6 +229,8 @@ def mesh_layout(mesh: MeshLike) -> MeshLayout:
 
 
 def _shape_of(x: Any) -> tuple[int, ...]:
+    if isinstance(x, jax.ShapeDtypeStruct):
+        return tuple(x.shape)
     return tuple(np.shape(x))
 
 
@@ -264,7 +266,8 @@ def mark_sharding(x: Any, mesh: MeshLike, partition_spec: Any, *, name: str = "a
     compiler follows (GSPMD's annotation), and uneven splits are allowed there (padded).
 
     Args:
-        x: a jax or numpy array (or a traced value inside ``jax.jit``).
+        x: a jax or numpy array (or a traced value inside ``jax.jit``), or a
+            ``jax.ShapeDtypeStruct`` (returned with the sharding: nothing is allocated).
         mesh: a :class:`Mesh` or ``jax.sharding.Mesh``.
         partition_spec: see above; a ``jax.sharding.PartitionSpec`` works too.
         name: what to call the array in error messages.
@@ -273,6 +276,8 @@ def mark_sharding(x: Any, mesh: MeshLike, partition_spec: Any, *, name: str = "a
     sharding = named_sharding(mesh, partition_spec, _shape_of(x), name=name, allow_uneven=traced)
     if traced:
         return jax.lax.with_sharding_constraint(x, sharding)
+    if isinstance(x, jax.ShapeDtypeStruct):  # a hypothetical array: the same, placed
+        return jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=sharding)
     return jax.device_put(x, sharding)
 
 

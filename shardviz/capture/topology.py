@@ -14,7 +14,7 @@ import importlib.util
 import math
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from shardviz.errors import ShardvizError, problem
@@ -27,9 +27,6 @@ TPU_KINDS = ("v4", "v5e", "v5p", "v6e")
 EXAMPLES = (
     '"v5e:4x4", "v5e:16x16", "v5p:2x2x2", "v6e:4x4", "v4:2x2x2", "h100:8", "h100:2x8", "a100:8"'
 )
-
-_TPU_LABEL = {"v4": "TPU v4", "v5e": "TPU v5e", "v5p": "TPU v5p", "v6e": "TPU v6e"}
-_GPU_LABEL = {"h100": "H100 SXM", "a100": "A100 SXM 80GB"}
 
 
 class TopologyError(ShardvizError, ValueError):
@@ -58,15 +55,14 @@ class Topology:
 
     @property
     def label(self) -> str:
-        """What the views print: ``TPU v5e 4x4 (16 chips, 4 hosts)``."""
-        n = len(self.devices)
+        """What the views print: ``TPU v5e 4x4 (16 chips, 4 hosts)`` (the target's label)."""
+        try:
+            return self.target.label
+        except ShardvizError:  # a chip shardviz has no figures for (e.g. v3)
+            pass
         hosts = f"{self.num_hosts} host{'s' if self.num_hosts != 1 else ''}"
-        if self.platform == "tpu":
-            chips = len({tuple(d.coords) for d in self.devices})
-            per = f"{n} devices on {chips} chips" if chips != n else f"{n} chips"
-            shape = "x".join(map(str, self.shape))
-            return f"{_TPU_LABEL.get(self.kind, 'TPU ' + self.kind)} {shape} ({per}, {hosts})"
-        return f"{_GPU_LABEL.get(self.kind, self.kind.upper())} x {n} ({hosts})"
+        shape = "x".join(map(str, self.shape))
+        return f"{self.platform.upper()} {self.kind} {shape} ({len(self.devices)} devices, {hosts})"
 
     @property
     def hardware(self) -> Any:
@@ -77,6 +73,15 @@ class Topology:
             return hardware(self.kind)
         except ShardvizError:
             return None
+
+    @property
+    def target(self) -> Any:
+        """The :class:`~shardviz.Target` estimates on this topology are made for."""
+        from shardviz.estimate.targets import target_for
+
+        target = target_for(self.name)
+        per_chip = len(self.devices) // max(1, target.chips)
+        return replace(target, devices_per_chip=per_chip) if per_chip > 1 else target
 
     def __repr__(self) -> str:
         return f"<Topology {self.name}: {self.label}>"

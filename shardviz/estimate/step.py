@@ -174,9 +174,9 @@ def _estimate(
     mfu = compute / step if compute is not None and step > 0 else None
 
     mem = report.memory
-    peak_bytes = max(mem.peak_bytes, mem.compiler_peak_bytes or 0)
-    if mem.compiler_peak_bytes is not None and mem.compiler_peak_bytes > mem.peak_bytes:
-        notes.append("peak memory is the compiler's figure (larger than argument+output+temp)")
+    # The report's peak is already each backend's right figure (capture.memory.peak_rule):
+    # the TPU compiler's own peak, larger, also counts on-chip VMEM, which is not HBM.
+    peak_bytes = mem.peak_bytes
     if report.platform == "cpu":
         notes.append("memory and cost come from the CPU compile; the target's compiler may differ")
     estimate = Estimate(

@@ -154,8 +154,10 @@ class DeviceMemory:
     bytes_limit: int | None = None
 
 
-#: The CPU's peak rule, as the views print it (TPU and GPU take the compiler's own peak).
+#: The CPU's peak rule, as the views print it.
 CPU_PEAK = "argument + output - alias + temp"
+#: The TPU's: what its buffer assignment allocates in HBM (see capture.memory.peak_rule).
+TPU_PEAK = "HBM allocated by the TPU compiler's buffer assignment"
 
 
 @dataclass(frozen=True)
@@ -164,8 +166,9 @@ class MemoryReport:
 
     ``peak_bytes`` depends on the backend, and ``peak_definition`` says which it is. On CPU it
     is ``argument + output - alias + temp`` (the CPU compiler's own peak figure, kept in
-    ``compiler_peak_bytes``, leaves temp out). On TPU and GPU it is the compiler's own peak
-    (the TPU compiler reports temp as 0 there, so the sum would be far too low).
+    ``compiler_peak_bytes``, leaves temp out). On TPU it is the HBM the compiler's buffer
+    assignment allocates (the TPU compiler reports temp as 0, so the sum is too low, and its
+    own peak also counts on-chip VMEM). On GPU it is the compiler's own peak.
 
     TPU and GPU programs also carry the compiler's buffer assignment: ``assigned`` is the
     bytes it places in the default memory space (HBM) by role (``argument``, ``output``,

@@ -18,13 +18,17 @@ from jax.sharding import NamedSharding, PartitionSpec
 from shardviz.capture.explain import (
     analyse_program,
     compile_program,
+    estimated,
     explain_run,
     remember_program,
 )
 from shardviz.capture.layout import layout_of
 from shardviz.capture.mesh import Mesh, as_jax_mesh, mesh_layout
 from shardviz.capture.run import compare_outputs
+from shardviz.capture.topology import Topology, topology, topology_of
 from shardviz.errors import ShardvizError, problem
+from shardviz.estimate.presets import hardware
+from shardviz.estimate.step import with_estimate
 from shardviz.model import (
     CollectiveSummary,
     Comparison,
@@ -124,11 +128,13 @@ def _memory(report: Report, grads: int) -> MemoryBreakdown:
     by_role: dict[str, int] = defaultdict(int)
     for leaf in m.by_leaf:
         by_role[_ROLES.get(leaf.role, leaf.role)] += leaf.bytes
+    # The TPU compiler reports temp as 0; its buffer assignment has the scratch in HBM.
+    temp = m.temp_bytes or dict(m.assigned).get("temp", 0)
     return MemoryBreakdown(
         params=by_role["params"], grads=grads, optimizer=by_role["optimizer"],
-        batch=by_role["batch"], activations=max(0, m.temp_bytes - grads),
+        batch=by_role["batch"], activations=max(0, temp - grads),
         arguments_from_leaves=sum(lb.bytes for lb in m.by_leaf),
-        arguments_from_compiler=m.argument_bytes, temp=m.temp_bytes, output=m.output_bytes,
+        arguments_from_compiler=m.argument_bytes, temp=temp, output=m.output_bytes,
         alias=m.alias_bytes, peak=m.peak_bytes,
     )  # fmt: skip
 
@@ -178,10 +184,13 @@ def _form_notes(
     return tuple(notes)
 
 
-def _mesh_for(rule_set: RuleSet, mesh: Any) -> jax.sharding.Mesh:
+def _mesh_for(rule_set: RuleSet, mesh: Any, devices: Sequence[Any] | None = None):
+    """The mesh a strategy runs on: ``mesh``, else one over ``devices`` (default: all of
+    jax's) with the axes the strategy names."""
     if mesh is None:
-        shape = default_mesh_shape(rule_set, jax.device_count())
-        return Mesh(range(jax.device_count()), shape, rule_set.axes).jax_mesh
+        pool = list(devices) if devices is not None else jax.devices()
+        shape = default_mesh_shape(rule_set, len(pool))
+        return Mesh(pool, shape, rule_set.axes).jax_mesh
     jm = as_jax_mesh(mesh)
     axes_needed(rule_set, jm.axis_names)
     return jm
@@ -275,12 +284,13 @@ def _compile_strategy(
     seed: int,
     opt: optax.GradientTransformation,
     helper: Executor | None = None,
+    devices: Sequence[Any] | None = None,
 ) -> Finish:
     """The first half of :func:`run_strategy`: place nothing, compile the step from shapes
     and shardings alone, and analyse it (on ``helper`` when given, while the caller goes on
     to compile the next strategy). :func:`compare` compiles every strategy this way while
     the helper also makes the starting state and the reference."""
-    jm = _mesh_for(rule_set, mesh)
+    jm = _mesh_for(rule_set, mesh, devices)
     axes = dict(zip(jm.axis_names, jm.devices.shape, strict=True))
     key_p, key_b = jax.random.split(jax.random.key(seed))
     params_shape = jax.eval_shape(model.init_params, key_p)
@@ -331,7 +341,17 @@ def _compile_strategy(
         analysed = helper.submit(analyse_program, step, abstract, comp).result
 
     def finish(state: tuple[Any, Any, Any], get_reference: Callable[[], Any]) -> StrategyResult:
-        remember_program(step, abstract, {}, comp, analysed())
+        base = analysed()
+        remember_program(step, abstract, {}, comp, base)
+        if base.deviceless:  # compiled for a topology that is not here: nothing runs
+            report = estimated(comp, base)
+            return StrategyResult(
+                strategy=rule_set.name, title=rule_set.title, description=rule_set.description,
+                mesh=mesh_layout(jm), report=report,
+                memory=_memory(report, _grad_bytes(params_shape, g_specs, jm)),
+                collectives=_summarise(report),
+                notes=_form_notes(rule_set, _summarise(report), _full_bytes(params_shape)),
+            )  # fmt: skip
         params, opt_state, batch = jax.device_put(state, (p_sh, o_sh, b_sh))
         report, outputs, _ = explain_run(step, params, opt_state, batch, steps=steps, check=False)
         reference = get_reference()
@@ -360,6 +380,7 @@ def compare(
     strategies: Sequence[str | RuleSet] = ("dp", "fsdp", "tp"),
     mesh: Any = None,
     *,
+    target: Any = None,
     steps: int = 3,
     seed: int = 0,
     optimizer: optax.GradientTransformation | None = None,
@@ -373,9 +394,23 @@ def compare(
         strategies: built-in names (``"dp"``, ``"zero1"``, ``"zero2"``, ``"zero3"``/``"fsdp"``,
             ``"tp"``, ``"2d"``, ``"sp"``, ``"ep"``) or your own :class:`RuleSet`.
         mesh: one mesh for every strategy; by default each strategy gets a mesh over all
-            devices with the axes it names (one axis: all devices; two: 2 x n/2).
+            devices with the axes it names (one axis: all devices; two: 2 x n/2). A mesh on a
+            topology's devices compiles there without running.
+        target: one target or a list, each giving a result per strategy, side by side:
+
+            - a topology (``sv.topology("v5e:16x16")`` or its name ``"v5e:16x16"``,
+              ``"h100:2x8"``): every strategy is compiled for it by its real compiler, on a
+              mesh over its devices, and not run (memory is that compiler's; times are
+              estimates);
+            - a preset name (``"v5e"``, ``"h100"``), a :class:`~shardviz.Hardware` or a
+              :class:`~shardviz.Target`: the strategies run here, and their estimates
+              describe the same mesh on that hardware;
+            - ``None`` (the default): run here, estimated only on real TPU/GPU devices.
         steps: timed steps per strategy (after the first run).
         **sizes: model sizes for a built-in model (e.g. ``d_model=256``).
+
+    Raises:
+        ShardvizError: an unknown model, strategy, preset or topology (naming the fix).
     """
     m = get_model(model, **sizes) if isinstance(model, str) else model
     if not isinstance(m, Model):
@@ -384,6 +419,41 @@ def compare(
         )
     rule_sets = [get_rule_set(s) for s in strategies]  # unknown names fail before any work
     opt = optimizer or optax.adam(1e-3)
+    entries = list(target) if isinstance(target, list | tuple) else [target]
+    targets = [_target_entry(t) for t in entries]  # bad names fail before any work
+    if mesh is not None and topology_of(as_jax_mesh(mesh).devices.flat) is not None:
+        targets = [t for t in targets if isinstance(t, Topology)] or [None]
+        local = _compile_only(m, rule_sets, mesh, steps, seed, opt, None)
+    elif any(not isinstance(t, Topology) for t in targets):
+        local = _run_here(m, rule_sets, mesh, steps, seed, opt)
+    results: list[StrategyResult] = []
+    for t in targets:
+        if isinstance(t, Topology):
+            results += _compile_only(m, rule_sets, None, steps, seed, opt, t.devices)
+        elif t is None:
+            results += local
+        else:
+            results += [replace(r, report=with_estimate(r.report, t)) for r in local]
+    leaves = jax.tree.leaves(jax.eval_shape(m.init_params, jax.random.key(seed)))
+    dtypes = sorted({str(jnp.dtype(x.dtype)) for x in leaves})
+    return Comparison(
+        model=m.name, num_params=int(sum(int(np.prod(x.shape)) for x in leaves)),
+        param_dtype="/".join(dtypes), results=tuple(results),
+    )  # fmt: skip
+
+
+def _target_entry(t: Any) -> Any:
+    """A topology for names like ``"v5e:4x4"`` (compiled for); anything else as given
+    (estimated for). Names are checked now, so a bad one fails before any compile."""
+    if isinstance(t, str) and ":" in t:
+        return topology(t)
+    if isinstance(t, str):
+        hardware(t)
+    return t
+
+
+def _run_here(m: Model, rule_sets: list, mesh: Any, steps: int, seed: int, opt: Any) -> list:
+    """Every strategy compiled, run and checked on this machine's devices."""
     # The starting state, the unsharded reference step (the same for every strategy) and
     # the reading of each compiled program go to a second thread while this one compiles
     # every strategy from shapes (XLA compiles on one core with the GIL released, so on a
@@ -394,12 +464,19 @@ def compare(
         reference_job = pool.submit(lambda: reference_outputs(m, opt, state_job.result()))
         finishes = [_compile_strategy(m, rs, mesh, steps, seed, opt, pool) for rs in rule_sets]
         state = state_job.result()
-        results = tuple(finish(state, reference_job.result) for finish in finishes)
+        return [finish(state, reference_job.result) for finish in finishes]
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
-    leaves = jax.tree.leaves(jax.eval_shape(m.init_params, jax.random.key(seed)))
-    dtypes = sorted({str(jnp.dtype(x.dtype)) for x in leaves})
-    return Comparison(
-        model=m.name, num_params=int(sum(int(np.prod(x.shape)) for x in leaves)),
-        param_dtype="/".join(dtypes), results=results,
-    )  # fmt: skip
+
+
+def _compile_only(
+    m: Model, rule_sets: list, mesh: Any, steps: int, seed: int, opt: Any, devices: Any
+) -> list:
+    """Every strategy compiled for devices that are not here (a topology's): nothing runs,
+    so there is no starting state and no reference step."""
+    finishes = [_compile_strategy(m, rs, mesh, steps, seed, opt, None, devices) for rs in rule_sets]
+
+    def nothing() -> Any:
+        raise AssertionError("a deviceless program asked for its reference")
+
+    return [finish((), nothing) for finish in finishes]

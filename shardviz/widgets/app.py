@@ -30,6 +30,8 @@ class Explorer(ExplorerView):
             function to explain on ``args`` (plain or jitted).
         *args: the function's arguments (arrays placed with shardings; pytrees allowed).
         steps: steps each (re)run times, for a function.
+        target: hardware to estimate on, for a function (see :func:`shardviz.explain`):
+            e.g. ``"v5e"`` on fake CPU devices; a topology's devices are their own target.
         **kwargs: initial selections (``selected_array``, ``selected_device``, ...).
 
     Raises:
@@ -38,7 +40,9 @@ class Explorer(ExplorerView):
         ShardvizError: the function failed to compile or run with its arguments.
     """
 
-    def __init__(self, shown: Any, *args: Any, steps: int = 2, **kwargs: Any) -> None:
+    def __init__(
+        self, shown: Any, *args: Any, steps: int = 2, target: Any = None, **kwargs: Any
+    ) -> None:
         self.session: ExplorerSession | None = None
         self.controls: Any = None
         self.connection: Connection | None = None
@@ -56,7 +60,7 @@ class Explorer(ExplorerView):
                 f"Explorer takes a Report, a Comparison or a function and its arguments, got "
                 f"{type(shown).__name__}; e.g. shardviz.Explorer(train_step, params, batch)"
             )
-        session = ExplorerSession(shown, *args, steps=steps)
+        session = ExplorerSession(shown, *args, steps=steps, target=target)
         super().__init__(session.run(session.initial_config()), **kwargs)
         self.session = session
         self.controls = session.controls()

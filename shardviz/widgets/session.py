@@ -19,10 +19,12 @@ import numpy as np
 from jax.sharding import AxisType, NamedSharding
 
 from shardviz.capture.calls import context_mesh, in_mesh
+from shardviz.capture.compile import is_compile_only
 from shardviz.capture.explain import _named_args, explain
 from shardviz.capture.layout import path_str
 from shardviz.capture.mesh import Mesh, mark_sharding
 from shardviz.capture.spec import normalize_spec
+from shardviz.capture.topology import topology_of
 from shardviz.model import Report
 from shardviz.strategies.rules import axes_needed, get_rule_set, spec_for_leaf
 
@@ -58,9 +60,15 @@ def role_of(arg_name: str) -> str:
 
 
 def _is_array(x: Any) -> bool:
+    """An array leaf the controls can re-place: a jax or numpy array, or a
+    ``ShapeDtypeStruct`` (a hypothetical array, e.g. for a deviceless topology)."""
     return (isinstance(x, jax.Array) and not isinstance(x, jax.core.Tracer)) or isinstance(
-        x, np.ndarray
+        x, np.ndarray | jax.ShapeDtypeStruct
     )
+
+
+def _shape(x: Any) -> tuple[int, ...]:
+    return tuple(x.shape) if isinstance(x, jax.ShapeDtypeStruct) else tuple(np.shape(x))
 
 
 def _entries(spec: tuple[tuple[str, ...], ...]) -> SpecEntries:
@@ -78,6 +86,9 @@ class ExplorerSession:
         steps: timed steps per run.
         devices: the devices new meshes use: a count (the first ``n``), a list of device ids,
             or None for the devices of the arguments' mesh (all devices if none is placed).
+            Arguments placed on a deviceless topology (``ShapeDtypeStruct``s on its mesh)
+            make new meshes over that topology's devices: compiled for it, never run.
+        target: the hardware estimates are made for (see :func:`shardviz.explain`).
 
     Made inside ``with jax.set_mesh(mesh):``, the session keeps that context for its runs
     (which happen on other threads, where jax's mesh context does not follow): each
@@ -88,9 +99,15 @@ class ExplorerSession:
     """
 
     def __init__(
-        self, fn: Any, *args: Any, steps: int = 2, devices: int | Sequence[int] | None = None
+        self,
+        fn: Any,
+        *args: Any,
+        steps: int = 2,
+        devices: int | Sequence[int] | None = None,
+        target: Any = None,
     ) -> None:
         self.fn = fn
+        self.target = target
         self.args = args
         self.steps = steps
         named = _named_args(fn, args)
@@ -98,9 +115,10 @@ class ExplorerSession:
         flat, self._treedef = jax.tree_util.tree_flatten_with_path(named)
         self._flat = [(path_str(p), leaf) for p, leaf in flat]
         #: Leaf path -> shape of every array leaf, in argument order.
-        self.shapes = {p: tuple(np.shape(x)) for p, x in self._flat if _is_array(x)}
+        self.shapes = {p: _shape(x) for p, x in self._flat if _is_array(x)}
         self._mesh = self._first_mesh()
         self._context = context_mesh()  # jax's mesh context is per thread: keep it
+        self._pool = self._device_pool()
         self.device_ids = self._device_ids(devices)
         self._lock = threading.Lock()  # one compile/run at a time; stale waiters then stop
 
@@ -113,8 +131,17 @@ class ExplorerSession:
                 return sharding.mesh
         return None
 
+    def _device_pool(self) -> list[Any]:
+        """The devices new meshes are made of (``device_ids`` index it): jax's, or a
+        deviceless topology's when the arguments are placed on one (then nothing runs)."""
+        mesh = self._mesh if self._mesh is not None else self._context
+        if mesh is not None and is_compile_only(mesh.devices.flat[0]):
+            topo = topology_of(mesh.devices.flat)
+            return list(topo.devices) if topo is not None else list(mesh.devices.flat)
+        return list(jax.devices())
+
     def _device_ids(self, devices: int | Sequence[int] | None) -> tuple[int, ...]:
-        everything = jax.devices()
+        everything = self._pool
         if isinstance(devices, int):
             return tuple(range(devices))
         if devices is not None:
@@ -130,11 +157,11 @@ class ExplorerSession:
     def _leaf_spec(self, path: str, leaf: Any) -> SpecEntries:
         sharding = getattr(leaf, "sharding", None)
         if not isinstance(sharding, NamedSharding) or sharding.mesh != self._mesh:
-            return (None,) * np.ndim(leaf)  # not on the session's mesh: start replicated
+            return (None,) * len(_shape(leaf))  # not on the session's mesh: start replicated
         names = tuple(str(n) for n in sharding.mesh.axis_names)
         sizes = tuple(int(s) for s in sharding.mesh.devices.shape)
         entries = tuple(None if e is sharding.spec.UNCONSTRAINED else e for e in sharding.spec)
-        return _entries(normalize_spec(entries, np.shape(leaf), names, sizes, name=path))
+        return _entries(normalize_spec(entries, _shape(leaf), names, sizes, name=path))
 
     def initial_config(self) -> Config:
         """The mesh, axis names and specs the arguments carry now (leaves not on the first
@@ -186,7 +213,8 @@ class ExplorerSession:
         its axes are Explicit when the context mesh the session was made in had Explicit axes."""
         explicit = self._context is not None and AxisType.Explicit in self._context.axis_types
         kind = "explicit" if explicit else "auto"
-        return Mesh(self.device_ids, config.mesh_shape, config.axis_names, axis_types=kind)
+        devices = [self._pool[i] for i in self.device_ids]
+        return Mesh(devices, config.mesh_shape, config.axis_names, axis_types=kind)
 
     @contextlib.contextmanager
     def context(self, config: Config) -> Iterator[None]:
@@ -225,9 +253,9 @@ class ExplorerSession:
                 stage(COMPILING)
             placed = self.build(config)
             if stage is not None:
-                explain(self.fn, *placed, run=False)  # compiles; the run below reuses it
+                explain(self.fn, *placed, run=False, target=self.target)  # the run reuses it
                 stage(RUNNING)
-            report = explain(self.fn, *placed, run=True, steps=self.steps)
+            report = explain(self.fn, *placed, run=True, steps=self.steps, target=self.target)
         note = _strategy_note(config.strategy)
         return replace(report, notes=(*report.notes, note)) if note else report
 
