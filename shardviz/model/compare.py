@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from shardviz.model._codec import JsonMixin
+from shardviz.model.hardware import Target
 from shardviz.model.mesh import MeshLayout
 from shardviz.model.program import Report
 
@@ -50,9 +51,19 @@ class CollectiveSummary:
     moved_bytes: int
 
 
+def target_short_label(target: Target) -> str:
+    """A target named briefly for row labels: ``TPU v5e 2x4``, ``2 x TPU v5e 16x16``."""
+    slices = f"{target.num_slices} x " if target.num_slices > 1 else ""
+    return f"{slices}{target.hardware.name} {target.shape_text}"
+
+
 @dataclass(frozen=True)
 class StrategyResult:
-    """One strategy on the model: its mesh, the full report, and the figures compared."""
+    """One strategy on the model: its mesh, the full report, and the figures compared.
+
+    The target its estimate is made for is the report's (``report.target``; ``None`` without
+    one). A comparison on several targets holds one result per strategy and target.
+    """
 
     strategy: str
     title: str
@@ -67,10 +78,45 @@ class StrategyResult:
     step_seconds: float | None = None
     notes: tuple[str, ...] = ()
 
+    @property
+    def target(self) -> Target | None:
+        """The target the report's estimate describes (``None`` without one)."""
+        return self.report.target
+
+    @property
+    def target_label(self) -> str:
+        """The target named briefly (``TPU v5e 2x4``; ``TPU v5e 2x4 (from CPU)`` when the
+        program was compiled on CPU devices and only estimated for it), or ``""``."""
+        t = self.report.target
+        if t is None:
+            return ""
+        # Compiled on CPU devices and estimated for the target, or compiled for it (a
+        # topology's or the real devices): on one comparison both can name the same target.
+        return (
+            f"{target_short_label(t)} (from CPU)"
+            if self.report.platform == "cpu"
+            else (target_short_label(t))
+        )
+
+    def on_target(self, target: str) -> bool:
+        """Whether this result is for ``target``: its name (``v5e:2x4``), preset (``v5e``),
+        label or short label."""
+        t = self.report.target
+        if t is None:
+            return False
+        names = {t.name, t.label, target_short_label(t), t.hardware.name, t.hardware.preset}
+        return target in names - {""}
+
 
 @dataclass(frozen=True)
 class Comparison(JsonMixin):
-    """The same model under several strategies, on the same devices."""
+    """The same model under several strategies, on the same devices.
+
+    On several targets (``compare(..., target=["v5e", "h100"])``) it holds one result per
+    strategy and target, each report with its ``target`` set; :meth:`label` tells them apart
+    (``fsdp @ TPU v5e 2x4``) and :meth:`result` finds one by that label or by strategy and
+    target.
+    """
 
     model: str
     num_params: int
@@ -78,11 +124,42 @@ class Comparison(JsonMixin):
     results: tuple[StrategyResult, ...]
     notes: tuple[str, ...] = ()
 
-    def result(self, strategy: str) -> StrategyResult:
+    @property
+    def targets(self) -> tuple[str, ...]:
+        """The distinct targets estimated for, named briefly, in order of first appearance."""
+        return tuple(dict.fromkeys(r.target_label for r in self.results if r.target_label))
+
+    @property
+    def by_target(self) -> bool:
+        """Whether the results are on more than one target (rows are then labelled by it)."""
+        return len(self.targets) > 1
+
+    def label(self, r: StrategyResult) -> str:
+        """How views name a result: the strategy, with ``@ target`` when targets differ."""
+        if self.by_target and r.target_label:
+            return f"{r.strategy} @ {r.target_label}"
+        return r.strategy
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        """:meth:`label` of every result, in order."""
+        return tuple(self.label(r) for r in self.results)
+
+    def result(self, strategy: str, target: str | None = None) -> StrategyResult:
+        """The result labelled ``strategy`` (see :meth:`label`), else the first of that
+        strategy (on ``target`` when given: a name such as ``v5e:2x4``, a preset or a label).
+
+        Raises:
+            KeyError: no such result.
+        """
+        if target is None:
+            for r in self.results:
+                if self.label(r) == strategy:
+                    return r
         for r in self.results:
-            if r.strategy == strategy:
+            if r.strategy == strategy and (target is None or r.on_target(target)):
                 return r
-        raise KeyError(strategy)
+        raise KeyError(strategy if target is None else f"{strategy} @ {target}")
 
     def __str__(self) -> str:
         from shardviz.render.compare_text import comparison_text

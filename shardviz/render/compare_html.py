@@ -11,6 +11,13 @@ data-component="params" data-bytes="…">`` (they add up to ``data-total``); on 
 chart one ``<rect class="sv-moved" data-strategy="dp" data-kind="all-reduce" data-bytes="…">``
 per strategy and kind it uses; the loss check is ``sv-cmp-check`` with ``sv-ok``, ``sv-bad``
 or ``sv-none``; each full report sits in ``<details class="sv-cmp-report" data-strategy="dp">``.
+
+With estimates (reports with a target): rows, bars and cards of a strategy on a target also
+carry ``data-target="v5e:2x4"`` (the target's name) and, when the comparison spans several
+targets, are labelled ``fsdp @ TPU v5e 2x4``; the table gains ``<td class="sv-cmp-est"
+data-seconds="…" data-bound="…">`` and ``<td class="sv-cmp-fit" data-fits="1|0">``; the memory
+chart draws ``<path class="sv-cmp-hbm" data-hbm="…">`` at the target's HBM per device (or, far
+above the bars, ``<g class="sv-cmp-hbm-off" data-hbm="…">`` at the chart's edge).
 """
 
 from __future__ import annotations
@@ -26,12 +33,19 @@ from shardviz.render.compare_text import (
     collective_count,
     common_mesh,
     comparison_kinds,
+    estimate_header,
+    estimate_line,
+    estimate_of,
+    fit_word,
     format_count,
+    has_estimates,
+    hbm_fit_str,
     kind_count,
     kind_moved,
     kind_rows,
     loss_str,
     loss_word,
+    memory_chart_top,
     memory_parts,
     memory_total,
     mesh_str,
@@ -40,10 +54,17 @@ from shardviz.render.compare_text import (
     shown_components,
     step_str,
     step_time,
+    target_groups,
 )
 from shardviz.render.geometry import format_bytes, mesh_summary
 from shardviz.render.html import CSS, MONO, SANS, _n, _text, _width, esc
 from shardviz.render.report_html import KIND_COLORS, OTHER_KIND
+from shardviz.render.report_text import (
+    ESTIMATE_WORDS,
+    estimate_seconds_str,
+    format_mfu,
+    format_seconds,
+)
 
 COMPARE_CSS = f"""
 .sv-root.sv-compare{{display:block;max-width:1180px;padding:14px 16px}}
@@ -104,6 +125,12 @@ font-weight:600;white-space:nowrap}}
 .sv-compare details.sv-cmp-report>summary{{cursor:pointer;font-weight:600;padding:3px 0}}
 .sv-compare details.sv-cmp-report>summary .sv-cmp-dim{{margin-left:6px}}
 .sv-compare details.sv-cmp-report>.sv-root{{margin:6px 0 10px}}
+.sv-compare .sv-cmp-target{{display:block;font-size:11px;color:#0550ae}}
+.sv-compare td.sv-cmp-est{{color:#0550ae}}
+.sv-compare .sv-cmp-estbar{{background:#80ccff}}
+.sv-compare th.sv-cmp-tgroup{{color:#0550ae;font-size:12px;padding-top:8px}}
+.sv-compare svg.sv-cmp-chart .sv-cmp-hbm{{stroke:#cf222e;stroke-width:2;stroke-dasharray:4 3}}
+.sv-compare svg.sv-cmp-chart .sv-cmp-hbmlab{{font-size:10px;fill:#cf222e}}
 """.strip()
 
 _KIND_CSS = "".join(
@@ -162,6 +189,12 @@ def _reconciled_cell(r: StrategyResult) -> str:
     )
 
 
+def _target_attr(r: StrategyResult) -> str:
+    """`` data-target="v5e:2x4"`` for a result with a target, else ``""``."""
+    t = r.target
+    return f' data-target="{esc(t.name)}"' if t is not None else ""
+
+
 # --------------------------------------------------------------------------------------------
 # The table
 
@@ -193,11 +226,14 @@ def _table(c: Comparison) -> str:
         _th("step", "sv-cmp-r sv-cmp-sep", ' title="median step time"'),
         _th("loss", extra=' title="the loss against an unsharded run"'),
     ]
+
     out = ['<table class="sv-cmp-t sv-cmp-table"><thead>', head1, "<tr>", *cells, "</tr>",
            "</thead><tbody>"]  # fmt: skip
     for r in c.results:
         parts = dict(memory_parts(r.memory))
         name = f'<span class="sv-cmp-name">{esc(r.strategy)}</span>'
+        if c.by_target and r.target_label:
+            name += f'<span class="sv-cmp-target">@ {esc(r.target_label)}</span>'
         if r.title and r.title != r.strategy:
             name += f'<span class="sv-cmp-sub" title="{esc(r.title)}">{esc(r.title)}</span>'
         if with_mesh:
@@ -224,10 +260,78 @@ def _table(c: Comparison) -> str:
         row.append(f'<td class="sv-cmp-r sv-cmp-sep">{esc(step_str(r))}{bar}</td>')
         row.append(f"<td>{_check_badge(r)}</td>")
         out.append(
-            f'<tr class="sv-strategy" data-strategy="{esc(r.strategy)}">' + "".join(row) + "</tr>"
+            f'<tr class="sv-strategy" data-strategy="{esc(r.strategy)}"{_target_attr(r)}>'
+            + "".join(row)
+            + "</tr>"
         )
     out.append("</tbody></table>")
     return "".join(out)
+
+
+# --------------------------------------------------------------------------------------------
+# Estimates on targets
+
+
+def _estimate_table(c: Comparison) -> str:
+    """Per target (a group of rows each), each strategy's estimated step, its parts, the MFU
+    and whether its peak fits the target's HBM; strategies without an estimate at the end."""
+    groups = target_groups(c)
+    slowest = max((e.step_seconds for r in c.results if (e := estimate_of(r))), default=0.0)
+    head = (
+        "<tr>" + _th("strategy") + _th("step ≥", "sv-cmp-r", f' title="{ESTIMATE_WORDS}"')
+        + _th("bound") + _th("MFU ≤", "sv-cmp-r", ' title="model-FLOPs utilisation the bound '
+        'allows"') + _th("compute", "sv-cmp-r sv-cmp-sep") + _th("memory", "sv-cmp-r")
+        + _th("collectives", "sv-cmp-r") + _th("HBM", "sv-cmp-sep",
+        ' title="the peak against the target\'s HBM per device"') + "</tr>"
+    )  # fmt: skip
+    out = ['<table class="sv-cmp-t sv-cmp-esttable"><thead>', head, "</thead>"]
+    for target, results in groups:
+        out.append(f'<tbody class="sv-cmp-estgroup" data-target="{esc(target)}">')
+        if len(groups) > 1:
+            out.append(f'<tr><th class="sv-cmp-tgroup" colspan="8">on {esc(target)}</th></tr>')
+        for r in results:
+            out.append(_estimate_row(c, r, slowest))
+        out.append("</tbody>")
+    missing = [c.label(r) for r in c.results if estimate_of(r) is None]
+    if missing:
+        out.append(
+            '<tbody><tr><td class="sv-cmp-dim" colspan="8">no estimate (no target): '
+            f"{esc(', '.join(missing))}</td></tr></tbody>"
+        )
+    out.append("</table>")
+    return "".join(out)
+
+
+def _estimate_row(c: Comparison, r: StrategyResult, slowest: float) -> str:
+    e = estimate_of(r)
+    assert e is not None
+    bar = (
+        f'<span class="sv-cmp-minibar sv-cmp-estbar" style="width:{60 * e.step_seconds / slowest:.1f}px">'
+        "</span>"
+        if slowest
+        else ""
+    )
+    word = fit_word(r)
+    cls = {"fits": "sv-ok", "does not fit": "sv-bad"}.get(word, "sv-none")
+    fits = f' data-fits="{int(e.fits)}"' if e.fits is not None else ""
+    name = f'<span class="sv-cmp-name">{esc(r.strategy)}</span>'
+    cells = [
+        f"<td>{name}</td>",
+        f'<td class="sv-cmp-r sv-cmp-est" data-seconds="{e.step_seconds!r}" '
+        f'title="{esc(estimate_line(r) or "")}"><b>{esc(format_seconds(e.step_seconds))}</b>{bar}</td>',
+        f"<td>{esc(e.bound)}</td>",
+        f'<td class="sv-cmp-r">{esc(format_mfu(e.mfu))}</td>',
+        f'<td class="sv-cmp-r sv-cmp-sep">{esc(estimate_seconds_str(e.compute_seconds))}</td>',
+        f'<td class="sv-cmp-r">{esc(estimate_seconds_str(e.memory_seconds))}</td>',
+        f'<td class="sv-cmp-r">{esc(format_seconds(e.collective_seconds))}</td>',
+        f'<td class="sv-cmp-fit sv-cmp-sep"{fits}><span class="sv-cmp-badge {cls}">'
+        f'{esc(word)}</span> <span class="sv-cmp-dim">'
+        f"{esc(hbm_fit_str(r).split(': ', 1)[-1])}</span></td>",
+    ]
+    return (
+        f'<tr class="sv-cmp-estrow" data-strategy="{esc(r.strategy)}"{_target_attr(r)} '
+        f'data-bound="{esc(e.bound)}">' + "".join(cells) + "</tr>"
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -254,11 +358,13 @@ def _tick_label(v: int) -> str:
 def _memory_chart(c: Comparison) -> str:
     """One stacked horizontal bar per strategy, every bar on the same scale."""
     comps = shown_components(c)
-    totals = [memory_total(r.memory) for r in c.results]
-    ticks = byte_ticks(max(totals, default=1))
+    ticks = byte_ticks(memory_chart_top(c))
     top = ticks[-1] or 1
-    left = min(180.0, max(60.0, *(_width(r.strategy, 11) + 16 for r in c.results)))
-    right = 96.0
+    labels = c.labels
+    cap = 260.0 if c.by_target else 180.0
+    left = min(cap, max(60.0, *(_width(x, 12) + 16 for x in labels)))
+    offscale = any((e := estimate_of(r)) is not None and e.hbm_bytes > top for r in c.results)
+    right = 186.0 if offscale else 96.0
     top_pad = 6.0
     rows_h = len(c.results) * (MEM_ROW_H + MEM_ROW_GAP)
     width = left + CHART_W + right
@@ -276,10 +382,14 @@ def _memory_chart(c: Comparison) -> str:
     for k, r in enumerate(c.results):
         y = top_pad + MEM_ROW_GAP / 2 + k * (MEM_ROW_H + MEM_ROW_GAP)
         total = memory_total(r.memory)
-        name = r.strategy if _width(r.strategy, 12) <= left - 10 else r.strategy[:20] + "…"
+        label = labels[k]
+        name = label
+        while _width(name, 12) > left - 10 and len(name) > 4:
+            name = name[:-2] + "…"
         out.append(
-            f'<g class="sv-cmp-memrow" data-strategy="{esc(r.strategy)}" data-total="{total}">'
-            f"<title>{esc(r.strategy)}: peak {esc(format_bytes(r.memory.peak, exact=True))}"
+            f'<g class="sv-cmp-memrow" data-strategy="{esc(r.strategy)}"{_target_attr(r)} '
+            f'data-total="{total}">'
+            f"<title>{esc(label)}: peak {esc(format_bytes(r.memory.peak, exact=True))}"
             "</title>" + _text(left - 8, y + MEM_ROW_H / 2, name, "sv-cmp-lab")
         )
         x = left
@@ -311,10 +421,37 @@ def _memory_chart(c: Comparison) -> str:
                 f'<path d="M{_n(px)} {_n(y - 3)}v{_n(MEM_ROW_H + 6)}" stroke="#1b1f24" '
                 'stroke-width="2"><title>the peak</title></path>'
             )
+        out.append(_hbm_mark(r, left, y, top, width))
         out.append("</g>")
     out.append("</svg>")
-    legend = _legend([(x.color, x.label, x.meaning) for x in comps])
-    return legend + "".join(out)
+    items = [(x.color, x.label, x.meaning) for x in comps]
+    if has_estimates(c):
+        items.append(("#cf222e", "HBM per device (dashed)", "the target's HBM per device: a "
+                      "bar past the line does not fit"))  # fmt: skip
+    return _legend(items) + "".join(out)
+
+
+def _hbm_mark(r: StrategyResult, left: float, y: float, top: int, width: float) -> str:
+    """The target's HBM per device on a strategy's memory bar: a dashed line on the scale, or
+    a label at the chart's right edge (``HBM 16 GiB →``) when it is far above every bar."""
+    e = estimate_of(r)
+    if e is None:
+        return ""
+    tip = f"HBM per device on {e.target}: {format_bytes(e.hbm_bytes, exact=True)}; {e.fit_text}"
+    if e.hbm_bytes <= top:
+        x = left + CHART_W * e.hbm_bytes / top
+        return (
+            f'<path class="sv-cmp-hbm" data-hbm="{e.hbm_bytes}" '
+            f'd="M{_n(x)} {_n(y - 4)}v{_n(MEM_ROW_H + 8)}"><title>{esc(tip)}</title></path>'
+        )
+    x = width - 4
+    return (
+        f'<g class="sv-cmp-hbm-off" data-hbm="{e.hbm_bytes}"><title>{esc(tip)} (off this '
+        f'scale)</title><path class="sv-cmp-hbm" d="M{_n(x)} {_n(y)}v{_n(MEM_ROW_H)}"/>'
+        + _text(x - 5, y + MEM_ROW_H / 2, f"HBM {format_bytes(e.hbm_bytes)} →", "sv-cmp-hbmlab",
+                ' text-anchor="end" dominant-baseline="central"')
+        + "</g>"
+    )  # fmt: skip
 
 
 def _moved_chart(c: Comparison) -> str:
@@ -331,7 +468,7 @@ def _moved_chart(c: Comparison) -> str:
     left = max(_width(_tick_label(v), 10) for v in ticks) + 10
     top_pad = 16.0
     width = max(left + group_w * n_s + 8, 200.0)
-    height = top_pad + MOVED_H + 24
+    height = top_pad + MOVED_H + (36 if c.by_target else 24)
     base = top_pad + MOVED_H
     out = [
         f'<svg class="sv-cmp-chart sv-cmp-movedchart" width="{_n(width)}" '
@@ -352,7 +489,9 @@ def _moved_chart(c: Comparison) -> str:
     out.append(f'<path d="M{_n(left)} {_n(base)}H{_n(width - 4)}" stroke="#8c959f"/>')
     for i, r in enumerate(c.results):
         gx = left + 12 + i * group_w
-        out.append(f'<g class="sv-cmp-movedgroup" data-strategy="{esc(r.strategy)}">')
+        out.append(
+            f'<g class="sv-cmp-movedgroup" data-strategy="{esc(r.strategy)}"{_target_attr(r)}>'
+        )
         by_kind = {kr.kind: kr for kr in kind_rows(r)}
         for j, k in enumerate(kinds):
             b = kind_moved(r, k)
@@ -363,11 +502,12 @@ def _moved_chart(c: Comparison) -> str:
             kr = by_kind[k]
             axes = " · ".join(f"{axes_label(a)} ×{n} {format_bytes(m)}" for a, n, m in kr.by_axes)
             tip = (
-                f"{r.strategy} · {k}: {kr.count} collective{'s' * (kr.count != 1)}\n"
+                f"{c.label(r)} · {k}: {kr.count} collective{'s' * (kr.count != 1)}\n"
                 f"moved {format_bytes(b, exact=True)} per device per step\nby axes: {axes}"
             )
             out.append(
-                f'<rect class="sv-moved" data-strategy="{esc(r.strategy)}" data-kind="{esc(k)}" '
+                f'<rect class="sv-moved" data-strategy="{esc(r.strategy)}"{_target_attr(r)} '
+                f'data-kind="{esc(k)}" '
                 f'data-bytes="{b}" x="{_n(x)}" y="{_n(base - h)}" width="{_n(bw - 2)}" '
                 f'height="{_n(h)}" fill="{kind_color(k)}"><title>{esc(tip)}</title></rect>'
             )
@@ -386,6 +526,12 @@ def _moved_chart(c: Comparison) -> str:
                 ' style="text-anchor:middle"',
             )
         )
+        if c.by_target and r.target is not None:
+            sub = r.target.name
+            while _width(sub, 10) > group_w - 4 and len(sub) > 4:
+                sub = sub[:-2] + "…"
+            out.append(_text(gx + (group_w - 24) / 2, base + 27, sub, "sv-tick",
+                             ' text-anchor="middle"'))  # fmt: skip
         out.append("</g>")
     out.append("</svg>")
     legend = _legend([(kind_color(k), k, f"{k}: bytes moved per device") for k in kinds])
@@ -400,7 +546,7 @@ def _kind_cards(c: Comparison) -> str:
     cards = []
     for r in c.results:
         head = (
-            f'<div class="sv-cmp-name">{esc(r.strategy)} <span class="sv-cmp-dim">'
+            f'<div class="sv-cmp-name">{esc(c.label(r))} <span class="sv-cmp-dim">'
             f"{collective_count(r)} per step · {esc(format_bytes(moved_total(r)))} moved"
             "</span></div>"
         )
@@ -428,14 +574,15 @@ def _kind_cards(c: Comparison) -> str:
                 '<th class="sv-cmp-r">moved</th></tr>' + "".join(rows) + "</table>"
             )
         cards.append(
-            f'<div class="sv-cmp-card" data-strategy="{esc(r.strategy)}">{head}{body}</div>'
+            f'<div class="sv-cmp-card" data-strategy="{esc(r.strategy)}"{_target_attr(r)}>'
+            f"{head}{body}</div>"
         )
     return '<div class="sv-cmp-cards">' + "".join(cards) + "</div>"
 
 
 def _notes(c: Comparison) -> list[str]:
     items = [f"<div>{esc(n)}</div>" for n in c.notes]
-    items += [f"<div><b>{esc(r.strategy)}</b> {esc(n)}</div>" for r in c.results for n in r.notes]
+    items += [f"<div><b>{esc(c.label(r))}</b> {esc(n)}</div>" for r in c.results for n in r.notes]
     if not items:
         return []
     return ['<div class="sv-cmp-notes">' + "".join(items) + "</div>"]
@@ -446,8 +593,8 @@ def _reports(c: Comparison) -> list[str]:
     for r in c.results:
         what = [x for x in (r.title, r.description) if x and x != r.strategy]
         out.append(
-            f'<details class="sv-cmp-report" data-strategy="{esc(r.strategy)}"><summary>'
-            f'{esc(r.strategy)}<span class="sv-cmp-dim">'
+            f'<details class="sv-cmp-report" data-strategy="{esc(r.strategy)}"{_target_attr(r)}>'
+            f'<summary>{esc(c.label(r))}<span class="sv-cmp-dim">'
             f"{esc(' · '.join([*what, 'the full report']))}</span></summary>"
             f"{r.report._repr_html_()}</details>"
         )
@@ -477,11 +624,19 @@ def comparison_html(c: Comparison) -> str:
     mesh = common_mesh(c)
     line = f"every strategy on {mesh_summary(mesh)} · " if mesh is not None else ""
     body.append(f'<div class="sv-cmp-line">{esc(line + BYTES_NOTE)}</div>')
+    body += [f'<div class="sv-cmp-line sv-cmp-estline">{esc(x)}</div>' for x in estimate_header(c)]
     body += _notes(c)
     if not c.results:
         body.append('<div class="sv-cmp-dim">no strategies</div>')
         return f'<div class="sv-root sv-compare">{STYLE}' + "".join(body) + "</div>"
     body.append(_table(c))
+    if has_estimates(c):
+        body.append(
+            '<h4 class="sv-cmp-h">Estimated step on the target<span class="sv-cmp-dim">'
+            f"{ESTIMATE_WORDS}: from the compiler's figures and the target's published peak "
+            "rates; HBM: the peak against the target's, per device</span></h4>"
+        )
+        body.append(_estimate_table(c))
     body.append(
         '<h4 class="sv-cmp-h">Memory per device<span class="sv-cmp-dim">stacked by component, '
         "one scale for every strategy; hover for exact bytes</span></h4>"

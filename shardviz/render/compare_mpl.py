@@ -16,13 +16,17 @@ from shardviz.render.compare_html import kind_color
 from shardviz.render.compare_text import (
     byte_ticks,
     comparison_kinds,
+    estimate_of,
+    fit_word,
     format_count,
     kind_moved,
+    memory_chart_top,
     memory_parts,
     memory_total,
     shown_components,
 )
 from shardviz.render.geometry import format_bytes
+from shardviz.render.report_text import format_seconds
 
 
 def require_matplotlib() -> Any:
@@ -76,7 +80,36 @@ def _style(ax: Any) -> None:
 
 
 def _names(c: Comparison) -> list[str]:
-    return [mpl_text(r.strategy) for r in c.results]
+    """Bar labels: the strategy, and its target on a second line when targets differ."""
+    return [mpl_text(x.replace(" @ ", "\n@ ")) for x in c.labels]
+
+
+def _estimates(ax: Any, c: Comparison, xs: list[int], y_top: float) -> None:
+    """Each estimate over its memory bar (``gid="estimate"``), and its target's HBM per device
+    as a dashed line over the bar (``gid="hbm"``), or, far above the bars, a note at the top
+    of the panel (``gid="hbm-off"``)."""
+    for x, r in zip(xs, c.results, strict=True):
+        e = estimate_of(r)
+        if e is None:
+            continue
+        word = fit_word(r)
+        ax.annotate(
+            f"est. ≥ {format_seconds(e.step_seconds)}\n{word}",
+            (x, memory_total(r.memory)),
+            xytext=(0, 14),
+            textcoords="offset points",
+            ha="center",
+            va="bottom",
+            fontsize=6.5,
+            color="#a40e26" if word == "does not fit" else "#0550ae",
+            gid="estimate",
+        )
+        if e.hbm_bytes <= y_top:
+            ax.hlines(e.hbm_bytes, x - 0.42, x + 0.42, colors="#cf222e", linestyles="dashed",
+                      linewidth=1.5, gid="hbm")  # fmt: skip
+        else:
+            ax.text(x, y_top, f"HBM ↑\n{format_bytes(e.hbm_bytes)}", ha="center", va="top",
+                    fontsize=6.5, color="#cf222e", gid="hbm-off")  # fmt: skip
 
 
 def comparison_mpl(c: Comparison, *, figsize: Sequence[float] = (12.0, 4.6)) -> Any:
@@ -90,7 +123,10 @@ def comparison_mpl(c: Comparison, *, figsize: Sequence[float] = (12.0, 4.6)) -> 
         A ``matplotlib.figure.Figure`` with two axes: stacked bars of memory per device by
         component (one bar per strategy, heights in bytes), and grouped bars of bytes moved
         per device per step by collective kind (one bar per strategy and kind, zero where a
-        strategy does not use the kind). Save it with ``fig.savefig("compare.png", dpi=200)``.
+        strategy does not use the kind). A strategy with an estimate gets ``est. ≥ …`` and
+        whether it fits over its memory bar (``gid="estimate"``) and its target's HBM per device
+        as a dashed line (``gid="hbm"``; far above the bars, a note ``gid="hbm-off"``). Save it
+        with ``fig.savefig("compare.png", dpi=200)``.
     """
     Figure = require_matplotlib()
     fig = Figure(figsize=tuple(figsize), layout="constrained")
@@ -104,7 +140,7 @@ def comparison_mpl(c: Comparison, *, figsize: Sequence[float] = (12.0, 4.6)) -> 
         ax_mem.bar(xs, heights, 0.6, bottom=bottoms, color=comp.color, label=comp.label,
                    edgecolor="white", linewidth=0.6)  # fmt: skip
         bottoms = [b + h for b, h in zip(bottoms, heights, strict=True)]
-    top_mem = max((memory_total(r.memory) for r in c.results), default=1)
+    top_mem = memory_chart_top(c)
     for x, r in zip(xs, c.results, strict=True):
         ax_mem.annotate(
             format_bytes(r.memory.peak),
@@ -118,6 +154,10 @@ def comparison_mpl(c: Comparison, *, figsize: Sequence[float] = (12.0, 4.6)) -> 
         )
     ax_mem.set_xticks(xs, names)
     set_byte_axis(ax_mem, top_mem)
+    if any(estimate_of(r) is not None for r in c.results):
+        bottom, top = ax_mem.get_ylim()
+        ax_mem.set_ylim(bottom, top * 1.25)  # room for the estimates over the bars
+        _estimates(ax_mem, c, xs, top * 1.25)
     ax_mem.set_ylabel("bytes per device")
     ax_mem.set_title("Memory per device by component, peak on top", fontsize=11)
     _style(ax_mem)

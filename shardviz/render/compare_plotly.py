@@ -17,15 +17,19 @@ from shardviz.render.compare_text import (
     axes_label,
     byte_ticks,
     comparison_kinds,
+    estimate_of,
+    fit_word,
     format_count,
     kind_count,
     kind_moved,
     kind_rows,
+    memory_chart_top,
     memory_parts,
     memory_total,
     shown_components,
 )
 from shardviz.render.geometry import format_bytes
+from shardviz.render.report_text import format_seconds
 
 
 def require_plotly() -> tuple[Any, Any]:
@@ -59,6 +63,58 @@ def byte_axis(top: int) -> dict[str, Any]:
     }
 
 
+def _estimates(fig: Any, c: Comparison, names: list[str], y_top: float) -> None:
+    """Each estimate over its memory bar, and its target's HBM per device as a dashed line."""
+    for i, (r, name) in enumerate(zip(c.results, names, strict=True)):
+        e = estimate_of(r)
+        if e is None:
+            continue
+        word = fit_word(r)
+        fig.add_annotation(
+            x=name,
+            y=memory_total(r.memory),
+            text=f"est. ≥ {format_seconds(e.step_seconds)}<br>{word}",
+            hovertext=plotly_text(
+                f"estimated on {e.target} (a lower bound, not a measurement): step ≥ "
+                f"{format_seconds(e.step_seconds)}, {e.bound}-bound; {e.fit_text}"
+            ),
+            name="estimate",
+            showarrow=False,
+            yshift=30,
+            font={"size": 9, "color": "#a40e26" if word == "does not fit" else "#0550ae"},
+            xref="x",
+            yref="y",
+        )
+        tip = f"HBM per device on {plotly_text(e.target)}: {format_bytes(e.hbm_bytes, exact=True)}"
+        if e.hbm_bytes <= y_top:
+            fig.add_shape(
+                type="line",
+                name="hbm",
+                x0=i - 0.45,
+                x1=i + 0.45,
+                y0=e.hbm_bytes,
+                y1=e.hbm_bytes,
+                xref="x",
+                yref="y",
+                line={"color": "#cf222e", "width": 2, "dash": "dash"},
+                label={"text": f"HBM {format_bytes(e.hbm_bytes)}", "font": {"size": 9},
+                       "textposition": "end"},
+            )  # fmt: skip
+        else:
+            fig.add_annotation(
+                x=name,
+                y=y_top,
+                text=f"HBM ↑<br>{format_bytes(e.hbm_bytes)}",
+                hovertext=tip + " (above this scale)",
+                name="hbm",
+                showarrow=False,
+                yanchor="top",
+                font={"size": 9, "color": "#cf222e"},
+                xref="x",
+                yref="y",
+            )
+
+
 def comparison_figure(c: Comparison) -> Any:
     """Memory per device and bytes moved per step for each strategy, as a plotly figure.
 
@@ -70,10 +126,15 @@ def comparison_figure(c: Comparison) -> Any:
         strategy (a trace per memory component, in bytes, all in offset group ``memory``),
         on the right grouped bars (a trace per collective kind, each its own offset group) of
         bytes moved per device per step. ``layout.barmode`` is ``"stack"``; the right panel's
-        distinct offset groups put its bars side by side.
+        distinct offset groups put its bars side by side. A strategy with an estimate gets an
+        annotation named ``estimate`` over its memory bar (``est. ≥ 49.9 µs`` with its bound,
+        and whether its peak fits the target's HBM) and a dashed shape named ``hbm`` at its
+        target's HBM per device (on the scale when near the bars; far above them, an
+        annotation named ``hbm`` at the panel's top says so instead). On several targets,
+        bars are labelled ``fsdp @ TPU v5e 2x4``.
     """
     go, make_subplots = require_plotly()
-    names = [plotly_text(r.strategy) for r in c.results]
+    names = [plotly_text(x) for x in c.labels]
     kinds = comparison_kinds(c)
     fig = make_subplots(
         rows=1,
@@ -154,7 +215,7 @@ def comparison_figure(c: Comparison) -> Any:
             row=1,
             col=2,
         )
-    top_mem = max((memory_total(r.memory) for r in c.results), default=1)
+    top_mem = memory_chart_top(c)
     top_moved = max((kind_moved(r, k) for r in c.results for k in kinds), default=1)
     for r, name in zip(c.results, names, strict=True):
         fig.add_annotation(
@@ -169,7 +230,11 @@ def comparison_figure(c: Comparison) -> Any:
             xref="x",
             yref="y",
         )
-    fig.update_yaxes(byte_axis(top_mem), title_text="bytes per device", row=1, col=1)
+    mem_axis = byte_axis(top_mem)
+    if any(estimate_of(r) is not None for r in c.results):
+        mem_axis["range"][1] *= 1.3  # room for the estimates over the bars
+        _estimates(fig, c, names, mem_axis["range"][1])
+    fig.update_yaxes(mem_axis, title_text="bytes per device", row=1, col=1)
     fig.update_yaxes(byte_axis(top_moved), title_text="bytes moved per device", row=1, col=2)
     fig.update_xaxes(type="category")
     n = len(c.results)

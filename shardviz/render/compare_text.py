@@ -14,10 +14,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from shardviz.model.compare import Comparison, MemoryBreakdown, StrategyResult
+from shardviz.model.estimate import Estimate
 from shardviz.model.mesh import MeshLayout
 from shardviz.model.program import COLLECTIVE_KINDS
 from shardviz.render.geometry import format_bytes, mesh_summary
-from shardviz.render.report_text import _table, format_seconds, sig3
+from shardviz.render.report_text import (
+    ESTIMATE_WORDS,
+    _table,
+    estimate_seconds_str,
+    format_mfu,
+    format_seconds,
+    headroom_str,
+    sig3,
+)
 
 # --------------------------------------------------------------------------------------------
 # Memory by component
@@ -257,6 +266,104 @@ BYTES_NOTE = "bytes are per device (the device holding the most); moved: the rin
 
 
 # --------------------------------------------------------------------------------------------
+# Estimates on targets
+
+#: An HBM line joins a memory chart's scale when it is at most this many times the tallest bar
+#: (further out, the bars would shrink to slivers: the line is marked off the scale instead).
+HBM_SCALE = 4.0
+
+
+def estimate_of(r: StrategyResult) -> Estimate | None:
+    """The estimate of a strategy's step on its target (``None`` without a target)."""
+    return r.report.estimate
+
+
+def has_estimates(c: Comparison) -> bool:
+    """Whether some strategy has an estimate (the views then show the estimate columns)."""
+    return any(estimate_of(r) is not None for r in c.results)
+
+
+def est_step_str(r: StrategyResult) -> str:
+    """``≥ 144 µs`` (a lower bound), or ``n/a`` without an estimate."""
+    e = estimate_of(r)
+    return f"≥ {format_seconds(e.step_seconds)}" if e is not None else "n/a"
+
+
+def fit_word(r: StrategyResult) -> str:
+    """``fits``, ``does not fit``, ``unknown`` (no peak) or ``n/a`` (no estimate)."""
+    e = estimate_of(r)
+    if e is None:
+        return "n/a"
+    if e.fits is None:
+        return "unknown"
+    return "fits" if e.fits else "does not fit"
+
+
+def hbm_fit_str(r: StrategyResult) -> str:
+    """``fits: 6.3 MiB of 16 GiB`` / ``does not fit: needs 21 GiB of 16 GiB``, or ``n/a``."""
+    e = estimate_of(r)
+    return e.fit_text if e is not None else "n/a"
+
+
+def estimate_line(r: StrategyResult) -> str | None:
+    """``estimated on TPU v5e 2x4 (…): step ≥ 144 µs (communication-bound, MFU ≤ 0.5%);
+    fits: 6.3 MiB of 16 GiB per device``, or ``None`` without an estimate."""
+    e = estimate_of(r)
+    if e is None:
+        return None
+    room = headroom_str(e)
+    mfu = f"MFU ≤ {format_mfu(e.mfu)}" if e.mfu is not None else "MFU unknown"
+    return (
+        f"estimated on {e.target}: step ≥ {format_seconds(e.step_seconds)} ({e.bound}-bound, "
+        f"{mfu}); {e.fit_text} per device" + (f", {room}" if room else "")
+    )
+
+
+def target_groups(c: Comparison) -> list[tuple[str, list[StrategyResult]]]:
+    """The results with an estimate grouped by target (its full label), targets in order of
+    first appearance, results in their order within each."""
+    out: dict[str, list[StrategyResult]] = {}
+    for r in c.results:
+        e = estimate_of(r)
+        if e is not None:
+            out.setdefault(e.target, []).append(r)
+    return list(out.items())
+
+
+def estimate_header(c: Comparison) -> list[str]:
+    """What the estimates are, said once at the top: the target when there is one, and that
+    CPU compiles are estimated as if the mesh were the target."""
+    groups = target_groups(c)
+    if not groups:
+        return []
+    lines = []
+    if len(groups) == 1:
+        lines.append(f"every estimate on {groups[0][0]} ({ESTIMATE_WORDS})")
+    else:
+        names = ", ".join(t for t, _ in groups)
+        lines.append(f"estimated on {len(groups)} targets: {names} ({ESTIMATE_WORDS})")
+    if any(r.report.platform == "cpu" for _, rs in groups for r in rs):
+        lines.append(
+            "compiled on CPU devices: estimated as if each mesh were its target; the estimates "
+            "describe the target, not this machine"
+        )
+    return lines
+
+
+def hbm_lines(c: Comparison) -> list[int]:
+    """The distinct HBM sizes per device of the strategies' targets, smallest first."""
+    return sorted({e.hbm_bytes for r in c.results if (e := estimate_of(r)) is not None})
+
+
+def memory_chart_top(c: Comparison) -> int:
+    """The top of the memory charts' scale: the tallest bar, or an HBM line near it (within
+    :data:`HBM_SCALE` times), so a program close to (or over) HBM shows the line on scale."""
+    tallest = max((memory_total(r.memory) for r in c.results), default=1)
+    near = [h for h in hbm_lines(c) if h <= HBM_SCALE * tallest]
+    return max([tallest, *near])
+
+
+# --------------------------------------------------------------------------------------------
 # Chart scales
 
 
@@ -295,7 +402,7 @@ def _memory_table(c: Comparison) -> list[str]:
         parts = dict(memory_parts(r.memory))
         rows.append(
             [
-                r.strategy,
+                c.label(r),
                 mesh_str(r.mesh),
                 *(format_bytes(parts[x]) for x in comps),
                 format_bytes(r.memory.peak),
@@ -312,7 +419,7 @@ def _run_table(c: Comparison) -> list[str]:
               "loss check"]  # fmt: skip
     rows: list[Sequence[str] | str] = [
         [
-            r.strategy,
+            c.label(r),
             str(collective_count(r)),
             format_bytes(moved_total(r)),
             by_axes_str(r),
@@ -326,8 +433,39 @@ def _run_table(c: Comparison) -> list[str]:
     return lines
 
 
-def _strategy_lines(r: StrategyResult) -> list[str]:
-    head = r.strategy if r.title == r.strategy else f"{r.strategy} · {r.title}"
+def _estimate_table(c: Comparison) -> list[str]:
+    header = ["strategy", "step ≥", "bound", "MFU ≤", "compute", "memory", "collectives", "HBM"]
+    rows: list[Sequence[str] | str] = []
+    groups = target_groups(c)
+    for target, results in groups:
+        if len(groups) > 1:
+            rows.append(f"  on {target}")
+        for r in results:
+            e = estimate_of(r)
+            assert e is not None
+            rows.append(
+                [
+                    r.strategy,
+                    format_seconds(e.step_seconds),
+                    e.bound,
+                    format_mfu(e.mfu),
+                    estimate_seconds_str(e.compute_seconds),
+                    estimate_seconds_str(e.memory_seconds),
+                    format_seconds(e.collective_seconds),
+                    e.fit_text,
+                ]
+            )
+    missing = [c.label(r) for r in c.results if estimate_of(r) is None]
+    if missing:
+        rows.append(f"  no estimate (no target): {', '.join(missing)}")
+    lines = [f"Estimated step per device ({ESTIMATE_WORDS}; HBM: peak against the target's)"]
+    lines.extend(_table(header, rows, right={1, 3, 4, 5, 6}))
+    return lines
+
+
+def _strategy_lines(c: Comparison, r: StrategyResult) -> list[str]:
+    name = c.label(r)
+    head = name if r.title == r.strategy else f"{name} · {r.title}"
     lines = [f"{head} · Mesh {mesh_str(r.mesh)}"]
     if r.description:
         lines.append(f"  {r.description}")
@@ -335,6 +473,9 @@ def _strategy_lines(r: StrategyResult) -> list[str]:
     lines.append(f"  peak {format_bytes(m.peak, exact=True)} per device")
     lines.append(f"  {reconcile_line(m)}")
     lines.append(f"  {loss_str(r)} · step {step_str(r)} (median)")
+    est = estimate_line(r)
+    if est:
+        lines.append(f"  {est}")
     n, moved = collective_count(r), moved_total(r)
     if not n:
         lines.append("  collectives: none, every value stays where the specs put it")
@@ -370,14 +511,18 @@ def comparison_text(c: Comparison) -> str:
     if mesh is not None:
         lines.append(f"  every strategy on {mesh_summary(mesh)}")
     lines.append(f"  {BYTES_NOTE}")
+    lines.extend(f"  {x}" for x in estimate_header(c))
     sections = [lines]
     if c.results:
-        sections.append(_memory_table(c) + [""] + _run_table(c))
-        sections.extend(_strategy_lines(r) for r in c.results)
+        tables = _memory_table(c) + [""] + _run_table(c)
+        if has_estimates(c):
+            tables += [""] + _estimate_table(c)
+        sections.append(tables)
+        sections.extend(_strategy_lines(c, r) for r in c.results)
     else:
         sections.append(["no strategies"])
     notes = [f"  {n}" for n in c.notes]
-    notes += [f"  {r.strategy}: {n}" for r in c.results for n in r.notes]
+    notes += [f"  {c.label(r)}: {n}" for r in c.results for n in r.notes]
     if notes:
         sections.append(["Notes", *notes])
     return "\n\n".join("\n".join(s) for s in sections)

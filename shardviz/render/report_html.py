@@ -12,6 +12,13 @@ data-group="0">`` (devices in no group have ``sv-out`` and no ``data-group``); e
 intermediate row is ``<tr class="sv-intermediate">`` with ``data-reshard="1"`` at a reshard
 point; memory segments are ``sv-seg`` with ``data-part`` and ``data-bytes``; the check badge
 is ``sv-check`` with ``sv-ok`` or ``sv-bad``.
+
+With an estimate (``report.estimate``), the ledger is ``<div class="sv-ledger sv-est">`` with an
+``est.`` cell per row (``<span class="sv-est-cell" data-seconds="…">``); the section is
+``<section class="sv-estimate" data-target="…" data-bound="…" data-fits="1|0">`` holding one
+``<tr class="sv-est-row" data-part="step|compute|memory|communication|mfu|hbm">`` per figure
+and the HBM bar ``<div class="sv-hbm">`` (``data-peak``, ``data-hbm``); the header's target line
+is ``sv-target``.
 """
 
 from __future__ import annotations
@@ -38,6 +45,7 @@ from shardviz.render.html import (
     tree_html,
 )
 from shardviz.render.report_text import (
+    ESTIMATE_WORDS,
     MAX_GROUPS,
     MAX_LEAVES,
     MAX_OPS,
@@ -47,11 +55,16 @@ from shardviz.render.report_text import (
     axes_repr,
     check_word,
     compiler_peak_str,
+    estimate_notes,
+    estimate_rows,
+    estimate_seconds_str,
     format_diff,
     format_float_bytes,
     format_flops,
     format_seconds,
     groups_str,
+    has_estimates,
+    hbm_str,
     ids_str,
     intermediate_index,
     kind_totals,
@@ -68,6 +81,7 @@ from shardviz.render.report_text import (
     sig3,
     status_line,
     sum_rule_str,
+    target_line,
     value_str,
 )
 
@@ -212,6 +226,31 @@ _KIND_CSS = "".join(
     for i, (fg, bg) in enumerate([*KIND_COLORS.values(), OTHER_KIND])
 )
 STYLE = "<style>" + (CSS + "\n" + REPORT_CSS + _KIND_CSS).replace("\n", "") + "</style>"
+
+_EST_COLS = "3.4em 10.5em minmax(13em,1.4fr) 5.6em 5.6em 5.6em 3.6em 6.8em minmax(13em,1.6fr)"
+
+#: Added only to reports with an estimate, so the others stay as they were.
+ESTIMATE_CSS = f"""
+.sv-report .sv-ledger.sv-est .sv-lrow{{grid-template-columns:{_EST_COLS}}}
+.sv-report .sv-est-cell{{color:#0550ae}}
+.sv-report .sv-target{{color:#0550ae}}
+.sv-report .sv-stat.sv-est{{background:#ddf4ff;border-color:#80ccff}}
+.sv-report .sv-stat.sv-est b{{color:#0550ae}}
+.sv-report section.sv-estimate{{border:1px solid #80ccff;border-radius:6px;padding:2px 12px 10px;
+margin:14px 0 4px;background:#f6fbff}}
+.sv-report section.sv-estimate h4{{margin-top:10px}}
+.sv-report .sv-estword{{display:inline-block;font:600 11px {SANS};border-radius:10px;
+padding:0 7px;background:#ddf4ff;color:#0550ae;border:1px solid #80ccff;margin-left:6px}}
+.sv-report .sv-hbm{{position:relative;height:18px;max-width:720px;border:1px solid #d0d7de;
+border-radius:4px;background:#f6f8fa;margin:8px 0 2px}}
+.sv-report .sv-hbm>.sv-hbm-peak{{position:absolute;left:0;top:0;bottom:0;background:#54aeff}}
+.sv-report .sv-hbm.sv-over>.sv-hbm-peak{{background:#ff8182}}
+.sv-report .sv-hbm>.sv-hbm-line{{position:absolute;top:-4px;bottom:-4px;width:0;
+border-left:2px dashed #cf222e}}
+.sv-report .sv-fit-ok{{color:#116329;font-weight:600}}
+.sv-report .sv-fit-bad{{color:#a40e26;font-weight:600}}
+""".strip()
+EST_STYLE = "<style>" + ESTIMATE_CSS.replace("\n", "") + "</style>"
 
 
 # --------------------------------------------------------------------------------------------
@@ -475,6 +514,9 @@ def _header(report: Report) -> list[str]:
         f'<div class="sv-line">{esc(report.platform)} · {esc(mesh_line(report))} · '
         f"{esc(status_line(report))}</div>",
     ]
+    target = target_line(report)
+    if target:
+        out.append(f'<div class="sv-line sv-target">{esc(target)}</div>')
     if report.notes:
         out.append(
             '<div class="sv-notes">'
@@ -504,6 +546,12 @@ def _stats(report: Report) -> str:
         tiles.append((format_seconds(t.step_seconds), f"step, median of {t.steps}", ""))
     else:
         tiles.append(("—", "step time: not measured", ""))
+    e = report.estimate
+    if e is not None:
+        tiles.append(
+            (f"≥ {format_seconds(e.step_seconds)}",
+             f"estimated step, {e.bound}-bound (a lower bound)", "sv-est")
+        )  # fmt: skip
     c = report.check
     if c is not None:
         tiles.append(
@@ -532,6 +580,7 @@ def _ledger_row(
     prefix: str,
     maps: _Maps,
     inter: dict[str, int],
+    est: bool = False,
 ) -> str:
     kind = _kind_pill(
         c.kind,
@@ -544,7 +593,8 @@ def _ledger_row(
         f'<span title="{esc(operand_str(c))}">{esc(operand_str(c))}</span>'
         f'<span class="sv-r" title="{c.in_bytes:,} B">{esc(format_bytes(c.in_bytes))}</span>'
         f'<span class="sv-r" title="{c.moved_bytes:,} B">{esc(format_bytes(c.moved_bytes))}</span>'
-        f'<span class="sv-r">{c.group_size}</span>'
+        + (_est_cell(c) if est else "")
+        + f'<span class="sv-r">{c.group_size}</span>'
         f'<span><span class="sv-pill sv-origin-{c.origin}">{esc(c.origin)}</span></span>'
         f"<span>{_source_cell(c.source)}</span>"
         "</summary>"
@@ -577,6 +627,16 @@ def _ledger_row(
         facts.append(("reshards", link))
     if c.note:
         facts.append(("note", esc(c.note)))
+    if c.estimated_seconds is not None:
+        facts.append(
+            (
+                "estimated",
+                f"{esc(estimate_seconds_str(c.estimated_seconds))} on "
+                f"{esc(report.target.label if report.target else 'the target')} "
+                f"<span class='sv-dim'>({ESTIMATE_WORDS})</span>"
+                + (f"<br><code>{esc(c.estimate_formula)}</code>" if c.estimate_formula else ""),
+            )
+        )
     if c.op_name:
         facts.append(("op name", f"<code>{esc(c.op_name)}</code>"))
     facts.append(
@@ -604,6 +664,17 @@ def _ledger_row(
     )
 
 
+def _est_cell(c: Collective) -> str:
+    s = c.estimated_seconds
+    if s is None:
+        return '<span class="sv-r sv-dim">—</span>'
+    return (
+        f'<span class="sv-r sv-est-cell" data-seconds="{s!r}" '
+        f'title="estimated, {ESTIMATE_WORDS}: {esc(c.estimate_formula)}">'
+        f"{esc(estimate_seconds_str(s))}</span>"
+    )
+
+
 def _ledger(report: Report, prefix: str) -> list[str]:
     cs = report.collectives
     moved = sum(c.moved_bytes for c in cs)
@@ -624,19 +695,27 @@ def _ledger(report: Report, prefix: str) -> list[str]:
         )
         + "</div>"
     )
+    est = has_estimates(report)
     head = (
         '<div class="sv-lrow sv-lhead"><span>#</span><span>kind</span><span>operand → result'
         '</span><span class="sv-r">in</span><span class="sv-r">moved</span>'
-        '<span class="sv-r">group</span><span>origin</span><span>source · call chain</span></div>'
+        + (
+            f'<span class="sv-r" title="estimated seconds on the target, {ESTIMATE_WORDS}">'
+            "est.</span>"
+            if est
+            else ""
+        )
+        + '<span class="sv-r">group</span><span>origin</span><span>source · call chain</span></div>'
     )
     maps = _Maps(report)
     inter = intermediate_index(report)
+    cls = "sv-ledger sv-est" if est else "sv-ledger"
     for group in axes_groups(report):
         out.append(_axes_header(group))
-        out.append('<div class="sv-ledger" data-axes="' + esc(",".join(group.axes)) + '">')
+        out.append(f'<div class="{cls}" data-axes="' + esc(",".join(group.axes)) + '">')
         out.append(head)
         for i, c in group.rows:
-            out.append(_ledger_row(report, i, c, prefix, maps, inter))
+            out.append(_ledger_row(report, i, c, prefix, maps, inter, est))
         out.append("</div>")
     return out
 
@@ -794,6 +873,52 @@ def _by_leaf(m: MemoryReport) -> list[str]:
     return out
 
 
+def _estimate(report: Report) -> list[str]:
+    e = report.estimate
+    assert e is not None
+    fits = e.fits
+    attrs = f' data-fits="{int(fits)}"' if fits is not None else ""
+    out = [
+        f'<section class="sv-estimate" data-target="{esc(e.target)}" data-bound="{esc(e.bound)}"'
+        f"{attrs}><h4>Estimate on {esc(e.target)}<span class='sv-estword'>estimate</span>"
+        f'<span class="sv-dim">{ESTIMATE_WORDS}: from the compiler\'s figures and the '
+        "target's published peak rates</span></h4>"
+    ]
+    rows = []
+    for r in estimate_rows(e):
+        value = esc(r.value)
+        if r.key == "hbm" and fits is not None:
+            value = f'<span class="{"sv-fit-ok" if fits else "sv-fit-bad"}">{value}</span>'
+        elif r.key == "step":
+            value = f"<b>{value}</b>"
+        rows.append(
+            f'<tr class="sv-est-row" data-part="{r.key}"><td>{esc(r.name)}</td>'
+            f'<td class="sv-r">{value}</td><td class="sv-dim">{esc(r.meaning)}</td></tr>'
+        )
+    out.append('<table class="sv-t">' + "".join(rows) + "</table>")
+    if e.peak_bytes is not None and e.hbm_bytes > 0:
+        top = max(e.peak_bytes, e.hbm_bytes)
+        peak_w = 100.0 * e.peak_bytes / top
+        line_x = 100.0 * e.hbm_bytes / top
+        over = " sv-over" if not fits else ""
+        out.append(
+            f'<div class="sv-hbm{over}" data-peak="{e.peak_bytes}" data-hbm="{e.hbm_bytes}" '
+            f'title="{esc(hbm_str(e))}"><div class="sv-hbm-peak" style="width:{peak_w:.2f}%">'
+            f'</div><div class="sv-hbm-line" style="left:calc({line_x:.2f}% - 1px)"></div></div>'
+            f'<div class="sv-axisline"><span>0</span><span>peak {esc(format_bytes(e.peak_bytes))}'
+            f" · HBM {esc(format_bytes(e.hbm_bytes))} per device (dashed)</span></div>"
+        )
+    notes = estimate_notes(report)
+    if notes:
+        out.append(
+            '<div class="sv-note">'
+            + "<br>".join(f"<b>{esc(k)}</b> {esc(n)}" for k, n in notes)
+            + "</div>"
+        )
+    out.append("</section>")
+    return out
+
+
 def _cost(report: Report) -> list[str]:
     out = ["<h4>Cost<span class='sv-dim'>the compiler's estimate</span></h4>"]
     c = report.cost
@@ -939,6 +1064,8 @@ def report_html(report: Report) -> str:
     body += _ledger(report, prefix)
     body += _intermediates(report, prefix)
     body += _memory(report.memory, report.platform)
+    if report.estimate is not None:
+        body += _estimate(report)
     cards = [_cost(report), _timing(report), _check(report)]
     body.append(
         '<div class="sv-cards">'
@@ -948,4 +1075,5 @@ def report_html(report: Report) -> str:
     if report.profile is not None:
         body += _profile(report)
     body += _trees(report)
-    return f'<div class="sv-root sv-report" id="{prefix}">{STYLE}' + "".join(body) + "</div>"
+    style = STYLE + (EST_STYLE if report.estimate is not None or has_estimates(report) else "")
+    return f'<div class="sv-root sv-report" id="{prefix}">{style}' + "".join(body) + "</div>"

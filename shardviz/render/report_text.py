@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from shardviz.model.estimate import Estimate, format_gib
 from shardviz.model.program import (
     COLLECTIVE_KINDS,
     CPU_PEAK,
@@ -363,7 +364,11 @@ def compiler_peak_str(m: MemoryReport, platform: str) -> str:
         f"the compiler's own peak figure: {format_bytes(m.compiler_peak_bytes)} "
         f"({m.compiler_peak_bytes:,} B)"
     )
-    return text + (", which leaves temp out on cpu" if platform == "cpu" else "")
+    if platform == "cpu":
+        return text + ", which leaves temp out on cpu"
+    if platform == "tpu":
+        return text + ", which also counts on-chip VMEM (not HBM)"
+    return text
 
 
 def assignment_str(m: MemoryReport) -> str | None:
@@ -404,6 +409,128 @@ def status_line(report: Report) -> str:
     if report.check is not None:
         did.append(f"checked against {report.check.reference}")
     return "ran: " + ", ".join(did[:-1]) + " and " + did[-1]
+
+
+# --------------------------------------------------------------------------------------------
+# Estimates on a target, shared with the HTML view and the Explorer
+
+#: What every estimate is called, wherever one is shown.
+ESTIMATE_WORDS = "a lower bound, not a measurement"
+
+
+def target_line(report: Report) -> str | None:
+    """What the report's estimates describe: on CPU devices ``estimated as if this mesh were
+    TPU v5e 2x4 (…)``; on real devices ``target: …`` (``None`` without a target, and for a
+    deviceless report, whose status line already names it)."""
+    t = report.target
+    if t is None:
+        return None
+    if report.platform == "cpu":
+        return (
+            f"estimated as if this mesh were {t.label} (compiled on CPU devices: the estimates "
+            "describe the target, not this machine)"
+        )
+    return None if report.deviceless else f"target: {t.label}"
+
+
+def estimate_title(report: Report) -> str:
+    """``Estimate on TPU v5e 2x4 (8 chips, 2 hosts) (a lower bound, not a measurement)``."""
+    e = report.estimate
+    assert e is not None
+    return f"Estimate on {e.target} ({ESTIMATE_WORDS})"
+
+
+def format_mfu(mfu: float | None) -> str:
+    """``42%``, ``0.5%``, ``<0.1%`` (``unknown`` for ``None``)."""
+    if mfu is None:
+        return "unknown"
+    if mfu >= 0.1:
+        return f"{mfu:.0%}"
+    return f"{mfu:.1%}" if mfu >= 0.001 else "<0.1%"
+
+
+def estimate_seconds_str(s: float | None) -> str:
+    """An estimated time, ``unknown`` when its input is."""
+    return "unknown" if s is None else format_seconds(s)
+
+
+def step_bound_str(e: Estimate) -> str:
+    """``≥ 144 µs, communication-bound``."""
+    return f"≥ {format_seconds(e.step_seconds)}, {e.bound}-bound"
+
+
+def headroom_str(e: Estimate) -> str:
+    """``16 GiB headroom``, ``over by 5.3 GiB`` or ``""`` (peak unknown)."""
+    h = e.hbm_headroom_bytes
+    if h is None:
+        return ""
+    return f"{format_gib(h)} headroom" if h >= 0 else f"over by {format_gib(-h)}"
+
+
+def hbm_str(e: Estimate) -> str:
+    """``fits: 6.3 MiB of 16 GiB per device · 16 GiB headroom`` or ``does not fit: needs …``."""
+    room = headroom_str(e)
+    return f"{e.fit_text} per device" + (f" · {room}" if room else "")
+
+
+@dataclass(frozen=True)
+class EstimateRow:
+    """One line of an estimate: what, its value, how it was worked out."""
+
+    key: str
+    name: str
+    value: str
+    meaning: str
+
+
+def estimate_rows(e: Estimate) -> list[EstimateRow]:
+    """The step, its three parts, the MFU that bound allows and the HBM line."""
+    return [
+        EstimateRow(
+            "step", "step", f"≥ {format_seconds(e.step_seconds)}",
+            f"{e.bound}-bound: the slowest part, if the others overlapped with it perfectly",
+        ),
+        EstimateRow(
+            "compute", "compute", estimate_seconds_str(e.compute_seconds),
+            "flops per device / peak bf16 FLOP/s"
+            if e.compute_seconds is not None else "no flop count from the compiler",
+        ),
+        EstimateRow(
+            "memory", "memory", estimate_seconds_str(e.memory_seconds),
+            "bytes accessed per device / HBM bandwidth"
+            if e.memory_seconds is not None else "no bytes-accessed figure from the compiler",
+        ),
+        EstimateRow(
+            "communication", "collectives", format_seconds(e.collective_seconds),
+            "the ledger's estimated times added up",
+        ),
+        EstimateRow("mfu", "MFU", f"≤ {format_mfu(e.mfu)}", "the model-FLOPs utilisation "
+                    "that bound allows (compute time / step)"),
+        EstimateRow("hbm", "HBM", e.fit_text,
+                    f"{headroom_str(e)} per device" if headroom_str(e) else ""),
+    ]  # fmt: skip
+
+
+def estimate_notes(report: Report) -> list[tuple[str, str]]:
+    """``("placement", …)`` for the target's placement note, then ``("note", …)`` for the
+    estimate's notes (without repeating the placement, nor the CPU note :func:`target_line`
+    already gives)."""
+    e = report.estimate
+    placement = report.target.placement if report.target is not None else ""
+    out = [("placement", placement)] if placement else []
+    if e is not None:
+        cpu = report.platform == "cpu" and report.target is not None
+        out += [
+            ("note", n)
+            for n in e.notes
+            if n != placement and not (cpu and n.startswith("compiled for CPU; estimated as if"))
+        ]
+    return out
+
+
+def has_estimates(report: Report) -> bool:
+    """Whether the ledger carries estimated times (a target was known)."""
+    return any(c.estimated_seconds is not None for c in report.collectives)
 
 
 def mesh_line(report: Report) -> str:
@@ -449,6 +576,9 @@ def _header_lines(report: Report) -> list[str]:
         f"  {mesh_line(report)}",
         f"  {status_line(report)}",
     ]
+    target = target_line(report)
+    if target:
+        lines.append(f"  {target}")
     lines.extend(f"  note: {n}" for n in report.notes)
     return lines
 
@@ -464,26 +594,31 @@ def _ledger_lines(report: Report) -> list[str]:
     if not cs:
         lines.append("  none: every value stays where the partition specs put it")
         return lines
+    est = has_estimates(report)
     header = ["#", "kind", "operand", "in", "moved", "group", "origin", "source", "chain"]
+    if est:
+        lines[0] += " · est.: estimated seconds on the target, a lower bound"
+        header.insert(5, "est.")
     rows: list[Sequence[str] | str] = []
     sub = " " * 6
     for group in axes_groups(report):
         rows.append(f"  {group.title} · {group.summary}")
         for i, c in group.rows:
             kind = c.kind + (f" #{c.combined[0]}/{c.combined[1]}" if c.combined else "")
-            rows.append(
-                [
-                    str(i),
-                    kind,
-                    operand_str(c),
-                    format_bytes(c.in_bytes),
-                    format_bytes(c.moved_bytes),
-                    str(c.group_size),
-                    c.origin,
-                    short_location(c.source),
-                    c.source.chain if c.source else "",
-                ]
-            )
+            row = [
+                str(i),
+                kind,
+                operand_str(c),
+                format_bytes(c.in_bytes),
+                format_bytes(c.moved_bytes),
+                str(c.group_size),
+                c.origin,
+                short_location(c.source),
+                c.source.chain if c.source else "",
+            ]
+            if est:
+                row.insert(5, estimate_seconds_str(c.estimated_seconds))
+            rows.append(row)
             detail = [f"{c.name}"]
             if c.pairs:
                 detail.append(pairs_str(c.pairs))
@@ -493,8 +628,10 @@ def _ledger_lines(report: Report) -> list[str]:
                 detail.append(f"reshards {c.reshard}")
             if c.note:
                 detail.append(c.note)
+            if c.estimate_formula:
+                detail.append(f"est. {c.estimate_formula}")
             rows.append(sub + " · ".join(detail))
-    lines.extend(_table(header, rows, right={0, 3, 4, 5}))
+    lines.extend(_table(header, rows, right={0, 3, 4, 5, 6} if est else {0, 3, 4, 5}))
     lines.append("  by kind:")
     totals = kind_totals(cs)
     width = max(len(t.kind) for t in totals)
@@ -603,6 +740,18 @@ def _cost_lines(report: Report) -> list[str]:
     return lines
 
 
+def _estimate_lines(report: Report) -> list[str]:
+    e = report.estimate
+    assert e is not None
+    lines = [estimate_title(report)]
+    rows = estimate_rows(e)
+    nw = max(len(r.name) for r in rows)
+    vw = max(len(r.value) for r in rows)
+    lines.extend(f"  {r.name.ljust(nw)}  {r.value.ljust(vw)}  {r.meaning}".rstrip() for r in rows)
+    lines.extend(f"  {k}: {n}" for k, n in estimate_notes(report))
+    return lines
+
+
 def _timing_lines(report: Report) -> list[str]:
     t = report.timing
     if t is None:
@@ -674,6 +823,7 @@ def report_text(report: Report) -> str:
         _intermediate_lines(report),
         _memory_lines(report.memory, report.platform),
         _cost_lines(report),
+        *([_estimate_lines(report)] if report.estimate is not None else []),
         _timing_lines(report),
         _check_lines(report),
     ]

@@ -151,7 +151,8 @@ class Explorer(anywidget.AnyWidget):
     payload = traitlets.Unicode("").tag(sync=True)
     #: The selected array's tiles (``explorer_payload.array_payload``) as JSON text, or "".
     array = traitlets.Unicode("").tag(sync=True)
-    #: For a comparison, one ``{"id", "title", "description", "mesh"}`` per strategy; else [].
+    #: For a comparison, one ``{"id", "title", "description", "mesh", "target"}`` per result
+    #: (``id``: the strategy, or ``fsdp @ TPU v5e 2x4`` on several targets); else [].
     strategies = traitlets.List(traitlets.Dict()).tag(sync=True)
     #: The strategy shown (its id), or "" for a single report.
     selected_strategy = traitlets.Unicode("").tag(sync=True)
@@ -202,7 +203,7 @@ class Explorer(anywidget.AnyWidget):
                 )
             self._comparison, self._report = None, shown
             return ""
-        ids = [r.strategy for r in shown.results]
+        ids = list(shown.labels)
         if strategy and strategy not in ids:
             raise traitlets.TraitError(
                 f"selected_strategy={strategy!r} is not a strategy of this comparison; use one "
@@ -227,7 +228,7 @@ class Explorer(anywidget.AnyWidget):
         """
         shown = check_shown(shown)
         keep = self.selected_strategy
-        if isinstance(shown, Comparison) and keep not in {r.strategy for r in shown.results}:
+        if isinstance(shown, Comparison) and keep not in shown.labels:
             keep = ""
         strategy = self._take(shown, keep if isinstance(shown, Comparison) else None)
         with self.hold_sync():
@@ -292,7 +293,7 @@ class Explorer(anywidget.AnyWidget):
                     f'selected_strategy={value!r}, but a single report has no strategies; use ""'
                 )
             return value
-        ids = [r.strategy for r in self._comparison.results]
+        ids = list(self._comparison.labels)
         if value not in ids:
             raise traitlets.TraitError(
                 f"selected_strategy={value!r} is not a strategy of this comparison; use one "

@@ -41,7 +41,15 @@ from shardviz.render.geometry import (
 )
 from shardviz.render.html import _array_sizes
 from shardviz.render.report_html import KIND_COLORS, MEMORY_COLORS, OTHER_KIND, group_fill
-from shardviz.render.report_text import status_line, value_str
+from shardviz.render.report_text import (
+    ESTIMATE_WORDS,
+    estimate_notes,
+    estimate_rows,
+    hbm_str,
+    status_line,
+    target_line,
+    value_str,
+)
 
 #: Bumped when the payload's shape changes, so the front end can refuse what it cannot read.
 VERSION = 1
@@ -308,6 +316,8 @@ def _collective_item(
         "op_name": c.op_name,
         "reshard": c.reshard,
         "reshard_array": reshard if reshard in ids else None,
+        "estimated_seconds": c.estimated_seconds,
+        "estimate_formula": c.estimate_formula,
     }
 
 
@@ -346,6 +356,43 @@ def memory_payload(report: Report) -> dict[str, Any]:
     }
 
 
+def estimate_payload(report: Report) -> dict[str, Any] | None:
+    """The report's estimate on its target, or ``None`` without one.
+
+    Keys: ``target`` (the target's label), ``target_name`` (``v5e:2x4``), ``words`` (what an
+    estimate is: a lower bound, not a measurement), ``target_line`` (what the figures describe,
+    e.g. "estimated as if this mesh were …", or ``None``), the :class:`Estimate`'s figures
+    (``compute_seconds``, ``memory_seconds``, ``collective_seconds``, ``step_seconds``,
+    ``bound``, ``mfu``, ``hbm_bytes``, ``peak_bytes``, ``hbm_headroom_bytes``, ``fits``,
+    ``fit_text``, ``hbm_text``), ``rows`` (``[key, name, value, meaning]`` as the static views
+    print them) and ``notes`` (``[kind, text]``: the placement, then the estimate's notes).
+    """
+    e = report.estimate
+    if e is None:
+        return None
+    t = report.target
+    return {
+        "target": e.target,
+        "target_name": t.name if t is not None else "",
+        "words": ESTIMATE_WORDS,
+        "target_line": target_line(report),
+        "compute_seconds": e.compute_seconds,
+        "memory_seconds": e.memory_seconds,
+        "collective_seconds": e.collective_seconds,
+        "step_seconds": e.step_seconds,
+        "bound": e.bound,
+        "mfu": e.mfu,
+        "hbm_bytes": e.hbm_bytes,
+        "peak_bytes": e.peak_bytes,
+        "hbm_headroom_bytes": e.hbm_headroom_bytes,
+        "fits": e.fits,
+        "fit_text": e.fit_text,
+        "hbm_text": hbm_str(e),
+        "rows": [[r.key, r.name, r.value, r.meaning] for r in estimate_rows(e)],
+        "notes": [list(n) for n in estimate_notes(report)],
+    }
+
+
 def report_payload(report: Report) -> dict[str, Any]:
     """Everything the Explorer draws of one report, except tiles (see :func:`array_payload`).
 
@@ -355,8 +402,10 @@ def report_payload(report: Report) -> dict[str, Any]:
     in order; ``groups``/``pairs``/``source`` are positions in ``groupings``/``pairings``/
     ``sources``), ``sources`` (call chains, outermost frame first, each frame
     ``[file, line, function]`` with ``file`` a position in ``files``), ``files``,
-    ``group_colors``, ``kind_colors`` and ``memory`` (:func:`memory_payload`). An array's
-    ``source`` points into ``sources`` too.
+    ``group_colors``, ``kind_colors``, ``memory`` (:func:`memory_payload`) and ``estimate``
+    (:func:`estimate_payload`, ``None`` without a target; each collective then carries its
+    ``estimated_seconds`` and ``estimate_formula``). An array's ``source`` points into
+    ``sources`` too.
     """
     sources, groupings, pairings = _Sources(), _Table(), _Table()
     entries = array_entries(report)
@@ -389,6 +438,7 @@ def report_payload(report: Report) -> dict[str, Any]:
         "group_colors": [group_fill(i) for i in range(most)],
         "kind_colors": {k: list(v) for k, v in KIND_COLORS.items()} | {"": list(OTHER_KIND)},
         "memory": memory,
+        "estimate": estimate_payload(report),
     }
 
 
@@ -517,13 +567,18 @@ def entry_payload(report: Report, entry: ArrayEntry) -> dict[str, Any]:
 
 
 def strategies_payload(comparison: Comparison) -> list[dict[str, str]]:
-    """One ``{"id", "title", "description", "mesh"}`` per strategy, for the selector."""
+    """One ``{"id", "title", "description", "mesh", "target"}`` per result, for the selector.
+
+    ``id`` is the comparison's label for it (the strategy, or ``fsdp @ TPU v5e 2x4`` when the
+    results span several targets), ``target`` its target's label (``""`` without one).
+    """
     return [
         {
-            "id": r.strategy,
+            "id": comparison.label(r),
             "title": r.title,
             "description": r.description,
             "mesh": mesh_summary(r.mesh),
+            "target": r.target.label if r.target is not None else "",
         }
         for r in comparison.results
     ]

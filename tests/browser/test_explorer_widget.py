@@ -431,3 +431,67 @@ def test_forgotten_and_unsent_arrays_are_picked_through_python(viewer, report):
     page.locator(".sv-x-pick").select_option(second)  # kept when Python's answer arrived
     assert page.locator(".sv-x-loading").count() == 0
     viewer.assert_clean()
+
+
+def test_estimated_times_and_the_hbm_line_are_shown_as_estimates(viewer):
+    from shardviz.estimate.step import with_estimate
+    from shardviz.render.report_text import format_seconds
+    from tests.render.compare_fixtures import small_hbm
+    from tests.render.report_fixtures import dp_report
+
+    report = with_estimate(dp_report(), small_hbm())  # 6.3 MiB peak of 8 MiB: the line on scale
+    e = report.estimate
+    assert e is not None and e.fits
+    page = mount(viewer, Explorer(report))
+    # the ledger: an est. column with each collective's estimate, hover saying how
+    assert page.locator("th.sv-x-est").inner_text() == "est."
+    cells = page.locator("td.sv-x-est")
+    assert cells.count() == len(report.collectives)
+    want = [format_seconds(c.estimated_seconds) for c in report.collectives]
+    assert cells.all_inner_texts() == want
+    assert "a lower bound, not a measurement" in cells.first.get_attribute("title")
+    assert report.collectives[0].estimate_formula in cells.first.get_attribute("title")
+    # the header: the step, labelled an estimate, and what it describes
+    head = page.locator(".sv-x-estimate").inner_text()
+    assert head.startswith("estimate") and f"≥ {format_seconds(e.step_seconds)}" in head
+    assert "a lower bound, not a measurement" in head and e.target in head
+    assert "estimated as if this mesh were" in page.locator(".sv-x-target").inner_text()
+    # the memory pane: the HBM line on the scale and the headroom
+    assert _attrs(page, ".sv-x-hbm", "data-hbm") == [str(e.hbm_bytes)]
+    line = page.locator(".sv-x-hbmline")
+    assert line.get_attribute("data-fits") == "1"
+    text = line.inner_text()
+    assert text.startswith("estimate") and e.fit_text in text and "headroom" in text
+    # a ledger row's details give its estimate and formula
+    page.locator('tr.sv-x-coll[data-index="2"]').click()
+    details = page.locator(".sv-x-details").inner_text()
+    assert f"{format_seconds(report.collectives[2].estimated_seconds)} on {e.target}" in details
+    assert " ".join(report.collectives[2].estimate_formula.split()) in details  # spaces collapse
+    viewer.screenshot("explorer-estimate")
+    viewer.assert_clean()
+
+
+def test_hbm_far_above_the_bars_is_said_not_drawn_and_no_target_shows_nothing(viewer):
+    from tests.render.report_fixtures import dp_report, dp_v5e_report
+
+    report = dp_v5e_report()  # 6.3 MiB of 16 GiB
+    page = mount(viewer, Explorer(report))
+    assert page.locator(".sv-x-hbm").count() == 0
+    assert "far above these bars" in page.locator(".sv-x-hbmline").inner_text()
+    page = mount(viewer, Explorer(dp_report()))
+    for cls in (".sv-x-est", ".sv-x-estimate", ".sv-x-hbm", ".sv-x-hbmline", ".sv-x-target"):
+        assert page.locator(cls).count() == 0, cls
+    viewer.assert_clean()
+
+
+def test_hostile_estimate_strings_render_as_text(viewer):
+    from tests.render.report_fixtures import nasty_estimate_report
+
+    report = nasty_estimate_report()
+    page = mount(viewer, Explorer(report))
+    assert page.locator("script").count() == 0
+    assert NASTY in page.locator(".sv-x-estimate").inner_text()
+    assert NASTY in page.locator(".sv-x-hbmline").inner_text()
+    page.locator('tr.sv-x-coll[data-index="0"]').click()
+    assert f"f {NASTY}" in page.locator(".sv-x-details").inner_text()
+    viewer.assert_clean()

@@ -20,6 +20,7 @@ from shardviz.model import (
     Check,
     CollectiveSummary,
     Comparison,
+    Cost,
     LeafBytes,
     MemoryBreakdown,
     Report,
@@ -272,5 +273,56 @@ def comparison_nasty() -> Comparison:
     return Comparison(f"model{NASTY}", 10, f"f32{QUOTES}", (evil,), notes=(f"top {NASTY}",))
 
 
+# --------------------------------------------------------------------------------------------
+# Estimated on targets (shardviz.estimate: no jax)
+
+
+def on_target(r: StrategyResult, target) -> StrategyResult:
+    """The result with its report estimated on ``target`` (what ``compare(target=...)`` gives),
+    with a cost analysis: 6 flops per parameter and example, split over the 8 devices."""
+    from shardviz.estimate.step import with_estimate
+
+    flops = 6.0 * NUM_PARAMS * 64
+    cost = Cost(flops / 8, 2.0 * r.memory.peak, flops, 16.0 * r.memory.peak)
+    report = dataclasses.replace(r.report, cost=r.report.cost or cost)
+    return dataclasses.replace(r, report=with_estimate(report, target))
+
+
+def small_hbm():
+    """A made-up accelerator with 8 MiB of HBM: dp (12.2 MiB) does not fit, the others do."""
+    from shardviz.estimate.presets import hardware
+
+    return dataclasses.replace(hardware("v5e"), name="Tiny TPU", hbm_bytes=8 * MiB, preset="")
+
+
+def comparison_v5e() -> Comparison:
+    """dp, fsdp and tp estimated on a TPU v5e 2x4 (compiled on CPU devices)."""
+    c = comparison()
+    return dataclasses.replace(c, results=tuple(on_target(r, "v5e") for r in c.results))
+
+
+def comparison_targets() -> Comparison:
+    """dp, fsdp and tp each on a TPU v5e 2x4 and on one host of 8 H100s, strategy by strategy
+    (one result per strategy and target)."""
+    c = comparison()
+    results = tuple(on_target(r, t) for r in c.results for t in ("v5e", "h100"))
+    return dataclasses.replace(c, results=results)
+
+
+def comparison_small_hbm() -> Comparison:
+    """The edge cases on an accelerator whose HBM one strategy overflows (the HBM line is on
+    the memory chart's scale): ``single`` does not fit, ``fsdp`` fits, ``tp`` has no target."""
+    c = comparison_edges()
+    hw = small_hbm()
+    single, fsdp, tp = c.results
+    return dataclasses.replace(c, results=(on_target(single, hw), on_target(fsdp, hw), tp))
+
+
 #: Golden fixtures by name (tests/golden/compare_<name>.txt).
-COMPARISONS = {"mlp": comparison, "edges": comparison_edges}
+COMPARISONS = {
+    "mlp": comparison,
+    "edges": comparison_edges,
+    "v5e": comparison_v5e,
+    "targets": comparison_targets,
+    "small_hbm": comparison_small_hbm,
+}

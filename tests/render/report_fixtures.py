@@ -631,6 +631,51 @@ def large_report(n_collectives: int = 200, sizes: tuple[int, int] = (8, 64)) -> 
     )
 
 
+# --------------------------------------------------------------------------------------------
+# Estimated on a target (shardviz.estimate: no jax)
+
+
+def dp_v5e_report() -> Report:
+    """The data-parallel step compiled on CPU devices, estimated as if on a TPU v5e 2x4."""
+    from shardviz.estimate.step import with_estimate
+
+    return with_estimate(dp_report(), "v5e")
+
+
+def fsdp_h100_report() -> Report:
+    """The FSDP step compiled on CPU devices, estimated as if on one host of 8 H100s."""
+    from shardviz.estimate.step import with_estimate
+
+    return with_estimate(fsdp_report(), "h100")
+
+
+def deviceless_v5e_report() -> Report:
+    """The big TPU program compiled for a deviceless TPU v5e 2x4 topology: nothing ran."""
+    from shardviz.estimate.step import with_estimate
+
+    return with_estimate(dataclasses.replace(compile_only_report(), deviceless=True), "v5e")
+
+
+def nasty_estimate_report() -> Report:
+    """Hostile strings on the estimate's side too: the target's hardware name, its placement
+    note, the estimate's notes and each collective's formula."""
+    from shardviz.estimate.presets import hardware
+    from shardviz.estimate.step import with_estimate
+
+    hw = dataclasses.replace(hardware("v5e"), name=f"TPU {NASTY}", preset="")
+    report = with_estimate(dataclasses.replace(nasty_report(), platform="cpu"), hw)
+    assert report.estimate is not None and report.target is not None
+    return dataclasses.replace(
+        report,
+        target=report.target.with_placement(f"placed {NASTY} {QUOTES}"),
+        estimate=dataclasses.replace(report.estimate, notes=(f"note {NASTY} {QUOTES}",)),
+        collectives=tuple(
+            dataclasses.replace(c, estimated_seconds=1e-6, estimate_formula=f"f {NASTY} {QUOTES}")
+            for c in report.collectives
+        ),
+    )
+
+
 #: Every golden fixture by name (tests/golden/report_<name>.txt).
 REPORTS = {
     "dp": dp_report,
@@ -639,4 +684,10 @@ REPORTS = {
     "shard_map": shard_map_report,
     "compile_only": compile_only_report,
     "profile": profile_report,
+    "dp_v5e": dp_v5e_report,
+    "fsdp_h100": fsdp_h100_report,
+    "deviceless_v5e": deviceless_v5e_report,
 }
+
+#: The fixtures above with an estimate.
+ESTIMATED = ("dp_v5e", "fsdp_h100", "deviceless_v5e")

@@ -175,3 +175,66 @@ def test_empty_comparison_renders() -> None:
     out = comparison_html(empty)
     assert "no strategies" in out
     assert not Doc(out).with_class("sv-strategy")
+
+
+# --------------------------------------------------------------------------------------------
+# Estimates on targets
+
+
+def test_estimate_rows_per_target_with_fits_and_labels() -> None:
+    from .compare_fixtures import comparison_targets
+
+    c = comparison_targets()
+    out = comparison_html(c)
+    doc = Doc(out)
+    groups = doc.with_class("sv-cmp-estgroup")
+    assert [g["data-target"] for g in groups] == [
+        "TPU v5e 2x4 (8 chips, 2 hosts)",
+        "NVIDIA H100 SXM 1x8 (8 GPUs, 1 host)",
+    ]
+    rows = doc.with_class("sv-cmp-estrow")
+    assert len(rows) == len(c.results)
+    got = {(r["data-strategy"], r["data-target"]) for r in rows}
+    assert got == {(r.strategy, r.report.target.name) for r in c.results}
+    steps = [float(a["data-seconds"]) for a in doc.with_class("sv-cmp-est")]
+    want = sorted(r.report.estimate.step_seconds for r in c.results)
+    assert sorted(steps) == want
+    assert all(a["data-fits"] == "1" for a in doc.with_class("sv-cmp-fit"))
+    assert "a lower bound, not a measurement" in out
+    # every row of every part is labelled by its target
+    strategy_rows = doc.with_class("sv-strategy")
+    assert [(a["data-strategy"], a["data-target"]) for a in strategy_rows] == [
+        (r.strategy, r.report.target.name) for r in c.results
+    ]
+    assert "@ NVIDIA H100 SXM 1x8" in out
+    assert len(doc.with_class("sv-cmp-memrow")) == len(c.results)
+    assert_offline(out)
+
+
+def test_hbm_lines_on_the_memory_chart() -> None:
+    from .compare_fixtures import comparison_small_hbm, comparison_targets
+
+    # far above the bars: marked at the edge, off the scale
+    doc = Doc(comparison_html(comparison_targets()))
+    off = doc.with_class("sv-cmp-hbm-off")
+    assert sorted(int(a["data-hbm"]) for a in off) == sorted([16 * 2**30] * 3 + [80 * 2**30] * 3)
+    # near the bars: a line on the scale, one per strategy with an estimate
+    c = comparison_small_hbm()
+    out = comparison_html(c)
+    doc = Doc(out)
+    lines = [a for a in doc.with_class("sv-cmp-hbm") if a.get("data-hbm")]
+    assert [int(a["data-hbm"]) for a in lines] == [8 * 2**20, 8 * 2**20]
+    assert not doc.with_class("sv-cmp-hbm-off")
+    fits = {a["data-strategy"]: a for a in doc.with_class("sv-cmp-estrow")}
+    assert set(fits) == {"single", "fsdp"}
+    assert [a["data-fits"] for a in doc.with_class("sv-cmp-fit")] == ["0", "1"]
+    assert "does not fit" in out and "no estimate (no target): tp" in out
+
+
+def test_no_estimates_no_estimate_markup() -> None:
+    for c in (comparison(), comparison_edges()):
+        out = comparison_html(c)
+        doc = Doc(out)
+        for cls in ("sv-cmp-estrow", "sv-cmp-est", "sv-cmp-fit", "sv-cmp-hbm", "sv-cmp-hbm-off"):
+            assert not doc.with_class(cls), cls
+        assert "data-target" not in out and "a lower bound" not in out

@@ -88,3 +88,25 @@ def test_figure_shows_itself_in_a_notebook() -> None:
     """Without %matplotlib inline, IPython looks for _repr_png_: the figure must have one."""
     png = comparison().matplotlib_figure()._repr_png_()
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_estimates_and_hbm_lines() -> None:
+    from .compare_fixtures import comparison_small_hbm, comparison_targets
+
+    fig = comparison_mpl(comparison_small_hbm())
+    ax_mem = fig.axes[0]
+    lines = [x for x in ax_mem.collections if x.get_gid() == "hbm"]
+    assert len(lines) == 2
+    for line in lines:
+        (seg,) = line.get_segments()
+        assert seg[0][1] == seg[1][1] == 8 * 2**20
+    texts = [t.get_text() for t in ax_mem.texts if t.get_gid() == "estimate"]
+    assert len(texts) == 2 and all(t.startswith("est. ≥ ") for t in texts)
+    assert texts[0].endswith("does not fit")
+    fig = comparison_mpl(comparison_targets())
+    ax_mem = fig.axes[0]
+    assert not [x for x in ax_mem.collections if x.get_gid() == "hbm"]
+    assert len([t for t in ax_mem.texts if t.get_gid() == "hbm-off"]) == 6
+    labels = [t.get_text() for t in ax_mem.get_xticklabels()]
+    assert labels[1] == "dp\n@ NVIDIA H100 SXM 1x8 (from CPU)"
+    fig.savefig(io.BytesIO(), format="png")

@@ -85,3 +85,22 @@ def test_hostile_strings_are_escaped_for_plotly() -> None:
     blob = fig.to_json()
     assert NASTY not in blob
     assert "&lt;script&gt;" in blob
+
+
+def test_estimates_and_hbm_lines() -> None:
+    from .compare_fixtures import comparison_small_hbm, comparison_targets
+
+    c = comparison_small_hbm()
+    fig = comparison_figure(c)
+    hbm = [s for s in fig.layout.shapes if s.name == "hbm"]
+    assert [(s.y0, s.y1) for s in hbm] == [(8 * 2**20, 8 * 2**20)] * 2
+    assert fig.layout.yaxis.range[1] >= 8 * 2**20
+    est = [a.text for a in fig.layout.annotations if a.name == "estimate"]
+    assert len(est) == 2 and all(t.startswith("est. ≥ ") for t in est)
+    assert est[0].endswith("does not fit") and est[1].endswith("fits")
+    assert all("lower bound" in a.hovertext for a in fig.layout.annotations if a.name == "estimate")
+    # far above the bars: a note at the top instead of a line; bars labelled by target
+    fig = comparison_figure(comparison_targets())
+    assert not [s for s in fig.layout.shapes if s.name == "hbm"]
+    assert len([a for a in fig.layout.annotations if a.name == "hbm"]) == 6
+    assert list(fig.data[0].x)[:2] == ["dp @ TPU v5e 2x4 (from CPU)", "dp @ NVIDIA H100 SXM 1x8 (from CPU)"]

@@ -172,3 +172,60 @@ def test_comparison_views_work_with_jax_blocked() -> None:
         """
     )
     assert out.strip() == "ok"
+
+
+# --------------------------------------------------------------------------------------------
+# Estimates on targets (goldens: compare_v5e, compare_targets, compare_small_hbm)
+
+
+def test_results_on_several_targets_are_labelled_and_found_by_label_or_target() -> None:
+    from .compare_fixtures import comparison_targets, comparison_v5e
+
+    c = comparison_targets()
+    assert c.targets == ("TPU v5e 2x4 (from CPU)", "NVIDIA H100 SXM 1x8 (from CPU)")
+    assert c.by_target
+    assert c.labels[:2] == ("dp @ TPU v5e 2x4 (from CPU)", "dp @ NVIDIA H100 SXM 1x8 (from CPU)")
+    assert len(set(c.labels)) == len(c.results)
+    assert c.result("fsdp @ NVIDIA H100 SXM 1x8 (from CPU)").report.target.name == "h100:1x8"
+    assert c.result("fsdp", target="v5e").report.target.name == "v5e:2x4"
+    assert c.result("fsdp", target="h100:1x8") is c.result("fsdp @ NVIDIA H100 SXM 1x8 (from CPU)")
+    assert c.result("tp").report.target.name == "v5e:2x4"  # the first of that strategy
+    with pytest.raises(KeyError):
+        c.result("tp", target="a100")
+    one = comparison_v5e()
+    assert not one.by_target and one.labels == ("dp", "fsdp", "tp")  # one target: no suffix
+    assert comparison().targets == () and comparison().labels == ("dp", "fsdp", "tp")
+
+
+def test_estimate_table_groups_rows_by_target() -> None:
+    from .compare_fixtures import comparison_targets
+
+    c = comparison_targets()
+    text = comparison_text(c)
+    table = text[text.index("Estimated step per device") :]
+    table = table[: table.index("\n\n")]
+    assert "(a lower bound, not a measurement" in table
+    v5e = table.index("  on TPU v5e 2x4 (8 chips, 2 hosts)")
+    h100 = table.index("  on NVIDIA H100 SXM 1x8 (8 GPUs, 1 host)")
+    assert v5e < h100
+    assert table[v5e:h100].count("fits: ") == 3 == table[h100:].count("fits: ")
+    for r in c.results:
+        e = r.report.estimate
+        assert e is not None
+        assert f"estimated on {e.target}: step ≥ " in text
+    assert "compiled on CPU devices: estimated as if each mesh were its target" in text
+
+
+def test_does_not_fit_and_missing_estimates_are_said() -> None:
+    from .compare_fixtures import comparison_small_hbm
+
+    text = comparison_text(comparison_small_hbm())
+    assert "does not fit: needs 12.2 MiB of 8 MiB" in text
+    assert "no estimate (no target): tp" in text
+    assert "every estimate on Tiny TPU 2x4 (8 chips, 2 hosts)" in text
+
+
+def test_without_targets_nothing_about_estimates() -> None:
+    for c in (comparison(), comparison_edges()):
+        text = comparison_text(c)
+        assert "estimate" not in text.lower() and " @ " not in text

@@ -251,3 +251,63 @@ def test_sparse_reports_render() -> None:
     assert "no mesh to draw the groups on" in Doc(report_html(no_mesh)).all_text
     assert "no mesh (one device)" in str(no_mesh)
     assert "Collectives · 0" in str(bare) and "Profile · 0 ops" in str(bare)
+
+
+# --------------------------------------------------------------------------------------------
+# Estimates on a target
+
+
+@pytest.mark.parametrize("name", ["dp_v5e", "fsdp_h100", "deviceless_v5e"])
+def test_estimate_section_labels_and_ledger_cells(name: str) -> None:
+    report = REPORTS[name]()
+    e, target = report.estimate, report.target
+    assert e is not None and target is not None
+    out = report_html(report)
+    doc = Doc(out)
+    [section] = doc.with_class("sv-estimate")
+    assert section["data-target"] == target.label
+    assert section["data-bound"] == e.bound
+    assert section["data-fits"] == ("1" if e.fits else "0")
+    parts = [r["data-part"] for r in doc.with_class("sv-est-row")]
+    assert parts == ["step", "compute", "memory", "communication", "mfu", "hbm"]
+    assert "a lower bound, not a measurement" in out
+    assert f"Estimate on {target.label}" in out
+    [bar] = doc.with_class("sv-hbm")
+    assert int(bar["data-hbm"]) == e.hbm_bytes == target.hardware.hbm_bytes
+    assert int(bar["data-peak"]) == e.peak_bytes
+    cells = doc.with_class("sv-est-cell")
+    assert [float(c["data-seconds"]) for c in cells] == [
+        c.estimated_seconds for c in report.collectives
+    ]
+    assert all("sv-est" in (a.get("class") or "") for a in doc.with_class("sv-ledger"))
+    assert_offline(out)
+
+
+def test_cpu_report_says_it_is_estimated_as_the_target() -> None:
+    from .report_fixtures import dp_v5e_report
+
+    report = dp_v5e_report()
+    out = report_html(report)
+    assert len(Doc(out).with_class("sv-target")) == 1
+    assert report.target is not None
+    assert f"estimated as if this mesh were {report.target.label}" in out
+
+
+def test_no_estimate_no_estimate_markup() -> None:
+    for name in ("dp", "compile_only"):
+        out = report_html(REPORTS[name]())
+        assert "sv-estimate" not in out and "sv-est-cell" not in out and "sv-hbm" not in out
+        assert "sv-ledger sv-est" not in out
+
+
+def test_estimate_strings_are_escaped() -> None:
+    from .report_fixtures import QUOTES, nasty_estimate_report
+
+    out = report_html(nasty_estimate_report())
+    assert NASTY not in out
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in out
+    assert "placed &lt;script&gt;" in out  # the placement note
+    assert "f &lt;script&gt;" in out  # a collective's formula
+    assert QUOTES not in out
+    assert_offline(out)
+    Doc(out)  # parses

@@ -124,3 +124,53 @@ def test_permute_groups_are_rings() -> None:
     c = REPORTS["shard_map"]().collectives[1]
     assert c.kind == "collective-permute" and not c.groups
     assert permute_groups(c) == ((0, 1, 2, 3), (4, 5, 6, 7))
+
+
+# --------------------------------------------------------------------------------------------
+# Estimates on a target (goldens: report_dp_v5e, report_fsdp_h100, report_deviceless_v5e)
+
+
+def test_estimate_section_is_labelled_and_gives_every_figure() -> None:
+    from .report_fixtures import dp_v5e_report
+
+    report = dp_v5e_report()
+    text = report_text(report)
+    e = report.estimate
+    assert e is not None and report.target is not None
+    assert f"Estimate on {report.target.label} (a lower bound, not a measurement)" in text
+    section = text[text.index("Estimate on") : text.index("Timing")]
+    for name in ("step", "compute", "memory", "collectives", "MFU", "HBM"):
+        assert f"\n  {name} " in section
+    assert f"≥ {format_seconds(e.step_seconds)}" in section
+    assert f"{e.bound}-bound" in section
+    assert e.fit_text in section
+    assert f"placement: {report.target.placement}" in section
+    assert section.count(report.target.placement) == 1  # said once, not again as a note
+    assert f"estimated as if this mesh were {report.target.label}" in text
+
+
+def test_ledger_gets_an_estimated_column_and_the_formula() -> None:
+    from .report_fixtures import fsdp_h100_report
+
+    report = fsdp_h100_report()
+    text = report_text(report)
+    header = next(line for line in text.splitlines() if line.strip().startswith("#  kind"))
+    assert "  est.  " in header and header.index("moved") < header.index("est.")
+    for c in report.collectives:
+        assert c.estimated_seconds is not None
+        assert f"est. {c.estimate_formula}" in text
+    assert "NVIDIA H100" in text
+
+
+def test_deviceless_names_the_target_and_says_it_did_not_run() -> None:
+    from .report_fixtures import deviceless_v5e_report
+
+    text = report_text(deviceless_v5e_report())
+    assert "compiled for TPU v5e 2x4 (8 chips, 2 hosts), not run" in text
+    assert "estimated as if" not in text  # compiled for the target itself, not CPU devices
+
+
+def test_without_a_target_there_is_no_estimate_anywhere() -> None:
+    for name in ("dp", "fsdp", "megatron", "shard_map", "compile_only", "profile"):
+        text = report_text(REPORTS[name]())
+        assert "Estimate on" not in text and "est." not in text and "estimated" not in text

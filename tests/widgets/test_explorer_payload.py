@@ -362,3 +362,57 @@ def test_payload_module_imports_no_jax_and_no_anywidget():
         """
     )
     assert out.split() == ["True", "True"]
+
+
+# --------------------------------------------------------------------------------------------
+# Estimates on a target
+
+
+def test_payload_carries_the_estimate_and_each_collectives_estimated_seconds():
+    from tests.render.report_fixtures import dp_v5e_report
+
+    report = dp_v5e_report()
+    e, target = report.estimate, report.target
+    assert e is not None and target is not None
+    p = json.loads(report_json(report))
+    est = p["estimate"]
+    assert est["target"] == target.label == e.target and est["target_name"] == "v5e:2x4"
+    for key in ("compute_seconds", "memory_seconds", "collective_seconds", "step_seconds",
+                "bound", "mfu", "hbm_bytes", "peak_bytes", "hbm_headroom_bytes", "fits",
+                "fit_text"):  # fmt: skip
+        assert est[key] == getattr(e, key), key
+    assert est["words"] == "a lower bound, not a measurement"
+    assert est["target_line"].startswith(f"estimated as if this mesh were {target.label}")
+    assert [r[0] for r in est["rows"]] == ["step", "compute", "memory", "communication", "mfu",
+                                           "hbm"]  # fmt: skip
+    assert ["placement", target.placement] in est["notes"]
+    for entry, c in zip(p["collectives"], report.collectives, strict=True):
+        assert entry["estimated_seconds"] == c.estimated_seconds is not None
+        assert entry["estimate_formula"] == c.estimate_formula != ""
+
+
+def test_without_a_target_the_payload_has_no_estimate():
+    p = report_payload(dp_report())
+    assert p["estimate"] is None
+    assert all(c["estimated_seconds"] is None for c in p["collectives"])
+
+
+def test_payload_with_an_estimate_fits_one_megabyte_at_512_devices():
+    from shardviz.estimate.step import with_estimate
+
+    report = with_estimate(report_512(), "v5e")
+    assert report.estimate is not None and report.mesh.size == 512
+    text = report_json(report)
+    biggest = max(len(array_json(report, e.id).encode()) for e in array_entries(report))
+    assert len(text.encode()) + biggest <= MB
+    assert len(text.encode()) - len(report_json(report_512()).encode()) < 60_000
+
+
+def test_strategies_of_several_targets_have_distinct_ids():
+    from tests.render.compare_fixtures import comparison_targets
+
+    c = comparison_targets()
+    items = ep.strategies_payload(c)
+    assert [s["id"] for s in items] == list(c.labels)
+    assert len({s["id"] for s in items}) == len(items)
+    assert items[1]["target"] == "NVIDIA H100 SXM 1x8 (8 GPUs, 1 host)"

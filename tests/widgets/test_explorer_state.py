@@ -262,3 +262,23 @@ def test_front_end_files_ship_and_load_nothing(report):
     assert "export default" in js and "render(" in js
     assert not re.search(r"^\s*import\s", js, re.M), "the module must not import anything"
     assert ".innerHTML" not in js and "insertAdjacentHTML" not in js and "eval(" not in js
+
+
+# --------------------------------------------------------------------------------------------
+# Several targets
+
+
+def test_strategies_on_several_targets_are_picked_by_their_label():
+    from tests.render.compare_fixtures import comparison_targets
+
+    c = comparison_targets()
+    w = Explorer(c, selected_strategy="fsdp @ NVIDIA H100 SXM 1x8 (from CPU)")
+    assert w.report is c.result("fsdp", target="h100").report
+    assert json.loads(w.payload)["estimate"]["target_name"] == "h100:1x8"
+    assert [s["id"] for s in w.strategies] == list(c.labels)
+    w.selected_strategy = "tp @ TPU v5e 2x4 (from CPU)"
+    assert w.report is c.result("tp", target="v5e").report
+    with pytest.raises(traitlets.TraitError, match=re.escape("dp @ TPU v5e 2x4 (from CPU)")):
+        w.selected_strategy = "dp"
+    w.show(c)  # the same comparison again keeps the strategy shown
+    assert w.selected_strategy == "tp @ TPU v5e 2x4 (from CPU)"

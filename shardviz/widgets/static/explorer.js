@@ -145,6 +145,39 @@ function formatBytes(n, exact) {
   return text;
 }
 
+/**
+ * Three significant digits without a trailing ".0": 1.23, 45.6, 789 (as the Python views).
+ * @param {number} x
+ */
+function sig3(x) {
+  const a = Math.abs(x);
+  let text = a < 10 ? x.toFixed(2) : a < 100 ? x.toFixed(1) : x.toFixed(0);
+  if (text.includes(".")) text = text.replace(/0+$/, "").replace(/\.$/, "");
+  return text;
+}
+
+/**
+ * A model-FLOPs utilisation: 42%, 0.5%, <0.1% (as the Python views).
+ * @param {number} mfu
+ */
+function formatMfu(mfu) {
+  if (mfu >= 0.1) return `${Math.round(mfu * 100)}%`;
+  return mfu >= 0.001 ? `${(mfu * 100).toFixed(1)}%` : "<0.1%";
+}
+
+/**
+ * Seconds for people: 1.23 s, 45.6 ms, 789 µs, 12 ns (as the Python views).
+ * @param {number | null} s
+ */
+function formatSeconds(s) {
+  if (s === null || s === undefined) return "unknown";
+  const a = Math.abs(s);
+  for (const [scale, unit] of /** @type {[number, string][]} */ ([[1, "s"], [1e-3, "ms"], [1e-6, "µs"]])) {
+    if (a >= scale) return `${sig3(s / scale)} ${unit}`;
+  }
+  return a ? `${sig3(s / 1e-9)} ns` : "0 s";
+}
+
 /** @param {number[]} shape */
 function formatShape(shape) {
   return shape.length === 1 ? `(${shape[0]},)` : `(${shape.join(", ")})`;
@@ -391,6 +424,22 @@ function header(R, strategies, chosen) {
     head.appendChild(label);
   }
   head.appendChild(node("div", "sv-x-line", `${R.p.mesh_summary} · ${R.p.status_line}`));
+  const e = R.p.estimate;
+  if (e) {
+    if (e.target_line) head.appendChild(node("div", "sv-x-line sv-x-target", e.target_line));
+    const mfu = e.mfu === null ? "" : `, MFU ≤ ${formatMfu(e.mfu)}`;
+    const est = node("div", "sv-x-estimate");
+    est.dataset.bound = e.bound;
+    est.append(
+      node("span", "sv-x-estword", "estimate"),
+      ` step ≥ ${formatSeconds(e.step_seconds)} on ${e.target} (${e.bound}-bound${mfu}) · ${e.fit_text} · `,
+      node("span", "sv-x-dim", e.words),
+    );
+    const why = e.rows.map((/** @type {string[]} */ [, name, value, meaning]) => `${name} ${value}${meaning ? `: ${meaning}` : ""}`);
+    const notes = e.notes.map((/** @type {string[]} */ [kind, text]) => `${kind}: ${text}`);
+    est.title = [...why, ...notes].join("\n");
+    head.appendChild(est);
+  }
   if (R.p.notes.length) {
     const notes = node("div", "sv-x-notes");
     for (const n of R.p.notes) notes.appendChild(node("div", "", n));
@@ -780,6 +829,12 @@ function ledger(R) {
   const table = node("table", "sv-x-ledger");
   const tr = node("tr", "");
   LEDGER_HEAD.forEach((h, i) => tr.appendChild(node("th", i === 1 || (i >= 5 && i <= 7) ? "sv-x-r" : "", h)));
+  const est = R.p.estimate !== null && R.p.estimate !== undefined;
+  if (est) {
+    const th = node("th", "sv-x-r sv-x-est", "est.");
+    th.title = `estimated seconds on ${R.p.estimate.target}: ${R.p.estimate.words}`;
+    tr.insertBefore(th, tr.children[7]);
+  }
   const thead = node("thead", "");
   thead.appendChild(tr);
   const body = node("tbody", "");
@@ -820,6 +875,15 @@ function ledger(R) {
     } else {
       cells[9].appendChild(node("span", "sv-x-dim", "?"));
     }
+    if (est) {
+      const s = c.estimated_seconds;
+      const cell = node("td", s === null ? "sv-x-r sv-x-dim" : "sv-x-r sv-x-est", s === null ? "—" : formatSeconds(s));
+      if (s !== null) {
+        cell.dataset.seconds = String(s);
+        cell.title = `estimated (${R.p.estimate.words}): ${c.estimate_formula}`;
+      }
+      cells.splice(7, 0, cell);
+    }
     row.append(...cells);
     body.appendChild(row);
   }
@@ -856,6 +920,12 @@ function details(R, k) {
   add("operand", `${valueStr(c.in_dtype, c.in_shape)} → ${valueStr(c.out_dtype, c.out_shape)}`);
   const inOut = `${formatBytes(c.in_bytes, true)} in · ${formatBytes(c.out_bytes, true)} out`;
   add("bytes", `${inOut} · ${formatBytes(c.moved_bytes, true)} moved per device`);
+  if (c.estimated_seconds !== null && c.estimated_seconds !== undefined && R.p.estimate) {
+    const est = node("span", "sv-x-est");
+    est.append(`${formatSeconds(c.estimated_seconds)} on ${R.p.estimate.target} `, node("span", "sv-x-dim", `(${R.p.estimate.words})`));
+    if (c.estimate_formula) est.append(node("div", "sv-x-mono sv-x-dim", c.estimate_formula));
+    add("estimated", est);
+  }
   add("origin", c.user_written ? "written by the user (e.g. in shard_map)" : "inserted by the partitioner");
   if (c.op_name) add("op", c.op_name, "sv-x-mono");
 
@@ -924,6 +994,8 @@ function details(R, k) {
 // Memory pane
 
 const MEM_H = 110;
+/** The HBM line joins the memory scale when at most this many times the tallest bar. */
+const HBM_SCALE = 4;
 
 /**
  * Per-device bars stacked by part, with the peak as a dashed line.
@@ -935,7 +1007,11 @@ function memoryPane(R) {
   const pane = node("section", "sv-x-pane sv-x-mempane");
   pane.appendChild(node("h4", "", "Memory per device"));
   const totals = m.bytes.map((/** @type {number[]} */ b) => sum(b));
-  const topBytes = Math.max(1, m.peak_bytes, ...totals);
+  const tallest = Math.max(1, m.peak_bytes, ...totals);
+  const e = R.p.estimate;
+  // The target's HBM joins the scale when near the bars (as in the comparison's charts).
+  const hbmOnScale = !!e && e.hbm_bytes > 0 && e.hbm_bytes <= HBM_SCALE * tallest;
+  const topBytes = hbmOnScale ? Math.max(tallest, e.hbm_bytes) : tallest;
   const n = m.devices.length;
   const bw = Math.max(1, Math.min(26, 640 / Math.max(1, n)));
   const gap = bw >= 4 ? 1 : 0;
@@ -968,6 +1044,12 @@ function memoryPane(R) {
   });
   const py = yOf(m.peak_bytes);
   root.appendChild(svg("path", { class: "sv-x-peak", d: `M${left} ${py}h${bw * n}` }));
+  if (hbmOnScale) {
+    const hy = yOf(e.hbm_bytes);
+    const line = svg("path", { class: "sv-x-hbm", "data-hbm": e.hbm_bytes, d: `M${left} ${hy}h${bw * n}` });
+    tip(line, `HBM per device on ${e.target}: ${formatBytes(e.hbm_bytes, true)} (estimate)`);
+    root.appendChild(line);
+  }
   root.appendChild(svg("path", { class: "sv-x-memmark", d: "" }));
   if (n <= 32 && bw >= 12) {
     m.devices.forEach((/** @type {number} */ d, i) => {
@@ -991,6 +1073,11 @@ function memoryPane(R) {
   const peak = node("span", "sv-x-legitem");
   peak.append(node("span", "sv-x-sw sv-x-sw-peak"), `peak ${formatBytes(m.peak_bytes)} = ${m.peak_definition}`);
   legend.appendChild(peak);
+  if (hbmOnScale) {
+    const hbm = node("span", "sv-x-legitem");
+    hbm.append(node("span", "sv-x-sw sv-x-sw-hbm"), `HBM ${formatBytes(e.hbm_bytes)} per device on the target`);
+    legend.appendChild(hbm);
+  }
   pane.appendChild(legend);
   const notes = [];
   if (m.alias_bytes) {
@@ -999,6 +1086,19 @@ function memoryPane(R) {
   const args = m.from_leaves[0] ? "arguments from the leaves each device holds" : "arguments: the compiler's figure";
   notes.push(`${args}; temp is the compiler's figure, the same on every device`);
   pane.appendChild(node("div", "sv-x-note", notes.join(" · ")));
+  if (e) {
+    const line = node("div", "sv-x-hbmline");
+    if (e.fits !== null) line.dataset.fits = e.fits ? "1" : "0";
+    const word = e.fits === false ? "sv-x-bad" : "sv-x-ok";
+    const where = hbmOnScale ? "the blue dash-dot line" : "far above these bars";
+    line.append(
+      node("span", "sv-x-estword", "estimate"),
+      ` HBM on ${e.target}: `,
+      node("span", e.fits === null ? "" : word, e.hbm_text),
+      node("span", "sv-x-dim", ` (${where}; ${e.words})`),
+    );
+    pane.appendChild(line);
+  }
   pane.appendChild(node("div", "sv-x-memline"));
   return pane;
 }
