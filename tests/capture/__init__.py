@@ -39,9 +39,14 @@ MESH_8_I = mesh_of(("i",), (8,))
 
 
 @cache
-def marker_line(mark: str) -> int:
-    """The line of ``programs.py`` carrying ``# @mark: <mark>``."""
-    for number, line in enumerate(PROGRAMS.read_text(encoding="utf-8").splitlines(), 1):
+def marker_line_in(programs: Path, mark: str) -> int:
+    """The line of ``programs`` carrying ``# @mark: <mark>``."""
+    for number, line in enumerate(programs.read_text(encoding="utf-8").splitlines(), 1):
         if re.search(rf"# @mark: {re.escape(mark)}\b", line):
             return number
     raise KeyError(mark)
+
+
+def marker_line(mark: str) -> int:
+    """The line of the CPU fixtures' ``programs.py`` carrying ``# @mark: <mark>``."""
+    return marker_line_in(PROGRAMS, mark)

@@ -28,6 +28,7 @@ from shardviz.capture.hlo_memory import assigned_bytes, space_bytes
 from shardviz.capture.memory import peak_bytes, peak_rule
 from shardviz.model import Collective, Device, MeshLayout
 from shardviz.model.program import CPU_PEAK, TPU_PEAK
+from tests.capture import marker_line_in
 
 BACKENDS = Path(__file__).resolve().parent.parent / "fixtures" / "backends"
 PROGRAMS = BACKENDS / "programs.py"
@@ -118,13 +119,9 @@ def memory(name: str) -> dict[str, int]:
     return facts(name)["memory_analysis"]
 
 
-@cache
 def marker_line(mark: str) -> int:
-    """The line of ``programs.py`` carrying ``# @mark: <mark>``."""
-    for number, line in enumerate(PROGRAMS.read_text(encoding="utf-8").splitlines(), 1):
-        if re.search(rf"# @mark: {re.escape(mark)}\b", line):
-            return number
-    raise KeyError(mark)
+    """The line of the backend fixtures' ``programs.py`` carrying ``# @mark: <mark>``."""
+    return marker_line_in(PROGRAMS, mark)
 
 
 def line_of(c: Collective) -> int:
