@@ -31,6 +31,7 @@ import optax  # noqa: E402
 from jax.sharding import NamedSharding, PartitionSpec  # noqa: E402
 
 import shardviz.strategies.runner as cmp  # noqa: E402
+import shardviz.strategies.step as placing  # noqa: E402
 from shardviz.capture.mesh import Mesh  # noqa: E402
 from shardviz.strategies.rules import default_mesh_shape, get_rule_set  # noqa: E402
 from shardviz.strategies.zoo import get_model  # noqa: E402
@@ -54,11 +55,13 @@ def prepare_bare(model_sizes: dict) -> list:
         jm = Mesh(range(8), default_mesh_shape(rs, 8), rs.axes).jax_mesh
         axes = dict(zip(jm.axis_names, jm.devices.shape, strict=True))
         p_shape, o_shape, b_shape = jax.eval_shape(lambda s: s, state)
-        sh = functools.partial(cmp._shardings, jm)
-        p_sh = sh(cmp.tree_specs(p_shape, rs.params, axes, "params", False))
-        g_sh = sh(cmp.tree_specs(p_shape, rs.rules_for("grads"), axes, "grads", False))
-        o_sh = sh(cmp._optimizer_specs(o_shape, p_shape, rs.rules_for("optimizer"), axes, False))
-        b_sh = sh(cmp.tree_specs(b_shape, rs.batch, axes, "batch", False))
+        sh = functools.partial(placing._shardings, jm)
+        p_sh = sh(placing.tree_specs(p_shape, rs.params, axes, "params", False))
+        g_sh = sh(placing.tree_specs(p_shape, rs.rules_for("grads"), axes, "grads", False))
+        o_sh = sh(
+            placing._optimizer_specs(o_shape, p_shape, rs.rules_for("optimizer"), axes, False)
+        )
+        b_sh = sh(placing.tree_specs(b_shape, rs.batch, axes, "batch", False))
         placed = jax.device_put(state, (p_sh, o_sh, b_sh))
         out_sh = (p_sh, o_sh, NamedSharding(jm, PartitionSpec()))
         jobs.append((placed, (p_sh, o_sh, b_sh), out_sh, g_sh))

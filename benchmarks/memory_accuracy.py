@@ -4,8 +4,8 @@ No peer publishes how close its memory estimate is (deepspeedai/DeepSpeed#4527: 
 of 0.49 GB per GPU against 14.7 GB in use). For the zoo's models x strategies x two sizes,
 each strategy's Adam train step (params + optimizer state + batch in, updated params and
 optimizer state out, both donated as a training loop does) is compiled from
-``ShapeDtypeStruct``s with the strategy's shardings (the runner's own rules: ``tree_specs``,
-``_optimizer_specs``, the grads constraint, activation rules) on three backends, 8 devices
+``ShapeDtypeStruct``s with the strategy's shardings (``strategy_step``, as ``compare`` builds
+it: placement rules, the grads constraint, activation rules) on three backends, 8 devices
 each: fake CPU devices, a deviceless TPU v5e 2x4 slice and a deviceless 8 x H100 host.
 ``sv.explain(step, *abstract, run=False)`` gives the compiler's figures. Per device:
 
@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import subprocess
 import sys
 import time
@@ -45,14 +44,12 @@ import shardviz as sv  # noqa: E402
 sv.use_cpu_devices(8)
 
 import jax  # noqa: E402
-import numpy as np  # noqa: E402
 import optax  # noqa: E402
-from jax.sharding import NamedSharding, PartitionSpec  # noqa: E402
 
-import shardviz.strategies.runner as R  # noqa: E402
 from shardviz.capture.topology import topology  # noqa: E402
 from shardviz.strategies.accounting import model_state_bytes  # noqa: E402
-from shardviz.strategies.rules import RuleSet, default_mesh_shape, get_rule_set  # noqa: E402
+from shardviz.strategies.rules import RuleSet, get_rule_set  # noqa: E402
+from shardviz.strategies.step import strategy_step  # noqa: E402
 from shardviz.strategies.zoo import Model, get_model  # noqa: E402
 
 DEVICES = 8
@@ -127,50 +124,12 @@ def formula_bytes(model: Model, rs: RuleSet, axes: dict[str, int]) -> int:
 
 
 def build_step(model: Model, rs: RuleSet, devices: list) -> tuple[Any, tuple, int, dict]:
-    """The strategy's train step as the runner builds it (its placement rules, the grads
-    constraint, activation rules), jitted with donation; its abstract arguments; the
-    gradients' per-device bytes; the mesh axes."""
-    shape = default_mesh_shape(rs, len(devices))
-    jm = jax.sharding.Mesh(np.array(devices).reshape(shape), rs.axes)  # Auto axes
-    axes = dict(zip(jm.axis_names, jm.devices.shape, strict=True))
-    opt = optax.adam(1e-3)
-    key_p, key_b = jax.random.split(jax.random.key(0))
-    p_shape = jax.eval_shape(model.init_params, key_p)
-    b_shape = jax.eval_shape(model.make_batch, key_b)
-    o_shape = jax.eval_shape(opt.init, p_shape)
-    p_sh = R._shardings(jm, R.tree_specs(p_shape, rs.params, axes, "params", False))
-    g_specs = R.tree_specs(p_shape, rs.rules_for("grads"), axes, "grads", False)
-    g_sh = R._shardings(jm, g_specs)
-    o_specs = R._optimizer_specs(o_shape, p_shape, rs.rules_for("optimizer"), axes, False)
-    o_sh = R._shardings(jm, o_specs)
-    b_sh = R._shardings(jm, R.tree_specs(b_shape, rs.batch, axes, "batch", False))
-
-    constrained = model
-    if rs.activations:
-
-        def constrain(name: str, x: jax.Array) -> jax.Array:
-            for pattern, spec in rs.activations:
-                if re.fullmatch(pattern, name):
-                    entries = spec(tuple(x.shape), axes) if callable(spec) else spec
-                    sharding = NamedSharding(jm, PartitionSpec(*entries))
-                    return jax.lax.with_sharding_constraint(x, sharding)
-            return x
-
-        constrained = model.constrained(constrain)
-
-    def train_step(params, opt_state, batch):
-        loss, grads = jax.value_and_grad(constrained.loss)(params, batch)
-        grads = jax.lax.with_sharding_constraint(grads, g_sh)
-        updates, opt_state = opt.update(grads, opt_state, params)
-        return optax.apply_updates(params, updates), opt_state, loss
-
-    train_step.__qualname__ = f"train_step[{model.name}, {rs.name}]"
-    step = jax.jit(
-        train_step, in_shardings=(p_sh, o_sh, b_sh),
-        out_shardings=(p_sh, o_sh, NamedSharding(jm, PartitionSpec())), donate_argnums=(0, 1),
-    )  # fmt: skip
-    abstract = R._abstract((p_shape, o_shape, b_shape), (p_sh, o_sh, b_sh))
-    return step, abstract, R._grad_bytes(p_shape, g_specs, jm), axes
+    """The strategy's train step as compare builds it (``strategy_step``: its placement
+    rules, the grads constraint, activation rules), jitted with donation; its abstract
+    arguments; the gradients' per-device bytes; the mesh axes."""
+    built = strategy_step(model, rs, devices=devices, donate=True)
+    axes = dict(zip(built.mesh.axis_names, built.mesh.devices.shape, strict=True))
+    return built.step, built.abstract, built.grad_bytes, axes
 
 
 def live_peak(model: Model, rs: RuleSet, step: Any, abstract: tuple) -> int | None:

@@ -15,6 +15,7 @@ __all__ = [
     "ProjectionRow",
     "RuleSet",
     "StateBytes",
+    "StrategyStep",
     "compare",
     "count_params",
     "default_sizes",
@@ -26,6 +27,7 @@ __all__ = [
     "projection_table",
     "run_strategy",
     "shard_largest",
+    "strategy_step",
 ]
 
 _LAZY = {
@@ -42,6 +44,8 @@ _LAZY = {
     "make_train_step": "shardviz.strategies.zoo",
     "compare": "shardviz.strategies.runner",
     "run_strategy": "shardviz.strategies.runner",
+    "StrategyStep": "shardviz.strategies.step",
+    "strategy_step": "shardviz.strategies.step",
 }
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
@@ -13,7 +12,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
-from jax.sharding import NamedSharding, PartitionSpec
 
 from shardviz.capture.explain import (
     analyse_program,
@@ -22,8 +20,7 @@ from shardviz.capture.explain import (
     explain_run,
     remember_program,
 )
-from shardviz.capture.layout import layout_of
-from shardviz.capture.mesh import Mesh, as_jax_mesh, mesh_layout
+from shardviz.capture.mesh import as_jax_mesh, mesh_layout
 from shardviz.capture.run import compare_outputs
 from shardviz.capture.topology import Topology, topology, topology_of
 from shardviz.errors import ShardvizError, problem
@@ -39,59 +36,12 @@ from shardviz.model import (
 
 from .rules import (
     RuleSet,
-    axes_needed,
-    check_rules_used,
-    default_mesh_shape,
     get_rule_set,
-    spec_for_leaf,
 )
+from .step import strategy_step
 from .zoo import Model, get_model, make_train_step
 
 _ROLES = {"params": "params", "opt_state": "optimizer", "batch": "batch"}
-
-
-def _path(p: tuple) -> str:
-    return jax.tree_util.keystr(p, simple=True, separator="/")
-
-
-def tree_specs(tree: Any, rules: Sequence, axes: dict[str, int], what: str, strict: bool):
-    """A PartitionSpec per leaf of ``tree`` from ``rules`` (first match; unmatched replicate)."""
-    flat, treedef = jax.tree_util.tree_flatten_with_path(tree)
-    used: set[int] = set()
-    specs = []
-    for p, leaf in flat:
-        spec, i = spec_for_leaf(_path(p), tuple(leaf.shape), rules, axes, what)
-        if i is not None:
-            used.add(i)
-        specs.append(PartitionSpec(*spec))
-    if strict:
-        check_rules_used(rules, used, [_path(p) for p, _ in flat], what)
-    return jax.tree_util.tree_unflatten(treedef, specs)
-
-
-def _optimizer_specs(opt_shape: Any, params_shape: Any, rules, axes, strict: bool):
-    """Optimizer leaves that mirror a parameter (Adam's mu, nu) get that parameter's spec from
-    the optimizer rules; the rest (step counters) are replicated."""
-    param_specs = tree_specs(params_shape, rules, axes, "optimizer", strict)
-    by_path = {
-        _path(p): s
-        for p, s in jax.tree_util.tree_flatten_with_path(
-            param_specs, is_leaf=lambda x: isinstance(x, PartitionSpec)
-        )[0]
-    }
-    flat, treedef = jax.tree_util.tree_flatten_with_path(opt_shape)
-    specs = []
-    for p, _ in flat:
-        path = _path(p)
-        match = next((s for k, s in by_path.items() if path == k or path.endswith("/" + k)), None)
-        specs.append(match if match is not None else PartitionSpec())
-    return jax.tree_util.tree_unflatten(treedef, specs)
-
-
-def _shardings(mesh: jax.sharding.Mesh, specs: Any) -> Any:
-    return jax.tree.map(
-        lambda s: NamedSharding(mesh, s), specs, is_leaf=lambda x: isinstance(x, PartitionSpec)
-    )
 
 
 def _summarise(report: Report) -> tuple[CollectiveSummary, ...]:
@@ -105,18 +55,6 @@ def _summarise(report: Report) -> tuple[CollectiveSummary, ...]:
         )
         for (k, a), cs in sorted(groups.items())
     )  # fmt: skip
-
-
-def _grad_bytes(params_shape: Any, grad_specs: Any, mesh: jax.sharding.Mesh) -> int:
-    total = 0
-    for leaf, spec in zip(
-        jax.tree.leaves(params_shape),
-        jax.tree.leaves(grad_specs, is_leaf=lambda x: isinstance(x, PartitionSpec)),
-        strict=True,
-    ):
-        lay = layout_of(leaf.shape, leaf.dtype, NamedSharding(mesh, spec))
-        total += lay.max_bytes_per_device
-    return total
 
 
 def _full_bytes(tree: Any) -> int:
@@ -184,18 +122,6 @@ def _form_notes(
     return tuple(notes)
 
 
-def _mesh_for(rule_set: RuleSet, mesh: Any, devices: Sequence[Any] | None = None):
-    """The mesh a strategy runs on: ``mesh``, else one over ``devices`` (default: all of
-    jax's) with the axes the strategy names."""
-    if mesh is None:
-        pool = list(devices) if devices is not None else jax.devices()
-        shape = default_mesh_shape(rule_set, len(pool))
-        return Mesh(pool, shape, rule_set.axes).jax_mesh
-    jm = as_jax_mesh(mesh)
-    axes_needed(rule_set, jm.axis_names)
-    return jm
-
-
 #: Programs that run once (state init, the reference step) are compiled for compile speed:
 #: the backend's optimizations cost more time than they would save on one run, and the CPU's
 #: older loop emitters compile fused ops in half the time of its fusion emitters (the
@@ -236,15 +162,6 @@ def reference_outputs(model: Model, optimizer: Any, state: tuple[Any, Any, Any])
     """
     opt = optimizer or optax.adam(1e-3)
     return jax.block_until_ready(_run_once(make_train_step(model, opt), *state))
-
-
-def _abstract(shapes: Any, shardings: Any) -> tuple:
-    """``ShapeDtypeStruct``s with shardings: what a program compiles from before any array
-    exists."""
-    return tuple(
-        jax.tree.map(lambda x, sh: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=sh), t, s)
-        for t, s in zip(shapes, shardings, strict=True)
-    )
 
 
 def run_strategy(
@@ -290,49 +207,9 @@ def _compile_strategy(
     and shardings alone, and analyse it (on ``helper`` when given, while the caller goes on
     to compile the next strategy). :func:`compare` compiles every strategy this way while
     the helper also makes the starting state and the reference."""
-    jm = _mesh_for(rule_set, mesh, devices)
-    axes = dict(zip(jm.axis_names, jm.devices.shape, strict=True))
-    key_p, key_b = jax.random.split(jax.random.key(seed))
-    params_shape = jax.eval_shape(model.init_params, key_p)
-    batch_shape = jax.eval_shape(model.make_batch, key_b)
-    opt_shape = jax.eval_shape(opt.init, params_shape)
-    strict = rule_set.strict
-    p_specs = tree_specs(params_shape, rule_set.params, axes, "params", strict)
-    g_specs = tree_specs(params_shape, rule_set.rules_for("grads"), axes, "grads", strict)
-    o_specs = _optimizer_specs(
-        opt_shape, params_shape, rule_set.rules_for("optimizer"), axes, strict
-    )
-    b_specs = tree_specs(batch_shape, rule_set.batch, axes, "batch", strict)
-    p_sh, o_sh, b_sh = _shardings(jm, p_specs), _shardings(jm, o_specs), _shardings(jm, b_specs)
-    g_sh = _shardings(jm, g_specs)
-
-    constrained = model
-    if rule_set.activations:
-        rules = rule_set.activations
-
-        def constrain(name: str, x: jax.Array) -> jax.Array:
-            for pattern, spec in rules:
-                if re.fullmatch(pattern, name):
-                    entries = spec(tuple(x.shape), axes) if callable(spec) else spec
-                    return jax.lax.with_sharding_constraint(
-                        x, NamedSharding(jm, PartitionSpec(*entries))
-                    )
-            return x
-
-        constrained = model.constrained(constrain)
-
-    def train_step(params, opt_state, batch):
-        loss, grads = jax.value_and_grad(constrained.loss)(params, batch)
-        grads = jax.lax.with_sharding_constraint(grads, g_sh)
-        updates, opt_state = opt.update(grads, opt_state, params)
-        return optax.apply_updates(params, updates), opt_state, loss
-
-    train_step.__qualname__ = f"train_step[{model.name}, {rule_set.name}]"
-    step = jax.jit(train_step, in_shardings=(p_sh, o_sh, b_sh),
-                   out_shardings=(p_sh, o_sh, NamedSharding(jm, PartitionSpec())))  # fmt: skip
-    # Compile (and analyse) from shapes and shardings; running below with the real arrays
-    # of the same shapes and shardings reuses the compiled program from explain's cache.
-    abstract = _abstract((params_shape, opt_shape, batch_shape), (p_sh, o_sh, b_sh))
+    built = strategy_step(model, rule_set, mesh, seed=seed, optimizer=opt, devices=devices)
+    step, abstract, jm = built.step, built.abstract, built.mesh
+    params_shape = built.params_shape
     comp = compile_program(step, abstract, {})
     if helper is None:
         base = analyse_program(step, abstract, comp)
@@ -348,11 +225,11 @@ def _compile_strategy(
             return StrategyResult(
                 strategy=rule_set.name, title=rule_set.title, description=rule_set.description,
                 mesh=mesh_layout(jm), report=report,
-                memory=_memory(report, _grad_bytes(params_shape, g_specs, jm)),
+                memory=_memory(report, built.grad_bytes),
                 collectives=_summarise(report),
                 notes=_form_notes(rule_set, _summarise(report), _full_bytes(params_shape)),
             )  # fmt: skip
-        params, opt_state, batch = jax.device_put(state, (p_sh, o_sh, b_sh))
+        params, opt_state, batch = jax.device_put(state, built.shardings)
         report, outputs, _ = explain_run(step, params, opt_state, batch, steps=steps, check=False)
         reference = get_reference()
         if outputs is not None:
@@ -366,7 +243,7 @@ def _compile_strategy(
         return StrategyResult(
             strategy=rule_set.name, title=rule_set.title, description=rule_set.description,
             mesh=mesh_layout(jm), report=report,
-            memory=_memory(report, _grad_bytes(params_shape, g_specs, jm)),
+            memory=_memory(report, built.grad_bytes),
             collectives=summary, loss=loss, reference_loss=ref_loss, loss_matches=matches,
             step_seconds=report.timing.step_seconds if report.timing else None,
             notes=_form_notes(rule_set, summary, _full_bytes(params_shape)),

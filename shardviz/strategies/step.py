@@ -1,0 +1,205 @@
+"""A strategy's training step: every leaf's sharding from a rule set, and the jitted step.
+
+:func:`strategy_step` builds, for a model, an optimizer and a :class:`~.rules.RuleSet` on a
+mesh, the Adam-style train step ``(params, opt_state, batch) -> (params, opt_state, loss)``
+jitted with the strategy's shardings (the gradients constrained as the strategy says, named
+activations too), and its arguments as ``ShapeDtypeStruct``s: what :func:`~.runner.compare`
+compiles and runs, and what a planner compiles for a topology without allocating anything.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+import jax
+import optax
+from jax.sharding import NamedSharding, PartitionSpec
+
+from shardviz.capture.layout import layout_of
+from shardviz.capture.mesh import Mesh, as_jax_mesh
+
+from .rules import RuleSet, axes_needed, check_rules_used, default_mesh_shape, spec_for_leaf
+from .zoo import Model
+
+
+@dataclass(frozen=True)
+class StrategyStep:
+    """A strategy's jitted train step and what it compiles from.
+
+    Attributes:
+        step: the jitted ``(params, opt_state, batch) -> (params, opt_state, loss)``.
+        abstract: its arguments as ``ShapeDtypeStruct``s carrying the strategy's shardings.
+        shardings: the ``(params, opt_state, batch)`` shardings (to place real arrays).
+        mesh: the jax mesh it runs on.
+        params_shape: the parameters' shapes and dtypes.
+        grad_specs: the gradients' partition specs.
+    """
+
+    step: Any
+    abstract: tuple
+    shardings: tuple
+    mesh: jax.sharding.Mesh
+    params_shape: Any
+    grad_specs: Any
+
+    @cached_property
+    def grad_bytes(self) -> int:
+        """Bytes of the gradients on the device holding the most, as the strategy shards them."""
+        return _grad_bytes(self.params_shape, self.grad_specs, self.mesh)
+
+
+def strategy_step(
+    model: Model,
+    rule_set: RuleSet,
+    mesh: Any = None,
+    *,
+    seed: int = 0,
+    optimizer: optax.GradientTransformation | None = None,
+    devices: Sequence[Any] | None = None,
+    donate: bool = False,
+) -> StrategyStep:
+    """``model``'s train step placed by ``rule_set`` on ``mesh``, nothing allocated.
+
+    Args:
+        model: the model (its init, batch and loss).
+        rule_set: where each leaf goes (params, gradients, optimizer state, batch,
+            activations).
+        mesh: a mesh with the axes the rule set names; default: one over ``devices`` (default
+            all of jax's) shaped by the rule set.
+        seed: the key the shapes are traced with.
+        optimizer: default Adam (1e-3).
+        donate: donate the params and optimizer state, as a training loop does.
+
+    Raises:
+        ShardvizError: a rule that does not fit a leaf, or a mesh without the rule set's axes.
+    """
+    opt = optimizer or optax.adam(1e-3)
+    jm = _mesh_for(rule_set, mesh, devices)
+    axes = dict(zip(jm.axis_names, jm.devices.shape, strict=True))
+    key_p, key_b = jax.random.split(jax.random.key(seed))
+    params_shape = jax.eval_shape(model.init_params, key_p)
+    batch_shape = jax.eval_shape(model.make_batch, key_b)
+    opt_shape = jax.eval_shape(opt.init, params_shape)
+    strict = rule_set.strict
+    p_specs = tree_specs(params_shape, rule_set.params, axes, "params", strict)
+    g_specs = tree_specs(params_shape, rule_set.rules_for("grads"), axes, "grads", strict)
+    o_specs = _optimizer_specs(
+        opt_shape, params_shape, rule_set.rules_for("optimizer"), axes, strict
+    )
+    b_specs = tree_specs(batch_shape, rule_set.batch, axes, "batch", strict)
+    p_sh, o_sh, b_sh = _shardings(jm, p_specs), _shardings(jm, o_specs), _shardings(jm, b_specs)
+    g_sh = _shardings(jm, g_specs)
+
+    constrained = model
+    if rule_set.activations:
+        rules = rule_set.activations
+
+        def constrain(name: str, x: jax.Array) -> jax.Array:
+            for pattern, spec in rules:
+                if re.fullmatch(pattern, name):
+                    entries = spec(tuple(x.shape), axes) if callable(spec) else spec
+                    return jax.lax.with_sharding_constraint(
+                        x, NamedSharding(jm, PartitionSpec(*entries))
+                    )
+            return x
+
+        constrained = model.constrained(constrain)
+
+    def train_step(params, opt_state, batch):
+        loss, grads = jax.value_and_grad(constrained.loss)(params, batch)
+        grads = jax.lax.with_sharding_constraint(grads, g_sh)
+        updates, opt_state = opt.update(grads, opt_state, params)
+        return optax.apply_updates(params, updates), opt_state, loss
+
+    train_step.__qualname__ = f"train_step[{model.name}, {rule_set.name}]"
+    step = jax.jit(
+        train_step, in_shardings=(p_sh, o_sh, b_sh),
+        out_shardings=(p_sh, o_sh, NamedSharding(jm, PartitionSpec())),
+        donate_argnums=(0, 1) if donate else (),
+    )  # fmt: skip
+    abstract = _abstract((params_shape, opt_shape, batch_shape), (p_sh, o_sh, b_sh))
+    return StrategyStep(
+        step=step, abstract=abstract, shardings=(p_sh, o_sh, b_sh), mesh=jm,
+        params_shape=params_shape, grad_specs=g_specs,
+    )  # fmt: skip
+
+
+def _mesh_for(rule_set: RuleSet, mesh: Any, devices: Sequence[Any] | None = None):
+    """The mesh a strategy runs on: ``mesh``, else one over ``devices`` (default: all of
+    jax's) with the axes the strategy names."""
+    if mesh is None:
+        pool = list(devices) if devices is not None else jax.devices()
+        shape = default_mesh_shape(rule_set, len(pool))
+        return Mesh(pool, shape, rule_set.axes).jax_mesh
+    jm = as_jax_mesh(mesh)
+    axes_needed(rule_set, jm.axis_names)
+    return jm
+
+
+def _path(p: tuple) -> str:
+    return jax.tree_util.keystr(p, simple=True, separator="/")
+
+
+def tree_specs(tree: Any, rules: Sequence, axes: dict[str, int], what: str, strict: bool):
+    """A PartitionSpec per leaf of ``tree`` from ``rules`` (first match; unmatched replicate)."""
+    flat, treedef = jax.tree_util.tree_flatten_with_path(tree)
+    used: set[int] = set()
+    specs = []
+    for p, leaf in flat:
+        spec, i = spec_for_leaf(_path(p), tuple(leaf.shape), rules, axes, what)
+        if i is not None:
+            used.add(i)
+        specs.append(PartitionSpec(*spec))
+    if strict:
+        check_rules_used(rules, used, [_path(p) for p, _ in flat], what)
+    return jax.tree_util.tree_unflatten(treedef, specs)
+
+
+def _optimizer_specs(opt_shape: Any, params_shape: Any, rules, axes, strict: bool):
+    """Optimizer leaves that mirror a parameter (Adam's mu, nu) get that parameter's spec from
+    the optimizer rules; the rest (step counters) are replicated."""
+    param_specs = tree_specs(params_shape, rules, axes, "optimizer", strict)
+    by_path = {
+        _path(p): s
+        for p, s in jax.tree_util.tree_flatten_with_path(
+            param_specs, is_leaf=lambda x: isinstance(x, PartitionSpec)
+        )[0]
+    }
+    flat, treedef = jax.tree_util.tree_flatten_with_path(opt_shape)
+    specs = []
+    for p, _ in flat:
+        path = _path(p)
+        match = next((s for k, s in by_path.items() if path == k or path.endswith("/" + k)), None)
+        specs.append(match if match is not None else PartitionSpec())
+    return jax.tree_util.tree_unflatten(treedef, specs)
+
+
+def _shardings(mesh: jax.sharding.Mesh, specs: Any) -> Any:
+    return jax.tree.map(
+        lambda s: NamedSharding(mesh, s), specs, is_leaf=lambda x: isinstance(x, PartitionSpec)
+    )
+
+
+def _grad_bytes(params_shape: Any, grad_specs: Any, mesh: jax.sharding.Mesh) -> int:
+    total = 0
+    for leaf, spec in zip(
+        jax.tree.leaves(params_shape),
+        jax.tree.leaves(grad_specs, is_leaf=lambda x: isinstance(x, PartitionSpec)),
+        strict=True,
+    ):
+        lay = layout_of(leaf.shape, leaf.dtype, NamedSharding(mesh, spec))
+        total += lay.max_bytes_per_device
+    return total
+
+
+def _abstract(shapes: Any, shardings: Any) -> tuple:
+    """``ShapeDtypeStruct``s with shardings: what a program compiles from before any array
+    exists."""
+    return tuple(
+        jax.tree.map(lambda x, sh: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=sh), t, s)
+        for t, s in zip(shapes, shardings, strict=True)
+    )
