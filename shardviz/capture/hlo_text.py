@@ -417,6 +417,10 @@ class HloInstruction:
     @property
     def called_computations(self) -> tuple[str, ...]:
         """Names of the computations this instruction calls (``calls=``, ``body=``, ...)."""
+        if "attrs" not in self.__dict__ and not any(k in self.attr_text for k in _CALL_KEYS):
+            # No key in the text at all: most instructions call nothing, and parsing their
+            # attributes only to find that out was most of a large program's caller map.
+            return ()
         names = []
         for key in ("calls", "to_apply", "body", "condition", "branch_computations"):
             v = self.attrs.get(key)
@@ -593,6 +597,11 @@ _INSTR_RE = re.compile(r"^(ROOT\s+)?%?([^\s=]+)\s*=\s*")
 _OPCODE_RE = re.compile(r"\s*([A-Za-z][\w\-\.]*)\s*\(")
 # Opcodes whose parenthesised part is not a list of operand names.
 _LITERAL_OPERANDS = {"constant", "parameter", "iota", "rng-get-and-update-state"}
+#: The attribute keys that name called computations, as printed (``key=``).
+_CALL_KEYS = (
+    "calls=", "to_apply=", "body=", "condition=", "branch_computations=",
+    "true_computation=", "false_computation=",
+)  # fmt: skip
 
 
 def _shape_end(text: str) -> int:
