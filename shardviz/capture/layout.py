@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 import jax
 import numpy as np
 from jax.sharding import NamedSharding, PartitionSpec, SingleDeviceSharding
 
-from shardviz.errors import LeafError, problem
+from shardviz.errors import LeafError, ShardvizError, problem
 from shardviz.model import ArrayLayout, Device, MeshLayout, Spec, Tile, TreeLayout
 
 from .mesh import Mesh, device_of, mesh_layout
@@ -57,14 +59,34 @@ def _tiles(
 def layout_of(
     shape: Sequence[int], dtype: Any, sharding: Any, *, name: str = "array"
 ) -> ArrayLayout:
-    """The layout of an array of this shape and dtype under ``sharding`` (nothing allocated)."""
+    """The layout of an array of this shape and dtype under ``sharding`` (nothing allocated).
+
+    Layouts are kept per (shape, dtype, sharding): a model's leaves share a few shardings
+    (a 256-chip transformer step: 155 leaves, 10 layouts), and each layout lists a tile per
+    device.
+    """
     shape = tuple(int(s) for s in shape)
     dt = np.dtype(dtype)
+    try:
+        shared = _shared_layout(shape, dt, sharding)
+    except ShardvizError:  # say it again with the leaf's name (failures are not kept)
+        return _layout(shape, dt, sharding, name)
+    except TypeError:  # a sharding that cannot be a key
+        return _layout(shape, dt, sharding, name)
+    return shared if shared.name == name else replace(shared, name=name)
+
+
+def _layout(shape: tuple[int, ...], dt: np.dtype, sharding: Any, name: str) -> ArrayLayout:
     spec, mesh = _spec_and_mesh(sharding, shape, name)
     return ArrayLayout(
         name=name, shape=shape, dtype=dt.name, itemsize=dt.itemsize, spec=spec, mesh=mesh,
         tiles=_tiles(sharding, shape, dt.itemsize, mesh),
     )  # fmt: skip
+
+
+@functools.lru_cache(maxsize=512)
+def _shared_layout(shape: tuple[int, ...], dt: np.dtype, sharding: Any) -> ArrayLayout:
+    return _layout(shape, dt, sharding, "array")
 
 
 def _not_an_array(obj: Any, name: str) -> LeafError:

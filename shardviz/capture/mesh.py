@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -217,8 +218,13 @@ def device_of(d: Any) -> Device:
 
 
 def mesh_layout(mesh: MeshLike) -> MeshLayout:
-    """A jax (or shardviz) mesh as a :class:`~shardviz.model.MeshLayout`."""
-    jm = as_jax_mesh(mesh)
+    """A jax (or shardviz) mesh as a :class:`~shardviz.model.MeshLayout` (one per jax mesh:
+    every leaf's layout on a 256-chip mesh would otherwise list its devices again)."""
+    return _mesh_layout(as_jax_mesh(mesh))
+
+
+@functools.lru_cache(maxsize=64)
+def _mesh_layout(jm: jax.sharding.Mesh) -> MeshLayout:
     devices = tuple(device_of(d) for d in jm.devices.flat)
     return MeshLayout(
         axis_names=tuple(str(n) for n in jm.axis_names),
