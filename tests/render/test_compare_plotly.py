@@ -103,4 +103,7 @@ def test_estimates_and_hbm_lines() -> None:
     fig = comparison_figure(comparison_targets())
     assert not [s for s in fig.layout.shapes if s.name == "hbm"]
     assert len([a for a in fig.layout.annotations if a.name == "hbm"]) == 6
-    assert list(fig.data[0].x)[:2] == ["dp @ TPU v5e 2x4 (from CPU)", "dp @ NVIDIA H100 SXM 1x8 (from CPU)"]
+    assert list(fig.data[0].x)[:2] == [
+        "dp @ TPU v5e 2x4 (from CPU)",
+        "dp @ NVIDIA H100 SXM 1x8 (from CPU)",
+    ]
