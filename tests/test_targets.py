@@ -170,3 +170,25 @@ def test_mark_sharding_places_a_shape_dtype_struct_without_allocating() -> None:
     assert x.sharding == NamedSharding(mesh.jax_mesh, P("data", "model"))
     with pytest.raises(sv.SpecError, match="Fix:"):
         sv.mark_sharding(jax.ShapeDtypeStruct((15, 8), jnp.float32), mesh, ("model", None))
+
+
+@needs_tpu
+def test_a_program_that_does_not_fit_a_tpu_says_so() -> None:
+    """The TPU compiler refuses what will not fit its HBM: the error says so, not 'check
+    the shardings'."""
+    topo = sv.topology("v5e:2x2")
+    mesh = sv.Mesh(topo.devices, (4,), ("data",))
+    w = sv.mark_sharding(jax.ShapeDtypeStruct((65536, 65536), jnp.float32), mesh, (None, None))
+    x = sv.mark_sharding(jax.ShapeDtypeStruct((1024, 65536), jnp.float32), mesh, ("data", None))
+    with pytest.raises(sv.CompileError, match="does not fit on a device.*HBM.*Fix: split"):
+        sv.explain(lambda w, x: jnp.tanh(x @ w) @ w.T, w, x, run=False)
+
+
+@needs_tpu
+@needs_gpu
+def test_compare_uses_a_topology_mesh_for_its_topology_and_defaults_for_others() -> None:
+    v5e = sv.topology("v5e:2x4")
+    mesh = sv.Mesh(v5e.devices, (4, 2), ("data", "model"))
+    c = sv.compare("mlp", ["tp"], mesh=mesh, target=["v5e:2x4", "h100:8"], d_model=D)
+    assert [r.mesh.axis_sizes for r in c.results] == [(4, 2), (2, 4)]
+    assert [r.report.platform for r in c.results] == ["tpu", "gpu"]

@@ -94,6 +94,15 @@ def lower_and_compile(jitted: Any, args: tuple, kwargs: dict, fn_name: str) -> C
         try:
             compiled = lowered.compile(compiler_options={"xla_dump_to": dump, **_DUMP_OPTIONS})
         except Exception as err:
+            if "RESOURCE_EXHAUSTED" in str(err):  # TPU/GPU compilers refuse what will not fit
+                raise CompileError(
+                    problem(
+                        f"function {fn_name!r}",
+                        f"it does not fit on a device: {_describe(err)}",
+                        "split the largest arguments over more devices (ZeRO-3/FSDP, tensor "
+                        "parallelism), use a smaller batch, or plan on a chip with more memory",
+                    )
+                ) from err
             raise CompileError(
                 problem(
                     f"function {fn_name!r}",

@@ -272,7 +272,8 @@ def compare(
             ``"tp"``, ``"2d"``, ``"sp"``, ``"ep"``) or your own :class:`RuleSet`.
         mesh: one mesh for every strategy; by default each strategy gets a mesh over all
             devices with the axes it names (one axis: all devices; two: 2 x n/2). A mesh on a
-            topology's devices compiles there without running.
+            topology's devices compiles there without running (and is the mesh used for
+            that topology in ``target``; other topologies get their default meshes).
         target: one target or a list, each giving a result per strategy, side by side:
 
             - a topology (``sv.topology("v5e:16x16")`` or its name ``"v5e:16x16"``,
@@ -298,14 +299,17 @@ def compare(
     opt = optimizer or optax.adam(1e-3)
     entries = list(target) if isinstance(target, list | tuple) else [target]
     targets = [_target_entry(t) for t in entries]  # bad names fail before any work
-    if mesh is not None and topology_of(as_jax_mesh(mesh).devices.flat) is not None:
-        targets = [t for t in targets if isinstance(t, Topology)] or [None]
+    mesh_topo = topology_of(as_jax_mesh(mesh).devices.flat) if mesh is not None else None
+    if mesh_topo is not None:  # the mesh is on a topology: that topology, on that mesh
+        targets = [t for t in targets if isinstance(t, Topology)] or [mesh_topo]
         local = _compile_only(m, rule_sets, mesh, steps, seed, opt, None)
     elif any(not isinstance(t, Topology) for t in targets):
         local = _run_here(m, rule_sets, mesh, steps, seed, opt)
     results: list[StrategyResult] = []
     for t in targets:
-        if isinstance(t, Topology):
+        if isinstance(t, Topology) and t is mesh_topo:
+            results += local
+        elif isinstance(t, Topology):
             results += _compile_only(m, rule_sets, None, steps, seed, opt, t.devices)
         elif t is None:
             results += local
