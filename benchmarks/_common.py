@@ -8,6 +8,7 @@ the machine's noise hits all of them alike. Report medians and ratios, not singl
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import os
 import platform
 import re
@@ -123,3 +124,14 @@ def preamble(command: str, versions_of: tuple[str, ...] = ("jax",)) -> list[str]
         "```",
         "",
     ]
+
+
+def fresh(f: Callable) -> Callable:
+    """A new function object with f's name: jax caches lowering and compiling per function
+    object, so without this every round after the first would time a cache hit."""
+
+    @functools.wraps(f)
+    def g(*a: Any) -> Any:
+        return f(*a)
+
+    return g

@@ -13,7 +13,6 @@ Targets (issue 3): explain <= 1.15x the bare compile (median ratio); a cached re
 from __future__ import annotations
 
 import argparse
-import functools
 import sys
 
 import _common as C
@@ -51,17 +50,6 @@ def _args(shape, specs):
     return params, batch
 
 
-def _fresh(f):
-    """A new function object with f's name: jax caches lowering and compiling per function
-    object, so without this every round after the first would time a cache hit."""
-
-    @functools.wraps(f)
-    def g(*a):
-        return f(*a)
-
-    return g
-
-
 def measure(rounds: int) -> list[dict]:
     rows = []
     for name, (shape, specs) in STRATEGIES.items():
@@ -69,10 +57,10 @@ def measure(rounds: int) -> list[dict]:
         f = mlp.train_step
 
         def bare(f=f, args=args):
-            jax.jit(_fresh(f)).lower(*args).compile()
+            jax.jit(C.fresh(f)).lower(*args).compile()
 
         def explain(f=f, args=args):
-            sv.explain(_fresh(f), *args, run=False)
+            sv.explain(C.fresh(f), *args, run=False)
 
         times = C.time_rounds({"bare": bare, "explain": explain}, rounds=rounds)
         sv.explain(f, *args, run=False)  # fill the cache

@@ -45,7 +45,6 @@ import os
 os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")
 
 import argparse  # noqa: E402
-import functools  # noqa: E402
 import json  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
@@ -59,7 +58,6 @@ sys.path.insert(0, str(C.ROOT))
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
-import optax  # noqa: E402
 from jax.sharding import NamedSharding  # noqa: E402
 from jax.sharding import PartitionSpec as P  # noqa: E402
 
@@ -68,7 +66,8 @@ from shardviz.capture import explain as ex  # noqa: E402
 from shardviz.capture import hlo  # noqa: E402
 from shardviz.capture.layout import layout_tree  # noqa: E402
 from shardviz.capture.memory import memory_report  # noqa: E402
-from shardviz.strategies.rules import get_rule_set, spec_for_leaf  # noqa: E402
+from shardviz.strategies.rules import get_rule_set  # noqa: E402
+from shardviz.strategies.step import strategy_step  # noqa: E402
 from shardviz.strategies.zoo import get_model  # noqa: E402
 
 TOPOLOGY = "v5e:16x16"
@@ -94,54 +93,6 @@ SHOWN_TARGET_MS = 1000.0
 # The programs
 
 
-def _fresh(f):
-    """A new function object with f's name: jax caches lowering and compiling per function
-    object, so without this every round after the first would time a cache hit."""
-
-    @functools.wraps(f)
-    def g(*a):
-        return f(*a)
-
-    return g
-
-
-def _path(p: tuple) -> str:
-    return jax.tree_util.keystr(p, simple=True, separator="/")
-
-
-def _sds(tree: Any, specs: Any, jm: jax.sharding.Mesh) -> Any:
-    return jax.tree.map(
-        lambda x, s: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=NamedSharding(jm, s)),
-        tree,
-        specs,
-    )
-
-
-def _specs(tree: Any, rules: Any, axes: dict[str, int], what: str) -> Any:
-    """A PartitionSpec per leaf: the first rule matching its path (none: replicated)."""
-    flat, treedef = jax.tree_util.tree_flatten_with_path(tree)
-    out = [P(*spec_for_leaf(_path(p), tuple(x.shape), rules, axes, what)[0]) for p, x in flat]
-    return jax.tree_util.tree_unflatten(treedef, out)
-
-
-def _opt_specs(opt_shape: Any, param_specs: Any) -> Any:
-    """Optimizer leaves that mirror a parameter (Adam's mu, nu) get its spec; the rest (the
-    step count) are replicated."""
-    by_path = {
-        _path(p): s
-        for p, s in jax.tree_util.tree_flatten_with_path(
-            param_specs, is_leaf=lambda x: isinstance(x, P)
-        )[0]
-    }
-    flat, treedef = jax.tree_util.tree_flatten_with_path(opt_shape)
-    out = []
-    for p, _ in flat:
-        path = _path(p)
-        match = [s for k, s in by_path.items() if path.endswith("/" + k)]
-        out.append(match[0] if match else P())
-    return jax.tree_util.tree_unflatten(treedef, out)
-
-
 def mlp_step(w1, w2, x):
     """One SGD step of a two-layer MLP (as tests/test_backends_live.py)."""
 
@@ -162,30 +113,13 @@ def program(case: str, jm: jax.sharding.Mesh) -> tuple[Any, tuple, dict]:
             jax.ShapeDtypeStruct((MLP_B, MLP_D), f32, sharding=NamedSharding(jm, P("data", None))),
         )
         return mlp_step, args, {"out_shardings": (args[0].sharding, args[1].sharding)}
-    model = get_model("transformer", **TRANSFORMER)
-    opt = optax.adam(1e-3)
-    rules = get_rule_set(case)
-    axes = dict(zip(jm.axis_names, jm.devices.shape, strict=True))
-    key_p, key_b = jax.random.split(jax.random.key(0))
-    params = jax.eval_shape(model.init_params, key_p)
-    batch = jax.eval_shape(model.make_batch, key_b)
-    opt_state = jax.eval_shape(opt.init, params)
-    p_specs = _specs(params, rules.params, axes, "params")
-    g_specs = _specs(params, rules.rules_for("grads"), axes, "grads")
-    o_specs = _opt_specs(opt_state, _specs(params, rules.rules_for("optimizer"), axes, "opt"))
-    b_specs = _specs(batch, rules.batch, axes, "batch")
-    g_sh = jax.tree.map(lambda s: NamedSharding(jm, s), g_specs, is_leaf=lambda x: isinstance(x, P))
-
-    def train_step(params, opt_state, batch):
-        loss, grads = jax.value_and_grad(model.loss)(params, batch)
-        grads = jax.lax.with_sharding_constraint(grads, g_sh)
-        updates, opt_state = opt.update(grads, opt_state, params)
-        return optax.apply_updates(params, updates), opt_state, loss
-
-    args = (_sds(params, p_specs, jm), _sds(opt_state, o_specs, jm), _sds(batch, b_specs, jm))
-    shardings = jax.tree.map(lambda x: x.sharding, args)
-    out = (shardings[0], shardings[1], NamedSharding(jm, P()))
-    return train_step, args, {"out_shardings": out}
+    # The zoo's transformer placed as compare places it (strategy_step: the rule set's
+    # params, optimizer state, batch, gradients and activations), jitted again fresh each
+    # round from its plain function with the same output shardings.
+    built = strategy_step(get_model("transformer", **TRANSFORMER), get_rule_set(case), jm)
+    params_sh, opt_sh, _ = built.shardings
+    out = (params_sh, opt_sh, NamedSharding(jm, P()))
+    return built.step.__wrapped__, built.abstract, {"out_shardings": out}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -204,11 +138,11 @@ def measure_explain(jm, rounds: int, phase_rounds: int) -> tuple[list[dict], dic
         step, args, jit_kw = program(case, jm)
 
         def bare(step=step, args=args, jit_kw=jit_kw):
-            jax.jit(_fresh(step), **jit_kw).lower(*args).compile()
+            jax.jit(C.fresh(step), **jit_kw).lower(*args).compile()
 
         def explain(step=step, args=args, jit_kw=jit_kw, case=case):
             sv.clear_cache()
-            reports[case] = sv.explain(_fresh(step), *args, run=False, **jit_kw)
+            reports[case] = sv.explain(C.fresh(step), *args, run=False, **jit_kw)
 
         times = C.time_rounds({"bare": bare, "explain": explain}, rounds=rounds)
         ratios = [e / b for e, b in zip(times["explain"], times["bare"], strict=True)]
@@ -255,15 +189,15 @@ def measure_phases(step, args, jit_kw, n: int) -> dict[str, float]:
         for name, seconds in _phase_round(step, args, jit_kw).items():
             samples.setdefault(name, []).append(seconds)
     out = {k: C.median(v) for k, v in samples.items()}
-    outs = jax.tree.leaves(jax.eval_shape(_fresh(step), *args))
+    outs = jax.tree.leaves(jax.eval_shape(C.fresh(step), *args))
     out["n_layout_leaves"] = len(jax.tree.leaves(args)) + len(outs)
     return out
 
 
 def _phase_round(step, args, jit_kw) -> dict[str, float]:
     t: dict[str, float] = {}
-    _, t["bare"] = _timed(lambda: jax.jit(_fresh(step), **jit_kw).lower(*args).compile())
-    fn = _fresh(step)
+    _, t["bare"] = _timed(lambda: jax.jit(C.fresh(step), **jit_kw).lower(*args).compile())
+    fn = C.fresh(step)
     comp, t["compile_program"] = _timed(lambda: ex.compile_program(fn, args, jit_kw))
     t["lower"], t["compile"] = comp.lower_seconds, comp.compile_seconds
     _, t["as_text"] = _timed(lambda: comp.compiled.as_text())
