@@ -64,6 +64,7 @@ from jax.sharding import PartitionSpec as P  # noqa: E402
 import shardviz as sv  # noqa: E402
 from shardviz.capture import explain as ex  # noqa: E402
 from shardviz.capture import hlo  # noqa: E402
+from shardviz.capture.compile import device_order  # noqa: E402
 from shardviz.capture.layout import layout_tree  # noqa: E402
 from shardviz.capture.memory import memory_report  # noqa: E402
 from shardviz.strategies.rules import get_rule_set  # noqa: E402
@@ -202,7 +203,7 @@ def _phase_round(step, args, jit_kw) -> dict[str, float]:
     t["lower"], t["compile"] = comp.lower_seconds, comp.compile_seconds
     _, t["as_text"] = _timed(lambda: comp.compiled.as_text())
     mesh = ex._mesh_of(comp.compiled)
-    ids = ex.device_order(comp.compiled)
+    ids = device_order(comp.compiled)
     final, t["ledger_final"] = _timed(
         lambda: hlo.collectives(comp.hlo_text, device_ids=ids, mesh=mesh)
     )

@@ -165,7 +165,12 @@ def is_compile_only(device: Any) -> bool:
 def program_platform(compiled: Any) -> str:
     """``cpu``, ``gpu`` or ``tpu``: the backend the program was compiled for (a deviceless
     TPU program compiles for TPU while jax's default backend is the CPU)."""
-    platform = str(program_devices(compiled)[0].platform)
+    return platform_of(program_devices(compiled)[0])
+
+
+def platform_of(device: Any) -> str:
+    """``cpu``, ``gpu`` or ``tpu`` for a jax device (CUDA and ROCm devices are ``gpu``)."""
+    platform = str(device.platform)
     return "gpu" if platform in ("cuda", "rocm") else platform
 
 

@@ -34,13 +34,12 @@ from .calls import (
 )
 from .compile import (
     Compiled,
-    device_order,
     global_cost,
     is_compile_only,
     lower_and_compile,
     per_device_cost,
+    platform_of,
     program_devices,
-    program_platform,
 )
 from .layout import layout_tree
 from .memory import device_stats, memory_report
@@ -57,9 +56,14 @@ def clear_cache() -> None:
     _cache.clear()
 
 
-def _fn_name(fn: Any) -> str:
+def _plain(fn: Any) -> Any:
+    """The user's own function inside a ``jax.jit`` or ``equinox.filter_jit`` wrapper."""
     eqx = equinox_jit(fn)
-    plain = eqx[0] if eqx else getattr(fn, "__wrapped__", fn)
+    return eqx[0] if eqx else getattr(fn, "__wrapped__", fn)
+
+
+def _fn_name(fn: Any) -> str:
+    plain = _plain(fn)
     return getattr(plain, "__qualname__", None) or getattr(plain, "__name__", None) or repr(fn)
 
 
@@ -92,10 +96,8 @@ def _key(fn: Any, args: tuple, jit_kwargs: dict, kwargs: dict | None = None) -> 
 def _named_args(fn: Any, args: tuple, kwargs: dict | None = None) -> dict[str, Any]:
     """The arguments by parameter name (``params``, ``opt_state``, ``batch``...) for leaf paths;
     keyword arguments by their keyword."""
-    eqx = equinox_jit(fn)
-    plain = eqx[0] if eqx else getattr(fn, "__wrapped__", fn)
     try:
-        names = list(inspect.signature(plain).parameters)
+        names = list(inspect.signature(_plain(fn)).parameters)
     except (TypeError, ValueError):
         names = []
     out: dict[str, Any] = {}
@@ -230,7 +232,8 @@ def analyse_program(fn: Any, args: tuple, comp: Compiled) -> Report:
     """
     name = _fn_name(fn)
     mesh = _mesh_of(comp.compiled)
-    ids = device_order(comp.compiled)
+    devices = program_devices(comp.compiled)
+    ids = [int(d.id) for d in devices]
     notes: list[str] = []
     try:
         collectives = hlo.collectives(comp.hlo_text, device_ids=ids, mesh=mesh)
@@ -252,8 +255,7 @@ def analyse_program(fn: Any, args: tuple, comp: Compiled) -> Report:
     collectives = _trim_sources(hlo.link_reshards(collectives, intermediates))
     intermediates = _trim_sources(intermediates)
     arguments = layout_tree(_named_args(fn, args), skip_non_arrays=True)
-    platform = program_platform(comp.compiled)
-    devices = program_devices(comp.compiled)
+    platform = platform_of(devices[0])
     return Report(
         function=name,
         platform=platform,
