@@ -204,9 +204,9 @@ def _phase_round(step, args, jit_kw) -> dict[str, float]:
     _, t["as_text"] = _timed(lambda: comp.compiled.as_text())
     mesh = ex._mesh_of(comp.compiled)
     ids = device_order(comp.compiled)
-    final, t["ledger_final"] = _timed(
-        lambda: hlo.collectives(comp.hlo_text, device_ids=ids, mesh=mesh)
-    )
+    module, t["parse_final"] = _timed(lambda: hlo.parse_hlo_module(comp.hlo_text))
+    final, t["ledger_final"] = _timed(lambda: hlo.collectives(module, device_ids=ids, mesh=mesh))
+    _, t["trip_counts"] = _timed(lambda: hlo.collective_trip_counts(module))
 
     def partitioned():
         twins = hlo.collectives(comp.partitioned_text, device_ids=ids, mesh=mesh)
@@ -344,7 +344,9 @@ PHASES = (
     ("lower", "lower (tracing)"),
     ("compile", "compile with the dump"),
     ("as_text", "`compiled.as_text()`"),
-    ("ledger_final", "ledger: final HLO"),
+    ("parse_final", "parse the final HLO (once)"),
+    ("ledger_final", "ledger: final HLO (parsed)"),
+    ("trip_counts", "loop trip counts (parsed)"),
     ("ledger_partitioned", "ledger: partitioned HLO"),
     ("intermediates", "intermediates (dump)"),
     ("argument_layouts", "argument layouts"),

@@ -12,12 +12,14 @@ import os
 import shutil
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import jax
 
 from shardviz.errors import CompileError, problem
+
+from .hlo_text import HloModule, parse_hlo_module
 
 # The module between sharding completion and the SPMD partitioner: XLA dumps a pipeline's
 # module between two passes when either name matches, so naming the partitioner's pass gets
@@ -61,6 +63,14 @@ class Compiled:
     partitioned_text: str = ""
     buffer_assignment: str = ""
     memory_usage_report: str = ""
+    _module: HloModule | None = field(default=None, init=False, repr=False, compare=False)
+
+    def module(self) -> HloModule:
+        """The final module, parsed once: the ledger and the loop trip counts both read it
+        (on a 256-chip TPU program one parse is ~30 ms)."""
+        if self._module is None:
+            self._module = parse_hlo_module(self.hlo_text)
+        return self._module
 
 
 def _describe(err: BaseException) -> str:

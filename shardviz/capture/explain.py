@@ -221,7 +221,7 @@ def compile_program(fn: Any, args: tuple, jit_kwargs: dict, kwargs: dict | None 
     lower_args, lower_kwargs = plan.lower_args(args, kwargs)
     comp = lower_and_compile(jitted, lower_args, lower_kwargs, name)
     plan = replace(plan, donated=donated_flags(comp.lowered))
-    return Program(**{f.name: getattr(comp, f.name) for f in fields(comp)}, plan=plan)
+    return Program(**{f.name: getattr(comp, f.name) for f in fields(comp) if f.init}, plan=plan)
 
 
 def analyse_program(fn: Any, args: tuple, comp: Compiled) -> Report:
@@ -236,7 +236,7 @@ def analyse_program(fn: Any, args: tuple, comp: Compiled) -> Report:
     ids = [int(d.id) for d in devices]
     notes: list[str] = []
     try:
-        collectives = hlo.collectives(comp.hlo_text, device_ids=ids, mesh=mesh)
+        collectives = hlo.collectives(comp.module(), device_ids=ids, mesh=mesh)
         if comp.partitioned_text:  # TPU/GPU: what their rewrites lost (see with_partitioned)
             twins = hlo.collectives(comp.partitioned_text, device_ids=ids, mesh=mesh)
             collectives = hlo.with_partitioned(collectives, twins)
@@ -505,7 +505,7 @@ def estimated(comp: Compiled, report: Report, target: Any = None) -> Report:
         return report
     # Loops repeat their collectives: count them as many times as the loop runs.
     # (Without a loop every collective runs once: no need to parse the module again.)
-    trips = hlo.collective_trip_counts(comp.hlo_text) if " while(" in comp.hlo_text else {}
+    trips = hlo.collective_trip_counts(comp.module()) if " while(" in comp.hlo_text else {}
     try:
         return with_estimate(report, target, trip_counts=trips)
     except ShardvizError:
