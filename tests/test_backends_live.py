@@ -287,3 +287,25 @@ def test_missing_extra_names_the_pip_command(monkeypatch, name, module, extra) -
     message = str(info.value)
     assert f"pip install 'shardviz[{extra}]'" in message
     assert "Fix:" in message
+
+
+@needs_tpu
+def test_tpu_final_module_from_the_dump_reads_as_as_text() -> None:
+    """On TPU the final module comes from the compiler's after-codegen dump, not as_text():
+    the ledger (sources included) and each collective's trip count are the same from both."""
+    from shardviz.capture import hlo
+    from shardviz.capture.compile import lower_and_compile
+
+    topo = topology("v5e:4x4")
+    args = _args(sv.Mesh(topo.devices, (4, 4), ("data", "model")).jax_mesh)
+    comp = lower_and_compile(jax.jit(train_step), args, {}, "train_step")
+    printed = comp.compiled.as_text()
+    assert comp.hlo_text != printed  # the dump: frames renumbered, async ops generic
+    ledger = hlo.collectives(comp.module())
+    assert ledger and all(c.source for c in ledger)
+    assert ledger == hlo.collectives(printed)
+    trips = hlo.collective_trip_counts(comp.module())
+    printed_trips = hlo.collective_trip_counts(printed)
+    assert {c.name: trips.get(c.name) for c in ledger} == {
+        c.name: printed_trips.get(c.name) for c in ledger
+    }
