@@ -309,3 +309,29 @@ def test_tpu_final_module_from_the_dump_reads_as_as_text() -> None:
     assert {c.name: trips.get(c.name) for c in ledger} == {
         c.name: printed_trips.get(c.name) for c in ledger
     }
+
+
+def test_the_dumps_read_during_the_compile_give_the_same_report(live) -> None:
+    """The partitioned ledger, intermediates, global cost and (TPU) final ledger read on a
+    thread while the TPU or GPU compiler runs are those read after it."""
+    from shardviz.capture import explain as ex
+    from shardviz.capture import hlo
+    from shardviz.capture.compile import EarlyResults, _stages
+
+    comp = ex.compile_program(train_step, live.args, {})
+    stages = dict(_stages(comp.lowered, ex._early_reading(comp.lowered)))
+    # The TPU's final module comes from its after-codegen dump, parsed as soon as written.
+    assert set(stages) == ({"shardings", "final"} if live.platform == "tpu" else {"shardings"})
+    assert comp.partitioned_text  # TPU and GPU programs read their partitioned module
+    work = ex._early_reading(comp.lowered)
+    shardings = work.shardings(comp.propagated_text, comp.partitioned_text)
+    assert shardings.partitioned and shardings.intermediates
+    final = work.final(hlo.parse_hlo_module(comp.hlo_text))
+    assert final.final
+    comp.early = EarlyResults(shardings=shardings, final=final)
+    read_early = ex.analyse_program(train_step, live.args, comp)
+    comp.early = EarlyResults()
+    read_after = ex.analyse_program(train_step, live.args, comp)
+    assert read_early.collectives == read_after.collectives
+    assert read_early.intermediates == read_after.intermediates
+    assert read_early.cost == read_after.cost

@@ -7,11 +7,11 @@ temporary folder is always removed.
 
 from __future__ import annotations
 
-import glob
 import os
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +19,7 @@ import jax
 
 from shardviz.errors import CompileError, problem
 
+from .dump_watch import PARTITIONED, PROPAGATED, DumpWatch, Stage, read_dump
 from .hlo_text import HloModule, parse_hlo_module
 
 # The module between sharding completion and the SPMD partitioner: XLA dumps a pipeline's
@@ -48,6 +49,28 @@ def scratch_dir() -> str | None:
     return None
 
 
+# The TPU compiler's final module (see lower_and_compile).
+_TPU_FINAL = "*after_codegen.txt"
+
+
+@dataclass(frozen=True)
+class EarlyWork:
+    """Work on the dumps that may run on a thread during the compile (see
+    :mod:`.dump_watch`): on the (propagated, partitioned) texts, and on the TPU's final
+    module once parsed."""
+
+    shardings: Callable[[str, str], Any] | None = None
+    final: Callable[[HloModule], Any] | None = None
+
+
+@dataclass(frozen=True)
+class EarlyResults:
+    """What :class:`EarlyWork` gave, ``None`` where it did not run on the final texts."""
+
+    shardings: Any = None
+    final: Any = None
+
+
 @dataclass
 class Compiled:
     """A compiled program and the texts shardviz reads from it."""
@@ -63,7 +86,10 @@ class Compiled:
     partitioned_text: str = ""
     buffer_assignment: str = ""
     memory_usage_report: str = ""
-    _module: HloModule | None = field(default=None, init=False, repr=False, compare=False)
+    #: What ``early`` (see :func:`lower_and_compile`) made of the dumps while the compiler
+    #: ran, by stage (``None`` for a stage that did not finish on the final texts).
+    early: EarlyResults = field(default_factory=lambda: EarlyResults(), repr=False)
+    _module: HloModule | None = field(default=None, repr=False, compare=False)
 
     def module(self) -> HloModule:
         """The final module, parsed once: the ledger and the loop trip counts both read it
@@ -79,8 +105,18 @@ def _describe(err: BaseException) -> str:
     return f"{type(err).__name__}: {first[:400]}"
 
 
-def lower_and_compile(jitted: Any, args: tuple, kwargs: dict, fn_name: str) -> Compiled:
+def lower_and_compile(
+    jitted: Any,
+    args: tuple,
+    kwargs: dict,
+    fn_name: str,
+    early: Callable[[Any], EarlyWork | None] | None = None,
+) -> Compiled:
     """``jitted.lower(*args, **kwargs).compile()`` with the propagation dump captured.
+
+    While the compiler runs, a thread reads its dumps as they come (see :mod:`.dump_watch`):
+    the TPU's final module is parsed, and ``early(lowered)`` may give more work; the results
+    are kept in :attr:`Compiled.early`.
 
     Raises:
         CompileError: tracing or compiling failed; the message names the function and the
@@ -100,6 +136,9 @@ def lower_and_compile(jitted: Any, args: tuple, kwargs: dict, fn_name: str) -> C
         ) from err
     t1 = time.perf_counter()
     dump = tempfile.mkdtemp(prefix="shardviz-dump-", dir=scratch_dir())
+    work = (early(lowered) if early is not None else None) or EarlyWork()
+    stages = _stages(lowered, work)
+    watch = DumpWatch(dump, [s for _, s in stages]).start() if stages else None
     try:
         try:
             compiled = lowered.compile(compiler_options={"xla_dump_to": dump, **_DUMP_OPTIONS})
@@ -122,24 +161,28 @@ def lower_and_compile(jitted: Any, args: tuple, kwargs: dict, fn_name: str) -> C
                 )
             ) from err
         t2 = time.perf_counter()
-        propagated = _read_dump(dump, "*before_*spmd-partitioning.txt")
+        done = dict(zip((k for k, _ in stages), watch.finish(), strict=True)) if watch else {}
+        propagated = read_dump(dump, PROPAGATED)
         # The CPU's final module keeps every collective's metadata and its buffer figures
         # are in memory_analysis; only TPU and GPU programs need the rest (and reading it
         # would slow every CPU compile).
         platform = program_platform(compiled)
         accelerator = platform != "cpu"
         extra = {
-            "partitioned_text": "*after_*spmd-partitioning.before_*.txt",
+            "partitioned_text": PARTITIONED,
             "buffer_assignment": "*after_optimizations-buffer-assignment.txt",
             "memory_usage_report": "*after_optimizations-memory-usage-report.txt",
         }
-        texts = {k: _read_dump(dump, p) for k, p in extra.items()} if accelerator else {}
+        texts = {k: read_dump(dump, p) for k, p in extra.items()} if accelerator else {}
         # The TPU compiler dumps its final module after codegen: as_text()'s program with its
         # stack-frame table numbered in another order and async ops in their generic form
         # (``async-start``, ``calls=``), read in ~1 ms instead of ~45 ms on 256 chips.
-        final = _read_dump(dump, "*after_codegen.txt") if platform == "tpu" else ""
+        final = read_dump(dump, _TPU_FINAL) if platform == "tpu" else ""
     finally:
+        if watch is not None:
+            watch.finish()  # the thread may still be reading the folder
         shutil.rmtree(dump, ignore_errors=True)
+    module, final_result = done.get("final") or (None, None)
     return Compiled(
         lowered=lowered,
         compiled=compiled,
@@ -147,17 +190,29 @@ def lower_and_compile(jitted: Any, args: tuple, kwargs: dict, fn_name: str) -> C
         propagated_text=propagated,
         lower_seconds=t1 - t0,
         compile_seconds=t2 - t1,
+        early=EarlyResults(shardings=done.get("shardings"), final=final_result),
+        _module=module if final else None,
         **texts,
     )
 
 
-def _read_dump(folder: str, pattern: str) -> str:
-    """The first dumped file matching ``pattern``, as text ("" if absent)."""
-    files = sorted(glob.glob(os.path.join(folder, "**", pattern), recursive=True))
-    if not files:
-        return ""
-    with open(files[0], encoding="utf-8") as f:
-        return f.read()
+def _stages(lowered: Any, work: EarlyWork) -> list[tuple[str, Stage]]:
+    """The reading to do during the compile, by name."""
+    stages: list[tuple[str, Stage]] = []
+    if work.shardings is not None:
+        stages.append(("shardings", ((PROPAGATED, PARTITIONED), work.shardings)))
+    try:  # the backend jax compiles for (a deviceless topology's is TPU or GPU)
+        platform = str(lowered._lowering.compile_args["backend"].platform)
+    except Exception:
+        platform = ""
+    if platform == "tpu":
+
+        def final(text: str) -> tuple[HloModule, Any]:
+            module = parse_hlo_module(text)
+            return module, work.final(module) if work.final is not None else None
+
+        stages.append(("final", ((_TPU_FINAL,), final)))
+    return stages
 
 
 def program_devices(compiled: Any) -> list[Any]:
@@ -189,7 +244,7 @@ def platform_of(device: Any) -> str:
     return "gpu" if platform in ("cuda", "rocm") else platform
 
 
-def _text_cost(hlo_text: str) -> dict | None:
+def text_cost(hlo_text: str) -> dict | None:
     """XLA's cost analysis of an HLO module given as text (None if jaxlib refuses it).
 
     The analysis counts flops and bytes of the HLO ops themselves, so jax's default (CPU)
@@ -221,7 +276,7 @@ def per_device_cost(comp: Compiled) -> dict | None:
         cost = cost[0] if cost else None
     if isinstance(cost, dict) and cost:
         return cost
-    return _text_cost(comp.partitioned_text) if comp.partitioned_text else None
+    return text_cost(comp.partitioned_text) if comp.partitioned_text else None
 
 
 def global_cost(comp: Compiled) -> dict | None:
@@ -231,7 +286,7 @@ def global_cost(comp: Compiled) -> dict | None:
     helpers moved; ``None`` when the backend gives neither.
     """
     if comp.propagated_text:
-        cost = _text_cost(comp.propagated_text)
+        cost = text_cost(comp.propagated_text)
         if cost is not None:
             return cost
     try:

@@ -34,12 +34,14 @@ from .calls import (
 )
 from .compile import (
     Compiled,
+    EarlyWork,
     global_cost,
     is_compile_only,
     lower_and_compile,
     per_device_cost,
     platform_of,
     program_devices,
+    text_cost,
 )
 from .layout import layout_tree
 from .memory import device_stats, memory_report
@@ -114,10 +116,77 @@ def _is_abstract(args: tuple) -> bool:
 
 
 def _mesh_of(compiled: Any) -> MeshLayout | None:
-    for s in jax.tree.leaves(compiled.input_shardings) + jax.tree.leaves(compiled.output_shardings):
+    return _first_mesh(
+        jax.tree.leaves(compiled.input_shardings) + jax.tree.leaves(compiled.output_shardings)
+    )
+
+
+def _first_mesh(shardings: list) -> MeshLayout | None:
+    for s in shardings:
         if isinstance(s, NamedSharding):
             return mesh_layout(s.mesh)
     return None
+
+
+@dataclass(frozen=True)
+class _EarlyReading:
+    """Read from the dumps while the compiler still ran, for the mesh and device order of
+    the lowered program (used only if the compiled program's agree)."""
+
+    mesh: MeshLayout | None
+    device_ids: tuple[int, ...]
+    intermediates: tuple = ()
+    #: The ledger of the partitioned module (TPU/GPU) and of the final one (TPU).
+    partitioned: tuple | None = None
+    final: tuple | None = None
+    global_cost: dict | None = None
+
+
+def _agreeing(early: Any, mesh: MeshLayout | None, ids: list[int]) -> _EarlyReading | None:
+    """``early`` if it was read for this mesh and device order (else it is read again)."""
+    if isinstance(early, _EarlyReading) and early.mesh == mesh and early.device_ids == tuple(ids):
+        return early
+    return None
+
+
+def _early_reading(lowered: Any) -> EarlyWork | None:
+    """The work :func:`lower_and_compile` may run on the dumps during the compile (``None``
+    when the lowered program does not say its shardings)."""
+    try:  # jax 0.10 keeps the shardings it will compile with in the lowering's arguments
+        args = lowered._lowering.compile_args
+        shardings = jax.tree.leaves(args["in_shardings"]) + jax.tree.leaves(args["out_shardings"])
+        assignment = next(
+            s._device_assignment for s in shardings if getattr(s, "_device_assignment", None)
+        )
+    except Exception:
+        return None
+    mesh = _first_mesh(shardings)
+    ids = tuple(int(d.id) for d in assignment)
+    accelerator = platform_of(assignment[0]) != "cpu"
+
+    def work(propagated: str, partitioned: str) -> _EarlyReading:
+        return _EarlyReading(
+            mesh=mesh,
+            device_ids=ids,
+            intermediates=(
+                hlo.intermediates(propagated, mesh=mesh, device_ids=ids)
+                if propagated and mesh is not None
+                else ()
+            ),
+            partitioned=(
+                hlo.collectives(partitioned, device_ids=ids, mesh=mesh)
+                if accelerator and partitioned
+                else None
+            ),
+            global_cost=text_cost(propagated) if propagated else None,
+        )
+
+    def final(module: hlo.HloModule) -> _EarlyReading:
+        return _EarlyReading(
+            mesh=mesh, device_ids=ids, final=hlo.collectives(module, device_ids=ids, mesh=mesh)
+        )
+
+    return EarlyWork(shardings=work, final=final)
 
 
 def _outputs(lowered: Any, compiled: Any) -> TreeLayout:
@@ -133,10 +202,10 @@ def _outputs(lowered: Any, compiled: Any) -> TreeLayout:
     return layout_tree({"out": jax.tree.unflatten(struct, outs)})
 
 
-def _cost(comp: Compiled) -> Cost | None:
+def _cost(comp: Compiled, early: _EarlyReading | None = None) -> Cost | None:
     """Per device from the compiled program; global from the program before partitioning."""
     per_dev = per_device_cost(comp)
-    glob = global_cost(comp)
+    glob = early.global_cost if early is not None and early.global_cost else global_cost(comp)
     if per_dev is None and glob is None:
         return None
 
@@ -219,7 +288,7 @@ def compile_program(fn: Any, args: tuple, jit_kwargs: dict, kwargs: dict | None 
             problem(f"function {name!r}", f"jax.jit refused it ({err})", "check the jit options")
         ) from err
     lower_args, lower_kwargs = plan.lower_args(args, kwargs)
-    comp = lower_and_compile(jitted, lower_args, lower_kwargs, name)
+    comp = lower_and_compile(jitted, lower_args, lower_kwargs, name, early=_early_reading)
     plan = replace(plan, donated=donated_flags(comp.lowered))
     return Program(**{f.name: getattr(comp, f.name) for f in fields(comp) if f.init}, plan=plan)
 
@@ -235,20 +304,31 @@ def analyse_program(fn: Any, args: tuple, comp: Compiled) -> Report:
     devices = program_devices(comp.compiled)
     ids = [int(d.id) for d in devices]
     notes: list[str] = []
+    early = _agreeing(comp.early.shardings, mesh, ids)
+    final = _agreeing(comp.early.final, mesh, ids)
     try:
-        collectives = hlo.collectives(comp.module(), device_ids=ids, mesh=mesh)
+        collectives = (
+            final.final
+            if final is not None and final.final is not None
+            else hlo.collectives(comp.module(), device_ids=ids, mesh=mesh)
+        )
         if comp.partitioned_text:  # TPU/GPU: what their rewrites lost (see with_partitioned)
-            twins = hlo.collectives(comp.partitioned_text, device_ids=ids, mesh=mesh)
+            twins = (
+                early.partitioned
+                if early is not None and early.partitioned is not None
+                else hlo.collectives(comp.partitioned_text, device_ids=ids, mesh=mesh)
+            )
             collectives = hlo.with_partitioned(collectives, twins)
     except hlo.HloParseError as err:  # a format this jax version prints that we do not know
         collectives = ()
         notes.append(f"the collective ledger is empty: shardviz could not read the HLO ({err})")
     try:
-        intermediates = (
-            hlo.intermediates(comp.propagated_text, mesh=mesh, device_ids=ids)
-            if comp.propagated_text and mesh is not None
-            else ()
-        )
+        if early is not None:
+            intermediates = early.intermediates
+        elif comp.propagated_text and mesh is not None:
+            intermediates = hlo.intermediates(comp.propagated_text, mesh=mesh, device_ids=ids)
+        else:
+            intermediates = ()
     except hlo.HloParseError as err:
         intermediates = ()
         notes.append(f"no intermediate shardings: shardviz could not read the dump ({err})")
@@ -271,7 +351,7 @@ def analyse_program(fn: Any, args: tuple, comp: Compiled) -> Report:
             comp.buffer_assignment,
             comp.memory_usage_report,
         ),
-        cost=_cost(comp),
+        cost=_cost(comp, early),
         timing=None,
         check=None,
         ran=False,

@@ -417,7 +417,7 @@ class HloInstruction:
     @property
     def called_computations(self) -> tuple[str, ...]:
         """Names of the computations this instruction calls (``calls=``, ``body=``, ...)."""
-        if "attrs" not in self.__dict__ and not any(k in self.attr_text for k in _CALL_KEYS):
+        if "attrs" not in self.__dict__ and not _CALL_KEY_RE.search(self.body, self.operands_open):
             # No key in the text at all: most instructions call nothing, and parsing their
             # attributes only to find that out was most of a large program's caller map.
             return ()
@@ -602,6 +602,7 @@ _CALL_KEYS = (
     "calls=", "to_apply=", "body=", "condition=", "branch_computations=",
     "true_computation=", "false_computation=",
 )  # fmt: skip
+_CALL_KEY_RE = re.compile("|".join(re.escape(k) for k in _CALL_KEYS))
 
 
 def _shape_end(text: str) -> int:

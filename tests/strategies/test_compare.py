@@ -154,9 +154,9 @@ def test_each_strategy_compiles_once_and_runs_what_it_compiled(monkeypatch):
     calls = []
     real = explain_mod.lower_and_compile
 
-    def counting(jitted, args, kwargs, name):
+    def counting(jitted, args, kwargs, name, **options):
         calls.append(name)
-        return real(jitted, args, kwargs, name)
+        return real(jitted, args, kwargs, name, **options)
 
     monkeypatch.setattr(explain_mod, "lower_and_compile", counting)
     cmp = sv.compare("mlp", ["dp", "tp"], steps=1)
