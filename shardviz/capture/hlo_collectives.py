@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from shardviz.model import Collective, MeshLayout, ShardingOf, Source
 
@@ -282,6 +283,84 @@ def _part_meta(module: HloModule, ins: HloInstruction, index: int) -> HloInstruc
     return ins
 
 
+class _Found(NamedTuple):
+    """One collective as written in the program, before it is measured."""
+
+    kind: str
+    #: The instruction named in the ledger (an async pair's start).
+    named: HloInstruction
+    #: The instruction holding the attributes (the collective a generic ``async-start`` wraps).
+    attrs_of: HloInstruction
+    #: An async collective's ``-done``, if found.
+    done: HloInstruction | None
+    is_async: bool
+
+
+def _found_collectives(module: HloModule) -> list[_Found]:
+    """Every collective of the module in printed order, async pairs once (at their start); a
+    collective wrapped by a generic ``async-start`` is counted there, not where it is written."""
+    wrapped: set[str] = set()
+    found: list[_Found] = []
+    for ins in module.instructions():
+        op = ins.opcode
+        if op == "async-start":
+            inner = _wrapped_collective(module, ins)
+            if inner is not None:
+                wrapped.add(inner.name)
+                found.append(_Found(inner.opcode, ins, inner, _done_of(module, ins), True))
+        elif op.endswith("-start") and op[: -len("-start")] in _KINDS:
+            found.append(_Found(op[: -len("-start")], ins, ins, _done_of(module, ins), True))
+        elif op in _KINDS:
+            found.append(_Found(op, ins, ins, None, False))
+    return [f for f in found if f.is_async or f.named.name not in wrapped]
+
+
+def _device_groups(
+    kind: str,
+    attrs: dict[str, str],
+    mesh: MeshLayout | None,
+    device_ids: Sequence[int] | None,
+    num_devices: int,
+) -> tuple[tuple[tuple[int, int], ...], Groups, tuple[str, ...]]:
+    """A collective's source-target pairs (collective-permute only), its device groups (jax
+    device ids) and the mesh axes it runs over."""
+    if kind != "collective-permute":
+        groups = to_device_ids(
+            expand_replica_groups(attrs.get("replica_groups"), num_devices), device_ids
+        )
+        return (), groups, axes_of_groups(groups, mesh)
+    raw_pairs = parse_int_lists(attrs.get("source_target_pairs", "{}"))
+    logical = tuple((p[0], p[1]) for p in raw_pairs if len(p) == 2)
+    if device_ids is not None:
+        ids = list(device_ids)
+        pairs = tuple((ids[s], ids[t]) for s, t in logical)
+    else:
+        pairs = logical
+    return pairs, _pairs_groups(pairs), axes_of_pairs(pairs, mesh)
+
+
+def _dimension(
+    kind: str,
+    attrs: dict[str, str],
+    fusion: HloInstruction | None,
+    in_arrays: Sequence[ArrayShape],
+    out_arrays: Sequence[ArrayShape],
+) -> int | None:
+    """The one dim a collective gathers, scatters or exchanges along (``None`` for an
+    all-reduce or when it is not one dim); for a fused all-reduce-scatter, the dim whose
+    size the slice changes."""
+    dims = parse_int_list(attrs.get("dimensions", ""))
+    dimension = dims[0] if len(dims) == 1 and kind != "all-reduce" else None
+    if fusion is not None and len(in_arrays) == 1 and len(out_arrays) == 1:
+        changed = [
+            k
+            for k, (a, b) in enumerate(zip(in_arrays[0].dims, out_arrays[0].dims, strict=False))
+            if a != b
+        ]
+        dimension = changed[0] if len(changed) == 1 else None
+    return dimension
+
+
 def collectives_of_hlo(
     hlo: str | HloModule,
     mesh: MeshLayout | None = None,
@@ -306,114 +385,87 @@ def collectives_of_hlo(
     module = hlo if isinstance(hlo, HloModule) else parse_hlo_module(hlo)
     num_devices = len(device_ids) if device_ids is not None else module.num_devices
     callers = _callers(module)
-    wrapped: set[str] = set()
-    items: list[tuple[str, HloInstruction, HloInstruction, HloInstruction | None, bool]] = []
-    # (kind, instruction named in the ledger, instruction holding the attributes, done, async)
-    for ins in module.instructions():
-        op = ins.opcode
-        if op == "async-start":
-            inner = _wrapped_collective(module, ins)
-            if inner is not None:
-                wrapped.add(inner.name)
-                items.append((inner.opcode, ins, inner, _done_of(module, ins), True))
-        elif op.endswith("-start") and op[: -len("-start")] in _KINDS:
-            items.append((op[: -len("-start")], ins, ins, _done_of(module, ins), True))
-        elif op in _KINDS:
-            items.append((op, ins, ins, None, False))
-
     out: list[Collective] = []
     copies: set[tuple[str, str, str]] = set()
-    for kind, named, attrs_of, done, is_async in items:
-        if not is_async and named.name in wrapped:
-            continue  # counted with the async-start that wraps it
-        copy = _async_copy_key(named)
+    for found in _found_collectives(module):
+        copy = _async_copy_key(found.named)
         if copy is not None:
             if copy in copies:
                 continue  # the same collective's overlap or done fusion (TPU)
             copies.add(copy)
-        in_shapes = module.operand_shapes(named)
-        in_arrays = [leaf for s in in_shapes if s is not None for leaf in array_leaves(s)]
-        out_arrays = _out_arrays(kind, named, done) if is_async else list(array_leaves(named.shape))
-        note = ""
-        fusion = _fused_slice(module, callers, named) if kind == "all-reduce" else None
-        if fusion is not None:
-            kind, note = "reduce-scatter", FUSED_SCATTER_NOTE
-            out_arrays = list(array_leaves(fusion.shape))
-
-        attrs = attrs_of.attrs
-        pairs: tuple[tuple[int, int], ...] = ()
-        if kind == "collective-permute":
-            raw_pairs = parse_int_lists(attrs.get("source_target_pairs", "{}"))
-            logical = tuple((p[0], p[1]) for p in raw_pairs if len(p) == 2)
-            if device_ids is not None:
-                ids = list(device_ids)
-                pairs = tuple((ids[s], ids[t]) for s, t in logical)
-            else:
-                pairs = logical
-            groups = _pairs_groups(pairs)
-            axes = axes_of_pairs(pairs, mesh)
-        else:
-            groups = to_device_ids(
-                expand_replica_groups(attrs.get("replica_groups"), num_devices), device_ids
-            )
-            axes = axes_of_groups(groups, mesh)
-        group_size = max((len(g) for g in groups), default=1)
-        dims = parse_int_list(attrs.get("dimensions", ""))
-        dimension = dims[0] if len(dims) == 1 and kind != "all-reduce" else None
-        if fusion is not None and len(in_arrays) == 1 and len(out_arrays) == 1:
-            changed = [
-                k
-                for k, (a, b) in enumerate(zip(in_arrays[0].dims, out_arrays[0].dims, strict=False))
-                if a != b
-            ]
-            dimension = changed[0] if len(changed) == 1 else None
-
-        n = len(in_arrays)
-        split = kind in _SPLIT_KINDS and n > 1 and len(out_arrays) == n
-        parts = range(n) if split else [None]
-        for i in parts:
-            if i is None:
-                in_dtype, in_shape, in_bytes = _stack(in_arrays)
-                out_dtype, out_shape, out_bytes = _stack(out_arrays)
-                meta = named if named.op_name or attrs_of is named else attrs_of
-                meta = _caller_with_metadata(callers, meta)
-                name = named.name
-            else:
-                a, b = in_arrays[i], out_arrays[i]
-                in_dtype, in_shape, in_bytes = a.dtype, a.dims, a.nbytes
-                out_dtype, out_shape, out_bytes = b.dtype, b.dims, b.nbytes
-                holder = done if done is not None else named
-                meta = _part_meta(module, holder, i)
-                if meta is holder:
-                    meta = named
-                name = f"{named.name}#{i}"
-            source: Source | None = module.source_of(meta)
-            op_name = meta.op_name
-            out.append(
-                Collective(
-                    name=name,
-                    kind=kind,
-                    in_dtype=in_dtype,
-                    in_shape=tuple(in_shape),
-                    out_dtype=out_dtype,
-                    out_shape=tuple(out_shape),
-                    in_bytes=in_bytes,
-                    out_bytes=out_bytes,
-                    moved_bytes=moved_bytes(kind, in_bytes, out_bytes, group_size, pairs),
-                    group_size=group_size,
-                    groups=groups,
-                    axes=axes,
-                    op_name=op_name,
-                    source=source,
-                    user_written=is_user_written(op_name),
-                    is_async=is_async,
-                    combined=(i, n) if i is not None else None,
-                    pairs=pairs,
-                    dimension=dimension,
-                    note=note,
-                )
-            )
+        out += _entries(module, callers, found, mesh, device_ids, num_devices)
     return tuple(out)
+
+
+def _entries(
+    module: HloModule,
+    callers: dict[str, HloInstruction],
+    found: _Found,
+    mesh: MeshLayout | None,
+    device_ids: Sequence[int] | None,
+    num_devices: int,
+) -> list[Collective]:
+    """The ledger entries of one collective: one, or one per operand of a combined one."""
+    kind, named, attrs_of, done, is_async = found
+    in_shapes = module.operand_shapes(named)
+    in_arrays = [leaf for s in in_shapes if s is not None for leaf in array_leaves(s)]
+    out_arrays = _out_arrays(kind, named, done) if is_async else list(array_leaves(named.shape))
+    note = ""
+    fusion = _fused_slice(module, callers, named) if kind == "all-reduce" else None
+    if fusion is not None:
+        kind, note = "reduce-scatter", FUSED_SCATTER_NOTE
+        out_arrays = list(array_leaves(fusion.shape))
+    attrs = attrs_of.attrs
+    pairs, groups, axes = _device_groups(kind, attrs, mesh, device_ids, num_devices)
+    group_size = max((len(g) for g in groups), default=1)
+    dimension = _dimension(kind, attrs, fusion, in_arrays, out_arrays)
+
+    n = len(in_arrays)
+    split = kind in _SPLIT_KINDS and n > 1 and len(out_arrays) == n
+    out: list[Collective] = []
+    for i in range(n) if split else [None]:
+        if i is None:
+            in_dtype, in_shape, in_bytes = _stack(in_arrays)
+            out_dtype, out_shape, out_bytes = _stack(out_arrays)
+            meta = named if named.op_name or attrs_of is named else attrs_of
+            meta = _caller_with_metadata(callers, meta)
+            name = named.name
+        else:
+            a, b = in_arrays[i], out_arrays[i]
+            in_dtype, in_shape, in_bytes = a.dtype, a.dims, a.nbytes
+            out_dtype, out_shape, out_bytes = b.dtype, b.dims, b.nbytes
+            holder = done if done is not None else named
+            meta = _part_meta(module, holder, i)
+            if meta is holder:
+                meta = named
+            name = f"{named.name}#{i}"
+        source: Source | None = module.source_of(meta)
+        op_name = meta.op_name
+        out.append(
+            Collective(
+                name=name,
+                kind=kind,
+                in_dtype=in_dtype,
+                in_shape=tuple(in_shape),
+                out_dtype=out_dtype,
+                out_shape=tuple(out_shape),
+                in_bytes=in_bytes,
+                out_bytes=out_bytes,
+                moved_bytes=moved_bytes(kind, in_bytes, out_bytes, group_size, pairs),
+                group_size=group_size,
+                groups=groups,
+                axes=axes,
+                op_name=op_name,
+                source=source,
+                user_written=is_user_written(op_name),
+                is_async=is_async,
+                combined=(i, n) if i is not None else None,
+                pairs=pairs,
+                dimension=dimension,
+                note=note,
+            )
+        )
+    return out
 
 
 def with_partitioned(

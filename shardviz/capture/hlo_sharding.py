@@ -468,10 +468,7 @@ def intermediates_of_hlo(
         text = ins.sharding or UNANNOTATED
         key = (text, len(ins.shape.dims))
         if key not in seen:
-            try:
-                seen[key] = hlo_sharding_to_spec(text, ins.shape.dims, mesh, device_ids)
-            except HloParseError:
-                seen[key] = None
+            seen[key] = _spec_or_none(text, ins.shape.dims, mesh, device_ids)
         spec = seen[key]
         specs[ins.name] = spec
         if ins.opcode in TRIVIAL_OPCODES:
@@ -479,12 +476,7 @@ def intermediates_of_hlo(
         if not ins.shape.dims and not ins.shape.type.startswith(("f", "bf", "c")):
             continue  # integer and boolean scalars: loop counters, indices, predicates
         operand_shapes = module.operand_shapes(ins)
-        if (
-            ins.opcode == "broadcast"
-            and operand_shapes
-            and isinstance(operand_shapes[0], ArrayShape)
-            and not operand_shapes[0].dims
-        ):
+        if ins.opcode == "broadcast" and _broadcasts_a_scalar(operand_shapes):
             continue
         operand_specs = [specs.get(name) for name in ins.operands]
         out.append(
@@ -502,3 +494,19 @@ def intermediates_of_hlo(
             )
         )
     return tuple(out)
+
+
+def _spec_or_none(
+    text: str, dims: Sequence[int], mesh: MeshLayout, device_ids: Sequence[int] | None
+) -> Spec | None:
+    """:func:`hlo_sharding_to_spec`, with ``None`` for a sharding that does not parse."""
+    try:
+        return hlo_sharding_to_spec(text, dims, mesh, device_ids)
+    except HloParseError:
+        return None
+
+
+def _broadcasts_a_scalar(operand_shapes: Sequence[object]) -> bool:
+    """Whether a broadcast's operand is a scalar: a filled array, not a value worth listing."""
+    first = operand_shapes[0] if operand_shapes else None
+    return isinstance(first, ArrayShape) and not first.dims

@@ -666,36 +666,69 @@ def _parse_attrs(attr_text: str) -> dict[str, str]:
     return attrs
 
 
-def _computation_name(header: str) -> tuple[str, bool]:
-    header = header.strip()
+def _open_computation(line: str) -> HloComputation | None:
+    """The computation a header line (``ENTRY %main (...) -> f32[] {``) opens; ``None`` for
+    any other line outside a computation."""
+    if not line.endswith("{") or line.startswith("HloModule") or _depth_change(line[:-1]):
+        return None
+    header = line[:-1].strip()
     is_entry = header.startswith("ENTRY")
     if is_entry:
         header = header[len("ENTRY") :].strip()
     m = re.match(r"%?([^\s(]+)", header)
-    return (m.group(1) if m else header), is_entry
+    return HloComputation(m.group(1) if m else header, [], is_entry)
+
+
+def _parse_header(stmt: str) -> tuple[str, dict[str, str]]:
+    """``HloModule name, key=value, ...`` -> the module's name and its attributes."""
+    parts = split_top_level(stmt[len("HloModule") :])
+    attrs: dict[str, str] = {}
+    for part in parts[1:]:
+        k, _, v = part.strip().partition("=")
+        attrs[k.strip()] = v.strip()
+    return parts[0].strip(), attrs
+
+
+def _name_value(text: str) -> str:
+    """A ``FileNames``/``FunctionNames`` value: a quoted string, or a bare word."""
+    return _unescape(text[1:-1]) if text.startswith('"') else text
+
+
+#: A row of a stack-frame table: ``<id> <value>``.
+_TABLE_ROW_RE = re.compile(r"(\d+)\s+(.*)$")
+#: How each table's values read.
+_TABLE_VALUES = {
+    "file_names": _name_value,
+    "function_names": _name_value,
+    "file_locations": _parse_metadata,
+    "stack_frames": _parse_metadata,
+}
 
 
 def parse_hlo_module(text: str) -> HloModule:
     """Parse the text of an HLO module (as printed by XLA) into an :class:`HloModule`.
 
+    One pass over the lines: outside a computation they are the header, the stack-frame
+    tables (``FileNames`` ..., then one ``<id> <value>`` row a line up to the first line that
+    is not one) and computation headers; inside, one instruction a line, or several lines
+    joined while a bracket is open or a line ends with a comma.
+
     Raises:
         HloParseError: if the text has no ``HloModule`` header or an instruction cannot be read.
     """
-    text = _strip_comments(text)
     name = ""
     attrs: dict[str, str] = {}
     tables = _Tables()
     computations: list[HloComputation] = []
     current: HloComputation | None = None
-    table: dict | None = None
-    table_kind = ""
-    buffer = ""
+    table: dict | None = None  # the table whose rows come next, if any
+    read_value = _name_value
+    buffer = ""  # a statement written over several lines, so far
     depth = 0
     saw_header = False
 
-    for raw in text.splitlines():
-        line = raw.rstrip()
-        stripped = line.strip()
+    for raw in _strip_comments(text).splitlines():
+        stripped = raw.strip()
         if buffer:
             buffer += " " + stripped
             depth += _depth_change(stripped)
@@ -706,32 +739,24 @@ def parse_hlo_module(text: str) -> HloModule:
             if not stripped:
                 table = None
                 continue
-            if current is None and stripped in _TABLES:
-                table_kind = _TABLES[stripped]
-                table = getattr(tables, table_kind)
-                continue
-            if table is not None and current is None:
-                m = re.match(r"(\d+)\s+(.*)$", stripped)
-                if m:
-                    key, value = int(m.group(1)), m.group(2).strip()
-                    if table_kind in ("file_names", "function_names"):
-                        table[key] = _unescape(value[1:-1]) if value.startswith('"') else value
-                    else:
-                        table[key] = _parse_metadata(value)
+            if current is None:
+                if stripped in _TABLES:
+                    kind = _TABLES[stripped]
+                    table, read_value = getattr(tables, kind), _TABLE_VALUES[kind]
                     continue
-                table = None
-            if current is not None and stripped == "}":
+                if table is not None:
+                    m = _TABLE_ROW_RE.match(stripped)
+                    if m:
+                        table[int(m.group(1))] = read_value(m.group(2).strip())
+                        continue
+                    table = None
+                opened = _open_computation(stripped)
+                if opened is not None:
+                    current = opened
+                    continue
+            elif stripped == "}":
                 computations.append(current)
                 current = None
-                continue
-            if (
-                current is None
-                and stripped.endswith("{")
-                and not stripped.startswith("HloModule")
-                and _depth_change(stripped[:-1]) == 0
-            ):
-                cname, is_entry = _computation_name(stripped[:-1])
-                current = HloComputation(cname, [], is_entry)
                 continue
             d = _depth_change(stripped)
             if d > 0 or (current is not None and stripped.endswith(",")):
@@ -742,11 +767,8 @@ def parse_hlo_module(text: str) -> HloModule:
 
         if stmt.startswith("HloModule"):
             saw_header = True
-            parts = split_top_level(stmt[len("HloModule") :])
-            name = parts[0].strip()
-            for part in parts[1:]:
-                k, _, v = part.strip().partition("=")
-                attrs[k.strip()] = v.strip()
+            name, header_attrs = _parse_header(stmt)
+            attrs.update(header_attrs)  # (a second header adds to the first one's)
         elif current is not None:
             current.instructions.append(_parse_instruction(stmt, current.name))
         # Anything else outside a computation (stray text) is ignored.

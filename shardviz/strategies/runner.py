@@ -38,7 +38,7 @@ from .rules import (
     RuleSet,
     get_rule_set,
 )
-from .step import strategy_step
+from .step import StrategyStep, strategy_step
 from .zoo import Model, get_model, make_train_step
 
 _ROLES = {"params": "params", "opt_state": "optimizer", "batch": "batch"}
@@ -208,8 +208,7 @@ def _compile_strategy(
     to compile the next strategy). :func:`compare` compiles every strategy this way while
     the helper also makes the starting state and the reference."""
     built = strategy_step(model, rule_set, mesh, seed=seed, optimizer=opt, devices=devices)
-    step, abstract, jm = built.step, built.abstract, built.mesh
-    params_shape = built.params_shape
+    step, abstract = built.step, built.abstract
     comp = compile_program(step, abstract, {})
     if helper is None:
         base = analyse_program(step, abstract, comp)
@@ -221,35 +220,49 @@ def _compile_strategy(
         base = analysed()
         remember_program(step, abstract, {}, comp, base)
         if base.deviceless:  # compiled for a topology that is not here: nothing runs
-            report = estimated(comp, base)
-            return StrategyResult(
-                strategy=rule_set.name, title=rule_set.title, description=rule_set.description,
-                mesh=mesh_layout(jm), report=report,
-                memory=_memory(report, built.grad_bytes),
-                collectives=_summarise(report),
-                notes=_form_notes(rule_set, _summarise(report), _full_bytes(params_shape)),
-            )  # fmt: skip
-        params, opt_state, batch = jax.device_put(state, built.shardings)
-        report, outputs, _ = explain_run(step, params, opt_state, batch, steps=steps, check=False)
-        reference = get_reference()
-        if outputs is not None:
-            report = replace(report, check=compare_outputs(outputs, reference))
-        summary = _summarise(report)
-        loss = float(outputs[2]) if outputs is not None else None
-        ref_loss = float(reference[2])
-        matches = None
-        if loss is not None and ref_loss is not None:
-            matches = bool(np.isclose(loss, ref_loss, rtol=1e-4, atol=1e-5))
-        return StrategyResult(
-            strategy=rule_set.name, title=rule_set.title, description=rule_set.description,
-            mesh=mesh_layout(jm), report=report,
-            memory=_memory(report, built.grad_bytes),
-            collectives=summary, loss=loss, reference_loss=ref_loss, loss_matches=matches,
-            step_seconds=report.timing.step_seconds if report.timing else None,
-            notes=_form_notes(rule_set, summary, _full_bytes(params_shape)),
-        )  # fmt: skip
+            return _result(rule_set, built, estimated(comp, base))
+        return _run_result(rule_set, built, state, get_reference, steps)
 
     return finish
+
+
+def _run_result(
+    rule_set: RuleSet,
+    built: StrategyStep,
+    state: tuple[Any, Any, Any],
+    get_reference: Callable[[], Any],
+    steps: int,
+) -> StrategyResult:
+    """Place ``state`` with the strategy's shardings, run and time the compiled step, and
+    check its outputs and loss against the reference."""
+    params, opt_state, batch = jax.device_put(state, built.shardings)
+    report, outputs, _ = explain_run(built.step, params, opt_state, batch, steps=steps, check=False)
+    reference = get_reference()
+    if outputs is not None:
+        report = replace(report, check=compare_outputs(outputs, reference))
+    loss = float(outputs[2]) if outputs is not None else None
+    ref_loss = float(reference[2])
+    matches = None
+    if loss is not None and ref_loss is not None:
+        matches = bool(np.isclose(loss, ref_loss, rtol=1e-4, atol=1e-5))
+    return _result(
+        rule_set, built, report, loss=loss, reference_loss=ref_loss, loss_matches=matches,
+        step_seconds=report.timing.step_seconds if report.timing else None,
+    )  # fmt: skip
+
+
+def _result(
+    rule_set: RuleSet, built: StrategyStep, report: Report, **measured: Any
+) -> StrategyResult:
+    """A strategy's result from its report: what every result has (mesh, memory, collectives,
+    form notes), and what was ``measured`` by running it (losses, step time), if it ran."""
+    summary = _summarise(report)
+    return StrategyResult(
+        strategy=rule_set.name, title=rule_set.title, description=rule_set.description,
+        mesh=mesh_layout(built.mesh), report=report,
+        memory=_memory(report, built.grad_bytes), collectives=summary,
+        notes=_form_notes(rule_set, summary, _full_bytes(built.params_shape)), **measured,
+    )  # fmt: skip
 
 
 def compare(

@@ -377,6 +377,37 @@ def test_async_start_without_done_uses_the_start_result() -> None:
     assert (ar.in_shape, ar.out_shape) == ((2, 8), (2, 8))
 
 
+def test_permute_pairs_are_mapped_to_jax_device_ids() -> None:
+    text = (
+        "HloModule m, num_partitions=4\n\nENTRY %e {\n  %p = f32[2,8]{1,0} parameter(0)\n"
+        "  ROOT %cp = f32[2,8]{1,0} collective-permute(%p), "
+        "source_target_pairs={{0,1},{1,0},{2,3},{3,2}}\n}\n"
+    )
+    assignment = (0, 2, 1, 3)  # HLO logical id p runs on jax device assignment[p]
+    mesh = mesh_of(("x", "y"), (2, 2))
+    (cp,) = collectives_of_hlo(text, mesh, assignment)
+    assert cp.pairs == ((0, 2), (2, 0), (1, 3), (3, 1))
+    assert cp.groups == ((0, 2), (1, 3))
+    assert cp.axes == ("x",) and cp.group_size == 2
+    assert cp.moved_bytes == cp.in_bytes == 2 * 8 * F32
+    (plain,) = collectives_of_hlo(text, mesh)
+    assert plain.pairs == ((0, 1), (1, 0), (2, 3), (3, 2)) and plain.axes == ("y",)
+
+
+def test_a_collective_wrapped_by_async_start_is_counted_once() -> None:
+    text = (
+        "HloModule m, num_partitions=2\n\n"
+        "%wrapped (a: f32[4]) -> f32[8] {\n  %a = f32[4]{0} parameter(0)\n"
+        "  ROOT %ag = f32[8]{0} all-gather(%a), replica_groups={{0,1}}, dimensions={0}\n}\n\n"
+        "ENTRY %e {\n  %p = f32[4]{0} parameter(0)\n"
+        "  %s = ((f32[4]{0}), f32[8]{0}) async-start(%p), calls=%wrapped\n"
+        "  ROOT %d = f32[8]{0} async-done(%s)\n}\n"
+    )
+    (ag,) = collectives_of_hlo(text)
+    assert (ag.name, ag.kind, ag.is_async) == ("s", "all-gather", True)
+    assert (ag.in_shape, ag.out_shape, ag.dimension) == ((4,), (8,), 0)
+
+
 def test_unknown_group_encoding_raises() -> None:
     from shardviz.capture.hlo import HloParseError
 

@@ -221,6 +221,36 @@ def test_parent_frame_id_is_one_more_than_the_parent() -> None:
     assert module.source_of(module.instruction("p")) is None
 
 
+def test_header_attributes_and_where_a_table_ends() -> None:
+    text = textwrap.dedent(
+        """\
+        HloModule m, entry_computation_layout={(f32[2]{0}, f32[2]{0})->f32[2]{0}}, num_partitions=4, replica_count=2
+
+        FileNames
+        1 "a\\"b.py"
+        FunctionNames
+        1 f
+        %c (x: f32[2]) -> f32[2] {
+          ROOT %x = f32[2] parameter(0)
+        }
+
+        7 stray text outside a table
+        ENTRY %e {
+          %p = f32[2] parameter(0)
+          ROOT %n = f32[2] negate(%p)
+        }
+        """
+    )
+    module = parse_hlo_module(text)
+    assert module.name == "m" and module.num_devices == 8
+    assert module.attrs["entry_computation_layout"] == "{(f32[2]{0}, f32[2]{0})->f32[2]{0}}"
+    assert module.tables.file_names == {1: 'a"b.py'}
+    # A table ends at a line that is not a row (here the next table, then a computation).
+    assert module.tables.function_names == {1: "f"}
+    assert [(c.name, c.is_entry) for c in module.computations] == [("c", False), ("e", True)]
+    assert module.entry.root.name == "n"
+
+
 def test_not_hlo_raises() -> None:
     with pytest.raises(HloParseError, match="Fix:"):
         parse_hlo_module("hello world")
