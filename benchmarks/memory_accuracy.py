@@ -50,7 +50,7 @@ from shardviz.capture.topology import topology  # noqa: E402
 from shardviz.strategies.accounting import model_state_bytes  # noqa: E402
 from shardviz.strategies.rules import RuleSet, get_rule_set  # noqa: E402
 from shardviz.strategies.step import strategy_step  # noqa: E402
-from shardviz.strategies.zoo import Model, get_model  # noqa: E402
+from shardviz.strategies.zoo import ModelDef, get_model  # noqa: E402
 
 DEVICES = 8
 BACKENDS = ("cpu", "v5e:2x4", "h100:8")
@@ -112,7 +112,7 @@ def devices_of(backend: str, live: bool = False) -> list:
     return list(topology(backend).devices)[:DEVICES]
 
 
-def formula_bytes(model: Model, rs: RuleSet, axes: dict[str, int]) -> int:
+def formula_bytes(model: ModelDef, rs: RuleSet, axes: dict[str, int]) -> int:
     """ZeRO's figure with the strategy's degrees: 'data' is ZeRO's N_d; 'model' (Megatron)
     and 'expert' (ZeRO has no expert term: the closest is to count it as tensor parallel)
     divide everything."""
@@ -123,7 +123,7 @@ def formula_bytes(model: Model, rs: RuleSet, axes: dict[str, int]) -> int:
     ).total  # fmt: skip
 
 
-def build_step(model: Model, rs: RuleSet, devices: list) -> tuple[Any, tuple, int, dict]:
+def build_step(model: ModelDef, rs: RuleSet, devices: list) -> tuple[Any, tuple, int, dict]:
     """The strategy's train step as compare builds it (``strategy_step``: its placement
     rules, the grads constraint, activation rules), jitted with donation; its abstract
     arguments; the gradients' per-device bytes; the mesh axes."""
@@ -132,7 +132,7 @@ def build_step(model: Model, rs: RuleSet, devices: list) -> tuple[Any, tuple, in
     return built.step, built.abstract, built.grad_bytes, axes
 
 
-def live_peak(model: Model, rs: RuleSet, step: Any, abstract: tuple) -> int | None:
+def live_peak(model: ModelDef, rs: RuleSet, step: Any, abstract: tuple) -> int | None:
     """On a real GPU/TPU: make the state on device, run one step, read the devices' own
     ``peak_bytes_in_use`` (the most of any device). The counter is the process's peak since
     start (no reset in jax), so rows run later can only read as much or more: run one row per

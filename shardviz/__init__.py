@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     from shardviz.estimate.presets import hardware as hardware
     from shardviz.strategies.rules import RuleSet as RuleSet
     from shardviz.strategies.runner import compare as compare
-    from shardviz.strategies.zoo import Model as Model
+    from shardviz.strategies.zoo import ModelDef as ModelDef
     from shardviz.widgets.app import Explorer as Explorer
     from shardviz.widgets.live import LiveRun as LiveRun
     from shardviz.widgets.live import live as live
@@ -67,7 +67,7 @@ _LAZY = {
     "explain": "shardviz.capture.explain",
     "compare": "shardviz.strategies.runner",
     "RuleSet": "shardviz.strategies.rules",
-    "Model": "shardviz.strategies.zoo",
+    "ModelDef": "shardviz.strategies.zoo",
     "MeshView": "shardviz.widgets.mesh_view",
     "Explorer": "shardviz.widgets.app",
     "ExplorerSession": "shardviz.widgets.session",
@@ -103,7 +103,7 @@ __all__ = [
     "ShardingOf",
     "Timing",
     "Comparison",
-    "Model",
+    "ModelDef",
     "RuleSet",
     "clear_cache",
     "compare",
@@ -143,6 +143,10 @@ __all__ = [
 _SUBMODULES = frozenset({"capture", "model", "render", "strategies", "widgets"})
 
 
+#: Old public names: asking for one says its new name.
+_RENAMED = {"Model": "ModelDef (a model to train and shard; shardviz.model holds the data)"}
+
+
 def __getattr__(name: str) -> Any:
     if name in _SUBMODULES:
         value = importlib.import_module(f"shardviz.{name}")
@@ -150,7 +154,9 @@ def __getattr__(name: str) -> Any:
         return value
     module = _LAZY.get(name)
     if module is None:
-        raise AttributeError(f"module 'shardviz' has no attribute {name!r}")
+        renamed = _RENAMED.get(name)
+        hint = f"; it was renamed shardviz.{renamed}" if renamed else ""
+        raise AttributeError(f"module 'shardviz' has no attribute {name!r}{hint}")
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value

@@ -18,8 +18,8 @@ from shardviz.capture.explain import explain
 from shardviz.capture.layout import layout, layout_tree
 from shardviz.capture.mesh import Mesh, mark_sharding
 from shardviz.model import TreeLayout
+from shardviz.render import format_bytes
 from shardviz.render.html import page
-from shardviz.render.text import human_bytes
 from shardviz.strategies import mlp
 from shardviz.strategies.runner import compare
 
@@ -174,7 +174,7 @@ def run_demo(
         "Bytes per device (params + batch), the largest device:",
     ]
     lines += [
-        f"  {t:<30} {human_bytes(b):>10}   (global {human_bytes(g)})" for t, b, g in summary_rows
+        f"  {t:<30} {format_bytes(b):>10}   (global {format_bytes(g)})" for t, b, g in summary_rows
     ]
     for title, placed in explained:
         text, parts = _explain_section(title, placed)

@@ -15,7 +15,7 @@ from jax.sharding import PartitionSpec as P
 
 import shardviz as sv
 from shardviz.capture.explain import explain_run
-from shardviz.strategies.zoo import Model
+from shardviz.strategies.zoo import ModelDef
 
 
 def _alive(*trees) -> bool:
@@ -180,7 +180,7 @@ def test_equinox_filter_jit_step(mesh, eqx_state):
 def test_compare_with_nnx_and_equinox_models(nnx_state, eqx_state):
     batch = {"x": np.linspace(-1, 1, 32).reshape(8, 4).astype(np.float32),
              "y": np.ones((8, 2), np.float32)}  # fmt: skip
-    from_nnx = Model.from_nnx("nnx-mlp", nnx_state[0],
+    from_nnx = ModelDef.from_nnx("nnx-mlp", nnx_state[0],
                               lambda m, b: nnx_loss(m, b["x"], b["y"]), batch)  # fmt: skip
     assert from_nnx.info["num_params"] == 4 * 16 + 16 + 16 * 2 + 2
     c = sv.compare(from_nnx, ["dp", "fsdp"], steps=1)
@@ -189,7 +189,7 @@ def test_compare_with_nnx_and_equinox_models(nnx_state, eqx_state):
     assert c.results[1].strategy == "zero3"  # fsdp is ZeRO-3
     assert any(lb.path == "params/l1/kernel" for lb in fsdp)
 
-    from_eqx = Model.from_equinox("eqx-mlp", eqx_state[0],
+    from_eqx = ModelDef.from_equinox("eqx-mlp", eqx_state[0],
                                   lambda m, b: eqx_loss(m, b["x"], b["y"]), batch)  # fmt: skip
     assert from_eqx.info["num_params"] == 4 * 16 + 16 + 16 * 2 + 2
     c = sv.compare(from_eqx, ["dp"], steps=1)

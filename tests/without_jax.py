@@ -1,8 +1,10 @@
-"""Run a snippet in a fresh interpreter where importing jax fails: for the modules that must
-work without it (the model, the renderers, the HLO parser)."""
+"""For the modules that must work without jax (the model, the renderers, the HLO parser): what a
+module imports, read from its source, and a snippet run in a fresh interpreter where importing
+jax fails."""
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 import textwrap
@@ -34,3 +36,25 @@ def run_without_jax(snippet: str) -> str:
     )
     assert result.returncode == 0, result.stderr
     return result.stdout
+
+
+def imported_modules(path: Path, package: str | None = None) -> list[str]:
+    """Every module the source file ``path`` imports, by absolute name.
+
+    Imports inside functions count too. ``from a.b import c`` gives ``a.b`` and ``a.b.c`` (``c``
+    may be a submodule). Relative imports are resolved against ``package``, by default the
+    package the file lives in under the repo root (``shardviz/model/array.py``: ``shardviz.model``).
+    """
+    if package is None:
+        package = ".".join(path.resolve().parent.relative_to(ROOT).parts)
+    names: list[str] = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names.extend(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+            base = node.module if node.level == 0 else ".".join([*parts, node.module or ""])
+            base = base.rstrip(".")
+            names.append(base)
+            names.extend(f"{base}.{alias.name}" for alias in node.names if alias.name != "*")
+    return names

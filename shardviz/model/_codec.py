@@ -54,7 +54,7 @@ def from_data(tp: Any, data: Any) -> Any:
             except (TypeError, ValueError, KeyError) as err:
                 errors.append(err)
         raise TypeError(f"no type of {tp} fits {data!r}: {errors}")
-    if dataclasses.is_dataclass(tp):
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         if not isinstance(data, dict):
             raise TypeError(f"{tp.__name__} expects an object, got {data!r}")
         hints = _hints(tp)

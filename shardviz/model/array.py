@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Literal
 
+from shardviz.model import display
 from shardviz.model._codec import JsonMixin
 from shardviz.model.mesh import MeshLayout
 
@@ -147,14 +148,10 @@ class ArrayLayout(JsonMixin):
         raise KeyError(f"device {device_id} holds no part of {self.name!r}")
 
     def __str__(self) -> str:
-        from shardviz.render.text import array_text
-
-        return array_text(self)
+        return display.render(self, "text")
 
     def _repr_html_(self) -> str:
-        from shardviz.render.html import array_html
-
-        return array_html(self)
+        return display.render(self, "html")
 
 
 @dataclass(frozen=True)
@@ -210,11 +207,7 @@ class TreeLayout(JsonMixin):
         return meshes.pop() if len(meshes) == 1 else None
 
     def __str__(self) -> str:
-        from shardviz.render.text import tree_text
-
-        return tree_text(self)
+        return display.render(self, "text")
 
     def _repr_html_(self) -> str:
-        from shardviz.render.html import tree_html
-
-        return tree_html(self)
+        return display.render(self, "html")

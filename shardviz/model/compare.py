@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from shardviz.model import display
 from shardviz.model._codec import JsonMixin
 from shardviz.model.hardware import Target
 from shardviz.model.mesh import MeshLayout
@@ -162,32 +163,19 @@ class Comparison(JsonMixin):
         raise KeyError(strategy if target is None else f"{strategy} @ {target}")
 
     def __str__(self) -> str:
-        from shardviz.render.compare_text import comparison_text
-
-        return comparison_text(self)
+        return display.render(self, "text")
 
     def _repr_html_(self) -> str:
-        from shardviz.render.compare_html import comparison_html
-
-        return comparison_html(self)
+        return display.render(self, "html")
 
     def save_html(self, path: str) -> str:
         """Write the comparison as one self-contained offline HTML file; return the path."""
-        from shardviz.render.html import page
-
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(page(f"shardviz: {self.model} under {len(self.results)} strategies",
-                         [self._repr_html_()]))  # fmt: skip
-        return path
+        return display.save_page(self, path)
 
     def figure(self):
         """An interactive plotly figure: memory stacked by component, bytes moved by kind."""
-        from shardviz.render.compare_plotly import comparison_figure
-
-        return comparison_figure(self)
+        return display.render(self, "plotly")
 
     def matplotlib_figure(self):
         """The same as a static matplotlib figure, for slides."""
-        from shardviz.render.compare_mpl import comparison_mpl
-
-        return comparison_mpl(self)
+        return display.render(self, "matplotlib")

@@ -7,6 +7,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from functools import cached_property
 
+from shardviz.model import display
 from shardviz.model._codec import JsonMixin
 
 
@@ -106,11 +107,7 @@ class MeshLayout(JsonMixin):
         return len(self.process_indices)
 
     def __str__(self) -> str:
-        from shardviz.render.text import mesh_text
-
-        return mesh_text(self)
+        return display.render(self, "text")
 
     def _repr_html_(self) -> str:
-        from shardviz.render.html import mesh_html
-
-        return mesh_html(self)
+        return display.render(self, "html")

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from shardviz.model import display
 from shardviz.model._codec import JsonMixin
 from shardviz.model.array import Spec, TreeLayout, format_spec
 from shardviz.model.estimate import Estimate
@@ -275,19 +276,11 @@ class Report(JsonMixin):
         return tuple(s for s in self.intermediates if s.reshard)
 
     def __str__(self) -> str:
-        from shardviz.render.report_text import report_text
-
-        return report_text(self)
+        return display.render(self, "text")
 
     def _repr_html_(self) -> str:
-        from shardviz.render.report_html import report_html
-
-        return report_html(self)
+        return display.render(self, "html")
 
     def save_html(self, path: str) -> str:
         """Write the report as one self-contained offline HTML file; return the path."""
-        from shardviz.render.html import page
-
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(page(f"shardviz: {self.function}", [self._repr_html_()]))
-        return path
+        return display.save_page(self, path)

@@ -2,6 +2,8 @@
 
 No jax here: every function takes a model object (a live array's layout, a hypothetical one,
 or a hand-built test fixture). The geometry both backends draw is in :mod:`.geometry`.
+Importing this package registers every view with the model (:mod:`.views`), so ``str(report)``
+and ``report._repr_html_()`` find their renderer without the model naming one.
 """
 
 from shardviz.render.colors import device_color as device_color
@@ -17,6 +19,8 @@ from shardviz.render.html import mesh_html as mesh_html
 from shardviz.render.html import page as page
 from shardviz.render.html import tree_html as tree_html
 from shardviz.render.text import array_text as array_text
-from shardviz.render.text import human_bytes as human_bytes
 from shardviz.render.text import mesh_text as mesh_text
 from shardviz.render.text import tree_text as tree_text
+from shardviz.render.views import register_views
+
+register_views()

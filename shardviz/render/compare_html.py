@@ -2,7 +2,7 @@
 
 Scoped ``<style>``, inline SVG, no script and no URL, so it works in a notebook, a saved
 notebook or a file opened offline. Every string from the model is escaped where it enters
-the markup. The numbers come from :mod:`.compare_text`, so the text and HTML views agree.
+the markup. The numbers come from :mod:`.compare_facts`, so the text and HTML views agree.
 
 Testable hooks: one ``<tr class="sv-strategy" data-strategy="dp">`` per strategy in the
 table; on the memory chart one ``<g class="sv-cmp-memrow" data-strategy="dp"
@@ -23,10 +23,12 @@ above the bars, ``<g class="sv-cmp-hbm-off" data-hbm="…">`` at the chart's edg
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from shardviz.model.compare import Comparison, StrategyResult
-from shardviz.render.compare_text import (
+from shardviz.render.compare_facts import (
     BYTES_NOTE,
+    Component,
     axes_label,
     axes_totals,
     byte_ticks,
@@ -57,14 +59,15 @@ from shardviz.render.compare_text import (
     target_groups,
 )
 from shardviz.render.geometry import format_bytes, mesh_summary
-from shardviz.render.html import CSS, MONO, SANS, _n, _text, _width, esc
-from shardviz.render.report_html import KIND_COLORS, OTHER_KIND
-from shardviz.render.report_text import (
+from shardviz.render.html import CSS, MONO, SANS
+from shardviz.render.report_facts import (
     ESTIMATE_WORDS,
     estimate_seconds_str,
     format_mfu,
     format_seconds,
 )
+from shardviz.render.report_html import KIND_COLORS, OTHER_KIND
+from shardviz.render.svg import esc, svg_num, svg_text, text_width
 
 COMPARE_CSS = f"""
 .sv-root.sv-compare{{display:block;max-width:1180px;padding:14px 16px}}
@@ -199,7 +202,7 @@ def _target_attr(r: StrategyResult) -> str:
 # The table
 
 
-def _table(c: Comparison) -> str:
+def _comparison_table(c: Comparison) -> str:
     comps = shown_components(c)
     slowest = max((step_time(r) or 0.0 for r in c.results), default=0.0)
     with_mesh = common_mesh(c) is None  # one mesh for all is named above the table
@@ -362,7 +365,7 @@ def _memory_chart(c: Comparison) -> str:
     top = ticks[-1] or 1
     labels = c.labels
     cap = 260.0 if c.by_target else 180.0
-    left = min(cap, max(60.0, *(_width(x, 12) + 16 for x in labels)))
+    left = min(cap, max(60.0, *(text_width(x, 12) + 16 for x in labels)))
     offscale = any((e := estimate_of(r)) is not None and e.hbm_bytes > top for r in c.results)
     right = 186.0 if offscale else 96.0
     top_pad = 6.0
@@ -370,65 +373,83 @@ def _memory_chart(c: Comparison) -> str:
     width = left + CHART_W + right
     height = top_pad + rows_h + 22
     out = [
-        f'<svg class="sv-cmp-chart sv-cmp-memchart" width="{_n(width)}" height="{_n(height)}" '
-        f'viewBox="0 0 {_n(width)} {_n(height)}" role="img">'
+        f'<svg class="sv-cmp-chart sv-cmp-memchart" width="{svg_num(width)}" '
+        f'height="{svg_num(height)}" viewBox="0 0 {svg_num(width)} {svg_num(height)}" role="img">'
     ]
     axis_y = top_pad + rows_h
     for v in ticks:
         x = left + CHART_W * v / top
-        out.append(f'<path class="sv-cmp-grid" d="M{_n(x)} {_n(top_pad)}V{_n(axis_y)}"/>')
-        out.append(_text(x, axis_y + 14, _tick_label(v), "sv-tick", ' text-anchor="middle"'))
-    out.append(f'<path d="M{_n(left)} {_n(top_pad)}V{_n(axis_y)}" stroke="#8c959f"/>')
+        out.append(
+            f'<path class="sv-cmp-grid" d="M{svg_num(x)} {svg_num(top_pad)}V{svg_num(axis_y)}"/>'
+        )
+        out.append(svg_text(x, axis_y + 14, _tick_label(v), "sv-tick", ' text-anchor="middle"'))
+    out.append(
+        f'<path d="M{svg_num(left)} {svg_num(top_pad)}V{svg_num(axis_y)}" stroke="#8c959f"/>'
+    )
     for k, r in enumerate(c.results):
         y = top_pad + MEM_ROW_GAP / 2 + k * (MEM_ROW_H + MEM_ROW_GAP)
-        total = memory_total(r.memory)
-        label = labels[k]
-        name = label
-        while _width(name, 12) > left - 10 and len(name) > 4:
-            name = name[:-2] + "…"
-        out.append(
-            f'<g class="sv-cmp-memrow" data-strategy="{esc(r.strategy)}"{_target_attr(r)} '
-            f'data-total="{total}">'
-            f"<title>{esc(label)}: peak {esc(format_bytes(r.memory.peak, exact=True))}"
-            "</title>" + _text(left - 8, y + MEM_ROW_H / 2, name, "sv-cmp-lab")
-        )
-        x = left
-        for comp, b in memory_parts(r.memory):
-            if comp not in comps:
-                continue
-            w = CHART_W * b / top
-            tip = f"{r.strategy} · {comp.label}: {format_bytes(b, exact=True)}"
-            if comp.key == "other":
-                tip += f"\n{comp.meaning}"
-            out.append(
-                f'<rect class="sv-mem" data-component="{comp.key}" data-bytes="{b}" '
-                f'x="{_n(x)}" y="{_n(y)}" width="{_n(w)}" height="{_n(MEM_ROW_H)}" '
-                f'fill="{comp.color}"><title>{esc(tip)}</title></rect>'
-            )
-            label = format_bytes(b)
-            if b and _width(label, 10) + 6 <= w:
-                fg = "#fff" if comp.key in ("params", "optimizer") else "#1b1f24"
-                out.append(
-                    _text(x + w / 2, y + MEM_ROW_H / 2, label, "sv-cmp-in", f' style="fill:{fg}"')
-                )
-            x += w
-        out.append(
-            _text(x + 6, y + MEM_ROW_H / 2, format_bytes(r.memory.peak) + " peak", "sv-cmp-val")
-        )
-        if r.memory.peak < total:
-            px = left + CHART_W * r.memory.peak / top
-            out.append(
-                f'<path d="M{_n(px)} {_n(y - 3)}v{_n(MEM_ROW_H + 6)}" stroke="#1b1f24" '
-                'stroke-width="2"><title>the peak</title></path>'
-            )
-        out.append(_hbm_mark(r, left, y, top, width))
-        out.append("</g>")
+        out.extend(_memory_row(r, labels[k], comps, left, y, top, width))
     out.append("</svg>")
     items = [(x.color, x.label, x.meaning) for x in comps]
     if has_estimates(c):
         items.append(("#cf222e", "HBM per device (dashed)", "the target's HBM per device: a "
                       "bar past the line does not fit"))  # fmt: skip
     return _legend(items) + "".join(out)
+
+
+def _memory_row(
+    r: StrategyResult,
+    label: str,
+    comps: Sequence[Component],
+    left: float,
+    y: float,
+    top: int,
+    width: float,
+) -> list[str]:
+    """One strategy's stacked bar on the memory chart, at height ``y``: its name, a segment
+    per component, the peak after the bar (and a tick where it falls inside), its HBM mark."""
+    total = memory_total(r.memory)
+    name = label
+    while text_width(name, 12) > left - 10 and len(name) > 4:
+        name = name[:-2] + "…"
+    out = [
+        f'<g class="sv-cmp-memrow" data-strategy="{esc(r.strategy)}"{_target_attr(r)} '
+        f'data-total="{total}">'
+        f"<title>{esc(label)}: peak {esc(format_bytes(r.memory.peak, exact=True))}"
+        "</title>" + svg_text(left - 8, y + MEM_ROW_H / 2, name, "sv-cmp-lab")
+    ]
+    x = left
+    for comp, b in memory_parts(r.memory):
+        if comp not in comps:
+            continue
+        w = CHART_W * b / top
+        tip = f"{r.strategy} · {comp.label}: {format_bytes(b, exact=True)}"
+        if comp.key == "other":
+            tip += f"\n{comp.meaning}"
+        out.append(
+            f'<rect class="sv-mem" data-component="{comp.key}" data-bytes="{b}" '
+            f'x="{svg_num(x)}" y="{svg_num(y)}" width="{svg_num(w)}" '
+            f'height="{svg_num(MEM_ROW_H)}" fill="{comp.color}"><title>{esc(tip)}</title></rect>'
+        )
+        text = format_bytes(b)
+        if b and text_width(text, 10) + 6 <= w:
+            fg = "#fff" if comp.key in ("params", "optimizer") else "#1b1f24"
+            out.append(
+                svg_text(x + w / 2, y + MEM_ROW_H / 2, text, "sv-cmp-in", f' style="fill:{fg}"')
+            )
+        x += w
+    out.append(
+        svg_text(x + 6, y + MEM_ROW_H / 2, format_bytes(r.memory.peak) + " peak", "sv-cmp-val")
+    )
+    if r.memory.peak < total:
+        px = left + CHART_W * r.memory.peak / top
+        out.append(
+            f'<path d="M{svg_num(px)} {svg_num(y - 3)}v{svg_num(MEM_ROW_H + 6)}" '
+            'stroke="#1b1f24" stroke-width="2"><title>the peak</title></path>'
+        )
+    out.append(_hbm_mark(r, left, y, top, width))
+    out.append("</g>")
+    return out
 
 
 def _hbm_mark(r: StrategyResult, left: float, y: float, top: int, width: float) -> str:
@@ -442,14 +463,16 @@ def _hbm_mark(r: StrategyResult, left: float, y: float, top: int, width: float) 
         x = left + CHART_W * e.hbm_bytes / top
         return (
             f'<path class="sv-cmp-hbm" data-hbm="{e.hbm_bytes}" '
-            f'd="M{_n(x)} {_n(y - 4)}v{_n(MEM_ROW_H + 8)}"><title>{esc(tip)}</title></path>'
+            f'd="M{svg_num(x)} {svg_num(y - 4)}v{svg_num(MEM_ROW_H + 8)}">'
+            f"<title>{esc(tip)}</title></path>"
         )
     x = width - 4
     return (
         f'<g class="sv-cmp-hbm-off" data-hbm="{e.hbm_bytes}"><title>{esc(tip)} (off this '
-        f'scale)</title><path class="sv-cmp-hbm" d="M{_n(x)} {_n(y)}v{_n(MEM_ROW_H)}"/>'
-        + _text(x - 5, y + MEM_ROW_H / 2, f"HBM {format_bytes(e.hbm_bytes)} →", "sv-cmp-hbmlab",
-                ' text-anchor="end" dominant-baseline="central"')
+        f'scale)</title><path class="sv-cmp-hbm" '
+        f'd="M{svg_num(x)} {svg_num(y)}v{svg_num(MEM_ROW_H)}"/>'
+        + svg_text(x - 5, y + MEM_ROW_H / 2, f"HBM {format_bytes(e.hbm_bytes)} →",
+                   "sv-cmp-hbmlab", ' text-anchor="end" dominant-baseline="central"')
         + "</g>"
     )  # fmt: skip
 
@@ -465,20 +488,22 @@ def _moved_chart(c: Comparison) -> str:
     values = [kind_moved(r, k) for r in c.results for k in kinds]
     ticks = byte_ticks(max(values, default=1))
     top = ticks[-1] or 1
-    left = max(_width(_tick_label(v), 10) for v in ticks) + 10
+    left = max(text_width(_tick_label(v), 10) for v in ticks) + 10
     top_pad = 16.0
     width = max(left + group_w * n_s + 8, 200.0)
     height = top_pad + MOVED_H + (36 if c.by_target else 24)
     base = top_pad + MOVED_H
     out = [
-        f'<svg class="sv-cmp-chart sv-cmp-movedchart" width="{_n(width)}" '
-        f'height="{_n(height)}" viewBox="0 0 {_n(width)} {_n(height)}" role="img">'
+        f'<svg class="sv-cmp-chart sv-cmp-movedchart" width="{svg_num(width)}" '
+        f'height="{svg_num(height)}" viewBox="0 0 {svg_num(width)} {svg_num(height)}" role="img">'
     ]
     for v in ticks:
         y = base - MOVED_H * v / top
-        out.append(f'<path class="sv-cmp-grid" d="M{_n(left)} {_n(y)}H{_n(width - 4)}"/>')
         out.append(
-            _text(
+            f'<path class="sv-cmp-grid" d="M{svg_num(left)} {svg_num(y)}H{svg_num(width - 4)}"/>'
+        )
+        out.append(
+            svg_text(
                 left - 5,
                 y,
                 _tick_label(v),
@@ -486,56 +511,70 @@ def _moved_chart(c: Comparison) -> str:
                 ' text-anchor="end" dominant-baseline="central"',
             )
         )
-    out.append(f'<path d="M{_n(left)} {_n(base)}H{_n(width - 4)}" stroke="#8c959f"/>')
+    out.append(
+        f'<path d="M{svg_num(left)} {svg_num(base)}H{svg_num(width - 4)}" stroke="#8c959f"/>'
+    )
     for i, r in enumerate(c.results):
-        gx = left + 12 + i * group_w
-        out.append(
-            f'<g class="sv-cmp-movedgroup" data-strategy="{esc(r.strategy)}"{_target_attr(r)}>'
-        )
-        by_kind = {kr.kind: kr for kr in kind_rows(r)}
-        for j, k in enumerate(kinds):
-            b = kind_moved(r, k)
-            if not kind_count(r, k):
-                continue
-            h = MOVED_H * b / top
-            x = gx + j * bw
-            kr = by_kind[k]
-            axes = " · ".join(f"{axes_label(a)} ×{n} {format_bytes(m)}" for a, n, m in kr.by_axes)
-            tip = (
-                f"{c.label(r)} · {k}: {kr.count} collective{'s' * (kr.count != 1)}\n"
-                f"moved {format_bytes(b, exact=True)} per device per step\nby axes: {axes}"
-            )
-            out.append(
-                f'<rect class="sv-moved" data-strategy="{esc(r.strategy)}"{_target_attr(r)} '
-                f'data-kind="{esc(k)}" '
-                f'data-bytes="{b}" x="{_n(x)}" y="{_n(base - h)}" width="{_n(bw - 2)}" '
-                f'height="{_n(h)}" fill="{kind_color(k)}"><title>{esc(tip)}</title></rect>'
-            )
-            label = format_bytes(b)
-            if _width(label, 10) <= bw + 4:
-                out.append(
-                    _text(x + (bw - 2) / 2, base - h - 7, label, "sv-tick", ' text-anchor="middle"')
-                )
-        name = r.strategy if _width(r.strategy, 12) <= group_w else r.strategy[:12] + "…"
-        out.append(
-            _text(
-                gx + (group_w - 24) / 2,
-                base + 14,
-                name,
-                "sv-cmp-lab",
-                ' style="text-anchor:middle"',
-            )
-        )
-        if c.by_target and r.target is not None:
-            sub = r.target.name
-            while _width(sub, 10) > group_w - 4 and len(sub) > 4:
-                sub = sub[:-2] + "…"
-            out.append(_text(gx + (group_w - 24) / 2, base + 27, sub, "sv-tick",
-                             ' text-anchor="middle"'))  # fmt: skip
-        out.append("</g>")
+        bars = _Bars(left + 12 + i * group_w, group_w, bw, base, top)
+        out.extend(_moved_group(c, r, kinds, bars))
     out.append("</svg>")
     legend = _legend([(kind_color(k), k, f"{k}: bytes moved per device") for k in kinds])
     return legend + "".join(out)
+
+
+class _Bars(NamedTuple):
+    """Where one strategy's group of bars sits on the transfer chart."""
+
+    left: float  # the group's left edge
+    width: float  # the group's width, gap included
+    bar: float  # one bar's width
+    base: float  # the y of the zero line
+    top: int  # the bytes at the top of the scale
+
+
+def _moved_group(c: Comparison, r: StrategyResult, kinds: Sequence[str], at: _Bars) -> list[str]:
+    """One strategy's bars on the transfer chart (a bar per kind it uses, its bytes over it),
+    then its name (and target, across targets) under them."""
+    gx, group_w, bw, base, top = at
+    out = [f'<g class="sv-cmp-movedgroup" data-strategy="{esc(r.strategy)}"{_target_attr(r)}>']
+    by_kind = {kr.kind: kr for kr in kind_rows(r)}
+    for j, k in enumerate(kinds):
+        b = kind_moved(r, k)
+        if not kind_count(r, k):
+            continue
+        h = MOVED_H * b / top
+        x = gx + j * bw
+        kr = by_kind[k]
+        axes = " · ".join(f"{axes_label(a)} ×{n} {format_bytes(m)}" for a, n, m in kr.by_axes)
+        tip = (
+            f"{c.label(r)} · {k}: {kr.count} collective{'s' * (kr.count != 1)}\n"
+            f"moved {format_bytes(b, exact=True)} per device per step\nby axes: {axes}"
+        )
+        out.append(
+            f'<rect class="sv-moved" data-strategy="{esc(r.strategy)}"{_target_attr(r)} '
+            f'data-kind="{esc(k)}" '
+            f'data-bytes="{b}" x="{svg_num(x)}" y="{svg_num(base - h)}" '
+            f'width="{svg_num(bw - 2)}" height="{svg_num(h)}" fill="{kind_color(k)}">'
+            f"<title>{esc(tip)}</title></rect>"
+        )
+        label = format_bytes(b)
+        if text_width(label, 10) <= bw + 4:
+            out.append(
+                svg_text(x + (bw - 2) / 2, base - h - 7, label, "sv-tick", ' text-anchor="middle"')
+            )
+    name = r.strategy if text_width(r.strategy, 12) <= group_w else r.strategy[:12] + "…"
+    out.append(
+        svg_text(gx + (group_w - 24) / 2, base + 14, name, "sv-cmp-lab",
+                 ' style="text-anchor:middle"')
+    )  # fmt: skip
+    if c.by_target and r.target is not None:
+        sub = r.target.name
+        while text_width(sub, 10) > group_w - 4 and len(sub) > 4:
+            sub = sub[:-2] + "…"
+        out.append(svg_text(gx + (group_w - 24) / 2, base + 27, sub, "sv-tick",
+                            ' text-anchor="middle"'))  # fmt: skip
+    out.append("</g>")
+    return out
 
 
 # --------------------------------------------------------------------------------------------
@@ -629,7 +668,7 @@ def comparison_html(c: Comparison) -> str:
     if not c.results:
         body.append('<div class="sv-cmp-dim">no strategies</div>')
         return f'<div class="sv-root sv-compare">{STYLE}' + "".join(body) + "</div>"
-    body.append(_table(c))
+    body.append(_comparison_table(c))
     if has_estimates(c):
         body.append(
             '<h4 class="sv-cmp-h">Estimated step on the target<span class="sv-cmp-dim">'

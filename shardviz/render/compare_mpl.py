@@ -12,8 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from shardviz.model.compare import Comparison
-from shardviz.render.compare_html import kind_color
-from shardviz.render.compare_text import (
+from shardviz.render.compare_facts import (
     byte_ticks,
     comparison_kinds,
     estimate_of,
@@ -25,8 +24,9 @@ from shardviz.render.compare_text import (
     memory_total,
     shown_components,
 )
+from shardviz.render.compare_html import kind_color
 from shardviz.render.geometry import format_bytes
-from shardviz.render.report_text import format_seconds
+from shardviz.render.report_facts import format_seconds
 
 
 def require_matplotlib() -> Any:
@@ -133,55 +133,8 @@ def comparison_mpl(c: Comparison, *, figsize: Sequence[float] = (12.0, 4.6)) -> 
     ax_mem, ax_moved = fig.subplots(1, 2)
     names = _names(c)
     xs = list(range(len(c.results)))
-
-    bottoms = [0] * len(c.results)
-    for comp in shown_components(c):
-        heights = [dict(memory_parts(r.memory))[comp] for r in c.results]
-        ax_mem.bar(xs, heights, 0.6, bottom=bottoms, color=comp.color, label=comp.label,
-                   edgecolor="white", linewidth=0.6)  # fmt: skip
-        bottoms = [b + h for b, h in zip(bottoms, heights, strict=True)]
-    top_mem = memory_chart_top(c)
-    for x, r in zip(xs, c.results, strict=True):
-        ax_mem.annotate(
-            format_bytes(r.memory.peak),
-            (x, memory_total(r.memory)),
-            xytext=(0, 3),
-            textcoords="offset points",
-            ha="center",
-            va="bottom",
-            fontsize=8 if len(xs) <= 4 else 7,
-            gid="peak",
-        )
-    ax_mem.set_xticks(xs, names)
-    set_byte_axis(ax_mem, top_mem)
-    if any(estimate_of(r) is not None for r in c.results):
-        bottom, top = ax_mem.get_ylim()
-        ax_mem.set_ylim(bottom, top * 1.25)  # room for the estimates over the bars
-        _estimates(ax_mem, c, xs, top * 1.25)
-    ax_mem.set_ylabel("bytes per device")
-    ax_mem.set_title("Memory per device by component, peak on top", fontsize=11)
-    _style(ax_mem)
-    ax_mem.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8, frameon=False,
-                  reverse=True)  # fmt: skip
-
-    kinds = comparison_kinds(c)
-    width = 0.8 / max(1, len(kinds))
-    for j, kind in enumerate(kinds):
-        offs = [x - 0.4 + (j + 0.5) * width for x in xs]
-        heights = [kind_moved(r, kind) for r in c.results]
-        ax_moved.bar(offs, heights, width * 0.92, color=kind_color(kind), label=mpl_text(kind))
-    top_moved = max((kind_moved(r, k) for r in c.results for k in kinds), default=1)
-    ax_moved.set_xticks(xs, names)
-    set_byte_axis(ax_moved, top_moved)
-    ax_moved.set_ylabel("bytes moved per device")
-    ax_moved.set_title("Bytes moved per step, by kind", fontsize=11)
-    _style(ax_moved)
-    if kinds:
-        ax_moved.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8, frameon=False)
-    else:
-        ax_moved.text(0.5, 0.5, "no collectives", transform=ax_moved.transAxes, ha="center",
-                      color="#57606a")  # fmt: skip
-
+    _memory_panel(ax_mem, c, names, xs)
+    _moved_panel(ax_moved, c, names, xs)
     n = len(c.results)
     fig.suptitle(
         f"{mpl_text(c.model)} · {format_count(c.num_params)} parameters · "
@@ -191,3 +144,57 @@ def comparison_mpl(c: Comparison, *, figsize: Sequence[float] = (12.0, 4.6)) -> 
         fontsize=12,
     )
     return displayable(fig)
+
+
+def _memory_panel(ax: Any, c: Comparison, names: list[str], xs: list[int]) -> None:
+    """Stacked bars of memory per device by component, the peak written over each bar, and
+    the estimates (with room made for them above the bars)."""
+    bottoms = [0] * len(c.results)
+    for comp in shown_components(c):
+        heights = [dict(memory_parts(r.memory))[comp] for r in c.results]
+        ax.bar(xs, heights, 0.6, bottom=bottoms, color=comp.color, label=comp.label,
+               edgecolor="white", linewidth=0.6)  # fmt: skip
+        bottoms = [b + h for b, h in zip(bottoms, heights, strict=True)]
+    for x, r in zip(xs, c.results, strict=True):
+        ax.annotate(
+            format_bytes(r.memory.peak),
+            (x, memory_total(r.memory)),
+            xytext=(0, 3),
+            textcoords="offset points",
+            ha="center",
+            va="bottom",
+            fontsize=8 if len(xs) <= 4 else 7,
+            gid="peak",
+        )
+    ax.set_xticks(xs, names)
+    set_byte_axis(ax, memory_chart_top(c))
+    if any(estimate_of(r) is not None for r in c.results):
+        bottom, top = ax.get_ylim()
+        ax.set_ylim(bottom, top * 1.25)  # room for the estimates over the bars
+        _estimates(ax, c, xs, top * 1.25)
+    ax.set_ylabel("bytes per device")
+    ax.set_title("Memory per device by component, peak on top", fontsize=11)
+    _style(ax)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8, frameon=False,
+              reverse=True)  # fmt: skip
+
+
+def _moved_panel(ax: Any, c: Comparison, names: list[str], xs: list[int]) -> None:
+    """Grouped bars of bytes moved per device per step, one per strategy and kind."""
+    kinds = comparison_kinds(c)
+    width = 0.8 / max(1, len(kinds))
+    for j, kind in enumerate(kinds):
+        offs = [x - 0.4 + (j + 0.5) * width for x in xs]
+        heights = [kind_moved(r, kind) for r in c.results]
+        ax.bar(offs, heights, width * 0.92, color=kind_color(kind), label=mpl_text(kind))
+    top_moved = max((kind_moved(r, k) for r in c.results for k in kinds), default=1)
+    ax.set_xticks(xs, names)
+    set_byte_axis(ax, top_moved)
+    ax.set_ylabel("bytes moved per device")
+    ax.set_title("Bytes moved per step, by kind", fontsize=11)
+    _style(ax)
+    if kinds:
+        ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8, frameon=False)
+    else:
+        ax.text(0.5, 0.5, "no collectives", transform=ax.transAxes, ha="center",
+                color="#57606a")  # fmt: skip

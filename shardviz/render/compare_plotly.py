@@ -12,8 +12,7 @@ import html
 from typing import Any
 
 from shardviz.model.compare import Comparison
-from shardviz.render.compare_html import kind_color
-from shardviz.render.compare_text import (
+from shardviz.render.compare_facts import (
     axes_label,
     byte_ticks,
     comparison_kinds,
@@ -28,8 +27,9 @@ from shardviz.render.compare_text import (
     memory_total,
     shown_components,
 )
+from shardviz.render.compare_html import kind_color
 from shardviz.render.geometry import format_bytes
-from shardviz.render.report_text import format_seconds
+from shardviz.render.report_facts import format_seconds
 
 
 def require_plotly() -> tuple[Any, Any]:
@@ -145,6 +145,27 @@ def comparison_figure(c: Comparison) -> Any:
             "Bytes moved per step, by kind",
         ),
     )
+    for bar in _memory_bars(go, c, names):
+        fig.add_trace(bar, row=1, col=1)
+    for bar in _moved_bars(go, c, names, kinds):
+        fig.add_trace(bar, row=1, col=2)
+    top_mem = memory_chart_top(c)
+    top_moved = max((kind_moved(r, k) for r in c.results for k in kinds), default=1)
+    _peak_labels(fig, c, names)
+    mem_axis = byte_axis(top_mem)
+    if any(estimate_of(r) is not None for r in c.results):
+        mem_axis["range"][1] *= 1.3  # room for the estimates over the bars
+        _estimates(fig, c, names, mem_axis["range"][1])
+    fig.update_yaxes(mem_axis, title_text="bytes per device", row=1, col=1)
+    fig.update_yaxes(byte_axis(top_moved), title_text="bytes moved per device", row=1, col=2)
+    fig.update_xaxes(type="category")
+    _lay_out(fig, c)
+    return fig
+
+
+def _memory_bars(go: Any, c: Comparison, names: list[str]) -> list[Any]:
+    """One bar trace per memory component, stacked in offset group ``memory``."""
+    bars = []
     for comp in shown_components(c):
         ys, hover = [], []
         for r in c.results:
@@ -157,7 +178,7 @@ def comparison_figure(c: Comparison) -> Any:
                     format_bytes(r.memory.peak, exact=True),
                 ]
             )
-        fig.add_trace(
+        bars.append(
             go.Bar(
                 name=comp.label,
                 x=names,
@@ -170,10 +191,15 @@ def comparison_figure(c: Comparison) -> Any:
                     f"<b>%{{customdata[0]}}</b> · {plotly_text(comp.label)}<br>"
                     "%{customdata[1]}<br>peak %{customdata[2]}<extra></extra>"
                 ),
-            ),
-            row=1,
-            col=1,
+            )
         )
+    return bars
+
+
+def _moved_bars(go: Any, c: Comparison, names: list[str], kinds: list[str]) -> list[Any]:
+    """One bar trace per collective kind, each its own offset group (side by side), with the
+    split by mesh axes in the hover text."""
+    bars = []
     for kind in kinds:
         ys, hover = [], []
         for r in c.results:
@@ -198,7 +224,7 @@ def comparison_figure(c: Comparison) -> Any:
                     axes,
                 ]  # fmt: skip
             )
-        fig.add_trace(
+        bars.append(
             go.Bar(
                 name=plotly_text(kind),
                 x=names,
@@ -211,12 +237,13 @@ def comparison_figure(c: Comparison) -> Any:
                     "<b>%{customdata[0]}</b> · %{customdata[1]}<br>%{customdata[2]} per step · "
                     "moved %{customdata[3]}<br>by mesh axes:<br>%{customdata[4]}<extra></extra>"
                 ),
-            ),
-            row=1,
-            col=2,
+            )
         )
-    top_mem = memory_chart_top(c)
-    top_moved = max((kind_moved(r, k) for r in c.results for k in kinds), default=1)
+    return bars
+
+
+def _peak_labels(fig: Any, c: Comparison, names: list[str]) -> None:
+    """Each strategy's peak written over its memory bar (annotations named ``peak``)."""
     for r, name in zip(c.results, names, strict=True):
         fig.add_annotation(
             x=name,
@@ -230,13 +257,10 @@ def comparison_figure(c: Comparison) -> Any:
             xref="x",
             yref="y",
         )
-    mem_axis = byte_axis(top_mem)
-    if any(estimate_of(r) is not None for r in c.results):
-        mem_axis["range"][1] *= 1.3  # room for the estimates over the bars
-        _estimates(fig, c, names, mem_axis["range"][1])
-    fig.update_yaxes(mem_axis, title_text="bytes per device", row=1, col=1)
-    fig.update_yaxes(byte_axis(top_moved), title_text="bytes moved per device", row=1, col=2)
-    fig.update_xaxes(type="category")
+
+
+def _lay_out(fig: Any, c: Comparison) -> None:
+    """The title, the bar spacing and each panel's legend to its right."""
     n = len(c.results)
     fig.update_layout(
         barmode="stack",
@@ -259,4 +283,3 @@ def comparison_figure(c: Comparison) -> Any:
                  "title": {"text": "collective"}, "traceorder": "normal"},
         hoverlabel={"align": "left"},
     )  # fmt: skip
-    return fig

@@ -1,397 +1,45 @@
-"""A :class:`~shardviz.model.Comparison` of strategies as plain text, plus the facts every
-comparison view shares.
+"""A :class:`~shardviz.model.Comparison` of strategies as plain text.
 
-The text view is deterministic (no colour codes, no timestamps) so golden files pin it down.
-The helpers here (memory by component, collectives by kind and by mesh axes, the step time,
-the loss check, byte ticks for charts) are what :mod:`.compare_html`, :mod:`.compare_plotly`
-and :mod:`.compare_mpl` read too, so every view shows the same numbers.
+Deterministic (no colour codes, no timestamps) so golden files pin it down. The facts it
+prints come from :mod:`.compare_facts`, which the HTML, plotly and matplotlib views read too.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 
-from shardviz.model.compare import Comparison, MemoryBreakdown, StrategyResult
-from shardviz.model.estimate import Estimate
-from shardviz.model.mesh import MeshLayout
-from shardviz.model.program import COLLECTIVE_KINDS
+from shardviz.model.compare import Comparison, StrategyResult
+from shardviz.render.compare_facts import (
+    BYTES_NOTE,
+    axes_label,
+    by_axes_str,
+    collective_count,
+    common_mesh,
+    estimate_header,
+    estimate_line,
+    estimate_of,
+    has_estimates,
+    header_str,
+    kind_rows,
+    loss_str,
+    loss_word,
+    memory_parts,
+    mesh_str,
+    moved_total,
+    reconcile_line,
+    reconciled_str,
+    shown_components,
+    step_str,
+    target_groups,
+)
 from shardviz.render.geometry import format_bytes, mesh_summary
-from shardviz.render.report_text import (
+from shardviz.render.report_facts import (
     ESTIMATE_WORDS,
-    _table,
     estimate_seconds_str,
     format_mfu,
     format_seconds,
-    headroom_str,
-    sig3,
 )
-
-# --------------------------------------------------------------------------------------------
-# Memory by component
-
-
-@dataclass(frozen=True)
-class Component:
-    """One part of a device's memory: its key (``data-component``), label, meaning, colour."""
-
-    key: str
-    label: str
-    meaning: str
-    color: str
-
-
-#: The components, bottom of the stack first; colours are fixed so every view agrees.
-COMPONENTS: tuple[Component, ...] = (
-    Component("params", "params", "parameters", "#0969da"),
-    Component("grads", "grads", "gradients (in the compiler's temp)", "#54aeff"),
-    Component("optimizer", "optimizer", "optimizer state", "#8250df"),
-    Component("batch", "batch", "the batch (inputs)", "#1a7f37"),
-    Component("activations", "activations/temp", "activations and other compiler temp",
-              "#fb8f44"),
-    Component("other", "outputs/other", "the rest of the peak: mostly outputs not written into "
-              "donated arguments (the new parameters and optimizer state when the step does not "
-              "donate them)", "#afb8c1"),
-)  # fmt: skip
-COMPONENT_BY_KEY = {c.key: c for c in COMPONENTS}
-
-
-def memory_parts(m: MemoryBreakdown) -> list[tuple[Component, int]]:
-    """Every component with its bytes, in stacking order; ``other`` fills the rest of the peak
-    (never below zero), so the parts add up to :func:`memory_total`."""
-    parts = [
-        (COMPONENT_BY_KEY["params"], m.params),
-        (COMPONENT_BY_KEY["grads"], m.grads),
-        (COMPONENT_BY_KEY["optimizer"], m.optimizer),
-        (COMPONENT_BY_KEY["batch"], m.batch),
-        (COMPONENT_BY_KEY["activations"], m.activations),
-    ]
-    known = sum(b for _, b in parts)
-    parts.append((COMPONENT_BY_KEY["other"], max(0, m.peak - known)))
-    return parts
-
-
-def memory_total(m: MemoryBreakdown) -> int:
-    """The height of a strategy's stacked bar: the peak, or the sum of the parts if larger."""
-    return sum(b for _, b in memory_parts(m))
-
-
-def shown_components(c: Comparison) -> list[Component]:
-    """Components some strategy has bytes of (``other`` left out when it is zero everywhere)."""
-    return [
-        comp
-        for comp in COMPONENTS
-        if comp.key != "other" or any(dict(memory_parts(r.memory))[comp] for r in c.results)
-    ]
-
-
-# --------------------------------------------------------------------------------------------
-# Collectives by kind and by mesh axes
-
-
-def axes_label(axes: Sequence[str]) -> str:
-    """``data``, ``data,model``, or ``no axis``."""
-    return ",".join(axes) if axes else "no axis"
-
-
-@dataclass(frozen=True)
-class KindRow:
-    """All collectives of one kind in a strategy's step, with their split by mesh axes."""
-
-    kind: str
-    count: int
-    in_bytes: int
-    moved_bytes: int
-    by_axes: tuple[tuple[tuple[str, ...], int, int], ...]  # (axes, count, moved bytes)
-
-
-def _kind_order(kinds: set[str]) -> list[str]:
-    known = [k for k in COLLECTIVE_KINDS if k in kinds]
-    return known + sorted(kinds - set(COLLECTIVE_KINDS))
-
-
-def kind_rows(r: StrategyResult) -> list[KindRow]:
-    """The strategy's collectives per kind (canonical kind order, unknown kinds last)."""
-    out = []
-    for kind in _kind_order({s.kind for s in r.collectives}):
-        ss = [s for s in r.collectives if s.kind == kind]
-        axes: dict[tuple[str, ...], list[int]] = {}
-        for s in ss:
-            acc = axes.setdefault(tuple(s.axes), [0, 0])
-            acc[0] += s.count
-            acc[1] += s.moved_bytes
-        out.append(
-            KindRow(
-                kind,
-                sum(s.count for s in ss),
-                sum(s.in_bytes for s in ss),
-                sum(s.moved_bytes for s in ss),
-                tuple((a, n, b) for a, (n, b) in axes.items()),
-            )
-        )
-    return out
-
-
-def axes_totals(r: StrategyResult) -> list[tuple[tuple[str, ...], int, int]]:
-    """``(axes, count, moved bytes)`` per tuple of mesh axes, in order of first appearance."""
-    acc: dict[tuple[str, ...], list[int]] = {}
-    for s in r.collectives:
-        a = acc.setdefault(tuple(s.axes), [0, 0])
-        a[0] += s.count
-        a[1] += s.moved_bytes
-    return [(axes, n, b) for axes, (n, b) in acc.items()]
-
-
-def comparison_kinds(c: Comparison) -> list[str]:
-    """Every collective kind some strategy uses, canonical order."""
-    return _kind_order({s.kind for r in c.results for s in r.collectives})
-
-
-def kind_moved(r: StrategyResult, kind: str) -> int:
-    return sum(s.moved_bytes for s in r.collectives if s.kind == kind)
-
-
-def kind_count(r: StrategyResult, kind: str) -> int:
-    return sum(s.count for s in r.collectives if s.kind == kind)
-
-
-def collective_count(r: StrategyResult) -> int:
-    return sum(s.count for s in r.collectives)
-
-
-def moved_total(r: StrategyResult) -> int:
-    return sum(s.moved_bytes for s in r.collectives)
-
-
-def by_axes_str(r: StrategyResult) -> str:
-    """``data ×2 3 MiB; data,model ×1 4 B`` (or ``—`` when the step has no collectives)."""
-    totals = axes_totals(r)
-    if not totals:
-        return "—"
-    return "; ".join(f"{axes_label(a)} ×{n} {format_bytes(b)}" for a, n, b in totals)
-
-
-# --------------------------------------------------------------------------------------------
-# Time, the check, names and numbers
-
-
-def step_time(r: StrategyResult) -> float | None:
-    """The median step in seconds: the result's own figure, else its report's timing."""
-    if r.step_seconds is not None:
-        return r.step_seconds
-    t = r.report.timing
-    return t.step_seconds if t is not None else None
-
-
-def step_str(r: StrategyResult) -> str:
-    s = step_time(r)
-    return format_seconds(s) if s is not None else "n/a"
-
-
-def loss_word(r: StrategyResult) -> str:
-    """``OK``, ``MISMATCH`` or ``n.a.`` (no reference loss to compare with)."""
-    if r.loss_matches is None:
-        return "n.a."
-    return "OK" if r.loss_matches else "MISMATCH"
-
-
-def loss_str(r: StrategyResult) -> str:
-    """``loss 2.30259 vs 2.30259 on one device: OK`` (parts missing are left out)."""
-    if r.loss is None and r.reference_loss is None:
-        return f"loss not compared: {loss_word(r)}"
-    text = f"loss {_num(r.loss)}"
-    if r.reference_loss is not None:
-        text += f" vs {_num(r.reference_loss)} unsharded"
-    else:
-        text += ", no unsharded reference"
-    return f"{text}: {loss_word(r)}"
-
-
-def _num(x: float | None) -> str:
-    return "n/a" if x is None else f"{x:.6g}"
-
-
-def format_count(n: int) -> str:
-    """A parameter count for people: ``786K``, ``7.5B``, ``1T``, ``512``."""
-    for scale, unit in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K")):
-        if abs(n) >= scale:
-            return f"{sig3(n / scale)}{unit}"
-    return str(n)
-
-
-def mesh_str(mesh: MeshLayout) -> str:
-    """``data 2 × model 4``; ``1 device`` for a mesh without axes."""
-    if not mesh.axis_names:
-        return "1 device"
-    return " × ".join(f"{n} {s}" for n, s in zip(mesh.axis_names, mesh.axis_sizes, strict=True))
-
-
-def common_mesh(c: Comparison) -> MeshLayout | None:
-    """The mesh every strategy ran on, or ``None`` when they differ (or there are none)."""
-    meshes = {r.mesh for r in c.results}
-    return meshes.pop() if len(meshes) == 1 else None
-
-
-def reconciled_str(m: MemoryBreakdown) -> str:
-    """``yes``, or ``no: compiler +64 B`` (the compiler's argument bytes minus the leaves')."""
-    if m.reconciled:
-        return "yes"
-    diff = m.arguments_from_compiler - m.arguments_from_leaves
-    return f"no: compiler {'+' if diff > 0 else '-'}{format_bytes(abs(diff))}"
-
-
-def reconcile_line(m: MemoryBreakdown) -> str:
-    """Both argument figures exactly, and whether they agree."""
-    leaves, comp = m.arguments_from_leaves, m.arguments_from_compiler
-    if leaves == comp:
-        return f"arguments: leaves {leaves:,} B = compiler {comp:,} B (reconciled)"
-    diff = comp - leaves
-    return (
-        f"arguments: leaves {leaves:,} B ≠ compiler {comp:,} B "
-        f"(compiler {'+' if diff > 0 else '-'}{abs(diff):,} B; not reconciled)"
-    )
-
-
-def header_str(c: Comparison) -> str:
-    n = len(c.results)
-    return (
-        f"{c.model} · {c.num_params:,} parameters ({format_count(c.num_params)}) · "
-        f"{c.param_dtype} · {n} strateg{'ies' if n != 1 else 'y'}"
-    )
-
-
-#: What every byte figure means, said once in each view.
-BYTES_NOTE = "bytes are per device (the device holding the most); moved: the ring model, per step"
-
-
-# --------------------------------------------------------------------------------------------
-# Estimates on targets
-
-#: An HBM line joins a memory chart's scale when it is at most this many times the tallest bar
-#: (further out, the bars would shrink to slivers: the line is marked off the scale instead).
-HBM_SCALE = 4.0
-
-
-def estimate_of(r: StrategyResult) -> Estimate | None:
-    """The estimate of a strategy's step on its target (``None`` without a target)."""
-    return r.report.estimate
-
-
-def has_estimates(c: Comparison) -> bool:
-    """Whether some strategy has an estimate (the views then show the estimate columns)."""
-    return any(estimate_of(r) is not None for r in c.results)
-
-
-def est_step_str(r: StrategyResult) -> str:
-    """``≥ 144 µs`` (a lower bound), or ``n/a`` without an estimate."""
-    e = estimate_of(r)
-    return f"≥ {format_seconds(e.step_seconds)}" if e is not None else "n/a"
-
-
-def fit_word(r: StrategyResult) -> str:
-    """``fits``, ``does not fit``, ``unknown`` (no peak) or ``n/a`` (no estimate)."""
-    e = estimate_of(r)
-    if e is None:
-        return "n/a"
-    if e.fits is None:
-        return "unknown"
-    return "fits" if e.fits else "does not fit"
-
-
-def hbm_fit_str(r: StrategyResult) -> str:
-    """``fits: 6.3 MiB of 16 GiB`` / ``does not fit: needs 21 GiB of 16 GiB``, or ``n/a``."""
-    e = estimate_of(r)
-    return e.fit_text if e is not None else "n/a"
-
-
-def estimate_line(r: StrategyResult) -> str | None:
-    """``estimated on TPU v5e 2x4 (…): step ≥ 144 µs (communication-bound, MFU ≤ 0.5%);
-    fits: 6.3 MiB of 16 GiB per device``, or ``None`` without an estimate."""
-    e = estimate_of(r)
-    if e is None:
-        return None
-    room = headroom_str(e)
-    mfu = f"MFU ≤ {format_mfu(e.mfu)}" if e.mfu is not None else "MFU unknown"
-    return (
-        f"estimated on {e.target}: step ≥ {format_seconds(e.step_seconds)} ({e.bound}-bound, "
-        f"{mfu}); {e.fit_text} per device" + (f", {room}" if room else "")
-    )
-
-
-def target_groups(c: Comparison) -> list[tuple[str, list[StrategyResult]]]:
-    """The results with an estimate grouped by target (its full label), targets in order of
-    first appearance, results in their order within each."""
-    out: dict[str, list[StrategyResult]] = {}
-    for r in c.results:
-        e = estimate_of(r)
-        if e is not None:
-            out.setdefault(e.target, []).append(r)
-    return list(out.items())
-
-
-def estimate_header(c: Comparison) -> list[str]:
-    """What the estimates are, said once at the top: the target when there is one, and that
-    CPU compiles are estimated as if the mesh were the target."""
-    groups = target_groups(c)
-    if not groups:
-        return []
-    lines = []
-    if len(groups) == 1:
-        lines.append(f"every estimate on {groups[0][0]} ({ESTIMATE_WORDS})")
-    else:
-        names = ", ".join(t for t, _ in groups)
-        lines.append(f"estimated on {len(groups)} targets: {names} ({ESTIMATE_WORDS})")
-    if any(r.report.platform == "cpu" for _, rs in groups for r in rs):
-        lines.append(
-            "compiled on CPU devices: estimated as if each mesh were its target; the estimates "
-            "describe the target, not this machine"
-        )
-    return lines
-
-
-def hbm_lines(c: Comparison) -> list[int]:
-    """The distinct HBM sizes per device of the strategies' targets, smallest first."""
-    return sorted({e.hbm_bytes for r in c.results if (e := estimate_of(r)) is not None})
-
-
-def memory_chart_top(c: Comparison) -> int:
-    """The top of the memory charts' scale: the tallest bar, or an HBM line near it (within
-    :data:`HBM_SCALE` times), so a program close to (or over) HBM shows the line on scale."""
-    tallest = max((memory_total(r.memory) for r in c.results), default=1)
-    near = [h for h in hbm_lines(c) if h <= HBM_SCALE * tallest]
-    return max([tallest, *near])
-
-
-# --------------------------------------------------------------------------------------------
-# Chart scales
-
-
-def byte_ticks(top: int, most: int = 6) -> list[int]:
-    """Round tick values in binary units from 0 to at least ``top``, at most ``most`` ticks.
-
-    ``byte_ticks(7 * 2**20)`` (7 MiB) gives 0, 2, 4, 6 and 8 MiB, in bytes.
-    """
-    top = max(int(top), 1)
-    unit = 1
-    while unit * 1024 <= top:
-        unit *= 1024
-    span = top / unit
-    steps = (0.25, 0.5, 1, 2, 2.5, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1000)
-    step = steps[-1]
-    for s in steps:
-        if unit == 1 and s != int(s):
-            continue
-        if math.ceil(span / s - 1e-9) + 1 <= most:
-            step = s
-            break
-    step_bytes = round(step * unit)
-    n = math.ceil(top / step_bytes - 1e-9)
-    return [i * step_bytes for i in range(n + 1)]
-
-
-# --------------------------------------------------------------------------------------------
-# Text
+from shardviz.render.table import aligned_table
 
 
 def _memory_table(c: Comparison) -> list[str]:
@@ -410,7 +58,7 @@ def _memory_table(c: Comparison) -> list[str]:
             ]
         )
     lines = ["Memory per device, by component"]
-    lines.extend(_table(header, rows, right=set(range(2, 3 + len(comps)))))
+    lines.extend(aligned_table(header, rows, right=set(range(2, 3 + len(comps))), indent="  "))
     return lines
 
 
@@ -429,7 +77,7 @@ def _run_table(c: Comparison) -> list[str]:
         for r in c.results
     ]
     lines = ["Collectives per step, step time (median) and the loss check"]
-    lines.extend(_table(header, rows, right={1, 2, 4}))
+    lines.extend(aligned_table(header, rows, right={1, 2, 4}, indent="  "))
     return lines
 
 
@@ -459,7 +107,7 @@ def _estimate_table(c: Comparison) -> list[str]:
     if missing:
         rows.append(f"  no estimate (no target): {', '.join(missing)}")
     lines = [f"Estimated step per device ({ESTIMATE_WORDS}; HBM: peak against the target's)"]
-    lines.extend(_table(header, rows, right={1, 3, 4, 5, 6}))
+    lines.extend(aligned_table(header, rows, right={1, 3, 4, 5, 6}, indent="  "))
     return lines
 
 
@@ -491,7 +139,9 @@ def _strategy_lines(c: Comparison, r: StrategyResult) -> list[str]:
             )
             rows.append([kr.kind, axes_label(axes), str(count), format_bytes(ins),
                          format_bytes(mv)])  # fmt: skip
-    lines.extend(_table(["kind", "axes", "count", "in", "moved"], rows, {2, 3, 4}, indent="    "))
+    lines.extend(
+        aligned_table(["kind", "axes", "count", "in", "moved"], rows, {2, 3, 4}, indent="    ")
+    )
     return lines
 
 

@@ -2,9 +2,9 @@
 
 Arrays of any rank are drawn the same way: two dims on the page (rows and columns) and the
 other dims as small multiples (panels). Meshes likewise: the last two axes on the page, the
-leading axes flattened into panels. Long runs are elided numpy-style: more than
-:data:`ELIDE_ABOVE` slots along a page axis (or panels) show the first :data:`KEEP`, one gap
-standing for the rest, and the last :data:`KEEP`.
+leading axes flattened into panels. Long runs are elided numpy-style, by one rule
+(:func:`elide`): more than :data:`ELIDE_ABOVE` slots along a page axis (or panels) show the
+first :data:`KEEP`, one gap standing for the rest, and the last :data:`KEEP`.
 
 Nothing here draws; :mod:`shardviz.render.text` and :mod:`shardviz.render.html` turn these
 objects into characters and SVG.
@@ -13,9 +13,10 @@ objects into characters and SVG.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TypeVar
 
 from shardviz.model.array import ArrayLayout, Tile, format_index
 from shardviz.model.mesh import Device, MeshLayout
@@ -26,22 +27,37 @@ ELIDE_ABOVE = 12
 KEEP = 5
 
 Interval = tuple[int, int]
+S = TypeVar("S")
+H = TypeVar("H")
 
 
-def shown_slots(n: int, limit: int = ELIDE_ABOVE, keep: int = KEEP) -> tuple[int | None, ...]:
-    """Which of ``n`` slots to show: all of them, or the first and last ``keep`` around a gap.
+def elide(
+    n: int,
+    shown: Callable[[int], S],
+    hidden: Callable[[int, int], H],
+    limit: int = ELIDE_ABOVE,
+    keep: int = KEEP,
+) -> list[S | H]:
+    """The one elision rule, for page axes and panels alike: ``n`` slots, or, past ``limit``,
+    the first and last ``keep`` around one gap standing for the rest.
 
     Args:
         n: how many slots there are.
+        shown: what a shown slot becomes, given its number.
+        hidden: what the gap becomes, given the hidden slots as ``first, stop`` (a range).
         limit: show all slots when there are at most this many.
         keep: slots kept at each end otherwise.
 
     Returns:
-        Slot numbers in order, with ``None`` where the hidden slots go.
+        One item per shown slot in order, with the gap's item where the hidden slots go.
     """
     if n <= limit:
-        return tuple(range(n))
-    return (*range(keep), None, *range(n - keep, n))
+        return [shown(i) for i in range(n)]
+    return [
+        *(shown(i) for i in range(keep)),
+        hidden(keep, n - keep),
+        *(shown(i) for i in range(n - keep, n)),
+    ]
 
 
 @dataclass(frozen=True)
@@ -289,24 +305,46 @@ def _array_axis(
 ) -> PageAxis:
     if dim is None:
         return PageAxis(None, 1, 1, (), "", (Band(0, 1, ""),))
-    bands = []
-    slots = shown_slots(len(intervals), limit, keep)
-    for i, slot in enumerate(slots):
-        if slot is None:
-            first, last = slots[i - 1] + 1, slots[i + 1] - 1  # type: ignore[operator]
-            hidden = last - first + 1
-            bands.append(Band(intervals[first][0], intervals[last][1], f"+{hidden}", hidden))
-        else:
-            a, b = intervals[slot]
-            bands.append(Band(a, b, f"{a}:{b}"))
+
+    def shown(i: int) -> Band:
+        a, b = intervals[i]
+        return Band(a, b, f"{a}:{b}")
+
+    def gap(first: int, stop: int) -> Band:
+        return Band(intervals[first][0], intervals[stop - 1][1], f"+{stop - first}", stop - first)
+
     return PageAxis(
         dim,
         layout.shape[dim],
         len(intervals),
         spec_names(layout, dim),
         dim_title(layout, dim),
-        tuple(bands),
+        tuple(elide(len(intervals), shown, gap, limit, keep)),
     )
+
+
+def _array_cells(
+    rows: PageAxis,
+    cols: PageAxis,
+    key: list[Interval],
+    groups: dict[tuple[Interval, ...], tuple[Tile, ...]],
+) -> tuple[Cell, ...]:
+    """The cells of one panel: ``key`` holds the panel's intervals along the off-page dims,
+    each shown band fills in the page dims; ``groups`` maps a tile key to its holders."""
+    cells = []
+    for r, rb in enumerate(rows.bands):
+        if rb.elided:
+            continue
+        if rows.dim is not None:
+            key[rows.dim] = (rb.start, rb.stop)
+        for c, cb in enumerate(cols.bands):
+            if cb.elided:
+                continue
+            if cols.dim is not None:
+                key[cols.dim] = (cb.start, cb.stop)
+            k = tuple(key)
+            cells.append(Cell(r, c, k, groups.get(k, ())))
+    return tuple(cells)
 
 
 def array_grid(layout: ArrayLayout, limit: int = ELIDE_ABOVE, keep: int = KEEP) -> ArrayGrid:
@@ -348,33 +386,17 @@ def array_grid(layout: ArrayLayout, limit: int = ELIDE_ABOVE, keep: int = KEEP) 
         )
         return coords, label
 
-    panels: list[ArrayPanel | PanelGap] = []
-    slots = shown_slots(panel_count, limit, keep)
-    for i, flat in enumerate(slots):
-        if flat is None:
-            after, nxt = slots[i - 1], slots[i + 1]
-            assert after is not None and nxt is not None
-            first, last = panel_at(after + 1)[1], panel_at(nxt - 1)[1]
-            panels.append(PanelGap(nxt - after - 1, after, first, last))
-            continue
+    def panel(flat: int) -> ArrayPanel:
         coords, label = panel_at(flat)
         key: list[Interval] = [(0, 0)] * layout.ndim
         for d, iv in zip(panel_dims, coords, strict=True):
             key[d] = iv
-        cells = []
-        for r, rb in enumerate(rows.bands):
-            if rb.elided:
-                continue
-            if row_dim is not None:
-                key[row_dim] = (rb.start, rb.stop)
-            for c, cb in enumerate(cols.bands):
-                if cb.elided:
-                    continue
-                if col_dim is not None:
-                    key[col_dim] = (cb.start, cb.stop)
-                k = tuple(key)
-                cells.append(Cell(r, c, k, groups.get(k, ())))
-        panels.append(ArrayPanel(flat, coords, label, tuple(cells)))
+        return ArrayPanel(flat, coords, label, _array_cells(rows, cols, key, groups))
+
+    def gap(first: int, stop: int) -> PanelGap:
+        return PanelGap(stop - first, first - 1, panel_at(first)[1], panel_at(stop - 1)[1])
+
+    panels = elide(panel_count, panel, gap, limit, keep)
     return ArrayGrid(rows, cols, panel_dims, panel_count, tuple(panels))
 
 
@@ -387,14 +409,13 @@ def _mesh_axis(mesh: MeshLayout, axis: int | None, limit: int, keep: int) -> Pag
         return PageAxis(None, 1, 1, (), "", (Band(0, 1, ""),))
     size = mesh.axis_sizes[axis]
     name = mesh.axis_names[axis]
-    bands = []
-    slots = shown_slots(size, limit, keep)
-    for i, slot in enumerate(slots):
-        if slot is None:
-            first, last = slots[i - 1] + 1, slots[i + 1] - 1  # type: ignore[operator]
-            bands.append(Band(first, last + 1, f"+{last - first + 1}", last - first + 1))
-        else:
-            bands.append(Band(slot, slot + 1, str(slot)))
+    bands = elide(
+        size,
+        lambda i: Band(i, i + 1, str(i)),
+        lambda first, stop: Band(first, stop, f"+{stop - first}", stop - first),
+        limit,
+        keep,
+    )
     return PageAxis(axis, size, size, (name,), f"{name} ({size})", tuple(bands))
 
 
@@ -423,15 +444,7 @@ def mesh_grid(mesh: MeshLayout, limit: int = ELIDE_ABOVE, keep: int = KEEP) -> M
         )
         return pcoords, label
 
-    panels: list[MeshPanel | PanelGap] = []
-    slots = shown_slots(panel_count, limit, keep)
-    for i, flat in enumerate(slots):
-        if flat is None:
-            after, nxt = slots[i - 1], slots[i + 1]
-            assert after is not None and nxt is not None
-            first, last = panel_at(after + 1)[1], panel_at(nxt - 1)[1]
-            panels.append(PanelGap(nxt - after - 1, after, first, last))
-            continue
+    def panel(flat: int) -> MeshPanel:
         pcoords, label = panel_at(flat)
         cells = []
         for r, rb in enumerate(rows.bands):
@@ -447,7 +460,12 @@ def mesh_grid(mesh: MeshLayout, limit: int = ELIDE_ABOVE, keep: int = KEEP) -> M
                 if col_axis is not None:
                     coords += (cb.start,)
                 cells.append(MeshCell(r, c, mesh.devices[flat_dev], coords))
-        panels.append(MeshPanel(flat, pcoords, label, tuple(cells)))
+        return MeshPanel(flat, pcoords, label, tuple(cells))
+
+    def gap(first: int, stop: int) -> PanelGap:
+        return PanelGap(stop - first, first - 1, panel_at(first)[1], panel_at(stop - 1)[1])
+
+    panels = elide(panel_count, panel, gap, limit, keep)
     return MeshGrid(rows, cols, panel_axes, panel_count, tuple(panels))
 
 

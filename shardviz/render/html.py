@@ -8,7 +8,6 @@ model is escaped where it enters the markup.
 
 from __future__ import annotations
 
-import html
 import math
 import statistics
 from collections.abc import Sequence
@@ -32,9 +31,17 @@ from shardviz.render.geometry import (
     holder_lines,
     mesh_grid,
     mesh_summary,
-    offsets,
     page_summary,
     process_runs,
+)
+from shardviz.render.svg import (
+    Frame,
+    esc,
+    svg_num,
+    svg_rect,
+    svg_text,
+    text_width,
+    tick_labels,
 )
 
 MONO = 'ui-monospace,SFMono-Regular,Menlo,Consolas,"DejaVu Sans Mono","Liberation Mono",monospace'
@@ -79,9 +86,6 @@ white-space:nowrap}}
 
 STYLE = "<style>" + CSS.replace("\n", "") + "</style>"
 
-# Approximate advance of one monospace character, by font size (px).
-_CHAR = {9: 5.5, 10: 6.1, 11: 6.7}
-
 #: Chips drawn per tile before the rest is summarised as ``+N``.
 MAX_CHIPS = 8
 #: Holders listed in a tile's hover text before ``… N more``.
@@ -90,150 +94,8 @@ MAX_HOLDERS = 16
 MAX_BARS = 256
 
 
-def esc(value: object) -> str:
-    """Escape any model string for HTML text and attributes."""
-    return html.escape(str(value), quote=True)
-
-
-def _n(x: float) -> str:
-    """A coordinate, short: ``12``, ``12.5``."""
-    return f"{x:.1f}".removesuffix(".0")
-
-
-def _width(text: str, size: int = 11) -> float:
-    return len(text) * _CHAR.get(size, size * 0.61)
-
-
-def _rect(x: float, y: float, w: float, h: float, extra: str = "") -> str:
-    return f'<rect x="{_n(x)}" y="{_n(y)}" width="{_n(w)}" height="{_n(h)}"{extra}/>'
-
-
-def _text(x: float, y: float, text: str, cls: str, extra: str = "") -> str:
-    return f'<text class="{cls}" x="{_n(x)}" y="{_n(y)}"{extra}>{esc(text)}</text>'
-
-
 def _root(kind: str, body: Sequence[str]) -> str:
     return f'<div class="sv-root sv-{kind}">{STYLE}' + "".join(body) + "</div>"
-
-
-# --------------------------------------------------------------------------------------------
-# Shared panel frame: tick labels and axis titles around a body of bands
-
-
-class _Frame:
-    """Where a panel's body sits in its SVG and where each band starts and ends."""
-
-    def __init__(
-        self,
-        rows: PageAxis,
-        cols: PageAxis,
-        col_sizes: list[float],
-        row_sizes: list[float],
-        row_ticks: Sequence[str],
-    ) -> None:
-        self.rows, self.cols = rows, cols
-        self.col_sizes, self.row_sizes = col_sizes, row_sizes
-        body_h = sum(row_sizes)
-        tick_w = max([0.0, *(_width(t, 10) for t in row_ticks)])
-        title_w = _width(rows.title, 11) if rows.used else 0.0
-        self.rotate = rows.used and title_w + 8 <= body_h
-        if not rows.used:
-            self.left = 4.0
-        elif self.rotate:
-            self.left = 20 + tick_w + 6
-        else:
-            self.left = max(tick_w + 10, title_w + 14)
-        self.top = 34.0 if cols.used else 4.0
-        self.col_x = offsets(col_sizes, self.left)
-        self.row_y = offsets(row_sizes, self.top)
-        self.width = self.left + sum(col_sizes) + 4
-        self.height = self.top + body_h + 4
-
-    def axes(self, col_ticks: Sequence[str], row_ticks: Sequence[str]) -> list[str]:
-        out = []
-        body_w = sum(self.col_sizes)
-        body_h = sum(self.row_sizes)
-        if self.cols.used:
-            out.append(
-                _text(
-                    self.left + body_w / 2,
-                    12,
-                    self.cols.title + " →",
-                    "sv-axis",
-                    ' text-anchor="middle"',
-                )
-            )
-            bands = self.cols.bands
-            places = list(zip(self.col_x, self.col_sizes, col_ticks, bands, strict=True))
-            centred = all(b.elided or _width(t, 10) <= w + 2 for _, w, t, b in places)
-            for x, w, t, b in places:
-                if centred or b.elided:
-                    if t and _width(t, 10) <= w + 2:
-                        out.append(
-                            _text(x + w / 2, self.top - 6, t, "sv-tick", ' text-anchor="middle"')
-                        )
-                elif _width(str(b.start), 10) <= w - 2:
-                    # "a:b" does not fit every band: mark where each band starts, like a ruler.
-                    out.append(_text(x + 2, self.top - 6, str(b.start), "sv-tick"))
-                    out.append(f'<path d="M{_n(x + 0.5)} {_n(self.top - 5)}v5" stroke="#8c959f"/>')
-        if self.rows.used:
-            if self.rotate:
-                cy = self.top + body_h / 2
-                out.append(
-                    _text(
-                        12,
-                        cy,
-                        self.rows.title,
-                        "sv-axis",
-                        f' text-anchor="middle" transform="rotate(-90 12 {_n(cy)})"',
-                    )
-                )
-            else:
-                out.append(_text(4, 12, "↓ " + self.rows.title, "sv-axis"))
-            for y, h, t in zip(self.row_y, self.row_sizes, row_ticks, strict=True):
-                if t and h >= 10:
-                    out.append(
-                        _text(
-                            self.left - 5,
-                            y + h / 2,
-                            t,
-                            "sv-tick",
-                            ' text-anchor="end" dominant-baseline="central"',
-                        )
-                    )
-        return out
-
-    def gaps(self, what: str) -> list[str]:
-        """Dashed bands where runs were elided, with hover text."""
-        out = []
-        body_w = sum(self.col_sizes)
-        body_h = sum(self.row_sizes)
-        for x, w, b in zip(self.col_x, self.col_sizes, self.cols.bands, strict=True):
-            if b.elided:
-                tip = f"{b.hidden} more {what} of {self.cols.title} not shown ({b.start}:{b.stop})"
-                out.append(
-                    f'<g class="sv-elided"><title>{esc(tip)}</title>'
-                    + _rect(x + 1, self.top, w - 2, body_h)
-                    + _text(x + w / 2, self.top + body_h / 2, "…", "")
-                    + "</g>"
-                )
-        for y, h, b in zip(self.row_y, self.row_sizes, self.rows.bands, strict=True):
-            if b.elided:
-                tip = f"{b.hidden} more {what} of {self.rows.title} not shown ({b.start}:{b.stop})"
-                label = f"⋯ {b.hidden} more ⋯"
-                if _width(label) > body_w - 8:
-                    label = "⋯"
-                out.append(
-                    f'<g class="sv-elided"><title>{esc(tip)}</title>'
-                    + _rect(self.left, y + 1, body_w, h - 2)
-                    + _text(self.left + body_w / 2, y + h / 2, label, "")
-                    + "</g>"
-                )
-        return out
-
-
-def _ticks(axis: PageAxis) -> list[str]:
-    return [b.label for b in axis.bands] if axis.used else [""]
 
 
 def _gap_notes(axes: Sequence[tuple[PageAxis, str, str]]) -> list[str]:
@@ -290,7 +152,7 @@ def _tile_svg(
         tip = f"{layout.name}{key_str}\nheld by no device"
         return (
             f'<g class="sv-tile" data-devices=""><title>{esc(tip)}</title>'
-            + _rect(x, y, w, h, ' fill="#ffffff" stroke-dasharray="2 2"')
+            + svg_rect(x, y, w, h, ' fill="#ffffff" stroke-dasharray="2 2"')
             + "</g>"
         )
     first = cell_tiles[0]
@@ -304,16 +166,16 @@ def _tile_svg(
     tip = "\n".join(tip_lines)
     parts = [
         f'<g class="sv-tile" data-devices="{" ".join(map(str, ids))}"><title>{esc(tip)}</title>',
-        _rect(x, y, w, h, f' fill="{fill}"'),
+        svg_rect(x, y, w, h, f' fill="{fill}"'),
     ]
     chips = len(ids) > 1 and h >= 30 and w >= 26
     label = devices_label(ids)
-    if _width(label) > w - 4:
+    if text_width(label) > w - 4:
         label = f"d{ids[0]}+{len(ids) - 1}" if len(ids) > 1 else f"d{ids[0]}"
-    if _width(label) <= w - 4 and h >= 13:
+    if text_width(label) <= w - 4 and h >= 13:
         color = text_color_for(fill)
         extra = "" if color == DARK_TEXT else f' style="fill:{color}"'
-        parts.append(_text(x + w / 2, y + h / 2 - (5 if chips else 0), label, "sv-lbl", extra))
+        parts.append(svg_text(x + w / 2, y + h / 2 - (5 if chips else 0), label, "sv-lbl", extra))
     if chips:
         fit = max(1, int((w - 8 - 20) // 9))
         n_chips = min(len(ids), MAX_CHIPS, fit)
@@ -322,10 +184,10 @@ def _tile_svg(
         cx = x + 4
         cy = y + h - 11
         for d in ids[:n_chips]:
-            parts.append(_rect(cx, cy, 7, 7, f' class="sv-chip" fill="{device_color(d)}"'))
+            parts.append(svg_rect(cx, cy, 7, 7, f' class="sv-chip" fill="{device_color(d)}"'))
             cx += 9
         if n_chips < len(ids):
-            parts.append(_text(cx + 1, cy + 6, f"+{len(ids) - n_chips}", "sv-tick"))
+            parts.append(svg_text(cx + 1, cy + 6, f"+{len(ids) - n_chips}", "sv-tick"))
     parts.append("</g>")
     return "".join(parts)
 
@@ -337,11 +199,11 @@ def _array_panel(
     sizes: tuple[list[float], list[float]],
 ) -> str:
     col_sizes, row_sizes = sizes
-    col_ticks, row_ticks = _ticks(grid.cols), _ticks(grid.rows)
-    frame = _Frame(grid.rows, grid.cols, col_sizes, row_sizes, row_ticks if grid.rows.used else [])
+    col_ticks, row_ticks = tick_labels(grid.cols), tick_labels(grid.rows)
+    frame = Frame(grid.rows, grid.cols, col_sizes, row_sizes, row_ticks if grid.rows.used else [])
     parts = [
-        f'<svg class="sv-grid" width="{_n(frame.width)}" height="{_n(frame.height)}" '
-        f'viewBox="0 0 {_n(frame.width)} {_n(frame.height)}" role="img">'
+        f'<svg class="sv-grid" width="{svg_num(frame.width)}" height="{svg_num(frame.height)}" '
+        f'viewBox="0 0 {svg_num(frame.width)} {svg_num(frame.height)}" role="img">'
     ]
     parts.extend(frame.axes(col_ticks, row_ticks))
     for cell in panel.cells:
@@ -395,8 +257,8 @@ MESH_GAP = 24.0
 def _mesh_cell_width(mesh: MeshLayout) -> float:
     coord = "(" + ", ".join(str(s - 1) for s in mesh.axis_sizes) + ")"
     ident = f"d{max(mesh.device_ids, default=0)}"
-    extra = 2 * _width("p0", 9) + 4 if mesh.num_processes > 1 else 0.0
-    return max(52.0, _width(coord, 9) + 12, _width(ident, 11) + 22 + extra)
+    extra = 2 * text_width("p0", 9) + 4 if mesh.num_processes > 1 else 0.0
+    return max(52.0, text_width(coord, 9) + 12, text_width(ident, 11) + 22 + extra)
 
 
 def _outline(
@@ -407,10 +269,10 @@ def _outline(
     for (r, c), (x, y, w, h, p) in cells.items():
         segs = paths.setdefault(p, [])
         for (dr, dc), seg in (
-            ((-1, 0), f"M{_n(x)} {_n(y)}h{_n(w)}"),
-            ((1, 0), f"M{_n(x)} {_n(y + h)}h{_n(w)}"),
-            ((0, -1), f"M{_n(x)} {_n(y)}v{_n(h)}"),
-            ((0, 1), f"M{_n(x + w)} {_n(y)}v{_n(h)}"),
+            ((-1, 0), f"M{svg_num(x)} {svg_num(y)}h{svg_num(w)}"),
+            ((1, 0), f"M{svg_num(x)} {svg_num(y + h)}h{svg_num(w)}"),
+            ((0, -1), f"M{svg_num(x)} {svg_num(y)}v{svg_num(h)}"),
+            ((0, 1), f"M{svg_num(x + w)} {svg_num(y)}v{svg_num(h)}"),
         ):
             other = cells.get((r + dr, c + dc))
             if other is None or other[4] != p:
@@ -422,14 +284,14 @@ def _mesh_panel(mesh: MeshLayout, grid: MeshGrid, panel: MeshPanel, cell_w: floa
     rows, cols = grid.rows, grid.cols
     col_sizes = [MESH_GAP if b.elided else cell_w for b in cols.bands]
     row_sizes = [MESH_GAP if b.elided else MESH_CELL_H for b in rows.bands]
-    row_ticks = _ticks(rows)
-    frame = _Frame(rows, cols, col_sizes, row_sizes, row_ticks if rows.used else [])
+    row_ticks = tick_labels(rows)
+    frame = Frame(rows, cols, col_sizes, row_sizes, row_ticks if rows.used else [])
     multi = mesh.num_processes > 1
     parts = [
-        f'<svg class="sv-grid" width="{_n(frame.width)}" height="{_n(frame.height)}" '
-        f'viewBox="0 0 {_n(frame.width)} {_n(frame.height)}" role="img">'
+        f'<svg class="sv-grid" width="{svg_num(frame.width)}" height="{svg_num(frame.height)}" '
+        f'viewBox="0 0 {svg_num(frame.width)} {svg_num(frame.height)}" role="img">'
     ]
-    parts.extend(frame.axes(_ticks(cols), row_ticks))
+    parts.extend(frame.axes(tick_labels(cols), row_ticks))
     boxes = {}
     for cell in panel.cells:
         x, y = frame.col_x[cell.col], frame.row_y[cell.row]
@@ -443,8 +305,8 @@ def _mesh_panel(mesh: MeshLayout, grid: MeshGrid, panel: MeshPanel, cell_w: floa
             tip += f" ({dev.kind})"
         parts.append(
             f'<g class="sv-device" data-device="{dev.id}"><title>{esc(tip)}</title>'
-            + _rect(x, y, cell_w, MESH_CELL_H, f' fill="{fill}"')
-            + _text(
+            + svg_rect(x, y, cell_w, MESH_CELL_H, f' fill="{fill}"')
+            + svg_text(
                 x + cell_w / 2,
                 y + (15 if cell.coords else MESH_CELL_H / 2),
                 f"d{dev.id}",
@@ -452,12 +314,12 @@ def _mesh_panel(mesh: MeshLayout, grid: MeshGrid, panel: MeshPanel, cell_w: floa
                 ' font-weight="600"',
             )
             + (
-                _text(x + cell_w / 2, y + 29, coord, "sv-sub", ' text-anchor="middle"')
+                svg_text(x + cell_w / 2, y + 29, coord, "sv-sub", ' text-anchor="middle"')
                 if cell.coords
                 else ""
             )
             + (
-                _text(
+                svg_text(
                     x + cell_w - 3, y + 7, f"p{dev.process_index}", "sv-sub", ' text-anchor="end"'
                 )
                 if multi
@@ -526,15 +388,17 @@ def _bars_svg(per_device: dict[int, int]) -> str:
         groups = [ids[i : i + size] for i in range(0, n, size)]
     bw = max(2.0, min(22.0, BARS_W / len(groups)))
     gap = 1.0 if bw >= 4 else 0.0
-    left = _width(format_bytes(top), 10) + 8
+    left = text_width(format_bytes(top), 10) + 8
     height = BARS_H + 30
     width = left + bw * len(groups) + 4
     parts = [
-        f'<svg class="sv-bars" width="{_n(width)}" height="{_n(height)}" shape-rendering="crispEdges" '
-        f'viewBox="0 0 {_n(width)} {_n(height)}" role="img">',
-        _text(left - 4, 8, format_bytes(top), "sv-tick", ' text-anchor="end"'),
-        _text(left - 4, BARS_H + 4, "0", "sv-tick", ' text-anchor="end"'),
-        f'<path d="M{_n(left)} {_n(BARS_H + 4)}h{_n(bw * len(groups))}" stroke="#afb8c1"/>',
+        f'<svg class="sv-bars" width="{svg_num(width)}" height="{svg_num(height)}" '
+        'shape-rendering="crispEdges" '
+        f'viewBox="0 0 {svg_num(width)} {svg_num(height)}" role="img">',
+        svg_text(left - 4, 8, format_bytes(top), "sv-tick", ' text-anchor="end"'),
+        svg_text(left - 4, BARS_H + 4, "0", "sv-tick", ' text-anchor="end"'),
+        f'<path d="M{svg_num(left)} {svg_num(BARS_H + 4)}h{svg_num(bw * len(groups))}" '
+        'stroke="#afb8c1"/>',
     ]
     for i, group in enumerate(groups):
         values = [per_device[d] for d in group]
@@ -546,8 +410,8 @@ def _bars_svg(per_device: dict[int, int]) -> str:
             d = group[0]
             tip = f"d{d}: {format_bytes(v, exact=True)}"
             parts.append(
-                f'<rect class="sv-bar" data-device="{d}" x="{_n(x)}" y="{_n(y)}" '
-                f'width="{_n(bw - gap)}" height="{_n(h)}" fill="{device_color(d)}">'
+                f'<rect class="sv-bar" data-device="{d}" x="{svg_num(x)}" y="{svg_num(y)}" '
+                f'width="{svg_num(bw - gap)}" height="{svg_num(h)}" fill="{device_color(d)}">'
                 f"<title>{esc(tip)}</title></rect>"
             )
         else:
@@ -556,13 +420,14 @@ def _bars_svg(per_device: dict[int, int]) -> str:
             )
             parts.append(
                 f'<rect class="sv-bar sv-bar-bin" data-devices="{group[0]}-{group[-1]}" '
-                f'x="{_n(x)}" y="{_n(y)}" width="{_n(bw - gap)}" height="{_n(h)}" '
+                f'x="{svg_num(x)}" y="{svg_num(y)}" width="{svg_num(bw - gap)}" '
+                f'height="{svg_num(h)}" '
                 f'fill="#8c959f"><title>{esc(tip)}</title></rect>'
             )
     if len(groups) <= 32 and bw >= 12:
         for i, group in enumerate(groups):
             parts.append(
-                _text(
+                svg_text(
                     left + i * bw + (bw - gap) / 2,
                     BARS_H + 16,
                     str(group[0]),
@@ -571,14 +436,14 @@ def _bars_svg(per_device: dict[int, int]) -> str:
                 )
             )
     else:
-        parts.append(_text(left, BARS_H + 16, f"d{ids[0]}", "sv-tick"))
+        parts.append(svg_text(left, BARS_H + 16, f"d{ids[0]}", "sv-tick"))
         parts.append(
-            _text(
+            svg_text(
                 left + bw * len(groups), BARS_H + 16, f"d{ids[-1]}", "sv-tick", ' text-anchor="end"'
             )
         )
     parts.append(
-        _text(
+        svg_text(
             left + bw * len(groups) / 2, BARS_H + 28, "device", "sv-axis", ' text-anchor="middle"'
         )
     )

@@ -18,12 +18,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from shardviz.model.projection import ProjectionRow
+from shardviz.render.compare_facts import format_count
 from shardviz.render.compare_mpl import displayable, mpl_text, require_matplotlib
 from shardviz.render.compare_plotly import require_plotly
-from shardviz.render.compare_text import format_count
 from shardviz.render.geometry import format_bytes
-from shardviz.render.html import CSS, SANS, esc
-from shardviz.render.report_text import _table
+from shardviz.render.html import CSS, SANS
+from shardviz.render.svg import esc
+from shardviz.render.table import aligned_table
 
 Row = ProjectionRow
 
@@ -158,7 +159,7 @@ def projection_text(rows: Sequence[Row], *, hbm_bytes: int | None = None) -> str
         body.append(cells)
     right = {0, 1, 3, 4, 5, 6, 7} | ({8} if hbm is not None else set())
     lines.append("")
-    lines.extend(_table(header, body, right=right))
+    lines.extend(aligned_table(header, body, right=right, indent="  "))
     more = _fits_from_lines(rows, hbm)
     if more:
         lines += ["", f"Fewest devices that fit {format_bytes(hbm or 0)} (of the counts shown)"]
@@ -359,81 +360,11 @@ def projection_figure(rows: Sequence[Row], *, hbm_bytes: int | None = None) -> A
     for k, (_, lines) in enumerate(facets):
         where = {"row": k // n_cols + 1, "col": k % n_cols + 1} if len(facets) > 1 else {}
         for stage, rs in lines:
-            custom = [
-                [
-                    format_count(r.num_params),
-                    str(r.data_parallel),
-                    str(r.tensor_parallel),
-                    format_bytes(r.params, exact=True),
-                    format_bytes(r.grads, exact=True),
-                    format_bytes(r.optimizer, exact=True),
-                    format_bytes(r.total, exact=True),
-                    {True: "fits", False: "does not fit", None: ""}[fits(r, hbm)],
-                ]
-                for r in rs
-            ]
-            fig.add_trace(
-                go.Scatter(
-                    x=[r.devices for r in rs],
-                    y=[r.total for r in rs],
-                    mode="lines+markers",
-                    name=f"ZeRO {stage}",
-                    legendgroup=f"stage {stage}",
-                    showlegend=stage not in shown,
-                    line={"color": stage_color(stage), "width": 2},
-                    marker={
-                        "symbol": ["circle" if fits(r, hbm) is not False else "x" for r in rs],
-                        "size": 8,
-                    },
-                    customdata=custom,
-                    hovertemplate=(
-                        "<b>%{customdata[0]} params · %{x} devices</b> (dp %{customdata[1]} × "
-                        f"tp %{{customdata[2]}}) · ZeRO {stage}<br>params %{{customdata[3]}}<br>"
-                        "grads %{customdata[4]}<br>optimizer %{customdata[5]}<br>"
-                        "<b>total %{customdata[6]}</b> %{customdata[7]}<extra></extra>"
-                    ),
-                ),  # fmt: skip
-                **where,
-            )
+            fig.add_trace(_stage_line(go, stage, rs, hbm, stage not in shown), **where)
             shown.add(stage)
         if hbm is not None:
-            suffix = "" if k == 0 else str(k + 1)
-            fig.add_shape(
-                type="line",
-                xref=f"x{suffix} domain",
-                x0=0,
-                x1=1,
-                yref=f"y{suffix}",
-                y0=hbm,
-                y1=hbm,
-                line={"color": HBM_COLOR, "width": 2, "dash": "dash"},
-                name="hbm",
-            )
-            fig.add_annotation(
-                xref=f"x{suffix} domain",
-                x=1,
-                yref=f"y{suffix}",
-                y=math.log10(hbm) if hbm > 0 else 0,  # annotations on a log axis take log10
-                text=f"HBM {format_bytes(hbm)}",
-                showarrow=False,
-                xanchor="right",
-                yanchor="bottom",
-                font={"color": HBM_COLOR, "size": 11},
-                name="hbm",
-            )
-    ticks = _y_ticks(rows, hbm)
-    counts = sorted({r.devices for r in rows})
-    fig.update_yaxes(type="log", tickmode="array", tickvals=ticks,
-                     ticktext=[format_bytes(v) for v in ticks],
-                     range=[math.log10(ticks[0]), math.log10(ticks[-1])])  # fmt: skip
-    fig.update_xaxes(type="log", tickmode="array", tickvals=counts,
-                     ticktext=[str(d) for d in counts])  # fmt: skip
-    if len(facets) > 1:
-        fig.update_yaxes(title_text="model state per device", col=1)
-        fig.update_xaxes(title_text="devices", row=n_rows)
-    else:
-        fig.update_yaxes(title_text="model state per device")
-        fig.update_xaxes(title_text="devices")
+            _hbm_line(fig, k, hbm)
+    _log_axes(fig, rows, hbm, n_rows if len(facets) > 1 else None)
     fig.update_layout(
         template="plotly_white",
         height=460 if n_rows == 1 else 120 + 300 * n_rows,
@@ -443,6 +374,90 @@ def projection_figure(rows: Sequence[Row], *, hbm_bytes: int | None = None) -> A
         hoverlabel={"align": "left"},
     )
     return fig
+
+
+def _stage_line(go: Any, stage: int, rs: Sequence[Row], hbm: int | None, legend: bool) -> Any:
+    """One ZeRO stage's line in one panel: total per device by device count, a cross where it
+    does not fit, every figure in the hover text."""
+    custom = [
+        [
+            format_count(r.num_params),
+            str(r.data_parallel),
+            str(r.tensor_parallel),
+            format_bytes(r.params, exact=True),
+            format_bytes(r.grads, exact=True),
+            format_bytes(r.optimizer, exact=True),
+            format_bytes(r.total, exact=True),
+            {True: "fits", False: "does not fit", None: ""}[fits(r, hbm)],
+        ]
+        for r in rs
+    ]
+    return go.Scatter(
+        x=[r.devices for r in rs],
+        y=[r.total for r in rs],
+        mode="lines+markers",
+        name=f"ZeRO {stage}",
+        legendgroup=f"stage {stage}",
+        showlegend=legend,
+        line={"color": stage_color(stage), "width": 2},
+        marker={
+            "symbol": ["circle" if fits(r, hbm) is not False else "x" for r in rs],
+            "size": 8,
+        },
+        customdata=custom,
+        hovertemplate=(
+            "<b>%{customdata[0]} params · %{x} devices</b> (dp %{customdata[1]} × "
+            f"tp %{{customdata[2]}}) · ZeRO {stage}<br>params %{{customdata[3]}}<br>"
+            "grads %{customdata[4]}<br>optimizer %{customdata[5]}<br>"
+            "<b>total %{customdata[6]}</b> %{customdata[7]}<extra></extra>"
+        ),
+    )  # fmt: skip
+
+
+def _hbm_line(fig: Any, k: int, hbm: int) -> None:
+    """The capacity across panel ``k``: a dashed shape and its label (both named ``hbm``)."""
+    suffix = "" if k == 0 else str(k + 1)
+    fig.add_shape(
+        type="line",
+        xref=f"x{suffix} domain",
+        x0=0,
+        x1=1,
+        yref=f"y{suffix}",
+        y0=hbm,
+        y1=hbm,
+        line={"color": HBM_COLOR, "width": 2, "dash": "dash"},
+        name="hbm",
+    )
+    fig.add_annotation(
+        xref=f"x{suffix} domain",
+        x=1,
+        yref=f"y{suffix}",
+        y=math.log10(hbm) if hbm > 0 else 0,  # annotations on a log axis take log10
+        text=f"HBM {format_bytes(hbm)}",
+        showarrow=False,
+        xanchor="right",
+        yanchor="bottom",
+        font={"color": HBM_COLOR, "size": 11},
+        name="hbm",
+    )
+
+
+def _log_axes(fig: Any, rows: Sequence[Row], hbm: int | None, facet_rows: int | None) -> None:
+    """Log axes ticked at the device counts and at powers of two in bytes; titles on the
+    outer panels when there are facets (``facet_rows`` of them), else on the one plot."""
+    ticks = _y_ticks(rows, hbm)
+    counts = sorted({r.devices for r in rows})
+    fig.update_yaxes(type="log", tickmode="array", tickvals=ticks,
+                     ticktext=[format_bytes(v) for v in ticks],
+                     range=[math.log10(ticks[0]), math.log10(ticks[-1])])  # fmt: skip
+    fig.update_xaxes(type="log", tickmode="array", tickvals=counts,
+                     ticktext=[str(d) for d in counts])  # fmt: skip
+    if facet_rows is not None:
+        fig.update_yaxes(title_text="model state per device", col=1)
+        fig.update_xaxes(title_text="devices", row=facet_rows)
+    else:
+        fig.update_yaxes(title_text="model state per device")
+        fig.update_xaxes(title_text="devices")
 
 
 def projection_mpl(

@@ -31,20 +31,8 @@ from collections.abc import Sequence
 from shardviz.model.mesh import MeshLayout
 from shardviz.model.program import Collective, MemoryReport, Report, Source
 from shardviz.render.geometry import MeshGrid, MeshPanel, PanelGap, format_bytes, mesh_grid
-from shardviz.render.html import (
-    CSS,
-    MONO,
-    SANS,
-    _Frame,
-    _n,
-    _rect,
-    _text,
-    _ticks,
-    _width,
-    esc,
-    tree_html,
-)
-from shardviz.render.report_text import (
+from shardviz.render.html import CSS, MONO, SANS, tree_html
+from shardviz.render.report_facts import (
     ESTIMATE_WORDS,
     MAX_GROUPS,
     MAX_LEAVES,
@@ -83,6 +71,15 @@ from shardviz.render.report_text import (
     sum_rule_str,
     target_line,
     value_str,
+)
+from shardviz.render.svg import (
+    Frame,
+    esc,
+    svg_num,
+    svg_rect,
+    svg_text,
+    text_width,
+    tick_labels,
 )
 
 #: Mesh cells drawn on group maps in all, before later maps of the same groups are left out.
@@ -357,7 +354,7 @@ PERMUTE_CELL_H = 46.0
 
 
 def _map_cell_w(mesh: MeshLayout, pairs: bool) -> float:
-    return max(60.0 if pairs else 34.0, _width(f"d{max(mesh.device_ids, default=0)}", 11) + 12)
+    return max(60.0 if pairs else 34.0, text_width(f"d{max(mesh.device_ids, default=0)}", 11) + 12)
 
 
 def _arrow(x1: float, y1: float, x2: float, y2: float, inset: float, cell: float) -> str:
@@ -384,9 +381,11 @@ def _arrow(x1: float, y1: float, x2: float, y2: float, inset: float, cell: float
     p1 = (bx - ty * head * 0.5, by + tx * head * 0.5)
     p2 = (bx + ty * head * 0.5, by - tx * head * 0.5)
     return (
-        f'<path class="sv-arrow" d="M{_n(sx)} {_n(sy)}Q{_n(cx)} {_n(cy)} {_n(bx)} {_n(by)}"/>'
-        f'<path class="sv-arrowhead" d="M{_n(ex)} {_n(ey)}L{_n(p1[0])} {_n(p1[1])}'
-        f'L{_n(p2[0])} {_n(p2[1])}Z"/>'
+        f'<path class="sv-arrow" d="M{svg_num(sx)} {svg_num(sy)}'
+        f'Q{svg_num(cx)} {svg_num(cy)} {svg_num(bx)} {svg_num(by)}"/>'
+        f'<path class="sv-arrowhead" d="M{svg_num(ex)} {svg_num(ey)}'
+        f"L{svg_num(p1[0])} {svg_num(p1[1])}"
+        f'L{svg_num(p2[0])} {svg_num(p2[1])}Z"/>'
     )
 
 
@@ -403,13 +402,13 @@ def _map_panel(
     cell_h = PERMUTE_CELL_H if pairs else MAP_CELL_H
     col_sizes = [14.0 if b.elided else cell_w for b in cols.bands]
     row_sizes = [14.0 if b.elided else cell_h for b in rows.bands]
-    row_ticks = _ticks(rows)
-    frame = _Frame(rows, cols, col_sizes, row_sizes, row_ticks if rows.used else [])
+    row_ticks = tick_labels(rows)
+    frame = Frame(rows, cols, col_sizes, row_sizes, row_ticks if rows.used else [])
     out = [
-        f'<svg class="sv-gmap" width="{_n(frame.width)}" height="{_n(frame.height)}" '
-        f'viewBox="0 0 {_n(frame.width)} {_n(frame.height)}" role="img">'
+        f'<svg class="sv-gmap" width="{svg_num(frame.width)}" height="{svg_num(frame.height)}" '
+        f'viewBox="0 0 {svg_num(frame.width)} {svg_num(frame.height)}" role="img">'
     ]
-    out.extend(frame.axes(_ticks(cols), row_ticks))
+    out.extend(frame.axes(tick_labels(cols), row_ticks))
     anchors: dict[int, tuple[float, float]] = {}
     label_y = 12.0 if pairs else cell_h / 2
     for cell in panel.cells:
@@ -431,8 +430,8 @@ def _map_panel(
             tip += f"\nsends to {', '.join(sends) or 'none'} · receives from {', '.join(gets) or 'none'}"
         out.append(
             f'<g{attrs} data-device="{d}"><title>{esc(tip)}</title>'
-            + _rect(x, y, cell_w, cell_h, fill)
-            + _text(x + cell_w / 2, y + label_y, f"d{d}", "sv-lbl")
+            + svg_rect(x, y, cell_w, cell_h, fill)
+            + svg_text(x + cell_w / 2, y + label_y, f"d{d}", "sv-lbl")
             + "</g>"
         )
         anchors[d] = (x + cell_w / 2, y + cell_h / 2 + 7)
@@ -582,11 +581,25 @@ def _ledger_row(
     inter: dict[str, int],
     est: bool = False,
 ) -> str:
+    facts = _collective_facts(report, c, prefix, inter)
+    dl = '<dl class="sv-facts2">' + "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in facts) + "</dl>"
+    fig = _groups_figure(report, index, c, prefix, maps)
+    axes = esc(",".join(c.axes))
+    return (
+        f'<details class="sv-collective" id="{prefix}-c{index}" data-kind="{esc(c.kind)}" '
+        f'data-axes="{axes}">{_row_summary(index, c, est)}<div class="sv-body">{dl}{fig}</div>'
+        "</details>"
+    )
+
+
+def _row_summary(index: int, c: Collective, est: bool) -> str:
+    """A ledger row's one line (its ``<summary>``): number, kind, operand, bytes, group size,
+    origin and source."""
     kind = _kind_pill(
         c.kind,
         f" <span class='sv-dim'>{c.combined[0]}/{c.combined[1]}</span>" if c.combined else "",
     )
-    summary = (
+    return (
         '<summary class="sv-lrow">'
         f'<span><span class="sv-caret"></span>{index}</span>'
         f"<span>{kind}</span>"
@@ -599,6 +612,12 @@ def _ledger_row(
         f"<span>{_source_cell(c.source)}</span>"
         "</summary>"
     )
+
+
+def _collective_facts(
+    report: Report, c: Collective, prefix: str, inter: dict[str, int]
+) -> list[tuple[str, str]]:
+    """What an open ledger row lists about its collective: ``(term, HTML)`` pairs."""
     facts = [
         ("instruction", f"<code>{esc(c.name)}</code>" + (" (async)" if c.is_async else "")),
         ("operand", esc(value_str(c.in_dtype, c.in_shape))),
@@ -643,25 +662,24 @@ def _ledger_row(
         ("origin", "written by the user" if c.user_written else "inserted by the partitioner")
     )
     facts.append(("source", _frames(c.source)))
-    dl = '<dl class="sv-facts2">' + "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in facts) + "</dl>"
+    return facts
+
+
+def _groups_figure(report: Report, index: int, c: Collective, prefix: str, maps: _Maps) -> str:
+    """The collective's device groups on the mesh, or a line saying where they are drawn (or
+    why not)."""
     how, k = maps.decide(index, c)
     if how == "draw":
         assert report.mesh is not None and maps.grid is not None
-        fig = _group_map(report.mesh, maps.grid, c, f"{prefix}-m{index}")
-    elif how == "same":
-        fig = (
+        return _group_map(report.mesh, maps.grid, c, f"{prefix}-m{index}")
+    if how == "same":
+        return (
             f'<div class="sv-dim">same device groups as <a href="#{prefix}-m{k}">#{k}</a>'
             " (drawn once to keep the page small)</div>"
         )
-    elif report.mesh is None:
-        fig = '<div class="sv-dim">no mesh to draw the groups on</div>'
-    else:
-        fig = '<div class="sv-dim">mesh view left out to keep the page small</div>'
-    axes = esc(",".join(c.axes))
-    return (
-        f'<details class="sv-collective" id="{prefix}-c{index}" data-kind="{esc(c.kind)}" '
-        f'data-axes="{axes}">{summary}<div class="sv-body">{dl}{fig}</div></details>'
-    )
+    if report.mesh is None:
+        return '<div class="sv-dim">no mesh to draw the groups on</div>'
+    return '<div class="sv-dim">mesh view left out to keep the page small</div>'
 
 
 def _est_cell(c: Collective) -> str:
@@ -944,20 +962,24 @@ def _samples_svg(samples: Sequence[float], median: float) -> str:
     span = (hi - lo) or 1.0
     w, h, pad = 200.0, 22.0, 6.0
     parts = [
-        f'<svg class="sv-samples" width="{_n(w + 2 * pad)}" height="{_n(h + 12)}" role="img">',
-        f'<path d="M{_n(pad)} {_n(h / 2)}h{_n(w)}" stroke="#d0d7de"/>',
+        f'<svg class="sv-samples" width="{svg_num(w + 2 * pad)}" height="{svg_num(h + 12)}" '
+        'role="img">',
+        f'<path d="M{svg_num(pad)} {svg_num(h / 2)}h{svg_num(w)}" stroke="#d0d7de"/>',
     ]
     for s in samples:
         x = pad + w * (s - lo) / span
         parts.append(
-            f'<circle cx="{_n(x)}" cy="{_n(h / 2)}" r="3" fill="#0969da" fill-opacity=".45">'
+            f'<circle cx="{svg_num(x)}" cy="{svg_num(h / 2)}" r="3" fill="#0969da" '
+            'fill-opacity=".45">'
             f"<title>{esc(format_seconds(s))}</title></circle>"
         )
     mx = pad + w * (median - lo) / span
     if 0 <= mx <= w + 2 * pad:
-        parts.append(f'<path d="M{_n(mx)} 2v{_n(h - 4)}" stroke="#1b1f24" stroke-width="1.5"/>')
-    parts.append(_text(pad, h + 10, format_seconds(lo), "sv-tick"))
-    parts.append(_text(pad + w, h + 10, format_seconds(hi), "sv-tick", ' text-anchor="end"'))
+        parts.append(
+            f'<path d="M{svg_num(mx)} 2v{svg_num(h - 4)}" stroke="#1b1f24" stroke-width="1.5"/>'
+        )
+    parts.append(svg_text(pad, h + 10, format_seconds(lo), "sv-tick"))
+    parts.append(svg_text(pad + w, h + 10, format_seconds(hi), "sv-tick", ' text-anchor="end"'))
     parts.append("</svg>")
     return "".join(parts)
 

@@ -28,17 +28,10 @@ from shardviz.render.geometry import (
     page_summary,
     process_runs,
 )
+from shardviz.render.table import aligned_table
 
 ROW_GAP = "⋮"
 COL_GAP = "…"
-
-
-def human_bytes(n: int, exact: bool = False) -> str:
-    """Bytes for people: ``512 B``, ``1.5 KiB``; ``exact`` adds the count, ``(1,536 B)``.
-
-    The same as :func:`shardviz.render.geometry.format_bytes`, which every view uses.
-    """
-    return format_bytes(n, exact)
 
 
 def _center(text: str, width: int) -> str:
@@ -127,7 +120,7 @@ def _panel_grids(
         if isinstance(panel, PanelGap):
             grids.append(None)
             continue
-        cells = []
+        cells: list[list[str]] = []
         for r, rb in enumerate(rows.bands):
             row = []
             for c, cb in enumerate(cols.bands):
@@ -141,13 +134,13 @@ def _panel_grids(
         grids.append(cells)
     widths = column_widths(col_labels, [g for g in grids if g is not None])
     lines = []
-    for panel, cells in zip(panels, grids, strict=True):
+    for panel, grid in zip(panels, grids, strict=True):
         if isinstance(panel, PanelGap):
             lines.append(f"  {panel.text}")
-        elif cells is not None:
+        elif grid is not None:
             if panel.label:
                 lines.append(f"  [{panel.label}]")
-            lines.extend(box_grid(corner, row_labels, col_labels, cells, widths))
+            lines.extend(box_grid(corner, row_labels, col_labels, grid, widths))
     return lines
 
 
@@ -221,19 +214,6 @@ def array_text(layout: ArrayLayout) -> str:
 # --------------------------------------------------------------------------------------------
 
 
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]], right: set[int]) -> list[str]:
-    widths = [max(len(header[j]), *(len(r[j]) for r in rows)) for j in range(len(header))]
-
-    def fmt(cells: Sequence[str]) -> str:
-        out = [
-            c.rjust(w) if j in right else c.ljust(w)
-            for j, (c, w) in enumerate(zip(cells, widths, strict=True))
-        ]
-        return "  ".join(out).rstrip()
-
-    return [fmt(header), "  ".join("─" * w for w in widths), *(fmt(r) for r in rows)]
-
-
 def _bar(value: int, top: int, width: int = 20) -> str:
     filled = round(width * value / top) if top else 0
     return "█" * filled + "░" * (width - filled)
@@ -271,7 +251,7 @@ def tree_text(tree: TreeLayout) -> str:
             ]
         )
     header = ["leaf", "shape", "dtype", "spec", "shard", "bytes/device", "kind"]
-    lines.extend(_table(header, rows, right={5}))
+    lines.extend(aligned_table(header, rows, right={5}))
     if uneven:
         lines.append("* uneven: the largest tile is shown")
     lines.append("")

@@ -22,7 +22,7 @@ import numbers
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import Any, cast
 
 from shardviz.errors import ShardvizError, problem
 from shardviz.model.projection import ProjectionRow
@@ -51,7 +51,7 @@ class StateBytes:
 def _count(where: str, name: str, value: Any, minimum: int) -> int:
     """``value`` as an int >= minimum; whole floats such as ``7.5e9`` are accepted."""
     if isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral):
-        value = int(value) if float(value).is_integer() else value
+        value = int(cast(float, value)) if float(value).is_integer() else value
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
         raise ShardvizError(
             problem(
@@ -72,7 +72,7 @@ def _bytes_per_param(where: str, name: str, value: Any) -> Fraction:
                 f"pass {name} as bytes per parameter, e.g. 2 for bf16, 4 for fp32",
             )
         )
-    return Fraction(value)
+    return Fraction(cast(float, value))  # a Real: int, float, Fraction, numpy scalar
 
 
 def model_state_bytes(

@@ -39,7 +39,7 @@ from .rules import (
     get_rule_set,
 )
 from .step import StrategyStep, strategy_step
-from .zoo import Model, get_model, make_train_step
+from .zoo import ModelDef, get_model, make_train_step
 
 _ROLES = {"params": "params", "opt_state": "optimizer", "batch": "batch"}
 
@@ -127,7 +127,7 @@ def _form_notes(
 #: older loop emitters compile fused ops in half the time of its fusion emitters (the
 #: transformer's reference step 0.67 -> 0.32 s; its outputs differ in the last bits, far
 #: inside the check's tolerance; other backends ignore the CPU's option).
-_RUN_ONCE = {
+_RUN_ONCE: dict[str, Any] = {
     "xla_backend_optimization_level": 0,
     "xla_llvm_disable_expensive_passes": True,
     "xla_cpu_use_fusion_emitters": False,
@@ -138,7 +138,7 @@ def _run_once(fn: Any, *args: Any, **jit_kwargs: Any) -> Any:
     return jax.jit(fn, **jit_kwargs).lower(*args).compile(compiler_options=_RUN_ONCE)(*args)
 
 
-def initial_state(model: Model, optimizer: Any, seed: int = 0) -> tuple[Any, Any, Any]:
+def initial_state(model: ModelDef, optimizer: Any, seed: int = 0) -> tuple[Any, Any, Any]:
     """Parameters, optimizer state and batch, made once on one device, returned as host arrays.
 
     Every strategy starts from these same values (placed with its own shardings), and the
@@ -155,7 +155,7 @@ def initial_state(model: Model, optimizer: Any, seed: int = 0) -> tuple[Any, Any
     return jax.tree.map(np.asarray, (params, opt_state, batch))
 
 
-def reference_outputs(model: Model, optimizer: Any, state: tuple[Any, Any, Any]) -> Any:
+def reference_outputs(model: ModelDef, optimizer: Any, state: tuple[Any, Any, Any]) -> Any:
     """One unsharded training step on one device: what every strategy must reproduce.
 
     Computed once per comparison (it does not depend on the strategy).
@@ -165,7 +165,7 @@ def reference_outputs(model: Model, optimizer: Any, state: tuple[Any, Any, Any])
 
 
 def run_strategy(
-    model: Model,
+    model: ModelDef,
     rule_set: RuleSet,
     mesh: Any = None,
     *,
@@ -190,11 +190,11 @@ def run_strategy(
 
 #: What :func:`_compile_strategy` leaves to do: run from a starting state, then check the
 #: outputs against the reference (asked for only then).
-Finish = Callable[[tuple[Any, Any, Any], Callable[[], Any]], StrategyResult]
+Finish = Callable[[tuple[Any, ...], Callable[[], Any]], StrategyResult]
 
 
 def _compile_strategy(
-    model: Model,
+    model: ModelDef,
     rule_set: RuleSet,
     mesh: Any,
     steps: int,
@@ -216,7 +216,7 @@ def _compile_strategy(
     else:
         analysed = helper.submit(analyse_program, step, abstract, comp).result
 
-    def finish(state: tuple[Any, Any, Any], get_reference: Callable[[], Any]) -> StrategyResult:
+    def finish(state: tuple[Any, ...], get_reference: Callable[[], Any]) -> StrategyResult:
         base = analysed()
         remember_program(step, abstract, {}, comp, base)
         if base.deviceless:  # compiled for a topology that is not here: nothing runs
@@ -266,7 +266,7 @@ def _result(
 
 
 def compare(
-    model: str | Model = "mlp",
+    model: str | ModelDef = "mlp",
     strategies: Sequence[str | RuleSet] = ("dp", "fsdp", "tp"),
     mesh: Any = None,
     *,
@@ -280,7 +280,7 @@ def compare(
 
     Args:
         model: a built-in name (``"mlp"``, ``"transformer"``, ``"moe"``) or a
-            :class:`~shardviz.strategies.zoo.Model` (``Model.custom(...)`` for your own).
+            :class:`~shardviz.strategies.zoo.ModelDef` (``ModelDef.custom(...)`` for your own).
         strategies: built-in names (``"dp"``, ``"zero1"``, ``"zero2"``, ``"zero3"``/``"fsdp"``,
             ``"tp"``, ``"2d"``, ``"sp"``, ``"ep"``) or your own :class:`RuleSet`.
         mesh: one mesh for every strategy; by default each strategy gets a mesh over all
@@ -304,9 +304,9 @@ def compare(
         ShardvizError: an unknown model, strategy, preset or topology (naming the fix).
     """
     m = get_model(model, **sizes) if isinstance(model, str) else model
-    if not isinstance(m, Model):
+    if not isinstance(m, ModelDef):
         raise ShardvizError(
-            problem("compare", f"model {model!r} is not a model", "pass a name or a Model")
+            problem("compare", f"model {model!r} is not a model", "pass a name or a ModelDef")
         )
     rule_sets = [get_rule_set(s) for s in strategies]  # unknown names fail before any work
     opt = optimizer or optax.adam(1e-3)
@@ -346,7 +346,7 @@ def _target_entry(t: Any) -> Any:
     return t
 
 
-def _run_here(m: Model, rule_sets: list, mesh: Any, steps: int, seed: int, opt: Any) -> list:
+def _run_here(m: ModelDef, rule_sets: list, mesh: Any, steps: int, seed: int, opt: Any) -> list:
     """Every strategy compiled, run and checked on this machine's devices."""
     # The starting state, the unsharded reference step (the same for every strategy) and
     # the reading of each compiled program go to a second thread while this one compiles
@@ -364,7 +364,7 @@ def _run_here(m: Model, rule_sets: list, mesh: Any, steps: int, seed: int, opt: 
 
 
 def _compile_only(
-    m: Model, rule_sets: list, mesh: Any, steps: int, seed: int, opt: Any, devices: Any
+    m: ModelDef, rule_sets: list, mesh: Any, steps: int, seed: int, opt: Any, devices: Any
 ) -> list:
     """Every strategy compiled for devices that are not here (a topology's): nothing runs,
     so there is no starting state and no reference step."""

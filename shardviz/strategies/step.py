@@ -23,7 +23,7 @@ from shardviz.capture.layout import layout_of
 from shardviz.capture.mesh import Mesh, as_jax_mesh
 
 from .rules import RuleSet, axes_needed, check_rules_used, default_mesh_shape, spec_for_leaf
-from .zoo import Model
+from .zoo import ModelDef
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,7 @@ class StrategyStep:
 
 
 def strategy_step(
-    model: Model,
+    model: ModelDef,
     rule_set: RuleSet,
     mesh: Any = None,
     *,

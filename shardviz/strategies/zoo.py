@@ -1,6 +1,6 @@
 """The model zoo: small, real models with Adam training steps, and the way to bring your own.
 
-A :class:`Model` is four functions and some facts: ``init_params(key)``, ``make_batch(key)``,
+A :class:`ModelDef` is four functions and some facts: ``init_params(key)``, ``make_batch(key)``,
 ``loss(params, batch)``, the sizes in ``info``. Parameters are nested dicts (and lists) of
 arrays, so leaf paths such as ``layers/0/attn/wq`` are stable names for sharding rules.
 
@@ -22,7 +22,7 @@ import functools
 import numbers
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, cast
 
 import jax
 import jax.numpy as jnp
@@ -36,7 +36,7 @@ from shardviz.strategies.transformer import Constrain
 
 __all__ = [
     "MODEL_NAMES",
-    "Model",
+    "ModelDef",
     "default_sizes",
     "get_model",
     "init_train_state",
@@ -49,7 +49,7 @@ TrainStep = Callable[[Params, Any, Batch], tuple[Params, Any, jax.Array]]
 
 
 @dataclass(frozen=True)
-class Model:
+class ModelDef:
     """A model to train and shard: how to make its parameters and batches, and its loss.
 
     Attributes:
@@ -75,7 +75,7 @@ class Model:
         default=None, repr=False
     )
 
-    def constrained(self, constrain: Constrain) -> Model:
+    def constrained(self, constrain: Constrain) -> ModelDef:
         """This model with ``constrain(name, array)`` called on its named activations.
 
         The hook typically applies ``jax.lax.with_sharding_constraint`` for some names (say
@@ -87,7 +87,7 @@ class Model:
         if self.loss_with_constraints is None:
             raise ShardvizError(
                 problem(
-                    f"Model {self.name!r}",
+                    f"model {self.name!r}",
                     "this model has no activation hook to constrain",
                     "use the 'transformer' or 'moe' model, or call "
                     "jax.lax.with_sharding_constraint inside your own loss",
@@ -110,7 +110,7 @@ class Model:
         *,
         description: str = "",
         info: Mapping[str, Any] | None = None,
-    ) -> Model:
+    ) -> ModelDef:
         """Bring your own model: any parameter pytree and a loss function.
 
         Args:
@@ -122,13 +122,13 @@ class Model:
           info: extra facts to keep (``num_params`` is added).
 
         Returns:
-          A :class:`Model`; the loss has been traced once (abstractly) to check it returns
+          A :class:`ModelDef`; the loss has been traced once (abstractly) to check it returns
           a scalar.
 
         Raises:
           ShardvizError: the loss is not callable, fails to trace, or does not return a scalar.
         """
-        where = f"Model.custom({name!r})"
+        where = f"ModelDef.custom({name!r})"
         if not callable(loss):
             raise ShardvizError(
                 problem(
@@ -182,8 +182,8 @@ class Model:
         batch: Batch,
         *,
         description: str = "",
-    ) -> Model:
-        """A Flax NNX module as a :class:`Model` (its current values are the start).
+    ) -> ModelDef:
+        """A Flax NNX module as a :class:`ModelDef` (its current values are the start).
 
         The parameters are the module's ``nnx.Param`` values as a nested dict (leaf paths
         such as ``l1/kernel``, for sharding rules), copied to the host so each strategy
@@ -192,7 +192,7 @@ class Model:
 
             graphdef, params, rest = nnx.split(model, nnx.Param, ...)
             params = nnx.to_pure_dict(params)
-            Model.custom(name, params, lambda p, b: loss(nnx.merge(graphdef, p, rest), b), batch)
+            ModelDef.custom(name, params, lambda p, b: loss(nnx.merge(graphdef, p, rest), b), batch)
 
         Args:
           name: a short name for reports.
@@ -202,7 +202,7 @@ class Model:
         """
         from flax import nnx  # optional: only for NNX models
 
-        graphdef, params, rest = nnx.split(model, nnx.Param, ...)
+        graphdef, params, rest = cast(Any, nnx.split(model, nnx.Param, ...))
         host = jax.tree.map(np.asarray, nnx.to_pure_dict(params))
 
         def model_loss(p: Params, b: Batch) -> jax.Array:
@@ -221,15 +221,15 @@ class Model:
         batch: Batch,
         *,
         description: str = "",
-    ) -> Model:
-        """An Equinox module as a :class:`Model` (its current values are the start).
+    ) -> ModelDef:
+        """An Equinox module as a :class:`ModelDef` (its current values are the start).
 
         The parameters are the module's array leaves (leaf paths such as ``layers/0/weight``),
         copied to the host; its other leaves (activation functions, sizes) are kept aside and
         put back for the loss. The three lines it stands for::
 
             params, static = eqx.partition(model, eqx.is_array)
-            Model.custom(name, params, lambda p, b: loss(eqx.combine(p, static), b), batch)
+            ModelDef.custom(name, params, lambda p, b: loss(eqx.combine(p, static), b), batch)
 
         Args:
           name: a short name for reports.
@@ -303,11 +303,12 @@ _SIZE_KINDS = {"capacity_factor": "a number > 0", "aux_weight": "a number >= 0"}
 def _size_ok(key: str, value: Any) -> bool:
     if isinstance(value, bool):
         return False
+    # cast: typeshed's numbers ABCs define no comparisons
     if key == "capacity_factor":
-        return isinstance(value, numbers.Real) and value > 0
+        return isinstance(value, numbers.Real) and cast(float, value) > 0
     if key == "aux_weight":
-        return isinstance(value, numbers.Real) and value >= 0
-    return isinstance(value, numbers.Integral) and value >= 1
+        return isinstance(value, numbers.Real) and cast(float, value) >= 0
+    return isinstance(value, numbers.Integral) and cast(int, value) >= 1
 
 
 def default_sizes(name: str) -> dict[str, Any]:
@@ -316,7 +317,7 @@ def default_sizes(name: str) -> dict[str, Any]:
     return dict(_DEFAULTS[name])
 
 
-def get_model(name: str, **sizes: Any) -> Model:
+def get_model(name: str, **sizes: Any) -> ModelDef:
     """A built-in model, with any of its sizes changed.
 
     Args:
@@ -325,7 +326,7 @@ def get_model(name: str, **sizes: Any) -> Model:
         ``get_model("transformer", layers=4, d_model=256)``.
 
     Returns:
-      A :class:`Model` whose ``info`` holds every size, derived sizes and ``num_params``.
+      A :class:`ModelDef` whose ``info`` holds every size, derived sizes and ``num_params``.
 
     Raises:
       ShardvizError: an unknown name or size, or sizes that do not fit together.
@@ -369,7 +370,7 @@ def _check_name(name: str) -> None:
                 "get_model",
                 f"there is no built-in model {name!r}",
                 f"use one of {', '.join(repr(n) for n in MODEL_NAMES)}, "
-                "or Model.custom(name, params, loss, batch) for your own",
+                "or ModelDef.custom(name, params, loss, batch) for your own",
             )
         )
 
@@ -386,7 +387,7 @@ def _info(init: Callable[[jax.Array], Params], sizes: dict[str, Any], **derived:
     return info
 
 
-def _build_mlp(where: str, s: dict[str, Any]) -> Model:
+def _build_mlp(where: str, s: dict[str, Any]) -> ModelDef:
     del where
     init = jax.jit(
         functools.partial(_mlp_init, d_model=s["d_model"], d_hidden=s["d_hidden"], dtype=s["dtype"])
@@ -394,7 +395,7 @@ def _build_mlp(where: str, s: dict[str, Any]) -> Model:
     make_batch = jax.jit(
         functools.partial(_mlp_batch, batch=s["batch"], d_model=s["d_model"], dtype=s["dtype"])
     )
-    return Model(
+    return ModelDef(
         name="mlp",
         init_params=init,
         make_batch=make_batch,
@@ -412,7 +413,7 @@ def _mlp_batch(key: jax.Array, *, batch: int, d_model: int, dtype: Any) -> Batch
     return mlp.make_batch(key, batch, d_model, dtype)
 
 
-def _build_transformer(where: str, s: dict[str, Any]) -> Model:
+def _build_transformer(where: str, s: dict[str, Any]) -> ModelDef:
     _require(
         where,
         s["d_model"] % s["heads"] == 0,
@@ -424,7 +425,7 @@ def _build_transformer(where: str, s: dict[str, Any]) -> Model:
     make_batch = jax.jit(
         functools.partial(transformer.make_batch, batch=s["batch"], seq=s["seq"], vocab=s["vocab"])
     )
-    return Model(
+    return ModelDef(
         name="transformer",
         init_params=init,
         make_batch=make_batch,
@@ -439,7 +440,7 @@ def _build_transformer(where: str, s: dict[str, Any]) -> Model:
     )
 
 
-def _build_moe(where: str, s: dict[str, Any]) -> Model:
+def _build_moe(where: str, s: dict[str, Any]) -> ModelDef:
     tokens = s["batch"] * s["seq"]
     _require(
         where,
@@ -470,7 +471,7 @@ def _build_moe(where: str, s: dict[str, Any]) -> Model:
     routing = {k: s[k] for k in ("top_k", "capacity_factor", "group_size", "aux_weight")}
     loss_with_constraints = _moe_loss_with_constraints(routing)
     capacity = moe.expert_capacity(s["group_size"], s["experts"], s["top_k"], s["capacity_factor"])
-    return Model(
+    return ModelDef(
         name="moe",
         init_params=init,
         make_batch=make_batch,
@@ -492,7 +493,7 @@ def _moe_loss_with_constraints(routing: dict[str, Any]) -> Callable:
     return loss
 
 
-_BUILDERS: dict[str, Callable[[str, dict[str, Any]], Model]] = {
+_BUILDERS: dict[str, Callable[[str, dict[str, Any]], ModelDef]] = {
     "mlp": _build_mlp,
     "transformer": _build_transformer,
     "moe": _build_moe,
@@ -500,7 +501,7 @@ _BUILDERS: dict[str, Callable[[str, dict[str, Any]], Model]] = {
 
 
 def make_train_step(
-    model: Model, optimizer: optax.GradientTransformation | None = None
+    model: ModelDef, optimizer: optax.GradientTransformation | None = None
 ) -> TrainStep:
     """One training step: forward, backward, optimizer update.
 
@@ -524,7 +525,7 @@ def make_train_step(
 
 
 def init_train_state(
-    model: Model, key: jax.Array, optimizer: optax.GradientTransformation | None = None
+    model: ModelDef, key: jax.Array, optimizer: optax.GradientTransformation | None = None
 ) -> tuple[Params, Any, Batch]:
     """Fresh parameters, optimizer state and one batch for ``model``.
 

@@ -6,8 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from shardviz.render.compare_html import comparison_html
-from shardviz.render.compare_text import (
+from shardviz.render.compare_facts import (
     COMPONENT_BY_KEY,
     comparison_kinds,
     kind_count,
@@ -15,6 +14,7 @@ from shardviz.render.compare_text import (
     memory_parts,
     memory_total,
 )
+from shardviz.render.compare_html import comparison_html
 
 from .compare_fixtures import NASTY, QUOTES, comparison, comparison_edges, comparison_nasty
 from .test_html import Doc

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from shardviz.render.compare_text import (
+from shardviz.render.compare_facts import (
     comparison_kinds,
     kind_moved,
     memory_parts,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from shardviz.render.compare_text import (
+from shardviz.render.compare_facts import (
     comparison_kinds,
     kind_moved,
     memory_parts,

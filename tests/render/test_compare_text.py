@@ -1,5 +1,4 @@
-"""The comparison's text view, pinned by golden files tests/golden/compare_<name>.txt, and the
-facts every comparison view shares.
+"""The comparison's text view, pinned by golden files tests/golden/compare_<name>.txt.
 
 Rewrite the goldens after an intended change with ``SHARDVIZ_UPDATE_GOLDEN=1 pytest
 tests/render`` and read the diff before committing.
@@ -13,16 +12,7 @@ from pathlib import Path
 import pytest
 
 from shardviz.model import Comparison
-from shardviz.render.compare_text import (
-    COMPONENTS,
-    byte_ticks,
-    comparison_text,
-    format_count,
-    kind_rows,
-    memory_parts,
-    memory_total,
-    shown_components,
-)
+from shardviz.render.compare_text import comparison_text
 from tests.without_jax import run_without_jax
 
 from .compare_fixtures import COMPARISONS, comparison, comparison_edges, comparison_nasty
@@ -101,49 +91,6 @@ def test_notes_listed_with_their_strategy() -> None:
     assert (
         "  fsdp: the compiler chose all-reduce + dynamic-slice instead of reduce-scatter" in notes
     )
-
-
-def test_memory_parts_add_up_to_the_total() -> None:
-    for make in COMPARISONS.values():
-        for r in make().results:
-            parts = memory_parts(r.memory)
-            assert [p.key for p, _ in parts] == [c.key for c in COMPONENTS]
-            assert sum(b for _, b in parts) == memory_total(r.memory)
-            assert memory_total(r.memory) >= r.memory.peak
-            d = {p.key: b for p, b in parts}
-            assert d["params"] == r.memory.params and d["activations"] == r.memory.activations
-    # The fixture's donated train step: outputs minus aliased outputs is the 4-byte loss.
-    assert {dict((p.key, b) for p, b in memory_parts(r.memory))["other"]
-            for r in comparison().results} == {4}  # fmt: skip
-    assert [x.key for x in shown_components(comparison())][-1] == "other"
-
-
-def test_kind_rows_sum_the_ledger() -> None:
-    for r in comparison().results:
-        rows = kind_rows(r)
-        assert sum(k.count for k in rows) == len(r.report.collectives)
-        assert sum(k.moved_bytes for k in rows) == sum(c.moved_bytes for c in r.report.collectives)
-        for k in rows:
-            assert sum(n for _, n, _ in k.by_axes) == k.count
-
-
-@pytest.mark.parametrize("top", [1, 3, 7, 100, 1000, 1023, 1024, 1500, 5 << 20, 7 << 20,
-                                 12_771_336, 3 << 30, 123_456_789_012, 2**50])  # fmt: skip
-def test_byte_ticks_cover_the_range_with_few_round_ticks(top: int) -> None:
-    ticks = byte_ticks(top)
-    assert ticks[0] == 0 and ticks[-1] >= top
-    assert 2 <= len(ticks) <= 6
-    step = ticks[1]
-    assert all(b - a == step for a, b in zip(ticks, ticks[1:], strict=False))
-    assert ticks[-2] < top  # no empty tick past the top
-
-
-def test_format_count() -> None:
-    assert format_count(786_432) == "786K"
-    assert format_count(7_500_000_000) == "7.5B"
-    assert format_count(10**12) == "1T"
-    assert format_count(1_000_000) == "1M"
-    assert format_count(512) == "512"
 
 
 def test_nasty_strings_pass_through_text_unchanged() -> None:

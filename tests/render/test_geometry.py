@@ -19,11 +19,11 @@ from shardviz.render.geometry import (
     array_grid,
     band_sizes,
     devices_label,
+    elide,
     format_bytes,
     mesh_grid,
     offsets,
     page_dims,
-    shown_slots,
 )
 
 from .fixtures import make_layout, make_mesh, mesh_2x4, mesh_2x64, mesh_3axis
@@ -31,11 +31,37 @@ from .fixtures import make_layout, make_mesh, mesh_2x4, mesh_2x64, mesh_3axis
 NO_ELISION = 10**9
 
 
-def test_shown_slots() -> None:
-    assert shown_slots(0) == ()
-    assert shown_slots(12) == tuple(range(12))
-    assert shown_slots(13) == (0, 1, 2, 3, 4, None, 8, 9, 10, 11, 12)
-    assert shown_slots(2048) == (0, 1, 2, 3, 4, None, 2043, 2044, 2045, 2046, 2047)
+def slots(n: int, limit: int = 12, keep: int = 5) -> list[int | tuple[int, int]]:
+    """:func:`elide` with the slot numbers shown and the gap as its ``(first, stop)``."""
+    return elide(n, lambda i: i, lambda first, stop: (first, stop), limit, keep)
+
+
+def test_elide_keeps_both_ends_around_one_gap() -> None:
+    assert slots(0) == []
+    assert slots(12) == list(range(12))
+    assert slots(13) == [0, 1, 2, 3, 4, (5, 8), 8, 9, 10, 11, 12]
+    assert slots(2048) == [0, 1, 2, 3, 4, (5, 2043), 2043, 2044, 2045, 2046, 2047]
+    assert slots(7, limit=6, keep=2) == [0, 1, (2, 5), 5, 6]
+
+
+def test_every_elided_run_uses_the_one_rule() -> None:
+    """Page axes and panels of arrays and meshes hide the same slots, and each gap stands for
+    exactly the slots it hides."""
+    mesh = make_mesh(("x", "data", "model"), (16, 2, 64))
+    layout = make_layout("stack", (32, 4, 128), ("x", "data", "model"), mesh)
+    cases = [
+        (mesh_grid(mesh), ["4", "+54", "59"], (5, 59), ("x=5", "x=10")),
+        (array_grid(layout), ["8:10", "+54", "118:120"], (10, 118),
+         ("dim 0 = 10:12", "dim 0 = 20:22")),
+    ]  # fmt: skip
+    for grid, labels, span, ends in cases:
+        assert [b.label for b in grid.cols.bands][4:7] == labels
+        gap = grid.cols.bands[5]
+        assert (gap.start, gap.stop, gap.hidden, grid.cols.hidden) == (*span, 54, 54)
+        shown = [p.index for p in grid.panels if not isinstance(p, PanelGap)]
+        assert shown == [0, 1, 2, 3, 4, 11, 12, 13, 14, 15]
+        gaps = [p for p in grid.panels if isinstance(p, PanelGap)]
+        assert [(g.hidden, g.after, g.first, g.last) for g in gaps] == [(6, 4, *ends)]
 
 
 @pytest.mark.parametrize(

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import ast
 import sys
 from pathlib import Path
 
 import shardviz.render
-from tests.without_jax import run_without_jax
+from tests.without_jax import imported_modules, run_without_jax
 
 RENDER_DIR = Path(shardviz.render.__file__).parent
 # plotly and matplotlib are dependencies of the chart renderers (imported inside the functions
@@ -16,21 +15,11 @@ ALLOWED = set(sys.stdlib_module_names) | {"numpy", "shardviz", "plotly", "matplo
 ALLOWED_SHARDVIZ = ("shardviz.model", "shardviz.render")
 
 
-def imported_modules(path: Path) -> list[str]:
-    names = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            names.extend(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names.append(node.module)
-    return names
-
-
 def test_render_modules_import_only_stdlib_numpy_and_model() -> None:
     files = sorted(RENDER_DIR.glob("*.py"))
     assert {f.stem for f in files} >= {"__init__", "colors", "geometry", "text", "html"}
     for path in files:
-        for name in imported_modules(path):
+        for name in imported_modules(path, "shardviz.render"):
             assert name.split(".")[0] in ALLOWED, f"{path.name} imports {name}"
             if name.startswith("shardviz"):
                 assert name.startswith(ALLOWED_SHARDVIZ), f"{path.name} imports {name}"
@@ -41,13 +30,17 @@ def test_renderers_work_with_jax_blocked() -> None:
         """
         from shardviz.render import array_html, array_text, mesh_html, mesh_text
         from shardviz.render import tree_html, tree_text
+        from tests.render.compare_fixtures import comparison
         from tests.render.fixtures import make_layout, mesh_2x4, tree_example
+        from tests.render.report_fixtures import dp_report
 
         mesh = mesh_2x4()
         layout = make_layout("w", (8, 16), ("data", "model"), mesh)
         for out in (mesh_text(mesh), mesh_html(mesh), array_text(layout), array_html(layout),
                     tree_text(tree_example()), tree_html(tree_example()), str(layout)):
             assert out
+        for shown in (dp_report(), comparison()):  # views the model asks the registry for
+            assert str(shown) and shown._repr_html_()
         assert not any(m == "jax" or m.startswith("jax.") for m in sys.modules), "jax imported"
         print("ok")
         """

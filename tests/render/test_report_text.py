@@ -12,14 +12,8 @@ from pathlib import Path
 import pytest
 
 from shardviz.model import Report
-from shardviz.render.report_text import (
-    format_flops,
-    format_seconds,
-    groups_str,
-    ids_str,
-    permute_groups,
-    report_text,
-)
+from shardviz.render.report_facts import format_seconds
+from shardviz.render.report_text import report_text
 
 from .report_fixtures import REPORTS, large_report, nasty_report, shard_map_report
 
@@ -104,26 +98,6 @@ def test_large_report_folds_intermediates() -> None:
 def test_text_keeps_strings_verbatim() -> None:
     text = report_text(nasty_report())
     assert "<script>alert(1)</script>" in text  # text is not HTML: no escaping here
-
-
-def test_number_formats() -> None:
-    assert format_seconds(1.234) == "1.23 s"
-    assert format_seconds(0.0381) == "38.1 ms"
-    assert format_seconds(0.000412) == "412 µs"
-    assert format_seconds(0) == "0 s"
-    assert format_flops(None) == "n/a"
-    assert format_flops(150_994_944.0) == "151 MFLOP"
-    assert format_flops(512) == "512 FLOP"
-    assert ids_str((0, 1, 2, 3, 8)) == "{d0-d3,d8}"
-    assert ids_str(tuple(range(0, 80, 8))) == "{d0,d8,d16,d24,d32,d40,d48,… +3}"
-    assert groups_str(()) == "no replica groups"
-    assert groups_str(((0, 4), (1, 5))) == "2 groups of 2: {d0,d4} {d1,d5}"
-
-
-def test_permute_groups_are_rings() -> None:
-    c = REPORTS["shard_map"]().collectives[1]
-    assert c.kind == "collective-permute" and not c.groups
-    assert permute_groups(c) == ((0, 1, 2, 3), (4, 5, 6, 7))
 
 
 # --------------------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ import pytest
 import shardviz as sv
 from shardviz.model import Comparison
 from shardviz.strategies import RuleSet, model_state_bytes
-from shardviz.strategies.zoo import Model
+from shardviz.strategies.zoo import ModelDef
 
 F32 = 4
 D, H, B = 128, 512, 64  # the zoo MLP's defaults
@@ -101,7 +101,7 @@ def _tiny_model():
     def loss(p, b):
         return jnp.mean((b["x"] @ p["enc"]["w"] @ p["dec"]["w"] - b["x"]) ** 2)
 
-    return Model.custom("tiny", params, loss, batch)
+    return ModelDef.custom("tiny", params, loss, batch)
 
 
 def test_users_own_rule_set_on_their_own_model():
@@ -126,7 +126,7 @@ def test_spec_that_does_not_fit_names_the_leaf():
         sv.compare(_tiny_model(), [bad])
     assert "dec/w" in str(err.value) and "rank 2" in str(err.value)
     uneven = RuleSet("odd", "uneven", params=((r"dec/w", (None, "data")),), batch=())
-    model = Model.custom("odd", {"dec": {"w": jnp.ones((32, 12))}},
+    model = ModelDef.custom("odd", {"dec": {"w": jnp.ones((32, 12))}},
                          lambda p, b: jnp.sum(p["dec"]["w"]) * b["s"], {"s": jnp.ones(())})  # fmt: skip
     with pytest.raises(sv.SpecError, match="dec/w"):
         sv.compare(model, [uneven])
@@ -172,12 +172,12 @@ def test_a_step_that_fails_to_trace_fails_the_comparison():
 
     traced = []
 
-    def loss(p, b):  # passes Model.custom's own check, then breaks
+    def loss(p, b):  # passes ModelDef.custom's own check, then breaks
         traced.append(1)
         if len(traced) > 1:
             raise ValueError("broken loss")
         return jnp.sum(b["x"] @ p["w"])
 
-    model = Model.custom("broken", {"w": jnp.ones((16, 16))}, loss, {"x": jnp.ones((8, 16))})
+    model = ModelDef.custom("broken", {"w": jnp.ones((16, 16))}, loss, {"x": jnp.ones((8, 16))})
     with pytest.raises(sv.CompileError, match="broken"):
         sv.compare(model, ["dp"])

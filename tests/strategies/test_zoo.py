@@ -14,7 +14,7 @@ from shardviz.errors import ShardvizError
 from shardviz.strategies import mlp, moe
 from shardviz.strategies.zoo import (
     MODEL_NAMES,
-    Model,
+    ModelDef,
     default_sizes,
     get_model,
     init_train_state,
@@ -32,7 +32,7 @@ def leaf_paths(tree) -> dict[str, tuple[int, ...]]:
     return out
 
 
-def train_losses(model: Model, steps: int = 20) -> list[float]:
+def train_losses(model: ModelDef, steps: int = 20) -> list[float]:
     params, opt_state, batch = init_train_state(model, jax.random.key(0))
     step = jax.jit(make_train_step(model))
     losses = []
@@ -43,7 +43,7 @@ def train_losses(model: Model, steps: int = 20) -> list[float]:
 
 
 @pytest.fixture(scope="module", params=MODEL_NAMES)
-def model(request) -> Model:
+def model(request) -> ModelDef:
     return get_model(request.param)
 
 
@@ -105,14 +105,14 @@ def test_param_counts_by_hand() -> None:
     assert get_model("moe").info["num_params"] == experts + 128 * 8 + 2 * 128 * 128
 
 
-def test_defaults_split_evenly_on_any_mesh_of_8(model: Model) -> None:
+def test_defaults_split_evenly_on_any_mesh_of_8(model: ModelDef) -> None:
     key = jax.random.key(0)
     for tree in jax.eval_shape(lambda k: (model.init_params(k), model.make_batch(k)), key):
         for path, shape in leaf_paths(tree).items():
             assert all(d % 8 == 0 for d in shape), (model.name, path, shape)
 
 
-def test_loss_decreases_over_20_adam_steps(model: Model) -> None:
+def test_loss_decreases_over_20_adam_steps(model: ModelDef) -> None:
     losses = train_losses(model)
     assert all(np.isfinite(losses))
     assert losses[-1] < 0.9 * losses[0], losses
@@ -152,7 +152,7 @@ def test_other_optimizer() -> None:
 def test_unknown_model_names_the_known_ones() -> None:
     with pytest.raises(ShardvizError, match="no built-in model 'gpt'") as err:
         get_model("gpt")
-    for name in ("'mlp'", "'transformer'", "'moe'", "Model.custom", "Fix:"):
+    for name in ("'mlp'", "'transformer'", "'moe'", "ModelDef.custom", "Fix:"):
         assert name in str(err.value)
 
 
@@ -310,7 +310,7 @@ def test_custom_model_from_ready_pytrees() -> None:
     def loss(p, b):
         return jnp.mean((b["x"] @ p["w"] + p["b"] - b["y"]) ** 2)
 
-    model = Model.custom("linear", params, loss, batch)
+    model = ModelDef.custom("linear", params, loss, batch)
     assert model.info["num_params"] == 36
     assert model.name == "linear"
     assert model.init_params(jax.random.key(5)) is params
@@ -330,7 +330,7 @@ def test_custom_model_from_functions() -> None:
             x = jnp.tanh(x @ layer["w"])
         return jnp.mean(x**2)
 
-    model = Model.custom("deep", init, loss, make_batch, info={"note": "two tanh layers"})
+    model = ModelDef.custom("deep", init, loss, make_batch, info={"note": "two tanh layers"})
     assert model.info == {"note": "two tanh layers", "num_params": 32}
     losses = train_losses(model)
     assert losses[-1] < losses[0]
@@ -339,11 +339,11 @@ def test_custom_model_from_functions() -> None:
 def test_custom_model_errors() -> None:
     params = {"w": jnp.ones((2, 2))}
     with pytest.raises(ShardvizError, match="not a scalar"):
-        Model.custom("bad", params, lambda p, b: p["w"] * b, jnp.ones((2, 2)))
+        ModelDef.custom("bad", params, lambda p, b: p["w"] * b, jnp.ones((2, 2)))
     with pytest.raises(ShardvizError, match="not a function"):
-        Model.custom("bad", params, 3.0, jnp.ones(2))
+        ModelDef.custom("bad", params, 3.0, jnp.ones(2))
     with pytest.raises(ShardvizError, match="tracing init, batch and loss failed"):
-        Model.custom("bad", params, lambda p, b: jnp.sum(p["missing"]), jnp.ones(2))
+        ModelDef.custom("bad", params, lambda p, b: jnp.sum(p["missing"]), jnp.ones(2))
 
 
 def test_bad_dtype_and_numpy_sizes() -> None:
@@ -361,3 +361,11 @@ def test_jitted_init_takes_out_shardings() -> None:
     params = jax.jit(model.init_params, out_shardings=shardings)(jax.random.key(0))
     wq = params["layers"][0]["attn"]["wq"]
     assert wq.sharding.shard_shape(wq.shape) == (16, 8, 16)
+
+
+def test_the_old_name_of_modeldef_says_its_new_name() -> None:
+    import shardviz as sv
+
+    assert sv.ModelDef is ModelDef
+    with pytest.raises(AttributeError, match="renamed shardviz.ModelDef"):
+        sv.Model  # noqa: B018

@@ -1,0 +1,64 @@
+"""Which function draws a model object in which format: a registry the renderers fill.
+
+The model holds data and never names a view. ``str(report)``, ``report._repr_html_()``,
+``comparison.figure()`` and the rest ask this registry for the view registered for their class
+and a format. :mod:`shardviz.render` registers every view when it is imported; the first call
+that finds none imports that package by name (so no model module imports a renderer, and there
+is no import cycle) and looks again.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any, Literal
+
+#: The package whose import registers the views.
+RENDERERS = "shardviz.render"
+
+#: What a view returns: text for ``print``, an HTML fragment, a whole offline HTML document,
+#: a plotly figure or a matplotlib figure.
+Format = Literal["text", "html", "page", "plotly", "matplotlib"]
+#: A function of one model object that draws it in one format.
+View = Callable[[Any], Any]
+
+_views: dict[tuple[type, Format], View] = {}
+
+
+def register(cls: type, fmt: Format, view: View) -> None:
+    """Make ``view`` draw instances of ``cls`` (and its subclasses) in ``fmt``.
+
+    A later registration for the same class and format replaces the earlier one.
+    """
+    _views[(cls, fmt)] = view
+
+
+def find_view(cls: type, fmt: Format) -> View | None:
+    """The view registered for ``cls`` or its nearest base class in ``fmt``, or ``None``."""
+    for base in cls.__mro__:
+        view = _views.get((base, fmt))
+        if view is not None:
+            return view
+    return None
+
+
+def render(obj: object, fmt: Format) -> Any:
+    """``obj`` drawn in ``fmt`` by its registered view, loading the renderers if need be.
+
+    Raises:
+        LookupError: no view draws ``obj``'s class in ``fmt``, even with the renderers loaded.
+    """
+    view = find_view(type(obj), fmt)
+    if view is None:
+        importlib.import_module(RENDERERS)
+        view = find_view(type(obj), fmt)
+    if view is None:
+        raise LookupError(f"no {fmt!r} view of {type(obj).__name__} is registered")
+    return view(obj)
+
+
+def save_page(obj: object, path: str) -> str:
+    """Write ``obj``'s ``"page"`` view (one self-contained offline HTML file); return ``path``."""
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(render(obj, "page"))
+    return path

@@ -1,0 +1,542 @@
+"""The facts of a compiled program's :class:`~shardviz.model.Report` that every view shows.
+
+Number formatting, the ledger grouped by mesh axes, per-kind totals, reshard links, memory
+parts, the status and estimate lines: :mod:`.report_text` and :mod:`.report_html` (and the
+Explorer's payload) read them here, so every view agrees.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from shardviz.model.estimate import Estimate, format_gib
+from shardviz.model.program import (
+    COLLECTIVE_KINDS,
+    CPU_PEAK,
+    Collective,
+    MemoryReport,
+    OpTiming,
+    Report,
+    ShardingOf,
+    Source,
+)
+from shardviz.render.geometry import device_runs, format_bytes, mesh_summary
+
+#: The TPU compiler's memory spaces, as its memory-usage report names them.
+SPACE_NAMES = {
+    "default": "HBM",
+    "vmem": "VMEM (on-chip)",
+    "smem": "SMEM (on-chip)",
+    "host": "host memory",
+}
+
+#: Above this many intermediates, rows that are not reshard points are folded into gaps.
+MAX_INTERMEDIATES = 200
+#: Device groups (or permute pairs) spelled out per collective before ``… N more``.
+MAX_GROUPS = 8
+#: Device ids spelled out per group before ``… +N``.
+MAX_IDS = 8
+#: Leaves and profiled ops listed before ``… N more``.
+MAX_LEAVES = 50
+MAX_OPS = 50
+
+# --------------------------------------------------------------------------------------------
+# Numbers and names, shared with the HTML view
+
+
+def format_seconds(s: float) -> str:
+    """``1.23 s``, ``45.6 ms``, ``789 µs``, ``12 ns``: three significant digits."""
+    a = abs(s)
+    for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs")):
+        if a >= scale:
+            return f"{sig3(s / scale)} {unit}"
+    return f"{sig3(s / 1e-9)} ns" if a else "0 s"
+
+
+def format_flops(f: float | None) -> str:
+    """``512 FLOP``, ``268 MFLOP``, ``2.15 GFLOP``; ``n/a`` for ``None``."""
+    if f is None:
+        return "n/a"
+    for scale, unit in ((1e15, "PFLOP"), (1e12, "TFLOP"), (1e9, "GFLOP"), (1e6, "MFLOP")):
+        if abs(f) >= scale:
+            return f"{sig3(f / scale)} {unit}"
+    if abs(f) >= 1e3:
+        return f"{sig3(f / 1e3)} kFLOP"
+    return f"{f:.0f} FLOP"
+
+
+def format_float_bytes(b: float | None) -> str:
+    """Bytes given as a float (cost analysis), or ``n/a``."""
+    return "n/a" if b is None else format_bytes(round(b))
+
+
+def sig3(x: float) -> str:
+    """Three significant digits without a trailing ``.0``: ``1.23``, ``45.6``, ``789``."""
+    a = abs(x)
+    text = f"{x:.2f}" if a < 10 else f"{x:.1f}" if a < 100 else f"{x:.0f}"
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return text
+
+
+def format_diff(x: float) -> str:
+    """A difference such as ``1.19e-07`` (or ``0``)."""
+    return "0" if x == 0 else f"{x:.3g}"
+
+
+def value_str(dtype: str, shape: Sequence[int]) -> str:
+    """``float32[512, 1024]``; ``float32[]`` for a scalar."""
+    return f"{dtype}[{', '.join(map(str, shape))}]"
+
+
+def operand_str(c: Collective) -> str:
+    """The operand, with the result shape when the collective changes it:
+    ``float32[64, 1024] → [512, 1024]``."""
+    text = value_str(c.in_dtype, c.in_shape)
+    if c.out_shape != c.in_shape:
+        out = value_str(c.out_dtype, c.out_shape)
+        text += " → " + (out[len(c.out_dtype) :] if c.out_dtype == c.in_dtype else out)
+    elif c.out_dtype != c.in_dtype:
+        text += f" → {c.out_dtype}"
+    return text
+
+
+def basename(path: str) -> str:
+    """The last component of a POSIX or Windows path."""
+    return path.replace("\\", "/").rsplit("/", 1)[-1]
+
+
+def short_location(source: Source | None) -> str:
+    """``train.py:42`` (the innermost frame, file basename), or ``?``."""
+    if source is None or source.innermost is None:
+        return "?"
+    f = source.innermost
+    return f"{basename(f.file)}:{f.line}"
+
+
+def axes_repr(axes: Sequence[str]) -> str:
+    """``('data',)``, ``('data', 'model')`` or ``()``: how the ledger names a group of rows."""
+    return repr(tuple(axes))
+
+
+def ids_str(ids: Sequence[int], cap: int = MAX_IDS) -> str:
+    """``{d0,d4}``, ``{d0-d7}`` (runs of three or more merged), or ``{d0,d8,d16,… +29}``."""
+    pieces = device_runs(ids)
+    if len(pieces) > cap:
+        shown = pieces[: cap - 1]
+        rest = len(ids) - sum(_piece_len(p) for p in shown)
+        return "{" + ",".join(shown) + f",… +{rest}" + "}"
+    return "{" + ",".join(pieces) + "}"
+
+
+def _piece_len(piece: str) -> int:
+    if "-" in piece:
+        a, b = piece.split("-")
+        return int(b[1:]) - int(a[1:]) + 1
+    return 1
+
+
+def groups_str(groups: Sequence[Sequence[int]], cap: int = MAX_GROUPS, max_chars: int = 120) -> str:
+    """``4 groups of 2: {d0,d4} {d1,d5} {d2,d6} {d3,d7}``: at most ``cap`` groups spelled out,
+    fewer when they would run past ``max_chars`` (at least one)."""
+    if not groups:
+        return "no replica groups"
+    sizes = sorted({len(g) for g in groups})
+    n = len(groups)
+    size = str(sizes[0]) if len(sizes) == 1 else "/".join(map(str, sizes))
+    head = f"{n} group{'s' * (n != 1)} of {size}"
+    shown: list[str] = []
+    for g in groups[:cap]:
+        text = ids_str(g)
+        if shown and sum(len(x) + 1 for x in shown) + len(text) > max_chars:
+            break
+        shown.append(text)
+    more = f" … {n - len(shown)} more" if n > len(shown) else ""
+    return f"{head}: {' '.join(shown)}{more}"
+
+
+def pairs_str(pairs: Sequence[tuple[int, int]], cap: int = 2 * MAX_GROUPS) -> str:
+    """``4 pairs: d0→d1 d1→d2 d2→d3 d3→d0``."""
+    n = len(pairs)
+    body = " ".join(f"d{a}→d{b}" for a, b in pairs[:cap])
+    more = f" … {n - cap} more" if n > cap else ""
+    return f"{n} pair{'s' * (n != 1)}: {body}{more}"
+
+
+def permute_groups(c: Collective) -> tuple[tuple[int, ...], ...]:
+    """The device groups of a collective; for a permute without groups, the connected sets of
+    its source→target pairs (each ring its own group)."""
+    if c.groups or not c.pairs:
+        return c.groups
+    parent: dict[int, int] = {}
+
+    def find(x: int) -> int:
+        parent.setdefault(x, x)
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    order: list[int] = []
+    for a, b in c.pairs:
+        for x in (a, b):
+            if x not in parent:
+                order.append(x)
+            find(x)
+        parent[find(a)] = find(b)
+    comps: dict[int, list[int]] = {}
+    for x in order:
+        comps.setdefault(find(x), []).append(x)
+    return tuple(tuple(sorted(g)) for g in sorted(comps.values(), key=min))
+
+
+# --------------------------------------------------------------------------------------------
+# The ledger's shape, shared with the HTML view
+
+
+@dataclass(frozen=True)
+class AxesGroup:
+    """The collectives over one tuple of mesh axes, with their ledger numbers (1-based)."""
+
+    axes: tuple[str, ...]
+    rows: tuple[tuple[int, Collective], ...]
+
+    @property
+    def count(self) -> int:
+        return len(self.rows)
+
+    @property
+    def in_bytes(self) -> int:
+        return sum(c.in_bytes for _, c in self.rows)
+
+    @property
+    def moved_bytes(self) -> int:
+        return sum(c.moved_bytes for _, c in self.rows)
+
+    @property
+    def title(self) -> str:
+        """``over ('data',)``, or ``over no mesh axis``."""
+        return f"over {axes_repr(self.axes)}" if self.axes else "over no mesh axis"
+
+    @property
+    def summary(self) -> str:
+        """``2 collectives · in 3 MiB · moved 3 MiB per device``."""
+        n = self.count
+        return (
+            f"{n} collective{'s' * (n != 1)} · in {format_bytes(self.in_bytes)} · "
+            f"moved {format_bytes(self.moved_bytes)} per device"
+        )
+
+
+def axes_groups(report: Report) -> list[AxesGroup]:
+    """The ledger grouped by mesh axes, groups in order of first appearance."""
+    groups: dict[tuple[str, ...], list[tuple[int, Collective]]] = {}
+    for i, c in enumerate(report.collectives, 1):
+        groups.setdefault(tuple(c.axes), []).append((i, c))
+    return [AxesGroup(axes, tuple(rows)) for axes, rows in groups.items()]
+
+
+@dataclass(frozen=True)
+class KindTotal:
+    kind: str
+    count: int
+    in_bytes: int
+    moved_bytes: int
+    user: int
+
+    @property
+    def summary(self) -> str:
+        """``× 2 · in 3 MiB · moved 3 MiB per device · 1 user-written``."""
+        text = (
+            f"× {self.count} · in {format_bytes(self.in_bytes)} · "
+            f"moved {format_bytes(self.moved_bytes)} per device"
+        )
+        if self.user:
+            text += f" · {self.user} user-written"
+        return text
+
+
+def kind_totals(collectives: Sequence[Collective]) -> list[KindTotal]:
+    """Count and bytes per collective kind, in the canonical kind order (unknown kinds last)."""
+    kinds = [k for k in COLLECTIVE_KINDS if any(c.kind == k for c in collectives)]
+    kinds += sorted({c.kind for c in collectives} - set(COLLECTIVE_KINDS))
+    out = []
+    for k in kinds:
+        cs = [c for c in collectives if c.kind == k]
+        out.append(
+            KindTotal(
+                k,
+                len(cs),
+                sum(c.in_bytes for c in cs),
+                sum(c.moved_bytes for c in cs),
+                sum(c.user_written for c in cs),
+            )
+        )
+    return out
+
+
+def reshard_links(report: Report) -> dict[str, list[int]]:
+    """Intermediate name -> ledger numbers (1-based) of the collectives that produce it."""
+    out: dict[str, list[int]] = {}
+    for i, c in enumerate(report.collectives, 1):
+        if c.reshard:
+            out.setdefault(c.reshard, []).append(i)
+    return out
+
+
+def intermediate_index(report: Report) -> dict[str, int]:
+    """Intermediate name -> its number (1-based, program order); the first wins on repeats."""
+    out: dict[str, int] = {}
+    for j, s in enumerate(report.intermediates, 1):
+        out.setdefault(s.name, j)
+    return out
+
+
+def shown_intermediates(
+    report: Report, limit: int = MAX_INTERMEDIATES
+) -> list[tuple[int, ShardingOf] | int]:
+    """Intermediates in program order, numbered from 1; past ``limit`` of them, only reshard
+    points (and values a collective links to) stay and each run of the rest becomes its
+    length (an ``int``)."""
+    items = list(enumerate(report.intermediates, 1))
+    if len(items) <= limit:
+        return list(items)
+    linked = set(reshard_links(report))
+    out: list[tuple[int, ShardingOf] | int] = []
+    hidden = 0
+    for j, s in items:
+        if s.reshard or s.name in linked:
+            if hidden:
+                out.append(hidden)
+                hidden = 0
+            out.append((j, s))
+        else:
+            hidden += 1
+    if hidden:
+        out.append(hidden)
+    return out
+
+
+@dataclass(frozen=True)
+class MemoryPart:
+    """One component of a device's memory: its name, bytes, and what it means."""
+
+    name: str
+    bytes: int
+    meaning: str
+
+
+def memory_parts(m: MemoryReport) -> list[MemoryPart]:
+    """Argument, output, alias, temp and code bytes with a short explanation each."""
+    return [
+        MemoryPart("argument", m.argument_bytes, "inputs held on the device"),
+        MemoryPart("output", m.output_bytes, "results written by the program"),
+        MemoryPart("alias", m.alias_bytes, "outputs written into donated argument buffers"),
+        MemoryPart("temp", m.temp_bytes, "scratch for intermediates"),
+        MemoryPart("code", m.code_bytes, "the compiled program; not in peak"),
+    ]
+
+
+def role_totals(m: MemoryReport) -> list[tuple[str, int, int]]:
+    """Per leaf role, in order of first appearance: ``(role, leaves, bytes)``."""
+    out: dict[str, list[int]] = {}
+    for leaf in m.by_leaf:
+        acc = out.setdefault(leaf.role, [0, 0])
+        acc[0] += 1
+        acc[1] += leaf.bytes
+    return [(r, n, b) for r, (n, b) in out.items()]
+
+
+def profile_rows(profile: Sequence[OpTiming]) -> list[tuple[OpTiming, float, float]]:
+    """Ops by total time (median × count), largest first: ``(op, total seconds, share)``."""
+    totals = [(op, op.seconds * op.count) for op in profile]
+    grand = sum(t for _, t in totals) or 1.0
+    totals.sort(key=lambda x: (-x[1], x[0].name))
+    return [(op, t, t / grand) for op, t in totals]
+
+
+def compiler_peak_str(m: MemoryReport, platform: str) -> str:
+    """``the compiler's own peak figure: 3.1 MiB (3,244,036 B), which leaves temp out on cpu``."""
+    assert m.compiler_peak_bytes is not None
+    text = (
+        f"the compiler's own peak figure: {format_bytes(m.compiler_peak_bytes)} "
+        f"({m.compiler_peak_bytes:,} B)"
+    )
+    if platform == "cpu":
+        return text + ", which leaves temp out on cpu"
+    if platform == "tpu":
+        return text + ", which also counts on-chip VMEM (not HBM)"
+    return text
+
+
+def assignment_str(m: MemoryReport) -> str | None:
+    """``buffer assignment in HBM: argument 2.2 MiB · output 2 MiB · temp 277 KiB; memory
+    spaces: HBM 4.5 MiB · VMEM (on-chip vector memory) 8 MiB`` (TPU/GPU programs), else None."""
+    if not m.assigned and not m.by_space:
+        return None
+    parts = []
+    if m.assigned:
+        roles = " · ".join(f"{role} {format_bytes(b)}" for role, b in m.assigned)
+        parts.append(f"the compiler's buffer assignment in HBM: {roles}")
+    if m.by_space:
+        spaces = " · ".join(
+            f"{SPACE_NAMES.get(name, name)} {format_bytes(b)}" for name, b in m.by_space
+        )
+        parts.append(f"memory spaces: {spaces}")
+    return "; ".join(parts)
+
+
+def sum_rule_str(m: MemoryReport) -> str | None:
+    """Where the peak is the compiler's own (TPU/GPU), what the CPU's rule would give."""
+    if m.peak_definition == CPU_PEAK:
+        return None
+    total = m.argument_bytes + m.output_bytes - m.alias_bytes + m.temp_bytes
+    return f"argument + output - alias + temp would give {format_bytes(total)} ({total:,} B)"
+
+
+def status_line(report: Report) -> str:
+    """``ran: compiled, run, timed and checked against one device`` or ``compile-only: …``."""
+    if report.deviceless:
+        what = report.target.label if report.target is not None else report.platform.upper()
+        return f"compiled for {what}, not run"
+    if not report.ran:
+        return "compile-only: compiled and analysed, not run (no timing, no check)"
+    did = ["compiled", "run"]
+    if report.timing is not None:
+        did.append("timed")
+    if report.check is not None:
+        did.append(f"checked against {report.check.reference}")
+    return "ran: " + ", ".join(did[:-1]) + " and " + did[-1]
+
+
+# --------------------------------------------------------------------------------------------
+# Estimates on a target, shared with the HTML view and the Explorer
+
+#: What every estimate is called, wherever one is shown.
+ESTIMATE_WORDS = "a lower bound, not a measurement"
+
+
+def target_line(report: Report) -> str | None:
+    """What the report's estimates describe: on CPU devices ``estimated as if this mesh were
+    TPU v5e 2x4 (…)``; on real devices ``target: …`` (``None`` without a target, and for a
+    deviceless report, whose status line already names it)."""
+    t = report.target
+    if t is None:
+        return None
+    if report.platform == "cpu":
+        return (
+            f"estimated as if this mesh were {t.label} (compiled on CPU devices: the estimates "
+            "describe the target, not this machine)"
+        )
+    return None if report.deviceless else f"target: {t.label}"
+
+
+def estimate_title(report: Report) -> str:
+    """``Estimate on TPU v5e 2x4 (8 chips, 2 hosts) (a lower bound, not a measurement)``."""
+    e = report.estimate
+    assert e is not None
+    return f"Estimate on {e.target} ({ESTIMATE_WORDS})"
+
+
+def format_mfu(mfu: float | None) -> str:
+    """``42%``, ``0.5%``, ``<0.1%`` (``unknown`` for ``None``)."""
+    if mfu is None:
+        return "unknown"
+    if mfu >= 0.1:
+        return f"{mfu:.0%}"
+    return f"{mfu:.1%}" if mfu >= 0.001 else "<0.1%"
+
+
+def estimate_seconds_str(s: float | None) -> str:
+    """An estimated time, ``unknown`` when its input is."""
+    return "unknown" if s is None else format_seconds(s)
+
+
+def step_bound_str(e: Estimate) -> str:
+    """``≥ 144 µs, communication-bound``."""
+    return f"≥ {format_seconds(e.step_seconds)}, {e.bound}-bound"
+
+
+def headroom_str(e: Estimate) -> str:
+    """``16 GiB headroom``, ``over by 5.3 GiB`` or ``""`` (peak unknown)."""
+    h = e.hbm_headroom_bytes
+    if h is None:
+        return ""
+    return f"{format_gib(h)} headroom" if h >= 0 else f"over by {format_gib(-h)}"
+
+
+def hbm_str(e: Estimate) -> str:
+    """``fits: 6.3 MiB of 16 GiB per device · 16 GiB headroom`` or ``does not fit: needs …``."""
+    room = headroom_str(e)
+    return f"{e.fit_text} per device" + (f" · {room}" if room else "")
+
+
+@dataclass(frozen=True)
+class EstimateRow:
+    """One line of an estimate: what, its value, how it was worked out."""
+
+    key: str
+    name: str
+    value: str
+    meaning: str
+
+
+def estimate_rows(e: Estimate) -> list[EstimateRow]:
+    """The step, its three parts, the MFU that bound allows and the HBM line."""
+    return [
+        EstimateRow(
+            "step", "step", f"≥ {format_seconds(e.step_seconds)}",
+            f"{e.bound}-bound: the slowest part, if the others overlapped with it perfectly",
+        ),
+        EstimateRow(
+            "compute", "compute", estimate_seconds_str(e.compute_seconds),
+            "flops per device / peak bf16 FLOP/s"
+            if e.compute_seconds is not None else "no flop count from the compiler",
+        ),
+        EstimateRow(
+            "memory", "memory", estimate_seconds_str(e.memory_seconds),
+            "bytes accessed per device / HBM bandwidth"
+            if e.memory_seconds is not None else "no bytes-accessed figure from the compiler",
+        ),
+        EstimateRow(
+            "communication", "collectives", format_seconds(e.collective_seconds),
+            "the ledger's estimated times added up",
+        ),
+        EstimateRow("mfu", "MFU", f"≤ {format_mfu(e.mfu)}", "the model-FLOPs utilisation "
+                    "that bound allows (compute time / step)"),
+        EstimateRow("hbm", "HBM", e.fit_text,
+                    f"{headroom_str(e)} per device" if headroom_str(e) else ""),
+    ]  # fmt: skip
+
+
+def estimate_notes(report: Report) -> list[tuple[str, str]]:
+    """``("placement", …)`` for the target's placement note, then ``("note", …)`` for the
+    estimate's notes (without repeating the placement, nor the CPU note :func:`target_line`
+    already gives)."""
+    e = report.estimate
+    placement = report.target.placement if report.target is not None else ""
+    out = [("placement", placement)] if placement else []
+    if e is not None:
+        cpu = report.platform == "cpu" and report.target is not None
+        out += [
+            ("note", n)
+            for n in e.notes
+            if n != placement and not (cpu and n.startswith("compiled for CPU; estimated as if"))
+        ]
+    return out
+
+
+def has_estimates(report: Report) -> bool:
+    """Whether the ledger carries estimated times (a target was known)."""
+    return any(c.estimated_seconds is not None for c in report.collectives)
+
+
+def mesh_line(report: Report) -> str:
+    return mesh_summary(report.mesh) if report.mesh is not None else "no mesh (one device)"
+
+
+def check_word(report: Report) -> str:
+    if report.check is None:
+        return "not checked"
+    return "OK" if report.check.matches else "MISMATCH"

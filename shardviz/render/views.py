@@ -1,0 +1,58 @@
+"""Which renderer draws which model object in which format, registered with the model.
+
+The model asks :mod:`shardviz.model.display` for a view (``str(report)``,
+``comparison.figure()``, ``report.save_html(path)``) and never imports a renderer; importing
+:mod:`shardviz.render` calls :func:`register_views`, which fills that registry from here.
+"""
+
+from __future__ import annotations
+
+from shardviz.model import display
+from shardviz.model.array import ArrayLayout, TreeLayout
+from shardviz.model.compare import Comparison
+from shardviz.model.mesh import MeshLayout
+from shardviz.model.program import Report
+from shardviz.render.compare_html import comparison_html
+from shardviz.render.compare_mpl import comparison_mpl
+from shardviz.render.compare_plotly import comparison_figure
+from shardviz.render.compare_text import comparison_text
+from shardviz.render.html import array_html, mesh_html, page, tree_html
+from shardviz.render.report_html import report_html
+from shardviz.render.report_text import report_text
+from shardviz.render.text import array_text, mesh_text, tree_text
+
+
+def report_page(report: Report) -> str:
+    """The report as one self-contained offline HTML document, titled by its function."""
+    return page(f"shardviz: {report.function}", [report_html(report)])
+
+
+def comparison_page(comparison: Comparison) -> str:
+    """The comparison as one self-contained offline HTML document."""
+    title = f"shardviz: {comparison.model} under {len(comparison.results)} strategies"
+    return page(title, [comparison_html(comparison)])
+
+
+#: (model class, format, view): every view the model's methods can ask for.
+VIEWS: tuple[tuple[type, display.Format, display.View], ...] = (
+    (MeshLayout, "text", mesh_text),
+    (MeshLayout, "html", mesh_html),
+    (ArrayLayout, "text", array_text),
+    (ArrayLayout, "html", array_html),
+    (TreeLayout, "text", tree_text),
+    (TreeLayout, "html", tree_html),
+    (Report, "text", report_text),
+    (Report, "html", report_html),
+    (Report, "page", report_page),
+    (Comparison, "text", comparison_text),
+    (Comparison, "html", comparison_html),
+    (Comparison, "page", comparison_page),
+    (Comparison, "plotly", comparison_figure),
+    (Comparison, "matplotlib", comparison_mpl),
+)
+
+
+def register_views() -> None:
+    """Register every view in :data:`VIEWS` with the model's display registry."""
+    for cls, fmt, view in VIEWS:
+        display.register(cls, fmt, view)
