@@ -1,6 +1,7 @@
 """Spec checking: each mistake gives a SpecError naming the array, the dim, the axis and the fix."""
 
 import pytest
+from jax.sharding import PartitionSpec as P
 
 from shardviz.capture.spec import normalize_spec
 from shardviz.errors import ShardvizError, SpecError
@@ -56,6 +57,18 @@ def test_uneven_split_says_what_jax_does():
     assert "size 6" in msg and "'model'" in msg and "pad" in msg and "dim 0 to 8" in msg
     assert "replicate it with None" in msg
     assert norm(("model", None), shape=(6, 8), allow_uneven=True) == (("model",), ())
+
+
+def test_unconstrained_has_no_placement_to_show():
+    with pytest.raises(SpecError) as err:
+        norm((None, P.UNCONSTRAINED))
+    msg = str(err.value)
+    assert "dim 1" in msg and "UNCONSTRAINED" in msg and "Fix: name an axis, or None" in msg
+
+
+def test_an_axis_splits_one_dim_and_a_tuple_splits_over_several():
+    assert norm(P(("data", "model"), None), shape=(16, 8)) == (("data", "model"), ())
+    assert norm(P(None, ("model",))) == ((), ("model",))
 
 
 def test_bad_entries():

@@ -253,7 +253,7 @@ def text_cost(hlo_text: str) -> dict | None:
     try:  # JAX 0.10: these live in jaxlib's private extensions
         from jax._src import xla_bridge
         from jax._src.lib import _jax
-        from jaxlib import _hlo
+        from jaxlib import _hlo  # type: ignore[attr-defined]
 
         hlo_module = _hlo.hlo_module_from_text(hlo_text)
         backend = xla_bridge.get_backend(jax.default_backend())

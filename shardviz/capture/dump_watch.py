@@ -102,6 +102,5 @@ class DumpWatch:
             self._results = []
             for (patterns, _), done in zip(self._stages, self._done, strict=True):
                 final = tuple(read_dump(self._folder, p) for p in patterns)
-                ok = done is not None and done[0] == final
-                self._results.append(done[1] if ok else None)
+                self._results.append(done[1] if done is not None and done[0] == final else None)
         return self._results

@@ -84,6 +84,7 @@ def _key(fn: Any, args: tuple, jit_kwargs: dict, kwargs: dict | None = None) -> 
     sharding, every other leaf's value (a static argument's new value is a new program) and
     the context mesh (``with jax.set_mesh``: a bare ``P('data')`` inside resolves to it)."""
     leaves, treedef = jax.tree.flatten((args, kwargs or {}))
+    kw: Any
     try:
         kw = tuple(sorted(jit_kwargs.items()))
         hash(kw)

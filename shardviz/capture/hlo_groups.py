@@ -311,7 +311,7 @@ def axes_of_pairs(pairs: Sequence[tuple[int, int]], mesh: MeshLayout | None) -> 
     if mesh is None:
         return ()
     try:
-        differ = set()
+        differ: set[int] = set()
         for s, t in pairs:
             cs, ct = mesh.coords(s), mesh.coords(t)
             differ.update(a for a in range(mesh.ndim) if cs[a] != ct[a])

@@ -23,9 +23,10 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 from shardviz.errors import ShardvizError, problem
 from shardviz.model import Frame, Source
@@ -421,7 +422,7 @@ class HloInstruction:
             # No key in the text at all: most instructions call nothing, and parsing their
             # attributes only to find that out was most of a large program's caller map.
             return ()
-        names = []
+        names: list[str] = []
         for key in ("calls", "to_apply", "body", "condition", "branch_computations"):
             v = self.attrs.get(key)
             if v:
@@ -722,7 +723,7 @@ def parse_hlo_module(text: str) -> HloModule:
     computations: list[HloComputation] = []
     current: HloComputation | None = None
     table: dict | None = None  # the table whose rows come next, if any
-    read_value = _name_value
+    read_value: Callable[[str], Any] = _name_value
     buffer = ""  # a statement written over several lines, so far
     depth = 0
     saw_header = False

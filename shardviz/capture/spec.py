@@ -83,12 +83,32 @@ def normalize_spec(
         SpecError: unknown axis, axis used twice, spec longer than the rank, uneven split.
     """
     where = f"array {name!r} (shape {tuple(shape)})"
+    entries = _spec_entries(spec, where)
+    rank = len(shape)
+    _check_rank(entries, rank, where)
+    used: dict[str, int] = {}
+    out: list[tuple[str, ...]] = []
+    for dim, entry in enumerate(entries):
+        if entry is None:
+            out.append(())
+            continue
+        _check_constrained(entry, f"{where}, dim {dim}")
+        axes = _dim_axes(entry, dim, where, axis_names, axis_sizes, used)
+        if not allow_uneven:
+            _check_even(axes, dim, shape[dim], where, axis_names, axis_sizes)
+        out.append(axes)
+    out.extend(() for _ in range(rank - len(out)))
+    return tuple(out)
+
+
+def _spec_entries(spec: Any, where: str) -> list[Any]:
+    """The spec's entries as a list: ``None`` is no entry, one name or index is one entry."""
     if spec is None:
         spec = ()
     if isinstance(spec, str | int):
         spec = (spec,)
     try:
-        entries = list(spec)
+        return list(spec)
     except TypeError:
         raise SpecError(
             problem(
@@ -97,7 +117,10 @@ def normalize_spec(
                 "pass one entry per dim, e.g. ('data', None) or PartitionSpec('data', None)",
             )
         ) from None
-    rank = len(shape)
+
+
+def _check_rank(entries: Sequence[Any], rank: int, where: str) -> None:
+    """At most one entry per dim."""
     if len(entries) > rank:
         raise SpecError(
             problem(
@@ -108,55 +131,73 @@ def normalize_spec(
                 f"{format_spec(tuple(() for _ in range(rank)))}), or reshape the array",
             )
         )
-    used: dict[str, int] = {}
-    out: list[tuple[str, ...]] = []
-    for dim, entry in enumerate(entries):
-        if entry is None:
-            out.append(())
-            continue
-        if str(entry) == "UNCONSTRAINED":
+
+
+def _check_constrained(entry: Any, where: str) -> None:
+    """``P.UNCONSTRAINED`` names no placement, so there is nothing to show."""
+    if str(entry) == "UNCONSTRAINED":
+        raise SpecError(
+            problem(
+                where,
+                "P.UNCONSTRAINED leaves the choice to the compiler, so there is no placement "
+                "to show",
+                "name an axis, or None",
+            )
+        )
+
+
+def _dim_axes(
+    entry: Any,
+    dim: int,
+    where: str,
+    names: Sequence[str],
+    sizes: Sequence[int],
+    used: dict[str, int],
+) -> tuple[str, ...]:
+    """The axis names one entry splits its dim over; records each in ``used`` (axis -> dim)
+    and refuses an axis already used."""
+    items = list(entry) if isinstance(entry, tuple | list) else [entry]
+    axes = []
+    for item in items:
+        axis = _resolve_axis(item, dim, where, names, sizes)
+        if axis in used:
+            first = used[axis]
+            where_first = "this dim" if first == dim else f"dim {first}"
             raise SpecError(
                 problem(
                     f"{where}, dim {dim}",
-                    "P.UNCONSTRAINED leaves the choice to the compiler, so there is no placement "
-                    "to show",
-                    "name an axis, or None",
+                    f"mesh axis {axis!r} is used twice (already by {where_first}); each mesh "
+                    "axis can split at most one dim, once",
+                    f"remove {axis!r} from one of the dims, or split this dim over another "
+                    f"axis ({_axis_list(names, sizes)})",
                 )
             )
-        items = list(entry) if isinstance(entry, tuple | list) else [entry]
-        axes = []
-        for item in items:
-            axis = _resolve_axis(item, dim, where, axis_names, axis_sizes)
-            if axis in used:
-                first = used[axis]
-                where_first = "this dim" if first == dim else f"dim {first}"
-                raise SpecError(
-                    problem(
-                        f"{where}, dim {dim}",
-                        f"mesh axis {axis!r} is used twice (already by {where_first}); each mesh "
-                        "axis can split at most one dim, once",
-                        f"remove {axis!r} from one of the dims, or split this dim over another "
-                        f"axis ({_axis_list(axis_names, axis_sizes)})",
-                    )
-                )
-            used[axis] = dim
-            axes.append(axis)
-        ways = math.prod(axis_sizes[list(axis_names).index(a)] for a in axes)
-        size = shape[dim]
-        if not allow_uneven and ways > 1 and size % ways:
-            padded = -(-size // ways) * ways
-            over = " x ".join(f"{a!r} ({axis_sizes[list(axis_names).index(a)]})" for a in axes)
-            raise SpecError(
-                problem(
-                    f"{where}, dim {dim}",
-                    f"size {size} does not divide over {over}, {ways} ways. jax will not place "
-                    f"an array split unevenly (device_put and jit arguments and outputs refuse "
-                    f"it); only inside a jitted function does the compiler accept it, padding "
-                    f"dim {dim} to {padded} (shards of {padded // ways}) behind your back",
-                    f"make dim {dim} a multiple of {ways} (pad it yourself), split it over an "
-                    f"axis whose size divides {size}, or replicate it with None",
-                )
+        used[axis] = dim
+        axes.append(axis)
+    return tuple(axes)
+
+
+def _check_even(
+    axes: Sequence[str],
+    dim: int,
+    size: int,
+    where: str,
+    names: Sequence[str],
+    sizes: Sequence[int],
+) -> None:
+    """A dim split over ``axes`` must divide evenly, as ``jax.device_put`` requires."""
+    ways = math.prod(sizes[list(names).index(a)] for a in axes)
+    if ways > 1 and size % ways:
+        padded = -(-size // ways) * ways
+        over = " x ".join(f"{a!r} ({sizes[list(names).index(a)]})" for a in axes)
+        raise SpecError(
+            problem(
+                f"{where}, dim {dim}",
+                f"size {size} does not divide over {over}, {ways} ways. jax will not place "
+                f"an array split unevenly (device_put and jit arguments and outputs refuse "
+                f"it); only inside a jitted function does the compiler accept it, padding "
+                f"dim {dim} to {padded} (shards of {padded // ways}) behind your back",
+                f"make dim {dim} a multiple of {ways} (pad it yourself), split it over an "
+                f"axis whose size divides {size}, or replicate it with None",
             )
-        out.append(tuple(axes))
-    out.extend(() for _ in range(rank - len(out)))
-    return tuple(out)
+        )

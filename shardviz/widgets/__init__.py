@@ -32,6 +32,6 @@ def __getattr__(name: str) -> object:
     import importlib
 
     mod = importlib.import_module(module)
-    value = getattr(mod, "Explorer" if name == "ExplorerView" else name)
+    value = getattr(mod, name)
     globals()[name] = value
     return value

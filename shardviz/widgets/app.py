@@ -15,8 +15,8 @@ import ipywidgets
 
 from shardviz.errors import CompileError, problem
 from shardviz.model import Comparison, Report
-from shardviz.render.report_text import status_line
-from shardviz.widgets.explorer import Explorer as ExplorerView
+from shardviz.render.report_facts import status_line
+from shardviz.widgets.explorer import ExplorerView
 from shardviz.widgets.live import LiveRun, live
 from shardviz.widgets.session import Connection, ExplorerSession, connect
 from shardviz.widgets.static_bundle import with_static_html

@@ -14,22 +14,29 @@ from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from typing import Any, Protocol
 
-import jax
-import numpy as np
-from jax.sharding import AxisType, NamedSharding
-
 from shardviz.capture.calls import context_mesh, in_mesh
-from shardviz.capture.compile import is_compile_only
 from shardviz.capture.explain import _named_args, explain
-from shardviz.capture.layout import path_str
+from shardviz.capture.leaves import (
+    first_named_mesh,
+    from_leaves,
+    is_placeable,
+    leaf_shape,
+    named_leaves,
+    spec_on_mesh,
+)
 from shardviz.capture.mesh import Mesh, mark_sharding
-from shardviz.capture.spec import normalize_spec
-from shardviz.capture.topology import topology_of
+from shardviz.capture.mesh_facts import (
+    device_pool,
+    has_explicit_axes,
+    mesh_devices,
+    mesh_shape_and_names,
+)
+from shardviz.capture.spec_text import SpecEntries
 from shardviz.model import Report
 from shardviz.strategies.rules import axes_needed, get_rule_set, spec_for_leaf
 
 from .background import COMPILING, RUNNING, Latest, Stage
-from .controls import AS_GIVEN, Config, Controls, SpecEntries
+from .controls import AS_GIVEN, Config, Controls
 
 __all__ = ["Connection", "ExplorerLike", "ExplorerSession", "connect", "role_of"]
 
@@ -57,18 +64,6 @@ def role_of(arg_name: str) -> str:
     if name.startswith("opt"):
         return "optimizer"
     return "batch"
-
-
-def _is_array(x: Any) -> bool:
-    """An array leaf the controls can re-place: a jax or numpy array, or a
-    ``ShapeDtypeStruct`` (a hypothetical array, e.g. for a deviceless topology)."""
-    return (isinstance(x, jax.Array) and not isinstance(x, jax.core.Tracer)) or isinstance(
-        x, np.ndarray | jax.ShapeDtypeStruct
-    )
-
-
-def _shape(x: Any) -> tuple[int, ...]:
-    return tuple(x.shape) if isinstance(x, jax.ShapeDtypeStruct) else tuple(np.shape(x))
 
 
 def _entries(spec: tuple[tuple[str, ...], ...]) -> SpecEntries:
@@ -112,11 +107,10 @@ class ExplorerSession:
         self.steps = steps
         named = _named_args(fn, args)
         self.arg_names = tuple(named)
-        flat, self._treedef = jax.tree_util.tree_flatten_with_path(named)
-        self._flat = [(path_str(p), leaf) for p, leaf in flat]
+        self._flat, self._treedef = named_leaves(named)
         #: Leaf path -> shape of every array leaf, in argument order.
-        self.shapes = {p: _shape(x) for p, x in self._flat if _is_array(x)}
-        self._mesh = self._first_mesh()
+        self.shapes = {p: leaf_shape(x) for p, x in self._flat if is_placeable(x)}
+        self._mesh = first_named_mesh(leaf for _, leaf in self._flat)
         self._context = context_mesh()  # jax's mesh context is per thread: keep it
         self._pool = self._device_pool()
         self.device_ids = self._device_ids(devices)
@@ -124,21 +118,10 @@ class ExplorerSession:
 
     # --- reading the arguments -------------------------------------------------------------
 
-    def _first_mesh(self) -> jax.sharding.Mesh | None:
-        for _, leaf in self._flat:
-            sharding = getattr(leaf, "sharding", None)
-            if isinstance(sharding, NamedSharding):
-                return sharding.mesh
-        return None
-
     def _device_pool(self) -> list[Any]:
         """The devices new meshes are made of (``device_ids`` index it): jax's, or a
         deviceless topology's when the arguments are placed on one (then nothing runs)."""
-        mesh = self._mesh if self._mesh is not None else self._context
-        if mesh is not None and is_compile_only(mesh.devices.flat[0]):
-            topo = topology_of(mesh.devices.flat)
-            return list(topo.devices) if topo is not None else list(mesh.devices.flat)
-        return list(jax.devices())
+        return device_pool(self._mesh if self._mesh is not None else self._context)
 
     def _device_ids(self, devices: int | Sequence[int] | None) -> tuple[int, ...]:
         everything = self._pool
@@ -148,33 +131,28 @@ class ExplorerSession:
             return tuple(int(i) for i in devices)
         if self._mesh is None and self._context is not None:
             position = {d.id: i for i, d in enumerate(everything)}
-            return tuple(position[d.id] for d in self._context.devices.flat)
+            return tuple(position[d.id] for d in mesh_devices(self._context))
         if self._mesh is None:
             return tuple(range(len(everything)))
         position = {d.id: i for i, d in enumerate(everything)}
-        return tuple(position[d.id] for d in self._mesh.devices.flat)
+        return tuple(position[d.id] for d in mesh_devices(self._mesh))
 
     def _leaf_spec(self, path: str, leaf: Any) -> SpecEntries:
-        sharding = getattr(leaf, "sharding", None)
-        if not isinstance(sharding, NamedSharding) or sharding.mesh != self._mesh:
-            return (None,) * len(_shape(leaf))  # not on the session's mesh: start replicated
-        names = tuple(str(n) for n in sharding.mesh.axis_names)
-        sizes = tuple(int(s) for s in sharding.mesh.devices.shape)
-        entries = tuple(None if e is sharding.spec.UNCONSTRAINED else e for e in sharding.spec)
-        return _entries(normalize_spec(entries, _shape(leaf), names, sizes, name=path))
+        spec = spec_on_mesh(leaf, self._mesh, path)
+        if spec is None:
+            return (None,) * len(leaf_shape(leaf))  # not on the session's mesh: start replicated
+        return _entries(spec)
 
     def initial_config(self) -> Config:
         """The mesh, axis names and specs the arguments carry now (leaves not on the first
         named mesh are replicated; with no placed leaf, one ``data`` axis over all devices)."""
         if self._mesh is None and self._context is not None:
-            shape = tuple(int(s) for s in self._context.devices.shape)
-            names = tuple(str(n) for n in self._context.axis_names)
+            shape, names = mesh_shape_and_names(self._context)
         elif self._mesh is None:
             shape, names = (len(self.device_ids),), ("data",)
         else:
-            shape = tuple(int(s) for s in self._mesh.devices.shape)
-            names = tuple(str(n) for n in self._mesh.axis_names)
-        specs = {p: self._leaf_spec(p, x) for p, x in self._flat if _is_array(x)}
+            shape, names = mesh_shape_and_names(self._mesh)
+        specs = {p: self._leaf_spec(p, x) for p, x in self._flat if is_placeable(x)}
         return Config(shape, names, AS_GIVEN, specs)
 
     # --- placing ---------------------------------------------------------------------------
@@ -211,7 +189,7 @@ class ExplorerSession:
     def mesh(self, config: Config) -> Mesh:
         """The configuration's mesh over the session's devices (MeshError if it does not fit);
         its axes are Explicit when the context mesh the session was made in had Explicit axes."""
-        explicit = self._context is not None and AxisType.Explicit in self._context.axis_types
+        explicit = self._context is not None and has_explicit_axes(self._context)
         kind = "explicit" if explicit else "auto"
         devices = [self._pool[i] for i in self.device_ids]
         return Mesh(devices, config.mesh_shape, config.axis_names, axis_types=kind)
@@ -237,7 +215,7 @@ class ExplorerSession:
         leaves = [
             mark_sharding(x, mesh, specs[p], name=p) if p in specs else x for p, x in self._flat
         ]
-        named = jax.tree_util.tree_unflatten(self._treedef, leaves)
+        named = from_leaves(self._treedef, leaves)
         return tuple(named[name] for name in self.arg_names)  # jax sorts dict keys
 
     # --- running ---------------------------------------------------------------------------

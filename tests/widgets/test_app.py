@@ -74,3 +74,13 @@ def test_report_and_comparison_take_no_arguments():
         sv.Explorer(42)
     with pytest.raises(TypeError, match="needs a function"):
         ex.train(2)
+
+
+def test_public_explorer_and_its_view_each_have_their_own_name():
+    from shardviz.widgets import ExplorerView
+    from shardviz.widgets.explorer import ExplorerView as defined
+
+    assert ExplorerView is defined and ExplorerView.__name__ == "ExplorerView"
+    assert sv.Explorer.__name__ == "Explorer" and sv.Explorer is not ExplorerView
+    assert issubclass(sv.Explorer, ExplorerView)
+    assert sv.widgets.Explorer is sv.Explorer

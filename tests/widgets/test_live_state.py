@@ -24,8 +24,10 @@ import shardviz as sv
 from shardviz.render.colors import device_color
 from shardviz.strategies import mlp
 from shardviz.strategies.zoo import get_model, init_train_state, make_train_step
-from shardviz.widgets import live as live_mod
+from shardviz.widgets import live_run as live_run_mod
+from shardviz.widgets.esm import widget_module
 from shardviz.widgets.live import STATIC, LiveRun, LiveView, live
+from shardviz.widgets.live_format import time_note
 
 D, H, B = 64, 256, 32
 WAIT = 120  # seconds: a bound for a hung test, never a timing assert
@@ -96,7 +98,7 @@ def test_one_positive_step_time_per_step_and_the_first_is_the_compile(dp_state):
     assert len(ms) == 5 and all(isinstance(t, float) and t > 0 for t in ms)
     assert run.step_ms == ms
     assert run.median_step_ms == statistics.median(ms[1:])
-    note = live_mod.time_note(ms)
+    note = time_note(ms)
     assert note.startswith("step 1 (compile): ") and "over steps 2–5" in note
 
 
@@ -244,9 +246,9 @@ def test_updates_go_out_in_batches(dp_state, monkeypatch):
         _finished(run)
         return sent
 
-    monkeypatch.setattr(live_mod, "SYNC_SECONDS", 0.0)
+    monkeypatch.setattr(live_run_mod, "SYNC_SECONDS", 0.0)
     assert sends(every=3) == [3, 6, 7]
-    monkeypatch.setattr(live_mod, "SYNC_SECONDS", 1e9)  # fast steps: only the first and last
+    monkeypatch.setattr(live_run_mod, "SYNC_SECONDS", 1e9)  # fast steps: only the first and last
     assert sends() == [1, 7]
 
 
@@ -328,7 +330,7 @@ def test_device_memory_stats_are_used_when_the_backend_has_them(dp_state, monkey
             for d in devices
         ]
 
-    monkeypatch.setattr(live_mod, "device_stats", fake_stats)
+    monkeypatch.setattr(live_run_mod, "devices_memory_stats", fake_stats)
     run = _finished(live(mlp.train_step, params, batch, steps=3))
     assert run.view.memory_source == "device"
     assert [(e["device"], e["bytes"], e["peak"], e["limit"]) for e in run.view.memory] == [
@@ -385,7 +387,7 @@ def test_front_end_files_ship_inside_the_package_and_load_nothing():
     package = Path(shardviz.__file__).resolve().parent
     assert STATIC.resolve() == package / "widgets" / "static"
     state = LiveView().get_state()
-    js = (STATIC / "live.js").read_text(encoding="utf-8")
+    js = widget_module("live.js")
     css = (STATIC / "live.css").read_text(encoding="utf-8")
     assert state["_esm"] == js and state["_css"] == css
     assert "export default" in js
