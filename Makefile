@@ -3,9 +3,12 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# The pinned typescript (package-lock.json) that type-checks the widgets' JS; installed by npm ci.
+NODE_STAMP := node_modules/.installed
+TSC := node_modules/.bin/tsc
 DEVICES ?= 8
 
-.PHONY: demo test lint format venv clean browser-deps
+.PHONY: demo test lint format venv clean browser-deps typecheck
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -14,6 +17,17 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 venv: $(STAMP)
+
+$(NODE_STAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund
+	touch $(NODE_STAMP)
+
+## typecheck: shardviz/ by mypy ([tool.mypy] in pyproject.toml), and the widgets' ES modules
+## (shardviz/widgets/static/*.js) from their JSDoc by tsc --noEmit (tsconfig.json), with the
+## typescript pinned in package-lock.json
+typecheck: $(STAMP) $(NODE_STAMP)
+	$(PY) -m mypy
+	$(TSC) --noEmit -p tsconfig.json
 
 ## demo: install (with the tpu and gpu extras for deviceless compiles), then run the main job on $(DEVICES) fake CPU devices -> shardviz-demo.html
 demo: $(STAMP)
@@ -24,11 +38,13 @@ demo: $(STAMP)
 browser-deps:
 	@bash tools/install-chromium.sh
 
-## test: install (Python packages and Chromium), lint, then the whole suite (notebooks and
-## browser tests included)
-test: $(STAMP) browser-deps
+## test: install (Python packages, Chromium, typescript), lint, type-check the Python and the JS,
+## then the whole suite (notebooks and browser tests included)
+test: $(STAMP) browser-deps $(NODE_STAMP)
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
+	$(PY) -m mypy
+	$(TSC) --noEmit -p tsconfig.json
 	$(PY) -m pytest
 
 lint: $(STAMP)
@@ -39,4 +55,4 @@ format: $(STAMP)
 	$(PY) -m ruff check --fix .
 
 clean:
-	rm -rf $(VENV) shardviz-demo.html .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) node_modules shardviz-demo.html .pytest_cache .ruff_cache .hypothesis

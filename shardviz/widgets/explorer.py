@@ -1,4 +1,4 @@
-"""``Explorer``: one report (or each strategy of a comparison) as four linked panes.
+"""``ExplorerView``: one report (or each strategy of a comparison) as four linked panes.
 
 The panes are the device mesh, the arrays (argument leaves, output leaves and intermediates,
 one drawn at a time as tiles), the collective ledger and per-device memory. Selecting in one
@@ -9,7 +9,7 @@ reshard that caused it.
 Synced state is JSON built by the pure :mod:`~shardviz.widgets.explorer_payload`: the shown
 report's payload once (``payload``), and the tiles of the picked array only (``array``,
 rebuilt here whenever ``selected_array`` changes). A controller that recompiles in the
-background drives the widget with :meth:`Explorer.show`, ``status`` and ``error``.
+background drives the widget with :meth:`ExplorerView.show`, ``status`` and ``error``.
 
 A pick waits for a kernel round trip, so once a view has drawn a payload it asks for the
 other arrays ahead of time (a custom message ``{"type": "prefetch", "generation": g}``). A
@@ -37,6 +37,7 @@ from shardviz.render.compare_html import comparison_html
 from shardviz.render.html import page
 from shardviz.render.report_html import report_html
 from shardviz.widgets.background import Latest, Stage
+from shardviz.widgets.esm import widget_module
 from shardviz.widgets.explorer_payload import (
     array_entries,
     array_json,
@@ -49,15 +50,15 @@ from shardviz.widgets.explorer_payload import (
     strategies_payload,
 )
 from shardviz.widgets.mesh_view import STATIC
+from shardviz.widgets.selection import NO_SELECTION, NO_SELECTION_CHOICE
 from shardviz.widgets.static_bundle import with_static_html
 
-NONE = -1
 #: What ``status`` may say: nothing yet, a recompile or run under way, finished, or failed.
 STATUSES = ("", "compiling", "running", "done", "error")
 #: Choices listed in an error message before ``… N more``.
 MAX_CHOICES = 12
-NO_ARRAY = ' or "" for none'
-NO_DEVICE = " or -1 for none"
+#: Appended to the list of arrays in an error message: how to pick none.
+NO_ARRAY_CHOICE = ' or "" for none'
 
 #: Most bytes (UTF-8 JSON text) of arrays sent ahead of picks, per report. Every array of the
 #: benchmark's MLP step at 512 devices (51 arrays) takes 0.8 MB, so a typical program goes
@@ -129,7 +130,7 @@ def check_shown(obj: object) -> Shown:
     )
 
 
-class Explorer(anywidget.AnyWidget):
+class ExplorerView(anywidget.AnyWidget):
     """A report's mesh, arrays, collectives and memory as linked panes.
 
     Args:
@@ -144,7 +145,7 @@ class Explorer(anywidget.AnyWidget):
         traitlets.TraitError: an initial selection names nothing in ``shown``.
     """
 
-    _esm = STATIC / "explorer.js"
+    _esm = widget_module("explorer.js")
     _css = STATIC / "explorer.css"
 
     #: The shown report's payload (``explorer_payload.report_payload``) as JSON text.
@@ -159,9 +160,9 @@ class Explorer(anywidget.AnyWidget):
     #: The picked array's id (``arg:<path>``, ``out:<path>``, ``mid:<name>``), or "".
     selected_array = traitlets.Unicode("").tag(sync=True)
     #: The selected device's id, or -1.
-    selected_device = traitlets.Int(NONE).tag(sync=True)
+    selected_device = traitlets.Int(NO_SELECTION).tag(sync=True)
     #: The selected collective's position in the ledger (0-based), or -1.
-    selected_collective = traitlets.Int(NONE).tag(sync=True)
+    selected_collective = traitlets.Int(NO_SELECTION).tag(sync=True)
     #: "" , "compiling", "running", "done" or "error": shown in the status line.
     status = traitlets.Enum(STATUSES, default_value="").tag(sync=True)
     #: An error message shown in an inline box ("" hides it).
@@ -242,9 +243,9 @@ class Explorer(anywidget.AnyWidget):
         self.generation += 1
         self._prefetch_from = (self.generation, self._report)
         if self.selected_device not in self._device_ids():
-            self.selected_device = NONE
+            self.selected_device = NO_SELECTION
         if self.selected_collective >= len(self._report.collectives):
-            self.selected_collective = NONE
+            self.selected_collective = NO_SELECTION
         ids = self._array_ids()
         ident = self.selected_array if self.selected_array in ids else default_array(self._report)
         if ident == self.selected_array:
@@ -308,7 +309,7 @@ class Explorer(anywidget.AnyWidget):
         if value and value not in ids:
             raise traitlets.TraitError(
                 f"selected_array={value!r} is not an array of this report; use one of "
-                f"{_choices(ids, NO_ARRAY)}"
+                f"{_choices(ids, NO_ARRAY_CHOICE)}"
             )
         return value
 
@@ -316,10 +317,10 @@ class Explorer(anywidget.AnyWidget):
     def _check_device(self, proposal: dict[str, Any]) -> int:
         value = proposal["value"]
         ids = self._device_ids()
-        if value != NONE and value not in ids:
+        if value != NO_SELECTION and value not in ids:
             raise traitlets.TraitError(
                 f"selected_device={value} is not a device of this report's mesh; use one of "
-                f"{_choices(ids, NO_DEVICE)}"
+                f"{_choices(ids, NO_SELECTION_CHOICE)}"
             )
         return value
 
@@ -327,11 +328,11 @@ class Explorer(anywidget.AnyWidget):
     def _check_collective(self, proposal: dict[str, Any]) -> int:
         value = proposal["value"]
         n = len(self._report.collectives)
-        if value != NONE and not 0 <= value < n:
+        if value != NO_SELECTION and not 0 <= value < n:
             valid = f"0 to {n - 1}" if n else "none: the ledger is empty"
             raise traitlets.TraitError(
-                f"selected_collective={value} is not a ledger position; valid: {valid}, "
-                "or -1 for none"
+                f"selected_collective={value} is not a ledger position; valid: {valid},"
+                f"{NO_SELECTION_CHOICE}"
             )
         return value
 

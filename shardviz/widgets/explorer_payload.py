@@ -1,4 +1,4 @@
-"""The :class:`~shardviz.widgets.explorer.Explorer`'s synced state as plain JSON, from the model.
+"""The :class:`~.explorer.ExplorerView`'s synced state as plain JSON, from the model.
 
 Pure: no jax and no anywidget, so every byte the widget syncs can be built and checked without
 a kernel or a browser. Two payloads:
@@ -36,23 +36,34 @@ from shardviz.render.geometry import (
     ArrayPanel,
     array_facts,
     array_grid,
+    devices_label,
+    format_bytes,
+    format_shape,
     mesh_summary,
     page_summary,
 )
 from shardviz.render.html import _array_sizes
-from shardviz.render.report_html import KIND_COLORS, MEMORY_COLORS, OTHER_KIND, group_fill
-from shardviz.render.report_text import (
+from shardviz.render.report_facts import (
     ESTIMATE_WORDS,
+    axes_repr,
     estimate_notes,
     estimate_rows,
+    estimate_seconds_str,
+    format_mfu,
+    format_seconds,
     hbm_str,
+    ids_str,
+    operand_str,
+    short_location,
     status_line,
     target_line,
     value_str,
 )
+from shardviz.render.report_html import KIND_COLORS, MEMORY_COLORS, OTHER_KIND, group_fill
 
 #: Bumped when the payload's shape changes, so the front end can refuse what it cannot read.
-VERSION = 1
+#: 2: ready-made text (bytes, seconds, operands, device labels, sources) beside the numbers.
+VERSION = 2
 
 ARGUMENT, OUTPUT, INTERMEDIATE = "argument", "output", "intermediate"
 ROLES = (ARGUMENT, OUTPUT, INTERMEDIATE)
@@ -60,6 +71,10 @@ PREFIXES = {ARGUMENT: "arg:", OUTPUT: "out:", INTERMEDIATE: "mid:"}
 
 #: The stacked parts of a memory bar, bottom first.
 MEMORY_PARTS = ("argument", "output", "temp")
+#: The target's HBM line joins the memory bars' scale when at most this many times the tallest.
+HBM_SCALE = 4
+#: Device groups named in a collective's legend before ``… N more groups``.
+LEGEND_GROUPS = 16
 
 _BITS = re.compile(r"^(?:b?float|u?int|complex)(\d+)")
 
@@ -256,17 +271,27 @@ class _Table:
 
 class _Sources:
     """Call chains as ``[[file, line, function], ...]`` (outermost first), each chain and each
-    file path stored once: entries point at a chain, a frame's ``file`` at ``files``."""
+    file path stored once: entries point at a chain, a frame's ``file`` at ``files``. Beside
+    each chain, its words (:func:`source_label`) in ``labels``."""
 
     def __init__(self) -> None:
         self.files = _Table()
         self.chains = _Table()
+        self.labels: list[list[str]] = []
 
     def add(self, source: Source | None) -> int | None:
         if source is None:
             return None
         frames = [[self.files.add(f.file), f.line, f.function] for f in source.frames]
-        return self.chains.add(frames)
+        k = self.chains.add(frames)
+        if k == len(self.labels):
+            self.labels.append(source_label(source))
+        return k
+
+
+def source_label(source: Source) -> list[str]:
+    """``[location, short, chain]``: ``/src/train.py:42``, ``train.py:42``, ``step > loss``."""
+    return [source.location, short_location(source), source.chain]
 
 
 def _array_item(entry: ArrayEntry, sources: _Sources) -> dict[str, Any]:
@@ -318,6 +343,31 @@ def _collective_item(
         "reshard_array": reshard if reshard in ids else None,
         "estimated_seconds": c.estimated_seconds,
         "estimate_formula": c.estimate_formula,
+        **collective_text(c),
+    }
+
+
+def collective_text(c: Collective) -> dict[str, Any]:
+    """A ledger entry's words, spelled as the static views spell them.
+
+    Keys: ``axes_text`` (``('data',)``), ``operand`` (``float32[64, 1024] → [512, 1024]``),
+    ``in_value`` and ``out_value`` (``float32[64, 1024]``), ``in_bytes_text`` and
+    ``moved_bytes_text`` (``4 KiB``), ``in_bytes_exact``, ``out_bytes_exact`` and
+    ``moved_bytes_exact`` (``4 KiB (4,096 B)``), ``estimated_text`` (``1.23 µs``, or ``None``
+    without an estimate).
+    """
+    seconds = c.estimated_seconds
+    return {
+        "axes_text": axes_repr(c.axes),
+        "operand": operand_str(c),
+        "in_value": value_str(c.in_dtype, c.in_shape),
+        "out_value": value_str(c.out_dtype, c.out_shape),
+        "in_bytes_text": format_bytes(c.in_bytes),
+        "moved_bytes_text": format_bytes(c.moved_bytes),
+        "in_bytes_exact": format_bytes(c.in_bytes, exact=True),
+        "out_bytes_exact": format_bytes(c.out_bytes, exact=True),
+        "moved_bytes_exact": format_bytes(c.moved_bytes, exact=True),
+        "estimated_text": estimate_seconds_str(seconds) if seconds is not None else None,
     }
 
 
@@ -326,7 +376,8 @@ def memory_payload(report: Report) -> dict[str, Any]:
 
     Arguments and outputs are the bytes of the leaves each device holds (when the report has
     leaves; else the compiler's figure); temp, alias and peak are the compiler's figures, the
-    same on every device.
+    same on every device. Words: ``peak_text``, ``note`` (:func:`memory_note`), and per device
+    a position in ``labels`` (``label_of``; each distinct :func:`memory_label` once).
     """
     m = report.memory
     args, outs = report.arguments, report.outputs
@@ -340,6 +391,7 @@ def memory_payload(report: Report) -> dict[str, Any]:
         a = arg_per.get(d, 0) if len(args) else m.argument_bytes
         o = out_per.get(d, 0) if len(outs) else m.output_bytes
         rows.append([a, max(0, o - m.alias_bytes), m.temp_bytes])
+    labels = _Table()
     return {
         "parts": list(MEMORY_PARTS),
         "colors": [MEMORY_COLORS[p] for p in MEMORY_PARTS],
@@ -353,7 +405,57 @@ def memory_payload(report: Report) -> dict[str, Any]:
         "peak_bytes": m.peak_bytes,
         "peak_definition": m.peak_definition,
         "from_leaves": [bool(len(args)), bool(len(outs))],
+        "peak_text": format_bytes(m.peak_bytes),
+        "note": memory_note(report),
+        "label_of": [labels.add(memory_label(row)) for row in rows],
+        "labels": labels.items,
     }
+
+
+def memory_label(row: Sequence[int]) -> list[str]:
+    """One device's bar in words, after ``d<id>: ``: ``[hover text, readout]``.
+
+    The hover text is the total, then one line per part, exact (``1 KiB (1,024 B)``); the
+    readout one line: ``argument 1 KiB · output 0 B · temp 2 KiB · total 3 KiB``.
+    """
+    parts = list(zip(MEMORY_PARTS, row, strict=True))
+    total = sum(row)
+    hover = [format_bytes(total, exact=True)]
+    hover += [f"{part} {format_bytes(n, exact=True)}" for part, n in parts]
+    line = [f"{part} {format_bytes(n)}" for part, n in parts] + [f"total {format_bytes(total)}"]
+    return ["\n".join(hover), " · ".join(line)]
+
+
+def memory_note(report: Report) -> str:
+    """What the bars count: where the argument figures come from, and any aliased output."""
+    m = report.memory
+    notes = []
+    if m.alias_bytes:
+        notes.append(
+            f"output shown without the {format_bytes(m.alias_bytes)} aliased to arguments "
+            "(written in place)"
+        )
+    args = (
+        "arguments from the leaves each device holds"
+        if len(report.arguments)
+        else "arguments: the compiler's figure"
+    )
+    notes.append(f"{args}; temp is the compiler's figure, the same on every device")
+    return " · ".join(notes)
+
+
+def memory_scale(memory: dict[str, Any], estimate: dict[str, Any] | None) -> dict[str, Any]:
+    """The bytes at the top of the memory bars: the tallest bar or the peak, or the target's
+    HBM when it is near them (at most :data:`HBM_SCALE` times the tallest), as in the
+    comparison's charts.
+
+    Keys: ``bytes``, ``text`` (the tick label) and ``hbm_on_scale``.
+    """
+    tallest = max([1, memory["peak_bytes"], *(sum(row) for row in memory["bytes"])])
+    hbm = (estimate or {}).get("hbm_bytes") or 0
+    on_scale = 0 < hbm <= HBM_SCALE * tallest
+    top = max(tallest, hbm) if on_scale else tallest
+    return {"bytes": top, "text": format_bytes(top), "hbm_on_scale": on_scale}
 
 
 def estimate_payload(report: Report) -> dict[str, Any] | None:
@@ -390,6 +492,32 @@ def estimate_payload(report: Report) -> dict[str, Any] | None:
         "hbm_text": hbm_str(e),
         "rows": [[r.key, r.name, r.value, r.meaning] for r in estimate_rows(e)],
         "notes": [list(n) for n in estimate_notes(report)],
+        **estimate_text(report),
+    }
+
+
+def estimate_text(report: Report) -> dict[str, str]:
+    """The estimate's words for the Explorer's header and memory pane.
+
+    Keys: ``headline`` (``step ≥ 1.23 ms on <target> (compute-bound, MFU ≤ 42%) · <fit>``),
+    ``tooltip`` (the estimate's rows, then its notes, one per line), ``hbm_bytes_text`` and
+    ``hbm_bytes_exact``.
+    """
+    e = report.estimate
+    assert e is not None
+    mfu = f", MFU ≤ {format_mfu(e.mfu)}" if e.mfu is not None else ""
+    rows = [
+        f"{r.name} {r.value}" + (f": {r.meaning}" if r.meaning else "") for r in estimate_rows(e)
+    ]
+    notes = [f"{kind}: {text}" for kind, text in estimate_notes(report)]
+    return {
+        "headline": (
+            f"step ≥ {format_seconds(e.step_seconds)} on {e.target} ({e.bound}-bound{mfu})"
+            f" · {e.fit_text}"
+        ),
+        "tooltip": "\n".join(rows + notes),
+        "hbm_bytes_text": format_bytes(e.hbm_bytes),
+        "hbm_bytes_exact": format_bytes(e.hbm_bytes, exact=True),
     }
 
 
@@ -399,13 +527,18 @@ def report_payload(report: Report) -> dict[str, Any]:
     Keys: ``version``, ``function``, ``platform``, ``status_line``, ``ran``, ``notes``,
     ``mesh`` (``MeshLayout`` data or ``None``), ``mesh_summary``, ``colors`` (device id ->
     colour), ``arrays`` (one item per :func:`array_entries` entry), ``collectives`` (the ledger
-    in order; ``groups``/``pairs``/``source`` are positions in ``groupings``/``pairings``/
-    ``sources``), ``sources`` (call chains, outermost frame first, each frame
-    ``[file, line, function]`` with ``file`` a position in ``files``), ``files``,
-    ``group_colors``, ``kind_colors``, ``memory`` (:func:`memory_payload`) and ``estimate``
-    (:func:`estimate_payload`, ``None`` without a target; each collective then carries its
-    ``estimated_seconds`` and ``estimate_formula``). An array's ``source`` points into
-    ``sources`` too.
+    in order, with its words from :func:`collective_text`; ``groups``/``pairs``/``source``
+    are positions in ``groupings``/``pairings``/``sources``), ``sources`` (call chains,
+    outermost frame first, each frame ``[file, line, function]`` with ``file`` a position in
+    ``files``), ``source_labels`` (per chain, :func:`source_label`), ``files``,
+    ``group_labels`` (per grouping, its first :data:`LEGEND_GROUPS` groups' device ids in
+    words), ``group_colors``, ``kind_colors``, ``memory`` (:func:`memory_payload`, with
+    ``scale`` from :func:`memory_scale`) and ``estimate`` (:func:`estimate_payload`, ``None``
+    without a target; each collective then carries its ``estimated_seconds`` and
+    ``estimate_formula``). An array's ``source`` points into ``sources`` too.
+
+    The words are spelled here, by the static views' own helpers, so the front end derives
+    none of them and the live widget reads as the saved HTML does.
     """
     sources, groupings, pairings = _Sources(), _Table(), _Table()
     entries = array_entries(report)
@@ -418,6 +551,8 @@ def report_payload(report: Report) -> dict[str, Any]:
     most = max((len(g) for g in groupings.items), default=0)
     mesh = report.mesh
     memory = memory_payload(report)
+    estimate = estimate_payload(report)
+    memory["scale"] = memory_scale(memory, estimate)
     device_ids = mesh.device_ids if mesh is not None else memory["devices"]
     return {
         "version": VERSION,
@@ -434,11 +569,13 @@ def report_payload(report: Report) -> dict[str, Any]:
         "groupings": groupings.items,
         "pairings": pairings.items,
         "sources": sources.chains.items,
+        "source_labels": sources.labels,
         "files": sources.files.items,
+        "group_labels": [[ids_str(g) for g in gs[:LEGEND_GROUPS]] for gs in groupings.items],
         "group_colors": [group_fill(i) for i in range(most)],
         "kind_colors": {k: list(v) for k, v in KIND_COLORS.items()} | {"": list(OTHER_KIND)},
         "memory": memory,
-        "estimate": estimate_payload(report),
+        "estimate": estimate,
     }
 
 
@@ -481,16 +618,31 @@ def grid_payload(layout: ArrayLayout) -> dict[str, Any]:
     }
 
 
-def _tiles_json(layout: ArrayLayout) -> list[dict[str, Any]]:
-    return [
-        {
-            "index": [list(k) for k in group[0].key],
-            "shape": list(group[0].shape),
-            "nbytes": group[0].nbytes,
-            "devices": [t.device_id for t in group],
-        }
-        for group in layout.distinct_tiles
-    ]
+def tiles_payload(layout: ArrayLayout) -> tuple[list[dict[str, Any]], list[str]]:
+    """The distinct tiles, replica 0's holder first, and the words for their shards.
+
+    Each tile: ``index`` (``[start, stop]`` per dim), ``shape``, ``nbytes`` (per holder),
+    ``devices``, ``label`` (its holders in few characters, :func:`devices_label`) and
+    ``shard`` (a position in the second list: ``(4, 8) · 128 B``, shape and exact bytes,
+    each text once since most tiles of an array share one).
+    """
+    shards = _Table()
+    tiles = []
+    for group in layout.distinct_tiles:
+        first = group[0]
+        ids = [t.device_id for t in group]
+        shard = f"{format_shape(first.shape)} · {format_bytes(first.nbytes, exact=True)}"
+        tiles.append(
+            {
+                "index": [list(k) for k in first.key],
+                "shape": list(first.shape),
+                "nbytes": first.nbytes,
+                "devices": ids,
+                "label": devices_label(ids),
+                "shard": shards.add(shard),
+            }
+        )
+    return tiles, shards.items
 
 
 def find_entry(report: Report, ident: str) -> ArrayEntry:
@@ -510,8 +662,8 @@ def array_payload(report: Report, ident: str) -> dict[str, Any] | None:
 
     Keys: ``id``, ``role``, ``name``, ``shape``, ``dtype``, ``spec``, ``spec_str``, ``value``,
     ``message`` (why there are no tiles, else ``None``), ``facts`` (kind, tiles and bytes in
-    words), ``tiles`` (distinct tiles: ``index`` as ``[start, stop]`` per dim, ``shape``,
-    ``nbytes`` per holder, ``devices`` replica 0 first) and ``grid`` (:func:`grid_payload`).
+    words, and the shard shape as ``shard_text``), ``tiles`` and ``shards``
+    (:func:`tiles_payload`) and ``grid`` (:func:`grid_payload`).
 
     Raises:
         KeyError: no array of the report has this id.
@@ -535,6 +687,7 @@ def entry_payload(report: Report, entry: ArrayEntry) -> dict[str, Any]:
         "message": None,
         "facts": None,
         "tiles": [],
+        "shards": [],
         "grid": None,
     }
     try:
@@ -553,11 +706,12 @@ def entry_payload(report: Report, entry: ArrayEntry) -> dict[str, Any]:
     out["facts"] = {
         "kind": facts.kind,
         "shard_shape": list(facts.shard_shape),
+        "shard_text": format_shape(facts.shard_shape),
         "tiles": facts.tiles_str,
         "bytes": facts.bytes_str,
         "computed": entry.role == INTERMEDIATE,
     }
-    out["tiles"] = _tiles_json(layout)
+    out["tiles"], out["shards"] = tiles_payload(layout)
     out["grid"] = grid_payload(layout)
     return out
 

@@ -17,11 +17,11 @@ from shardviz.model.array import ArrayLayout
 from shardviz.model.mesh import MeshLayout
 from shardviz.render.colors import device_color
 from shardviz.render.html import array_html, mesh_html
+from shardviz.widgets.esm import widget_module
+from shardviz.widgets.selection import NO_SELECTION, NO_SELECTION_CHOICE
 from shardviz.widgets.static_bundle import with_static_html
 
 STATIC = Path(__file__).parent / "static"
-
-NO_DEVICE = -1
 
 
 def device_colors(mesh: MeshLayout) -> dict[str, str]:
@@ -51,7 +51,7 @@ class MeshView(anywidget.AnyWidget):
         ValueError: if the array lives on a different mesh.
     """
 
-    _esm = STATIC / "mesh_view.js"
+    _esm = widget_module("mesh_view.js")
     _css = STATIC / "mesh_view.css"
 
     #: ``MeshLayout.to_json()``.
@@ -59,7 +59,7 @@ class MeshView(anywidget.AnyWidget):
     #: ``ArrayLayout.to_json()``, or ``""`` for no array.
     array = traitlets.Unicode("").tag(sync=True)
     #: The selected device's id, or ``-1`` for none.
-    selected_device = traitlets.Int(NO_DEVICE).tag(sync=True)
+    selected_device = traitlets.Int(NO_SELECTION).tag(sync=True)
     #: Device id (string key) -> ``#rrggbb`` colour, from ``device_color``.
     colors = traitlets.Dict(key_trait=traitlets.Unicode(), value_trait=traitlets.Unicode()).tag(
         sync=True
@@ -102,10 +102,10 @@ class MeshView(anywidget.AnyWidget):
     @traitlets.validate("selected_device")
     def _check_selected(self, proposal: dict[str, Any]) -> int:
         value = proposal["value"]
-        if value != NO_DEVICE and value not in self._mesh_layout.device_ids:
+        if value != NO_SELECTION and value not in self._mesh_layout.device_ids:
             raise traitlets.TraitError(
                 f"selected_device={value} is not a device of this mesh; use one of "
-                f"{list(self._mesh_layout.device_ids)} or -1 for none"
+                f"{list(self._mesh_layout.device_ids)}{NO_SELECTION_CHOICE}"
             )
         return value
 

@@ -1,6 +1,7 @@
 """Layer 2 harness: render one of the package's widget ES modules in a blank page with a fake model.
 
-The module is loaded from a Blob URL and its ``render({model, el})`` called with a fake model
+The module is the text the widget ships (``shardviz.widgets.esm.widget_module``: the shared
+helpers, then the widget's own file), loaded from a Blob URL and its ``render({model, el})`` called with a fake model
 kept on ``window.sv``. The fake's ``set()`` fires ``change:<name>`` like Backbone does, so the
 view sees its own changes; ``window.sv.fromPython(k, v)`` is what a change from Python looks
 like; ``window.sv.calls`` records every set/save_changes/send/on/off. ``model.send(content)``
@@ -10,7 +11,7 @@ like; ``window.sv.calls`` records every set/save_changes/send/on/off. ``model.se
 
 from __future__ import annotations
 
-from shardviz.widgets.mesh_view import STATIC
+from shardviz.widgets.esm import STATIC, widget_module
 
 _MOUNT_JS = """async ({src, css, state}) => {
   const el = document.createElement("div");
@@ -46,7 +47,8 @@ _MOUNT_JS = """async ({src, css, state}) => {
 
 
 def mount_module(viewer, module: str, state: dict):
-    """Render ``static/<module>.js`` (with its CSS) into a blank page; return the page.
+    """Render the ES module of ``static/<module>.js`` (with its CSS) into a blank page; return
+    the page.
 
     Fails unless ``render`` returns a cleanup function.
     """
@@ -55,7 +57,7 @@ def mount_module(viewer, module: str, state: dict):
     kind = page.evaluate(
         _MOUNT_JS,
         {
-            "src": (STATIC / f"{module}.js").read_text(encoding="utf-8"),
+            "src": widget_module(f"{module}.js"),
             "css": (STATIC / f"{module}.css").read_text(encoding="utf-8"),
             "state": state,
         },

@@ -14,7 +14,7 @@ import os
 
 import pytest
 
-from shardviz.widgets.explorer import Explorer
+from shardviz.widgets.explorer import ExplorerView
 from shardviz.widgets.explorer_payload import array_json
 from tests.browser.conftest import SKIP_ENV
 from tests.browser.fake_model import mount_module
@@ -48,7 +48,7 @@ def report():
     return megatron_mlp_report()
 
 
-def mount(viewer, widget: Explorer):
+def mount(viewer, widget: ExplorerView):
     """Render the module into a blank page with the widget's synced state."""
     state = widget.get_state()
     return mount_module(viewer, "explorer", {k: state[k] for k in SYNCED})
@@ -72,7 +72,7 @@ def _message_from_python(page, content):
     page.evaluate("c => window.sv.fromPythonMsg(c)", content)
 
 
-def prefetched(widget: Explorer) -> list[dict]:
+def prefetched(widget: ExplorerView) -> list[dict]:
     """The batches ``widget`` sends when a view asks for its current generation's arrays."""
     sent: list[dict] = []
     widget.send = sent.append  # no kernel here: keep what would go to the front end
@@ -93,7 +93,7 @@ def _attrs(page, selector, attr):
 
 
 def test_renders_the_four_panes_from_a_real_report(viewer, report):
-    w = Explorer(report)
+    w = ExplorerView(report)
     page = mount(viewer, w)
     assert page.locator(".sv-x-dev").count() == 8
     assert page.locator("tr.sv-x-coll").count() == len(report.collectives)
@@ -113,7 +113,7 @@ def test_renders_the_four_panes_from_a_real_report(viewer, report):
 
 
 def test_click_device_lights_its_tiles_memory_and_collectives(viewer, report):
-    w = Explorer(report, selected_array="arg:params/w1")
+    w = ExplorerView(report, selected_array="arg:params/w1")
     page = mount(viewer, w)
     page.locator('.sv-x-dev[data-device="5"]').click()
     assert _calls(page) == [["set", "selected_device", 5], ["save_changes"]]
@@ -137,7 +137,7 @@ def test_click_device_lights_its_tiles_memory_and_collectives(viewer, report):
 
 
 def test_click_memory_bar_selects_its_device(viewer, report):
-    page = mount(viewer, Explorer(report))
+    page = mount(viewer, ExplorerView(report))
     page.locator('.sv-x-mem[data-device="2"] .sv-x-memhit').click(force=True)
     assert _calls(page) == [["set", "selected_device", 2], ["save_changes"]]
     assert _attrs(page, ".sv-x-dev.sv-selected", "data-device") == ["2"]
@@ -146,7 +146,7 @@ def test_click_memory_bar_selects_its_device(viewer, report):
 
 
 def test_click_ledger_row_outlines_groups_and_shows_source(viewer, report):
-    page = mount(viewer, Explorer(report))
+    page = mount(viewer, ExplorerView(report))
     k = next(i for i, c in enumerate(report.collectives) if c.reshard)
     c = report.collectives[k]
     page.locator(f'tr.sv-x-coll[data-index="{k}"]').click()
@@ -187,7 +187,7 @@ def test_click_ledger_row_outlines_groups_and_shows_source(viewer, report):
 
 def test_permute_draws_an_arrow_per_pair(viewer):
     r = shard_map_report()
-    page = mount(viewer, Explorer(r))
+    page = mount(viewer, ExplorerView(r))
     k = next(i for i, c in enumerate(r.collectives) if c.kind == "collective-permute")
     page.locator(f'tr.sv-x-coll[data-index="{k}"]').click()
     pairs = sorted(_attrs(page, ".sv-x-arrow", "data-pair"))
@@ -199,7 +199,7 @@ def test_permute_draws_an_arrow_per_pair(viewer):
 
 
 def test_pick_array_saves_it_and_draws_what_python_sends(viewer, report):
-    w = Explorer(report)
+    w = ExplorerView(report)
     page = mount(viewer, w)
     target = next(s for s in report.intermediates if s.spec is not None and any(s.spec))
     ident = f"mid:{target.name}"
@@ -217,7 +217,7 @@ def test_pick_array_saves_it_and_draws_what_python_sends(viewer, report):
 
 
 def test_hover_text_gives_index_devices_and_bytes(viewer, report):
-    w = Explorer(report, selected_array="arg:params/w1")
+    w = ExplorerView(report, selected_array="arg:params/w1")
     page = mount(viewer, w)
     t = w.array_layout.distinct_tiles[0][0]
     titles = page.evaluate(
@@ -233,7 +233,7 @@ def test_hover_text_gives_index_devices_and_bytes(viewer, report):
 
 def test_spec_less_intermediate_shows_a_message(viewer):
     r = shard_map_report()
-    page = mount(viewer, Explorer(r, selected_array="mid:add.2"))
+    page = mount(viewer, ExplorerView(r, selected_array="mid:add.2"))
     assert page.locator(".sv-x-tile").count() == 0
     assert "no named sharding" in page.locator(".sv-x-message").inner_text()
     viewer.assert_clean()
@@ -241,7 +241,7 @@ def test_spec_less_intermediate_shows_a_message(viewer):
 
 def test_strategy_select_saves_and_python_swaps_the_report(viewer):
     c = comparison()
-    w = Explorer(c)
+    w = ExplorerView(c)
     page = mount(viewer, w)
     pick = page.locator(".sv-x-strategy")
     assert pick.input_value() == "dp"
@@ -260,7 +260,7 @@ def test_strategy_select_saves_and_python_swaps_the_report(viewer):
 
 
 def test_status_and_error_render_as_text(viewer, report):
-    page = mount(viewer, Explorer(report))
+    page = mount(viewer, ExplorerView(report))
     assert page.locator(".sv-x-status").is_hidden()
     _from_python(page, "status", "compiling")
     assert page.locator(".sv-x-status").inner_text() == "compiling…"
@@ -280,7 +280,7 @@ def test_status_and_error_render_as_text(viewer, report):
 
 
 def test_selection_from_python_moves_every_highlight(viewer, report):
-    page = mount(viewer, Explorer(report))
+    page = mount(viewer, ExplorerView(report))
     _from_python(page, "selected_device", 3)
     _from_python(page, "selected_collective", 0)
     assert _attrs(page, ".sv-x-dev.sv-selected", "data-device") == ["3"]
@@ -294,7 +294,7 @@ def test_selection_from_python_moves_every_highlight(viewer, report):
 
 
 def test_keyboard_selects_devices_and_rows(viewer, report):
-    page = mount(viewer, Explorer(report))
+    page = mount(viewer, ExplorerView(report))
     page.locator('.sv-x-dev[data-device="1"]').focus()
     page.keyboard.press("Enter")
     page.locator('tr.sv-x-coll[data-index="0"]').focus()
@@ -310,7 +310,7 @@ def test_keyboard_selects_devices_and_rows(viewer, report):
 
 def test_hostile_names_render_as_text_and_run_nothing(viewer):
     r = nasty_report()
-    page = mount(viewer, Explorer(r))
+    page = mount(viewer, ExplorerView(r))
     page.locator("tr.sv-x-coll").first.click()
     page.wait_for_timeout(200)
     assert page.evaluate("() => document.querySelectorAll('script').length") == 0
@@ -324,7 +324,7 @@ def test_hostile_names_render_as_text_and_run_nothing(viewer):
 
 
 def test_cleanup_removes_every_listener(viewer, report):
-    page = mount(viewer, Explorer(report))
+    page = mount(viewer, ExplorerView(report))
     page.evaluate("() => window.sv.cleanup()")
     left = page.evaluate(
         "() => Object.entries(window.sv.handlers).filter(([, fs]) => fs.length).map(([e]) => e)"
@@ -345,7 +345,7 @@ def _spec_intermediates(report):
 
 
 def test_a_prefetched_array_draws_at_once_and_pythons_answer_is_not_redrawn(viewer, report):
-    w = Explorer(report)
+    w = ExplorerView(report)
     page = mount(viewer, w)
     assert _sent(page) == [{"type": "prefetch", "generation": w.generation}]
     assert _prefetch_state(page) == "pending"
@@ -375,7 +375,7 @@ def test_a_prefetched_array_draws_at_once_and_pythons_answer_is_not_redrawn(view
 
 
 def test_a_stale_prefetch_is_dropped_and_an_uncached_pick_waits_for_python(viewer, report):
-    w = Explorer(report)
+    w = ExplorerView(report)
     page = mount(viewer, w)
     old = prefetched(w)
     w.show(report)  # a recompile: a new generation, the same payload
@@ -406,7 +406,7 @@ def test_a_stale_prefetch_is_dropped_and_an_uncached_pick_waits_for_python(viewe
 
 
 def test_forgotten_and_unsent_arrays_are_picked_through_python(viewer, report):
-    w = Explorer(report)
+    w = ExplorerView(report)
     page = mount(viewer, w)
     batches = prefetched(w)
     kept_ids = [ident for msg in batches for ident, _ in msg["arrays"]]
@@ -435,14 +435,14 @@ def test_forgotten_and_unsent_arrays_are_picked_through_python(viewer, report):
 
 def test_estimated_times_and_the_hbm_line_are_shown_as_estimates(viewer):
     from shardviz.estimate.step import with_estimate
-    from shardviz.render.report_text import format_seconds
+    from shardviz.render.report_facts import format_seconds
     from tests.render.compare_fixtures import small_hbm
     from tests.render.report_fixtures import dp_report
 
     report = with_estimate(dp_report(), small_hbm())  # 6.3 MiB peak of 8 MiB: the line on scale
     e = report.estimate
     assert e is not None and e.fits
-    page = mount(viewer, Explorer(report))
+    page = mount(viewer, ExplorerView(report))
     # the ledger: an est. column with each collective's estimate, hover saying how
     assert page.locator("th.sv-x-est").inner_text() == "est."
     cells = page.locator("td.sv-x-est")
@@ -475,10 +475,10 @@ def test_hbm_far_above_the_bars_is_said_not_drawn_and_no_target_shows_nothing(vi
     from tests.render.report_fixtures import dp_report, dp_v5e_report
 
     report = dp_v5e_report()  # 6.3 MiB of 16 GiB
-    page = mount(viewer, Explorer(report))
+    page = mount(viewer, ExplorerView(report))
     assert page.locator(".sv-x-hbm").count() == 0
     assert "far above these bars" in page.locator(".sv-x-hbmline").inner_text()
-    page = mount(viewer, Explorer(dp_report()))
+    page = mount(viewer, ExplorerView(dp_report()))
     for cls in (".sv-x-est", ".sv-x-estimate", ".sv-x-hbm", ".sv-x-hbmline", ".sv-x-target"):
         assert page.locator(cls).count() == 0, cls
     viewer.assert_clean()
@@ -488,7 +488,7 @@ def test_hostile_estimate_strings_render_as_text(viewer):
     from tests.render.report_fixtures import nasty_estimate_report
 
     report = nasty_estimate_report()
-    page = mount(viewer, Explorer(report))
+    page = mount(viewer, ExplorerView(report))
     assert page.locator("script").count() == 0
     assert NASTY in page.locator(".sv-x-estimate").inner_text()
     assert NASTY in page.locator(".sv-x-hbmline").inner_text()

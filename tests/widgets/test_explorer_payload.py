@@ -416,3 +416,94 @@ def test_strategies_of_several_targets_have_distinct_ids():
     assert [s["id"] for s in items] == list(c.labels)
     assert len({s["id"] for s in items}) == len(items)
     assert items[1]["target"] == "NVIDIA H100 SXM 1x8 (8 GPUs, 1 host)"
+
+
+# --------------------------------------------------------------------------------------------
+# Ready-made words: spelled by the render helpers, so the front end derives none of them
+
+
+@pytest.mark.parametrize("make", [dp_report, shard_map_report, nasty_report])
+def test_ledger_words_are_the_static_views(make):
+    from shardviz.render.geometry import format_bytes
+    from shardviz.render.report_facts import axes_repr, ids_str, operand_str, value_str
+
+    report = make()
+    p = report_payload(report)
+    for e, c in zip(p["collectives"], report.collectives, strict=True):
+        assert e["axes_text"] == axes_repr(c.axes) and e["operand"] == operand_str(c)
+        assert e["in_value"] == value_str(c.in_dtype, c.in_shape)
+        assert e["out_value"] == value_str(c.out_dtype, c.out_shape)
+        assert e["in_bytes_text"] == format_bytes(c.in_bytes)
+        assert e["moved_bytes_text"] == format_bytes(c.moved_bytes)
+        assert e["moved_bytes_exact"] == format_bytes(c.moved_bytes, exact=True)
+        assert (e["in_bytes_exact"], e["out_bytes_exact"]) == (
+            format_bytes(c.in_bytes, exact=True), format_bytes(c.out_bytes, exact=True)
+        )  # fmt: skip
+        assert e["estimated_text"] is None  # no target
+        if c.groups:
+            labels = p["group_labels"][e["groups"]]
+            assert labels == [ids_str(g) for g in c.groups[: ep.LEGEND_GROUPS]]
+    assert len(p["source_labels"]) == len(p["sources"])
+    for k, label in enumerate(p["source_labels"]):
+        source = _source(p, k)
+        assert label == [source.location, source.location.rsplit("/", 1)[-1], source.chain]
+
+
+def test_estimate_words_are_the_static_views():
+    from shardviz.render.report_facts import format_mfu, format_seconds
+    from tests.render.report_fixtures import dp_v5e_report
+
+    report = dp_v5e_report()
+    e = report.estimate
+    p = report_payload(report)
+    est = p["estimate"]
+    mfu = f", MFU ≤ {format_mfu(e.mfu)}" if e.mfu is not None else ""
+    step = format_seconds(e.step_seconds)
+    assert est["headline"] == f"step ≥ {step} on {e.target} ({e.bound}-bound{mfu}) · {e.fit_text}"
+    lines = est["tooltip"].splitlines()
+    assert lines[0] == f"{est['rows'][0][1]} {est['rows'][0][2]}: {est['rows'][0][3]}"
+    assert lines[len(est["rows"]) :] == [f"{kind}: {text}" for kind, text in est["notes"]]
+    assert f"placement: {report.target.placement}" in lines
+    for entry, c in zip(p["collectives"], report.collectives, strict=True):
+        assert entry["estimated_text"] == format_seconds(c.estimated_seconds)
+
+
+def test_memory_words_and_scale():
+    from shardviz.estimate.step import with_estimate
+    from shardviz.render.geometry import format_bytes
+    from tests.render.compare_fixtures import small_hbm
+
+    report = dp_report()
+    m = report_payload(report)["memory"]
+    assert len(m["label_of"]) == len(m["devices"]) and len(m["labels"]) <= len(m["devices"])
+    for row, k in zip(m["bytes"], m["label_of"], strict=True):
+        hover, line = m["labels"][k]
+        assert hover.splitlines()[0] == format_bytes(sum(row), exact=True)
+        assert hover.splitlines()[1] == f"argument {format_bytes(row[0], exact=True)}"
+        assert line.endswith(f" · total {format_bytes(sum(row))}")
+    assert len(m["labels"]) == len({tuple(r) for r in m["bytes"]}), "each distinct row once"
+    tallest = max(m["peak_bytes"], *(sum(r) for r in m["bytes"]))
+    assert m["scale"] == {"bytes": tallest, "text": format_bytes(tallest), "hbm_on_scale": False}
+    assert m["peak_text"] == format_bytes(report.memory.peak_bytes)
+    assert "arguments from the leaves each device holds" in m["note"]
+
+    near = report_payload(with_estimate(report, small_hbm()))  # 8 MiB HBM: on the scale
+    assert near["memory"]["scale"]["hbm_on_scale"] is True
+    assert near["memory"]["scale"]["bytes"] == max(tallest, 8 << 20)
+    far = report_payload(with_estimate(report, "v5e"))  # 16 GiB: far above the bars
+    assert far["memory"]["scale"]["hbm_on_scale"] is False
+    assert far["estimate"]["hbm_bytes_text"] == "16 GiB"
+
+
+def test_tile_words_are_the_static_views():
+    from shardviz.render.geometry import devices_label, format_bytes, format_shape
+
+    report = dp_report()
+    p = array_payload(report, "arg:batch.x")
+    leaf = report.arguments["batch.x"]
+    assert p["facts"]["shard_text"] == format_shape(leaf.shard_shape)
+    for t, group in zip(p["tiles"], leaf.distinct_tiles, strict=True):
+        assert t["label"] == devices_label([x.device_id for x in group])
+        shard = f"{format_shape(group[0].shape)} · {format_bytes(group[0].nbytes, exact=True)}"
+        assert p["shards"][t["shard"]] == shard
+    assert len(p["shards"]) == len({tuple(g[0].shape) for g in leaf.distinct_tiles})

@@ -1,4 +1,4 @@
-"""Explorer without a browser: synced state is the model's JSON, selections are checked, and
+"""ExplorerView without a browser: synced state is the model's JSON, selections are checked, and
 ``show``/``status``/``error`` let a controller drive it; the static views are escaped and offline."""
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from shardviz.model import Comparison, Report
 from shardviz.render.compare_html import comparison_html
 from shardviz.render.report_html import report_html
 from shardviz.strategies import mlp
-from shardviz.widgets.explorer import STATUSES, Explorer
+from shardviz.widgets.esm import widget_module
+from shardviz.widgets.explorer import STATUSES, ExplorerView
 from shardviz.widgets.explorer_payload import array_json, report_json, strategies_payload
 from shardviz.widgets.mesh_view import STATIC
 from tests.live_reports import megatron_mlp_report
@@ -48,7 +49,7 @@ def _bundle_data(bundle):
 
 
 def test_synced_state_is_the_payload_of_the_report(report):
-    w = Explorer(report)
+    w = ExplorerView(report)
     state = w.get_state()
     assert state["payload"] == report_json(report)
     assert w.selected_array == f"arg:{report.arguments.leaves[0].name}"
@@ -59,7 +60,7 @@ def test_synced_state_is_the_payload_of_the_report(report):
 
 
 def test_ledger_in_the_synced_json_equals_the_reports_collectives(report):
-    w = Explorer(report)
+    w = ExplorerView(report)
     p = json.loads(w.get_state()["payload"])
     assert len(p["collectives"]) == len(report.collectives) > 0
     for e, c in zip(p["collectives"], report.collectives, strict=True):
@@ -82,7 +83,7 @@ def test_ledger_in_the_synced_json_equals_the_reports_collectives(report):
 
 
 def test_picking_an_array_sends_only_its_tiles(report):
-    w = Explorer(report)
+    w = ExplorerView(report)
     s = next(s for s in report.intermediates if s.spec is not None and any(s.spec))
     w.selected_array = f"mid:{s.name}"
     a = json.loads(w.array)
@@ -94,7 +95,9 @@ def test_picking_an_array_sends_only_its_tiles(report):
 
 
 def test_initial_selections_can_be_given(real_comparison):
-    w = Explorer(real_comparison, selected_strategy="tp", selected_device=3, selected_collective=1)
+    w = ExplorerView(
+        real_comparison, selected_strategy="tp", selected_device=3, selected_collective=1
+    )
     assert w.selected_strategy == "tp" and w.report is real_comparison.result("tp").report
     assert (w.selected_device, w.selected_collective) == (3, 1)
     assert w.payload == report_json(w.report)
@@ -106,20 +109,20 @@ def test_initial_selections_can_be_given(real_comparison):
 
 def test_wrong_types_say_what_to_pass(report, real_comparison):
     with pytest.raises(TypeError, match=r"Report \(from shardviz.explain\) or a Comparison"):
-        Explorer(42)
+        ExplorerView(42)
     with pytest.raises(TypeError, match=r"pass result\.report"):
-        Explorer(real_comparison.results[0])
+        ExplorerView(real_comparison.results[0])
     with pytest.raises(TypeError, match="MeshView"):
-        Explorer(report.mesh)
+        ExplorerView(report.mesh)
     with pytest.raises(TypeError, match=r"shardviz\.explain\(fn"):
-        Explorer(mlp.train_step)
-    w = Explorer(report)
+        ExplorerView(mlp.train_step)
+    w = ExplorerView(report)
     with pytest.raises(TypeError, match="got str"):
         w.show("report.json")
 
 
 def test_unknown_selections_name_the_valid_choices(report):
-    w = Explorer(report)
+    w = ExplorerView(report)
     with pytest.raises(traitlets.TraitError, match=r"not an array of this report.*'arg:batch/x'"):
         w.selected_array = "arg:nope"
     with pytest.raises(traitlets.TraitError, match=r"not a device.*0, 1, 2, 3, 4, 5, 6, 7 or -1"):
@@ -130,20 +133,20 @@ def test_unknown_selections_name_the_valid_choices(report):
     with pytest.raises(traitlets.TraitError, match="single report has no strategies"):
         w.selected_strategy = "dp"
     with pytest.raises(traitlets.TraitError, match="not a strategy.*'dp', 'fsdp', 'tp'"):
-        Explorer(comparison()).selected_strategy = "zero9"
+        ExplorerView(comparison()).selected_strategy = "zero9"
     with pytest.raises(traitlets.TraitError, match="not a strategy"):
-        Explorer(comparison(), selected_strategy="zero9")
+        ExplorerView(comparison(), selected_strategy="zero9")
     assert (w.selected_array, w.selected_device) == (f"arg:{report.arguments.paths[0]}", -1)
 
 
 def test_long_choice_lists_are_cut_short():
-    w = Explorer(dp_report())
+    w = ExplorerView(dp_report())
     with pytest.raises(traitlets.TraitError, match=r"… \d+ more"):
         w.selected_array = "mid:nope"
 
 
 def test_status_takes_the_known_words_and_error_any_text(report):
-    w = Explorer(report)
+    w = ExplorerView(report)
     for s in STATUSES:
         w.status = s
         assert w.get_state()["status"] == s
@@ -158,7 +161,7 @@ def test_status_takes_the_known_words_and_error_any_text(report):
 
 
 def test_strategy_switch_needs_no_recompile_and_drops_stale_selections(real_comparison):
-    w = Explorer(real_comparison)
+    w = ExplorerView(real_comparison)
     assert w.strategies == strategies_payload(real_comparison)
     assert w.selected_strategy == "dp"
     tp = real_comparison.result("tp").report
@@ -182,7 +185,7 @@ def test_strategy_switch_needs_no_recompile_and_drops_stale_selections(real_comp
 
 def test_show_replaces_the_report_and_keeps_what_still_exists():
     first, second = dp_report(), shard_map_report()
-    w = Explorer(first, selected_device=5, selected_collective=2, selected_array="arg:batch.x")
+    w = ExplorerView(first, selected_device=5, selected_collective=2, selected_array="arg:batch.x")
     w.status = "compiling"
     w.show(second)
     assert w.report is second and w.payload == report_json(second)
@@ -200,7 +203,7 @@ def test_show_replaces_the_report_and_keeps_what_still_exists():
 
 def test_show_switches_between_report_and_comparison():
     c = comparison()
-    w = Explorer(dp_report())
+    w = ExplorerView(dp_report())
     w.show(c)
     assert w.comparison is c and w.selected_strategy == "dp"
     assert w.strategies == strategies_payload(c)
@@ -217,28 +220,28 @@ def test_show_switches_between_report_and_comparison():
 
 
 def test_mimebundle_has_the_live_view_and_the_static_report(report):
-    w = Explorer(report)
+    w = ExplorerView(report)
     data = _bundle_data(w._repr_mimebundle_())
     assert data[WIDGET_MIME]["model_id"] == w.model_id
     assert data["text/html"] == report_html(report)
     assert "text/plain" in data
     c = comparison()
-    assert _bundle_data(Explorer(c)._repr_mimebundle_())["text/html"] == comparison_html(c)
+    assert _bundle_data(ExplorerView(c)._repr_mimebundle_())["text/html"] == comparison_html(c)
 
 
 def test_save_html_writes_one_offline_page(tmp_path, report):
-    path = Explorer(report).save_html(tmp_path / "explorer.html")
+    path = ExplorerView(report).save_html(tmp_path / "explorer.html")
     text = Path(path).read_text(encoding="utf-8")
     assert text.startswith("<!doctype html>") and report_html(report) in text
     assert not re.search(r"(?:src|href)\s*=\s*[\"']?(?:https?:)?//", text)
     assert "<script" not in text
-    cpath = Explorer(comparison()).save_html(str(tmp_path / "cmp.html"))
+    cpath = ExplorerView(comparison()).save_html(str(tmp_path / "cmp.html"))
     assert comparison_html(comparison()) in Path(cpath).read_text(encoding="utf-8")
 
 
 def test_hostile_names_are_escaped_in_every_static_view(tmp_path):
     r = nasty_report()
-    w = Explorer(r)
+    w = ExplorerView(r)
     html = _bundle_data(w._repr_mimebundle_())["text/html"]
     saved = Path(w.save_html(tmp_path / "nasty.html")).read_text(encoding="utf-8")
     for text in (html, saved):
@@ -252,8 +255,8 @@ def test_hostile_names_are_escaped_in_every_static_view(tmp_path):
 
 
 def test_front_end_files_ship_and_load_nothing(report):
-    state = Explorer(report).get_state()
-    js = (STATIC / "explorer.js").read_text(encoding="utf-8")
+    state = ExplorerView(report).get_state()
+    js = widget_module("explorer.js")
     css = (STATIC / "explorer.css").read_text(encoding="utf-8")
     assert state["_esm"] == js and state["_css"] == css
     for text in (js.replace(SVG_NS, ""), css):  # the SVG namespace is a name, not a resource
@@ -272,7 +275,7 @@ def test_strategies_on_several_targets_are_picked_by_their_label():
     from tests.render.compare_fixtures import comparison_targets
 
     c = comparison_targets()
-    w = Explorer(c, selected_strategy="fsdp @ NVIDIA H100 SXM 1x8 (from CPU)")
+    w = ExplorerView(c, selected_strategy="fsdp @ NVIDIA H100 SXM 1x8 (from CPU)")
     assert w.report is c.result("fsdp", target="h100").report
     assert json.loads(w.payload)["estimate"]["target_name"] == "h100:1x8"
     assert [s["id"] for s in w.strategies] == list(c.labels)

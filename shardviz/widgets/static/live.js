@@ -1,4 +1,6 @@
-// shardviz live training view: a plain ES module for anywidget (no bundler, no imports, offline).
+// @ts-check
+// shardviz live training view: a plain ES module for anywidget (no bundler; shardviz/widgets/esm.py
+// puts static/shared.js in front of it, so what ships imports nothing and works offline).
 //
 // Synced state (see shardviz/widgets/live.py, LiveView):
 //   title           heading text
@@ -17,19 +19,15 @@
 // new ones are appended. Every model string enters the DOM through textContent or
 // setAttribute, never through innerHTML.
 
+import { node, svg } from "./shared.js";
+
+/** @typedef {import("./shared.js").Model} Model */
 /**
+ * One device's memory reading (see live.py).
  * @typedef {{ device: number, bytes: number, peak: number | null, limit: number | null,
  *             color: string }} MemoryEntry
- * @typedef {{
- *   get(name: string): any,
- *   set(name: string, value: any): void,
- *   save_changes(): void,
- *   on(event: string, callback: () => void): void,
- *   off(event?: string | null, callback?: (() => void) | null): void,
- * }} Model
  */
 
-const SVG = "http://www.w3.org/2000/svg";
 // Chart geometry, shared with live.py (px).
 const LOSS_W = 380, LOSS_H = 180;
 const TIME_W = 240, TIME_H = 120;
@@ -40,47 +38,21 @@ const ACTIVE = new Set(["compiling", "running"]);
 const UNITS = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
 
 /**
- * An HTML element with a class and optional text (set as textContent, never parsed).
- * @param {string} tag
- * @param {string} cls
- * @param {string} [text]
- * @returns {HTMLElement}
- */
-function node(tag, cls, text) {
-  const e = document.createElement(tag);
-  e.className = cls;
-  if (text !== undefined) e.textContent = text;
-  return e;
-}
-
-/**
- * An SVG element with attributes (all set with setAttribute).
- * @param {string} tag
- * @param {Record<string, string | number>} [attrs]
- * @returns {SVGElement}
- */
-function svg(tag, attrs = {}) {
-  const e = /** @type {SVGElement} */ (document.createElementNS(SVG, tag));
-  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, String(v));
-  return e;
-}
-
-/**
  * A coordinate, short: 12, 12.5.
- * @param {number} x
+ * @param {number} value
  * @returns {string}
  */
-function num(x) {
-  return String(Math.round(x * 10) / 10);
+function num(value) {
+  return String(Math.round(value * 10) / 10);
 }
 
 /**
  * A loss with four significant digits.
- * @param {number | null | undefined} v
+ * @param {number | null | undefined} loss
  * @returns {string}
  */
-function fmtLoss(v) {
-  return typeof v === "number" && Number.isFinite(v) ? String(Number(v.toPrecision(4))) : "not finite";
+function formatLoss(loss) {
+  return typeof loss === "number" && Number.isFinite(loss) ? String(Number(loss.toPrecision(4))) : "not finite";
 }
 
 /**
@@ -88,23 +60,24 @@ function fmtLoss(v) {
  * @param {number} ms
  * @returns {string}
  */
-function fmtMs(ms) {
+function formatMs(ms) {
   return ms >= 100 ? ms.toFixed(0) : ms >= 10 ? ms.toFixed(1) : ms.toFixed(2);
 }
 
 /**
- * Bytes for people: 512 B, 1.5 KiB, 64 MiB.
- * @param {number} n
+ * Bytes for people: 512 B, 1.5 KiB, 64 MiB (as `shardviz.render.geometry.format_bytes`; the
+ * one JS copy, since this view's memory readings arrive as numbers while it runs).
+ * @param {number} nbytes
  * @returns {string}
  */
-function fmtBytes(n) {
-  let value = n;
+function formatBytes(nbytes) {
+  let value = nbytes;
   let unit = 0;
   while (Math.abs(value) >= 1024 && unit < UNITS.length - 1) {
     value /= 1024;
     unit += 1;
   }
-  return unit === 0 ? `${n} B` : `${value.toFixed(1).replace(/\.0$/, "")} ${UNITS[unit]}`;
+  return unit === 0 ? `${nbytes} B` : `${value.toFixed(1).replace(/\.0$/, "")} ${UNITS[unit]}`;
 }
 
 /**
@@ -113,30 +86,30 @@ function fmtBytes(n) {
  * @returns {number | null}
  */
 function medianMs(ms) {
-  const rest = ms.slice(1).sort((a, b) => a - b);
+  const rest = ms.slice(1).sort((low, high) => low - high);
   if (!rest.length) return null;
   const mid = Math.floor(rest.length / 2);
   return rest.length % 2 ? rest[mid] : (rest[mid - 1] + rest[mid]) / 2;
 }
 
 /**
- * @param {any} v
- * @returns {v is number}
+ * @param {any} value
+ * @returns {value is number}
  */
-function finite(v) {
-  return typeof v === "number" && Number.isFinite(v);
+function finite(value) {
+  return typeof value === "number" && Number.isFinite(value);
 }
 
 /**
- * x of the i-th step (0-based) when the axis spans `count` steps.
- * @param {number} i
+ * x of the step at `step` (0-based) when the axis spans `count` steps.
+ * @param {number} step
  * @param {number} count
  * @param {number} width
  * @returns {number}
  */
-function xOf(i, count, width) {
+function xOf(step, count, width) {
   const plot = width - PAD_L - PAD_R;
-  return PAD_L + (count <= 1 ? plot / 2 : (i / (count - 1)) * plot);
+  return PAD_L + (count <= 1 ? plot / 2 : (step / (count - 1)) * plot);
 }
 
 /**
@@ -156,14 +129,14 @@ function span(values) {
 }
 
 /**
- * @param {number} v
+ * @param {number} value
  * @param {number} lo
  * @param {number} hi
  * @param {number} height
  * @returns {number}
  */
-function yOf(v, lo, hi, height) {
-  return PAD_T + ((hi - v) / (hi - lo)) * (height - PAD_T - PAD_B);
+function yOf(value, lo, hi, height) {
+  return PAD_T + ((hi - value) / (hi - lo)) * (height - PAD_T - PAD_B);
 }
 
 /**
@@ -172,39 +145,39 @@ function yOf(v, lo, hi, height) {
  * @returns {string}
  */
 function pathOf(points) {
-  let d = "";
+  let path = "";
   let down = false;
-  for (const p of points) {
-    if (!p) {
+  for (const point of points) {
+    if (!point) {
       down = false;
       continue;
     }
-    d += `${down ? "L" : "M"}${num(p[0])} ${num(p[1])}`;
+    path += `${down ? "L" : "M"}${num(point[0])} ${num(point[1])}`;
     down = true;
   }
-  return d;
+  return path;
 }
 
 /**
  * An empty chart: axes, a group for tick labels, a path; returns its parts.
- * @param {string} cls
+ * @param {string} className
  * @param {number} width
  * @param {number} height
  * @param {string} label
  */
-function chart(cls, width, height, label) {
+function chart(className, width, height, label) {
   const root = svg("svg", {
-    class: `sv-l-chart ${cls}`,
+    class: `sv-l-chart ${className}`,
     width,
     height,
     viewBox: `0 0 ${width} ${height}`,
     role: "img",
     "aria-label": label,
   });
-  const y1 = height - PAD_B;
+  const bottom = height - PAD_B;
   root.append(
-    svg("line", { class: "sv-l-axis", x1: PAD_L, y1: PAD_T, x2: PAD_L, y2: y1 }),
-    svg("line", { class: "sv-l-axis", x1: PAD_L, y1, x2: width - PAD_R, y2: y1 }),
+    svg("line", { class: "sv-l-axis", x1: PAD_L, y1: PAD_T, x2: PAD_L, y2: bottom }),
+    svg("line", { class: "sv-l-axis", x1: PAD_L, y1: bottom, x2: width - PAD_R, y2: bottom }),
   );
   const ticks = svg("g", { class: "sv-l-ticks" });
   const extra = svg("g");
@@ -222,9 +195,7 @@ function chart(cls, width, height, label) {
  * @returns {SVGElement}
  */
 function tick(x, y, text, anchor) {
-  const t = svg("text", { x: num(x), y: num(y), "text-anchor": anchor });
-  t.textContent = text;
-  return t;
+  return svg("text", { x: num(x), y: num(y), "text-anchor": anchor }, text);
 }
 
 /**
@@ -251,42 +222,39 @@ function spaced(labels, top) {
   const plot = TIME_H - PAD_T - PAD_B;
   /** @type {[number, string][]} */
   const kept = [];
-  for (const [v, text] of labels) {
-    if (kept.every(([k]) => (Math.abs(v - k) / top) * plot >= 10)) kept.push([v, text]);
+  for (const [value, text] of labels) {
+    if (kept.every(([keptValue]) => (Math.abs(value - keptValue) / top) * plot >= 10)) kept.push([value, text]);
   }
   return kept;
 }
 
 /**
  * One memory bar row.
- * @param {number} r
- * @param {MemoryEntry} e
+ * @param {number} row
+ * @param {MemoryEntry} entry
  * @param {number} scale
  * @returns {SVGElement}
  */
-function memoryRow(r, e, scale) {
-  const y = r * MEM_ROW;
-  const used = Number(e.bytes) || 0;
-  const w = Math.max(1, (used / scale) * MEM_BAR);
-  const g = svg("g", { class: "sv-l-bar", "data-device": String(e.device) });
+function memoryRow(row, entry, scale) {
+  const y = row * MEM_ROW;
+  const used = Number(entry.bytes) || 0;
+  const width = Math.max(1, (used / scale) * MEM_BAR);
+  const group = svg("g", { class: "sv-l-bar", "data-device": String(entry.device) });
   const title = svg("title");
-  let hover = `device ${e.device}: ${fmtBytes(used)}`;
-  const label = svg("text", { class: "sv-l-dev", x: 0, y: y + 12 });
-  label.textContent = `dev ${e.device}`;
-  const rect = svg("rect", { x: MEM_LABEL, y: y + 3, width: num(w), height: MEM_ROW - 6 });
-  rect.setAttribute("fill", String(e.color || "#eaeef2"));
-  g.append(title, label, rect);
-  if (e.peak) {
-    const px = num(MEM_LABEL + (e.peak / scale) * MEM_BAR);
-    g.appendChild(svg("line", { class: "sv-l-peak", x1: px, y1: y + 2, x2: px, y2: y + MEM_ROW - 3 }));
-    hover += `, peak ${fmtBytes(e.peak)}`;
+  let hover = `device ${entry.device}: ${formatBytes(used)}`;
+  const label = svg("text", { class: "sv-l-dev", x: 0, y: y + 12 }, `dev ${entry.device}`);
+  const rect = svg("rect", { x: MEM_LABEL, y: y + 3, width: num(width), height: MEM_ROW - 6 });
+  rect.setAttribute("fill", String(entry.color || "#eaeef2"));
+  group.append(title, label, rect);
+  if (entry.peak) {
+    const peakX = num(MEM_LABEL + (entry.peak / scale) * MEM_BAR);
+    group.appendChild(svg("line", { class: "sv-l-peak", x1: peakX, y1: y + 2, x2: peakX, y2: y + MEM_ROW - 3 }));
+    hover += `, peak ${formatBytes(entry.peak)}`;
   }
-  if (e.limit) hover += ` of ${fmtBytes(e.limit)}`;
+  if (entry.limit) hover += ` of ${formatBytes(entry.limit)}`;
   title.textContent = hover;
-  const value = svg("text", { x: num(MEM_LABEL + w + 4), y: y + 12 });
-  value.textContent = fmtBytes(used);
-  g.appendChild(value);
-  return g;
+  group.appendChild(svg("text", { x: num(MEM_LABEL + width + 4), y: y + 12 }, formatBytes(used)));
+  return group;
 }
 
 /**
@@ -295,15 +263,17 @@ function memoryRow(r, e, scale) {
  * @returns {number}
  */
 function memoryScale(memory) {
-  if (memory.length && memory.every((e) => e.limit)) return Math.max(...memory.map((e) => Number(e.limit)));
-  const sizes = memory.map((e) => Math.max(Number(e.bytes) || 0, Number(e.peak) || 0));
+  if (memory.length && memory.every((entry) => entry.limit)) {
+    return Math.max(...memory.map((entry) => Number(entry.limit)));
+  }
+  const sizes = memory.map((entry) => Math.max(Number(entry.bytes) || 0, Number(entry.peak) || 0));
   return Math.max(0, ...sizes) || 1;
 }
 
 export default {
   /**
    * Draw the view into `el`; returns the cleanup anywidget calls when the view goes away.
-   * @param {{ model: Model, el: HTMLElement }} ctx
+   * @param {{ model: Model, el: HTMLElement }} context
    * @returns {() => void}
    */
   render({ model, el }) {
@@ -324,8 +294,8 @@ export default {
     const lossFig = node("figure", "sv-l-panel");
     lossFig.appendChild(node("figcaption", "", "loss"));
     const loss = chart("sv-l-loss", LOSS_W, LOSS_H, "loss by step");
-    const pts = svg("g", { class: "sv-l-pts" });
-    loss.root.appendChild(pts);
+    const points = svg("g", { class: "sv-l-pts" });
+    loss.root.appendChild(points);
     lossFig.appendChild(loss.root);
 
     const timeFig = node("figure", "sv-l-panel");
@@ -344,21 +314,25 @@ export default {
     root.append(head, error, panels);
     el.replaceChildren(root);
 
-    /** @returns {number} */
-    function count(/** @type {number} */ n) {
-      return Math.max(Number(model.get("total_steps")) || 0, n);
+    /**
+     * How many steps the x axis spans: those planned, or more if more have run.
+     * @param {number} done
+     * @returns {number}
+     */
+    function stepsShown(done) {
+      return Math.max(Number(model.get("total_steps")) || 0, done);
     }
 
     function drawHead() {
-      const s = String(model.get("status") || "idle");
+      const state = String(model.get("status") || "idle");
       title.textContent = String(model.get("title") || "");
-      status.textContent = s;
-      status.className = `sv-l-status sv-l-status-${s.replace(/[^a-z]/g, "")}`;
+      status.textContent = state;
+      status.className = `sv-l-status sv-l-status-${state.replace(/[^a-z]/g, "")}`;
       const total = Number(model.get("total_steps")) || 0;
       const step = Number(model.get("step")) || 0;
       progress.textContent = total ? `step ${step} / ${total}` : `step ${step}`;
-      stop.hidden = !(ACTIVE.has(s) || s === "stopping");
-      stop.disabled = s === "stopping" || Boolean(model.get("stop_requested"));
+      stop.hidden = !(ACTIVE.has(state) || state === "stopping");
+      stop.disabled = state === "stopping" || Boolean(model.get("stop_requested"));
     }
 
     function drawError() {
@@ -370,76 +344,76 @@ export default {
     function drawLoss() {
       /** @type {(number | null)[]} */
       const losses = model.get("losses") || [];
-      const n = losses.length;
-      const total = count(n);
+      const count = losses.length;
+      const total = stepsShown(count);
       const good = losses.filter(finite);
       const [lo, hi] = span(good);
-      const r = n <= 200 ? "2.5" : "1.5";
+      const radius = count <= 200 ? "2.5" : "1.5";
       /** @type {([number, number] | null)[]} */
       const line = [];
-      const dots = pts.children;
-      while (dots.length > n) dots[dots.length - 1].remove();
-      losses.forEach((v, i) => {
-        const ok = finite(v);
-        const x = xOf(i, total, LOSS_W);
-        const y = ok ? yOf(/** @type {number} */ (v), lo, hi, LOSS_H) : PAD_T;
+      const dots = points.children;
+      while (dots.length > count) dots[dots.length - 1].remove();
+      losses.forEach((value, step) => {
+        const ok = finite(value);
+        const x = xOf(step, total, LOSS_W);
+        const y = ok ? yOf(value, lo, hi, LOSS_H) : PAD_T;
         line.push(ok ? [x, y] : null);
-        let dot = dots[i];
+        let dot = dots[step];
         if (!dot) {
           dot = svg("circle");
           dot.appendChild(svg("title"));
-          pts.appendChild(dot);
+          points.appendChild(dot);
         }
         dot.setAttribute("class", ok ? "sv-l-pt" : "sv-l-pt sv-l-bad");
         dot.setAttribute("cx", num(x));
         dot.setAttribute("cy", num(y));
-        dot.setAttribute("r", r);
-        /** @type {Element} */ (dot.firstChild).textContent = `step ${i + 1}: loss ${fmtLoss(v)}`;
+        dot.setAttribute("r", radius);
+        /** @type {Element} */ (dot.firstChild).textContent = `step ${step + 1}: loss ${formatLoss(value)}`;
       });
       loss.line.setAttribute("d", pathOf(line));
       const ticks = xTicks(total, LOSS_W, LOSS_H);
       if (good.length) {
         const top = Math.max(...good), bottom = Math.min(...good);
-        ticks.push(tick(PAD_L - 4, yOf(top, lo, hi, LOSS_H) + 3, fmtLoss(top), "end"));
-        if (bottom !== top) ticks.push(tick(PAD_L - 4, yOf(bottom, lo, hi, LOSS_H) + 3, fmtLoss(bottom), "end"));
+        ticks.push(tick(PAD_L - 4, yOf(top, lo, hi, LOSS_H) + 3, formatLoss(top), "end"));
+        if (bottom !== top) ticks.push(tick(PAD_L - 4, yOf(bottom, lo, hi, LOSS_H) + 3, formatLoss(bottom), "end"));
       }
       loss.ticks.replaceChildren(...ticks);
-      last.textContent = n ? `loss ${fmtLoss(losses[n - 1])}` : "";
+      last.textContent = count ? `loss ${formatLoss(losses[count - 1])}` : "";
     }
 
     function drawTime() {
       /** @type {number[]} */
       const ms = (model.get("step_ms") || []).map(Number);
-      const total = count(ms.length);
+      const total = stepsShown(ms.length);
       const rest = ms.slice(1);
       const top = rest.length ? Math.max(...rest) * 1.1 : 1;
       time.line.setAttribute(
         "d",
-        pathOf(rest.map((v, k) => [xOf(k + 1, total, TIME_W), yOf(v, 0, top, TIME_H)])),
+        pathOf(rest.map((value, step) => [xOf(step + 1, total, TIME_W), yOf(value, 0, top, TIME_H)])),
       );
       const ticks = xTicks(total, TIME_W, TIME_H);
-      const med = medianMs(ms);
+      const median = medianMs(ms);
       /** @type {[number, string][]} */
       const labels = [[0, "0"]];
-      if (med !== null) labels.push([med, fmtMs(med)], [Math.max(...rest), fmtMs(Math.max(...rest))]);
-      for (const [v, text] of spaced(labels, top)) ticks.push(tick(PAD_L - 4, yOf(v, 0, top, TIME_H) + 3, text, "end"));
+      if (median !== null) labels.push([median, formatMs(median)], [Math.max(...rest), formatMs(Math.max(...rest))]);
+      for (const [value, text] of spaced(labels, top)) {
+        ticks.push(tick(PAD_L - 4, yOf(value, 0, top, TIME_H) + 3, text, "end"));
+      }
       time.extra.replaceChildren();
-      if (med !== null) {
-        const y = yOf(med, 0, top, TIME_H);
-        const median = svg("line", { class: "sv-l-median", x1: PAD_L, y1: num(y), x2: TIME_W - PAD_R, y2: num(y) });
-        const t = svg("title");
-        t.textContent = `median ${fmtMs(med)} ms`;
-        median.appendChild(t);
-        time.extra.appendChild(median);
+      if (median !== null) {
+        const y = num(yOf(median, 0, top, TIME_H));
+        const medianLine = svg("line", { class: "sv-l-median", x1: PAD_L, y1: y, x2: TIME_W - PAD_R, y2: y });
+        medianLine.appendChild(svg("title", {}, `median ${formatMs(median)} ms`));
+        time.extra.appendChild(medianLine);
       }
       time.ticks.replaceChildren(...ticks);
       if (!ms.length) {
         timeNote.textContent = "no step finished yet";
       } else {
-        let text = `step 1 (compile): ${fmtMs(ms[0])} ms`;
-        if (med !== null) {
+        let text = `step 1 (compile): ${formatMs(ms[0])} ms`;
+        if (median !== null) {
           const steps = ms.length === 2 ? "step 2" : `steps 2–${ms.length}`;
-          text += ` · median ${fmtMs(med)} ms over ${steps}`;
+          text += ` · median ${formatMs(median)} ms over ${steps}`;
         }
         timeNote.textContent = text;
       }
@@ -450,7 +424,7 @@ export default {
       const memory = model.get("memory") || [];
       const shown = memory.slice(0, MAX_MEMORY_BARS);
       const scale = memoryScale(memory);
-      const rows = shown.map((e, r) => memoryRow(r, e, scale));
+      const rows = shown.map((entry, row) => memoryRow(row, entry, scale));
       const more = memory.length - shown.length;
       const height = Math.max(1, MEM_ROW * (shown.length + (more ? 1 : 0)));
       if (more) rows.push(tick(0, height - 5, `… ${more} more devices`, "start"));
@@ -488,14 +462,14 @@ export default {
       ["change:error", drawError],
     ];
     stop.addEventListener("click", onStop);
-    for (const [event, fn] of listeners) model.on(event, fn);
+    for (const [event, callback] of listeners) model.on(event, callback);
     drawSteps();
     drawMemory();
     drawError();
 
     return () => {
       stop.removeEventListener("click", onStop);
-      for (const [event, fn] of listeners) model.off(event, fn);
+      for (const [event, callback] of listeners) model.off(event, callback);
     };
   },
 };

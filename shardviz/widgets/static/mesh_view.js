@@ -1,4 +1,6 @@
-// shardviz MeshView: a plain ES module for anywidget (no bundler, no imports, works offline).
+// @ts-check
+// shardviz MeshView: a plain ES module for anywidget (no bundler; shardviz/widgets/esm.py puts
+// static/shared.js in front of it, so what ships imports nothing and works offline).
 //
 // Synced state (see shardviz/widgets/mesh_view.py):
 //   mesh            MeshLayout.to_json()
@@ -9,86 +11,33 @@
 // Every model string enters the DOM through textContent or an attribute set with
 // setAttribute, never through innerHTML.
 
-/**
- * @typedef {{ id: number, process_index: number, platform: string, kind: string }} Device
- * @typedef {{ axis_names: string[], axis_sizes: number[], devices: Device[] }} MeshJson
- * @typedef {{ device_id: number, index: [number, number][], shape: number[],
- *             nbytes: number, replica_id: number }} TileJson
- * @typedef {{ name: string, shape: number[], dtype: string, spec: string[][] | null,
- *             mesh: MeshJson, tiles: TileJson[] }} ArrayJson
- * @typedef {{
- *   get(name: string): any,
- *   set(name: string, value: any): void,
- *   save_changes(): void,
- *   on(event: string, callback: () => void): void,
- *   off(event?: string | null, callback?: (() => void) | null): void,
- * }} Model
- */
+import {
+  NO_SELECTION,
+  formatIndex,
+  isActivation,
+  meshCoords,
+  node,
+  parse,
+  selectTilesOf,
+  setPressed,
+} from "./shared.js";
 
-const NO_DEVICE = -1;
-const SELECTED = "sv-selected";
+/** @typedef {import("./shared.js").Model} Model */
+/** @typedef {import("./shared.js").MeshJson} MeshJson */
+/** @typedef {import("./shared.js").TileJson} TileJson */
+/** @typedef {import("./shared.js").ArrayJson} ArrayJson */
 
 /**
- * An element with a class and optional text (set as textContent, never parsed).
- * @param {string} tag
- * @param {string} cls
- * @param {string} [text]
- * @returns {HTMLElement}
- */
-function node(tag, cls, text) {
-  const e = document.createElement(tag);
-  e.className = cls;
-  if (text !== undefined) e.textContent = text;
-  return e;
-}
-
-/**
- * Parse a JSON state string; "" or invalid gives null.
- * @param {string} text
- * @returns {any}
- */
-function parse(text) {
-  if (!text) return null;
-  try {
-    return JSON.parse(text);
-  } catch {
-    return null;
-  }
-}
-
-/**
- * Mesh coordinate of the device at a row-major flat position.
- * @param {number} flat
- * @param {number[]} sizes
- * @returns {number[]}
- */
-function coordsOf(flat, sizes) {
-  const out = [];
-  for (let a = sizes.length - 1; a >= 0; a--) {
-    out.unshift(flat % sizes[a]);
-    flat = Math.floor(flat / sizes[a]);
-  }
-  return out;
-}
-
-/**
- * An index slice in numpy's spelling: [0:4, 4:8].
- * @param {[number, number][]} index
- * @returns {string}
- */
-function formatIndex(index) {
-  return "[" + index.map(([a, b]) => `${a}:${b}`).join(", ") + "]";
-}
-
-/**
- * A partition spec in jax's spelling.
+ * A partition spec in jax's spelling (as `shardviz.model.array.format_spec`; the one JS copy,
+ * since this view's state is the model's own JSON).
  * @param {string[][] | null} spec
  * @returns {string}
  */
 function formatSpec(spec) {
   if (!spec) return "(not a named sharding)";
-  const parts = spec.map((e) =>
-    e.length === 0 ? "None" : e.length === 1 ? `'${e[0]}'` : "(" + e.map((a) => `'${a}'`).join(", ") + ")",
+  const quote = (/** @type {string} */ axis) => `'${axis}'`;
+  const parts = spec.map((entry) =>
+    entry.length === 0 ? "None" : entry.length === 1 ? quote(entry[0]) : "(" + entry.map(quote).join(", ") + ")",
   );
   return parts.length === 1 ? `P(${parts[0]},)` : `P(${parts.join(", ")})`;
 }
@@ -102,39 +51,40 @@ function formatSpec(spec) {
 function meshGrid(mesh, colors) {
   const names = mesh.axis_names;
   const sizes = mesh.axis_sizes;
-  const nd = sizes.length;
-  const ncols = nd === 0 ? 1 : sizes[nd - 1];
-  const nrows = Math.max(1, mesh.devices.length / ncols);
-  const rowNames = names.slice(0, Math.max(0, nd - 1));
+  const rank = sizes.length;
+  const numCols = rank === 0 ? 1 : sizes[rank - 1];
+  const numRows = Math.max(1, mesh.devices.length / numCols);
+  const rowNames = names.slice(0, Math.max(0, rank - 1));
 
   const wrap = node("div", "sv-w-mesh");
-  const colTitle = node("div", "sv-w-axis sv-w-axis-cols", nd > 0 ? `${names[nd - 1]} (${ncols})` : "");
+  const colTitle = node("div", "sv-w-axis sv-w-axis-cols", rank > 0 ? `${names[rank - 1]} (${numCols})` : "");
   const rowTitle = node(
     "div",
     "sv-w-axis sv-w-axis-rows",
-    rowNames.map((n, i) => `${n} (${sizes[i]})`).join(" × "),
+    rowNames.map((name, axis) => `${name} (${sizes[axis]})`).join(" × "),
   );
   const grid = node("div", "sv-w-grid");
-  grid.style.gridTemplateColumns = `auto repeat(${ncols}, minmax(3.2em, auto))`;
+  grid.style.gridTemplateColumns = `auto repeat(${numCols}, minmax(3.2em, auto))`;
 
   grid.appendChild(node("div", "sv-w-corner"));
-  for (let c = 0; c < ncols; c++) grid.appendChild(node("div", "sv-w-tick", nd > 0 ? String(c) : ""));
-  mesh.devices.forEach((dev, flat) => {
-    const coord = coordsOf(flat, sizes);
-    if (flat % ncols === 0) {
-      const r = Math.floor(flat / ncols);
-      const label = rowNames.length ? coord.slice(0, -1).join(",") : nrows > 1 ? String(r) : "";
-      grid.appendChild(node("div", "sv-w-tick sv-w-tick-row", label));
+  for (let col = 0; col < numCols; col++) grid.appendChild(node("div", "sv-w-tick", rank > 0 ? String(col) : ""));
+  mesh.devices.forEach((device, flat) => {
+    const coord = meshCoords(flat, sizes);
+    if (flat % numCols === 0) {
+      const row = Math.floor(flat / numCols);
+      const rowLabel = rowNames.length ? coord.slice(0, -1).join(",") : numRows > 1 ? String(row) : "";
+      grid.appendChild(node("div", "sv-w-tick sv-w-tick-row", rowLabel));
     }
     const cell = node("div", "sv-w-device");
-    cell.dataset.device = String(dev.id);
+    cell.dataset.device = String(device.id);
     cell.setAttribute("role", "button");
     cell.setAttribute("tabindex", "0");
-    cell.style.background = colors[String(dev.id)] || "#eaeef2";
-    const where = names.map((n, i) => `${n}=${coord[i]}`).join(", ");
-    cell.title = `device ${dev.id} (${dev.platform}, process ${dev.process_index})` + (where ? ` at ${where}` : "");
-    cell.appendChild(node("span", "sv-w-id", String(dev.id)));
-    if (nd > 0) cell.appendChild(node("span", "sv-w-coord", "(" + coord.join(",") + ")"));
+    cell.style.background = colors[String(device.id)] || "#eaeef2";
+    const where = names.map((name, axis) => `${name}=${coord[axis]}`).join(", ");
+    cell.title =
+      `device ${device.id} (${device.platform}, process ${device.process_index})` + (where ? ` at ${where}` : "");
+    cell.appendChild(node("span", "sv-w-id", String(device.id)));
+    if (rank > 0) cell.appendChild(node("span", "sv-w-coord", "(" + coord.join(",") + ")"));
     grid.appendChild(cell);
   });
 
@@ -152,13 +102,14 @@ function meshGrid(mesh, colors) {
 function distinctTiles(tiles) {
   /** @type {Map<string, TileJson[]>} */
   const groups = new Map();
-  for (const t of tiles) {
-    const key = JSON.stringify(t.index);
-    if (!groups.has(key)) groups.set(key, []);
-    groups.get(key)?.push(t);
+  for (const tile of tiles) {
+    const key = JSON.stringify(tile.index);
+    const group = groups.get(key);
+    if (group) group.push(tile);
+    else groups.set(key, [tile]);
   }
-  return [...groups.values()].map((g) =>
-    g.slice().sort((a, b) => a.replica_id - b.replica_id || a.device_id - b.device_id),
+  return [...groups.values()].map((group) =>
+    group.slice().sort((one, other) => one.replica_id - other.replica_id || one.device_id - other.device_id),
   );
 }
 
@@ -169,12 +120,22 @@ function distinctTiles(tiles) {
  * @returns {number[]}
  */
 function cuts(groups, dim) {
-  const set = new Set();
-  for (const g of groups) {
-    set.add(g[0].index[dim][0]);
-    set.add(g[0].index[dim][1]);
+  /** @type {Set<number>} */
+  const points = new Set();
+  for (const group of groups) {
+    points.add(group[0].index[dim][0]);
+    points.add(group[0].index[dim][1]);
   }
-  return [...set].sort((a, b) => a - b);
+  return [...points].sort((low, high) => low - high);
+}
+
+/**
+ * The ids of the devices holding a group of tiles, replica 0 first.
+ * @param {TileJson[]} group
+ * @returns {number[]}
+ */
+function holders(group) {
+  return group.map((tile) => tile.device_id);
 }
 
 /**
@@ -186,12 +147,14 @@ function cuts(groups, dim) {
  */
 function tileNode(tag, group, colors) {
   const first = group[0];
-  const ids = group.map((t) => t.device_id);
-  const e = node(tag, "sv-w-tile");
-  e.dataset.devices = ids.join(" ");
-  e.style.background = colors[String(first.device_id)] || "#eaeef2";
-  e.title = `${formatIndex(first.index)} shape (${first.shape.join(", ")}) on device${ids.length > 1 ? "s" : ""} ${ids.join(", ")}`;
-  return e;
+  const ids = holders(group);
+  const element = node(tag, "sv-w-tile");
+  element.dataset.devices = ids.join(" ");
+  element.style.background = colors[String(first.device_id)] || "#eaeef2";
+  element.title =
+    `${formatIndex(first.index)} shape (${first.shape.join(", ")}) on device${ids.length > 1 ? "s" : ""} ` +
+    ids.join(", ");
+  return element;
 }
 
 /**
@@ -210,34 +173,33 @@ function arrayView(array, colors) {
   );
   wrap.appendChild(head);
   const groups = distinctTiles(array.tiles);
-  const nd = array.shape.length;
+  const rank = array.shape.length;
 
-  if (nd <= 2) {
-    const rowCuts = nd === 2 ? cuts(groups, 0) : [0, 1];
-    const colCuts = nd === 0 ? [0, 1] : cuts(groups, nd - 1);
+  if (rank <= 2) {
+    const rowCuts = rank === 2 ? cuts(groups, 0) : [0, 1];
+    const colCuts = rank === 0 ? [0, 1] : cuts(groups, rank - 1);
     const grid = node("div", "sv-w-tiles");
     grid.style.gridTemplateColumns = `repeat(${colCuts.length - 1}, minmax(4.5em, auto))`;
-    for (const g of groups) {
-      const idx = g[0].index;
-      const cell = tileNode("div", g, colors);
-      const [r0, r1] = nd === 2 ? idx[0] : [0, 1];
-      const [c0, c1] = nd === 0 ? [0, 1] : idx[nd - 1];
-      cell.style.gridRow = `${rowCuts.indexOf(r0) + 1} / ${rowCuts.indexOf(r1) + 1}`;
-      cell.style.gridColumn = `${colCuts.indexOf(c0) + 1} / ${colCuts.indexOf(c1) + 1}`;
+    for (const group of groups) {
+      const index = group[0].index;
+      const cell = tileNode("div", group, colors);
+      const [rowStart, rowStop] = rank === 2 ? index[0] : [0, 1];
+      const [colStart, colStop] = rank === 0 ? [0, 1] : index[rank - 1];
+      cell.style.gridRow = `${rowCuts.indexOf(rowStart) + 1} / ${rowCuts.indexOf(rowStop) + 1}`;
+      cell.style.gridColumn = `${colCuts.indexOf(colStart) + 1} / ${colCuts.indexOf(colStop) + 1}`;
       cell.append(
-        node("span", "sv-w-index", nd === 0 ? "[]" : formatIndex(idx)),
-        node("span", "sv-w-holders", g.map((t) => t.device_id).join(" ")),
+        node("span", "sv-w-index", rank === 0 ? "[]" : formatIndex(index)),
+        node("span", "sv-w-holders", holders(group).join(" ")),
       );
       grid.appendChild(cell);
     }
     wrap.appendChild(grid);
   } else {
     const list = node("ul", "sv-w-tilelist");
-    for (const g of groups) {
-      const item = tileNode("li", g, colors);
-      item.textContent = `${formatIndex(g[0].index)} on ${g.length > 1 ? "devices" : "device"} ${g
-        .map((t) => t.device_id)
-        .join(", ")}`;
+    for (const group of groups) {
+      const item = tileNode("li", group, colors);
+      const devices = group.length > 1 ? "devices" : "device";
+      item.textContent = `${formatIndex(group[0].index)} on ${devices} ${holders(group).join(", ")}`;
       list.appendChild(item);
     }
     wrap.appendChild(list);
@@ -248,7 +210,7 @@ function arrayView(array, colors) {
 export default {
   /**
    * Draw the view into `el`; returns the cleanup anywidget calls when the view goes away.
-   * @param {{ model: Model, el: HTMLElement }} ctx
+   * @param {{ model: Model, el: HTMLElement }} context
    * @returns {() => void}
    */
   render({ model, el }) {
@@ -256,16 +218,11 @@ export default {
     el.replaceChildren(root);
 
     function highlight() {
-      const sel = Number(model.get("selected_device"));
+      const selected = Number(model.get("selected_device"));
       for (const cell of root.querySelectorAll(".sv-w-device")) {
-        const on = /** @type {HTMLElement} */ (cell).dataset.device === String(sel);
-        cell.classList.toggle(SELECTED, on);
-        cell.setAttribute("aria-pressed", on ? "true" : "false");
+        setPressed(cell, /** @type {HTMLElement} */ (cell).dataset.device === String(selected));
       }
-      for (const tile of root.querySelectorAll(".sv-w-tile")) {
-        const ids = (/** @type {HTMLElement} */ (tile).dataset.devices || "").split(" ");
-        tile.classList.toggle(SELECTED, sel !== NO_DEVICE && ids.includes(String(sel)));
-      }
+      selectTilesOf(root.querySelectorAll(".sv-w-tile"), selected);
     }
 
     function draw() {
@@ -286,47 +243,55 @@ export default {
 
     /** @param {number} id */
     function select(id) {
-      const next = Number(model.get("selected_device")) === id ? NO_DEVICE : id;
+      const next = Number(model.get("selected_device")) === id ? NO_SELECTION : id;
       model.set("selected_device", next);
       model.save_changes();
       highlight();
     }
 
-    /** @param {Event} ev */
-    function onClick(ev) {
-      const cell = /** @type {HTMLElement | null} */ (
-        /** @type {Element} */ (ev.target).closest(".sv-w-device")
-      );
-      if (cell && root.contains(cell)) select(Number(cell.dataset.device));
+    /**
+     * The device cell an event happened in, if it is in this view.
+     * @param {Event} event
+     * @returns {HTMLElement | null}
+     */
+    function cellOf(event) {
+      const target = /** @type {Element | null} */ (event.target);
+      const cell = /** @type {HTMLElement | null} */ (target && target.closest ? target.closest(".sv-w-device") : null);
+      return cell && root.contains(cell) ? cell : null;
     }
 
-    /** @param {KeyboardEvent} ev */
-    function onKey(ev) {
-      if (ev.key !== "Enter" && ev.key !== " ") return;
-      const cell = /** @type {HTMLElement | null} */ (
-        /** @type {Element} */ (ev.target).closest(".sv-w-device")
-      );
-      if (cell && root.contains(cell)) {
-        ev.preventDefault();
+    /** @param {Event} event */
+    function onClick(event) {
+      const cell = cellOf(event);
+      if (cell) select(Number(cell.dataset.device));
+    }
+
+    /** @param {KeyboardEvent} event */
+    function onKey(event) {
+      if (!isActivation(event)) return;
+      const cell = cellOf(event);
+      if (cell) {
+        event.preventDefault();
         select(Number(cell.dataset.device));
       }
     }
 
+    /** @type {[string, () => void][]} */
+    const listeners = [
+      ["change:selected_device", highlight],
+      ["change:mesh", draw],
+      ["change:array", draw],
+      ["change:colors", draw],
+    ];
     root.addEventListener("click", onClick);
     root.addEventListener("keydown", onKey);
-    model.on("change:selected_device", highlight);
-    model.on("change:mesh", draw);
-    model.on("change:array", draw);
-    model.on("change:colors", draw);
+    for (const [event, callback] of listeners) model.on(event, callback);
     draw();
 
     return () => {
       root.removeEventListener("click", onClick);
       root.removeEventListener("keydown", onKey);
-      model.off("change:selected_device", highlight);
-      model.off("change:mesh", draw);
-      model.off("change:array", draw);
-      model.off("change:colors", draw);
+      for (const [event, callback] of listeners) model.off(event, callback);
     };
   },
 };

@@ -1,0 +1,74 @@
+"""The Explorer shows the words the static views print: spelled once, in Python.
+
+The ES module (the shared helpers, then explorer.js, as the widget ships it) is rendered with a
+fake model holding a real ``ExplorerView``'s state; every number, operand and device label it
+shows must be the render helpers' own spelling, e.g. 3,407,872 bytes is ``3.2 MiB`` as in the
+static HTML (a JS ``toFixed(1)`` said ``3.3 MiB``).
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from shardviz.render.geometry import devices_label, format_bytes
+from shardviz.render.report_facts import operand_str
+from shardviz.widgets.explorer import ExplorerView
+from tests.browser.conftest import SKIP_ENV
+from tests.browser.fake_model import mount_module
+from tests.render.report_fixtures import dp_report, shard_map_report
+
+pytestmark = pytest.mark.skipif(
+    os.environ.get(SKIP_ENV) == "1", reason=f"{SKIP_ENV}=1: browser tests skipped on request"
+)
+
+SYNCED = (
+    "payload",
+    "array",
+    "strategies",
+    "selected_strategy",
+    "selected_array",
+    "selected_device",
+    "selected_collective",
+    "status",
+    "error",
+    "generation",
+)
+
+
+def mount(viewer, widget: ExplorerView):
+    state = widget.get_state()
+    return mount_module(viewer, "explorer", {k: state[k] for k in SYNCED})
+
+
+def test_ledger_memory_and_tiles_use_the_static_spelling(viewer):
+    report = dp_report()
+    page = mount(viewer, ExplorerView(report, selected_device=3, selected_array="arg:batch.x"))
+    ledger = page.locator("tr.sv-x-coll")
+    for row, c in zip(ledger.all(), report.collectives, strict=True):
+        cells = row.locator("td").all_inner_texts()
+        assert cells[4] == operand_str(c)
+        assert cells[5] == format_bytes(c.in_bytes) and cells[6] == format_bytes(c.moved_bytes)
+    temp = report.memory.temp_bytes
+    assert f"temp {format_bytes(temp)} ·" in page.locator(".sv-x-memline").inner_text()
+    labels = page.evaluate(
+        "() => [...document.querySelectorAll('.sv-x-tile .sv-x-lbl')].map(e => e.textContent)"
+    )
+    leaf = report.arguments["batch.x"]
+    want = [devices_label([t.device_id for t in group]) for group in leaf.distinct_tiles]
+    assert labels == want
+    viewer.assert_clean()
+
+
+def test_operand_that_changes_shape_reads_as_in_the_static_views(viewer):
+    report = shard_map_report()
+    changed = [i for i, c in enumerate(report.collectives) if c.out_shape != c.in_shape]
+    assert changed, "the fixture has a collective that changes its operand's shape"
+    page = mount(viewer, ExplorerView(report, selected_collective=changed[0]))
+    c = report.collectives[changed[0]]
+    row = page.locator("tr.sv-x-coll").nth(changed[0])
+    assert row.locator("td.sv-x-mono").inner_text() == operand_str(c)  # "… → [128, 32]"
+    details = page.locator(".sv-x-details").inner_text()
+    assert f"{format_bytes(c.in_bytes, exact=True)} in" in details
+    viewer.assert_clean()
