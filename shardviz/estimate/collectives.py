@@ -198,9 +198,9 @@ def _group_timing(kind: str, volume: float, group: Sequence[int], place: Placeme
         for s in sites:
             by_host[(s.slice, s.host)] = by_host.get((s.slice, s.host), 0) + 1
         hosts, per_host = len(by_host), max(by_host.values())
-        fn = switched_all_to_all if kind == "all-to-all" else switched_gather
+        switched = switched_all_to_all if kind == "all-to-all" else switched_gather
         nv = hw.nvlink_bandwidth or hw.hbm_bandwidth
-        timing = fn(volume, per_host, hosts, nv, hw.network_bandwidth_per_device, hop)
+        timing = switched(volume, per_host, hosts, nv, hw.network_bandwidth_per_device, hop)
         fast, net = _link_names(target)
         link = fast if hosts == 1 else f"{fast} + {net}"
         where = f"{per_host} GPU{'s' if per_host > 1 else ''} on each of {hosts} hosts"
@@ -216,8 +216,8 @@ def _group_timing(kind: str, volume: float, group: Sequence[int], place: Placeme
         if len(chips) < 2:
             continue
         spans = axis_spans(chips, target)
-        fn = torus_all_to_all if kind == "all-to-all" else torus_gather
-        t = fn(volume, spans, _ici_bw(target), hop)
+        torus = torus_all_to_all if kind == "all-to-all" else torus_gather
+        t = torus(volume, spans, _ici_bw(target), hop)
         if t.seconds >= ici.seconds:
             ici, path = t, " + ".join(s.label for s in spans) or "one chip"
     if len(slices) < 2:

@@ -66,7 +66,7 @@ def _from_devices(devices: tuple[Device, ...], target: Target) -> Placement | No
             return None
         dims = len(target.shape)
         return Placement({
-            d.id: Site(tuple(d.coords[:dims]), d.process_index, d.slice_index, d.core_on_chip)
+            d.id: Site(tuple((d.coords or ())[:dims]), d.process_index, d.slice_index, d.core_on_chip)
             for d in devices
         })  # fmt: skip
     if target.kind == "gpu" and all(d.platform in ("gpu", "cuda", "rocm") for d in devices):

@@ -248,7 +248,7 @@ def target_of_mesh(mesh: MeshLayout | None) -> Target | None:
     if any(d.coords is None for d in devices):
         return None
     dims = hw.torus_dims
-    chips = Counter((d.slice_index, tuple(d.coords[:dims])) for d in devices)
+    chips = Counter((d.slice_index, tuple((d.coords or ())[:dims])) for d in devices)
     per_chip = max(chips.values())
     shape = tuple(
         max(c[a] for _, c in chips) - min(c[a] for _, c in chips) + 1 for a in range(dims)
