@@ -64,3 +64,24 @@ def mount_module(viewer, module: str, state: dict):
     )
     assert kind == "function", "render must return a cleanup function"
     return page
+
+
+#: The Explorer traits its front end reads.
+EXPLORER_SYNCED = (
+    "payload",
+    "array",
+    "strategies",
+    "selected_strategy",
+    "selected_array",
+    "selected_device",
+    "selected_collective",
+    "status",
+    "error",
+    "generation",
+)
+
+
+def mount_explorer(viewer, widget):
+    """Render the Explorer's module into a blank page with the widget's synced state."""
+    state = widget.get_state()
+    return mount_module(viewer, "explorer", {k: state[k] for k in EXPLORER_SYNCED})

@@ -17,7 +17,7 @@ import pytest
 from shardviz.widgets.explorer import ExplorerView
 from shardviz.widgets.explorer_payload import array_json
 from tests.browser.conftest import SKIP_ENV
-from tests.browser.fake_model import mount_module
+from tests.browser.fake_model import mount_explorer as mount
 from tests.live_reports import megatron_mlp_report
 from tests.render.compare_fixtures import comparison
 from tests.render.report_fixtures import NASTY, nasty_report, shard_map_report
@@ -27,18 +27,6 @@ pytestmark = pytest.mark.skipif(
 )
 
 HOSTILE = "<img src=x onerror=alert(1)>"
-SYNCED = (
-    "payload",
-    "array",
-    "strategies",
-    "selected_strategy",
-    "selected_array",
-    "selected_device",
-    "selected_collective",
-    "status",
-    "error",
-    "generation",
-)
 WAIT = 30  # seconds: a ceiling against hangs, never a timing assertion
 
 
@@ -46,12 +34,6 @@ WAIT = 30  # seconds: a ceiling against hangs, never a timing assertion
 def report():
     """A real compile: the Megatron MLP step on a 2x4 ('data', 'model') mesh."""
     return megatron_mlp_report()
-
-
-def mount(viewer, widget: ExplorerView):
-    """Render the module into a blank page with the widget's synced state."""
-    state = widget.get_state()
-    return mount_module(viewer, "explorer", {k: state[k] for k in SYNCED})
 
 
 def _calls(page):

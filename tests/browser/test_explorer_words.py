@@ -16,30 +16,12 @@ from shardviz.render.geometry import devices_label, format_bytes
 from shardviz.render.report_facts import operand_str
 from shardviz.widgets.explorer import ExplorerView
 from tests.browser.conftest import SKIP_ENV
-from tests.browser.fake_model import mount_module
+from tests.browser.fake_model import mount_explorer as mount
 from tests.render.report_fixtures import dp_report, shard_map_report
 
 pytestmark = pytest.mark.skipif(
     os.environ.get(SKIP_ENV) == "1", reason=f"{SKIP_ENV}=1: browser tests skipped on request"
 )
-
-SYNCED = (
-    "payload",
-    "array",
-    "strategies",
-    "selected_strategy",
-    "selected_array",
-    "selected_device",
-    "selected_collective",
-    "status",
-    "error",
-    "generation",
-)
-
-
-def mount(viewer, widget: ExplorerView):
-    state = widget.get_state()
-    return mount_module(viewer, "explorer", {k: state[k] for k in SYNCED})
 
 
 def test_ledger_memory_and_tiles_use_the_static_spelling(viewer):
