@@ -9,12 +9,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from shardviz.errors import ShardvizError, SpecError, problem
 from shardviz.model import display
 from shardviz.model._codec import JsonMixin
-from shardviz.model.array import Spec, TreeLayout, format_spec
+from shardviz.model.array import ArrayLayout, Spec, TreeLayout, format_spec
 from shardviz.model.estimate import Estimate
 from shardviz.model.hardware import Target
 from shardviz.model.mesh import MeshLayout
+from shardviz.model.tiles import layout_from_spec
 
 CollectiveKind = Literal[
     "all-gather", "all-reduce", "reduce-scatter", "all-to-all", "collective-permute"
@@ -155,6 +157,11 @@ class DeviceMemory:
     bytes_limit: int | None = None
 
 
+def _some(names: list[str], n: int = 5) -> str:
+    """The first ``n`` names quoted, ``…`` after them when there are more."""
+    return ", ".join(repr(x) for x in names[:n]) + (", …" if len(names) > n else "")
+
+
 #: The CPU's peak rule, as the views print it.
 CPU_PEAK = "argument + output - alias + temp"
 #: The TPU's: what its buffer assignment allocates in HBM (see capture.memory.peak_rule).
@@ -274,6 +281,78 @@ class Report(JsonMixin):
     @property
     def reshards(self) -> tuple[ShardingOf, ...]:
         return tuple(s for s in self.intermediates if s.reshard)
+
+    def _find_intermediate(self, which: str | int, where: str) -> ShardingOf:
+        """The intermediate named ``which`` (the first, if repeated) or at position ``which``.
+
+        Raises:
+            ShardvizError: none is; the message lists some that are.
+        """
+        names = [s.name for s in self.intermediates]
+        if isinstance(which, int) and not isinstance(which, bool):
+            if -len(names) <= which < len(names):
+                return self.intermediates[which]
+            what = f"{self.function} has no intermediate at position {which}"
+        else:
+            for s in self.intermediates:
+                if s.name == which:
+                    return s
+            what = f"{self.function} has no intermediate named {which!r}"
+        raise ShardvizError(
+            problem(
+                where,
+                what
+                + (f" (it has {len(names)}: {_some(names)})" if names else " (it records none)"),
+                "pass a name listed under Intermediates, or a position in "
+                "report.intermediates (0 first)",
+            )
+        )
+
+    def intermediate_layout(self, which: str | int) -> ArrayLayout:
+        """The tiles of an intermediate value, computed from the spec the compiler chose for it.
+
+        The same :class:`~shardviz.model.ArrayLayout` :func:`shardviz.layout` gives for a real
+        array, so ``print()`` and the notebook draw it like one.
+
+        Args:
+            which: the value's name as the report lists it, or its position in
+                :attr:`intermediates`.
+
+        Raises:
+            ShardvizError: no intermediate is called ``which``.
+            SpecError: the value has no named spec (manual or unknown to the mesh), the report
+                has no mesh, or the spec or dtype does not fit it.
+        """
+        where = f"report.intermediate_layout({which!r})"
+        s = self._find_intermediate(which, where)
+        if s.spec is None:
+            named = [v.name for v in self.intermediates if v.spec is not None]
+            raise SpecError(
+                problem(
+                    where,
+                    f"{s.name!r} has no named spec (the compiler's sharding is "
+                    f"{s.hlo_sharding or 'unknown'}), so its tiles are unknown; a manual "
+                    "(shard_map) value is split by the code inside, not by a spec",
+                    "pick a value whose spec is a P(...)"
+                    + (f", e.g. {_some(named)}" if named else " (this report has none)"),
+                )
+            )
+        if self.mesh is None:
+            raise SpecError(
+                problem(
+                    where,
+                    f"the report has no mesh to place {s.name!r} on",
+                    "compile the function under a mesh to see how its values are split",
+                )
+            )
+        try:
+            return layout_from_spec(s.name, s.shape, s.dtype, s.spec, self.mesh)
+        except ValueError as err:
+            raise SpecError(
+                problem(
+                    where, f"cannot place {s.name!r}: {err}", "check the value's spec and dtype"
+                )
+            ) from err
 
     def __str__(self) -> str:
         return display.render(self, "text")

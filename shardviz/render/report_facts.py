@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from shardviz.model.array import ArrayLayout
 from shardviz.model.estimate import Estimate, format_gib
 from shardviz.model.program import (
     COLLECTIVE_KINDS,
@@ -33,6 +34,8 @@ SPACE_NAMES = {
 
 #: Above this many intermediates, rows that are not reshard points are folded into gaps.
 MAX_INTERMEDIATES = 200
+#: Reshard points whose tiles the HTML view draws (in program order) before it stops.
+MAX_RESHARD_TILES = 4
 #: Device groups (or permute pairs) spelled out per collective before ``… N more``.
 MAX_GROUPS = 8
 #: Device ids spelled out per group before ``… +N``.
@@ -316,6 +319,34 @@ def shown_intermediates(
     if hidden:
         out.append(hidden)
     return out
+
+
+def reshard_tiles(report: Report, limit: int = MAX_RESHARD_TILES) -> dict[int, ArrayLayout]:
+    """Intermediate number (as :func:`shown_intermediates` numbers it) -> its tiles, for the
+    first ``limit`` reshard points shown whose tiles can be worked out from their spec.
+
+    Reshard points without a named spec (manual, or no mesh) are passed over.
+    """
+    out: dict[int, ArrayLayout] = {}
+    for item in shown_intermediates(report):
+        if len(out) >= limit:
+            break
+        if isinstance(item, int) or not item[1].reshard or item[1].spec is None:
+            continue
+        j = item[0]
+        try:
+            out[j] = report.intermediate_layout(j - 1)  # by position: names may repeat
+        except ValueError:  # a SpecError: the spec or dtype does not fit
+            continue
+    return out
+
+
+def layout_hint(report: Report) -> tuple[str, str] | None:
+    """How to draw an intermediate's tiles, as words and the code to run; ``None`` when no
+    intermediate has any (no named spec, or no mesh)."""
+    if report.mesh is None or not any(s.spec is not None for s in report.intermediates):
+        return None
+    return "tiles of a value with a spec", "print(report.intermediate_layout(name))"
 
 
 @dataclass(frozen=True)

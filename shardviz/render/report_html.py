@@ -10,8 +10,11 @@ Testable hooks: each ledger row is ``<details class="sv-collective" data-kind="�
 data-axes="a,b">``; each device on a group map is ``<g class="sv-gdev" data-device="4"
 data-group="0">`` (devices in no group have ``sv-out`` and no ``data-group``); each
 intermediate row is ``<tr class="sv-intermediate">`` with ``data-reshard="1"`` at a reshard
-point; memory segments are ``sv-seg`` with ``data-part`` and ``data-bytes``; the check badge
-is ``sv-check`` with ``sv-ok`` or ``sv-bad``.
+point; the first few reshard points with a spec are each followed by a ``<tr
+class="sv-tiles-row">`` holding a collapsed ``<details class="sv-itiles" data-name="…">`` with
+the value's tiles (one ``sv-root sv-array`` fragment, drawn as :func:`~.html.array_html` draws
+any array); memory segments are ``sv-seg`` with ``data-part`` and ``data-bytes``; the check
+badge is ``sv-check`` with ``sv-ok`` or ``sv-bad``.
 
 With an estimate (``report.estimate``), the ledger is ``<div class="sv-ledger sv-est">`` with an
 ``est.`` cell per row (``<span class="sv-est-cell" data-seconds="…">``); the section is
@@ -28,10 +31,11 @@ import hashlib
 import math
 from collections.abc import Sequence
 
+from shardviz.model.array import ArrayLayout
 from shardviz.model.mesh import MeshLayout
 from shardviz.model.program import Collective, MemoryReport, Report, Source
 from shardviz.render.geometry import MeshGrid, MeshPanel, PanelGap, format_bytes, mesh_grid
-from shardviz.render.html import CSS, MONO, SANS, tree_html
+from shardviz.render.html import CSS, MONO, SANS, array_html, tree_html
 from shardviz.render.report_facts import (
     ESTIMATE_WORDS,
     MAX_GROUPS,
@@ -56,6 +60,7 @@ from shardviz.render.report_facts import (
     ids_str,
     intermediate_index,
     kind_totals,
+    layout_hint,
     memory_parts,
     mesh_line,
     operand_str,
@@ -63,6 +68,7 @@ from shardviz.render.report_facts import (
     permute_groups,
     profile_rows,
     reshard_links,
+    reshard_tiles,
     role_totals,
     short_location,
     shown_intermediates,
@@ -216,6 +222,8 @@ font-size:10px;color:#57606a;margin:1px 0 8px}}
 padding:3px 8px;margin:0 0 6px;display:inline-block}}
 .sv-report details.sv-trees>summary{{cursor:pointer;font-weight:600;margin:18px 0 6px}}
 .sv-report details.sv-trees .sv-root{{margin:0 12px 10px 0}}
+.sv-report details.sv-itiles>summary{{cursor:pointer;color:#57606a}}
+.sv-report details.sv-itiles>.sv-root{{margin:4px 0 6px}}
 """.strip()
 
 _KIND_CSS = "".join(
@@ -754,6 +762,7 @@ def _intermediates(report: Report, prefix: str) -> list[str]:
         out.append('<div class="sv-dim">none recorded</div>')
         return out
     links = reshard_links(report)
+    tiles = reshard_tiles(report)
     kinds = {i: c.kind for i, c in enumerate(report.collectives, 1)}
     out.append(
         '<table class="sv-t sv-inter">'
@@ -782,8 +791,28 @@ def _intermediates(report: Report, prefix: str) -> list[str]:
             f"<td><code title='{esc(s.hlo_sharding)}'>{esc(s.spec_str)}</code></td>"
             f"<td>{_source_cell(s.source)}</td><td>{by}</td></tr>"
         )
+        if j in tiles:
+            out.append(_tiles_row(tiles[j]))
     out.append("</table>")
+    hint = layout_hint(report)
+    if hint:
+        words, code = hint
+        if tiles:
+            r = len(report.reshards)
+            some = "" if len(tiles) == r else f" (drawn for {len(tiles)} of the {r})"
+            words = f"open a reshard point's tiles under its row{some} · {words}"
+        out.append(f'<div class="sv-dim">{esc(words)}: <code>{esc(code)}</code></div>')
     return out
+
+
+def _tiles_row(layout: ArrayLayout) -> str:
+    """A table row under a reshard point holding its tiles, collapsed until opened."""
+    return (
+        '<tr class="sv-tiles-row"><td></td><td colspan="7"><details class="sv-itiles" '
+        f'data-name="{esc(layout.name)}"><summary>tiles of <code>{esc(layout.name)}</code> '
+        f'<span class="sv-dim">{esc(layout.kind)} · {layout.num_distinct_tiles} distinct</span>'
+        f"</summary>{array_html(layout)}</details></td></tr>"
+    )
 
 
 def _seg(part: str, nbytes: int, total: int, color: str, label: str, cls: str = "") -> str:

@@ -29,6 +29,7 @@ from shardviz.render.report_facts import (
     groups_str,
     has_estimates,
     kind_totals,
+    layout_hint,
     memory_parts,
     mesh_line,
     operand_str,
@@ -151,6 +152,9 @@ def _intermediate_lines(report: Report) -> list[str]:
             ]
         )
     lines.extend(aligned_table(header, rows, right={1}, indent="  "))
+    hint = layout_hint(report)
+    if hint:
+        lines.append(f"  {hint[0]}: {hint[1]}")
     return lines
 
 

@@ -3,7 +3,10 @@ grouped by mesh axes, per-kind totals and the intermediates folded on large prog
 
 from __future__ import annotations
 
+import dataclasses
+
 from shardviz.render.report_facts import (
+    MAX_RESHARD_TILES,
     axes_groups,
     format_flops,
     format_mfu,
@@ -12,13 +15,15 @@ from shardviz.render.report_facts import (
     ids_str,
     intermediate_index,
     kind_totals,
+    layout_hint,
     permute_groups,
     reshard_links,
+    reshard_tiles,
     shown_intermediates,
     sig3,
 )
 
-from .report_fixtures import REPORTS
+from .report_fixtures import REPORTS, nasty_report
 
 
 def test_number_formats() -> None:
@@ -79,3 +84,45 @@ def test_intermediates_fold_to_reshard_points_past_the_limit() -> None:
     assert [x if isinstance(x, int) else ("row", x[0]) for x in folded] == [
         4, ("row", 5), 1, ("row", 7), 1, ("row", 9), 2
     ]  # fmt: skip
+
+
+def test_reshard_tiles_are_the_first_reshard_points_with_a_spec() -> None:
+    dp = REPORTS["dp"]()
+    tiles = reshard_tiles(dp)
+    assert list(tiles) == [5, 7, 9]  # numbered as the views number them
+    assert tiles[7] == dp.intermediate_layout("dot.7")
+    assert [(t.name, t.kind, t.shape) for t in tiles.values()] == [
+        ("reduce.5", "replicated", ()),
+        ("dot.7", "replicated", (1024, 256)),
+        ("dot.9", "replicated", (512, 1024)),
+    ]
+    fsdp = REPORTS["fsdp"]()  # six reshard points: capped
+    assert len(fsdp.reshards) == 6 > MAX_RESHARD_TILES
+    assert list(reshard_tiles(fsdp)) == [1, 3, 6, 7, 9, 11][:MAX_RESHARD_TILES]
+    assert list(reshard_tiles(fsdp, limit=2)) == [1, 3]
+    # in the shard_map program, both reshard points have a spec; the manual values are not ones
+    assert list(reshard_tiles(REPORTS["shard_map"]())) == [3, 4]
+    # no mesh, or no spec that fits: nothing to draw, and no error
+    assert reshard_tiles(dataclasses.replace(dp, mesh=None)) == {}
+    assert reshard_tiles(nasty_report()) == {}  # its dtype's size is unknown
+
+
+def test_reshard_tiles_count_by_position_when_names_repeat() -> None:
+    dp = REPORTS["dp"]()
+    first = dataclasses.replace(dp.intermediates[0], name="dot.9", reshard=True)
+    report = dataclasses.replace(dp, intermediates=(first, *dp.intermediates[1:]))
+    tiles = reshard_tiles(report)
+    assert list(tiles) == [1, 5, 7, 9]
+    assert tiles[1].spec == (("data",), ()) and tiles[9].spec == ((), ())
+
+
+def test_layout_hint_only_when_some_value_has_tiles() -> None:
+    dp = REPORTS["dp"]()
+    assert layout_hint(dp) == (
+        "tiles of a value with a spec",
+        "print(report.intermediate_layout(name))",
+    )
+    assert layout_hint(dataclasses.replace(dp, mesh=None)) is None
+    no_spec = tuple(dataclasses.replace(s, spec=None) for s in dp.intermediates)
+    assert layout_hint(dataclasses.replace(dp, intermediates=no_spec)) is None
+    assert layout_hint(dataclasses.replace(dp, intermediates=())) is None

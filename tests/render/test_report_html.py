@@ -10,7 +10,8 @@ from collections import defaultdict
 
 import pytest
 
-from shardviz.render.html import page
+from shardviz.render.html import array_html, page
+from shardviz.render.report_facts import MAX_RESHARD_TILES
 from shardviz.render.report_html import report_html
 
 from .fixtures import make_mesh
@@ -20,6 +21,7 @@ from .report_fixtures import (
     coll,
     compile_only_report,
     dp_report,
+    fsdp_report,
     large_report,
     megatron_report,
     nasty_report,
@@ -311,3 +313,90 @@ def test_estimate_strings_are_escaped() -> None:
     assert QUOTES not in out
     assert_offline(out)
     Doc(out)  # parses
+
+
+# --------------------------------------------------------------------------------------------
+# The tiles of reshard points
+
+
+def tile_grids(out: str) -> list[tuple[str, int]]:
+    """``(data-name, tiles drawn)`` per reshard point's tiles, in page order."""
+    doc = Doc(out)
+    grids: list[tuple[str, int]] = []
+    for tag, attrs in doc.elements:
+        cls = (attrs.get("class") or "").split()
+        if tag == "details" and "sv-itiles" in cls:
+            grids.append((attrs["data-name"] or "", 0))
+        elif tag == "g" and "sv-tile" in cls and grids:
+            name, n = grids[-1]
+            grids[-1] = (name, n + 1)
+    return grids
+
+
+@pytest.mark.parametrize("name", sorted(REPORTS))
+def test_one_collapsed_tile_grid_per_reshard_point_with_a_spec(name: str) -> None:
+    report = REPORTS[name]()
+    out = report_html(report)
+    with_spec = [s for s in report.reshards if s.spec is not None]
+    want = with_spec[:MAX_RESHARD_TILES]
+    assert [n for n, _ in tile_grids(out)] == [s.name for s in want]
+    assert out.count('<div class="sv-root sv-array">') == len(want)
+    assert len(Doc(out).with_class("sv-tiles-row")) == len(want)
+    assert all("open" not in a for a in Doc(out).with_class("sv-itiles"))  # collapsed
+    for s in want:  # each is the array view of the value, right under the value's row
+        layout = report.intermediate_layout(s.name)
+        row = re.search(rf'<tr class="sv-intermediate" id="sv[0-9a-f]+-i\d+" data-reshard="1">'
+                        rf"(?:(?!</tr>).)*<code>{re.escape(s.name)}</code>.*?</tr>(<tr.*?</tr>)",
+                        out, re.S)  # fmt: skip
+        assert row and array_html(layout) in row.group(1), s.name
+    if want:
+        assert "print(report.intermediate_layout(name))" in out
+
+
+def test_small_reshard_points_draw_their_hand_computed_tiles() -> None:
+    """dp: reduce.5 (a scalar) and dot.7, dot.9 (replicated) are each one tile on all 8
+    devices; fsdp's dot.9 is (1024, 256) over ('data', 'model'): 8 tiles of 128 rows."""
+    assert tile_grids(report_html(dp_report())) == [("reduce.5", 1), ("dot.7", 1), ("dot.9", 1)]
+    out = report_html(dataclasses.replace(fsdp_report(), intermediates=fsdp_report().reshards[4:]))
+    assert tile_grids(out) == [("dot.9", 8), ("dot.11", 8)]
+    doc = Doc(out)
+    holders = [a["data-devices"] for a in doc.with_class("sv-tile")][:8]
+    assert holders == [str(d) for d in range(8)]  # one device per tile: d0 holds rows 0:128
+    assert "[0:128, 0:256]" in doc.all_text and "[896:1024, 0:256]" in doc.all_text
+
+
+def test_tile_grids_are_capped_and_said_so() -> None:
+    report = fsdp_report()
+    assert len(report.reshards) > MAX_RESHARD_TILES
+    out = report_html(report)
+    assert len(tile_grids(out)) == MAX_RESHARD_TILES
+    r = len(report.reshards)
+    assert f"(drawn for {MAX_RESHARD_TILES} of the {r})" in Doc(out).all_text
+    big = report_html(large_report())
+    assert len(tile_grids(big)) == MAX_RESHARD_TILES == big.count("sv-root sv-array")
+
+
+def test_no_spec_no_mesh_no_tiles() -> None:
+    dp = dp_report()
+    for report in (
+        dataclasses.replace(dp, mesh=None),
+        dataclasses.replace(dp, intermediates=tuple(
+            dataclasses.replace(s, spec=None) for s in dp.intermediates
+        )),
+    ):  # fmt: skip
+        out = report_html(report)
+        assert tile_grids(out) == [] and "sv-array" not in out
+        assert "intermediate_layout" not in out
+
+
+def test_tile_grids_escape_every_string() -> None:
+    """The nasty report's reshard point, with a dtype whose size is known, gets drawn."""
+    nasty = nasty_report()
+    value = dataclasses.replace(nasty.intermediates[0], dtype="float32")
+    report = dataclasses.replace(nasty, intermediates=(value, *nasty.intermediates[1:]))
+    out = report_html(report)
+    grids = tile_grids(out)
+    assert [n for n, _ in grids] == [f"v{NASTY}"] and grids[0][1] == 2
+    assert NASTY not in out and "<script" not in out.lower()
+    assert f"tiles of v{NASTY}" in Doc(out).all_text
+    assert_offline(out)

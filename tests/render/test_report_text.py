@@ -6,6 +6,7 @@ and read the diff before committing.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 
@@ -93,6 +94,20 @@ def test_large_report_folds_intermediates() -> None:
     assert "… 5 more without a reshard" in text
     assert "64 groups of 8: {d0,d64,d128,d192,d256,d320,d384,d448}" in text
     assert len(text.encode()) < 200_000
+
+
+HINT = "  tiles of a value with a spec: print(report.intermediate_layout(name))"
+
+
+def test_intermediates_say_once_how_to_draw_their_tiles() -> None:
+    for make in (*REPORTS.values(), large_report):
+        text = report_text(make())
+        section = text[text.index("Intermediates ·") : text.index("Memory per device")]
+        assert text.count("intermediate_layout") == 1
+        assert section.rstrip("\n").splitlines()[-1] == HINT  # under the table
+    dp = REPORTS["dp"]()
+    assert "intermediate_layout" not in report_text(dataclasses.replace(dp, mesh=None))
+    assert "intermediate_layout" not in report_text(dataclasses.replace(dp, intermediates=()))
 
 
 def test_text_keeps_strings_verbatim() -> None:
