@@ -208,6 +208,11 @@ class MeshCell:
     device: Device
     coords: tuple[int, ...]
 
+    @property
+    def coord_text(self) -> str:
+        """The coordinate under the device's id: ``(1, 0, 3)`` (``""`` on a mesh of no axes)."""
+        return "(" + ", ".join(map(str, self.coords)) + ")" if self.coords else ""
+
 
 @dataclass(frozen=True)
 class MeshPanel:
@@ -469,8 +474,85 @@ def mesh_grid(mesh: MeshLayout, limit: int = ELIDE_ABOVE, keep: int = KEEP) -> M
     return MeshGrid(rows, cols, panel_axes, panel_count, tuple(panels))
 
 
+def mesh_cell_tip(mesh: MeshLayout, cell: MeshCell) -> str:
+    """A device cell's hover text: ``d5 · data=1, model=1`` then ``process 0 · cpu``."""
+    dev = cell.device
+    named = ", ".join(f"{n}={c}" for n, c in zip(mesh.axis_names, cell.coords, strict=True))
+    tip = f"d{dev.id}" + (f" · {named}" if named else "")
+    tip += f"\nprocess {dev.process_index} · {dev.platform}"
+    if dev.kind != dev.platform:
+        tip += f" ({dev.kind})"
+    return tip
+
+
+def mesh_panels_text(mesh: MeshLayout, grid: MeshGrid) -> str:
+    """``one panel per pod, data`` when leading axes are panels, else ``""``."""
+    if not grid.panel_axes:
+        return ""
+    return "one panel per " + ", ".join(mesh.axis_names[a] for a in grid.panel_axes)
+
+
+# --------------------------------------------------------------------------------------------
+# Elided runs in words
+
+
+def gap_tip(axis: PageAxis, band: Band, what: str) -> str:
+    """An elided band's hover text: ``6 more indices of data (16) not shown (5:11)``."""
+    return f"{band.hidden} more {what} of {axis.title} not shown ({band.start}:{band.stop})"
+
+
+def gap_notes(axis: PageAxis, what: str, span: str) -> list[str]:
+    """One note per elided band, for under a picture:
+    ``… 6 more intervals of dim 0 (64) not shown (elements 20:44)``."""
+    return [
+        f"… {b.hidden} more {what} of {axis.title} not shown ({span} {b.start}:{b.stop})"
+        for b in axis.bands
+        if b.elided
+    ]
+
+
 # --------------------------------------------------------------------------------------------
 # Pixel extents (HTML)
+
+#: Least width (px) of an array's column band.
+CELL_MIN = 16.0
+#: Width (px) of an elided column band of an array.
+GAP_PX = 26.0
+#: Least height (px) of an array's row band.
+ROW_MIN = 34.0
+#: Height (px) of a mesh's device cell.
+MESH_CELL_H = 40.0
+#: Width and height (px) of an elided band of a mesh.
+MESH_GAP = 24.0
+
+
+def array_band_sizes(grid: ArrayGrid) -> tuple[list[float], list[float]]:
+    """Pixel sizes of an array grid's column and row bands: ``(col_sizes, row_sizes)``.
+
+    Columns share 520 px (300 when there are several panels) by interval length; rows follow
+    the array's aspect ratio within bounds. An unused side is one fixed band.
+    """
+    rows, cols = grid.rows, grid.cols
+    if not cols.used:
+        return [140.0], [48.0]
+    width = 520.0 if grid.shown_panels <= 1 else 300.0
+    col_sizes = band_sizes(cols.bands, width, CELL_MIN, GAP_PX)
+    if not rows.used:
+        return col_sizes, [48.0]
+    n = len(rows.bands)
+    lo = max(48.0, ROW_MIN * n)
+    hi = max(360.0 if grid.shown_panels <= 1 else 240.0, lo)
+    height = min(hi, max(lo, width * rows.size / max(1, cols.size)))
+    row_sizes = band_sizes(rows.bands, height, min(ROW_MIN, height / n), 22.0)
+    return col_sizes, row_sizes
+
+
+def mesh_band_sizes(grid: MeshGrid, cell_w: float) -> tuple[list[float], list[float]]:
+    """Pixel sizes of a mesh grid's column and row bands: ``cell_w`` by :data:`MESH_CELL_H`
+    per device, :data:`MESH_GAP` for an elided band."""
+    col_sizes = [MESH_GAP if b.elided else cell_w for b in grid.cols.bands]
+    row_sizes = [MESH_GAP if b.elided else MESH_CELL_H for b in grid.rows.bands]
+    return col_sizes, row_sizes
 
 
 def band_sizes(bands: Sequence[Band], total: float, min_px: float, gap_px: float) -> list[float]:

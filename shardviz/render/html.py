@@ -16,20 +16,25 @@ from shardviz.model.array import ArrayLayout, Tile, TreeLayout
 from shardviz.model.mesh import MeshLayout
 from shardviz.render.colors import DARK_TEXT, device_color, text_color_for
 from shardviz.render.geometry import (
+    MESH_CELL_H,
     ArrayGrid,
     ArrayPanel,
     MeshGrid,
     MeshPanel,
     PageAxis,
     PanelGap,
+    array_band_sizes,
     array_facts,
     array_grid,
-    band_sizes,
     devices_label,
     format_bytes,
     format_shape,
+    gap_notes,
     holder_lines,
+    mesh_band_sizes,
+    mesh_cell_tip,
     mesh_grid,
+    mesh_panels_text,
     mesh_summary,
     page_summary,
     process_runs,
@@ -99,15 +104,7 @@ def _root(kind: str, body: Sequence[str]) -> str:
 
 
 def _gap_notes(axes: Sequence[tuple[PageAxis, str, str]]) -> list[str]:
-    notes = []
-    for axis, what, span in axes:
-        for b in axis.bands:
-            if b.elided:
-                notes.append(
-                    f"… {b.hidden} more {what} of {esc(axis.title)} not shown "
-                    f"({span} {b.start}:{b.stop})"
-                )
-    return notes
+    return [esc(note) for axis, what, span in axes for note in gap_notes(axis, what, span)]
 
 
 def _panel_gap(gap: PanelGap) -> str:
@@ -116,26 +113,6 @@ def _panel_gap(gap: PanelGap) -> str:
 
 # --------------------------------------------------------------------------------------------
 # Arrays
-
-CELL_MIN = 16.0
-GAP_PX = 26.0
-ROW_MIN = 34.0
-
-
-def _array_sizes(grid: ArrayGrid) -> tuple[list[float], list[float]]:
-    rows, cols = grid.rows, grid.cols
-    if not cols.used:
-        return [140.0], [48.0]
-    width = 520.0 if grid.shown_panels <= 1 else 300.0
-    col_sizes = band_sizes(cols.bands, width, CELL_MIN, GAP_PX)
-    if not rows.used:
-        return col_sizes, [48.0]
-    n = len(rows.bands)
-    lo = max(48.0, ROW_MIN * n)
-    hi = max(360.0 if grid.shown_panels <= 1 else 240.0, lo)
-    height = min(hi, max(lo, width * rows.size / max(1, cols.size)))
-    row_sizes = band_sizes(rows.bands, height, min(ROW_MIN, height / n), 22.0)
-    return col_sizes, row_sizes
 
 
 def _tile_svg(
@@ -226,7 +203,7 @@ def array_html(layout: ArrayLayout) -> str:
     """
     facts = array_facts(layout)
     grid = array_grid(layout)
-    sizes = _array_sizes(grid)
+    sizes = array_band_sizes(grid)
     body = [
         f'<div class="sv-head">{esc(facts.name)} <span class="sv-dim">· '
         f"{esc(facts.dtype)}[{', '.join(map(str, facts.shape))}]</span> "
@@ -250,11 +227,9 @@ def array_html(layout: ArrayLayout) -> str:
 # --------------------------------------------------------------------------------------------
 # Meshes
 
-MESH_CELL_H = 40.0
-MESH_GAP = 24.0
 
-
-def _mesh_cell_width(mesh: MeshLayout) -> float:
+def mesh_cell_width(mesh: MeshLayout) -> float:
+    """The width (px) of a device cell: room for the largest id, coordinate and process."""
     coord = "(" + ", ".join(str(s - 1) for s in mesh.axis_sizes) + ")"
     ident = f"d{max(mesh.device_ids, default=0)}"
     extra = 2 * text_width("p0", 9) + 4 if mesh.num_processes > 1 else 0.0
@@ -282,8 +257,7 @@ def _outline(
 
 def _mesh_panel(mesh: MeshLayout, grid: MeshGrid, panel: MeshPanel, cell_w: float) -> str:
     rows, cols = grid.rows, grid.cols
-    col_sizes = [MESH_GAP if b.elided else cell_w for b in cols.bands]
-    row_sizes = [MESH_GAP if b.elided else MESH_CELL_H for b in rows.bands]
+    col_sizes, row_sizes = mesh_band_sizes(grid, cell_w)
     row_ticks = tick_labels(rows)
     frame = Frame(rows, cols, col_sizes, row_sizes, row_ticks if rows.used else [])
     multi = mesh.num_processes > 1
@@ -297,12 +271,7 @@ def _mesh_panel(mesh: MeshLayout, grid: MeshGrid, panel: MeshPanel, cell_w: floa
         x, y = frame.col_x[cell.col], frame.row_y[cell.row]
         dev = cell.device
         fill = device_color(dev.id)
-        coord = "(" + ", ".join(map(str, cell.coords)) + ")"
-        named = ", ".join(f"{n}={c}" for n, c in zip(mesh.axis_names, cell.coords, strict=True))
-        tip = f"d{dev.id}" + (f" · {named}" if named else "")
-        tip += f"\nprocess {dev.process_index} · {dev.platform}"
-        if dev.kind != dev.platform:
-            tip += f" ({dev.kind})"
+        tip = mesh_cell_tip(mesh, cell)
         parts.append(
             f'<g class="sv-device" data-device="{dev.id}"><title>{esc(tip)}</title>'
             + svg_rect(x, y, cell_w, MESH_CELL_H, f' fill="{fill}"')
@@ -314,7 +283,7 @@ def _mesh_panel(mesh: MeshLayout, grid: MeshGrid, panel: MeshPanel, cell_w: floa
                 ' font-weight="600"',
             )
             + (
-                svg_text(x + cell_w / 2, y + 29, coord, "sv-sub", ' text-anchor="middle"')
+                svg_text(x + cell_w / 2, y + 29, cell.coord_text, "sv-sub", ' text-anchor="middle"')
                 if cell.coords
                 else ""
             )
@@ -345,11 +314,10 @@ def mesh_html(mesh: MeshLayout) -> str:
     outlined and a legend lists them. Elided runs are ``sv-elided``.
     """
     grid = mesh_grid(mesh)
-    cell_w = _mesh_cell_width(mesh)
+    cell_w = mesh_cell_width(mesh)
     body = [f'<div class="sv-head">{esc(mesh_summary(mesh))}</div>']
     if grid.panel_axes:
-        names = ", ".join(mesh.axis_names[a] for a in grid.panel_axes)
-        body.append(f'<div class="sv-facts">one panel per {esc(names)}</div>')
+        body.append(f'<div class="sv-facts">{esc(mesh_panels_text(mesh, grid))}</div>')
     body.append('<div class="sv-panels">')
     for panel in grid.panels:
         if isinstance(panel, MeshPanel):

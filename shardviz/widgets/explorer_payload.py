@@ -13,36 +13,30 @@ a kernel or a browser. Two payloads:
 
 Arrays are named by an id that says where they come from: ``arg:<leaf path>``,
 ``out:<leaf path>`` or ``mid:<intermediate name>`` (see :func:`array_id`). Intermediates carry
-a spec but no tiles; :func:`tiles_from_spec` computes them the way a ``NamedSharding`` places an
-array (and the way GSPMD pads a dim that does not divide evenly).
+a spec but no tiles; :func:`shardviz.model.tiles_from_spec` computes them the way a
+``NamedSharding`` places an array (and the way GSPMD pads a dim that does not divide evenly).
 """
 
 from __future__ import annotations
 
 import json
-import math
-import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from shardviz.model._codec import to_data
-from shardviz.model.array import ArrayLayout, Spec, Tile, format_spec
+from shardviz.model.array import ArrayLayout, Spec, format_spec
 from shardviz.model.compare import Comparison
 from shardviz.model.mesh import MeshLayout
 from shardviz.model.program import Collective, Report, ShardingOf, Source
+from shardviz.model.tiles import layout_from_spec
 from shardviz.render.colors import device_color
 from shardviz.render.geometry import (
-    ArrayPanel,
     array_facts,
-    array_grid,
-    devices_label,
     format_bytes,
     format_shape,
     mesh_summary,
-    page_summary,
 )
-from shardviz.render.html import _array_sizes
 from shardviz.render.report_facts import (
     ESTIMATE_WORDS,
     axes_repr,
@@ -60,10 +54,13 @@ from shardviz.render.report_facts import (
     value_str,
 )
 from shardviz.render.report_html import KIND_COLORS, MEMORY_COLORS, OTHER_KIND, group_fill
+from shardviz.widgets.grid_payload import array_grid_payload, mesh_grid_payload, tiles_payload
 
 #: Bumped when the payload's shape changes, so the front end can refuse what it cannot read.
 #: 2: ready-made text (bytes, seconds, operands, device labels, sources) beside the numbers.
-VERSION = 2
+#: 3: the mesh laid out (``mesh_grid``) as the static view lays it out; grids carry their notes
+#: and each elided band its hover text.
+VERSION = 3
 
 ARGUMENT, OUTPUT, INTERMEDIATE = "argument", "output", "intermediate"
 ROLES = (ARGUMENT, OUTPUT, INTERMEDIATE)
@@ -75,105 +72,6 @@ MEMORY_PARTS = ("argument", "output", "temp")
 HBM_SCALE = 4
 #: Device groups named in a collective's legend before ``… N more groups``.
 LEGEND_GROUPS = 16
-
-_BITS = re.compile(r"^(?:b?float|u?int|complex)(\d+)")
-
-
-# --------------------------------------------------------------------------------------------
-# Tiles from a spec
-
-
-def dtype_bits(dtype: str) -> int:
-    """Bits per element of a dtype in numpy/jax spelling (``float32`` -> 32, ``bool`` -> 8).
-
-    Raises:
-        ValueError: for a dtype whose size the name does not say.
-    """
-    if dtype == "bool":
-        return 8
-    m = _BITS.match(dtype)
-    if m is None:
-        raise ValueError(f"unknown element size for dtype {dtype!r}")
-    return int(m.group(1))
-
-
-def _entries(shape: tuple[int, ...], spec: Spec, mesh: MeshLayout) -> Spec:
-    """The spec padded to the array's rank, checked against the mesh's axes."""
-    if len(spec) > len(shape):
-        raise ValueError(f"spec {format_spec(spec)} has {len(spec)} entries for rank {len(shape)}")
-    used: list[str] = []
-    for entry in spec:
-        for axis in entry:
-            if axis not in mesh.axis_names:
-                raise ValueError(
-                    f"spec {format_spec(spec)} names axis {axis!r}, not one of the mesh's "
-                    f"{list(mesh.axis_names)}"
-                )
-            if axis in used:
-                raise ValueError(f"spec {format_spec(spec)} uses axis {axis!r} twice")
-            used.append(axis)
-    return tuple(tuple(e) for e in spec) + ((),) * (len(shape) - len(spec))
-
-
-def _cut(n: int, entry: Sequence[str], mesh: MeshLayout) -> tuple[int, tuple[tuple[int, int], ...]]:
-    """How a dim of length ``n`` split over ``entry`` is cut, worked out once per dim.
-
-    The dim is cut into ``k`` chunks of ``ceil(n / k)`` (the last ones short or empty when
-    ``k`` does not divide ``n``), numbered row-major over the entry's axes in its order.
-    Returns the chunk length and, per axis of the entry, its position in the mesh and size.
-    """
-    axes = tuple((mesh.axis_names.index(a), mesh.axis_size(a)) for a in entry)
-    k = math.prod(size for _, size in axes)
-    return -(-n // k), axes
-
-
-def _interval(n: int, chunk: int, axes: tuple[tuple[int, int], ...], coord: Sequence[int]) -> slice:
-    """The part of a dim of length ``n`` (cut as :func:`_cut` says) held at mesh ``coord``."""
-    pos = 0
-    for i, size in axes:
-        pos = pos * size + coord[i]
-    start = min(n, pos * chunk)
-    return slice(start, min(n, start + chunk))
-
-
-def tiles_from_spec(
-    shape: Sequence[int], dtype: str, spec: Spec, mesh: MeshLayout
-) -> tuple[Tile, ...]:
-    """The tile each device of ``mesh`` holds of an array placed with ``spec``.
-
-    Pure arithmetic (no jax); for even shapes it equals what
-    ``NamedSharding(mesh, P(*spec)).devices_indices_map(shape)`` gives, with replicas numbered
-    in mesh order as :func:`shardviz.layout` numbers them.
-
-    Args:
-        shape: the global shape.
-        dtype: the element type in numpy/jax spelling (for the tiles' bytes).
-        spec: one entry per dim (fewer means the rest unsplit): the mesh axes it is split over.
-        mesh: the mesh the array lives on.
-
-    Returns:
-        One :class:`~shardviz.model.Tile` per device, in mesh order.
-
-    Raises:
-        ValueError: the spec names an axis the mesh lacks, uses one twice, or has more
-            entries than the array has dims; or the dtype's size is unknown.
-    """
-    shape = tuple(int(n) for n in shape)
-    entries = _entries(shape, spec, mesh)
-    bits = dtype_bits(dtype)
-    seen: dict[tuple[tuple[int, int], ...], int] = {}
-    tiles = []
-    cuts = [(n, *_cut(n, e, mesh)) for n, e in zip(shape, entries, strict=True)]
-    for dev in mesh.devices:
-        coord = mesh.coords(dev.id)
-        index = tuple(_interval(n, chunk, axes, coord) for n, chunk, axes in cuts)
-        tshape = tuple(s.stop - s.start for s in index)
-        key = tuple((s.start, s.stop) for s in index)
-        replica = seen.get(key, 0)
-        seen[key] = replica + 1
-        nbytes = (math.prod(tshape) * bits + 7) // 8
-        tiles.append(Tile(dev.id, index, tshape, nbytes, replica))
-    return tuple(tiles)
 
 
 # --------------------------------------------------------------------------------------------
@@ -238,16 +136,14 @@ def entry_layout(entry: ArrayEntry, mesh: MeshLayout | None) -> ArrayLayout | No
     ``None`` for an intermediate without a named spec (manual or unknown) or without a mesh.
 
     Raises:
-        ValueError: from :func:`tiles_from_spec` when the spec does not fit the mesh.
+        ValueError: from :func:`~shardviz.model.layout_from_spec` when the spec does not fit
+            the mesh.
     """
     if entry.layout is not None:
         return entry.layout
     if entry.spec is None or mesh is None:
         return None
-    tiles = tiles_from_spec(entry.shape, entry.dtype, entry.spec, mesh)
-    itemsize = max(1, dtype_bits(entry.dtype) // 8)
-    spec = _entries(entry.shape, entry.spec, mesh)
-    return ArrayLayout(entry.name, entry.shape, entry.dtype, itemsize, spec, mesh, tiles)
+    return layout_from_spec(entry.name, entry.shape, entry.dtype, entry.spec, mesh)
 
 
 # --------------------------------------------------------------------------------------------
@@ -525,8 +421,9 @@ def report_payload(report: Report) -> dict[str, Any]:
     """Everything the Explorer draws of one report, except tiles (see :func:`array_payload`).
 
     Keys: ``version``, ``function``, ``platform``, ``status_line``, ``ran``, ``notes``,
-    ``mesh`` (``MeshLayout`` data or ``None``), ``mesh_summary``, ``colors`` (device id ->
-    colour), ``arrays`` (one item per :func:`array_entries` entry), ``collectives`` (the ledger
+    ``mesh`` (``MeshLayout`` data or ``None``), ``mesh_grid`` (the mesh laid out,
+    :func:`~.grid_payload.mesh_grid_payload`, or ``None``), ``mesh_summary``, ``colors``
+    (device id -> colour), ``arrays`` (one item per :func:`array_entries` entry), ``collectives`` (the ledger
     in order, with its words from :func:`collective_text`; ``groups``/``pairs``/``source``
     are positions in ``groupings``/``pairings``/``sources``), ``sources`` (call chains,
     outermost frame first, each frame ``[file, line, function]`` with ``file`` a position in
@@ -562,6 +459,7 @@ def report_payload(report: Report) -> dict[str, Any]:
         "ran": report.ran,
         "notes": list(report.notes),
         "mesh": to_data(mesh) if mesh is not None else None,
+        "mesh_grid": mesh_grid_payload(mesh) if mesh is not None else None,
         "mesh_summary": mesh_summary(mesh) if mesh is not None else "no mesh (one device)",
         "colors": {str(d): device_color(d) for d in device_ids},
         "arrays": arrays,
@@ -583,68 +481,6 @@ def report_payload(report: Report) -> dict[str, Any]:
 # Array payload: one array's tiles and their places on the page
 
 
-def _axis_json(axis: Any) -> dict[str, Any]:
-    return {
-        "used": axis.used,
-        "title": axis.title,
-        "bands": [[b.start, b.stop, b.label, b.hidden] for b in axis.bands],
-    }
-
-
-def grid_payload(layout: ArrayLayout) -> dict[str, Any]:
-    """Where each distinct tile goes: the static view's rows, columns, panels and pixel sizes.
-
-    ``panels`` hold ``{"label", "cells": [[row, col, tile], ...]}`` (``tile`` indexes the
-    payload's ``tiles``, ``-1`` for a place no device holds) or ``{"gap": text}`` where panels
-    were elided.
-    """
-    grid = array_grid(layout)
-    col_sizes, row_sizes = _array_sizes(grid)
-    where = {group[0].key: i for i, group in enumerate(layout.distinct_tiles)}
-    panels: list[dict[str, Any]] = []
-    for p in grid.panels:
-        if isinstance(p, ArrayPanel):
-            cells = [[c.row, c.col, where.get(c.key, -1)] for c in p.cells]
-            panels.append({"label": p.label, "cells": cells})
-        else:
-            panels.append({"gap": p.text})
-    return {
-        "rows": _axis_json(grid.rows),
-        "cols": _axis_json(grid.cols),
-        "row_sizes": [round(x, 1) for x in row_sizes],
-        "col_sizes": [round(x, 1) for x in col_sizes],
-        "panels": panels,
-        "summary": page_summary(grid),
-    }
-
-
-def tiles_payload(layout: ArrayLayout) -> tuple[list[dict[str, Any]], list[str]]:
-    """The distinct tiles, replica 0's holder first, and the words for their shards.
-
-    Each tile: ``index`` (``[start, stop]`` per dim), ``shape``, ``nbytes`` (per holder),
-    ``devices``, ``label`` (its holders in few characters, :func:`devices_label`) and
-    ``shard`` (a position in the second list: ``(4, 8) · 128 B``, shape and exact bytes,
-    each text once since most tiles of an array share one).
-    """
-    shards = _Table()
-    tiles = []
-    for group in layout.distinct_tiles:
-        first = group[0]
-        ids = [t.device_id for t in group]
-        shard = f"{format_shape(first.shape)} · {format_bytes(first.nbytes, exact=True)}"
-        tiles.append(
-            {
-                "index": [list(k) for k in first.key],
-                "shape": list(first.shape),
-                "nbytes": first.nbytes,
-                "devices": ids,
-                "label": devices_label(ids),
-                "shard": shards.add(shard),
-            }
-        )
-    return tiles, shards.items
-
-
 def find_entry(report: Report, ident: str) -> ArrayEntry:
     """The entry with this id.
 
@@ -663,7 +499,7 @@ def array_payload(report: Report, ident: str) -> dict[str, Any] | None:
     Keys: ``id``, ``role``, ``name``, ``shape``, ``dtype``, ``spec``, ``spec_str``, ``value``,
     ``message`` (why there are no tiles, else ``None``), ``facts`` (kind, tiles and bytes in
     words, and the shard shape as ``shard_text``), ``tiles`` and ``shards``
-    (:func:`tiles_payload`) and ``grid`` (:func:`grid_payload`).
+    (:func:`~.grid_payload.tiles_payload`) and ``grid`` (:func:`~.grid_payload.array_grid_payload`).
 
     Raises:
         KeyError: no array of the report has this id.
@@ -712,7 +548,7 @@ def entry_payload(report: Report, entry: ArrayEntry) -> dict[str, Any]:
         "computed": entry.role == INTERMEDIATE,
     }
     out["tiles"], out["shards"] = tiles_payload(layout)
-    out["grid"] = grid_payload(layout)
+    out["grid"] = array_grid_payload(layout)
     return out
 
 

@@ -1,8 +1,10 @@
 """``MeshView``: the device mesh (and optionally one array's tiles), click a device to select it.
 
 Synced state is plain JSON from the model (``MeshLayout.to_json()``, ``ArrayLayout.to_json()``)
-plus the device colours computed here by :func:`~shardviz.render.colors.device_color`, so the
-live view and the static HTML view paint every device the same.
+plus what the static HTML view draws, computed here by the same functions: the device colours
+(:func:`~shardviz.render.colors.device_color`) and the laid-out grids (``grids``: cells, bands,
+panels, elided runs and labels, from :mod:`shardviz.widgets.grid_payload`). The front end only
+draws and highlights them, so the live view and the static view show the same cells.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from shardviz.model.mesh import MeshLayout
 from shardviz.render.colors import device_color
 from shardviz.render.html import array_html, mesh_html
 from shardviz.widgets.esm import widget_module
+from shardviz.widgets.explorer_payload import dumps
+from shardviz.widgets.grid_payload import array_view_payload, mesh_grid_payload
 from shardviz.widgets.selection import NO_SELECTION, NO_SELECTION_CHOICE
 from shardviz.widgets.static_bundle import with_static_html
 
@@ -34,6 +38,16 @@ def device_colors(mesh: MeshLayout) -> dict[str, str]:
         One entry per device, in mesh order.
     """
     return {str(d.id): device_color(d.id) for d in mesh.devices}
+
+
+def grids_json(mesh: MeshLayout, array: ArrayLayout | None) -> str:
+    """The ``grids`` state: the mesh and the array (or ``null``) laid out, as JSON text."""
+    return dumps(
+        {
+            "mesh": mesh_grid_payload(mesh),
+            "array": array_view_payload(array) if array is not None else None,
+        }
+    )
 
 
 class MeshView(anywidget.AnyWidget):
@@ -60,6 +74,9 @@ class MeshView(anywidget.AnyWidget):
     array = traitlets.Unicode("").tag(sync=True)
     #: The selected device's id, or ``-1`` for none.
     selected_device = traitlets.Int(NO_SELECTION).tag(sync=True)
+    #: JSON text: ``{"mesh": mesh_grid_payload(mesh), "array": array_view_payload(array) or
+    #: null}``, the grids as the static view lays them out.
+    grids = traitlets.Unicode("").tag(sync=True)
     #: Device id (string key) -> ``#rrggbb`` colour, from ``device_color``.
     colors = traitlets.Dict(key_trait=traitlets.Unicode(), value_trait=traitlets.Unicode()).tag(
         sync=True
@@ -96,6 +113,7 @@ class MeshView(anywidget.AnyWidget):
             mesh=mesh_layout.to_json(),
             array=array_layout.to_json() if array_layout is not None else "",
             colors=device_colors(mesh_layout),
+            grids=grids_json(mesh_layout, array_layout),
             **kwargs,
         )
 

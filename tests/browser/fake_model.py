@@ -85,3 +85,13 @@ def mount_explorer(viewer, widget):
     """Render the Explorer's module into a blank page with the widget's synced state."""
     state = widget.get_state()
     return mount_module(viewer, "explorer", {k: state[k] for k in EXPLORER_SYNCED})
+
+
+#: The MeshView traits its front end reads.
+MESH_VIEW_SYNCED = ("mesh", "array", "grids", "selected_device", "colors")
+
+
+def mount_mesh_view(viewer, widget):
+    """Render the MeshView's module into a blank page with the widget's synced state."""
+    state = widget.get_state()
+    return mount_module(viewer, "mesh_view", {k: state[k] for k in MESH_VIEW_SYNCED})

@@ -18,7 +18,7 @@ import shardviz as sv
 from shardviz.model import Device, MeshLayout
 from shardviz.widgets import MeshView
 from tests.browser.conftest import SKIP_ENV
-from tests.browser.fake_model import mount_module
+from tests.browser.fake_model import mount_mesh_view as mount
 
 pytestmark = pytest.mark.skipif(
     os.environ.get(SKIP_ENV) == "1", reason=f"{SKIP_ENV}=1: browser tests skipped on request"
@@ -40,14 +40,6 @@ def view(mesh):
     return MeshView(array.mesh, array)
 
 
-def mount(viewer, widget: MeshView):
-    """Render the widget's module into a blank page with the widget's synced state."""
-    state = widget.get_state()
-    return mount_module(
-        viewer, "mesh_view", {k: state[k] for k in ("mesh", "array", "selected_device", "colors")}
-    )
-
-
 def _calls(page):
     return page.evaluate("() => window.sv.calls.filter(c => c[0] !== 'on' && c[0] !== 'off')")
 
@@ -55,14 +47,14 @@ def _calls(page):
 def _selected(page):
     return page.evaluate(
         "() => [...document.querySelectorAll('.sv-selected')]"
-        ".map(e => e.classList.contains('sv-w-device') ? 'device ' + e.dataset.device"
+        ".map(e => e.classList.contains('sv-w-dev') ? 'device ' + e.dataset.device"
         " : 'tile ' + e.dataset.devices)"
     )
 
 
 def test_renders_one_cell_per_device_and_one_tile_per_piece(viewer, view):
     page = mount(viewer, view)
-    cells = page.locator(".sv-w-device")
+    cells = page.locator(".sv-w-dev")
     assert cells.count() == 8
     assert [cells.nth(i).get_attribute("data-device") for i in range(8)] == [
         str(i) for i in range(8)
@@ -72,10 +64,9 @@ def test_renders_one_cell_per_device_and_one_tile_per_piece(viewer, view):
     tiles = page.locator(".sv-w-tile")
     assert tiles.count() == 8
     # The same colour as the static view, computed in Python.
-    bg = cells.nth(5).evaluate("e => e.style.background || e.style.backgroundColor")
-    r, g, b = (int(view.colors["5"][i : i + 2], 16) for i in (1, 3, 5))
-    assert bg == f"rgb({r}, {g}, {b})"
-    text = page.locator(".sv-w-root").inner_text()
+    assert cells.nth(5).locator(".sv-w-fill").get_attribute("fill") == view.colors["5"]
+    assert cells.nth(5).text_content().endswith("d5(1, 1)")
+    text = page.locator(".sv-w-root").text_content()
     assert "data (2)" in text and "model (4)" in text
     assert "P('data', 'model')" in text
     assert _selected(page) == []
@@ -85,15 +76,16 @@ def test_renders_one_cell_per_device_and_one_tile_per_piece(viewer, view):
 
 def test_click_selects_device_and_highlights_its_tile(viewer, view):
     page = mount(viewer, view)
-    page.locator('.sv-w-device[data-device="5"]').click()
+    page.locator('.sv-w-dev[data-device="5"]').click()
     assert _calls(page) == [["set", "selected_device", 5], ["save_changes"]]
     assert _selected(page) == ["device 5", "tile 5"]
     tile = page.locator(".sv-w-tile.sv-selected")
-    assert tile.inner_text().split() == ["[4:8,", "4:8]", "5"]
-    assert page.locator('.sv-w-device[data-device="5"]').get_attribute("aria-pressed") == "true"
+    assert tile.locator(".sv-w-lbl").text_content() == "d5"
+    assert tile.locator("title").text_content().startswith("w[4:8, 4:8]\nshard (4, 4)")
+    assert page.locator('.sv-w-dev[data-device="5"]').get_attribute("aria-pressed") == "true"
 
     # Clicking the selected device again clears the selection.
-    page.locator('.sv-w-device[data-device="5"]').click()
+    page.locator('.sv-w-dev[data-device="5"]').click()
     assert _calls(page)[-2:] == [["set", "selected_device", -1], ["save_changes"]]
     assert _selected(page) == []
     viewer.assert_clean()
@@ -101,7 +93,7 @@ def test_click_selects_device_and_highlights_its_tile(viewer, view):
 
 def test_keyboard_selects_too(viewer, view):
     page = mount(viewer, view)
-    page.locator('.sv-w-device[data-device="2"]').focus()
+    page.locator('.sv-w-dev[data-device="2"]').focus()
     page.keyboard.press("Enter")
     assert _calls(page) == [["set", "selected_device", 2], ["save_changes"]]
     assert _selected(page) == ["device 2", "tile 2"]
@@ -123,19 +115,21 @@ def test_replicated_tiles_highlight_on_every_holder(viewer, mesh):
     array = sv.layout(x, name="x")
     page = mount(viewer, MeshView(array.mesh, array))
     assert page.locator(".sv-w-tile").count() == 2
-    page.locator('.sv-w-device[data-device="6"]').click()
+    page.locator('.sv-w-dev[data-device="6"]').click()
     assert _selected(page) == ["device 6", "tile 4 5 6 7"]
     viewer.assert_clean()
 
 
-def test_nd_array_lists_each_tile_as_text(viewer, mesh):
-    x = sv.mark_sharding(np.zeros((4, 8, 2), np.float32), mesh, ("data", "model", None), name="a")
-    array = sv.layout(x, name="a")
+def test_nd_array_draws_two_dims_and_the_rest_as_panels(viewer):
+    mesh = sv.Mesh(range(8), (2, 2, 2), ("a", "b", "c"))
+    x = sv.mark_sharding(np.zeros((4, 8, 2), np.float32), mesh, ("a", "b", "c"), name="t")
+    array = sv.layout(x, name="t")
     page = mount(viewer, MeshView(array.mesh, array))
-    items = page.locator(".sv-w-tilelist > .sv-w-tile")
-    assert items.count() == 8
-    assert items.nth(5).inner_text() == "[2:4, 2:4, 0:2] on device 5"
-    page.locator('.sv-w-device[data-device="5"]').click()
+    captions = page.locator(".sv-w-panel > figcaption").all_text_contents()
+    assert captions == ["a=0", "a=1", "dim 0 = 0:2", "dim 0 = 2:4"]  # mesh panels, then tiles
+    assert page.locator(".sv-w-tile").count() == 8
+    assert page.locator(".sv-w-facts").first.text_content() == "one panel per a"
+    page.locator('.sv-w-dev[data-device="5"]').click()
     assert _selected(page) == ["device 5", "tile 5"]
     viewer.assert_clean()
 
@@ -147,7 +141,7 @@ def test_cleanup_removes_every_listener(viewer, view):
         "() => Object.entries(window.sv.handlers).filter(([, fs]) => fs.length).map(([e]) => e)"
     )
     assert left == []
-    page.locator('.sv-w-device[data-device="1"]').click()
+    page.locator('.sv-w-dev[data-device="1"]').click()
     assert _calls(page) == [], "a click after cleanup must not reach the model"
     viewer.assert_clean()
 
@@ -157,7 +151,7 @@ def test_hostile_names_render_as_text_and_run_nothing(viewer):
     page = mount(viewer, MeshView(mesh))
     page.wait_for_timeout(200)  # room for an onerror that should never fire
     assert page.locator("img").count() == 0
-    assert HOSTILE in page.locator(".sv-w-axis-rows").inner_text()
+    assert page.locator(".sv-w-axis").nth(1).text_content() == "↓ " + HOSTILE + " (2)"
     assert viewer.dialogs == []
     viewer.assert_clean()
 

@@ -12,21 +12,30 @@ from hypothesis import strategies as st
 from shardviz.model import ArrayLayout, Tile
 from shardviz.render.colors import DARK_TEXT, _luminance, device_color, text_color_for
 from shardviz.render.geometry import (
+    GAP_PX,
+    MESH_CELL_H,
+    MESH_GAP,
     ArrayPanel,
     Band,
     MeshPanel,
     PanelGap,
+    array_band_sizes,
     array_grid,
     band_sizes,
     devices_label,
     elide,
     format_bytes,
+    gap_notes,
+    gap_tip,
+    mesh_band_sizes,
+    mesh_cell_tip,
     mesh_grid,
+    mesh_panels_text,
     offsets,
     page_dims,
 )
 
-from .fixtures import make_layout, make_mesh, mesh_2x4, mesh_2x64, mesh_3axis
+from .fixtures import make_layout, make_mesh, mesh_2x4, mesh_2x64, mesh_2x1024, mesh_3axis
 
 NO_ELISION = 10**9
 
@@ -170,6 +179,45 @@ def test_mesh_grid_elided() -> None:
     assert len(grid.cols.bands) == 11
     ids = [c.device.id for c in grid.cells()]
     assert ids[:5] == [0, 1, 2, 3, 4] and ids[-1] == 2047 and len(ids) == 20
+
+
+def test_mesh_cell_words() -> None:
+    mesh = make_mesh(("pipe", "data", "model"), (2, 2, 4), platform="tpu", kind="TPU v4")
+    grid = mesh_grid(mesh)
+    panel = grid.panels[1]
+    assert isinstance(panel, MeshPanel)
+    cell = panel.cell(1, 2)
+    assert cell is not None and cell.coord_text == "(1, 1, 2)"
+    assert mesh_cell_tip(mesh, cell) == "d14 · pipe=1, data=1, model=2\nprocess 0 · tpu (TPU v4)"
+    assert mesh_panels_text(mesh, grid) == "one panel per pipe"
+    assert mesh_panels_text(mesh_2x4(), mesh_grid(mesh_2x4())) == ""
+    lone = make_mesh((), ())
+    (only,) = mesh_grid(lone).cells()
+    assert only.coord_text == "" and mesh_cell_tip(lone, only) == "d0\nprocess 0 · cpu"
+
+
+def test_elided_bands_in_words() -> None:
+    grid = mesh_grid(make_mesh(("data", "model"), (2, 1024)))
+    gap = grid.cols.bands[5]
+    assert (
+        gap_tip(grid.cols, gap, "indices") == "1014 more indices of model (1024) not shown (5:1019)"
+    )
+    assert gap_notes(grid.cols, "indices", "indices") == [
+        "… 1014 more indices of model (1024) not shown (indices 5:1019)"
+    ]
+    assert gap_notes(grid.rows, "indices", "indices") == []
+
+
+def test_pixel_sizes_of_mesh_and_array_bands() -> None:
+    grid = mesh_grid(make_mesh(("data", "model"), (40, 1024)))
+    cols, rows = mesh_band_sizes(grid, 60.0)
+    assert cols == [60.0] * 5 + [MESH_GAP] + [60.0] * 5
+    assert rows == [MESH_CELL_H] * 5 + [MESH_GAP] + [MESH_CELL_H] * 5
+    layout = make_layout("x", (64, 4096), (None, "model"), mesh_2x1024())
+    cols, rows = array_band_sizes(array_grid(layout))
+    assert len(cols) == 11 and cols[5] == GAP_PX and math.isclose(sum(cols), 520)
+    assert rows == [48.0]  # one unsplit row, at the least height
+    assert array_band_sizes(array_grid(make_layout("s", (), (), mesh_2x4()))) == ([140.0], [48.0])
 
 
 def test_band_sizes() -> None:

@@ -1,40 +1,29 @@
-"""Explorer's payloads without a widget or a browser: tiles from specs, and JSON that is the model.
+"""Explorer's payloads without a widget or a browser: JSON that is the model.
 
-``tiles_from_spec`` is checked against jax's own placement (``NamedSharding.devices_indices_map``
-and ``shardviz.layout``) with hypothesis over meshes and specs on the 8 test devices; the
-payloads are checked against the model objects they come from, and against the 1 MB budget at
-512 devices.
+The payloads are checked against the model objects they come from, and against the 1 MB budget
+at 512 devices. (The tiles of intermediates come from ``shardviz.model.tiles_from_spec``,
+tested in ``tests/model/test_tiles.py``.)
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import math
 from pathlib import Path
 
-import jax
-import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-from jax.sharding import NamedSharding
-from jax.sharding import PartitionSpec as P
 
 import shardviz.widgets.explorer_payload as ep
-from shardviz.capture.layout import layout_of
-from shardviz.capture.mesh import mesh_layout
-from shardviz.model import Frame, LeafBytes, MeshLayout, Source, TreeLayout
+import shardviz.widgets.grid_payload as gp
+from shardviz.model import Frame, LeafBytes, MeshLayout, Source, TreeLayout, tiles_from_spec
 from shardviz.model.array import format_index
 from shardviz.widgets.explorer_payload import (
     array_entries,
     array_json,
     array_payload,
-    dtype_bits,
     memory_payload,
     report_json,
     report_payload,
-    tiles_from_spec,
 )
 from tests.render.fixtures import make_layout, make_mesh, mesh_2x4
 from tests.render.report_fixtures import (
@@ -49,106 +38,6 @@ from tests.render.test_no_jax import imported_modules
 from tests.without_jax import run_without_jax
 
 MB = 1_000_000
-
-# --------------------------------------------------------------------------------------------
-# tiles_from_spec against jax
-
-MESH_SHAPES = [(8,), (2, 4), (4, 2), (1, 8), (2, 2, 2), (2, 1, 4), (4,), (2,), (1,)]
-NAMES = ("a", "b", "c")
-
-
-@st.composite
-def placements(draw):
-    """A jax mesh (devices in a drawn order), a spec assigning its axes to dims, and a shape
-    whose dims divide evenly (what NamedSharding accepts)."""
-    shape_m = draw(st.sampled_from(MESH_SHAPES))
-    n = math.prod(shape_m)
-    order = draw(st.permutations(range(8)))[:n]
-    devices = np.array([jax.devices()[i] for i in order]).reshape(shape_m)
-    mesh = jax.sharding.Mesh(devices, NAMES[: len(shape_m)])
-    ndim = draw(st.integers(0, 3))
-    entries: list[list[str]] = [[] for _ in range(ndim)]
-    for axis in draw(st.permutations(mesh.axis_names)):  # each axis on at most one dim
-        if ndim and draw(st.booleans()):
-            entries[draw(st.integers(0, ndim - 1))].append(axis)
-    sizes = dict(mesh.shape)
-    shape = tuple(math.prod(sizes[a] for a in e) * draw(st.integers(1, 3)) for e in entries)
-    spec = tuple(tuple(e) for e in entries)
-    dtype = draw(st.sampled_from(["float32", "bfloat16", "int8", "bool", "float64"]))
-    return mesh, spec, shape, dtype
-
-
-def _p(spec):
-    return P(*(None if not e else e[0] if len(e) == 1 else tuple(e) for e in spec))
-
-
-@settings(max_examples=150, deadline=None)
-@given(placements())
-def test_tiles_match_jax_devices_indices_map(placement):
-    mesh, spec, shape, dtype = placement
-    sharding = NamedSharding(mesh, _p(spec))
-    ours = tiles_from_spec(shape, dtype, spec, mesh_layout(mesh))
-    jax_map = {d.id: idx for d, idx in sharding.devices_indices_map(shape).items()}
-    assert len(ours) == mesh.size
-    for t in ours:
-        want = tuple(
-            slice(*s.indices(n)[:2]) for s, n in zip(jax_map[t.device_id], shape, strict=True)
-        )
-        assert t.index == want, (spec, shape, t.device_id)
-    # ...and equal, field by field (replica numbers and bytes too), to what shardviz.layout says.
-    assert ours == layout_of(shape, dtype, sharding).tiles
-
-
-@settings(max_examples=100, deadline=None)
-@given(st.integers(0, 40), st.sampled_from([(("a",),), (("b", "a"),), (("a", "b"),), ((),)]))
-def test_uneven_dims_are_cut_like_the_compiler_pads_them(n, spec):
-    """ceil(n / k) chunks, the last ones short or empty: every element held once per replica set."""
-    mesh = make_mesh(("a", "b"), (2, 4))
-    tiles = tiles_from_spec((n,), "float32", spec, mesh)
-    k = math.prod(mesh.axis_size(a) for a in spec[0])
-    pieces = sorted({t.key for t in tiles})
-    covered = [i for (key,) in pieces for i in range(*key)]
-    assert covered == list(range(n))  # disjoint and complete
-    assert all(t.shape[0] <= -(-n // k) for t in tiles)
-    assert all(t.nbytes == 4 * t.shape[0] for t in tiles)
-    # the hand-built fixtures (tests/render/fixtures.py) use the same convention
-    assert tiles == make_layout("x", (n,), [spec[0] or None], mesh).tiles
-
-
-def test_replicas_are_numbered_in_mesh_order():
-    tiles = tiles_from_spec((8, 4), "float32", (("data",), ()), mesh_2x4())
-    assert [(t.device_id, t.replica_id) for t in tiles] == [
-        (0, 0), (1, 1), (2, 2), (3, 3), (4, 0), (5, 1), (6, 2), (7, 3)
-    ]  # fmt: skip
-
-
-def test_short_spec_leaves_the_rest_unsplit():
-    tiles = tiles_from_spec((8, 4, 2), "float32", (("data",),), mesh_2x4())
-    assert tiles[0].index == (slice(0, 4), slice(0, 4), slice(0, 2))
-
-
-@pytest.mark.parametrize(
-    ("spec", "match"),
-    [
-        ((("nope",), ()), "names axis 'nope'"),
-        ((("data",), ("data",)), "uses axis 'data' twice"),
-        (((), (), ()), "3 entries for rank 2"),
-    ],
-)
-def test_bad_specs_say_what_is_wrong(spec, match):
-    with pytest.raises(ValueError, match=match):
-        tiles_from_spec((8, 4), "float32", spec, mesh_2x4())
-
-
-def test_dtype_sizes_and_sub_byte_rounding():
-    assert [dtype_bits(d) for d in ("float32", "bfloat16", "bool", "int4", "uint8")] == [
-        32, 16, 8, 4, 8
-    ]  # fmt: skip
-    assert dtype_bits("float8_e4m3fn") == 8 and dtype_bits("complex64") == 64
-    assert tiles_from_spec((3,), "int4", ((),), mesh_2x4())[0].nbytes == 2
-    with pytest.raises(ValueError, match="token"):
-        dtype_bits("token")
-
 
 # --------------------------------------------------------------------------------------------
 # The report payload is the model
@@ -312,6 +201,13 @@ def report_512():
     )
 
 
+def test_mesh_is_sent_laid_out_as_the_static_view_lays_it_out():
+    report = dp_report()
+    assert report_payload(report)["mesh_grid"] == gp.mesh_grid_payload(report.mesh)
+    no_mesh = dataclasses.replace(report, mesh=None)
+    assert report_payload(no_mesh)["mesh_grid"] is None
+
+
 def test_payload_fits_one_megabyte_at_512_devices():
     report = report_512()
     assert report.mesh.size == 512
@@ -348,9 +244,11 @@ def test_grid_text_says_what_the_static_view_says():
 
 def test_payload_module_imports_no_jax_and_no_anywidget():
     allowed = {"json", "math", "re", "collections", "dataclasses", "typing", "__future__"}
-    for name in imported_modules(Path(ep.__file__)):
-        top = name.split(".")[0]
-        assert top in allowed or name.startswith(("shardviz.model", "shardviz.render")), name
+    pure = ("shardviz.model", "shardviz.render", "shardviz.widgets.grid_payload")
+    for module in (ep, gp):
+        for name in imported_modules(Path(module.__file__)):
+            top = name.split(".")[0]
+            assert top in allowed or name.startswith(pure), f"{module.__name__}: {name}"
     out = run_without_jax(
         """
         import sys

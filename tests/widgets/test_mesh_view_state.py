@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -11,11 +12,12 @@ import traitlets
 
 import shardviz
 import shardviz as sv
-from shardviz.model import MeshLayout
+from shardviz.model import Device, MeshLayout
 from shardviz.render.colors import device_color
 from shardviz.render.html import array_html, mesh_html
 from shardviz.widgets import MeshView
 from shardviz.widgets.esm import widget_module
+from shardviz.widgets.grid_payload import array_view_payload, mesh_grid_payload
 from shardviz.widgets.mesh_view import STATIC
 
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
@@ -59,6 +61,24 @@ def test_synced_array_is_the_layouts_json(mesh_layout, array_layout):
     assert w.get_state()["array"] == array_layout.to_json()
     assert w.array_layout is array_layout
     assert w.mesh_layout is mesh_layout
+
+
+def test_synced_grids_are_the_static_views_layout(mesh_layout, array_layout):
+    w = MeshView(mesh_layout, array_layout)
+    grids = json.loads(w.get_state()["grids"])
+    assert grids["mesh"] == mesh_grid_payload(mesh_layout)
+    assert grids["array"] == array_view_payload(array_layout)
+    assert json.loads(MeshView(mesh_layout).grids) == {
+        "mesh": mesh_grid_payload(mesh_layout),
+        "array": None,
+    }
+
+
+def test_synced_grids_are_inert_in_html():
+    mesh = MeshLayout(("<b>&", "model"), (2, 4), tuple(Device(i) for i in range(8)))
+    text = MeshView(mesh).grids
+    assert "<" not in text and ">" not in text and "&" not in text
+    assert json.loads(text)["mesh"]["rows"]["title"] == "<b>& (2)"
 
 
 def test_selected_device_accepts_mesh_devices_only(mesh_layout):

@@ -17,8 +17,9 @@
 //   generation          bumped by Python with every new report
 //
 // Words and numbers (bytes, seconds, operands, device runs, source lines) arrive ready-made in
-// the payloads, spelled by the same Python functions as the static views; this module only
-// lays them out, draws and highlights.
+// the payloads, spelled by the same Python functions as the static views, and the mesh and the
+// picked array arrive laid out (shardviz/widgets/grid_payload.py: the static views' own grids,
+// panels and elided runs); this module only draws them and highlights.
 //
 // Prefetch: once a payload is drawn the view sends {type: "prefetch", generation} and Python
 // answers with custom messages {type: "prefetched", generation, arrays: [[id, json], ...],
@@ -34,18 +35,33 @@ import {
   NO_SELECTION,
   SELECTED,
   addTitle,
+  arrayPanels,
+  coordLabels,
+  deviceSvg,
   formatIndex,
+  gridNotes,
+  gridPanels,
   isActivation,
-  meshCoords,
   node,
   parse,
+  plural,
   selectTilesOf,
   setPressed,
   svg,
+  svgLabel,
+  textWidth,
 } from "./shared.js";
 
 /** @typedef {import("./shared.js").Model} Model */
 /** @typedef {import("./shared.js").MeshJson} MeshJson */
+/** @typedef {import("./shared.js").MeshCellJson} MeshCellJson */
+/** @typedef {import("./shared.js").ArrayCellJson} ArrayCellJson */
+/** @typedef {import("./shared.js").DistinctTileJson} DistinctTileJson */
+/** @typedef {import("./shared.js").Paint} Paint */
+/**
+ * @template C
+ * @typedef {import("./shared.js").GridJson<C>} GridJson
+ */
 
 /**
  * One pickable array of the report payload (explorer_payload._array_item).
@@ -84,9 +100,10 @@ import {
  */
 
 /**
- * The shown report (explorer_payload.report_payload).
+ * The shown report (explorer_payload.report_payload); `mesh_grid` is the mesh laid out.
  * @typedef {{ version: number, function: string, platform: string, status_line: string,
- *   notes: string[], mesh: MeshJson | null, mesh_summary: string,
+ *   notes: string[], mesh: MeshJson | null, mesh_grid: GridJson<MeshCellJson> | null,
+ *   mesh_summary: string,
  *   colors: Record<string, string>, arrays: ArrayItem[], collectives: CollectiveItem[],
  *   groupings: number[][][], pairings: [number, number][][],
  *   sources: [number, number, string][][], source_labels: [string, string, string][],
@@ -96,37 +113,13 @@ import {
  */
 
 /**
- * A distinct tile of the picked array and every device holding it, replica 0 first
- * (explorer_payload.tiles_payload; `shard` points into the array payload's `shards`).
- * @typedef {{ index: [number, number][], shape: number[], nbytes: number, devices: number[],
- *   label: string, shard: number }} DistinctTileJson
- */
-
-/**
- * One page axis of the picked array: bands are [start, stop, tick label, slots hidden].
- * @typedef {{ used: boolean, title: string, bands: [number, number, string, number][] }} AxisJson
- */
-
-/**
- * A small multiple (cells are [row, col, tile], tile -1 where no device holds a part), or the
- * words for panels left out.
- * @typedef {{ label: string, cells: [number, number, number][] } | { gap: string }} PanelJson
- */
-
-/**
- * Where the picked array's tiles go (explorer_payload.grid_payload).
- * @typedef {{ rows: AxisJson, cols: AxisJson, row_sizes: number[], col_sizes: number[],
- *   panels: PanelJson[], summary: string }} GridJson
- */
-
-/**
  * The picked array (explorer_payload.entry_payload): `facts` and `grid` are null, and
  * `message` says why, when it has no tiles.
  * @typedef {{ id: string, role: string, name: string, shape: number[], dtype: string,
  *   spec: string[][] | null, spec_str: string, value: string, message: string | null,
  *   facts: { kind: string, shard_shape: number[], shard_text: string, tiles: string,
  *            bytes: string, computed: boolean } | null,
- *   tiles: DistinctTileJson[], shards: string[], grid: GridJson | null }} ArrayPayload
+ *   tiles: DistinctTileJson[], shards: string[], grid: GridJson<ArrayCellJson> | null }} ArrayPayload
  */
 
 /** @typedef {{ id: string, title: string, description: string, mesh: string }} StrategyItem */
@@ -137,10 +130,9 @@ import {
  *             frames: [string, number, string][] }} SourceInfo
  */
 
-const PAYLOAD_VERSION = 2;
+const PAYLOAD_VERSION = 3;
 /** The CSS property a device cell's group outline colour is set in. */
 const RING = "--sv-x-ring";
-const MAX_HOLDERS = 16;
 const MAX_PAIRS = 16;
 /** @type {Record<string, string>} */
 const STATUS_TEXT = { compiling: "compiling…", running: "running…", done: "done", error: "error" };
@@ -152,82 +144,6 @@ const MEM_H = 110;
 
 // --------------------------------------------------------------------------------------------
 // Drawing helpers
-
-/**
- * An SVG text at (x, y), anchored by `anchor` ("start", "middle" or "end").
- * @param {string} className
- * @param {number} x
- * @param {number} y
- * @param {string} text
- * @param {string} [anchor]
- * @param {Record<string, string | number>} [attrs]
- * @returns {SVGElement}
- */
-function svgLabel(className, x, y, text, anchor = "start", attrs = {}) {
-  /** @type {Record<string, string>} */
-  const anchored = anchor === "start" ? {} : { "text-anchor": anchor };
-  return svg("text", { class: className, x, y, ...anchored, ...attrs }, text);
-}
-
-/**
- * Approximate width of monospace text at 10-11px.
- * @param {string} text
- * @param {number} [size]
- */
-function textWidth(text, size = 11) {
-  return text.length * (size <= 10 ? 6.1 : 6.7);
-}
-
-/**
- * Where a side title for the rows goes: rotated beside the body when it fits, else above.
- * @param {string} title
- * @param {string[]} ticks
- * @param {number} bodyHeight
- * @returns {{ rotate: boolean, left: number }}
- */
-function rowFrame(title, ticks, bodyHeight) {
-  const tickWidth = Math.max(0, ...ticks.map((tick) => textWidth(tick, 10)));
-  const titleWidth = textWidth(title);
-  const rotate = titleWidth + 8 <= bodyHeight;
-  return { rotate, left: rotate ? 20 + tickWidth + 6 : Math.max(tickWidth + 10, titleWidth + 14) };
-}
-
-/**
- * The row title: rotated and centred on the body, or "↓ title" at the top left.
- * @param {SVGElement} root
- * @param {string} title
- * @param {boolean} rotate
- * @param {number} centreY
- */
-function rowTitle(root, title, rotate, centreY) {
-  if (rotate) {
-    root.appendChild(
-      svgLabel("sv-x-axis", 12, centreY, title, "middle", { transform: `rotate(-90 12 ${centreY})` }),
-    );
-  } else {
-    root.appendChild(svgLabel("sv-x-axis", 4, 24, "↓ " + title));
-  }
-}
-
-/**
- * Running positions: where each of `sizes` starts, the first at `start`.
- * @param {number[]} sizes
- * @param {number} start
- */
-function offsets(sizes, start) {
-  const out = [];
-  let position = start;
-  for (const size of sizes) {
-    out.push(position);
-    position += size;
-  }
-  return out;
-}
-
-/** @param {number[]} values */
-function sum(values) {
-  return values.reduce((total, value) => total + value, 0);
-}
 
 /**
  * A darker shade of a #rrggbb colour, for outlines.
@@ -242,15 +158,6 @@ function darker(hex) {
   return "#" + channels.map((channel) => channel.toString(16).padStart(2, "0")).join("");
 }
 
-/**
- * A count and its noun: "1 group", "3 groups".
- * @param {number} count
- * @param {string} noun
- */
-function plural(count, noun) {
-  return `${count} ${noun}${count === 1 ? "" : "s"}`;
-}
-
 // --------------------------------------------------------------------------------------------
 // What the payload means
 
@@ -263,12 +170,8 @@ class Report {
     this.payload = payload;
     /** @type {MeshJson | null} */
     this.mesh = payload.mesh;
-    /** @type {Map<number, number[]>} device id -> mesh coordinate */
-    this.coords = new Map();
-    if (this.mesh) {
-      const sizes = this.mesh.axis_sizes;
-      this.mesh.devices.forEach((device, flat) => this.coords.set(device.id, meshCoords(flat, sizes)));
-    }
+    /** @type {Map<number, string>} device id -> its mesh coordinate in words */
+    this.where = coordLabels(this.mesh);
     /** @type {Map<number, number>[]} per grouping: device id -> group number */
     this.groupOf = payload.groupings.map((groups) => {
       /** @type {Map<number, number>} */
@@ -289,9 +192,7 @@ class Report {
 
   /** data=1, model=2 @param {number} id */
   coordLabel(id) {
-    const coord = this.coords.get(id);
-    if (!this.mesh || !coord) return "";
-    return this.mesh.axis_names.map((name, axis) => `${name}=${coord[axis]}`).join(", ");
+    return this.where.get(id) || "";
   }
 
   /**
@@ -389,108 +290,24 @@ function strategyPicker(strategies, chosen) {
 // Mesh pane
 
 /**
- * The device grid: the last mesh axis across, the others flattened down.
+ * The device grid as Python laid it out (the static view's: the last two axes on the page, the
+ * others as panels, long runs elided), each device a button; a layer per panel for arrows.
  * @param {Report} report
  * @returns {HTMLElement}
  */
 function meshPane(report) {
   const pane = node("section", "sv-x-pane sv-x-meshpane");
   pane.appendChild(node("h4", "", "Mesh"));
-  const mesh = report.mesh;
-  if (!mesh) {
+  const grid = report.payload.mesh_grid;
+  if (!grid) {
     pane.appendChild(node("div", "sv-x-dim", "no mesh (one device)"));
     return pane;
   }
-  const names = mesh.axis_names;
-  const sizes = mesh.axis_sizes;
-  const rank = sizes.length;
-  const numCols = rank === 0 ? 1 : sizes[rank - 1];
-  const numRows = Math.max(1, mesh.devices.length / numCols);
-  const cellW = Math.max(12, Math.min(56, 760 / numCols));
-  const cellH = cellW >= 40 ? 40 : Math.max(14, cellW);
-  const rowLabels = [];
-  for (let row = 0; row < numRows; row++) {
-    const coord = report.coords.get(mesh.devices[row * numCols].id) || [];
-    rowLabels.push(rank >= 2 ? coord.slice(0, -1).join(",") : "");
-  }
-  const rowsTitle = names
-    .slice(0, -1)
-    .map((name, axis) => `${name} (${sizes[axis]})`)
-    .join(" × ");
-  const frame = rowFrame(rowsTitle, rowLabels, numRows * cellH);
-  const left = rank >= 2 ? frame.left : 4;
-  const top = rank >= 1 ? (rank >= 2 && !frame.rotate ? 44 : 32) : 4;
-  const width = left + numCols * cellW + 4;
-  const height = top + numRows * cellH + 4;
-  const root = svg("svg", { class: "sv-x-mesh", width, height, viewBox: `0 0 ${width} ${height}`, role: "img" });
-  if (rank >= 1) {
-    root.appendChild(
-      svgLabel("sv-x-axis", left + (numCols * cellW) / 2, 12, `${names[rank - 1]} (${numCols}) →`, "middle"),
-    );
-    const every = Math.max(1, Math.ceil(18 / cellW));
-    for (let col = 0; col < numCols; col += every) {
-      root.appendChild(svgLabel("sv-x-tick", left + col * cellW + cellW / 2, top - 6, String(col), "middle"));
-    }
-  }
-  if (rank >= 2) {
-    rowTitle(root, rowsTitle, frame.rotate, top + (numRows * cellH) / 2);
-    const every = Math.max(1, Math.ceil(12 / cellH));
-    rowLabels.forEach((text, row) => {
-      if (row % every === 0) {
-        root.appendChild(
-          svgLabel("sv-x-tick", left - 5, top + row * cellH + cellH / 2, text, "end", {
-            "dominant-baseline": "central",
-          }),
-        );
-      }
-    });
-  }
-  mesh.devices.forEach((device, flat) => {
-    const x = left + (flat % numCols) * cellW;
-    const y = top + Math.floor(flat / numCols) * cellH;
-    root.appendChild(deviceCell(report, device, rank, x, y, cellW, cellH));
-  });
-  root.appendChild(svg("g", { class: "sv-x-pairs" }));
-  pane.appendChild(root);
-  pane.appendChild(node("div", "sv-x-devline"));
+  if (grid.summary) pane.appendChild(node("div", "sv-x-facts", grid.summary));
+  const panels = gridPanels(grid, "sv-x", "mesh", (cell, box) => deviceSvg("sv-x", cell, box, report.color(cell[2])));
+  for (const map of panels.querySelectorAll(".sv-x-mesh")) map.appendChild(svg("g", { class: "sv-x-pairs" }));
+  pane.append(panels, ...gridNotes("sv-x", grid.notes), node("div", "sv-x-devline"));
   return pane;
-}
-
-/**
- * One device of the mesh: a button filled with its colour, labelled when there is room.
- * @param {Report} report
- * @param {import("./shared.js").DeviceJson} device
- * @param {number} rank the mesh's number of axes
- * @param {number} x @param {number} y @param {number} cellW @param {number} cellH
- */
-function deviceCell(report, device, rank, x, y, cellW, cellH) {
-  const cell = svg("g", {
-    class: "sv-x-dev",
-    "data-device": device.id,
-    role: "button",
-    tabindex: 0,
-    "aria-pressed": "false",
-  });
-  const where = report.coordLabel(device.id);
-  const kind = device.kind !== device.platform ? ` (${device.kind})` : "";
-  addTitle(
-    cell,
-    `d${device.id}${where ? " · " + where : ""}\nprocess ${device.process_index} · ${device.platform}${kind}`,
-  );
-  const box = { x: x + 1, y: y + 1, width: cellW - 2, height: cellH - 2, rx: 2 };
-  cell.appendChild(svg("rect", { class: "sv-x-fill", ...box, fill: report.color(device.id) }));
-  cell.appendChild(
-    svg("rect", { class: "sv-x-ring", x: x + 1.5, y: y + 1.5, width: cellW - 3, height: cellH - 3, rx: 2 }),
-  );
-  if (cellW >= 24) {
-    const twoLines = cellH >= 34 && rank > 0;
-    cell.appendChild(svgLabel("sv-x-lbl", x + cellW / 2, y + (twoLines ? 15 : cellH / 2), `d${device.id}`, "middle"));
-    if (twoLines) {
-      const coord = report.coords.get(device.id) || [];
-      cell.appendChild(svgLabel("sv-x-sub", x + cellW / 2, y + 29, "(" + coord.join(",") + ")", "middle"));
-    }
-  }
-  return cell;
 }
 
 /**
@@ -542,32 +359,33 @@ function arrowPaths(x1, y1, x2, y2, cell) {
 }
 
 /**
- * Arrows for a collective-permute's source -> target pairs.
+ * Arrows for a collective-permute's source -> target pairs, in each mesh panel between the
+ * cells it draws (a pair across panels or with an elided end has none, as in the static view).
  * @param {HTMLElement} root
  * @param {[number, number][]} pairs
  */
 function drawPairs(root, pairs) {
-  const layer = root.querySelector(".sv-x-pairs");
-  if (!layer) return;
-  layer.replaceChildren();
-  const first = root.querySelector(".sv-x-dev .sv-x-fill");
-  const cellSize = first ? Number(first.getAttribute("width")) + 2 : 40;
-  /** @type {Map<number, Element>} */
-  const cells = new Map();
-  if (pairs.length) {
-    for (const cell of root.querySelectorAll(".sv-x-dev")) {
+  for (const layer of root.querySelectorAll(".sv-x-pairs")) {
+    layer.replaceChildren();
+    const map = layer.parentNode;
+    if (!pairs.length || !map) continue;
+    /** @type {Map<number, Element>} */
+    const cells = new Map();
+    for (const cell of map.querySelectorAll(".sv-x-dev")) {
       cells.set(Number(/** @type {SVGElement} */ (cell).dataset.device), cell);
     }
-  }
-  for (const [source, target] of pairs) {
-    const from = cells.get(source);
-    const to = cells.get(target);
-    if (!from || !to || source === target) continue;
-    const [x1, y1] = cellCentre(from);
-    const [x2, y2] = cellCentre(to);
-    const [curve, head] = arrowPaths(x1, y1, x2, y2, cellSize);
-    layer.appendChild(svg("path", { class: "sv-x-arrow", "data-pair": `${source} ${target}`, d: curve }));
-    layer.appendChild(svg("path", { class: "sv-x-arrowhead", d: head }));
+    const first = map.querySelector(".sv-x-dev .sv-x-fill");
+    const cellSize = first ? Number(first.getAttribute("width")) + 2 : 40;
+    for (const [source, target] of pairs) {
+      const from = cells.get(source);
+      const to = cells.get(target);
+      if (!from || !to || source === target) continue;
+      const [x1, y1] = cellCentre(from);
+      const [x2, y2] = cellCentre(to);
+      const [curve, head] = arrowPaths(x1, y1, x2, y2, cellSize);
+      layer.appendChild(svg("path", { class: "sv-x-arrow", "data-pair": `${source} ${target}`, d: curve }));
+      layer.appendChild(svg("path", { class: "sv-x-arrowhead", d: head }));
+    }
   }
 }
 
@@ -600,119 +418,6 @@ function arrayPicker(report) {
     pick.appendChild(group);
   }
   return pick;
-}
-
-/**
- * One distinct tile as an SVG group: filled by its first holder, labelled, with hover text.
- * @param {Report} report
- * @param {ArrayPayload} array
- * @param {DistinctTileJson | undefined} tile
- * @param {number} x @param {number} y @param {number} width @param {number} height
- */
-function tileSvg(report, array, tile, x, y, width, height) {
-  if (!tile) {
-    const empty = svg("g", { class: "sv-x-tile", "data-devices": "" });
-    addTitle(empty, `${array.name}: held by no device`);
-    empty.appendChild(svg("rect", { x, y, width, height, fill: "#ffffff", "stroke-dasharray": "2 2" }));
-    return empty;
-  }
-  const ids = tile.devices;
-  const group = svg("g", { class: "sv-x-tile", "data-devices": ids.join(" ") });
-  const holders = ids.slice(0, MAX_HOLDERS).map((id) => {
-    const where = report.coordLabel(id);
-    return `  d${id}` + (where ? ` (${where})` : "");
-  });
-  if (ids.length > MAX_HOLDERS) holders.push(`  … ${ids.length - MAX_HOLDERS} more`);
-  addTitle(
-    group,
-    [
-      `${array.name}${formatIndex(tile.index)}`,
-      `shard ${array.shards[tile.shard]}`,
-      `held by ${plural(ids.length, "device")}:`,
-      ...holders,
-    ].join("\n"),
-  );
-  group.appendChild(svg("rect", { class: "sv-x-fill", x, y, width, height, fill: report.color(ids[0]) }));
-  const inset = { x: x + 1.5, y: y + 1.5, width: Math.max(0, width - 3), height: Math.max(0, height - 3) };
-  group.appendChild(svg("rect", { class: "sv-x-ring", ...inset }));
-  let text = tile.label;
-  if (textWidth(text) > width - 4) text = ids.length > 1 ? `d${ids[0]}+${ids.length - 1}` : `d${ids[0]}`;
-  if (textWidth(text) <= width - 4 && height >= 13) {
-    group.appendChild(svgLabel("sv-x-lbl", x + width / 2, y + height / 2, text, "middle"));
-  }
-  return group;
-}
-
-/**
- * One small multiple of the picked array, with tick labels and elided bands.
- * @param {Report} report
- * @param {ArrayPayload} array
- * @param {GridJson} grid
- * @param {{label: string, cells: [number, number, number][]}} panel
- */
-function arrayPanel(report, array, grid, panel) {
-  const rows = grid.rows;
-  const cols = grid.cols;
-  const rowTicks = rows.used ? rows.bands.map((band) => band[2]) : [];
-  const bodyW = sum(grid.col_sizes);
-  const bodyH = sum(grid.row_sizes);
-  const frame = rowFrame(rows.title, rowTicks, bodyH);
-  const left = rows.used ? frame.left : 4;
-  const top = cols.used ? (rows.used && !frame.rotate ? 44 : 32) : rows.used && !frame.rotate ? 30 : 4;
-  const colX = offsets(grid.col_sizes, left);
-  const rowY = offsets(grid.row_sizes, top);
-  const width = left + bodyW + 4;
-  const height = top + bodyH + 4;
-  const root = svg("svg", { class: "sv-x-grid", width, height, viewBox: `0 0 ${width} ${height}`, role: "img" });
-  if (cols.used) {
-    root.appendChild(svgLabel("sv-x-axis", left + bodyW / 2, 12, cols.title + " →", "middle"));
-    cols.bands.forEach(([, , tick, hidden], col) => {
-      const colW = grid.col_sizes[col];
-      if (!hidden && textWidth(tick, 10) <= colW + 2) {
-        root.appendChild(svgLabel("sv-x-tick", colX[col] + colW / 2, top - 6, tick, "middle"));
-      }
-    });
-  }
-  if (rows.used) {
-    rowTitle(root, rows.title, frame.rotate, top + bodyH / 2);
-    rows.bands.forEach(([, , tick, hidden], row) => {
-      const rowH = grid.row_sizes[row];
-      if (!hidden && rowH >= 10) {
-        root.appendChild(
-          svgLabel("sv-x-tick", left - 5, rowY[row] + rowH / 2, tick, "end", { "dominant-baseline": "central" }),
-        );
-      }
-    });
-  }
-  for (const [row, col, tileAt] of panel.cells) {
-    const tile = tileAt >= 0 ? array.tiles[tileAt] : undefined;
-    root.appendChild(tileSvg(report, array, tile, colX[col], rowY[row], grid.col_sizes[col], grid.row_sizes[row]));
-  }
-  /**
-   * A dashed band where intervals were elided.
-   * @type {(x: number, y: number, width: number, height: number, text: string) => void}
-   */
-  const gap = (x, y, width, height, text) => {
-    const band = svg("g", { class: "sv-x-elided" });
-    addTitle(band, text);
-    band.appendChild(svg("rect", { x, y, width, height }));
-    band.appendChild(svg("text", { x: x + width / 2, y: y + height / 2 }, "…"));
-    root.appendChild(band);
-  };
-  cols.bands.forEach(([start, stop, , hidden], col) => {
-    if (!hidden) return;
-    const text = `${hidden} more intervals of ${cols.title} not shown (${start}:${stop})`;
-    gap(colX[col] + 1, top, grid.col_sizes[col] - 2, bodyH, text);
-  });
-  rows.bands.forEach(([start, stop, , hidden], row) => {
-    if (!hidden) return;
-    const text = `${hidden} more intervals of ${rows.title} not shown (${start}:${stop})`;
-    gap(left, rowY[row] + 1, bodyW, grid.row_sizes[row] - 2, text);
-  });
-  const figure = node("figure", "sv-x-panel");
-  if (panel.label) figure.appendChild(node("figcaption", "", panel.label));
-  figure.appendChild(root);
-  return figure;
 }
 
 /**
@@ -756,12 +461,7 @@ function arrayView(report, array, wanted) {
   const line = `${facts.tiles} · shard ${facts.shard_text} · ${facts.bytes}`;
   wrap.appendChild(node("div", "sv-x-facts", line + (facts.computed ? " · tiles computed from the spec" : "")));
   wrap.appendChild(node("div", "sv-x-facts", array.grid.summary));
-  const panels = node("div", "sv-x-panels");
-  for (const panel of array.grid.panels) {
-    const grid = array.grid;
-    panels.appendChild("gap" in panel ? node("div", "sv-x-gap", panel.gap) : arrayPanel(report, array, grid, panel));
-  }
-  wrap.appendChild(panels);
+  wrap.append(arrayPanels("sv-x", array, array.grid, report), ...gridNotes("sv-x", array.grid.notes));
   wrap.appendChild(node("div", "sv-x-tileline"));
   return wrap;
 }
