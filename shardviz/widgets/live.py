@@ -25,7 +25,8 @@ as ``null``) and is pushed in small batches, so a thousand fast steps do not flo
 
 This module holds the widget (:class:`LiveView`) and :func:`live`; the run's thread is
 :mod:`.live_run`, the step convention :mod:`.live_steps`, the static charts :mod:`.live_svg`,
-the memory panel :mod:`.live_memory` and the numbers :mod:`.live_format`.
+the memory panel :mod:`.live_memory`, the numbers :mod:`.live_format`, and the words and
+scales both pictures draw (synced as ``readouts``) :mod:`.live_readouts`.
 """
 
 from __future__ import annotations
@@ -42,7 +43,14 @@ from shardviz.render.svg import esc
 from shardviz.widgets.esm import widget_module
 from shardviz.widgets.static_bundle import with_static_html
 
-from .live_format import format_loss, progress_text, time_note
+from .live_readouts import (
+    PART_OF_TRAIT,
+    Json,
+    head_readout,
+    loss_readout,
+    memory_readout,
+    time_readout,
+)
 from .live_run import LiveRun
 from .live_steps import check_live_args
 from .live_svg import loss_svg, memory_svg, time_svg
@@ -92,18 +100,44 @@ class LiveView(anywidget.AnyWidget):
     error = traitlets.Unicode("").tag(sync=True)
     #: Set by the view's Stop button; the run stops after its current step.
     stop_requested = traitlets.Bool(False).tag(sync=True)
+    #: What the view shows besides raw numbers (words, scales, tick labels), made from the
+    #: traits above by :mod:`.live_readouts` and kept up to date here: the JS only draws it.
+    readouts: traitlets.Dict[str, Json] = traitlets.Dict().tag(sync=True)
 
     def __init__(self, title: str = "", total_steps: int = 0, **kwargs: Any) -> None:
         super().__init__(title=str(title), total_steps=int(total_steps), **kwargs)
 
+    @traitlets.default("readouts")
+    def _all_readouts(self) -> dict[str, Json]:
+        return {part: self._readout(part) for part in dict.fromkeys(PART_OF_TRAIT.values())}
+
+    @traitlets.observe(*PART_OF_TRAIT)
+    def _update_readouts(self, change: dict[str, Any]) -> None:
+        """Remake the one part of :attr:`readouts` that the changed trait feeds."""
+        part = PART_OF_TRAIT[change["name"]]
+        self.readouts = {**self.readouts, part: self._readout(part)}
+
+    def _readout(self, part: str) -> Json:
+        """One part of :attr:`readouts` (``head``, ``loss``, ``time`` or ``memory``), made anew."""
+        if part == "head":
+            return head_readout(self.step, self.total_steps)
+        if part == "loss":
+            return loss_readout(self.losses)
+        if part == "time":
+            return time_readout(self.step_ms)
+        return memory_readout(self.memory, self.memory_note)
+
     def static_html(self) -> str:
         """The current state as static HTML+SVG (no script): for saved notebooks and files."""
         css = (STATIC / "live.css").read_text(encoding="utf-8")
+        words = self.readouts
+        last = words["loss"]["last"]
+        last_html = f'<span class="sv-l-last">{esc(last)}</span>' if last else ""
         head = (
             f'<div class="sv-l-head"><span class="sv-l-title">{esc(self.title)}</span>'
             f'<span class="sv-l-status sv-l-status-{esc(self.status)}">{esc(self.status)}</span>'
-            f'<span class="sv-l-progress">{esc(progress_text(self.step, self.total_steps))}</span>'
-            f"{self._last_loss_html()}</div>"
+            f'<span class="sv-l-progress">{esc(words["head"]["progress"])}</span>'
+            f"{last_html}</div>"
         )
         error = (
             f'<div class="sv-l-error" role="alert">{esc(self.error)}</div>' if self.error else ""
@@ -114,18 +148,13 @@ class LiveView(anywidget.AnyWidget):
             f"{loss_svg(self.losses, self.total_steps)}</figure>"
             '<figure class="sv-l-panel"><figcaption>step time (ms)</figcaption>'
             f"{time_svg(self.step_ms, self.total_steps)}"
-            f'<div class="sv-l-note">{esc(time_note(self.step_ms))}</div></figure>'
+            f'<div class="sv-l-note">{esc(words["time"]["note"])}</div></figure>'
             '<figure class="sv-l-panel"><figcaption>memory per device</figcaption>'
             f"{memory_svg(self.memory)}"
-            f'<div class="sv-l-note">{esc(self.memory_note or "not measured yet")}</div>'
+            f'<div class="sv-l-note">{esc(words["memory"]["note"])}</div>'
             "</figure></div>"
         )
         return f'<div class="sv-l-root"><style>{css}</style>{head}{error}{panels}</div>'
-
-    def _last_loss_html(self) -> str:
-        if not self.losses:
-            return ""
-        return f'<span class="sv-l-last">loss {esc(format_loss(self.losses[-1]))}</span>'
 
     def save_html(self, path: str | Path) -> str:
         """Write the current state as one self-contained offline HTML file; return the path."""

@@ -1,7 +1,8 @@
-"""Numbers and short texts of the live training view, for people (live.js formats the same way).
+"""Numbers and short texts of the live training view, for people.
 
 Byte sizes are :func:`shardviz.render.geometry.format_bytes`; here are the rest: losses, step
-times, progress, and the loss as JSON carries it.
+times, progress, and the loss as JSON carries it. The view gets them ready-made (through
+:mod:`.live_readouts`): live.js formats nothing.
 """
 
 from __future__ import annotations

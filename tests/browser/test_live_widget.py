@@ -1,10 +1,11 @@
 """The live training view's ES module in a real Chromium, offline (browser-unit tests).
 
 live.js is loaded from a Blob URL with ``import()`` and rendered with a small fake model
-(get/set/on/off/save_changes, every call recorded) holding a real ``LiveView``'s synced state.
-``fromPython`` changes the state and fires the change event the way a comm message does, so we
-can watch the curve grow in place. The ``viewer`` fixture (tests/browser/conftest.py) fails a
-test on any request leaving the machine, JS error or dialog.
+(get/set/on/off/save_changes, every call recorded) holding a real ``LiveView``'s synced state,
+readouts included. ``_from_python`` changes the Python view and sends the page what changed in
+the order ipywidgets does (the trait, then the readouts made from it), so we can watch the curve
+grow in place. The ``viewer`` fixture (tests/browser/conftest.py) fails a test on any request
+leaving the machine, JS error or dialog.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ SYNCED = (
     "memory_note",
     "error",
     "stop_requested",
+    "readouts",
 )
 
 
@@ -49,22 +51,33 @@ def _memory(n: int = 8) -> list[dict]:
     ]
 
 
-def view_state(**changes) -> dict:
-    """A real LiveView's synced state, with some traits set."""
+def live_view(**changes) -> LiveView:
+    """A real LiveView, with some traits set."""
     view = LiveView(title="mlp dp", total_steps=10)
     for k, v in changes.items():
         setattr(view, k, v)
+    return view
+
+
+def synced(view: LiveView) -> dict:
     state = view.get_state()
     return {k: state[k] for k in SYNCED}
 
 
-def mount(viewer, state: dict):
-    """Render live.js into a blank page with the given synced state."""
-    return mount_module(viewer, "live", state)
+def mount(viewer, view: LiveView):
+    """Render live.js into a blank page with the view's synced state."""
+    return mount_module(viewer, "live", synced(view))
 
 
-def _from_python(page, name: str, value) -> None:
-    page.evaluate("([k, v]) => window.sv.fromPython(k, v)", [name, value])
+def _from_python(page, view: LiveView, **changes) -> None:
+    """Set traits on the Python view; send each, then the readouts if they changed."""
+    for name, value in changes.items():
+        before = view.readouts
+        setattr(view, name, value)
+        sent = [name] + (["readouts"] if view.readouts != before else [])
+        for key in sent:
+            value = synced(view)[key]
+            page.evaluate("([k, v]) => window.sv.fromPython(k, v)", [key, value])
 
 
 def _calls(page):
@@ -77,8 +90,8 @@ def _path_points(page, selector: str) -> int:
 
 
 def test_losses_draw_one_point_each(viewer):
-    state = view_state(status="running", step=5, losses=LOSSES, step_ms=STEP_MS, memory=_memory())
-    page = mount(viewer, state)
+    view = live_view(status="running", step=5, losses=LOSSES, step_ms=STEP_MS, memory=_memory())
+    page = mount(viewer, view)
     assert page.locator(".sv-l-loss .sv-l-pt").count() == 5
     assert _path_points(page, ".sv-l-loss .sv-l-line") == 5
     head = page.locator(".sv-l-head").inner_text()
@@ -94,13 +107,13 @@ def test_losses_draw_one_point_each(viewer):
 
 
 def test_new_points_grow_the_curve_in_place(viewer):
-    page = mount(viewer, view_state(status="running", step=3, losses=LOSSES[:3]))
+    view = live_view(status="running", step=3, losses=LOSSES[:3])
+    page = mount(viewer, view)
     page.evaluate(
         "() => { window.kept = [document.querySelector('.sv-l-loss'),"
         " ...document.querySelectorAll('.sv-l-pt')]; }"
     )
-    _from_python(page, "losses", [*LOSSES, 0.5, 0.45])
-    _from_python(page, "step", 7)
+    _from_python(page, view, losses=[*LOSSES, 0.5, 0.45], step=7)
     assert page.locator(".sv-l-pt").count() == 7
     assert _path_points(page, ".sv-l-loss .sv-l-line") == 7
     same = page.evaluate(
@@ -120,7 +133,7 @@ def test_new_points_grow_the_curve_in_place(viewer):
 
 
 def test_a_non_finite_loss_is_a_marked_point_and_breaks_the_line(viewer):
-    page = mount(viewer, view_state(losses=[1.0, None, 0.5]))
+    page = mount(viewer, live_view(losses=[1.0, None, 0.5]))
     assert page.locator(".sv-l-pt").count() == 3
     assert page.locator(".sv-l-pt.sv-l-bad").count() == 1
     assert page.locator(".sv-l-pt.sv-l-bad title").text_content() == "step 2: loss not finite"
@@ -131,22 +144,83 @@ def test_a_non_finite_loss_is_a_marked_point_and_breaks_the_line(viewer):
 
 def test_memory_bars_one_per_device_in_its_colour(viewer):
     note = "compiler's estimate per device"
-    page = mount(viewer, view_state(memory=_memory(), memory_note=note))
+    memory = _memory()
+    memory[7]["bytes"] = 8192  # not all alike: a bar each
+    page = mount(viewer, live_view(memory=memory, memory_note=note))
     bars = page.locator(".sv-l-bar")
     assert bars.count() == 8
     assert bars.nth(5).get_attribute("data-device") == "5"
     assert bars.nth(5).locator("rect").get_attribute("fill") == device_color(5)
     assert page.locator(".sv-l-bar text").nth(1).text_content() == "4 KiB"
+    assert bars.nth(5).locator("title").text_content() == "device 5: 4 KiB (4,096 B)"
     assert page.locator(".sv-l-mem-note").inner_text() == note
     viewer.assert_clean()
 
 
+def test_identical_devices_are_one_bar_said_once(viewer):
+    page = mount(viewer, live_view(memory=_memory(), memory_note="from the compiler"))
+    bars = page.locator(".sv-l-bar")
+    assert bars.count() == 1
+    assert bars.locator("text").first.text_content() == "all 8"
+    note = page.locator(".sv-l-mem-note").inner_text()
+    assert note == "same on every device (8 devices) · from the compiler"
+    viewer.assert_clean()
+
+
+#: What a page of the live view shows: its words, and where its marks are.
+_PICTURE_JS = """() => {
+  const all = (selector, read) => [...document.querySelectorAll(selector)].map(read);
+  const text = (e) => e.textContent;
+  const attrs = (...names) => (e) => names.map((n) => e.getAttribute(n));
+  return {
+    head: all(".sv-l-progress, .sv-l-last", text),
+    notes: all(".sv-l-note", text),
+    texts: all("svg text", text),
+    titles: all("svg title", text),
+    ticks: all("svg text", attrs("x", "y", "text-anchor")),
+    points: all(".sv-l-pt", attrs("class", "cx", "cy", "r")),
+    lines: all(".sv-l-line, .sv-l-median, .sv-l-peak", attrs("d", "x1", "y1", "x2", "y2")),
+    bars: all(".sv-l-bar rect", attrs("x", "y", "width", "height", "fill")),
+    memory: all(".sv-l-mem", attrs("width", "height")),
+  };
+}"""
+
+
+def test_the_live_view_and_its_static_html_show_the_same_picture(viewer):
+    memory = [
+        {
+            "device": i,
+            "bytes": 1536 * (i + 1),
+            "peak": 4096,
+            "limit": 1 << 14,
+            "color": device_color(i),
+        }
+        for i in range(3)
+    ]
+    view = live_view(
+        status="running",
+        step=6,
+        losses=[*LOSSES, None],
+        step_ms=[*STEP_MS, 3.5],
+        memory=memory,
+        memory_note="device memory_stats()",
+    )
+    page = mount(viewer, view)
+    live = page.evaluate(_PICTURE_JS)
+    page.set_content(f"<!doctype html><html><body>{view.static_html()}</body></html>")
+    static = page.evaluate(_PICTURE_JS)
+    assert live == static
+    assert "median 3.00 ms" in live["titles"]
+    assert "device 2: 4.5 KiB (4,608 B), peak 4 KiB of 16 KiB" in live["titles"]
+    viewer.assert_clean()
+
+
 def test_the_error_box_shows_text_safely(viewer):
-    page = mount(viewer, view_state(title=HOSTILE, status="running"))
+    view = live_view(title=HOSTILE, status="running")
+    page = mount(viewer, view)
     assert page.locator(".sv-l-error").is_hidden()
     message = "step 3 failed: TypeError: " + HOSTILE
-    _from_python(page, "error", message)
-    _from_python(page, "status", "error")
+    _from_python(page, view, error=message, status="error")
     page.wait_for_timeout(200)  # room for an onerror that should never fire
     assert page.locator("img").count() == 0
     box = page.locator(".sv-l-error")
@@ -160,19 +234,20 @@ def test_the_error_box_shows_text_safely(viewer):
 
 
 def test_stop_button_asks_python_to_stop(viewer):
-    page = mount(viewer, view_state(status="running", losses=LOSSES[:2]))
+    view = live_view(status="running", losses=LOSSES[:2])
+    page = mount(viewer, view)
     button = page.locator(".sv-l-stop")
     assert button.is_visible() and button.is_enabled()
     button.click()
     assert _calls(page) == [["set", "stop_requested", True], ["save_changes"]]
     assert button.is_disabled()
-    _from_python(page, "status", "stopped")
+    _from_python(page, view, status="stopped")
     assert button.is_hidden()
     viewer.assert_clean()
 
 
 def test_cleanup_removes_every_listener(viewer):
-    page = mount(viewer, view_state(status="running"))
+    page = mount(viewer, live_view(status="running"))
     page.evaluate("() => window.sv.cleanup()")
     left = page.evaluate(
         "() => Object.entries(window.sv.handlers).filter(([, fs]) => fs.length).map(([e]) => e)"

@@ -1,4 +1,4 @@
-"""The live view's numbers and short texts (live.js formats the same way)."""
+"""The live view's numbers and short texts (sent ready-made: live.js formats nothing)."""
 
 from __future__ import annotations
 

@@ -62,7 +62,7 @@ def test_memory_svg_draws_one_bar_per_device_scaled_to_the_limit():
 
 
 def test_memory_svg_summarises_devices_beyond_the_cap():
-    memory = [{"device": i, "bytes": 10} for i in range(MAX_MEMORY_BARS + 3)]
+    memory = [{"device": i, "bytes": 10 + i} for i in range(MAX_MEMORY_BARS + 3)]
     svg = memory_svg(memory)
     assert svg.count('class="sv-l-bar"') == MAX_MEMORY_BARS
     assert "… 3 more devices" in svg

@@ -14,28 +14,43 @@
 //   memory_note     one line on what the bars mean
 //   error           the error that ended the run, or ""
 //   stop_requested  set to true by the Stop button (the only thing the view writes)
+//   readouts        every word and scale shown besides the numbers (see live_readouts.py):
+//                   progress, tick labels, tooltips, notes, chart ranges, the memory scale
 //
-// The loss chart grows in place: existing points are kept (and moved if the scale changes),
-// new ones are appended. Every model string enters the DOM through textContent or
-// setAttribute, never through innerHTML.
+// Python formats everything: this module formats no number, it places the numbers on the
+// scales it is sent and draws the words it is sent. The loss chart grows in place: existing
+// points are kept (and moved if the scale changes), new ones are appended. Every model string
+// enters the DOM through textContent or setAttribute, never through innerHTML.
 
 import { node, svg } from "./shared.js";
 
 /** @typedef {import("./shared.js").Model} Model */
 /**
- * One device's memory reading (see live.py).
+ * One device's memory reading (see live_memory.py).
  * @typedef {{ device: number, bytes: number, peak: number | null, limit: number | null,
  *             color: string }} MemoryEntry
  */
+/**
+ * A tick label on a y axis: where it goes (in the chart's units) and what it says.
+ * @typedef {{ value: number, text: string }} Tick
+ */
+/**
+ * The readouts Python sends (live_readouts.py): one part per panel.
+ * @typedef {{ progress: string }} HeadReadout
+ * @typedef {{ range: [number, number], ticks: Tick[], titles: string[], last: string }} LossReadout
+ * @typedef {{ range: [number, number], ticks: Tick[], median: { value: number, title: string } | null,
+ *             note: string }} TimeReadout
+ * @typedef {{ label: string, text: string, title: string }} MemoryRowWords
+ * @typedef {{ scale: number, rows: MemoryRowWords[], more: string, note: string }} MemoryReadout
+ * @typedef {{ head: HeadReadout, loss: LossReadout, time: TimeReadout, memory: MemoryReadout }} Readouts
+ */
 
-// Chart geometry, shared with live.py (px).
+// Chart geometry, shared with live_readouts.py (px).
 const LOSS_W = 380, LOSS_H = 180;
 const TIME_W = 240, TIME_H = 120;
 const PAD_L = 56, PAD_R = 10, PAD_T = 10, PAD_B = 22;
 const MEM_ROW = 18, MEM_LABEL = 52, MEM_BAR = 150, MEM_VALUE = 78;
-const MAX_MEMORY_BARS = 64;
 const ACTIVE = new Set(["compiling", "running"]);
-const UNITS = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
 
 /**
  * A coordinate, short: 12, 12.5.
@@ -44,52 +59,6 @@ const UNITS = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
  */
 function num(value) {
   return String(Math.round(value * 10) / 10);
-}
-
-/**
- * A loss with four significant digits.
- * @param {number | null | undefined} loss
- * @returns {string}
- */
-function formatLoss(loss) {
-  return typeof loss === "number" && Number.isFinite(loss) ? String(Number(loss.toPrecision(4))) : "not finite";
-}
-
-/**
- * Milliseconds, fewer decimals as they grow.
- * @param {number} ms
- * @returns {string}
- */
-function formatMs(ms) {
-  return ms >= 100 ? ms.toFixed(0) : ms >= 10 ? ms.toFixed(1) : ms.toFixed(2);
-}
-
-/**
- * Bytes for people: 512 B, 1.5 KiB, 64 MiB (as `shardviz.render.geometry.format_bytes`; the
- * one JS copy, since this view's memory readings arrive as numbers while it runs).
- * @param {number} nbytes
- * @returns {string}
- */
-function formatBytes(nbytes) {
-  let value = nbytes;
-  let unit = 0;
-  while (Math.abs(value) >= 1024 && unit < UNITS.length - 1) {
-    value /= 1024;
-    unit += 1;
-  }
-  return unit === 0 ? `${nbytes} B` : `${value.toFixed(1).replace(/\.0$/, "")} ${UNITS[unit]}`;
-}
-
-/**
- * Median of the step times after the first (compile) step; null before two steps.
- * @param {number[]} ms
- * @returns {number | null}
- */
-function medianMs(ms) {
-  const rest = ms.slice(1).sort((low, high) => low - high);
-  if (!rest.length) return null;
-  const mid = Math.floor(rest.length / 2);
-  return rest.length % 2 ? rest[mid] : (rest[mid - 1] + rest[mid]) / 2;
 }
 
 /**
@@ -110,22 +79,6 @@ function finite(value) {
 function xOf(step, count, width) {
   const plot = width - PAD_L - PAD_R;
   return PAD_L + (count <= 1 ? plot / 2 : (step / (count - 1)) * plot);
-}
-
-/**
- * The y range drawn for some finite values: their range, padded a little.
- * @param {number[]} values
- * @returns {[number, number]}
- */
-function span(values) {
-  if (!values.length) return [0, 1];
-  const lo = Math.min(...values), hi = Math.max(...values);
-  if (hi === lo) {
-    const pad = Math.abs(hi) * 0.05 || 1;
-    return [lo - pad, hi + pad];
-  }
-  const pad = (hi - lo) * 0.04;
-  return [lo - pad, hi + pad];
 }
 
 /**
@@ -213,61 +166,39 @@ function xTicks(count, width, height) {
 }
 
 /**
- * Tick labels, in order of importance, keeping only those 10 px clear of the ones kept.
- * @param {[number, string][]} labels
- * @param {number} top
- * @returns {[number, string][]}
+ * Tick labels left of the y axis, at their values on the scale `[lo, hi]`.
+ * @param {Tick[]} ticks
+ * @param {[number, number]} range
+ * @param {number} height
+ * @returns {SVGElement[]}
  */
-function spaced(labels, top) {
-  const plot = TIME_H - PAD_T - PAD_B;
-  /** @type {[number, string][]} */
-  const kept = [];
-  for (const [value, text] of labels) {
-    if (kept.every(([keptValue]) => (Math.abs(value - keptValue) / top) * plot >= 10)) kept.push([value, text]);
-  }
-  return kept;
+function yTicks(ticks, [lo, hi], height) {
+  return ticks.map(({ value, text }) => tick(PAD_L - 4, yOf(value, lo, hi, height) + 3, text, "end"));
 }
 
 /**
- * One memory bar row.
+ * One memory bar row: the entry's numbers drawn on `scale`, with the words sent for it.
  * @param {number} row
  * @param {MemoryEntry} entry
+ * @param {MemoryRowWords} words
  * @param {number} scale
  * @returns {SVGElement}
  */
-function memoryRow(row, entry, scale) {
+function memoryRow(row, entry, words, scale) {
   const y = row * MEM_ROW;
   const used = Number(entry.bytes) || 0;
   const width = Math.max(1, (used / scale) * MEM_BAR);
   const group = svg("g", { class: "sv-l-bar", "data-device": String(entry.device) });
-  const title = svg("title");
-  let hover = `device ${entry.device}: ${formatBytes(used)}`;
-  const label = svg("text", { class: "sv-l-dev", x: 0, y: y + 12 }, `dev ${entry.device}`);
+  const label = svg("text", { class: "sv-l-dev", x: 0, y: y + 12 }, words.label);
   const rect = svg("rect", { x: MEM_LABEL, y: y + 3, width: num(width), height: MEM_ROW - 6 });
   rect.setAttribute("fill", String(entry.color || "#eaeef2"));
-  group.append(title, label, rect);
+  group.append(svg("title", {}, words.title), label, rect);
   if (entry.peak) {
     const peakX = num(MEM_LABEL + (entry.peak / scale) * MEM_BAR);
     group.appendChild(svg("line", { class: "sv-l-peak", x1: peakX, y1: y + 2, x2: peakX, y2: y + MEM_ROW - 3 }));
-    hover += `, peak ${formatBytes(entry.peak)}`;
   }
-  if (entry.limit) hover += ` of ${formatBytes(entry.limit)}`;
-  title.textContent = hover;
-  group.appendChild(svg("text", { x: num(MEM_LABEL + width + 4), y: y + 12 }, formatBytes(used)));
+  group.appendChild(svg("text", { x: num(MEM_LABEL + width + 4), y: y + 12 }, words.text));
   return group;
-}
-
-/**
- * The bar length that means "full": the limit when every device has one, else the largest.
- * @param {MemoryEntry[]} memory
- * @returns {number}
- */
-function memoryScale(memory) {
-  if (memory.length && memory.every((entry) => entry.limit)) {
-    return Math.max(...memory.map((entry) => Number(entry.limit)));
-  }
-  const sizes = memory.map((entry) => Math.max(Number(entry.bytes) || 0, Number(entry.peak) || 0));
-  return Math.max(0, ...sizes) || 1;
 }
 
 export default {
@@ -323,14 +254,17 @@ export default {
       return Math.max(Number(model.get("total_steps")) || 0, done);
     }
 
+    /** @returns {Readouts} */
+    function readouts() {
+      return model.get("readouts");
+    }
+
     function drawHead() {
       const state = String(model.get("status") || "idle");
       title.textContent = String(model.get("title") || "");
       status.textContent = state;
       status.className = `sv-l-status sv-l-status-${state.replace(/[^a-z]/g, "")}`;
-      const total = Number(model.get("total_steps")) || 0;
-      const step = Number(model.get("step")) || 0;
-      progress.textContent = total ? `step ${step} / ${total}` : `step ${step}`;
+      progress.textContent = readouts().head.progress;
       stop.hidden = !(ACTIVE.has(state) || state === "stopping");
       stop.disabled = state === "stopping" || Boolean(model.get("stop_requested"));
     }
@@ -344,10 +278,10 @@ export default {
     function drawLoss() {
       /** @type {(number | null)[]} */
       const losses = model.get("losses") || [];
+      const words = readouts().loss;
+      const [lo, hi] = words.range;
       const count = losses.length;
       const total = stepsShown(count);
-      const good = losses.filter(finite);
-      const [lo, hi] = span(good);
       const radius = count <= 200 ? "2.5" : "1.5";
       /** @type {([number, number] | null)[]} */
       const line = [];
@@ -368,77 +302,54 @@ export default {
         dot.setAttribute("cx", num(x));
         dot.setAttribute("cy", num(y));
         dot.setAttribute("r", radius);
-        /** @type {Element} */ (dot.firstChild).textContent = `step ${step + 1}: loss ${formatLoss(value)}`;
+        /** @type {Element} */ (dot.firstChild).textContent = words.titles[step] ?? "";
       });
       loss.line.setAttribute("d", pathOf(line));
-      const ticks = xTicks(total, LOSS_W, LOSS_H);
-      if (good.length) {
-        const top = Math.max(...good), bottom = Math.min(...good);
-        ticks.push(tick(PAD_L - 4, yOf(top, lo, hi, LOSS_H) + 3, formatLoss(top), "end"));
-        if (bottom !== top) ticks.push(tick(PAD_L - 4, yOf(bottom, lo, hi, LOSS_H) + 3, formatLoss(bottom), "end"));
-      }
-      loss.ticks.replaceChildren(...ticks);
-      last.textContent = count ? `loss ${formatLoss(losses[count - 1])}` : "";
+      loss.ticks.replaceChildren(...xTicks(total, LOSS_W, LOSS_H), ...yTicks(words.ticks, words.range, LOSS_H));
+      last.textContent = words.last;
     }
 
     function drawTime() {
       /** @type {number[]} */
       const ms = (model.get("step_ms") || []).map(Number);
+      const words = readouts().time;
+      const [lo, top] = words.range;
       const total = stepsShown(ms.length);
-      const rest = ms.slice(1);
-      const top = rest.length ? Math.max(...rest) * 1.1 : 1;
-      time.line.setAttribute(
-        "d",
-        pathOf(rest.map((value, step) => [xOf(step + 1, total, TIME_W), yOf(value, 0, top, TIME_H)])),
-      );
-      const ticks = xTicks(total, TIME_W, TIME_H);
-      const median = medianMs(ms);
-      /** @type {[number, string][]} */
-      const labels = [[0, "0"]];
-      if (median !== null) labels.push([median, formatMs(median)], [Math.max(...rest), formatMs(Math.max(...rest))]);
-      for (const [value, text] of spaced(labels, top)) {
-        ticks.push(tick(PAD_L - 4, yOf(value, 0, top, TIME_H) + 3, text, "end"));
-      }
+      /** @type {[number, number][]} */
+      const line = ms.slice(1).map((value, step) => [xOf(step + 1, total, TIME_W), yOf(value, lo, top, TIME_H)]);
+      time.line.setAttribute("d", pathOf(line));
       time.extra.replaceChildren();
-      if (median !== null) {
-        const y = num(yOf(median, 0, top, TIME_H));
+      if (words.median) {
+        const y = num(yOf(words.median.value, lo, top, TIME_H));
         const medianLine = svg("line", { class: "sv-l-median", x1: PAD_L, y1: y, x2: TIME_W - PAD_R, y2: y });
-        medianLine.appendChild(svg("title", {}, `median ${formatMs(median)} ms`));
+        medianLine.appendChild(svg("title", {}, words.median.title));
         time.extra.appendChild(medianLine);
       }
-      time.ticks.replaceChildren(...ticks);
-      if (!ms.length) {
-        timeNote.textContent = "no step finished yet";
-      } else {
-        let text = `step 1 (compile): ${formatMs(ms[0])} ms`;
-        if (median !== null) {
-          const steps = ms.length === 2 ? "step 2" : `steps 2–${ms.length}`;
-          text += ` · median ${formatMs(median)} ms over ${steps}`;
-        }
-        timeNote.textContent = text;
-      }
+      time.ticks.replaceChildren(...xTicks(total, TIME_W, TIME_H), ...yTicks(words.ticks, words.range, TIME_H));
+      timeNote.textContent = words.note;
     }
 
     function drawMemory() {
       /** @type {MemoryEntry[]} */
       const memory = model.get("memory") || [];
-      const shown = memory.slice(0, MAX_MEMORY_BARS);
-      const scale = memoryScale(memory);
-      const rows = shown.map((entry, row) => memoryRow(row, entry, scale));
-      const more = memory.length - shown.length;
-      const height = Math.max(1, MEM_ROW * (shown.length + (more ? 1 : 0)));
-      if (more) rows.push(tick(0, height - 5, `… ${more} more devices`, "start"));
+      const words = readouts().memory;
+      const shown = memory.slice(0, words.rows.length);
+      const rows = shown.map((entry, row) => memoryRow(row, entry, words.rows[row], words.scale));
+      const height = Math.max(1, MEM_ROW * (shown.length + (words.more ? 1 : 0)));
+      if (words.more) rows.push(tick(0, height - 5, words.more, "start"));
       const width = MEM_LABEL + MEM_BAR + MEM_VALUE;
       mem.setAttribute("width", String(width));
       mem.setAttribute("height", String(height));
       mem.setAttribute("viewBox", `0 0 ${width} ${height}`);
       mem.replaceChildren(...rows);
-      memNote.textContent = String(model.get("memory_note") || "not measured yet");
+      memNote.textContent = words.note;
     }
 
-    function drawSteps() {
+    /** Everything drawn from the readouts (they change with the numbers they describe). */
+    function drawReadouts() {
       drawLoss();
       drawTime();
+      drawMemory();
       drawHead();
     }
 
@@ -448,23 +359,19 @@ export default {
       model.save_changes();
     }
 
+    // Python changes the numbers and their readouts in one message (or the numbers first),
+    // so the charts are drawn when the readouts arrive.
     /** @type {[string, () => void][]} */
     const listeners = [
       ["change:title", drawHead],
       ["change:status", drawHead],
-      ["change:step", drawHead],
       ["change:stop_requested", drawHead],
-      ["change:total_steps", drawSteps],
-      ["change:losses", drawLoss],
-      ["change:step_ms", drawTime],
-      ["change:memory", drawMemory],
-      ["change:memory_note", drawMemory],
+      ["change:readouts", drawReadouts],
       ["change:error", drawError],
     ];
     stop.addEventListener("click", onStop);
     for (const [event, callback] of listeners) model.on(event, callback);
-    drawSteps();
-    drawMemory();
+    drawReadouts();
     drawError();
 
     return () => {
