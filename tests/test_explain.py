@@ -305,3 +305,101 @@ def test_save_html_is_one_offline_file(dp_report, tmp_path):
     assert path == str(tmp_path / "r.html")
     assert text.lower().startswith("<!doctype html>") and "sv-collective" in text
     assert "http://" not in text and "https://" not in text and "<script src" not in text
+
+
+# --------------------------------------------------------------------------------------------
+# Call chains: the kernel's and shardviz's frames trimmed, the model's line read (issue 12)
+
+CELL = "/tmp/ipykernel_4242/2417310581.py"  # how ipykernel names a notebook cell's code
+CELL_CODE = textwrap.dedent(
+    """\
+    def step(w, x):
+        y = x @ w
+        return jnp.sum(y)
+
+    report = sv.explain(step, w, x, run=False)
+    """
+)
+
+
+def _chain_files(source) -> list[str]:
+    return [f.file for f in source.frames]
+
+
+def test_trim_drops_kernel_shardviz_and_module_frames():
+    from shardviz.capture import explain as ex
+    from shardviz.model import Frame, Source
+
+    site = "/opt/venv/lib/python3.11/site-packages"
+    runner = os.path.join(os.path.dirname(os.path.dirname(ex.__file__)), "strategies", "runner.py")
+    chain = Source(
+        (
+            Frame(site + "/ipykernel_launcher.py", 18, "<module>"),
+            Frame("/usr/lib/python3.11/runpy.py", 88, "_run_code"),
+            Frame(CELL, 12, "<module>"),
+            Frame(runner, 320, "compare"),
+            Frame(runner, 359, "_run_here.<locals>.<listcomp>"),
+            Frame(ex.__file__, 300, "analyse_program"),
+            Frame("/home/ada/model.py", 7, "train_step"),
+            Frame("/home/ada/model.py", 3, "forward"),
+        )
+    )
+    out = ex._trim(chain)
+    assert out.chain == "train_step > forward"
+    assert out.location == "/home/ada/model.py:3"
+    only_callers = Source((Frame(CELL, 5, "<module>"), Frame(ex.__file__, 300, "explain")))
+    assert ex._trim(only_callers) is None  # no line of the traced program: no source
+    assert ex._trim(None) is None
+
+
+def test_a_notebook_function_points_at_its_own_line(mesh2d):
+    """A function defined in a cell (a ``<module>`` frame of an ipykernel file, its code in
+    linecache as IPython keeps it): the chain is the function alone, with the line's code."""
+    import linecache
+
+    linecache.cache[CELL] = (len(CELL_CODE), None, CELL_CODE.splitlines(True), CELL)
+    try:
+        mesh = mesh2d.jax_mesh if hasattr(mesh2d, "jax_mesh") else mesh2d
+        w = jax.device_put(jnp.ones((16, 16)), NamedSharding(mesh, P(None, "model")))
+        x = jax.device_put(jnp.ones((64, 16)), NamedSharding(mesh, P("data", None)))
+        ns = {"sv": sv, "jnp": jnp, "w": w, "x": x}
+        exec(compile(CELL_CODE, CELL, "exec"), ns)
+    finally:
+        linecache.cache.pop(CELL, None)
+    report = ns["report"]
+    sources = [c.source for c in report.collectives] + [s.source for s in report.intermediates]
+    assert report.collectives
+    for s in sources:
+        if s is None:
+            continue
+        assert s.frames[0].function == "step", s.chain
+        assert all(f.function != "<module>" for f in s.frames)
+        assert not any("ipykernel" in f or "/shardviz/" in f for f in _chain_files(s)[1:])
+    lines = {s.text for s in sources if s is not None}
+    assert "y = x @ w" in lines or "return jnp.sum(y)" in lines
+    back = Report.from_json(report.to_json())
+    assert [c.source for c in back.collectives] == [c.source for c in report.collectives]
+
+
+def test_compare_chains_start_at_the_models_step():
+    cmp = sv.compare("mlp", ["dp"], steps=1)
+    report = cmp.results[0].report
+    runner = os.path.join("shardviz", "strategies", "runner.py")
+    sources = [c.source for c in report.collectives] + [s.source for s in report.intermediates]
+    assert any(s is not None for s in sources)
+    for s in sources:
+        if s is None:
+            continue
+        assert not any(f.endswith(runner) or "/capture/" in f for f in _chain_files(s)), s.chain
+        assert s.frames[0].function.endswith("train_step"), s.chain
+        assert "<module>" not in s.chain and "_compile_strategy" not in s.chain
+    in_model = [c.source for c in report.collectives if c.source.innermost.file == mlp.__file__]
+    assert in_model  # the gradient all-reduces point at the model's lines, with their code
+    for src in in_model:
+        assert src.text and src.text == mlp_line(src.innermost.line)
+
+
+def mlp_line(n: int) -> str:
+    import linecache
+
+    return linecache.getline(mlp.__file__, n).strip()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import linecache
 import os
 import statistics
 from collections import OrderedDict
@@ -15,7 +16,7 @@ from jax.sharding import NamedSharding
 
 from shardviz.errors import CompileError, ShardvizError, problem
 from shardviz.estimate.step import with_estimate
-from shardviz.model import Cost, MeshLayout, Report, Source, Timing, TreeLayout
+from shardviz.model import Cost, Frame, MeshLayout, Report, Source, Timing, TreeLayout
 
 from . import hlo
 from .calls import (
@@ -333,8 +334,9 @@ def analyse_program(fn: Any, args: tuple, comp: Compiled) -> Report:
     except hlo.HloParseError as err:
         intermediates = ()
         notes.append(f"no intermediate shardings: shardviz could not read the dump ({err})")
-    collectives = _trim_sources(hlo.link_reshards(collectives, intermediates))
-    intermediates = _trim_sources(intermediates)
+    entry = entry_of(fn)
+    collectives = _trim_sources(hlo.link_reshards(collectives, intermediates), entry)
+    intermediates = _trim_sources(intermediates, entry)
     arguments = layout_tree(_named_args(fn, args), skip_non_arrays=True)
     platform = platform_of(devices[0])
     return Report(
@@ -362,20 +364,26 @@ def analyse_program(fn: Any, args: tuple, comp: Compiled) -> Report:
 
 
 _CAPTURE_DIR = os.path.dirname(os.path.abspath(__file__))
-#: shardviz's own machinery between the user and jax: capture (explain > _analyse > ...) and the
-#: widgets that call it (Explorer > ExplorerSession.run > explain). Never where a collective
-#: comes from. (The model zoo in shardviz/strategies is user-level code and stays.)
+_PACKAGE_DIR = os.path.dirname(_CAPTURE_DIR)
+#: shardviz's own machinery between the user and jax: capture (explain > _analyse > ...), the
+#: widgets that call it (Explorer > ExplorerSession.run > explain) and the strategy runner
+#: (compare > _run_here > _compile_strategy). Never where a collective comes from. (The model
+#: zoo and its training step in shardviz/strategies are the model's lines and stay.)
 _MACHINERY_DIRS = (
     _CAPTURE_DIR + os.sep,
-    os.path.join(os.path.dirname(_CAPTURE_DIR), "widgets") + os.sep,
+    os.path.join(_PACKAGE_DIR, "widgets") + os.sep,
+    os.path.join(_PACKAGE_DIR, "strategies", "runner.py"),
 )
 #: Frames of the machinery that runs the user's code (a Jupyter kernel, the interpreter's
 #: module runner, test runners): never where a collective comes from.
 _RUNNER_PARTS = (
-    "/ipykernel/", "/IPython/", "/runpy.py", "/asyncio/", "/tornado/", "/traitlets/",
-    "/jupyter_client/", "/zmq/", "/threading.py", "/concurrent/", "/_pytest/", "/pluggy/",
-    "/nbclient/", "<frozen ",
+    "/ipykernel/", "/ipykernel_launcher.py", "/IPython/", "/runpy.py", "/asyncio/",
+    "/tornado/", "/traitlets/", "/jupyter_client/", "/zmq/", "/threading.py", "/concurrent/",
+    "/_pytest/", "/pluggy/", "/nbclient/", "<frozen ",
 )  # fmt: skip
+#: The function name of a module's (or a notebook cell's) top level: the line there calls
+#: ``explain`` or ``compare``, outside the traced program, so it is no part of a call chain.
+_MODULE_LEVEL = "<module>"
 
 
 @functools.lru_cache(maxsize=4096)
@@ -384,21 +392,79 @@ def _is_runner_frame(file: str) -> bool:
     return path.startswith(_MACHINERY_DIRS) or any(part in path for part in _RUNNER_PARTS)
 
 
-@functools.lru_cache(maxsize=4096)
-def _trim(source: Source | None) -> Source | None:
-    """Drop shardviz's own machinery frames (capture, widgets) and the frames of the kernel or
-    runner around the user's code from a call chain."""
+def _kept(frame: Frame) -> bool:
+    """A frame of the traced program: not shardviz's or the kernel's, not a module's top level."""
+    return frame.function != _MODULE_LEVEL and not _is_runner_frame(frame.file)
+
+
+def _line_text(frame: Frame) -> str:
+    """The code on ``frame``'s line, stripped (``""`` when the file cannot be read)."""
+    return linecache.getline(frame.file, frame.line).strip() if frame.line > 0 else ""
+
+
+#: Where the traced function's own frame is: its file and its (qualified) names.
+Entry = tuple[str, frozenset[str]]
+
+
+def entry_of(fn: Any) -> Entry | None:
+    """The frame ``fn`` (the function given to ``explain``) runs in, to start call chains at;
+    ``None`` when it has no code of its own (a ``functools.partial``, a callable object)."""
+    code = getattr(_plain(fn), "__code__", None)
+    if code is None:
+        return None
+    return code.co_filename, frozenset({code.co_name, getattr(code, "co_qualname", code.co_name)})
+
+
+def _trim(source: Source | None, entry: Entry | None = None) -> Source | None:
+    """A call chain as the views show it: from the traced function's own frame (``entry``)
+    inward, with shardviz's own machinery frames (capture, widgets, the strategy runner), the
+    frames of the kernel or runner around the user's code and module-level lines dropped, and
+    the innermost line's code read (:attr:`Source.text`). ``None`` when no frame of the
+    traced program is left (the caller's lines only)."""
     if source is None:
         return None
-    kept = tuple(f for f in source.frames if not _is_runner_frame(f.file))
-    return Source(kept) if kept != source.frames else source
+    frames = source.frames
+    if entry is not None:
+        start = _entry_index(frames, entry)
+        if start is None:  # the caller's frames alone (e.g. an argument's copy)
+            return None
+        frames = frames[start:]
+    kept = tuple(f for f in frames if _kept(f))
+    if not kept:
+        return None
+    text = source.text or _line_text(kept[-1])
+    return Source(kept, text) if (kept, text) != (source.frames, source.text) else source
 
 
-def _trim_sources(items: tuple) -> tuple:
+def _entry_index(frames: tuple[Frame, ...], entry: Entry) -> int | None:
+    """Where the traced function's own frame is in ``frames`` (``None``: not there)."""
+    file, names = entry
+    return next((i for i, f in enumerate(frames) if f.file == file and f.function in names), None)
+
+
+def _trim_sources(items: tuple, entry: Entry | None = None) -> tuple:
+    """``items`` (collectives or intermediates) with their sources trimmed by :func:`_trim`.
+
+    ``entry`` is used only if some source passes through it (a wrapper shardviz does not know
+    may trace the function under another frame: then the chains are trimmed without it).
+    Files are read as they are now (a file edited since it was last read is read again); each
+    distinct source once per call, since thousands of values share a few lines.
+    """
+    distinct = {x.source for x in items if x.source is not None}
+    if entry is not None and not any(_entry_index(s.frames, entry) is not None for s in distinct):
+        entry = None
+    for file in {f.file for s in distinct for f in s.frames[-1:]}:
+        linecache.checkcache(file)
+    trimmed: dict[Source, Source | None] = {}
     out = []
     for x in items:
-        trimmed = _trim(x.source)
-        out.append(x if trimmed is x.source else replace(x, source=trimmed))
+        if x.source is None:
+            out.append(x)
+            continue
+        if x.source not in trimmed:
+            trimmed[x.source] = _trim(x.source, entry)
+        new = trimmed[x.source]
+        out.append(x if new is x.source else replace(x, source=new))
     return tuple(out)
 
 

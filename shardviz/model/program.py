@@ -42,9 +42,14 @@ class Frame:
 
 @dataclass(frozen=True)
 class Source:
-    """Where an HLO instruction came from: the call chain, outermost frame first."""
+    """Where an HLO instruction came from: the call chain, outermost frame first.
+
+    ``text`` is the innermost line's code as it read when the program was captured (e.g.
+    ``y = h @ params["w2"] + b2``), stripped; ``""`` when the file could not be read.
+    """
 
     frames: tuple[Frame, ...]
+    text: str = ""
 
     @property
     def innermost(self) -> Frame | None:

@@ -16,6 +16,7 @@ from shardviz.model.program import (
     COLLECTIVE_KINDS,
     CPU_PEAK,
     Collective,
+    Cost,
     MemoryReport,
     OpTiming,
     Report,
@@ -34,6 +35,8 @@ SPACE_NAMES = {
 
 #: Above this many intermediates, rows that are not reshard points are folded into gaps.
 MAX_INTERMEDIATES = 200
+#: Above this many, the HTML view shows only the reshard points at first (the rest folded).
+FOLD_ABOVE = 8
 #: Reshard points whose tiles the HTML view draws (in program order) before it stops.
 MAX_RESHARD_TILES = 4
 #: Device groups (or permute pairs) spelled out per collective before ``… N more``.
@@ -116,6 +119,39 @@ def short_location(source: Source | None) -> str:
         return "?"
     f = source.innermost
     return f"{basename(f.file)}:{f.line}"
+
+
+def on_one_device(report: Report) -> bool:
+    """The program runs on one device (a one-device mesh, or no mesh and no collective): its
+    per-device and global costs are the same program, so the views give one figure (the
+    compiled program's; the global one is read before the compiler's optimisations and can
+    differ a little, e.g. 42.5 against 42.4 MFLOP)."""
+    if report.mesh is not None:
+        return report.mesh.size == 1
+    return not report.collectives
+
+
+def one_device_cost(cost: Cost) -> tuple[float | None, float | None]:
+    """Flops and bytes accessed of a one-device program: the compiled program's, or the
+    global figure where the backend gives no per-device one."""
+    flops = cost.flops_per_device if cost.flops_per_device is not None else cost.flops_global
+    accessed = cost.bytes_accessed_per_device
+    return flops, accessed if accessed is not None else cost.bytes_accessed_global
+
+
+def no_source_words(what: str = "collective") -> str:
+    """Why a source shows as ``?``: the compiler made the ``what`` (``collective`` or
+    ``value``) with no line of the traced program in its metadata (the views trim shardviz's
+    and the kernel's frames, so the caller's lines alone count as none)."""
+    return f"no source: the compiler made this {what} without a line"
+
+
+def source_words(source: Source | None, what: str = "collective") -> str:
+    """``train.py:42 · y = h @ w`` (the line's code when it was read), or why there is none."""
+    if source is None or source.innermost is None:
+        return no_source_words(what)
+    where = short_location(source)
+    return f"{where} · {source.text}" if source.text else where
 
 
 def axes_repr(axes: Sequence[str]) -> str:
@@ -319,6 +355,25 @@ def shown_intermediates(
     if hidden:
         out.append(hidden)
     return out
+
+
+def folded_intermediates(
+    report: Report, above: int = FOLD_ABOVE
+) -> tuple[list[tuple[int, ShardingOf] | int], list[tuple[int, ShardingOf]]]:
+    """The HTML view's intermediates: what shows at first, and the rest (one click away).
+
+    Up to ``above`` values all show. Past that, the reshard points (and values a collective
+    links to) show with each run of the others as its length, and the others, numbered in
+    program order, are the rest. Past :data:`MAX_INTERMEDIATES`, as
+    :func:`shown_intermediates` (no rest: a page of thousands of rows helps nobody).
+    """
+    items = report.intermediates
+    if len(items) <= above or len(items) > MAX_INTERMEDIATES:
+        return shown_intermediates(report), []
+    shown = shown_intermediates(report, limit=above)
+    kept = {item[0] for item in shown if not isinstance(item, int)}
+    rest = [(j, s) for j, s in enumerate(items, 1) if j not in kept]
+    return shown, rest
 
 
 def reshard_tiles(report: Report, limit: int = MAX_RESHARD_TILES) -> dict[int, ArrayLayout]:

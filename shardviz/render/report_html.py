@@ -10,7 +10,10 @@ Testable hooks: each ledger row is ``<details class="sv-collective" data-kind="�
 data-axes="a,b">``; each device on a group map is ``<g class="sv-gdev" data-device="4"
 data-group="0">`` (devices in no group have ``sv-out`` and no ``data-group``); each
 intermediate row is ``<tr class="sv-intermediate">`` with ``data-reshard="1"`` at a reshard
-point; the first few reshard points with a spec are each followed by a ``<tr
+point (past a few intermediates, only reshard points show at first: the others are in a
+collapsed ``<details class="sv-irest">`` under the table, same rows and ids); spec cells are
+``<code class="sv-spec">`` and never wrap; a source cell shows the line's code
+(``sv-srcline``) or, as ``?``, why there is none; the first few reshard points with a spec are each followed by a ``<tr
 class="sv-tiles-row">`` holding a collapsed ``<details class="sv-itiles" data-name="…">`` with
 the value's tiles (one ``sv-root sv-array`` fragment, drawn as :func:`~.html.array_html` draws
 any array); memory segments are ``sv-seg`` with ``data-part`` and ``data-bytes``; the check
@@ -33,7 +36,7 @@ from collections.abc import Sequence
 
 from shardviz.model.array import ArrayLayout
 from shardviz.model.mesh import MeshLayout
-from shardviz.model.program import Collective, MemoryReport, Report, Source
+from shardviz.model.program import Collective, MemoryReport, Report, ShardingOf, Source
 from shardviz.render.geometry import MeshGrid, MeshPanel, PanelGap, format_bytes, mesh_grid
 from shardviz.render.html import CSS, MONO, SANS, array_html, tree_html
 from shardviz.render.report_facts import (
@@ -50,6 +53,7 @@ from shardviz.render.report_facts import (
     estimate_notes,
     estimate_rows,
     estimate_seconds_str,
+    folded_intermediates,
     format_diff,
     format_float_bytes,
     format_flops,
@@ -63,6 +67,9 @@ from shardviz.render.report_facts import (
     layout_hint,
     memory_parts,
     mesh_line,
+    no_source_words,
+    on_one_device,
+    one_device_cost,
     operand_str,
     pairs_str,
     permute_groups,
@@ -71,7 +78,6 @@ from shardviz.render.report_facts import (
     reshard_tiles,
     role_totals,
     short_location,
-    shown_intermediates,
     sig3,
     status_line,
     sum_rule_str,
@@ -120,7 +126,7 @@ GROUP_FILLS = (
 MEMORY_COLORS = {"argument": "#54aeff", "output": "#4ac26b", "temp": "#fb8f44"}
 ROLE_COLORS = ("#8250df", "#0969da", "#1a7f37", "#bf8700", "#cf222e", "#1b7c83", "#953800")
 
-_COLS = "3.4em 10.5em minmax(13em,1.4fr) 5.6em 5.6em 3.6em 6.8em minmax(13em,1.6fr)"
+_COLS = "3.4em 10.5em minmax(7em,1.4fr) 5.6em 5.6em 3.6em 6.8em minmax(8em,1.6fr)"
 
 REPORT_CSS = f"""
 .sv-root.sv-report{{display:block;max-width:1180px;padding:14px 16px}}
@@ -171,18 +177,17 @@ font-size:11px}}
 .sv-report details.sv-collective[open]>summary{{background:#f6f8fa;border-bottom-color:#f6f8fa}}
 .sv-report .sv-caret::before{{content:"\\25B8";color:#8c959f;display:inline-block;width:1.1em}}
 .sv-report details[open]>summary .sv-caret::before{{content:"\\25BE"}}
-.sv-report .sv-chain{{display:block;color:#57606a;font-size:11px;overflow:hidden;
-text-overflow:ellipsis}}
+.sv-report .sv-chain{{display:block;color:#57606a;font-size:11px;overflow-wrap:anywhere}}
 .sv-report .sv-origin-user{{background:#fbefff;color:#8250df}}
 .sv-report .sv-origin-partitioner{{color:#57606a}}
 .sv-report .sv-body{{display:flex;flex-wrap:wrap;gap:12px 28px;align-items:flex-start;
 padding:8px 10px 12px 2.4em;background:#f6f8fa;border-bottom:1px solid #d0d7de}}
-.sv-report dl.sv-facts2{{display:grid;grid-template-columns:auto 1fr;gap:2px 12px;margin:0;
-flex:0 1 500px}}
+.sv-report dl.sv-facts2{{display:grid;grid-template-columns:auto minmax(0,1fr);gap:2px 12px;
+margin:0;flex:0 1 500px;min-width:0}}
 .sv-report dl.sv-facts2 dt{{color:#57606a;white-space:nowrap}}
-.sv-report dl.sv-facts2 dd{{margin:0;word-break:break-word}}
+.sv-report dl.sv-facts2 dd{{margin:0;overflow-wrap:anywhere}}
 .sv-report .sv-frames{{margin:0;padding:0;list-style:none;font:11px {MONO}}}
-.sv-report .sv-frames li{{white-space:nowrap}}
+.sv-report .sv-frames li{{overflow-wrap:anywhere}}
 .sv-report .sv-frames li+li::before{{content:"\\21B3 ";color:#8c959f}}
 .sv-report .sv-map figcaption{{font:600 11px {SANS};color:#57606a}}
 .sv-report .sv-gdev>rect{{stroke:#fff;stroke-width:1}}
@@ -224,6 +229,13 @@ padding:3px 8px;margin:0 0 6px;display:inline-block}}
 .sv-report details.sv-trees .sv-root{{margin:0 12px 10px 0}}
 .sv-report details.sv-itiles>summary{{cursor:pointer;color:#57606a}}
 .sv-report details.sv-itiles>.sv-root{{margin:4px 0 6px}}
+.sv-report details.sv-irest>summary{{cursor:pointer;color:#57606a;margin:0 0 4px}}
+.sv-report code.sv-spec,.sv-report td>code,.sv-report .sv-head>code{{white-space:nowrap}}
+.sv-report .sv-srcline{{font:11px {MONO};color:#24292f;overflow-wrap:anywhere}}
+.sv-report .sv-lrow>span.sv-srccell,.sv-report .sv-lrow>span.sv-opcell,
+.sv-report table.sv-t td.sv-srccell{{white-space:normal;overflow-wrap:anywhere}}
+.sv-report table.sv-t td.sv-srccell{{min-width:6em}}
+.sv-report table.sv-inter td{{white-space:normal}}
 """.strip()
 
 _KIND_CSS = "".join(
@@ -232,7 +244,7 @@ _KIND_CSS = "".join(
 )
 STYLE = "<style>" + (CSS + "\n" + REPORT_CSS + _KIND_CSS).replace("\n", "") + "</style>"
 
-_EST_COLS = "3.4em 10.5em minmax(13em,1.4fr) 5.6em 5.6em 5.6em 3.6em 6.8em minmax(13em,1.6fr)"
+_EST_COLS = "3.4em 10.5em minmax(7em,1.4fr) 5.6em 5.6em 5.6em 3.6em 6.8em minmax(8em,1.6fr)"
 
 #: Added only to reports with an estimate, so the others stay as they were.
 ESTIMATE_CSS = f"""
@@ -290,23 +302,34 @@ def _prefix(report: Report) -> str:
     return "sv" + h.hexdigest()[:8]
 
 
-def _source_cell(source: Source | None) -> str:
+def _source_cell(source: Source | None, what: str = "collective") -> str:
+    """``train.py:42`` with the line's code beside it and the call chain under it; a ``?``
+    says why there is no source."""
     if source is None or source.innermost is None:
-        return '<span class="sv-dim">?</span>'
+        why = no_source_words(what)
+        return f'<span class="sv-dim" title="{esc(why)}">?</span><span class="sv-chain">{esc(why)}</span>'
+    line = (
+        f' <span class="sv-srcline" title="{esc(source.text)}">{esc(source.text)}</span>'
+        if source.text
+        else ""
+    )
     return (
-        f'<code title="{esc(source.location)}">{esc(short_location(source))}</code>'
+        f'<code title="{esc(source.location)}">{esc(short_location(source))}</code>{line}'
         f'<span class="sv-chain" title="{esc(source.chain)}">{esc(source.chain)}</span>'
     )
 
 
-def _frames(source: Source | None) -> str:
+def _frames(source: Source | None, what: str = "collective") -> str:
+    """The call chain, outermost first, the innermost line's code under its frame."""
     if source is None or not source.frames:
-        return "unknown"
-    items = "".join(
+        return esc(no_source_words(what))
+    items = [
         f"<li>{esc(f.function)} <span class='sv-dim'>at</span> {esc(f.file)}:{f.line}</li>"
         for f in source.frames
-    )
-    return f'<ul class="sv-frames">{items}</ul>'
+    ]
+    if source.text:
+        items[-1] = items[-1][: -len("</li>")] + f"<br><code>{esc(source.text)}</code></li>"
+    return f'<ul class="sv-frames">{"".join(items)}</ul>'
 
 
 def _th(cells: Sequence[str], right: Sequence[int] = ()) -> str:
@@ -611,13 +634,13 @@ def _row_summary(index: int, c: Collective, est: bool) -> str:
         '<summary class="sv-lrow">'
         f'<span><span class="sv-caret"></span>{index}</span>'
         f"<span>{kind}</span>"
-        f'<span title="{esc(operand_str(c))}">{esc(operand_str(c))}</span>'
+        f'<span class="sv-opcell" title="{esc(operand_str(c))}">{esc(operand_str(c))}</span>'
         f'<span class="sv-r" title="{c.in_bytes:,} B">{esc(format_bytes(c.in_bytes))}</span>'
         f'<span class="sv-r" title="{c.moved_bytes:,} B">{esc(format_bytes(c.moved_bytes))}</span>'
         + (_est_cell(c) if est else "")
         + f'<span class="sv-r">{c.group_size}</span>'
         f'<span><span class="sv-pill sv-origin-{c.origin}">{esc(c.origin)}</span></span>'
-        f"<span>{_source_cell(c.source)}</span>"
+        f'<span class="sv-srccell">{_source_cell(c.source)}</span>'
         "</summary>"
     )
 
@@ -754,9 +777,12 @@ def _axes_header(group: AxesGroup) -> str:
 def _intermediates(report: Report, prefix: str) -> list[str]:
     ins = report.intermediates
     r = len(report.reshards)
+    shown, rest = folded_intermediates(report)
+    folded = " · the others folded below" if rest else ""
     out = [
         f'<h4>Intermediates<span class="sv-dim">{len(ins)} in program order · {r} reshard '
-        f"point{'s' * (r != 1)}, where the partitioner moves data (highlighted)</span></h4>"
+        f"point{'s' * (r != 1)}, where the partitioner moves data (highlighted){folded}"
+        "</span></h4>"
     ]
     if not ins:
         out.append('<div class="sv-dim">none recorded</div>')
@@ -764,36 +790,44 @@ def _intermediates(report: Report, prefix: str) -> list[str]:
     links = reshard_links(report)
     tiles = reshard_tiles(report)
     kinds = {i: c.kind for i, c in enumerate(report.collectives, 1)}
-    out.append(
-        '<table class="sv-t sv-inter">'
-        + _th(
-            ["", "#", "name", "op", "value", "sharding", "source · call chain", "by collective"],
-            [1],
-        )
+    head = _th(
+        ["", "#", "name", "op", "value", "sharding", "source · call chain", "by collective"], [1]
     )
-    for item in shown_intermediates(report):
-        if isinstance(item, int):
-            out.append(
-                f'<tr class="sv-gap"><td></td><td colspan="7">… {item} more without a reshard'
-                "</td></tr>"
-            )
-            continue
-        j, s = item
+
+    def row(j: int, s: ShardingOf) -> str:
         by = ", ".join(
             f'<a href="#{prefix}-c{i}">#{i} {esc(kinds[i])}</a>' for i in links.get(s.name, [])
         )
         mark = '<span class="sv-pill sv-rs">reshard</span>' if s.reshard else ""
         attrs = ' data-reshard="1"' if s.reshard else ""
-        out.append(
+        return (
             f'<tr class="sv-intermediate" id="{prefix}-i{j}"{attrs}>'
             f"<td>{mark}</td><td class='sv-r'>{j}</td><td><code>{esc(s.name)}</code></td>"
             f"<td>{esc(s.op)}</td><td>{esc(value_str(s.dtype, s.shape))}</td>"
-            f"<td><code title='{esc(s.hlo_sharding)}'>{esc(s.spec_str)}</code></td>"
-            f"<td>{_source_cell(s.source)}</td><td>{by}</td></tr>"
+            f"<td><code class='sv-spec' title='{esc(s.hlo_sharding)}'>{esc(s.spec_str)}</code></td>"
+            f'<td class="sv-srccell">{_source_cell(s.source, "value")}</td><td>{by}</td></tr>'
         )
-        if j in tiles:
-            out.append(_tiles_row(tiles[j]))
+
+    out.append('<table class="sv-t sv-inter">' + head)
+    for item in shown:
+        if isinstance(item, int):
+            where = " (listed below)" if rest else ""
+            out.append(
+                f'<tr class="sv-gap"><td></td><td colspan="7">… {item} more without a reshard'
+                f"{where}</td></tr>"
+            )
+            continue
+        out.append(row(*item))
+        if item[0] in tiles:
+            out.append(_tiles_row(tiles[item[0]]))
     out.append("</table>")
+    if rest:
+        out.append(
+            f'<details class="sv-irest"><summary>the other {len(rest)} intermediate'
+            f"{'s' * (len(rest) != 1)}, without a reshard</summary>"
+            f'<table class="sv-t sv-inter">{head}{"".join(row(j, s) for j, s in rest)}</table>'
+            "</details>"
+        )
     hint = layout_hint(report)
     if hint:
         words, code = hint
@@ -972,14 +1006,24 @@ def _cost(report: Report) -> list[str]:
     if c is None:
         out.append('<div class="sv-dim">not available from this backend</div>')
         return out
-    out.append('<table class="sv-t">' + _th(["", "per device", "global"], [1, 2]))
-    out.append(
-        f"<tr><td>flops</td><td class='sv-r'>{esc(format_flops(c.flops_per_device))}</td>"
-        f"<td class='sv-r'>{esc(format_flops(c.flops_global))}</td></tr>"
-        f"<tr><td>bytes accessed</td><td class='sv-r'>"
-        f"{esc(format_float_bytes(c.bytes_accessed_per_device))}</td><td class='sv-r'>"
-        f"{esc(format_float_bytes(c.bytes_accessed_global))}</td></tr></table>"
-    )
+    if on_one_device(report):
+        flops, accessed = one_device_cost(c)
+        out.append(
+            '<table class="sv-t">'
+            + _th(["", "on the one device"], [1])
+            + f"<tr><td>flops</td><td class='sv-r'>{esc(format_flops(flops))}</td></tr>"
+            f"<tr><td>bytes accessed</td><td class='sv-r'>{esc(format_float_bytes(accessed))}"
+            "</td></tr></table>"
+        )
+    else:
+        out.append('<table class="sv-t">' + _th(["", "per device", "global"], [1, 2]))
+        out.append(
+            f"<tr><td>flops</td><td class='sv-r'>{esc(format_flops(c.flops_per_device))}</td>"
+            f"<td class='sv-r'>{esc(format_flops(c.flops_global))}</td></tr>"
+            f"<tr><td>bytes accessed</td><td class='sv-r'>"
+            f"{esc(format_float_bytes(c.bytes_accessed_per_device))}</td><td class='sv-r'>"
+            f"{esc(format_float_bytes(c.bytes_accessed_global))}</td></tr></table>"
+        )
     if c.flops_per_device and c.bytes_accessed_per_device:
         ratio = c.flops_per_device / c.bytes_accessed_per_device
         out.append(f'<div class="sv-note">{sig3(ratio)} FLOP per byte accessed, per device</div>')

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from shardviz.model.program import MemoryReport, OpTiming, Report
+from shardviz.model.program import Cost, MemoryReport, OpTiming, Report
 from shardviz.render.geometry import format_bytes
 from shardviz.render.report_facts import (
     MAX_LEAVES,
@@ -32,6 +32,9 @@ from shardviz.render.report_facts import (
     layout_hint,
     memory_parts,
     mesh_line,
+    no_source_words,
+    on_one_device,
+    one_device_cost,
     operand_str,
     pairs_str,
     profile_rows,
@@ -102,6 +105,10 @@ def _ledger_lines(report: Report) -> list[str]:
                 detail.append(pairs_str(c.pairs))
             else:
                 detail.append(groups_str(c.groups))
+            if c.source is None or c.source.innermost is None:
+                detail.append(no_source_words())
+            elif c.source.text:
+                detail.append(f"line: {c.source.text}")
             if c.reshard:
                 detail.append(f"reshards {c.reshard}")
             if c.note:
@@ -152,6 +159,8 @@ def _intermediate_lines(report: Report) -> list[str]:
             ]
         )
     lines.extend(aligned_table(header, rows, right={1}, indent="  "))
+    if any(isinstance(row, list) and row[6] == "?" for row in rows):
+        lines.append(f"  ?: {no_source_words('value')}")
     hint = layout_hint(report)
     if hint:
         lines.append(f"  {hint[0]}: {hint[1]}")
@@ -209,6 +218,23 @@ def _cost_lines(report: Report) -> list[str]:
     if c is None:
         return ["Cost · not available from this backend"]
     lines = ["Cost (the compiler's estimate)"]
+    if on_one_device(report):
+        flops, accessed = one_device_cost(c)
+        lines.append(f"  flops           {format_flops(flops)} on the one device")
+        lines.append(f"  bytes accessed  {format_float_bytes(accessed)} on the one device")
+    else:
+        lines.extend(_cost_split(c))
+    if c.flops_per_device and c.bytes_accessed_per_device:
+        lines.append(
+            f"  intensity       {sig3(c.flops_per_device / c.bytes_accessed_per_device)} "
+            "FLOP per byte accessed"
+        )
+    return lines
+
+
+def _cost_split(c: Cost) -> list[str]:
+    """Per device and global, side by side."""
+    lines = []
     lines.append(
         f"  flops           {format_flops(c.flops_per_device)} per device · "
         f"{format_flops(c.flops_global)} global"
@@ -217,11 +243,6 @@ def _cost_lines(report: Report) -> list[str]:
         f"  bytes accessed  {format_float_bytes(c.bytes_accessed_per_device)} per device · "
         f"{format_float_bytes(c.bytes_accessed_global)} global"
     )
-    if c.flops_per_device and c.bytes_accessed_per_device:
-        lines.append(
-            f"  intensity       {sig3(c.flops_per_device / c.bytes_accessed_per_device)} "
-            "FLOP per byte accessed"
-        )
     return lines
 
 
