@@ -45,7 +45,10 @@ COMPONENTS: tuple[Component, ...] = (
     Component("grads", "grads", "gradients (in the compiler's temp)", "#54aeff"),
     Component("optimizer", "optimizer", "optimizer state", "#8250df"),
     Component("batch", "batch", "the batch (inputs)", "#1a7f37"),
-    Component("activations", "activations/temp", "activations and other compiler temp",
+    Component("activations", "temp beyond grads", "the compiler's temp (scratch: activations "
+              "kept for the backward pass, intermediates) beyond the gradients; 0 when the whole "
+              "temp is smaller than the gradients (the compiler fuses them into the update and "
+              "never holds them whole): the activations are then inside the temp, not absent",
               "#fb8f44"),
     Component("other", "outputs/other", "the rest of the peak: mostly outputs not written into "
               "donated arguments (the new parameters and optimizer state when the step does not "
@@ -81,6 +84,23 @@ def shown_components(c: Comparison) -> list[Component]:
         for comp in COMPONENTS
         if comp.key != "other" or any(dict(memory_parts(r.memory))[comp] for r in c.results)
     ]
+
+
+def temp_line(m: MemoryBreakdown) -> str:
+    """What the compiler's temp holds, said plainly: ``temp 3.8 MiB (the compiler's scratch):
+    the gradients 132.4 KiB + 3.7 MiB of activations and intermediates``, or, when the temp is
+    smaller than the gradients, that it holds both and no figure splits them."""
+    head = f"temp {format_bytes(m.temp)} (the compiler's scratch)"
+    if m.temp >= m.grads:
+        return (
+            f"{head}: the gradients {format_bytes(m.grads)} + {format_bytes(m.temp - m.grads)} "
+            "of activations and intermediates"
+        )
+    return (
+        f"{head}: gradients, activations and intermediates together; smaller than the "
+        f"gradients ({format_bytes(m.grads)}), so the compiler never holds them whole (it fuses "
+        "them into the update) and no figure splits the temp between them"
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -140,6 +160,45 @@ def axes_totals(r: StrategyResult) -> list[tuple[tuple[str, ...], int, int]]:
     return [(axes, n, b) for axes, (n, b) in acc.items()]
 
 
+def comparison_axes(c: Comparison) -> list[tuple[str, ...]]:
+    """Every tuple of mesh axes some strategy's collectives run over: single axes first (in
+    mesh order), then several axes together, then groups that match no axis (``()``)."""
+    order: dict[str, int] = {}
+    for r in c.results:
+        for name in r.mesh.axis_names:
+            order.setdefault(name, len(order))
+    found = {tuple(s.axes) for r in c.results for s in r.collectives}
+
+    def key(axes: tuple[str, ...]) -> tuple[int, list[int], tuple[str, ...]]:
+        rank = 2 if not axes else 0 if len(axes) == 1 else 1
+        return rank, [order.get(a, len(order)) for a in axes], axes
+
+    return sorted(found, key=key)
+
+
+#: Bar colours of the tuples of mesh axes, in :func:`comparison_axes` order; "no axis" is grey.
+AXES_COLORS = ("#0969da", "#bf3989", "#1a7f37", "#bc4c00", "#8250df", "#1b7c83", "#9a6700")
+NO_AXIS_COLOR = "#8c959f"
+
+
+def axes_color(c: Comparison, axes: tuple[str, ...]) -> str:
+    """The bar colour of a tuple of mesh axes in this comparison's by-axes charts."""
+    if not axes:
+        return NO_AXIS_COLOR
+    named = [a for a in comparison_axes(c) if a]
+    i = named.index(axes) if axes in named else len(named)
+    return AXES_COLORS[i % len(AXES_COLORS)]
+
+
+def axes_moved(r: StrategyResult, axes: tuple[str, ...]) -> int:
+    """Bytes moved per device per step by the strategy's collectives over exactly ``axes``."""
+    return sum(s.moved_bytes for s in r.collectives if tuple(s.axes) == axes)
+
+
+def axes_count(r: StrategyResult, axes: tuple[str, ...]) -> int:
+    return sum(s.count for s in r.collectives if tuple(s.axes) == axes)
+
+
 def comparison_kinds(c: Comparison) -> list[str]:
     """Every collective kind some strategy uses, canonical order."""
     return _kind_order({s.kind for r in c.results for s in r.collectives})
@@ -159,14 +218,6 @@ def collective_count(r: StrategyResult) -> int:
 
 def moved_total(r: StrategyResult) -> int:
     return sum(s.moved_bytes for s in r.collectives)
-
-
-def by_axes_str(r: StrategyResult) -> str:
-    """``data ×2 3 MiB; data,model ×1 4 B`` (or ``—`` when the step has no collectives)."""
-    totals = axes_totals(r)
-    if not totals:
-        return "—"
-    return "; ".join(f"{axes_label(a)} ×{n} {format_bytes(b)}" for a, n, b in totals)
 
 
 # --------------------------------------------------------------------------------------------

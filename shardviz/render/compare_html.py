@@ -9,7 +9,11 @@ table; on the memory chart one ``<g class="sv-cmp-memrow" data-strategy="dp"
 data-total="…">`` per strategy holding its segments ``<rect class="sv-mem"
 data-component="params" data-bytes="…">`` (they add up to ``data-total``); on the transfer
 chart one ``<rect class="sv-moved" data-strategy="dp" data-kind="all-reduce" data-bytes="…">``
-per strategy and kind it uses; the loss check is ``sv-cmp-check`` with ``sv-ok``, ``sv-bad``
+per strategy and kind it uses, and on the chart by mesh axes one ``<rect class="sv-moved-axes"
+data-strategy="dp" data-axes="data,model" data-bytes="…">`` per strategy and tuple of axes
+(``data-axes=""``: no axis); the compiler's temp is ``<td class="sv-cmp-temp" data-bytes="…">``
+and a strategy whose temp is smaller than its gradients gets ``<div class="sv-cmp-tempnote"
+data-strategy="dp">`` under the memory chart; the loss check is ``sv-cmp-check`` with ``sv-ok``, ``sv-bad``
 or ``sv-none``; each full report sits in ``<details class="sv-cmp-report" data-strategy="dp">``.
 
 With estimates (reports with a target): rows, bars and cards of a strategy on a target also
@@ -22,18 +26,22 @@ above the bars, ``<g class="sv-cmp-hbm-off" data-hbm="…">`` at the chart's edg
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import NamedTuple
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
 
 from shardviz.model.compare import Comparison, StrategyResult
 from shardviz.render.compare_facts import (
     BYTES_NOTE,
     Component,
+    axes_color,
+    axes_count,
     axes_label,
+    axes_moved,
     axes_totals,
     byte_ticks,
     collective_count,
     common_mesh,
+    comparison_axes,
     comparison_kinds,
     estimate_header,
     estimate_line,
@@ -57,6 +65,7 @@ from shardviz.render.compare_facts import (
     step_str,
     step_time,
     target_groups,
+    temp_line,
 )
 from shardviz.render.geometry import format_bytes, mesh_summary
 from shardviz.render.html import CSS, MONO, SANS
@@ -209,7 +218,7 @@ def _comparison_table(c: Comparison) -> str:
     head1 = (
         "<tr>"
         + _th("")
-        + _th("memory per device", "sv-cmp-group sv-cmp-sep", f' colspan="{len(comps) + 2}"')
+        + _th("memory per device", "sv-cmp-group sv-cmp-sep", f' colspan="{len(comps) + 3}"')
         + _th("collectives per step", "sv-cmp-group sv-cmp-sep", ' colspan="3"')
         + _th("time and check", "sv-cmp-group sv-cmp-sep", ' colspan="2"')
         + "</tr>"
@@ -222,6 +231,12 @@ def _comparison_table(c: Comparison) -> str:
         cells.append(_th(label, cls, f' title="{esc(comp.meaning)}"{style}'))
     cells += [
         _th("peak", "sv-cmp-r"),
+        _th(
+            "compiler temp",
+            "sv-cmp-r sv-cmp-comp",
+            " title=\"the compiler's temp (scratch): "
+            'gradients, activations and intermediates; part of the peak"',
+        ),
         _th("reconciled", extra=' title="argument bytes: sum of the leaves vs the compiler"'),
         _th("count", "sv-cmp-r sv-cmp-sep"),
         _th("moved", "sv-cmp-r"),
@@ -245,6 +260,10 @@ def _comparison_table(c: Comparison) -> str:
         for i, comp in enumerate(comps):
             row.append(_bytes_cell(parts[comp], "sv-cmp-r" + (" sv-cmp-sep" if i == 0 else "")))
         row.append(_bytes_cell(r.memory.peak, "sv-cmp-r sv-cmp-peak"))
+        row.append(
+            f'<td class="sv-cmp-r sv-cmp-temp" data-bytes="{r.memory.temp}" '
+            f'title="{esc(temp_line(r.memory))}">{esc(format_bytes(r.memory.temp))}</td>'
+        )
         row.append(_reconciled_cell(r))
         row.append(f'<td class="sv-cmp-r sv-cmp-sep">{collective_count(r)}</td>')
         row.append(_bytes_cell(moved_total(r)))
@@ -477,15 +496,71 @@ def _hbm_mark(r: StrategyResult, left: float, y: float, top: int, width: float) 
     )  # fmt: skip
 
 
-def _moved_chart(c: Comparison) -> str:
-    """Grouped vertical bars: per strategy, bytes moved per step by collective kind."""
-    kinds = comparison_kinds(c)
-    if not kinds:
+class _Series(NamedTuple):
+    """One bar per strategy on a grouped transfer chart: a collective kind, or a tuple of mesh
+    axes. ``attr`` is the bar's data attribute (``data-kind="all-reduce"``)."""
+
+    label: str
+    color: str
+    attr: str
+    moved: Callable[[StrategyResult], int]
+    count: Callable[[StrategyResult], int]
+    split: Callable[[StrategyResult], str]  # the other split, for the hover text
+
+
+def _per_result(
+    f: Callable[[StrategyResult, Any], int], key: Any
+) -> Callable[[StrategyResult], int]:
+    """``f(result, key)`` as a function of the result alone."""
+    return lambda r: f(r, key)
+
+
+def _kind_series(c: Comparison) -> list[_Series]:
+    def split(kind: str) -> Callable[[StrategyResult], str]:
+        def by_axes(r: StrategyResult) -> str:
+            kr = {x.kind: x for x in kind_rows(r)}[kind]
+            return "by axes: " + " · ".join(
+                f"{axes_label(a)} ×{n} {format_bytes(m)}" for a, n, m in kr.by_axes
+            )
+
+        return by_axes
+
+    return [
+        _Series(k, kind_color(k), f' data-kind="{esc(k)}"',
+                _per_result(kind_moved, k), _per_result(kind_count, k), split(k))
+        for k in comparison_kinds(c)
+    ]  # fmt: skip
+
+
+def _axes_series(c: Comparison) -> list[_Series]:
+    def split(axes: tuple[str, ...]) -> Callable[[StrategyResult], str]:
+        def by_kind(r: StrategyResult) -> str:
+            parts = [
+                f"{kr.kind} ×{n} {format_bytes(m)}"
+                for kr in kind_rows(r)
+                for a, n, m in kr.by_axes
+                if a == axes
+            ]
+            return "by kind: " + " · ".join(parts)
+
+        return by_kind
+
+    return [
+        _Series(axes_label(a), axes_color(c, a), f' data-axes="{esc(",".join(a))}"',
+                _per_result(axes_moved, a), _per_result(axes_count, a), split(a))
+        for a in comparison_axes(c)
+    ]  # fmt: skip
+
+
+def _moved_chart(c: Comparison, series: Sequence[_Series], cls: str) -> str:
+    """Grouped vertical bars: per strategy, bytes moved per step by each series (a collective
+    kind, or a tuple of mesh axes); bars are ``<rect class="{cls}">``."""
+    if not series:
         return '<div class="sv-cmp-dim">no collectives in any strategy</div>'
-    n_s, n_k = len(c.results), len(kinds)
+    n_s, n_k = len(c.results), len(series)
     bw = max(12.0, min(52.0, (CHART_W - 24 * n_s) / max(1, n_s * n_k)))
     group_w = bw * n_k + 24
-    values = [kind_moved(r, k) for r in c.results for k in kinds]
+    values = [x.moved(r) for r in c.results for x in series]
     ticks = byte_ticks(max(values, default=1))
     top = ticks[-1] or 1
     left = max(text_width(_tick_label(v), 10) for v in ticks) + 10
@@ -494,7 +569,7 @@ def _moved_chart(c: Comparison) -> str:
     height = top_pad + MOVED_H + (36 if c.by_target else 24)
     base = top_pad + MOVED_H
     out = [
-        f'<svg class="sv-cmp-chart sv-cmp-movedchart" width="{svg_num(width)}" '
+        f'<svg class="sv-cmp-chart sv-cmp-movedchart" data-bars="{cls}" width="{svg_num(width)}" '
         f'height="{svg_num(height)}" viewBox="0 0 {svg_num(width)} {svg_num(height)}" role="img">'
     ]
     for v in ticks:
@@ -516,9 +591,9 @@ def _moved_chart(c: Comparison) -> str:
     )
     for i, r in enumerate(c.results):
         bars = _Bars(left + 12 + i * group_w, group_w, bw, base, top)
-        out.extend(_moved_group(c, r, kinds, bars))
+        out.extend(_moved_group(c, r, series, bars, cls))
     out.append("</svg>")
-    legend = _legend([(kind_color(k), k, f"{k}: bytes moved per device") for k in kinds])
+    legend = _legend([(x.color, x.label, f"{x.label}: bytes moved per device") for x in series])
     return legend + "".join(out)
 
 
@@ -532,29 +607,28 @@ class _Bars(NamedTuple):
     top: int  # the bytes at the top of the scale
 
 
-def _moved_group(c: Comparison, r: StrategyResult, kinds: Sequence[str], at: _Bars) -> list[str]:
-    """One strategy's bars on the transfer chart (a bar per kind it uses, its bytes over it),
+def _moved_group(
+    c: Comparison, r: StrategyResult, series: Sequence[_Series], at: _Bars, cls: str
+) -> list[str]:
+    """One strategy's bars on a transfer chart (a bar per series it uses, its bytes over it),
     then its name (and target, across targets) under them."""
     gx, group_w, bw, base, top = at
     out = [f'<g class="sv-cmp-movedgroup" data-strategy="{esc(r.strategy)}"{_target_attr(r)}>']
-    by_kind = {kr.kind: kr for kr in kind_rows(r)}
-    for j, k in enumerate(kinds):
-        b = kind_moved(r, k)
-        if not kind_count(r, k):
+    for j, x_ in enumerate(series):
+        n = x_.count(r)
+        if not n:
             continue
+        b = x_.moved(r)
         h = MOVED_H * b / top
         x = gx + j * bw
-        kr = by_kind[k]
-        axes = " · ".join(f"{axes_label(a)} ×{n} {format_bytes(m)}" for a, n, m in kr.by_axes)
         tip = (
-            f"{c.label(r)} · {k}: {kr.count} collective{'s' * (kr.count != 1)}\n"
-            f"moved {format_bytes(b, exact=True)} per device per step\nby axes: {axes}"
+            f"{c.label(r)} · {x_.label}: {n} collective{'s' * (n != 1)}\n"
+            f"moved {format_bytes(b, exact=True)} per device per step\n{x_.split(r)}"
         )
         out.append(
-            f'<rect class="sv-moved" data-strategy="{esc(r.strategy)}"{_target_attr(r)} '
-            f'data-kind="{esc(k)}" '
+            f'<rect class="{cls}" data-strategy="{esc(r.strategy)}"{_target_attr(r)}{x_.attr} '
             f'data-bytes="{b}" x="{svg_num(x)}" y="{svg_num(base - h)}" '
-            f'width="{svg_num(bw - 2)}" height="{svg_num(h)}" fill="{kind_color(k)}">'
+            f'width="{svg_num(bw - 2)}" height="{svg_num(h)}" fill="{x_.color}">'
             f"<title>{esc(tip)}</title></rect>"
         )
         label = format_bytes(b)
@@ -650,7 +724,8 @@ def comparison_html(c: Comparison) -> str:
         One ``<div class="sv-root sv-compare">`` with its own ``<style>``: the model, one table
         (memory per device by component, the peak, whether leaves and compiler agree,
         collectives per step by mesh axes, step time, the loss check), memory per device as
-        stacked bars on one scale, bytes moved per step by collective kind as grouped bars,
+        stacked bars on one scale (and what the temp holds where it is smaller than the
+        gradients), bytes moved per step by collective kind and by mesh axes as grouped bars,
         each strategy's collectives by kind and axes, the notes, and each strategy's full
         report collapsed.
     """
@@ -681,11 +756,22 @@ def comparison_html(c: Comparison) -> str:
         "one scale for every strategy; hover for exact bytes</span></h4>"
     )
     body.append(_memory_chart(c))
+    body += [
+        f'<div class="sv-cmp-line sv-cmp-tempnote" data-strategy="{esc(r.strategy)}">'
+        f"<b>{esc(c.label(r))}</b> {esc(temp_line(r.memory))}</div>"
+        for r in c.results
+        if r.memory.temp < r.memory.grads
+    ]
     body.append(
         '<h4 class="sv-cmp-h">Bytes moved per step<span class="sv-cmp-dim">per device, by '
         "collective kind (ring model)</span></h4>"
     )
-    body.append(_moved_chart(c))
+    body.append(_moved_chart(c, _kind_series(c), "sv-moved"))
+    body.append(
+        '<h4 class="sv-cmp-h">Bytes moved per step, by mesh axes<span class="sv-cmp-dim">per '
+        "device: which axis carries the traffic (ring model)</span></h4>"
+    )
+    body.append(_moved_chart(c, _axes_series(c), "sv-moved-axes"))
     body.append(
         '<h4 class="sv-cmp-h">Collectives by kind and mesh axes<span class="sv-cmp-dim">'
         "per step, per device</span></h4>"

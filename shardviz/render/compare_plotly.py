@@ -1,7 +1,8 @@
 """A :class:`~shardviz.model.Comparison` as an interactive plotly figure.
 
-Two panels: memory per device stacked by component (one bar per strategy), and bytes moved
-per step by collective kind (grouped bars per strategy). Hover text gives exact bytes. Only
+Three panels: memory per device stacked by component (one bar per strategy), bytes moved per
+step by collective kind, and under both, bytes moved per step by mesh axes (grouped bars per
+strategy). Hover text gives exact bytes. Only
 ``plotly.graph_objects`` is used (plotly express would need pandas). Plotly is imported when
 a figure is asked for, so the text and HTML views never need it.
 """
@@ -13,8 +14,12 @@ from typing import Any
 
 from shardviz.model.compare import Comparison
 from shardviz.render.compare_facts import (
+    axes_color,
+    axes_count,
     axes_label,
+    axes_moved,
     byte_ticks,
+    comparison_axes,
     comparison_kinds,
     estimate_of,
     fit_word,
@@ -122,11 +127,13 @@ def comparison_figure(c: Comparison) -> Any:
         c: the comparison (live or hand-built).
 
     Returns:
-        A ``plotly.graph_objects.Figure`` with two subplots: on the left one stacked bar per
-        strategy (a trace per memory component, in bytes, all in offset group ``memory``),
-        on the right grouped bars (a trace per collective kind, each its own offset group) of
-        bytes moved per device per step. ``layout.barmode`` is ``"stack"``; the right panel's
-        distinct offset groups put its bars side by side. A strategy with an estimate gets an
+        A ``plotly.graph_objects.Figure`` with three subplots: on the top left one stacked
+        bar per strategy (a trace per memory component, in bytes, all in offset group
+        ``memory``), on the top right grouped bars (a trace per collective kind, each its own
+        offset group) of bytes moved per device per step, and across the bottom the same
+        bytes grouped by mesh axes (a trace per tuple of axes, legend ``legend3``).
+        ``layout.barmode`` is ``"stack"``; the distinct offset groups put the transfer
+        panels' bars side by side. A strategy with an estimate gets an
         annotation named ``estimate`` over its memory bar (``est. ≥ 49.9 µs`` with its bound,
         and whether its peak fits the target's HBM) and a dashed shape named ``hbm`` at its
         target's HBM per device (on the scale when near the bars; far above them, an
@@ -137,20 +144,28 @@ def comparison_figure(c: Comparison) -> Any:
     names = [plotly_text(x) for x in c.labels]
     kinds = comparison_kinds(c)
     fig = make_subplots(
-        rows=1,
+        rows=2,
         cols=2,
         horizontal_spacing=0.28,
+        vertical_spacing=0.2,
+        row_heights=[0.6, 0.4],
+        specs=[[{}, {}], [{"colspan": 2}, None]],
         subplot_titles=(
             "Memory per device by component, peak on top",
             "Bytes moved per step, by kind",
+            "Bytes moved per step, by mesh axes: which axis carries the traffic",
         ),
     )
     for bar in _memory_bars(go, c, names):
         fig.add_trace(bar, row=1, col=1)
     for bar in _moved_bars(go, c, names, kinds):
         fig.add_trace(bar, row=1, col=2)
+    all_axes = comparison_axes(c)
+    for bar in _axes_bars(go, c, names, all_axes):
+        fig.add_trace(bar, row=2, col=1)
     top_mem = memory_chart_top(c)
     top_moved = max((kind_moved(r, k) for r in c.results for k in kinds), default=1)
+    top_axes = max((axes_moved(r, a) for r in c.results for a in all_axes), default=1)
     _peak_labels(fig, c, names)
     mem_axis = byte_axis(top_mem)
     if any(estimate_of(r) is not None for r in c.results):
@@ -158,6 +173,7 @@ def comparison_figure(c: Comparison) -> Any:
         _estimates(fig, c, names, mem_axis["range"][1])
     fig.update_yaxes(mem_axis, title_text="bytes per device", row=1, col=1)
     fig.update_yaxes(byte_axis(top_moved), title_text="bytes moved per device", row=1, col=2)
+    fig.update_yaxes(byte_axis(top_axes), title_text="bytes moved per device", row=2, col=1)
     fig.update_xaxes(type="category")
     _lay_out(fig, c)
     return fig
@@ -242,6 +258,50 @@ def _moved_bars(go: Any, c: Comparison, names: list[str], kinds: list[str]) -> l
     return bars
 
 
+def _axes_bars(
+    go: Any, c: Comparison, names: list[str], all_axes: list[tuple[str, ...]]
+) -> list[Any]:
+    """One bar trace per tuple of mesh axes (the lower panel), each its own offset group,
+    with the split by kind in the hover text."""
+    bars = []
+    for axes in all_axes:
+        label = plotly_text(axes_label(axes))
+        ys, hover = [], []
+        for r in c.results:
+            kinds = [
+                f"{plotly_text(kr.kind)}: ×{n} · {format_bytes(m)}"
+                for kr in kind_rows(r)
+                for a, n, m in kr.by_axes
+                if a == axes
+            ]
+            ys.append(axes_moved(r, axes))
+            hover.append(
+                [
+                    plotly_text(r.strategy),
+                    label,
+                    str(axes_count(r, axes)),
+                    format_bytes(axes_moved(r, axes), exact=True),
+                    "<br>".join(kinds) or "none",
+                ]
+            )
+        bars.append(
+            go.Bar(
+                name=label,
+                x=names,
+                y=ys,
+                marker={"color": axes_color(c, axes)},
+                offsetgroup=f"axes {label}",
+                legend="legend3",
+                customdata=hover,
+                hovertemplate=(
+                    "<b>%{customdata[0]}</b> · over %{customdata[1]}<br>%{customdata[2]} per "
+                    "step · moved %{customdata[3]}<br>by kind:<br>%{customdata[4]}<extra></extra>"
+                ),
+            )
+        )
+    return bars
+
+
 def _peak_labels(fig: Any, c: Comparison, names: list[str]) -> None:
     """Each strategy's peak written over its memory bar (annotations named ``peak``)."""
     for r, name in zip(c.results, names, strict=True):
@@ -267,7 +327,7 @@ def _lay_out(fig: Any, c: Comparison) -> None:
         bargap=0.3,
         bargroupgap=0.05,
         template="plotly_white",
-        height=480,
+        height=760,
         margin={"t": 90, "b": 50, "l": 70, "r": 150},
         title={
             "text": (
@@ -281,5 +341,7 @@ def _lay_out(fig: Any, c: Comparison) -> None:
                 "title": {"text": "memory"}, "traceorder": "reversed"},
         legend2={"x": 1.01, "y": 1.0, "xanchor": "left", "yanchor": "top",
                  "title": {"text": "collective"}, "traceorder": "normal"},
+        legend3={"x": 1.01, "y": fig.layout.yaxis3.domain[1], "xanchor": "left", "yanchor": "top",
+                 "title": {"text": "mesh axes"}, "traceorder": "normal"},
         hoverlabel={"align": "left"},
     )  # fmt: skip

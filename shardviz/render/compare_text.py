@@ -11,10 +11,12 @@ from collections.abc import Sequence
 from shardviz.model.compare import Comparison, StrategyResult
 from shardviz.render.compare_facts import (
     BYTES_NOTE,
+    axes_count,
     axes_label,
-    by_axes_str,
+    axes_moved,
     collective_count,
     common_mesh,
+    comparison_axes,
     estimate_header,
     estimate_line,
     estimate_of,
@@ -31,6 +33,7 @@ from shardviz.render.compare_facts import (
     shown_components,
     step_str,
     target_groups,
+    temp_line,
 )
 from shardviz.render.geometry import format_bytes, mesh_summary
 from shardviz.render.report_facts import (
@@ -44,7 +47,8 @@ from shardviz.render.table import aligned_table
 
 def _memory_table(c: Comparison) -> list[str]:
     comps = shown_components(c)
-    header = ["strategy", "mesh", *(x.label for x in comps), "peak", "reconciled"]
+    header = ["strategy", "mesh", *(x.label for x in comps), "peak", "compiler temp",
+              "reconciled"]  # fmt: skip
     rows: list[Sequence[str] | str] = []
     for r in c.results:
         parts = dict(memory_parts(r.memory))
@@ -54,30 +58,48 @@ def _memory_table(c: Comparison) -> list[str]:
                 mesh_str(r.mesh),
                 *(format_bytes(parts[x]) for x in comps),
                 format_bytes(r.memory.peak),
+                format_bytes(r.memory.temp),
                 reconciled_str(r.memory),
             ]
         )
     lines = ["Memory per device, by component"]
-    lines.extend(aligned_table(header, rows, right=set(range(2, 3 + len(comps))), indent="  "))
+    lines.extend(aligned_table(header, rows, right=set(range(2, 4 + len(comps))), indent="  "))
     return lines
 
 
 def _run_table(c: Comparison) -> list[str]:
-    header = ["strategy", "collectives", "moved", "by mesh axes (count, moved)", "step",
-              "loss check"]  # fmt: skip
+    header = ["strategy", "collectives", "moved", "step", "loss check"]
     rows: list[Sequence[str] | str] = [
         [
             c.label(r),
             str(collective_count(r)),
             format_bytes(moved_total(r)),
-            by_axes_str(r),
             step_str(r),
             loss_word(r),
         ]  # fmt: skip
         for r in c.results
     ]
     lines = ["Collectives per step, step time (median) and the loss check"]
-    lines.extend(aligned_table(header, rows, right={1, 2, 4}, indent="  "))
+    lines.extend(aligned_table(header, rows, right={1, 2, 3}, indent="  "))
+    return lines
+
+
+def _axes_table(c: Comparison) -> list[str]:
+    """Bytes moved per step by mesh axes, one column per tuple of axes: which axis carries
+    the traffic (``—`` where a strategy moves nothing over it)."""
+    all_axes = comparison_axes(c)
+    if not all_axes:
+        return []
+    header = ["strategy", *(axes_label(a) for a in all_axes)]
+    rows: list[Sequence[str] | str] = []
+    for r in c.results:
+        cells = [c.label(r)]
+        for a in all_axes:
+            n = axes_count(r, a)
+            cells.append(f"×{n} {format_bytes(axes_moved(r, a))}" if n else "—")
+        rows.append(cells)
+    lines = ["Bytes moved per step, by mesh axes (count, moved per device)"]
+    lines.extend(aligned_table(header, rows, right=set(range(1, 1 + len(all_axes))), indent="  "))
     return lines
 
 
@@ -120,6 +142,7 @@ def _strategy_lines(c: Comparison, r: StrategyResult) -> list[str]:
     m = r.memory
     lines.append(f"  peak {format_bytes(m.peak, exact=True)} per device")
     lines.append(f"  {reconcile_line(m)}")
+    lines.append(f"  {temp_line(m)}")
     lines.append(f"  {loss_str(r)} · step {step_str(r)} (median)")
     est = estimate_line(r)
     if est:
@@ -146,9 +169,10 @@ def _strategy_lines(c: Comparison, r: StrategyResult) -> list[str]:
 
 
 def comparison_text(c: Comparison) -> str:
-    """A comparison as text: a header, one table (memory per device by component, the peak,
-    whether the leaves reconcile with the compiler, collectives, step time, the loss check),
-    each strategy's collectives by kind and mesh axes, then the notes.
+    """A comparison as text: a header, the tables (memory per device by component, the peak,
+    the compiler's temp, whether the leaves reconcile with the compiler; collectives, step
+    time, the loss check; bytes moved by mesh axes), each strategy's temp and collectives by
+    kind and mesh axes, then the notes.
 
     Args:
         c: the comparison (live or hand-built).
@@ -165,6 +189,9 @@ def comparison_text(c: Comparison) -> str:
     sections = [lines]
     if c.results:
         tables = _memory_table(c) + [""] + _run_table(c)
+        by_axes = _axes_table(c)
+        if by_axes:
+            tables += [""] + by_axes
         if has_estimates(c):
             tables += [""] + _estimate_table(c)
         sections.append(tables)

@@ -524,25 +524,35 @@ ROW_MIN = 34.0
 MESH_CELL_H = 40.0
 #: Width and height (px) of an elided band of a mesh.
 MESH_GAP = 24.0
+#: Least and most aspect (height over width) an array is drawn with: a 4096 x 8 array is drawn
+#: 4 times taller than wide, not 512 times.
+ASPECT_MIN = 0.25
+ASPECT_MAX = 4.0
 
 
 def array_band_sizes(grid: ArrayGrid) -> tuple[list[float], list[float]]:
     """Pixel sizes of an array grid's column and row bands: ``(col_sizes, row_sizes)``.
 
-    Columns share 520 px (300 when there are several panels) by interval length; rows follow
-    the array's aspect ratio within bounds. An unused side is one fixed band.
+    The picture keeps the array's aspect (height over width, clamped to :data:`ASPECT_MIN`
+    .. :data:`ASPECT_MAX`) so a 512 x 128 weight reads taller than wide: it fills a box of
+    520 x 360 px (300 x 240 when there are several panels), or less where the aspect asks for
+    it, and grows only to give each band its least size. Bands share their side by interval
+    length. An unused side is one fixed band.
     """
     rows, cols = grid.rows, grid.cols
     if not cols.used:
         return [140.0], [48.0]
-    width = 520.0 if grid.shown_panels <= 1 else 300.0
-    col_sizes = band_sizes(cols.bands, width, CELL_MIN, GAP_PX)
+    several = grid.shown_panels > 1
+    box_w, box_h = (300.0, 240.0) if several else (520.0, 360.0)
     if not rows.used:
-        return col_sizes, [48.0]
+        return band_sizes(cols.bands, box_w, CELL_MIN, GAP_PX), [48.0]
+    aspect = min(ASPECT_MAX, max(ASPECT_MIN, rows.size / max(1, cols.size)))
     n = len(rows.bands)
-    lo = max(48.0, ROW_MIN * n)
-    hi = max(360.0 if grid.shown_panels <= 1 else 240.0, lo)
-    height = min(hi, max(lo, width * rows.size / max(1, cols.size)))
+    least_h = max(48.0, ROW_MIN * n)
+    width = min(box_w, box_h / aspect)
+    height = max(least_h, width * aspect)
+    width = min(box_w, max(width, height / aspect))  # a tall least height widens, up to the box
+    col_sizes = band_sizes(cols.bands, width, CELL_MIN, GAP_PX)
     row_sizes = band_sizes(rows.bands, height, min(ROW_MIN, height / n), 22.0)
     return col_sizes, row_sizes
 

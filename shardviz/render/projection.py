@@ -331,7 +331,8 @@ def projection_figure(rows: Sequence[Row], *, hbm_bytes: int | None = None) -> A
     One line per ZeRO stage (colour by stage; click a legend entry to hide that stage). With
     several model sizes, one panel per size (small multiples, at most three across) sharing
     the y axis. With a capacity, each panel has a dashed red line (a layout shape at
-    ``y = hbm_bytes``) labelled with it, and points above it are drawn as crosses.
+    ``y = hbm_bytes``) labelled with it where no stage's line passes (:func:`hbm_label_spot`),
+    and points above it are drawn as crosses.
 
     Args:
         rows: from ``projection_table(...)``.
@@ -352,18 +353,25 @@ def projection_figure(rows: Sequence[Row], *, hbm_bytes: int | None = None) -> A
             shared_yaxes="all",
             horizontal_spacing=0.04,
             vertical_spacing=0.16 / n_rows + 0.06,
-            subplot_titles=[_group_title(n, tp, several_tp) for (n, tp), _ in facets],
+            # short titles: three panels across share the width of a notebook's output
+            subplot_titles=[
+                _group_title(n, tp, several_tp).split(" (")[0]
+                + (f" · tensor parallel {tp}" if several_tp or tp > 1 else "")
+                for (n, tp), _ in facets
+            ],
         )
     else:
         fig = go.Figure()
     shown: set[int] = set()
+    ticks = _y_ticks(rows, hbm)
     for k, (_, lines) in enumerate(facets):
         where = {"row": k // n_cols + 1, "col": k % n_cols + 1} if len(facets) > 1 else {}
         for stage, rs in lines:
             fig.add_trace(_stage_line(go, stage, rs, hbm, stage not in shown), **where)
             shown.add(stage)
         if hbm is not None:
-            _hbm_line(fig, k, hbm)
+            spot = hbm_label_spot(_panel_lines(lines), hbm, (ticks[0], ticks[-1]))
+            _hbm_line(fig, k, hbm, spot)
     _log_axes(fig, rows, hbm, n_rows if len(facets) > 1 else None)
     fig.update_layout(
         template="plotly_white",
@@ -414,9 +422,66 @@ def _stage_line(go: Any, stage: int, rs: Sequence[Row], hbm: int | None, legend:
     )  # fmt: skip
 
 
-def _hbm_line(fig: Any, k: int, hbm: int) -> None:
-    """The capacity across panel ``k``: a dashed shape and its label (both named ``hbm``)."""
+#: The HBM label's size as a share of a panel: its height (a line of text) and its width.
+LABEL_H = 0.05
+LABEL_W = 0.3
+
+
+def hbm_label_spot(
+    lines: Sequence[Sequence[tuple[float, float]]], hbm: int, y_range: tuple[float, float]
+) -> tuple[str, str]:
+    """Where a panel's HBM label reads clear of its lines: ``(side, where)`` with side
+    ``"right"`` or ``"left"`` and where ``"above"`` or ``"below"`` the HBM line.
+
+    ``lines`` are the panel's ``(devices, bytes)`` points per stage and ``y_range`` its byte
+    scale (both log). The label takes :data:`LABEL_W` of the panel's width at one end and
+    :data:`LABEL_H` of its height on one side of the line; the first spot no line passes
+    through wins, right above first (a flat ZeRO-0 line just over HBM hides a label above it),
+    else the one the lines cross least.
+    """
+    xs = [x for line in lines for x, _ in line if x > 0]
+    y_lo, y_hi = (math.log10(max(v, 1)) for v in y_range)
+    if not xs or hbm <= 0 or y_hi <= y_lo:
+        return "right", "above"
+    x_lo, x_hi = math.log10(min(xs)), math.log10(max(xs))
+    span = max(x_hi - x_lo, 1e-9)
+    band = LABEL_H * (y_hi - y_lo)
+    h = math.log10(hbm)
+
+    def crossings(side: str, where: str) -> int:
+        lo, hi = (h, h + band) if where == "above" else (h - band, h)
+        a, b = (x_hi - LABEL_W * span, x_hi) if side == "right" else (x_lo, x_lo + LABEL_W * span)
+        hits = 0
+        for line in lines:
+            pts = sorted((math.log10(x), math.log10(max(y, 1))) for x, y in line if x > 0)
+            for t in range(9):
+                y = _at(pts, a + (b - a) * t / 8)
+                hits += y is not None and lo <= y <= hi
+        return hits
+
+    spots = (("right", "above"), ("right", "below"), ("left", "above"), ("left", "below"))
+    return min(spots, key=lambda spot: crossings(*spot))  # the first clear one, or least crossed
+
+
+def _at(pts: Sequence[tuple[float, float]], x: float) -> float | None:
+    """The line through ``pts`` (sorted by x) at ``x``, or ``None`` outside it."""
+    if not pts or x < pts[0][0] - 1e-12 or x > pts[-1][0] + 1e-12:
+        return None
+    for (x0, y0), (x1, y1) in zip(pts, pts[1:], strict=False):
+        if x0 <= x <= x1:
+            return y0 if x1 == x0 else y0 + (y1 - y0) * (x - x0) / (x1 - x0)
+    return pts[0][1]
+
+
+def _panel_lines(lines: Sequence[tuple[int, Sequence[Row]]]) -> list[list[tuple[float, float]]]:
+    return [[(float(r.devices), float(r.total)) for r in rs] for _, rs in lines]
+
+
+def _hbm_line(fig: Any, k: int, hbm: int, spot: tuple[str, str]) -> None:
+    """The capacity across panel ``k``: a dashed shape and its label (both named ``hbm``),
+    the label at ``spot`` (from :func:`hbm_label_spot`), on a white ground."""
     suffix = "" if k == 0 else str(k + 1)
+    side, where = spot
     fig.add_shape(
         type="line",
         xref=f"x{suffix} domain",
@@ -430,14 +495,15 @@ def _hbm_line(fig: Any, k: int, hbm: int) -> None:
     )
     fig.add_annotation(
         xref=f"x{suffix} domain",
-        x=1,
+        x=1 if side == "right" else 0,
         yref=f"y{suffix}",
         y=math.log10(hbm) if hbm > 0 else 0,  # annotations on a log axis take log10
         text=f"HBM {format_bytes(hbm)}",
         showarrow=False,
-        xanchor="right",
-        yanchor="bottom",
+        xanchor=side,
+        yanchor="bottom" if where == "above" else "top",
         font={"color": HBM_COLOR, "size": 11},
+        bgcolor="rgba(255,255,255,0.85)",
         name="hbm",
     )
 
@@ -502,10 +568,15 @@ def projection_mpl(
         ax.set_ylim(ticks[0], ticks[-1])
         if hbm is not None and hbm > 0:
             ax.axhline(hbm, color=HBM_COLOR, linestyle="--", linewidth=1.5, gid="hbm")
-            ax.annotate(f"HBM {format_bytes(hbm)}", (1.0, hbm),
-                        xycoords=("axes fraction", "data"), xytext=(-4, 3),
-                        textcoords="offset points", ha="right", va="bottom", color=HBM_COLOR,
-                        fontsize=9)  # fmt: skip
+            side, where = hbm_label_spot(_panel_lines(lines), hbm, (ticks[0], ticks[-1]))
+            right, above = side == "right", where == "above"
+            ax.annotate(f"HBM {format_bytes(hbm)}", (1.0 if right else 0.0, hbm),
+                        xycoords=("axes fraction", "data"),
+                        xytext=(-4 if right else 4, 3 if above else -3),
+                        textcoords="offset points", ha=side, va="bottom" if above else "top",
+                        color=HBM_COLOR, fontsize=9, gid="hbm-label",
+                        bbox={"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none",
+                              "alpha": 0.85})  # fmt: skip
         if len(facets) > 1:
             ax.set_title(mpl_text(_group_title(n, tp, several_tp)), fontsize=10)
         if k % n_cols == 0:

@@ -3,6 +3,7 @@ bars equal to the ledger, badges, escaping, no network, the full reports collaps
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 
@@ -92,6 +93,44 @@ def test_moved_bars_equal_the_ledger_by_kind() -> None:
     }
     assert bars == want
     assert ("fsdp", "reduce-scatter") in bars and ("dp", "all-gather") not in bars
+
+
+def test_moved_bars_by_mesh_axes_equal_the_ledger() -> None:
+    c = comparison()
+    doc = Doc(comparison_html(c))
+    bars = {
+        (a["data-strategy"], a["data-axes"]): int(a["data-bytes"])
+        for a in doc.with_class("sv-moved-axes")
+    }
+    want = {
+        (r.strategy, ",".join(s.axes)): sum(
+            x.moved_bytes for x in r.collectives if x.axes == s.axes
+        )
+        for r in c.results
+        for s in r.collectives
+    }
+    assert bars == want
+    assert bars[("tp", "model")] == 48 * 1024 and ("dp", "data") not in bars
+    for r in c.results:  # the two charts split the same bytes
+        assert sum(b for (s, _), b in bars.items() if s == r.strategy) == sum(
+            kind_moved(r, k) for k in comparison_kinds(c)
+        )
+
+
+def test_the_compilers_temp_is_shown_and_said_plainly_when_under_the_gradients() -> None:
+    c = comparison()
+    doc = Doc(comparison_html(c))
+    temps = [int(a["data-bytes"]) for a in doc.with_class("sv-cmp-temp")]
+    assert temps == [r.memory.temp for r in c.results]
+    assert not doc.with_class("sv-cmp-tempnote")  # every temp here holds its gradients
+    dp = c.result("dp")
+    small = dataclasses.replace(dp.memory, temp=dp.memory.grads // 2, activations=0)
+    c = dataclasses.replace(c, results=(dataclasses.replace(dp, memory=small), *c.results[1:]))
+    out = comparison_html(c)
+    notes = Doc(out).with_class("sv-cmp-tempnote")
+    assert [a["data-strategy"] for a in notes] == ["dp"]
+    assert "smaller than the gradients (3 MiB)" in out
+    assert "activations/temp" not in out and "temp beyond grads" in out
 
 
 def test_check_badges_and_reconciled_cells() -> None:

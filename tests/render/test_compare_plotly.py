@@ -6,6 +6,8 @@ from __future__ import annotations
 import pytest
 
 from shardviz.render.compare_facts import (
+    axes_moved,
+    comparison_axes,
     comparison_kinds,
     kind_moved,
     memory_parts,
@@ -19,15 +21,20 @@ go = pytest.importorskip("plotly.graph_objects")
 from shardviz.render.compare_plotly import comparison_figure  # noqa: E402
 
 
-def test_traces_one_per_component_then_one_per_kind() -> None:
+def test_traces_one_per_component_then_one_per_kind_then_one_per_axes() -> None:
     c = comparison()
     fig = comparison_figure(c)
     assert isinstance(fig, go.Figure)
     comps = shown_components(c)
     kinds = comparison_kinds(c)
-    assert len(fig.data) == len(comps) + len(kinds)
+    axes = comparison_axes(c)
+    assert len(fig.data) == len(comps) + len(kinds) + len(axes)
     assert all(t.type == "bar" for t in fig.data)
-    assert [t.name for t in fig.data] == [x.label for x in comps] + kinds
+    assert [t.name for t in fig.data] == [x.label for x in comps] + kinds + [
+        "data",  # single axes in mesh order, then several together
+        "model",
+        "data,model",
+    ]
     assert fig.layout.barmode == "stack"
 
 
@@ -53,12 +60,32 @@ def test_transfer_panel_is_grouped_with_the_models_bytes() -> None:
     c = comparison()
     fig = comparison_figure(c)
     kinds = comparison_kinds(c)
-    traces = fig.data[-len(kinds) :]
+    traces = fig.data[-len(kinds) - len(comparison_axes(c)) : -len(comparison_axes(c))]
     assert len({t.offsetgroup for t in traces}) == len(kinds)  # distinct groups: side by side
     for kind, trace in zip(kinds, traces, strict=True):
         assert trace.xaxis == "x2" and trace.yaxis == "y2"
         assert list(trace.y) == [kind_moved(r, kind) for r in c.results]
         assert trace.legend == "legend2"
+
+
+def test_axes_panel_splits_the_bytes_moved_by_mesh_axes() -> None:
+    c = comparison()
+    fig = comparison_figure(c)
+    all_axes = comparison_axes(c)
+    traces = fig.data[-len(all_axes) :]
+    assert len({t.offsetgroup for t in traces}) == len(all_axes)
+    for axes, trace in zip(all_axes, traces, strict=True):
+        assert trace.xaxis == "x3" and trace.yaxis == "y3" and trace.legend == "legend3"
+        assert list(trace.y) == [axes_moved(r, axes) for r in c.results]
+    # Every strategy's bytes by axes add up to its bytes by kind.
+    for i, r in enumerate(c.results):
+        by_axes = sum(t.y[i] for t in traces)
+        assert by_axes == sum(kind_moved(r, k) for k in comparison_kinds(c)) > 0
+    tp = {t.name: t.y[2] for t in traces}
+    assert tp == {"model": 48 * 1024, "data": 768 * 1024, "data,model": 7}
+    # The lower panel spans the figure; its legend sits beside it, not over the top panels.
+    assert fig.layout.xaxis3.domain == (0.0, 1.0)
+    assert fig.layout.legend3.y == fig.layout.yaxis3.domain[1] < fig.layout.yaxis.domain[0]
 
 
 def test_byte_ticks_and_peak_labels() -> None:

@@ -6,6 +6,7 @@ tests/render`` and read the diff before committing.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 
@@ -57,15 +58,35 @@ def test_table_rows_and_columns() -> None:
     c = comparison()
     lines = comparison_text(c).splitlines()
     header = next(line for line in lines if line.strip().startswith("strategy  mesh"))
-    for label in ("params", "grads", "optimizer", "batch", "activations/temp", "peak",
-                  "reconciled"):  # fmt: skip
+    for label in ("params", "grads", "optimizer", "batch", "temp beyond grads", "peak",
+                  "compiler temp", "reconciled"):  # fmt: skip
         assert label in header
+    assert "activations/temp" not in header  # it read as "no activations" when 0
     run_header = next(line for line in lines if "collectives" in line and "loss check" in line)
-    assert "step" in run_header and "by mesh axes" in run_header
+    assert "step" in run_header
+    axes_at = lines.index("Bytes moved per step, by mesh axes (count, moved per device)")
+    assert lines[axes_at + 1].split() == ["strategy", "data", "model", "data,model"]
     for r in c.results:
         rows = [line for line in lines if line.startswith(f"  {r.strategy} ")]
-        assert len(rows) == 2, r.strategy  # one row in each table
+        assert len(rows) == 3, r.strategy  # one row in each table
         assert rows[1].rstrip().endswith("OK")
+    tp = next(line for line in lines[axes_at:] if line.startswith("  tp "))
+    assert tp.split()[1:] == ["×2", "768", "KiB", "×1", "48", "KiB", "×1", "7", "B"]
+    dp = next(line for line in lines[axes_at:] if line.startswith("  dp "))
+    assert dp.split()[1:] == ["—", "—", "×3", "5.3", "MiB"]
+
+
+def test_a_temp_smaller_than_the_gradients_is_said_plainly() -> None:
+    c = comparison()
+    dp = c.result("dp")
+    small = dataclasses.replace(dp.memory, temp=dp.memory.grads // 2, activations=0)
+    c = dataclasses.replace(c, results=(dataclasses.replace(dp, memory=small), *c.results[1:]))
+    text = comparison_text(c)
+    assert (
+        "temp 1.5 MiB (the compiler's scratch): gradients, activations and intermediates "
+        "together; smaller than the gradients (3 MiB)" in text
+    )
+    assert "temp 3.5 MiB (the compiler's scratch): the gradients 384 KiB + 3.2 MiB of" in text
 
 
 def test_edges_show_mismatch_na_and_both_argument_figures() -> None:

@@ -216,8 +216,36 @@ def test_pixel_sizes_of_mesh_and_array_bands() -> None:
     layout = make_layout("x", (64, 4096), (None, "model"), mesh_2x1024())
     cols, rows = array_band_sizes(array_grid(layout))
     assert len(cols) == 11 and cols[5] == GAP_PX and math.isclose(sum(cols), 520)
-    assert rows == [48.0]  # one unsplit row, at the least height
+    assert rows == [130.0]  # one unsplit row: 64 x 4096 is drawn at the widest aspect, 1:4
     assert array_band_sizes(array_grid(make_layout("s", (), (), mesh_2x4()))) == ([140.0], [48.0])
+
+
+@pytest.mark.parametrize(
+    ("shape", "spec", "size"),
+    [
+        ((512, 128), ("model", None), (90.0, 360.0)),  # tall: 4:1 fills the box's height
+        ((128, 512), (None, "model"), (520.0, 130.0)),  # wide: 1:4 fills its width
+        ((256, 256), ("data", "model"), (360.0, 360.0)),  # square stays square
+        ((8, 4096), ("data", "model"), (520.0, 130.0)),  # 1:512 is clamped to 1:4
+        ((4096, 8), ("model", "data"), (90.0, 360.0)),  # 512:1 is clamped to 4:1
+        ((64, 96), ("data", "model"), (520.0, 520.0 * 2 / 3)),  # 2:3 keeps 2:3, full width
+    ],
+)
+def test_array_keeps_its_aspect_within_limits(shape, spec, size) -> None:
+    cols, rows = array_band_sizes(array_grid(make_layout("w", shape, spec, mesh_2x4())))
+    w, h = sum(cols), sum(rows)
+    assert math.isclose(w, size[0]) and math.isclose(h, size[1]), (w, h)
+    aspect = min(4.0, max(0.25, shape[0] / shape[1]))
+    assert math.isclose(h / w, aspect), "height over width is the array's, within 1:4 .. 4:1"
+
+
+def test_a_tall_array_split_many_ways_grows_to_its_least_row_height() -> None:
+    # 16 row bands need 16 * 34 px; the width follows the aspect (up to the box's 520 px).
+    mesh = make_mesh(("data", "model"), (4, 4))
+    layout = make_layout("w", (1024, 1024), (("data", "model"), None), mesh)
+    cols, rows = array_band_sizes(array_grid(layout))
+    assert len(rows) >= 11 and min(r for r in rows if r != 22.0) >= 34.0 - 1e-9
+    assert math.isclose(sum(cols), min(520.0, sum(rows)))
 
 
 def test_band_sizes() -> None:

@@ -202,3 +202,45 @@ def test_matplotlib_lines_and_hbm_line() -> None:
     visible = [a for a in many.axes if a.get_visible()]
     assert len(visible) == 5
     assert all(len([ln for ln in a.get_lines() if ln.get_gid() == "hbm"]) == 1 for a in visible)
+
+
+def test_hbm_label_spot_avoids_the_lines() -> None:
+    from shardviz.render.projection import hbm_label_spot
+
+    y_range = (2**20, 2**40)  # 1 MiB .. 1 TiB: a label is 7% of 6 decades tall
+    flat_over = [(8.0, 1.3 * HBM), (1024.0, 1.3 * HBM)]  # ZeRO 0 just over HBM
+    falling = [(8.0, 1e9), (1024.0, 1e7)]  # far below
+    assert hbm_label_spot([falling], HBM, y_range) == ("right", "above")
+    assert hbm_label_spot([flat_over, falling], HBM, y_range) == ("right", "below")
+    # a line just under HBM at the right end too: the left end, where it is far below
+    rising_under = [(8.0, 1e6), (1024.0, 0.8 * HBM)]
+    assert hbm_label_spot([flat_over, rising_under], HBM, y_range) == ("left", "below")
+    assert hbm_label_spot([], HBM, y_range) == ("right", "above")
+
+
+def test_plotly_hbm_label_is_not_under_the_zero0_line() -> None:
+    """Notebook 03's projection: ZeRO 0 of 7.5B is a flat line at 112 GiB, just over the
+    80 GiB line; its label goes where no line passes, and reads on a white ground."""
+    pytest.importorskip("plotly")
+    from shardviz.render.projection import LABEL_H, LABEL_W, projection_figure
+
+    fig = projection_figure(projection_table([1.5e9, 7.5e9, 70e9], [8, 64, 1024], hbm_bytes=HBM))
+    labels = [a for a in fig.layout.annotations if a.name == "hbm"]
+    assert len(labels) == 3 and all(a.bgcolor for a in labels)
+    lo, hi = fig.layout.yaxis.range
+    band = LABEL_H * (hi - lo)
+    for k, a in enumerate(labels):
+        axis = "x" if k == 0 else f"x{k + 1}"
+        traces = [t for t in fig.data if t.xaxis == axis]
+        right = a.xanchor == "right"
+        above = a.yanchor == "bottom"
+        h = math.log10(HBM)
+        span = (h, h + band) if above else (h - band, h)
+        for t in traces:
+            ends = list(zip(t.x, t.y, strict=True))
+            ends = ends[-1:] if right else ends[:1]  # the point under the label's end
+            for _, y in ends:
+                assert not span[0] <= math.log10(y) <= span[1], (k, t.name, a.xanchor, a.yanchor)
+        assert LABEL_W < 0.5
+    seven = labels[1]
+    assert (seven.xanchor, seven.yanchor) != ("right", "bottom"), "under ZeRO 0's line"

@@ -1,0 +1,98 @@
+"""Views that fit (issue 12, section 5): at 1280 px with Lab's file browser open, the Explorer's
+notebook area is about 800-1000 px wide; nothing in a pane may stick out past the pane's edge
+(a tile cut off, a call chain clipped). The Explorer's module is mounted with a real compile's
+state (``fake_model.mount_explorer``) in a page of that width, and every element's box is
+measured against its pane's.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from shardviz.widgets.explorer import ExplorerView
+from tests.browser.conftest import SKIP_ENV
+from tests.browser.fake_model import mount_explorer
+from tests.live_reports import megatron_mlp_report
+
+pytestmark = pytest.mark.skipif(
+    os.environ.get(SKIP_ENV) == "1", reason=f"{SKIP_ENV}=1: browser tests skipped on request"
+)
+
+#: Every element whose box ends past its pane's right edge (more than a pixel), and panes that
+#: scroll sideways: what a person would see cut off.
+_OVERFLOW_JS = """(panes) => {
+  const out = [];
+  for (const pane of document.querySelectorAll(panes)) {
+    const edge = pane.getBoundingClientRect().right;
+    if (pane.scrollWidth > pane.clientWidth + 1)
+      out.push(`${pane.className} scrolls: ${pane.scrollWidth} px in ${pane.clientWidth} px`);
+    for (const e of pane.querySelectorAll("*")) {
+      const r = e.getBoundingClientRect();
+      if (r.width > 0 && r.right > edge + 1) {
+        const cls = typeof e.className === "string" ? e.className : e.className.baseVal;
+        out.push(`${e.tagName}.${cls} ends ${Math.round(r.right - edge)} px past ` +
+                 `${pane.className}: ${(e.textContent || "").slice(0, 40)}`);
+      }
+    }
+  }
+  return out;
+}"""
+PANES = ".sv-x-root, .sv-x-pane"
+
+
+@pytest.fixture(scope="module")
+def report():
+    return megatron_mlp_report()
+
+
+def _pick_array(page, name: str) -> None:
+    picker = page.locator(".sv-x-pick")
+    value = next(
+        v for v in picker.locator("option").evaluate_all("os => os.map(o => o.value)") if name in v
+    )
+    picker.select_option(value)
+
+
+@pytest.mark.parametrize("width", [800, 880, 1000])
+def test_no_element_is_wider_than_its_pane(viewer, report, width):
+    viewer.page.set_viewport_size({"width": width, "height": 900})
+    page = mount_explorer(viewer, ExplorerView(report))
+    page.locator("tr.sv-x-coll").first.click()  # the details, with the full call chain
+    assert page.locator(".sv-x-details").count() == 1
+    assert page.evaluate(_OVERFLOW_JS, PANES) == []
+    # The array pane stands beside the mesh at these widths: its picture scales to fit.
+    grid = page.locator("svg.sv-x-grid").first
+    pane = page.locator(".sv-x-arraypane")
+    assert grid.bounding_box()["width"] <= pane.bounding_box()["width"] + 1
+    viewer.screenshot(f"fit-explorer-{width}")
+    viewer.assert_clean()
+
+
+def test_the_ledgers_source_and_call_chain_wrap_inside_the_pane(viewer, report):
+    viewer.page.set_viewport_size({"width": 800, "height": 900})
+    page = mount_explorer(viewer, ExplorerView(report))
+    src = page.locator("td.sv-x-src").first
+    chain = src.locator(".sv-x-chain")
+    wrap = page.locator(".sv-x-ledgerwrap")
+    assert chain.count() == 1
+    right = wrap.bounding_box()["x"] + wrap.bounding_box()["width"]
+    for box in (src.bounding_box(), chain.bounding_box()):
+        assert box["x"] + box["width"] <= right + 1
+    assert wrap.evaluate("e => e.scrollWidth <= e.clientWidth + 1")
+    viewer.assert_clean()
+
+
+def test_a_saved_reports_open_ledger_row_fits_at_800_px(viewer, report, tmp_path):
+    """An expanded ledger row of the static report wraps its source line, call chain and
+    facts instead of running past the report's edge."""
+    viewer.page.set_viewport_size({"width": 800, "height": 900})
+    path = tmp_path / "report.html"
+    report.save_html(str(path))
+    viewer.page.goto(path.as_uri())
+    for details in viewer.page.locator("details.sv-collective").all():
+        details.evaluate("d => { d.open = true; }")
+    assert viewer.page.evaluate(_OVERFLOW_JS, ".sv-report") == []
+    viewer.screenshot("fit-static-report-800")
+    viewer.assert_clean()
