@@ -9,6 +9,8 @@ steps in a live view.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from typing import Any
 
 import ipywidgets
@@ -71,16 +73,22 @@ class Explorer(ExplorerView):
         """Block until the newest recompile has finished (True) or ``timeout`` passed."""
         return self.connection.wait(timeout) if self.connection is not None else True
 
-    def train(self, steps: int = 20, *, every: int = 1, title: str = "") -> LiveRun:
+    def train(
+        self, steps: int = 20, *, every: int = 1, title: str = "", pace: float = 0.0
+    ) -> LiveRun:
         """Run ``steps`` training steps of the explored function in a live view.
 
         The function is called as ``fn(*state, batch) -> (*new_state, loss)`` (e.g.
         ``train_step(params, batch) -> (params, loss)``), its last argument being the batch,
         on the arguments placed as the controls currently say. Returns at once; the returned
-        run displays as the live view (loss, step time, memory per device).
+        run displays as the live view (loss, step time, memory per device). ``pace`` waits
+        that many seconds before each step after the first, for teaching: small steps end in
+        a blink, paced ones can be watched (the wait is not counted in the step times).
 
         Raises:
             TypeError: the explorer shows a report, not a function.
+            ValueError: ``pace`` is negative.
+            SpecError, MeshError: a box of the controls is invalid (the message names it).
             CompileError: the program was compiled for devices that are not here (a
                 deviceless topology): there is nothing to train on.
         """
@@ -89,6 +97,8 @@ class Explorer(ExplorerView):
                 "train() needs a function to run: build the explorer with "
                 "shardviz.Explorer(train_step, *args)"
             )
+        if pace < 0:
+            raise ValueError(f"pace={pace}: give the seconds to wait between steps, 0 or more")
         if self.report.deviceless:
             raise CompileError(
                 problem(
@@ -99,6 +109,8 @@ class Explorer(ExplorerView):
                 )
             )
         config = self.controls.config
+        if config is None:  # a box is wrong: say which, rather than run something else
+            raise self.controls.invalid_error("Explorer.train")
         placed = self.session.build(config)
         if len(placed) < 2:
             raise TypeError(
@@ -108,7 +120,8 @@ class Explorer(ExplorerView):
         state = placed[0] if len(placed) == 2 else tuple(placed[:-1])
         name = getattr(self.session.fn, "__name__", "step")
         with self.session.context(config):  # live carries the context mesh to its thread
-            return live(self.session.fn, state, placed[-1], steps=steps, every=every,
+            batch = _paced(placed[-1], pace) if pace else placed[-1]
+            return live(self.session.fn, state, batch, steps=steps, every=every,
                         title=title or f"training {name}")  # fmt: skip
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
@@ -116,3 +129,15 @@ class Explorer(ExplorerView):
         if self._box is None:
             return super()._repr_mimebundle_(**kwargs)
         return with_static_html(self._box._repr_mimebundle_(**kwargs), self.static_html())
+
+
+def _paced(batch: Any, pace: float) -> Callable[[int], Any]:
+    """The batch for every step, handed over ``pace`` seconds late after the first step (the
+    live run fetches a batch outside the time it measures, so step times stay true)."""
+
+    def batch_for(i: int) -> Any:
+        if i:
+            time.sleep(pace)
+        return batch
+
+    return batch_for

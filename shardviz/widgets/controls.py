@@ -19,7 +19,7 @@ import ipywidgets as widgets
 
 from shardviz.capture.spec import normalize_spec
 from shardviz.capture.spec_text import SpecEntries, format_spec_text, parse_spec_text
-from shardviz.errors import MeshError, ShardvizError, problem
+from shardviz.errors import MeshError, ShardvizError, SpecError, problem
 from shardviz.strategies.rules import STRATEGY_NAMES, get_rule_set
 
 from .background import short_message
@@ -29,8 +29,12 @@ __all__ = [
     "Config",
     "Controls",
     "factorisations",
+    "fit_spec",
+    "invalid_words",
     "parse_axis_names",
+    "rename_spec",
     "strategies_for",
+    "unused_axes_note",
     "validate_spec",
 ]
 
@@ -39,9 +43,12 @@ AS_GIVEN = "as given"
 #: Names offered when the mesh gains axes (the builtin strategies' vocabulary first).
 DEFAULT_AXIS_NAMES = ("data", "model", "expert", "seq")
 INVALID_COLOR = "#b00020"
+NOTE_COLOR = "#57606a"
 
 #: (mesh_shape, axis_names, strategy) -> spec per leaf path; raises ShardvizError if unfit.
 StrategySpecs = Callable[[tuple[int, ...], tuple[str, ...], str], dict[str, SpecEntries]]
+#: Called with the fields that are wrong now (field -> message; empty once all are valid).
+ErrorsCallback = Callable[[Mapping[str, str]], Any]
 
 
 @dataclass(frozen=True)
@@ -152,6 +159,89 @@ def strategies_for(axis_names: Sequence[str]) -> tuple[str, ...]:
     return (AS_GIVEN, *fits)
 
 
+def _entry_axes(entry: Any) -> tuple[str, ...]:
+    if entry is None:
+        return ()
+    return (entry,) if isinstance(entry, str) else tuple(entry)
+
+
+def _entry(axes: Sequence[str]) -> Any:
+    return None if not axes else axes[0] if len(axes) == 1 else tuple(axes)
+
+
+def rename_spec(spec: SpecEntries, renamed: Mapping[str, str]) -> SpecEntries:
+    """The spec with each axis renamed (old name -> new name); other axes kept."""
+    return tuple(_entry([renamed.get(a, a) for a in _entry_axes(e)]) for e in spec)
+
+
+def fit_spec(
+    spec: SpecEntries,
+    shape: Sequence[int],
+    mesh_shape: Sequence[int],
+    axis_names: Sequence[str],
+) -> SpecEntries:
+    """The nearest spec that fits: axes the mesh lacks, repeats or cannot divide are dropped
+    (a dim left without axes is ``None``), and entries beyond the array's rank are cut.
+
+    Used when the mesh changes under specs typed for another one, so the boxes propose a
+    placement that compiles instead of showing red errors.
+    """
+    sizes = dict(zip(axis_names, mesh_shape, strict=True))
+    used: set[str] = set()
+    out = []
+    for dim, entry in zip(shape, spec, strict=False):
+        kept: list[str] = []
+        ways = 1
+        for axis in _entry_axes(entry):
+            if axis in sizes and axis not in used and dim % (ways * sizes[axis]) == 0:
+                kept.append(axis)
+                used.add(axis)
+                ways *= sizes[axis]
+        out.append(_entry(kept))
+    return tuple(out)
+
+
+def unused_axes_note(strategy: str, mesh_shape: Sequence[int], axis_names: Sequence[str]) -> str:
+    """What a strategy leaves idle on this mesh, in plain words ("" when it uses every axis).
+
+    A strategy's rules split arrays over its own axes only; every other axis of size > 1 holds
+    copies: the same bytes and the same work on each of its devices.
+    """
+    if strategy == AS_GIVEN:
+        return ""
+    axes = get_rule_set(strategy).axes
+    idle = [(n, k) for n, k in zip(axis_names, mesh_shape, strict=True) if n not in axes and k > 1]
+    if not idle:
+        return ""
+    copies = math.prod(k for _, k in idle)
+    names = " and ".join(f"{n!r} ({k} devices)" for n, k in idle)
+    own = ", ".join(map(repr, axes))
+    total = math.prod(mesh_shape)
+    alone = (
+        f"pick mesh shape {total} (every device on {own})"
+        if len(axes) == 1
+        else f"give the mesh only the axes {own}"
+    )
+    return (
+        f"{strategy} splits arrays over {own} only: {names} is unused by its rules, so each "
+        f"array is copied {copies} times along it ({copies}x the memory per device for the "
+        f"same work), and the compiler may still move data over it. To see {strategy} alone, "
+        f"{alone}."
+    )
+
+
+def invalid_words(errors: Mapping[str, str]) -> str:
+    """Which fields are wrong and the first one's problem, in a line: ``fix params/w1: unknown
+    mesh axis 'modle'`` ("" when none is)."""
+    if not errors:
+        return ""
+    names = list(errors)
+    first = errors[names[0]].split(". Fix:")[0]
+    first = first.split(": ", 1)[1] if ": " in first else first  # its box is named already
+    which = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+    return f"fix {which}: {first}"
+
+
 # --- The widget -----------------------------------------------------------------------------
 
 
@@ -164,6 +254,14 @@ def _show(message: widgets.HTML, text: str) -> None:
         f'<span style="color:{INVALID_COLOR}">{html.escape(text, quote=False)}</span>'
         if text
         else ""
+    )
+    message.layout.display = "" if text else "none"
+
+
+def _say(message: widgets.HTML, text: str) -> None:
+    """A note (not an error) under a field, in grey; hidden when empty."""
+    message.value = (
+        f'<span style="color:{NOTE_COLOR}">{html.escape(text, quote=False)}</span>' if text else ""
     )
     message.layout.display = "" if text else "none"
 
@@ -181,7 +279,10 @@ class Controls(widgets.VBox):
 
     Each field shows what is wrong right under it (red) and clears when fixed. Callbacks
     registered with :meth:`on_change` get a :class:`Config` only when every field is valid
-    and something changed since the last one.
+    and something changed since the last one; those registered with :meth:`on_errors` hear
+    whenever the set of wrong fields changes. Renaming the axes renames them in the typed
+    specs; a new mesh shape fits the typed specs that no longer fit (:func:`fit_spec`); a
+    grey note under the specs says what was changed.
 
     Args:
         shapes: leaf path -> array shape, in display order.
@@ -204,6 +305,8 @@ class Controls(widgets.VBox):
         self.devices = devices or math.prod(initial.mesh_shape)
         self._strategy_specs = strategy_specs
         self._callbacks: list[Callable[[Config], Any]] = []
+        self._error_callbacks: list[ErrorsCallback] = []
+        self._names = tuple(initial.axis_names)  # the last valid names, to carry a rename
         self._updating = False
         self._typed = {p: format_spec_text(initial.specs.get(p, ())) for p in self.shapes}
         self.config: Config | None = None
@@ -228,6 +331,8 @@ class Controls(widgets.VBox):
         )  # fmt: skip
         self.strategy_message = widgets.HTML()
         self.message = widgets.HTML()
+        #: What the controls changed for the user (a rename carried, specs fitted to a mesh).
+        self.note = widgets.HTML()
         width = f"{min(40, max((len(p) for p in self.shapes), default=4)) + 2}ch"
         self.spec_boxes: dict[str, widgets.Text] = {}
         self.spec_messages: dict[str, widgets.HTML] = {}
@@ -243,17 +348,19 @@ class Controls(widgets.VBox):
             rows.append(widgets.VBox([box, self.spec_messages[path]]))
             box.observe(self._on_spec, names="value")
         self.mesh_shape.observe(self._on_shape, names="value")
-        self.axis_names.observe(self._on_field, names="value")
+        self.axis_names.observe(self._on_names, names="value")
         self.strategy.observe(self._on_field, names="value")
         header = widgets.HTML("<b>Partition specs</b> (one entry per dim; empty = replicated)")
         super().__init__(
             [
                 self.mesh_shape, self.axis_names, self.axis_message, self.strategy,
-                self.strategy_message, header, *rows, self.message,
+                self.strategy_message, header, self.note, *rows, self.message,
             ]
         )  # fmt: skip
+        _say(self.note, "")
         self._update(notify=False)
         self._last: Config | None = self.config
+        self._last_errors: dict[str, str] = dict(self.errors)
 
     # --- public ---------------------------------------------------------------------------
 
@@ -264,26 +371,102 @@ class Controls(widgets.VBox):
         else:
             self._callbacks.append(callback)
 
+    def on_errors(self, callback: ErrorsCallback, remove: bool = False) -> None:
+        """Call ``callback(errors)`` whenever the wrong fields or their messages change
+        (``{}`` once every field is valid again)."""
+        if remove:
+            self._error_callbacks.remove(callback)
+        else:
+            self._error_callbacks.append(callback)
+
     @property
     def valid(self) -> bool:
         """Whether every field is valid now."""
         return not self.errors
+
+    def invalid_error(self, where: str) -> ShardvizError:
+        """The error to raise when ``where`` needs a valid configuration and a field is wrong:
+        names the field and its problem (a SpecError for a spec box, else a MeshError)."""
+        field_name, text = next(iter(self.errors.items()), ("controls", "no configuration yet"))
+        kind = SpecError if field_name in self.spec_boxes else MeshError
+        return kind(
+            problem(
+                where,
+                f"the {field_name!r} box is invalid ({text.split('. Fix:')[0]})",
+                "fix that box (the message under it says how), then call it again",
+            )
+        )
 
     # --- observers ------------------------------------------------------------------------
 
     def _on_shape(self, change: dict) -> None:
         if self._updating:
             return
-        rank = len(change["new"])
+        shape = tuple(change["new"])
+        rank = len(shape)
         current = [p.strip().strip("'\"").strip() for p in self.axis_names.value.split(",")]
         if len([p for p in current if p]) != rank:
             self._quietly(self.axis_names, "value", ", ".join(_propose_names(current, rank)))
+        self._fit_typed(shape)
         self._update()
+
+    def _on_names(self, change: dict) -> None:
+        if self._updating:
+            return
+        try:
+            names = parse_axis_names(change["new"], tuple(self.mesh_shape.value))
+        except ShardvizError:
+            names = None
+        if names is not None and len(names) == len(self._names) and names != self._names:
+            renamed = {old: new for old, new in zip(self._names, names, strict=True) if old != new}
+            self._rename_typed(renamed)
+        self._update()
+
+    def _rename_typed(self, renamed: Mapping[str, str]) -> None:
+        """Carry an axis rename into the typed specs, and say so."""
+        changed = False
+        for path, text in self._typed.items():
+            try:
+                spec = parse_spec_text(text, name=path)
+            except ShardvizError:
+                continue  # a box with a typo keeps its text
+            new = rename_spec(spec, renamed)
+            if new != tuple(spec):
+                self._typed[path] = format_spec_text(new)
+                changed = True
+        if changed:
+            words = ", ".join(f"{old!r} → {new!r}" for old, new in renamed.items())
+            _say(self.note, f"renamed in the specs: {words}")
+
+    def _fit_typed(self, shape: tuple[int, ...]) -> None:
+        """Fit the typed specs that no longer fit the new mesh, and say which."""
+        try:
+            names = parse_axis_names(self.axis_names.value, shape)
+        except ShardvizError:
+            return
+        fitted = []
+        for path, text in self._typed.items():
+            try:
+                spec = parse_spec_text(text, name=path)
+                validate_spec(path, self.shapes[path], spec, shape, names)
+                continue
+            except ShardvizError:
+                pass
+            try:
+                spec = parse_spec_text(text, name=path)
+            except ShardvizError:
+                continue  # a box with a typo keeps its text
+            new = fit_spec(spec, self.shapes[path], shape, names)
+            self._typed[path] = format_spec_text(new)
+            fitted.append(f"{path} {format_spec_text(spec)} → {self._typed[path]}")
+        label = _shape_label(shape)
+        _say(self.note, f"fitted to the {label} mesh: {'; '.join(fitted)}" if fitted else "")
 
     def _on_spec(self, change: dict) -> None:
         if not self._updating and self.strategy.value == AS_GIVEN:
             path = next(p for p, b in self.spec_boxes.items() if b is change["owner"])
             self._typed[path] = change["new"]
+            _say(self.note, "")
         self._on_field(change)
 
     def _on_field(self, change: dict) -> None:
@@ -310,6 +493,9 @@ class Controls(widgets.VBox):
             specs = self._check_typed(shape, names)
         else:
             specs = self._strategy_boxes(shape, names, strategy)
+        if notify and self.errors != self._last_errors:
+            self._last_errors = dict(self.errors)
+            self._notify_errors()
         if self.errors or names is None or specs is None:
             self.config = None
             return
@@ -326,6 +512,7 @@ class Controls(widgets.VBox):
             return None
         _show(self.axis_message, "")
         _mark(self.axis_names, False)
+        self._names = names
         return names
 
     def _check_strategy(self, names: tuple[str, ...] | None) -> str:
@@ -380,7 +567,7 @@ class Controls(widgets.VBox):
         except ShardvizError as err:
             self._fail("strategy", str(err), self.strategy_message)
             return None
-        _show(self.strategy_message, "")
+        _say(self.strategy_message, unused_axes_note(strategy, shape, names))
         for path, box in self.spec_boxes.items():
             self._quietly(box, "value", format_spec_text(specs.get(path, ())))
         return dict(specs)
@@ -392,6 +579,13 @@ class Controls(widgets.VBox):
         _show(message, text)
         if box is not None:
             _mark(box, True)
+
+    def _notify_errors(self) -> None:
+        for callback in list(self._error_callbacks):
+            try:
+                callback(dict(self.errors))
+            except Exception as err:  # a broken receiver must not break typing
+                _show(self.message, f"the error handler failed: {short_message(err)}")
 
     def _notify(self, config: Config) -> None:
         _show(self.message, "")

@@ -38,6 +38,7 @@ from shardviz.render.html import page
 from shardviz.render.report_html import report_html
 from shardviz.widgets.background import Latest, Stage
 from shardviz.widgets.esm import widget_module
+from shardviz.widgets.explorer_diff import change_words, same_collective
 from shardviz.widgets.explorer_payload import (
     array_entries,
     array_json,
@@ -161,12 +162,19 @@ class ExplorerView(anywidget.AnyWidget):
     selected_array = traitlets.Unicode("").tag(sync=True)
     #: The selected device's id, or -1.
     selected_device = traitlets.Int(NO_SELECTION).tag(sync=True)
-    #: The selected collective's position in the ledger (0-based), or -1.
+    #: The selected collective's position in the ledger (0-based), or -1. After a recompile
+    #: the same collective (kind, axes, source) stays selected wherever it now is, or none.
     selected_collective = traitlets.Int(NO_SELECTION).tag(sync=True)
     #: "" , "compiling", "running", "done" or "error": shown in the status line.
     status = traitlets.Enum(STATUSES, default_value="").tag(sync=True)
     #: An error message shown in an inline box ("" hides it).
     error = traitlets.Unicode("").tag(sync=True)
+    #: Which control is wrong while the panes keep the last valid configuration ("" if none):
+    #: the status then says "showing the last valid configuration" instead of "done".
+    stale = traitlets.Unicode("").tag(sync=True)
+    #: What the last :meth:`show` changed in the ledger and memory, in words ("" if nothing
+    #: was shown before, or for a comparison).
+    changes = traitlets.Unicode("").tag(sync=True)
     #: Bumped with every new report shown; prefetch messages carry it, so a view drops stale ones.
     generation = traitlets.Int(0).tag(sync=True)
 
@@ -222,12 +230,16 @@ class ExplorerView(anywidget.AnyWidget):
 
         Keeps the strategy, array, device and collective selected when they still exist in
         what is now shown, and resets each one that does not (strategy to the first, array to
-        the first argument leaf, device and collective to none).
+        the first argument leaf, device and collective to none); a collective is found again
+        by its kind, axes and source, not its position. Between two reports, ``changes`` says
+        what differs (collectives added and removed, bytes moved, peak memory).
 
         Raises:
             TypeError: ``shown`` is neither a Report nor a Comparison.
         """
         shown = check_shown(shown)
+        previous = self._report
+        was_report = self._comparison is None
         keep = self.selected_strategy
         if isinstance(shown, Comparison) and keep not in shown.labels:
             keep = ""
@@ -235,17 +247,22 @@ class ExplorerView(anywidget.AnyWidget):
         with self.hold_sync():
             self.strategies = self._strategies()
             self.selected_strategy = strategy
-            self._refresh()
+            self._refresh(previous)
+            both = was_report and self._comparison is None
+            self.changes = change_words(previous, self._report) if both else ""
 
-    def _refresh(self) -> None:
-        """Resend the payload for ``self._report`` and drop selections it no longer has."""
+    def _refresh(self, previous: Report) -> None:
+        """Resend the payload for ``self._report`` and drop selections it no longer has
+        (the selected collective is looked up in the new ledger by what it is)."""
         self.payload = report_json(self._report)
         self.generation += 1
         self._prefetch_from = (self.generation, self._report)
         if self.selected_device not in self._device_ids():
             self.selected_device = NO_SELECTION
-        if self.selected_collective >= len(self._report.collectives):
-            self.selected_collective = NO_SELECTION
+        if self.selected_collective != NO_SELECTION:
+            self.selected_collective = same_collective(
+                previous, self._report, self.selected_collective
+            )
         ids = self._array_ids()
         ident = self.selected_array if self.selected_array in ids else default_array(self._report)
         if ident == self.selected_array:
@@ -343,9 +360,9 @@ class ExplorerView(anywidget.AnyWidget):
         report = self._comparison.result(change["new"]).report
         if report is self._report:
             return
-        self._report = report
+        previous, self._report = self._report, report
         with self.hold_sync():
-            self._refresh()
+            self._refresh(previous)
 
     @traitlets.observe("selected_array")
     def _on_array(self, change: dict[str, Any]) -> None:

@@ -47,6 +47,7 @@ from shardviz.render.report_facts import (
     format_seconds,
     hbm_str,
     ids_str,
+    no_source_words,
     operand_str,
     short_location,
     status_line,
@@ -168,26 +169,39 @@ class _Table:
 class _Sources:
     """Call chains as ``[[file, line, function], ...]`` (outermost first), each chain and each
     file path stored once: entries point at a chain, a frame's ``file`` at ``files``. Beside
-    each chain, its words (:func:`source_label`) in ``labels``."""
+    each chain, its words (:func:`source_label`) in ``labels``. A missing source is a chain
+    of no frames whose words say why (so the Explorer's ``?`` explains itself)."""
 
     def __init__(self) -> None:
         self.files = _Table()
-        self.chains = _Table()
+        self.chains: list[list[list[Any]]] = []
         self.labels: list[list[str]] = []
+        self._index: dict[str, int] = {}
 
-    def add(self, source: Source | None) -> int | None:
-        if source is None:
-            return None
-        frames = [[self.files.add(f.file), f.line, f.function] for f in source.frames]
-        k = self.chains.add(frames)
-        if k == len(self.labels):
-            self.labels.append(source_label(source))
-        return k
+    def add(self, source: Source | None, what: str = "collective") -> int:
+        frames = (
+            [[self.files.add(f.file), f.line, f.function] for f in source.frames]
+            if source is not None
+            else []
+        )
+        label = source_label(source, what)
+        key = json.dumps([frames, label], separators=(",", ":"))
+        if key not in self._index:
+            self._index[key] = len(self.chains)
+            self.chains.append(frames)
+            self.labels.append(label)
+        return self._index[key]
 
 
-def source_label(source: Source) -> list[str]:
-    """``[location, short, chain]``: ``/src/train.py:42``, ``train.py:42``, ``step > loss``."""
-    return [source.location, short_location(source), source.chain]
+def source_label(source: Source | None, what: str = "collective") -> list[str]:
+    """``[location, short, chain]``: ``/src/train.py:42 · y = h @ w``, ``train.py:42 · y = h @
+    w`` (the line's code after its place, when it was read), ``step > loss``; for no source,
+    ``["no source: …", "?", "no source: …"]``."""
+    if source is None or source.innermost is None:
+        why = no_source_words(what)
+        return [why, "?", why]
+    line = f" · {source.text}" if source.text else ""
+    return [source.location + line, short_location(source) + line, source.chain]
 
 
 def _array_item(entry: ArrayEntry, sources: _Sources) -> dict[str, Any]:
@@ -203,7 +217,7 @@ def _array_item(entry: ArrayEntry, sources: _Sources) -> dict[str, Any]:
         "spec_str": s.spec_str if s is not None else format_spec(entry.spec),
         "value": value_str(entry.dtype, entry.shape),
         "op": s.op if s is not None else "",
-        "source": sources.add(s.source) if s is not None else None,
+        "source": sources.add(s.source, "value") if s is not None else None,
         "reshard": bool(s.reshard) if s is not None else False,
     }
 
@@ -274,6 +288,8 @@ def memory_payload(report: Report) -> dict[str, Any]:
     leaves; else the compiler's figure); temp, alias and peak are the compiler's figures, the
     same on every device. Words: ``peak_text``, ``note`` (:func:`memory_note`), and per device
     a position in ``labels`` (``label_of``; each distinct :func:`memory_label` once).
+    ``same`` is ``"same on every device (8 devices)"`` when every bar would be the same (the
+    view then draws one bar, once), else ``""``.
     """
     m = report.memory
     args, outs = report.arguments, report.outputs
@@ -305,7 +321,15 @@ def memory_payload(report: Report) -> dict[str, Any]:
         "note": memory_note(report),
         "label_of": [labels.add(memory_label(row)) for row in rows],
         "labels": labels.items,
+        "same": same_words(rows),
     }
+
+
+def same_words(rows: Sequence[Sequence[int]]) -> str:
+    """``same on every device (8 devices)`` when several devices' bars are identical, else ""."""
+    if len(rows) < 2 or any(list(r) != list(rows[0]) for r in rows):
+        return ""
+    return f"same on every device ({len(rows)} devices)"
 
 
 def memory_label(row: Sequence[int]) -> list[str]:
@@ -466,7 +490,7 @@ def report_payload(report: Report) -> dict[str, Any]:
         "collectives": collectives,
         "groupings": groupings.items,
         "pairings": pairings.items,
-        "sources": sources.chains.items,
+        "sources": sources.chains,
         "source_labels": sources.labels,
         "files": sources.files.items,
         "group_labels": [[ids_str(g) for g in gs[:LEGEND_GROUPS]] for gs in groupings.items],

@@ -36,7 +36,7 @@ from shardviz.model import Report
 from shardviz.strategies.rules import axes_needed, get_rule_set, spec_for_leaf
 
 from .background import COMPILING, RUNNING, Latest, Stage
-from .controls import AS_GIVEN, Config, Controls
+from .controls import AS_GIVEN, Config, Controls, invalid_words, unused_axes_note
 
 __all__ = ["Connection", "ExplorerLike", "ExplorerSession", "connect", "role_of"]
 
@@ -46,6 +46,8 @@ class ExplorerLike(Protocol):
 
     status: str
     error: str
+    #: Which control is wrong while the panes show the last valid configuration ("" if none).
+    stale: str
 
     def show(self, report: Any) -> None: ...
 
@@ -234,8 +236,15 @@ class ExplorerSession:
                 explain(self.fn, *placed, run=False, target=self.target)  # the run reuses it
                 stage(RUNNING)
             report = explain(self.fn, *placed, run=True, steps=self.steps, target=self.target)
-        note = _strategy_note(config.strategy)
-        return replace(report, notes=(*report.notes, note)) if note else report
+        notes = [
+            n
+            for n in (
+                _strategy_note(config.strategy),
+                unused_axes_note(config.strategy, config.mesh_shape, config.axis_names),
+            )
+            if n
+        ]
+        return replace(report, notes=(*report.notes, *notes)) if notes else report
 
     def controls(self) -> Controls:
         """:class:`Controls` for this session's leaves, starting from :meth:`initial_config`."""
@@ -314,11 +323,14 @@ def connect(
 
     Every valid configuration the controls hand on is run in a background thread; the newest
     one's report goes to ``explorer.show`` and its progress to ``explorer.status`` /
-    ``explorer.error``. Nothing is raised into the kernel. With ``run_now``, the controls'
-    current configuration runs at once.
+    ``explorer.error``. While a field is wrong, ``explorer.stale`` says which (the panes keep
+    the last valid configuration). Nothing is raised into the kernel. With ``run_now``, the
+    controls' current configuration runs at once.
     """
     connection = Connection(explorer, session)
     controls.on_change(connection.submit)
+    controls.on_errors(lambda errors: setattr(explorer, "stale", invalid_words(errors)))
+    explorer.stale = invalid_words(controls.errors)
     if run_now and controls.config is not None:
         connection.submit(controls.config)
     return connection

@@ -10,6 +10,8 @@ fixture fails a test on any request leaving the machine, JS error or dialog.
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
 
 import pytest
@@ -79,7 +81,9 @@ def test_renders_the_four_panes_from_a_real_report(viewer, report):
     page = mount(viewer, w)
     assert page.locator(".sv-x-dev").count() == 8
     assert page.locator("tr.sv-x-coll").count() == len(report.collectives)
-    assert page.locator(".sv-x-mem").count() == 8
+    # Megatron's bars are all alike: one bar, said once (issue 12), not 8 identical ones.
+    assert page.locator(".sv-x-mem").count() == 0 and page.locator(".sv-x-memall").count() == 1
+    assert page.locator(".sv-x-memsame").inner_text() == "same on every device (8 devices)"
     n_arrays = len(report.arguments) + len(report.outputs) + len(report.intermediates)
     assert page.locator(".sv-x-pick option").count() == n_arrays
     assert page.locator(".sv-x-pick").input_value() == w.selected_array
@@ -104,7 +108,7 @@ def test_click_device_lights_its_tiles_memory_and_collectives(viewer, report):
     selected = _attrs(page, ".sv-x-tile.sv-selected", "data-devices")
     assert len(selected) == len(holders) == 1
     assert "5" in selected[0].split()
-    assert _attrs(page, ".sv-x-mem.sv-selected", "data-device") == ["5"]
+    assert page.locator(".sv-x-memline").inner_text().startswith("d5: argument")
     involved = [str(i) for i, c in enumerate(report.collectives) if any(5 in g for g in c.groups)]
     assert involved, "every Megatron collective should reach device 5"
     assert _attrs(page, "tr.sv-x-coll.sv-x-involved", "data-index") == involved
@@ -118,8 +122,18 @@ def test_click_device_lights_its_tiles_memory_and_collectives(viewer, report):
     viewer.assert_clean()
 
 
+def _uneven(widget: ExplorerView) -> ExplorerView:
+    """The widget with device 2's bar taller than the rest, so each device gets its own bar."""
+    payload = json.loads(widget.payload)
+    payload["memory"]["bytes"][2][0] += 4096
+    payload["memory"]["same"] = ""
+    widget.payload = json.dumps(payload)
+    return widget
+
+
 def test_click_memory_bar_selects_its_device(viewer, report):
-    page = mount(viewer, ExplorerView(report))
+    page = mount(viewer, _uneven(ExplorerView(report)))
+    assert page.locator(".sv-x-mem").count() == 8 and page.locator(".sv-x-memsame").count() == 0
     page.locator('.sv-x-mem[data-device="2"] .sv-x-memhit').click(force=True)
     assert _calls(page) == [["set", "selected_device", 2], ["save_changes"]]
     assert _attrs(page, ".sv-x-dev.sv-selected", "data-device") == ["2"]
@@ -241,6 +255,34 @@ def test_strategy_select_saves_and_python_swaps_the_report(viewer):
     viewer.assert_clean()
 
 
+def test_a_wrong_box_says_the_panes_show_the_last_valid_configuration(viewer, report):
+    page = mount(viewer, ExplorerView(report, status="done"))
+    status = page.locator(".sv-x-status")
+    assert status.inner_text() == "done" and page.locator(".sv-x-staleline").is_hidden()
+    _from_python(page, "stale", "fix params/w1: unknown mesh axis 'modle'")
+    assert status.inner_text() == "showing the last valid configuration"
+    assert status.get_attribute("data-status") == "stale"
+    line = page.locator(".sv-x-staleline")
+    assert line.inner_text() == "fix params/w1: unknown mesh axis 'modle'"
+    _from_python(page, "stale", "")
+    assert status.inner_text() == "done" and line.is_hidden()
+    assert _calls(page) == []
+    viewer.assert_clean()
+
+
+def test_a_recompile_says_what_changed(viewer, report):
+    w = ExplorerView(report)
+    page = mount(viewer, w)
+    assert page.locator(".sv-x-changes").is_hidden()
+    fewer = dataclasses.replace(report, collectives=report.collectives[1:])
+    w.show(fewer)
+    _from_python(page, "changes", w.changes)
+    line = page.locator(".sv-x-changes")
+    assert line.inner_text().startswith("since the last configuration: −")
+    assert "moved per device" in line.inner_text() and "peak" in line.inner_text()
+    viewer.assert_clean()
+
+
 def test_status_and_error_render_as_text(viewer, report):
     page = mount(viewer, ExplorerView(report))
     assert page.locator(".sv-x-status").is_hidden()
@@ -266,7 +308,7 @@ def test_selection_from_python_moves_every_highlight(viewer, report):
     _from_python(page, "selected_device", 3)
     _from_python(page, "selected_collective", 0)
     assert _attrs(page, ".sv-x-dev.sv-selected", "data-device") == ["3"]
-    assert _attrs(page, ".sv-x-mem.sv-selected", "data-device") == ["3"]
+    assert page.locator(".sv-x-memline").inner_text().startswith("d3: argument")
     assert _attrs(page, "tr.sv-x-coll.sv-selected", "data-index") == ["0"]
     assert page.locator(".sv-x-details").get_attribute("data-index") == "0"
     _from_python(page, "selected_collective", -1)

@@ -91,16 +91,34 @@ def test_explorer_notebook_end_to_end(lab, viewer, artifacts):  # noqa: F811
         w1 = cell.locator(".widget-text", has_text="params/w1").locator("input")
         w1.fill("P('modle', None)")
         cell.get_by_text("modle", exact=False).last.wait_for(timeout=10_000)
+        # ... and the panes say they show the last valid configuration, naming the box.
+        cell.locator('.sv-x-status[data-status="stale"]').wait_for(timeout=10_000)
+        assert cell.locator(".sv-x-status").inner_text() == "showing the last valid configuration"
+        assert cell.locator(".sv-x-staleline").inner_text().startswith("fix params/w1: ")
         cell.screenshot(path=str(shots / "explorer-invalid-spec.png"))
         page.run_cell_with("print('kernel alive', 6 * 7)")
         assert (
             "kernel alive 42" in viewer.page.locator(".jp-Notebook .jp-CodeCell").last.inner_text()
         )
         w1.fill("P(None, 'model')")
+        cell.locator('.sv-x-status[data-status="stale"]').wait_for(state="detached", timeout=10_000)
+        assert cell.locator(".sv-x-staleline").is_hidden()
+
+        # Renaming the axes carries the new names into the spec boxes: nothing turns red.
+        names = cell.locator(".widget-text", has_text="axis names").locator("input")
+        names.fill("dp, tp")
+        viewer.page.wait_for_function(
+            "el => el.value === \"P(None, 'tp')\"", arg=w1.element_handle(), timeout=10_000
+        )
+        assert cell.locator(".shardviz-invalid").count() == 0
+        names.fill("data, model")
+        viewer.page.wait_for_function(
+            "el => el.value === \"P(None, 'model')\"", arg=w1.element_handle(), timeout=10_000
+        )
 
         # Another strategy: the ledger and the memory pane change.
         ledger_before = _texts(cell.locator("tr.sv-x-coll"))
-        memory_before = cell.locator(".sv-x-mem").all_text_contents()
+        memory_before = cell.locator(".sv-x-mempane").inner_text()
         cell.locator(".widget-dropdown", has_text="strategy").locator("select").select_option("dp")
         viewer.page.wait_for_function(
             """el => { const rows = [...el.querySelectorAll('tr.sv-x-coll')];
@@ -110,7 +128,7 @@ def test_explorer_notebook_end_to_end(lab, viewer, artifacts):  # noqa: F811
             timeout=180_000,
         )
         assert _texts(cell.locator("tr.sv-x-coll")) != ledger_before
-        assert cell.locator(".sv-x-mem").all_text_contents() != memory_before
+        assert cell.locator(".sv-x-mempane").inner_text() != memory_before
         # The new report's arrays are prefetched too (its own generation).
         cell.locator('.sv-x-root[data-prefetch="done"]').wait_for(timeout=60_000)
         cell.screenshot(path=str(shots / "explorer-dp.png"))

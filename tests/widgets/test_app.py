@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import time
+
 import jax
 import pytest
 
 import shardviz as sv
+from shardviz.errors import SpecError
 from shardviz.strategies import mlp
 
 MEGATRON = {"w1": (None, "model"), "b1": ("model",), "w2": ("model", None), "b2": ()}
@@ -43,8 +46,22 @@ def test_invalid_spec_is_flagged_inline_and_nothing_runs(explorer):
     assert "modle" in explorer.controls.spec_messages["params/w1"].value
     assert explorer.wait(60)
     assert explorer.report is before
+    assert explorer.stale.startswith("fix params/w1: ")  # the panes are the last valid
     box.value = "P(None, 'model')"
     assert explorer.controls.spec_messages["params/w1"].value == ""
+    assert explorer.stale == ""
+
+
+def test_train_while_a_box_is_invalid_names_the_box(explorer):
+    """Regression (issue 12): AttributeError: 'NoneType' object has no attribute 'mesh_shape'."""
+    box = explorer.controls.spec_boxes["params/w1"]
+    box.value = "P('modle', None)"
+    try:
+        with pytest.raises(SpecError, match=r"'params/w1' box is invalid .*'modle'"):
+            explorer.train(5)
+    finally:
+        box.value = "P(None, 'model')"
+    assert explorer.wait(60)
 
 
 def test_strategy_switch_recompiles_in_the_background(explorer):
@@ -62,6 +79,17 @@ def test_train_runs_the_function_live(explorer):
     run.wait(120)
     assert run.status == "done", run.error
     assert len(run.losses) == 3 and run.losses[2] < run.losses[0]
+
+
+def test_train_can_be_paced_for_teaching_without_slowing_the_step_times(explorer):
+    started = time.perf_counter()
+    run = explorer.train(steps=3, pace=0.3)
+    run.wait(120)
+    assert run.status == "done", run.error
+    assert time.perf_counter() - started >= 0.6  # two waits: before steps 2 and 3
+    assert max(run.step_ms[1:]) < 300  # the waits are not counted as step time
+    with pytest.raises(ValueError, match="pace=-1"):
+        explorer.train(2, pace=-1)
 
 
 def test_report_and_comparison_take_no_arguments():

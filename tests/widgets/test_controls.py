@@ -13,8 +13,12 @@ from shardviz.widgets.controls import (
     Config,
     Controls,
     factorisations,
+    fit_spec,
+    invalid_words,
     parse_axis_names,
+    rename_spec,
     strategies_for,
+    unused_axes_note,
     validate_spec,
 )
 
@@ -105,6 +109,46 @@ def test_strategies_fit_the_axis_names():
     assert {"tp", "2d", "sp", "dp"} <= set(two) and "ep" not in two
     assert "ep" in strategies_for(("data", "expert"))
     assert strategies_for(("x",)) == (AS_GIVEN,)
+
+
+def test_rename_spec_renames_only_the_named_axes():
+    spec = (None, "model", ("data", "model"))
+    assert rename_spec(spec, {"model": "tp", "data": "dp"}) == (None, "tp", ("dp", "tp"))
+    assert rename_spec(spec, {"seq": "s"}) == spec
+
+
+@pytest.mark.parametrize(
+    ("spec", "shape", "mesh", "names", "fitted"),
+    [
+        ((None, "model"), (64, 256), (8,), ("data",), (None, None)),  # axis gone
+        (("data", None), (6, 4), (4, 2), ("data", "model"), (None, None)),  # 6 over 4: no
+        ((("data", "model"), None), (16, 4), (2, 4), ("data", "model"), (("data", "model"), None)),
+        ((("data", "model"), None), (4, 4), (2, 4), ("data", "model"), ("data", None)),
+        (("data", "data"), (8, 8), (8,), ("data",), ("data", None)),  # an axis used twice
+        (("data", None, None), (8,), (8,), ("data",), ("data",)),  # longer than the rank
+    ],
+)
+def test_fit_spec_keeps_what_fits_and_drops_the_rest(spec, shape, mesh, names, fitted):
+    assert fit_spec(spec, shape, mesh, names) == fitted
+    validate_spec("x", shape, fitted, mesh, names)  # what it proposes always fits
+
+
+def test_unused_axes_note_says_what_an_idle_axis_costs():
+    note = unused_axes_note("fsdp", (2, 4), ("data", "model"))
+    assert "'model' (4 devices) is unused" in note
+    assert "copied 4 times" in note and "4x the memory" in note
+    assert "pick mesh shape 8" in note
+    assert unused_axes_note("fsdp", (8, 1), ("data", "model")) == ""  # size 1 costs nothing
+    assert unused_axes_note("tp", (2, 4), ("data", "model")) == ""
+    assert unused_axes_note(AS_GIVEN, (2, 4), ("data", "model")) == ""
+
+
+def test_invalid_words_name_the_fields_and_the_first_problem():
+    assert invalid_words({}) == ""
+    one = {"params/w1": "array 'params/w1', dim 0: unknown mesh axis 'modle'. Fix: did you mean"}
+    assert invalid_words(one) == "fix params/w1: unknown mesh axis 'modle'"
+    two = {**one, "batch/x": "array 'batch/x': never closed. Fix: close it"}
+    assert invalid_words(two).startswith("fix params/w1 and batch/x: unknown")
 
 
 # --- the widget -----------------------------------------------------------------------------
@@ -204,35 +248,85 @@ def test_wrong_axis_name_count_is_flagged(controls):
     assert controls.received == []  # back to the config already handed on
 
 
-def test_renaming_an_axis_flags_specs_that_use_the_old_name(controls):
-    controls.axis_names.value = "data, tensor"
-    assert "unknown mesh axis 'model'" in controls.spec_messages["params/w1"].value
-    assert controls.received == []
-    controls.spec_boxes["params/w1"].value = "None, tensor"
-    controls.spec_boxes["params/b1"].value = "tensor"
+def test_renaming_the_axes_carries_the_rename_into_the_specs(controls):
+    """Regression (issue 12): "dp, tp" used to leave 'data' and 'model' in the boxes."""
+    controls.axis_names.value = "dp, tp"
+    assert controls.valid, controls.errors
+    assert controls.spec_boxes["params/w1"].value == "P(None, 'tp')"
+    assert controls.spec_boxes["batch/x"].value == "P('dp', None)"
+    assert all(m.value == "" for m in controls.spec_messages.values())
+    assert "'data' → 'dp'" in controls.note.value and "'model' → 'tp'" in controls.note.value
+    config = controls.received[-1]
+    assert config.axis_names == ("dp", "tp") and config.specs["params/b1"] == ("tp",)
+
+
+def test_typing_a_rename_letter_by_letter_ends_with_the_new_names(controls):
+    for text in ("data, t", "data, te", "data, ten", "data, tensor"):
+        controls.axis_names.value = text
+    assert controls.spec_boxes["params/w1"].value == "P(None, 'tensor')"
     assert controls.received[-1].axis_names == ("data", "tensor")
 
 
-def test_changing_the_mesh_rank_proposes_axis_names(controls):
+def test_a_spec_with_a_typo_keeps_its_text_through_a_rename(controls):
+    controls.spec_boxes["params/w1"].value = "(None, 'model'"
+    controls.axis_names.value = "data, tensor"
+    assert controls.spec_boxes["params/w1"].value == "(None, 'model'"
+    assert "never closed" in controls.spec_messages["params/w1"].value
+
+
+def test_a_rank_1_mesh_proposes_specs_that_fit(controls):
+    """Regression (issue 12): the mesh "8" used to leave 3 red errors."""
     controls.mesh_shape.value = (8,)
     assert controls.axis_names.value == "data"
-    # the specs naming 'model' no longer fit: flagged, nothing fired
-    assert "unknown mesh axis 'model'" in controls.spec_messages["params/w1"].value
-    assert controls.received == []
-    controls.spec_boxes["params/w1"].value = "None, data"
-    controls.spec_boxes["params/b1"].value = ""
-    controls.spec_boxes["batch/x"].value = ""
+    assert controls.valid, controls.errors
+    assert controls.spec_boxes["params/w1"].value == "P(None, None)"
+    assert controls.spec_boxes["batch/x"].value == "P('data', None)"  # still fits: kept
+    assert "fitted to the 8 mesh" in controls.note.value
+    assert "params/w1 P(None, 'model') → P(None, None)" in controls.note.value
     assert controls.received[-1].mesh_shape == (8,)
+    controls.spec_boxes["params/w1"].value = "None, data"  # an edit clears the note
+    assert controls.note.value == ""
     controls.mesh_shape.value = (2, 2, 2)
     assert controls.axis_names.value == "data, model, expert"
 
 
-def test_a_mesh_change_that_no_longer_divides_is_flagged():
+def test_a_mesh_change_that_no_longer_divides_proposes_a_spec_that_does():
     c = Controls({"x": (6, 4)}, Config((2, 4), ("data", "model"), AS_GIVEN, {"x": ("data",)}))
     assert c.valid
     c.mesh_shape.value = (4, 2)  # same names, 'data' now 4 ways: 6 does not divide
-    assert "size 6 does not divide over 'data' (4)" in c.spec_messages["x"].value
-    assert c.config is None
+    assert c.spec_boxes["x"].value == "P(None,)"
+    assert c.valid and c.config.specs["x"] == (None,)
+
+
+def test_the_unused_axis_of_a_strategy_is_said_plainly(controls):
+    controls.strategy.value = "fsdp"
+    assert "'model' (4 devices) is unused" in controls.strategy_message.value
+    assert INVALID_COLOR not in controls.strategy_message.value  # a note, not an error
+    assert controls.valid
+    controls.strategy.value = AS_GIVEN
+    assert controls.strategy_message.value == ""
+
+
+def test_error_listeners_hear_when_a_field_goes_wrong_and_right_again(controls):
+    heard = []
+    controls.on_errors(heard.append)
+    controls.spec_boxes["params/w1"].value = "modle, None"
+    controls.spec_boxes["params/w1"].value = "model2, None"
+    controls.spec_boxes["params/w1"].value = "model, None"
+    assert [list(e) for e in heard] == [["params/w1"], ["params/w1"], []]
+    assert "modle" in heard[0]["params/w1"] and "model2" in heard[1]["params/w1"]
+    controls.on_errors(heard.append, remove=True)
+
+
+def test_invalid_error_names_the_box_and_its_problem(controls):
+    controls.spec_boxes["params/w1"].value = "modle, None"
+    err = controls.invalid_error("Explorer.train")
+    assert isinstance(err, SpecError)
+    assert "Explorer.train: the 'params/w1' box is invalid" in str(err)
+    assert "unknown mesh axis 'modle'" in str(err)
+    controls.spec_boxes["params/w1"].value = "model, None"
+    controls.axis_names.value = "data"
+    assert isinstance(controls.invalid_error("Explorer.train"), MeshError)
 
 
 def test_strategy_options_follow_the_axis_names(controls):

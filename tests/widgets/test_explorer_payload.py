@@ -17,6 +17,7 @@ import shardviz.widgets.explorer_payload as ep
 import shardviz.widgets.grid_payload as gp
 from shardviz.model import Frame, LeafBytes, MeshLayout, Source, TreeLayout, tiles_from_spec
 from shardviz.model.array import format_index
+from shardviz.render.report_facts import no_source_words
 from shardviz.widgets.explorer_payload import (
     array_entries,
     array_json,
@@ -44,7 +45,8 @@ MB = 1_000_000
 
 
 def _source(payload, k) -> Source | None:
-    if k is None:
+    """The call chain at position ``k`` (a chain of no frames stands for no source)."""
+    if k is None or not payload["sources"][k]:
         return None
     return Source(
         tuple(Frame(payload["files"][f], line, fn) for f, line, fn in payload["sources"][k])
@@ -344,6 +346,10 @@ def test_ledger_words_are_the_static_views(make):
     assert len(p["source_labels"]) == len(p["sources"])
     for k, label in enumerate(p["source_labels"]):
         source = _source(p, k)
+        if source is None:  # the words say why there is none
+            assert label[1] == "?" and label[0] == label[2]
+            assert label[0] in (no_source_words(), no_source_words("value"))
+            continue
         assert label == [source.location, source.location.rsplit("/", 1)[-1], source.chain]
 
 
@@ -405,3 +411,20 @@ def test_tile_words_are_the_static_views():
         shard = f"{format_shape(group[0].shape)} · {format_bytes(group[0].nbytes, exact=True)}"
         assert p["shards"][t["shard"]] == shard
     assert len(p["shards"]) == len({tuple(g[0].shape) for g in leaf.distinct_tiles})
+
+
+def test_source_words_carry_the_line_and_say_why_one_is_missing():
+    report = dp_report()
+    first = report.collectives[0]
+    line = 'y = h @ params["w2"] + b2'
+    with_text = dataclasses.replace(first, source=dataclasses.replace(first.source, text=line))
+    bare = dataclasses.replace(report.collectives[1], source=None)
+    report = dataclasses.replace(report, collectives=(with_text, bare, *report.collectives[2:]))
+    p = report_payload(report)
+    location, short, chain = p["source_labels"][p["collectives"][0]["source"]]
+    assert location == f"{first.source.location} · {line}"
+    assert short.endswith(f":{first.source.innermost.line} · {line}")
+    assert chain == first.source.chain
+    missing = p["collectives"][1]["source"]
+    assert p["sources"][missing] == []
+    assert p["source_labels"][missing] == [no_source_words(), "?", no_source_words()]

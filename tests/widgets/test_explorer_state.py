@@ -18,6 +18,7 @@ from shardviz.render.report_html import report_html
 from shardviz.strategies import mlp
 from shardviz.widgets.esm import widget_module
 from shardviz.widgets.explorer import STATUSES, ExplorerView
+from shardviz.widgets.explorer_diff import collective_key
 from shardviz.widgets.explorer_payload import array_json, report_json, strategies_payload
 from shardviz.widgets.mesh_view import STATIC
 from tests.live_reports import megatron_mlp_report
@@ -178,7 +179,9 @@ def test_strategy_switch_needs_no_recompile_and_drops_stale_selections(real_comp
     dp = real_comparison.result("dp").report
     assert w.payload == report_json(dp)
     assert w.selected_device == 6  # still a device of dp's mesh
-    assert w.selected_collective == (last if last < len(dp.collectives) else -1)
+    kept = w.selected_collective  # the same collective (kind, axes, source), wherever it is
+    assert kept != -1
+    assert collective_key(dp.collectives[kept]) == collective_key(tp.collectives[last])
     assert w.selected_array == f"arg:{dp.arguments.paths[0]}"  # tp's intermediate is gone
     assert w.array == array_json(dp, w.selected_array)
 
@@ -190,7 +193,7 @@ def test_show_replaces_the_report_and_keeps_what_still_exists():
     w.show(second)
     assert w.report is second and w.payload == report_json(second)
     assert w.selected_device == 5  # same mesh
-    assert w.selected_collective == 2  # the new ledger has 4 entries
+    assert w.selected_collective == -1  # dp's all-reduce is not in the shard_map ledger
     assert w.selected_array == "arg:x"  # batch.x is gone: the first argument instead
     assert w.array == array_json(second, "arg:x")
     assert w.status == "compiling", "show() leaves status to the controller"
@@ -199,6 +202,46 @@ def test_show_replaces_the_report_and_keeps_what_still_exists():
     w.show(dataclasses.replace(second, collectives=()))
     assert w.selected_collective == -1 and w.selected_array == "mid:copy.5"
     assert w.array == array_json(w.report, "mid:copy.5")
+
+
+def _source_at(c, line):
+    frame = dataclasses.replace(c.source.frames[-1], line=line)
+    return dataclasses.replace(c, source=dataclasses.replace(c.source, frames=(frame,)))
+
+
+def test_a_recompile_keeps_the_selected_collective_by_what_it_is_not_its_position():
+    """Regression (issue 12): "#3" used to become whichever collective was third next."""
+    first = dp_report()
+    a, b, c = (_source_at(x, 10 + i) for i, x in enumerate(first.collectives))
+    first = dataclasses.replace(first, collectives=(a, b, c))
+    w = ExplorerView(first, selected_collective=2)
+    w.show(dataclasses.replace(first, collectives=(c, a)))  # b dropped, c moved to the front
+    assert w.selected_collective == 0
+    w.show(dataclasses.replace(first, collectives=(a, b)))  # c gone: nothing selected
+    assert w.selected_collective == -1
+    w.selected_collective = 1
+    w.show(dataclasses.replace(first, collectives=(b, b)))  # two of one kind: the first such
+    assert w.selected_collective == 0
+
+
+def test_show_says_what_changed_since_the_last_report():
+    first = dp_report()
+    w = ExplorerView(first)
+    assert w.changes == ""
+    fewer = dataclasses.replace(first, collectives=first.collectives[:1])
+    w.show(fewer)
+    assert w.changes.startswith("since the last configuration: −2 all-reduce over ('data',)")
+    assert "moved per device" in w.changes and "peak" in w.changes
+    assert "(unchanged)" in w.changes.split("peak")[1]  # same memory
+    w.show(comparison())
+    assert w.changes == ""  # a comparison is not an edit of one configuration
+
+
+def test_stale_is_a_synced_trait_the_controller_sets(report):
+    w = ExplorerView(report)
+    assert w.stale == "" and "stale" in w.keys
+    w.stale = "fix params/w1: unknown mesh axis 'modle'"
+    assert w.get_state()["stale"].startswith("fix params/w1")
 
 
 def test_show_switches_between_report_and_comparison():

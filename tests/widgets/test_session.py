@@ -28,6 +28,7 @@ class FakeExplorer:
         self.statuses: list[str] = []
         self._status = ""
         self.error = ""
+        self.stale = ""
 
     @property
     def status(self) -> str:
@@ -207,8 +208,8 @@ def test_switching_to_dp_all_reduces_over_data_only(session):
 
 def test_switching_to_fsdp_gathers_parameters_over_data(session):
     explorer, controls, conn = wired(session)
-    controls.mesh_shape.value = (8,)  # names become 'data'; the Megatron specs now misfit
-    assert controls.config is None
+    controls.mesh_shape.value = (8,)  # names become 'data'; the Megatron specs are fitted
+    assert controls.valid and controls.config.specs["params/w1"] == (None, None)
     controls.strategy.value = "fsdp"
     assert conn.wait(WAIT)
     report = explorer.shown[-1]
@@ -223,6 +224,25 @@ def test_a_strategy_run_notes_the_rules_a_plain_function_cannot_take(session):
     assert any("placed the arguments only" in n and "gradients" in n for n in report.notes)
     assert not any("placed the arguments only" in n for n in session.run(
         Config((8,), ("data",), "dp", {})).notes)  # fmt: skip
+
+
+def test_a_strategy_run_says_what_its_unused_axis_costs(session):
+    report = session.run(Config((2, 4), ("data", "model"), "dp", {}))
+    assert any("'model' (4 devices) is unused" in n for n in report.notes)
+
+
+def test_while_a_box_is_wrong_the_explorer_is_told_which(session):
+    explorer, controls, conn = wired(session)
+    assert explorer.stale == ""
+    controls.spec_boxes["params/w1"].value = "modle, None"
+    assert explorer.stale.startswith("fix params/w1: ")
+    assert "unknown mesh axis 'modle'" in explorer.stale
+    controls.axis_names.value = "data"
+    assert explorer.stale.startswith("fix axis names: 1 name(s)")
+    controls.axis_names.value = "data, model"
+    controls.spec_boxes["params/w1"].value = "None, model"
+    assert explorer.stale == ""
+    assert conn.wait(WAIT)
 
 
 class GatedSession(ExplorerSession):

@@ -14,6 +14,9 @@
 //   selected_collective ledger position, or -1
 //   status              "", "compiling", "running", "done" or "error"
 //   error               message shown in an inline box, or ""
+//   stale               which control is wrong while the panes keep the last valid
+//                       configuration (the status then says so instead of "done"), or ""
+//   changes             what the last recompile changed (ledger, bytes, peak), or ""
 //   generation          bumped by Python with every new report
 //
 // Words and numbers (bytes, seconds, operands, device runs, source lines) arrive ready-made in
@@ -88,7 +91,7 @@ import {
  * Per-device memory (explorer_payload.memory_payload, with `scale` from memory_scale).
  * @typedef {{ parts: string[], colors: string[], devices: number[], bytes: number[][],
  *   alias_bytes: number, peak_bytes: number, peak_definition: string, peak_text: string,
- *   note: string, label_of: number[], labels: [string, string][],
+ *   note: string, label_of: number[], labels: [string, string][], same: string,
  *   scale: { bytes: number, text: string, hbm_on_scale: boolean } }} MemoryPayload
  */
 
@@ -135,7 +138,13 @@ const PAYLOAD_VERSION = 3;
 const RING = "--sv-x-ring";
 const MAX_PAIRS = 16;
 /** @type {Record<string, string>} */
-const STATUS_TEXT = { compiling: "compiling…", running: "running…", done: "done", error: "error" };
+const STATUS_TEXT = {
+  compiling: "compiling…",
+  running: "running…",
+  done: "done",
+  error: "error",
+  stale: "showing the last valid configuration",
+};
 /** The `type` of the prefetch request and of the batches that answer it (see explorer.py). */
 const PREFETCH = "prefetch";
 const PREFETCHED = "prefetched";
@@ -721,6 +730,7 @@ function memoryPane(report) {
   const estimate = report.payload.estimate;
   const pane = node("section", "sv-x-pane sv-x-mempane");
   pane.appendChild(node("h4", "", "Memory per device"));
+  if (memory.same) pane.appendChild(node("div", "sv-x-memsame", memory.same));
   pane.appendChild(memoryBars(memory, estimate));
   pane.appendChild(memoryLegend(memory, estimate));
   pane.appendChild(node("div", "sv-x-note", memory.note));
@@ -749,7 +759,8 @@ function memoryPane(report) {
 function memoryBars(memory, estimate) {
   const topBytes = memory.scale.bytes;
   const hbm = memory.scale.hbm_on_scale && estimate ? estimate : null;
-  const count = memory.devices.length;
+  const same = Boolean(memory.same);
+  const count = same ? 1 : memory.devices.length;
   const barW = Math.max(1, Math.min(26, 640 / Math.max(1, count)));
   const gap = barW >= 4 ? 1 : 0;
   const left = textWidth(memory.scale.text, 10) + 8;
@@ -760,9 +771,10 @@ function memoryBars(memory, estimate) {
   root.appendChild(svgLabel("sv-x-tick", left - 4, 10, memory.scale.text, "end"));
   root.appendChild(svgLabel("sv-x-tick", left - 4, MEM_H + 4, "0", "end"));
   root.appendChild(svg("path", { d: `M${left} ${MEM_H + 4}h${barW * count}`, stroke: "#afb8c1" }));
-  memory.devices.forEach((device, position) => {
-    const bar = svg("g", { class: "sv-x-mem", "data-device": device });
-    addTitle(bar, `d${device}: ${memory.labels[memory.label_of[position]][0]}`);
+  memory.devices.slice(0, count).forEach((device, position) => {
+    // Identical bars are drawn once, for every device (not a pick of one device).
+    const bar = same ? svg("g", { class: "sv-x-memall" }) : svg("g", { class: "sv-x-mem", "data-device": device });
+    addTitle(bar, `${same ? memory.same : `d${device}`}: ${memory.labels[memory.label_of[position]][0]}`);
     const x = left + position * barW;
     bar.appendChild(svg("rect", { class: "sv-x-memhit", x, y: 4, width: barW, height: MEM_H }));
     let below = 0;
@@ -796,7 +808,9 @@ function memoryBars(memory, estimate) {
     root.appendChild(line);
   }
   root.appendChild(svg("path", { class: "sv-x-memmark", d: "" }));
-  if (count <= 32 && barW >= 12) {
+  if (same) {
+    root.appendChild(svgLabel("sv-x-tick", left + barW / 2, MEM_H + 16, "all", "middle"));
+  } else if (count <= 32 && barW >= 12) {
     memory.devices.forEach((device, position) => {
       root.appendChild(svgLabel("sv-x-tick", left + position * barW + barW / 2, MEM_H + 16, String(device), "middle"));
     });
@@ -804,7 +818,8 @@ function memoryBars(memory, estimate) {
     root.appendChild(svgLabel("sv-x-tick", left, MEM_H + 16, `d${memory.devices[0]}`));
     root.appendChild(svgLabel("sv-x-tick", left + barW * count, MEM_H + 16, `d${memory.devices[count - 1]}`, "end"));
   }
-  root.appendChild(svgLabel("sv-x-axis", left + (barW * count) / 2, MEM_H + 28, "device", "middle"));
+  const axis = same ? "every device" : "device";
+  root.appendChild(svgLabel("sv-x-axis", left + (barW * count) / 2, MEM_H + 28, axis, same ? "start" : "middle"));
   return root;
 }
 
@@ -845,18 +860,28 @@ function statusView(model) {
   const status = node("span", "sv-x-status");
   status.setAttribute("role", "status");
   bar.append(status);
+  const staleLine = node("span", "sv-x-staleline");
+  const changes = node("div", "sv-x-changes");
+  bar.append(staleLine);
   const errorBox = node("div", "sv-x-error");
   errorBox.setAttribute("role", "alert");
   function draw() {
-    const state = String(model.get("status") || "");
+    // While a control is wrong the panes show the last valid configuration: say so, not "done".
+    const stale = String(model.get("stale") || "");
+    const state = stale ? "stale" : String(model.get("status") || "");
     status.dataset.status = state;
     status.textContent = STATUS_TEXT[state] || "";
     status.hidden = !state;
+    staleLine.textContent = stale;
+    staleLine.hidden = !stale;
+    const changed = String(model.get("changes") || "");
+    changes.textContent = changed;
+    changes.hidden = !changed;
     const error = String(model.get("error") || "");
     errorBox.textContent = error;
     errorBox.hidden = !error;
   }
-  return { elements: [bar, errorBox], draw };
+  return { elements: [bar, changes, errorBox], draw };
 }
 
 // --------------------------------------------------------------------------------------------
@@ -1292,6 +1317,8 @@ export default {
       ["change:selected_strategy", drawHeader],
       ["change:status", status.draw],
       ["change:error", status.draw],
+      ["change:stale", status.draw],
+      ["change:changes", status.draw],
     ];
     root.addEventListener(FORGET, onForget);
     for (const [event, handler] of handlers) model.on(event, handler);
