@@ -36,7 +36,8 @@ from shardviz.model import Report
 from shardviz.strategies.rules import axes_needed, get_rule_set, spec_for_leaf
 
 from .background import COMPILING, RUNNING, Latest, Stage
-from .controls import AS_GIVEN, Config, Controls, invalid_words, unused_axes_note
+from .config_checks import invalid_words, unused_axes_note
+from .controls import AS_GIVEN, Config, Controls
 
 __all__ = ["Connection", "ExplorerLike", "ExplorerSession", "connect", "role_of"]
 

@@ -7,11 +7,8 @@ import math
 import pytest
 
 from shardviz.errors import MeshError, ShardvizError, SpecError
-from shardviz.widgets.controls import (
+from shardviz.widgets.config_checks import (
     AS_GIVEN,
-    INVALID_COLOR,
-    Config,
-    Controls,
     factorisations,
     fit_spec,
     invalid_words,
@@ -21,6 +18,7 @@ from shardviz.widgets.controls import (
     unused_axes_note,
     validate_spec,
 )
+from shardviz.widgets.controls import INVALID_COLOR, Config, Controls
 
 # --- factorisations -------------------------------------------------------------------------
 
