@@ -173,3 +173,18 @@ class Frame:
                     + "</g>"
                 )
         return out
+
+
+def mesh_panel_frame(
+    rows: PageAxis, cols: PageAxis, cell_w: float, cell_h: float, cls: str
+) -> tuple[Frame, list[str]]:
+    """The frame of one mesh panel of ``cell_w`` x ``cell_h`` cells (elided bands 14 px), and
+    the start of its SVG: the ``<svg class="{cls}">`` tag and both axes."""
+    col_sizes = [14.0 if b.elided else cell_w for b in cols.bands]
+    row_sizes = [14.0 if b.elided else cell_h for b in rows.bands]
+    row_ticks = tick_labels(rows)
+    frame = Frame(rows, cols, col_sizes, row_sizes, row_ticks if rows.used else [])
+    w, h = svg_num(frame.width), svg_num(frame.height)
+    out = [f'<svg class="{cls}" width="{w}" height="{h}" viewBox="0 0 {w} {h}" role="img">']
+    out.extend(frame.axes(tick_labels(cols), row_ticks))
+    return frame, out

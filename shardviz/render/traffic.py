@@ -1,0 +1,312 @@
+"""Who talks to whom: one collective's data movement on the mesh, under the ring model.
+
+A learner sees *which* devices a collective groups; this shows what moves between them. Each
+device group's links, from :class:`~shardviz.model.Collective` alone:
+
+- all-reduce, all-gather, reduce-scatter: a **ring** in the group's order, each device sending
+  to the next. With ``n`` devices every step moves one ``1/n`` chunk per link; all-gather and
+  reduce-scatter take ``n - 1`` steps, all-reduce ``2 (n - 1)`` (a reduce-scatter, then an
+  all-gather), which is the ``moved_bytes`` the model records.
+- all-to-all: **all pairs**, each device sending ``1/n`` of its operand to each of the others.
+- collective-permute: the **pairs** the program lists, each source sending its whole operand.
+
+:func:`traffic_of` computes the links and figures; :func:`traffic_svg` draws them on the mesh as
+:func:`~shardviz.render.geometry.mesh_grid` lays it out (the static report's ledger details);
+the Explorer gets the same links as data (``explorer_payload``) and draws them on its mesh.
+
+Testable hooks: the figure is ``<figure class="sv-traffic" data-pattern="ring|pairs|all-pairs|
+none" data-step-bytes="…" data-steps="…" data-device-bytes="…">``; each arrow is ``<path
+class="sv-tarrow" data-group="g" data-link="a b">`` (with its head, ``sv-tarrowhead``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from shardviz.model.mesh import MeshLayout
+from shardviz.model.program import Collective
+from shardviz.render.geometry import MeshGrid, MeshPanel, PanelGap, format_bytes
+from shardviz.render.report_facts import permute_groups
+from shardviz.render.svg import esc, mesh_panel_frame, svg_num, svg_rect, svg_text, text_width
+
+RING_KINDS = ("all-reduce", "all-gather", "reduce-scatter")
+#: Arrows drawn on one picture in all; later groups are then said in words, not drawn.
+MAX_ARROWS = 240
+#: Stroke colours of the groups' arrows (dark, so they read on the light cells), then repeat.
+ARROW_COLORS = ("#0969da", "#bc4c00", "#1a7f37", "#8250df", "#cf222e", "#1b7c83", "#953800")
+CELL_H = 44.0
+
+Link = tuple[int, int]
+
+
+@dataclass(frozen=True)
+class Traffic:
+    """The links of one collective per device group, and what each device sends.
+
+    ``pattern`` is ``ring``, ``all-pairs``, ``pairs`` or ``none`` (groups of one, or no
+    groups). ``links`` holds, per group, ``(source, target)`` device ids. ``step_bytes`` is
+    what one device sends on one link in one step, ``steps`` how many steps it sends in.
+    """
+
+    kind: str
+    pattern: str
+    links: tuple[tuple[Link, ...], ...]
+    step_bytes: int
+    steps: int
+    group_size: int
+    operand_bytes: int
+
+    @property
+    def arrows(self) -> int:
+        return sum(len(g) for g in self.links)
+
+    @property
+    def device_bytes(self) -> int:
+        """What one device sends in all: the ring model's ``moved_bytes``."""
+        if self.pattern == "all-pairs":
+            return self.step_bytes * (self.group_size - 1)
+        return self.step_bytes * self.steps
+
+    @property
+    def label(self) -> str:
+        """What one arrow carries: ``1 KiB per step × 6 steps`` (ring), ``1 KiB`` otherwise."""
+        if self.pattern == "ring" and self.steps > 1:
+            return f"{format_bytes(self.step_bytes)} per step × {self.steps} steps"
+        return format_bytes(self.step_bytes)
+
+    @property
+    def words(self) -> str:
+        """The picture in one sentence, with the per-device figures."""
+        n, operand = self.group_size, format_bytes(self.operand_bytes)
+        chunk, total = format_bytes(self.step_bytes), format_bytes(self.device_bytes)
+        if self.pattern == "ring":
+            steps = (
+                f"{self.steps} steps ({n - 1} to reduce-scatter, {n - 1} to all-gather)"
+                if self.kind == "all-reduce"
+                else f"{self.steps} step{'s' * (self.steps != 1)}"
+            )
+            what = "one shard" if self.kind == "all-gather" else f"1/{n} of its {operand} operand"
+            return (
+                f"ring of {n}: each device sends {chunk} ({what}) to the next per step, "
+                f"{steps} = {total} per device"
+            )
+        if self.pattern == "all-pairs":
+            return (
+                f"all pairs in groups of {n}: each device sends {chunk} (1/{n} of its {operand} "
+                f"operand) to each of the {n - 1} others = {total} per device"
+            )
+        if self.pattern == "pairs":
+            return f"pairs: each source sends its whole operand ({chunk}) to its target at once"
+        return "nothing moves between devices (groups of one)"
+
+
+def _groups(c: Collective, mesh: MeshLayout | None) -> tuple[tuple[int, ...], ...]:
+    """The collective's groups; no groups listed means one group of every device."""
+    if c.groups:
+        return c.groups
+    if mesh is not None and c.group_size == mesh.size:
+        return (mesh.device_ids,)
+    return ()
+
+
+def traffic_of(c: Collective, mesh: MeshLayout | None = None) -> Traffic:
+    """The links and per-device bytes of ``c`` under the ring model.
+
+    Args:
+        c: the collective.
+        mesh: the report's mesh, for a collective whose groups are "every device" (listed as
+            no groups).
+    """
+    if c.kind == "collective-permute":
+        links = tuple(
+            tuple((a, b) for a, b in c.pairs if a in set(g) and a != b) for g in permute_groups(c)
+        )
+        pattern = "pairs" if any(links) else "none"
+        return Traffic(c.kind, pattern, links, c.in_bytes, 1, c.group_size, c.in_bytes)
+    groups = _groups(c, mesh)
+    n = max((len(g) for g in groups), default=1)
+    whole = c.out_bytes if c.kind == "all-gather" else c.in_bytes
+    chunk = round(whole / n) if n else 0
+    if n < 2:
+        return Traffic(c.kind, "none", tuple(() for _ in groups), 0, 0, n, c.in_bytes)
+    if c.kind in RING_KINDS:
+        links = tuple(tuple((g[i], g[(i + 1) % len(g)]) for i in range(len(g))) for g in groups)
+        steps = 2 * (n - 1) if c.kind == "all-reduce" else n - 1
+        return Traffic(c.kind, "ring", links, chunk, steps, n, c.in_bytes)
+    links = tuple(tuple((a, b) for a in g for b in g if a != b) for g in groups)
+    return Traffic(c.kind, "all-pairs", links, chunk, 1, n, c.in_bytes)
+
+
+# --------------------------------------------------------------------------------------------
+# Drawing
+
+
+def _control(x1: float, y1: float, x2: float, y2: float, cell: float) -> tuple[float, float]:
+    """The control point of the curve from ``(x1, y1)`` to ``(x2, y2)``: neighbours get a
+    shallow bend, longer jumps a deeper one (to the left of the direction of travel)."""
+    dx, dy = x2 - x1, y2 - y1
+    dist = math.hypot(dx, dy) or 1.0
+    ux, uy = dx / dist, dy / dist
+    bend = 0.22 * dist + 2 if dist <= 1.5 * cell else 0.36 * dist
+    return (x1 + x2) / 2 - uy * bend, (y1 + y2) / 2 + ux * bend
+
+
+def arrow_paths(
+    x1: float, y1: float, x2: float, y2: float, inset: float, cell: float
+) -> tuple[str, str]:
+    """The path data of a curved arrow between two anchors, stopping ``inset`` short of each:
+    ``(curve, head)``. Neighbours get a shallow bend; longer jumps bend further so they pass
+    beside the cells in between, and the two directions of a pair bend to opposite sides."""
+    cx, cy = _control(x1, y1, x2, y2, cell)
+
+    def toward(x: float, y: float) -> tuple[float, float]:
+        vx, vy = cx - x, cy - y
+        d = math.hypot(vx, vy) or 1.0
+        return x + vx / d * inset, y + vy / d * inset
+
+    sx, sy = toward(x1, y1)
+    ex, ey = toward(x2, y2)
+    tx, ty = ex - cx, ey - cy
+    td = math.hypot(tx, ty) or 1.0
+    tx, ty = tx / td, ty / td
+    head = 6.0
+    bx, by = ex - tx * head, ey - ty * head
+    p1 = (bx - ty * head * 0.5, by + tx * head * 0.5)
+    p2 = (bx + ty * head * 0.5, by - tx * head * 0.5)
+    curve = f"M{svg_num(sx)} {svg_num(sy)}Q{svg_num(cx)} {svg_num(cy)} {svg_num(bx)} {svg_num(by)}"
+    tip = (
+        f"M{svg_num(ex)} {svg_num(ey)}L{svg_num(p1[0])} {svg_num(p1[1])}"
+        f"L{svg_num(p2[0])} {svg_num(p2[1])}Z"
+    )
+    return curve, tip
+
+
+def traffic_css(scope: str) -> str:
+    """The picture's style, each rule under ``scope`` (e.g. ``.sv-report``): cells, arrows,
+    and one arrow colour per group class ``sv-tg<i>``."""
+    rules = [
+        ".sv-traffic{margin:8px 0 0}",
+        ".sv-tdev>rect{fill:#fff;stroke:#d0d7de}",
+        ".sv-tsend>rect{fill:#f6f8fa}",
+        ".sv-tarrow{fill:none;stroke-width:1.4;opacity:.8}",
+        ".sv-tarrowhead{opacity:.8}",
+    ]
+    for i, color in enumerate(ARROW_COLORS):
+        rules.append(f".sv-tg{i} .sv-tarrow{{stroke:{color}}}")
+        rules.append(f".sv-tg{i} .sv-tarrowhead{{fill:{color}}}")
+    return "".join(f"{scope} {r}" for r in rules)
+
+
+def _panel_svg(
+    grid: MeshGrid, panel: MeshPanel, shown: Sequence[tuple[int, Link]], t: Traffic, cell_w: float
+) -> tuple[str, int]:
+    """One panel's cells and the arrows between cells it draws; returns ``(svg, drawn)``."""
+    frame, out = mesh_panel_frame(grid.rows, grid.cols, cell_w, CELL_H, "sv-tmap")
+    sends = {a for _, (a, _b) in shown} | {b for _, (_a, b) in shown}
+    anchors: dict[int, tuple[float, float]] = {}
+    for cell in panel.cells:
+        x, y = frame.col_x[cell.col], frame.row_y[cell.row]
+        d = cell.device.id
+        cls = "sv-tdev sv-tsend" if d in sends else "sv-tdev"
+        out.append(
+            f'<g class="{cls}" data-device="{d}">'
+            + svg_rect(x + 1, y + 1, cell_w - 2, CELL_H - 2)
+            + svg_text(x + cell_w / 2, y + 13, f"d{d}", "sv-lbl")
+            + "</g>"
+        )
+        anchors[d] = (x + cell_w / 2, y + CELL_H / 2 + 6)
+    out.extend(frame.gaps("indices"))
+    drawn = 0
+    by_group: dict[int, list[str]] = {}
+    left, right, low, high = 0.0, frame.width, 0.0, frame.height
+    for g, (a, b) in shown:
+        if a not in anchors or b not in anchors:
+            continue
+        (x1, y1), (x2, y2) = anchors[a], anchors[b]
+        # The curve's farthest point, half-way to its control point: the picture grows to it.
+        cx, cy = _control(x1, y1, x2, y2, cell_w)
+        mid_x, mid_y = (x1 + x2) / 4 + cx / 2, (y1 + y2) / 4 + cy / 2
+        left, right = min(left, mid_x - 4), max(right, mid_x + 4)
+        low, high = min(low, mid_y - 4), max(high, mid_y + 4)
+        curve, tip = arrow_paths(x1, y1, x2, y2, inset=8.0, cell=cell_w)
+        by_group.setdefault(g, []).append(
+            f'<path class="sv-tarrow" data-group="{g}" data-link="{a} {b}" d="{curve}"/>'
+            f'<path class="sv-tarrowhead" d="{tip}"/>'
+        )
+        drawn += 1
+    for g, paths in by_group.items():
+        ids = " ".join(f"d{x}" for x in dict.fromkeys(x for link in t.links[g] for x in link))
+        hover = f"group {g} ({ids}): each arrow {t.label}"
+        out.append(
+            f'<g class="sv-tg{g % len(ARROW_COLORS)}"><title>{esc(hover)}</title>'
+            + "".join(paths)
+            + "</g>"
+        )
+    out.append("</svg>")
+    w, h = right - left, high - low
+    out[0] = (
+        f'<svg class="sv-tmap" width="{svg_num(w)}" height="{svg_num(h)}" '
+        f'viewBox="{svg_num(left)} {svg_num(low)} {svg_num(w)} {svg_num(h)}" role="img">'
+    )
+    caption = f"<figcaption>{esc(panel.label)}</figcaption>" if panel.label else ""
+    return f'<figure class="sv-panel">{caption}{"".join(out)}</figure>', drawn
+
+
+def drawable_links(t: Traffic, grid: MeshGrid) -> tuple[tuple[Link, ...], ...]:
+    """Per group, the links a picture of ``grid`` draws: both ends in one shown panel, and no
+    more than :data:`MAX_ARROWS` in all (later groups get none)."""
+    panel_of = {
+        cell.device.id: i
+        for i, panel in enumerate(grid.panels)
+        if isinstance(panel, MeshPanel)
+        for cell in panel.cells
+    }
+    out: list[tuple[Link, ...]] = []
+    left = MAX_ARROWS
+    for links in t.links:
+        mine = tuple((a, b) for a, b in links if a in panel_of and panel_of[a] == panel_of.get(b))
+        if len(mine) > left:
+            mine = ()
+        left -= len(mine)
+        out.append(mine)
+    return tuple(out)
+
+
+def traffic_svg(mesh: MeshLayout, grid: MeshGrid, c: Collective) -> str:
+    """The traffic picture of ``c``: its links as arrows on the laid-out mesh ``grid``.
+
+    An arrow whose ends are in different panels or elided is not drawn (the figure counts
+    them); past :data:`MAX_ARROWS`, later groups are left to the words.
+    """
+    t = traffic_of(c, mesh)
+    shown = [(g, link) for g, links in enumerate(drawable_links(t, grid)) for link in links]
+    cell_w = max(44.0, text_width(f"d{max(mesh.device_ids, default=0)}", 11) + 14)
+    panels, drawn = [], 0
+    for panel in grid.panels:
+        if isinstance(panel, PanelGap):
+            panels.append(f'<div class="sv-elided">{esc(panel.text)}</div>')
+            continue
+        ids = {cell.device.id for cell in panel.cells}
+        mine = [(g, (a, b)) for g, (a, b) in shown if a in ids and b in ids]
+        svg, n = _panel_svg(grid, panel, mine, t, cell_w)
+        panels.append(svg)
+        drawn += n
+    notes = [t.words]
+    if t.pattern != "none":
+        notes.append(f"each arrow: {t.label}")
+    if drawn < t.arrows:
+        notes.append(
+            f"{t.arrows - drawn} of {t.arrows} arrows not drawn (across panels, elided, or "
+            "past the first groups)"
+        )
+    return (
+        f'<figure class="sv-traffic" data-pattern="{t.pattern}" data-step-bytes="{t.step_bytes}"'
+        f' data-steps="{t.steps}" data-device-bytes="{t.device_bytes}">'
+        "<figcaption>who sends to whom (ring model)</figcaption>"
+        f'<div class="sv-panels">{"".join(panels)}</div>'
+        '<div class="sv-legend">'
+        + "".join(f'<span class="sv-twords">{esc(n)}</span>' for n in notes)
+        + "</div></figure>"
+    )
