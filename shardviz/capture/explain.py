@@ -47,7 +47,7 @@ from .compile import (
 from .layout import layout_tree
 from .memory import device_stats, memory_report
 from .mesh import mesh_layout
-from .run import CPU_MAX_PARTICIPANTS, check_against_one_device, profile_ops, run_steps
+from .run import CPU_MAX_PARTICIPANTS, check_against_one_device, profile_trace, run_steps
 from .topology import topology_of
 
 _CACHE_SIZE = 32
@@ -618,10 +618,10 @@ def explain_run(
         chk, why, ref = check_against_one_device(reference or fn, args, kwargs, arrays_only(raw))
         if why:
             notes.append(why)
-    prof = None
+    prof, events = None, None
     if profile:
         module = comp.hlo_text.split(None, 2)[1].rstrip(",") if comp.hlo_text else ""
-        prof = profile_ops(comp.compiled, call_args, call_kwargs, module, fresh=fresh)
+        prof, events = profile_trace(comp.compiled, call_args, call_kwargs, module, fresh=fresh)
         if prof and prof[0].illustrative:
             notes.append(
                 "profile on fake CPU devices: threads stand in for devices, so collective "
@@ -633,7 +633,14 @@ def explain_run(
     if stats:
         memory = replace(memory, device_stats=stats)
     report = replace(
-        base, timing=timing, check=chk, profile=prof, ran=True, memory=memory, notes=tuple(notes)
+        base,
+        timing=timing,
+        check=chk,
+        profile=prof,
+        timeline=events,
+        ran=True,
+        memory=memory,
+        notes=tuple(notes),
     )
     return report, plan.outputs(raw), ref
 

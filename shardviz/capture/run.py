@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import glob
 import os
+import re
 import shutil
 import statistics
 import tempfile
@@ -16,7 +17,7 @@ import jax
 import numpy as np
 
 from shardviz.errors import CompileError, problem
-from shardviz.model import Check, OpTiming
+from shardviz.model import Check, OpEvent, OpTiming
 
 from .calls import (
     Filtered,
@@ -177,7 +178,7 @@ def compare_outputs(outputs: Any, ref: Any) -> Check | None:
     return Check(max_abs_diff=max_abs, max_rel_diff=max_rel, tolerance=tol, matches=ok)
 
 
-def profile_ops(
+def profile_trace(
     call: Any,
     args: tuple,
     kwargs: dict,
@@ -185,8 +186,9 @@ def profile_ops(
     steps: int = 3,
     *,
     fresh: Fresh | None = None,
-) -> tuple[OpTiming, ...]:
-    """Trace a few runs with ``jax.profiler`` and return each HLO op's median duration.
+) -> tuple[tuple[OpTiming, ...], tuple[OpEvent, ...]]:
+    """Trace a few runs with ``jax.profiler``: each HLO op's median duration, and every op of
+    the last run per device (the timeline).
 
     Durations come from the op events of the trace (matched to the compiled module's name);
     on CPU the threads stand in for devices, so collective times are mostly waiting and are
@@ -195,16 +197,19 @@ def profile_ops(
     """
     calls = [fresh() if fresh else (args, kwargs) for _ in range(steps)]
     folder = tempfile.mkdtemp(prefix="shardviz-profile-")
+    durations: dict[str, list[float]] = defaultdict(list)
+    # (run id, device, op, start ns, duration ns) of each op event that names its device.
+    raw: list[tuple[int, int, str, float, float]] = []
     try:
         with jax.profiler.trace(folder):
             for a, k in calls:
                 _block(call(*a, **k))
         files = glob.glob(os.path.join(folder, "**", "*.xplane.pb"), recursive=True)
         if not files:
-            return ()
+            return (), ()
         data = jax.profiler.ProfileData.from_file(files[0])
-        durations: dict[str, list[float]] = defaultdict(list)
         for plane in data.planes:
+            plane_device = _plane_device(plane.name)
             for line in plane.lines:
                 for event in line.events:
                     stats = dict(event.stats)
@@ -212,10 +217,36 @@ def profile_ops(
                     if op is None or stats.get("hlo_module") not in (module_name, None):
                         continue
                     durations[str(op)].append(float(event.duration_ns) * 1e-9)
+                    run = stats.get("run_id", 0)  # accelerator planes may not say: one run
+                    device = stats.get("device_ordinal", plane_device)
+                    if isinstance(run, int) and isinstance(device, int):
+                        raw.append(
+                            (run, device, str(op), float(event.start_ns), float(event.duration_ns))
+                        )
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     illustrative = jax.default_backend() == "cpu"
-    return tuple(
+    timings = tuple(
         OpTiming(name=op, seconds=statistics.median(v), count=len(v), illustrative=illustrative)
         for op, v in sorted(durations.items())
+    )
+    return timings, _last_run(raw)
+
+
+def _plane_device(name: str) -> int | None:
+    """The device number of an accelerator plane (``/device:GPU:3`` is 3), else None."""
+    match = re.fullmatch(r"/device:[A-Z]+:(\d+)", name)
+    return int(match.group(1)) if match else None
+
+
+def _last_run(raw: list[tuple[int, int, str, float, float]]) -> tuple[OpEvent, ...]:
+    """The events of the last traced run (the steadiest), timed from its first op."""
+    if not raw:
+        return ()
+    last = max(raw, key=lambda r: r[3])[0]
+    run = [r for r in raw if r[0] == last]
+    t0 = min(r[3] for r in run)
+    return tuple(
+        OpEvent(device=d, name=op, start=(s - t0) * 1e-9, seconds=n * 1e-9)
+        for _, d, op, s, n in sorted(run, key=lambda r: (r[1], r[3]))
     )

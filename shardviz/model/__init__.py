@@ -45,6 +45,7 @@ from shardviz.model.program import DeviceMemory as DeviceMemory
 from shardviz.model.program import Frame as Frame
 from shardviz.model.program import LeafBytes as LeafBytes
 from shardviz.model.program import MemoryReport as MemoryReport
+from shardviz.model.program import OpEvent as OpEvent
 from shardviz.model.program import OpTiming as OpTiming
 from shardviz.model.program import Report as Report
 from shardviz.model.program import ShardingOf as ShardingOf

@@ -251,6 +251,17 @@ class OpTiming:
 
 
 @dataclass(frozen=True)
+class OpEvent:
+    """One HLO op as one device ran it in a profiled step: when it started (seconds after the
+    step's first op on any device) and how long it took; the timeline draws these."""
+
+    device: int
+    name: str
+    start: float
+    seconds: float
+
+
+@dataclass(frozen=True)
 class Report(JsonMixin):
     """What the compiler did with the user's partition specs, and what the live run showed."""
 
@@ -274,6 +285,8 @@ class Report(JsonMixin):
     #: Compiled for devices that are not here (a deviceless :func:`~shardviz.topology`):
     #: nothing can run, and the views say what it was compiled for.
     deviceless: bool = False
+    #: Every op of one profiled step, per device (None without ``profile=True``).
+    timeline: tuple[OpEvent, ...] | None = None
 
     def collectives_of(self, kind: str | None = None, axes: tuple[str, ...] | None = None):
         """The ledger filtered by kind and/or exact axes."""

@@ -50,3 +50,17 @@ def text_color_for(background: str) -> str:
     contrast_dark = (lum + 0.05) / (_luminance(DARK_TEXT) + 0.05)
     contrast_light = 1.05 / (lum + 0.05)
     return DARK_TEXT if contrast_dark >= contrast_light else LIGHT_TEXT
+
+
+#: Foreground (bars, text) and background colour of each collective kind, in every view.
+KIND_COLORS = {
+    "all-reduce": ("#0969da", "#ddf4ff"),
+    "all-gather": ("#1a7f37", "#dafbe1"),
+    "reduce-scatter": ("#bc4c00", "#fff1e5"),
+    "all-to-all": ("#8250df", "#fbefff"),
+    "collective-permute": ("#1b7c83", "#d8f3f6"),
+}
+#: The colours of any other kind.
+OTHER_KIND = ("#57606a", "#f6f8fa")
+#: The colour of compute (every op that is not a collective) on a timeline.
+COMPUTE_COLOR = "#afb8c1"

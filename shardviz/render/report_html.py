@@ -3,7 +3,8 @@
 Scoped ``<style>`` (every class starts with ``sv-``), inline SVG, no script and no URL: the only
 links are ``#fragment`` anchors inside the fragment (a collective and the intermediate it
 reshards). Each ledger row is a ``<details>`` element whose body draws the collective's
-device groups on the mesh, so the view works without JavaScript, in saved notebooks and
+device groups on the mesh and who sends to whom (:mod:`.traffic`; in words only on a ledger too
+big for a picture per row), so the view works without JavaScript, in saved notebooks and
 offline. Every string from the model is escaped where it enters the markup.
 
 Testable hooks: each ledger row is ``<details class="sv-collective" data-kind="…"
@@ -31,12 +32,13 @@ from __future__ import annotations
 
 import colorsys
 import hashlib
-import math
 from collections.abc import Sequence
 
 from shardviz.model.array import ArrayLayout
 from shardviz.model.mesh import MeshLayout
 from shardviz.model.program import Collective, MemoryReport, Report, ShardingOf, Source
+from shardviz.render.colors import KIND_COLORS as KIND_COLORS
+from shardviz.render.colors import OTHER_KIND as OTHER_KIND
 from shardviz.render.geometry import MeshGrid, MeshPanel, PanelGap, format_bytes, mesh_grid
 from shardviz.render.html import CSS, MONO, SANS, array_html, tree_html
 from shardviz.render.report_facts import (
@@ -85,14 +87,15 @@ from shardviz.render.report_facts import (
     value_str,
 )
 from shardviz.render.svg import (
-    Frame,
     esc,
+    mesh_panel_frame,
     svg_num,
     svg_rect,
     svg_text,
     text_width,
-    tick_labels,
 )
+from shardviz.render.timeline import timeline_html
+from shardviz.render.traffic import arrow_paths, traffic_css, traffic_of, traffic_svg
 
 #: Mesh cells drawn on group maps in all, before later maps of the same groups are left out.
 MAP_BUDGET = 3000
@@ -101,14 +104,6 @@ LEGEND_CHARS = 160
 #: A group map with more cells than this is drawn with tighter elision.
 MAP_CELLS = 128
 
-KIND_COLORS = {
-    "all-reduce": ("#0969da", "#ddf4ff"),
-    "all-gather": ("#1a7f37", "#dafbe1"),
-    "reduce-scatter": ("#bc4c00", "#fff1e5"),
-    "all-to-all": ("#8250df", "#fbefff"),
-    "collective-permute": ("#1b7c83", "#d8f3f6"),
-}
-OTHER_KIND = ("#57606a", "#f6f8fa")
 
 #: Fill colours of device groups (light, so dark labels read), then golden-angle hues.
 GROUP_FILLS = (
@@ -189,7 +184,7 @@ margin:0;flex:0 1 500px;min-width:0}}
 .sv-report .sv-frames{{margin:0;padding:0;list-style:none;font:11px {MONO}}}
 .sv-report .sv-frames li{{overflow-wrap:anywhere}}
 .sv-report .sv-frames li+li::before{{content:"\\21B3 ";color:#8c959f}}
-.sv-report .sv-map figcaption{{font:600 11px {SANS};color:#57606a}}
+.sv-report .sv-map figcaption,.sv-report .sv-traffic figcaption{{font:600 11px {SANS};color:#57606a}}
 .sv-report .sv-gdev>rect{{stroke:#fff;stroke-width:1}}
 .sv-report .sv-gdev.sv-out>rect{{fill:#eef1f4}}
 .sv-report .sv-gdev.sv-out>text{{fill:#8c959f}}
@@ -242,7 +237,12 @@ _KIND_CSS = "".join(
     f".sv-report .sv-k{i}{{color:{fg};background:{bg}}}"
     for i, (fg, bg) in enumerate([*KIND_COLORS.values(), OTHER_KIND])
 )
-STYLE = "<style>" + (CSS + "\n" + REPORT_CSS + _KIND_CSS).replace("\n", "") + "</style>"
+STYLE = (
+    "<style>"
+    + (CSS + "\n" + REPORT_CSS + _KIND_CSS).replace("\n", "")
+    + traffic_css(".sv-report")
+    + "</style>"
+)
 
 _EST_COLS = "3.4em 10.5em minmax(7em,1.4fr) 5.6em 5.6em 5.6em 3.6em 6.8em minmax(8em,1.6fr)"
 
@@ -389,35 +389,10 @@ def _map_cell_w(mesh: MeshLayout, pairs: bool) -> float:
 
 
 def _arrow(x1: float, y1: float, x2: float, y2: float, inset: float, cell: float) -> str:
-    """A curved arrow between two anchors, stopping ``inset`` short of each. Neighbours get a
-    shallow bend; longer jumps bend further so they pass beside the cells in between."""
-    dx, dy = x2 - x1, y2 - y1
-    dist = math.hypot(dx, dy) or 1.0
-    ux, uy = dx / dist, dy / dist
-    bend = 0.22 * dist + 2 if dist <= 1.5 * cell else 0.36 * dist
-    cx, cy = (x1 + x2) / 2 - uy * bend, (y1 + y2) / 2 + ux * bend
-
-    def toward(x: float, y: float) -> tuple[float, float]:
-        vx, vy = cx - x, cy - y
-        d = math.hypot(vx, vy) or 1.0
-        return x + vx / d * inset, y + vy / d * inset
-
-    sx, sy = toward(x1, y1)
-    ex, ey = toward(x2, y2)
-    tx, ty = ex - cx, ey - cy
-    td = math.hypot(tx, ty) or 1.0
-    tx, ty = tx / td, ty / td
-    head = 6.0
-    bx, by = ex - tx * head, ey - ty * head
-    p1 = (bx - ty * head * 0.5, by + tx * head * 0.5)
-    p2 = (bx + ty * head * 0.5, by - tx * head * 0.5)
-    return (
-        f'<path class="sv-arrow" d="M{svg_num(sx)} {svg_num(sy)}'
-        f'Q{svg_num(cx)} {svg_num(cy)} {svg_num(bx)} {svg_num(by)}"/>'
-        f'<path class="sv-arrowhead" d="M{svg_num(ex)} {svg_num(ey)}'
-        f"L{svg_num(p1[0])} {svg_num(p1[1])}"
-        f'L{svg_num(p2[0])} {svg_num(p2[1])}Z"/>'
-    )
+    """A curved arrow between two anchors (:func:`~.traffic.arrow_paths`), stopping ``inset``
+    short of each."""
+    curve, tip = arrow_paths(x1, y1, x2, y2, inset, cell)
+    return f'<path class="sv-arrow" d="{curve}"/><path class="sv-arrowhead" d="{tip}"/>'
 
 
 def _map_panel(
@@ -428,18 +403,9 @@ def _map_panel(
     groups: Sequence[Sequence[int]],
     pairs: Sequence[tuple[int, int]],
 ) -> str:
-    rows, cols = grid.rows, grid.cols
     cell_w = _map_cell_w(mesh, bool(pairs))
     cell_h = PERMUTE_CELL_H if pairs else MAP_CELL_H
-    col_sizes = [14.0 if b.elided else cell_w for b in cols.bands]
-    row_sizes = [14.0 if b.elided else cell_h for b in rows.bands]
-    row_ticks = tick_labels(rows)
-    frame = Frame(rows, cols, col_sizes, row_sizes, row_ticks if rows.used else [])
-    out = [
-        f'<svg class="sv-gmap" width="{svg_num(frame.width)}" height="{svg_num(frame.height)}" '
-        f'viewBox="0 0 {svg_num(frame.width)} {svg_num(frame.height)}" role="img">'
-    ]
-    out.extend(frame.axes(tick_labels(cols), row_ticks))
+    frame, out = mesh_panel_frame(grid.rows, grid.cols, cell_w, cell_h, "sv-gmap")
     anchors: dict[int, tuple[float, float]] = {}
     label_y = 12.0 if pairs else cell_h / 2
     for cell in panel.cells:
@@ -702,15 +668,26 @@ def _groups_figure(report: Report, index: int, c: Collective, prefix: str, maps:
     how, k = maps.decide(index, c)
     if how == "draw":
         assert report.mesh is not None and maps.grid is not None
-        return _group_map(report.mesh, maps.grid, c, f"{prefix}-m{index}")
+        gmap = _group_map(report.mesh, maps.grid, c, f"{prefix}-m{index}")
+        if maps.per_row:
+            return gmap + traffic_svg(report.mesh, maps.grid, c)
+        return gmap + _traffic_words(report, c)
     if how == "same":
         return (
             f'<div class="sv-dim">same device groups as <a href="#{prefix}-m{k}">#{k}</a>'
-            " (drawn once to keep the page small)</div>"
+            " (drawn once to keep the page small)</div>" + _traffic_words(report, c)
         )
     if report.mesh is None:
         return '<div class="sv-dim">no mesh to draw the groups on</div>'
-    return '<div class="sv-dim">mesh view left out to keep the page small</div>'
+    return '<div class="sv-dim">mesh view left out to keep the page small</div>' + _traffic_words(
+        report, c
+    )
+
+
+def _traffic_words(report: Report, c: Collective) -> str:
+    """Who sends what to whom in words, where a ledger too big for a picture per row has none."""
+    words = traffic_of(c, report.mesh).words
+    return f'<div class="sv-twords sv-dim">who sends to whom: {esc(words)}</div>'
 
 
 def _est_cell(c: Collective) -> str:
@@ -1152,7 +1129,7 @@ def report_html(report: Report) -> str:
         grouped by mesh axes (each row opens to show its device groups on the mesh), the
         intermediates in program order with reshard points marked and linked to their
         collectives, memory per device as stacked bars, cost, timing, the check, the profile
-        when there is one, and the argument and output trees (collapsed).
+        and its per-device timeline when there is one, and the argument and output trees (collapsed).
     """
     prefix = _prefix(report)
     body = [*_header(report), _stats(report)]
@@ -1169,6 +1146,8 @@ def report_html(report: Report) -> str:
     )
     if report.profile is not None:
         body += _profile(report)
+    if report.timeline:
+        body.append(timeline_html(report))
     body += _trees(report)
     style = STYLE + (EST_STYLE if report.estimate is not None or has_estimates(report) else "")
     return f'<div class="sv-root sv-report" id="{prefix}">{style}' + "".join(body) + "</div>"

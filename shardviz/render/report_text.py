@@ -49,6 +49,7 @@ from shardviz.render.report_facts import (
     value_str,
 )
 from shardviz.render.table import aligned_table
+from shardviz.render.timeline import timeline_lines
 
 
 def _header_lines(report: Report) -> list[str]:
@@ -339,4 +340,6 @@ def report_text(report: Report) -> str:
     ]
     if report.profile is not None:
         sections.append(_profile_lines(report.profile))
+    if report.timeline:
+        sections.append(timeline_lines(report))
     return "\n\n".join("\n".join(s) for s in sections)

@@ -30,11 +30,14 @@ from shardviz.model.compare import Comparison
 from shardviz.model.mesh import MeshLayout
 from shardviz.model.program import Collective, Report, ShardingOf, Source
 from shardviz.model.tiles import layout_from_spec
+from shardviz.model.timeline import realness_label, timeline_of
 from shardviz.render.colors import device_color
 from shardviz.render.geometry import (
+    MeshGrid,
     array_facts,
     format_bytes,
     format_shape,
+    mesh_grid,
     mesh_summary,
 )
 from shardviz.render.report_facts import (
@@ -55,6 +58,8 @@ from shardviz.render.report_facts import (
     value_str,
 )
 from shardviz.render.report_html import KIND_COLORS, MEMORY_COLORS, OTHER_KIND, group_fill
+from shardviz.render.timeline import PLOT_WIDTH, layout, legend, ticks
+from shardviz.render.traffic import drawable_links, traffic_of
 from shardviz.widgets.grid_payload import array_grid_payload, mesh_grid_payload, tiles_payload
 
 #: Bumped when the payload's shape changes, so the front end can refuse what it cannot read.
@@ -281,6 +286,34 @@ def collective_text(c: Collective) -> dict[str, Any]:
     }
 
 
+def traffic_item(
+    c: Collective, mesh: MeshLayout | None, grid: MeshGrid | None, links: _Table
+) -> dict[str, Any]:
+    """Who sends to whom in ``c`` (:func:`~shardviz.render.traffic.traffic_of`), for the mesh.
+
+    Keys: ``pattern`` (``ring``, ``all-pairs``, ``pairs`` or ``none``), ``words`` (the
+    sentence under the static picture), ``label`` (what one arrow carries, the same for every
+    arrow of the collective under the ring model), ``step_bytes``, ``steps``, ``device_bytes``
+    and ``links`` (a position in ``traffic_links``: per group, ``[source, target]`` device
+    ids of the arrows the mesh ``grid`` can draw (:func:`~shardviz.render.traffic.
+    drawable_links`); the same links are stored once for every collective that has them).
+    ``drawn`` says how many of the ``arrows`` those are.
+    """
+    t = traffic_of(c, mesh)
+    shown = drawable_links(t, grid) if grid is not None else ()
+    return {
+        "pattern": t.pattern,
+        "words": t.words,
+        "label": t.label,
+        "step_bytes": t.step_bytes,
+        "steps": t.steps,
+        "device_bytes": t.device_bytes,
+        "arrows": t.arrows,
+        "drawn": sum(len(g) for g in shown),
+        "links": links.add([[list(link) for link in group] for group in shown]),
+    }
+
+
 def memory_payload(report: Report) -> dict[str, Any]:
     """Per-device bytes by part: ``argument``, ``output`` (the part not aliased), ``temp``.
 
@@ -441,6 +474,50 @@ def estimate_text(report: Report) -> dict[str, str]:
     }
 
 
+def timeline_payload(report: Report) -> dict[str, Any] | None:
+    """The timeline pane's data, or None when the report was not profiled: the report's
+    HTML timeline (:mod:`shardviz.render.timeline`) laid out, so the front end only draws it.
+
+    Keys: ``label`` (illustrative on CPU, real elsewhere), ``illustrative``, ``heading``,
+    ``width`` (px of the time axis), ``kinds`` (``[kind, colour, total text]``, compute
+    first), ``lanes`` (``{device, bars}``, each bar ``[x, width, kind position, tooltip]``)
+    and ``ticks`` (``[x, text]``).
+    """
+    t = timeline_of(report)
+    if t is None:
+        return None
+    kinds = legend(t)
+    position = {k: i for i, (k, _, _) in enumerate(kinds)}
+    scale = PLOT_WIDTH / t.span if t.span > 0 else 0.0
+    return {
+        "label": realness_label(t),
+        "illustrative": t.illustrative,
+        "heading": (
+            f"Timeline · one profiled step · {len(t.lanes)} devices · {t.bars} ops · "
+            f"{format_seconds(t.span)}"
+        ),
+        "width": PLOT_WIDTH,
+        "kinds": [[k, c, format_seconds(total)] for k, c, total in kinds],
+        "lanes": [
+            {
+                "device": device,
+                "bars": [
+                    [
+                        round(b.x, 2),
+                        round(b.w, 2),
+                        position[b.kind],
+                        f"{b.name} · {b.kind} · {format_seconds(b.seconds)} "
+                        f"at {format_seconds(b.start)}",
+                    ]
+                    for b in bars
+                ],
+            }
+            for device, bars in layout(t)
+        ],
+        "ticks": [[round(s * scale, 2), format_seconds(s)] for s in ticks(t.span)],
+    }
+
+
 def report_payload(report: Report) -> dict[str, Any]:
     """Everything the Explorer draws of one report, except tiles (see :func:`array_payload`).
 
@@ -452,11 +529,13 @@ def report_payload(report: Report) -> dict[str, Any]:
     are positions in ``groupings``/``pairings``/``sources``), ``sources`` (call chains,
     outermost frame first, each frame ``[file, line, function]`` with ``file`` a position in
     ``files``), ``source_labels`` (per chain, :func:`source_label`), ``files``,
+    ``traffic_links`` (per collective's ``traffic``, :func:`traffic_item`),
     ``group_labels`` (per grouping, its first :data:`LEGEND_GROUPS` groups' device ids in
     words), ``group_colors``, ``kind_colors``, ``memory`` (:func:`memory_payload`, with
     ``scale`` from :func:`memory_scale`) and ``estimate`` (:func:`estimate_payload`, ``None``
     without a target; each collective then carries its ``estimated_seconds`` and
-    ``estimate_formula``). An array's ``source`` points into ``sources`` too.
+    ``estimate_formula``) and ``timeline`` (:func:`timeline_payload`,
+    ``None`` without a profile). An array's ``source`` points into ``sources`` too.
 
     The words are spelled here, by the static views' own helpers, so the front end derives
     none of them and the live widget reads as the saved HTML does.
@@ -471,6 +550,10 @@ def report_payload(report: Report) -> dict[str, Any]:
     ]
     most = max((len(g) for g in groupings.items), default=0)
     mesh = report.mesh
+    links = _Table()
+    grid = mesh_grid(report.mesh) if report.mesh is not None else None
+    for item, c in zip(collectives, report.collectives, strict=True):
+        item["traffic"] = traffic_item(c, report.mesh, grid, links)
     memory = memory_payload(report)
     estimate = estimate_payload(report)
     memory["scale"] = memory_scale(memory, estimate)
@@ -490,6 +573,7 @@ def report_payload(report: Report) -> dict[str, Any]:
         "collectives": collectives,
         "groupings": groupings.items,
         "pairings": pairings.items,
+        "traffic_links": links.items,
         "sources": sources.chains,
         "source_labels": sources.labels,
         "files": sources.files.items,
@@ -498,6 +582,7 @@ def report_payload(report: Report) -> dict[str, Any]:
         "kind_colors": {k: list(v) for k, v in KIND_COLORS.items()} | {"": list(OTHER_KIND)},
         "memory": memory,
         "estimate": estimate,
+        "timeline": timeline_payload(report),
     }
 
 

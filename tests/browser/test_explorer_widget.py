@@ -194,6 +194,25 @@ def test_permute_draws_an_arrow_per_pair(viewer):
     viewer.assert_clean()
 
 
+def test_ring_and_all_to_all_traffic_are_drawn_when_selected(viewer):
+    r = shard_map_report()
+    page = mount(viewer, ExplorerView(r))
+    k = next(i for i, c in enumerate(r.collectives) if c.kind == "all-reduce")
+    page.locator(f'tr.sv-x-coll[data-index="{k}"]').click()
+    links = sorted(_attrs(page, ".sv-x-tarrow", "data-link"))
+    assert links == sorted(
+        f"{g[i]} {g[(i + 1) % len(g)]}" for g in r.collectives[k].groups for i in range(len(g))
+    )
+    details = page.locator(".sv-x-details").inner_text()
+    assert "ring of 4" in details and "= 24 KiB per device" in details
+    k = next(i for i, c in enumerate(r.collectives) if c.kind == "all-to-all")
+    page.locator(f'tr.sv-x-coll[data-index="{k}"]').click()
+    assert page.locator(".sv-x-tarrow").count() == 2 * 4 * 3  # two groups of 4: n * (n - 1) each
+    page.locator(f'tr.sv-x-coll[data-index="{k}"]').click()
+    assert page.locator(".sv-x-tarrow").count() == 0
+    viewer.assert_clean()
+
+
 def test_pick_array_saves_it_and_draws_what_python_sends(viewer, report):
     w = ExplorerView(report)
     page = mount(viewer, w)
@@ -518,4 +537,23 @@ def test_hostile_estimate_strings_render_as_text(viewer):
     assert NASTY in page.locator(".sv-x-hbmline").inner_text()
     page.locator('tr.sv-x-coll[data-index="0"]').click()
     assert f"f {NASTY}" in page.locator(".sv-x-details").inner_text()
+    viewer.assert_clean()
+
+
+def test_a_profiled_report_shows_a_timeline_lane_per_device(viewer, report):
+    from tests.render.report_fixtures import STEP, timeline_report
+
+    page = mount(viewer, ExplorerView(report))  # not profiled: no timeline pane
+    assert page.locator(".sv-x-tlpane").count() == 0
+    page = mount(viewer, ExplorerView(timeline_report("cpu", devices=8)))
+    assert page.locator(".sv-x-tlpane").count() == 1
+    lanes = _attrs(page, ".sv-x-tllane", "data-device")
+    assert lanes == [str(d) for d in range(8)]
+    assert page.locator(".sv-x-tlbar").count() == 8 * len(STEP)
+    assert page.locator('.sv-x-tlbar[data-kind="all-reduce"]').count() == 8
+    assert "illustrative: CPU devices share" in page.locator(".sv-x-tllabel").inner_text()
+    assert _attrs(page, ".sv-x-tlkey", "data-kind") == ["compute", "all-reduce"]
+    box = page.locator(".sv-x-tlsvg").bounding_box()
+    assert box is not None and box["width"] > 600 and box["height"] > 8 * 14
+    viewer.screenshot("explorer-timeline")
     viewer.assert_clean()

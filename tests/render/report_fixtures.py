@@ -20,6 +20,7 @@ from shardviz.model import (
     Frame,
     LeafBytes,
     MemoryReport,
+    OpEvent,
     OpTiming,
     Report,
     ShardingOf,
@@ -481,6 +482,31 @@ def profile_report() -> Report:
 
 
 # --------------------------------------------------------------------------------------------
+# Profiled with a timeline: every op of one step on each device (issue 12)
+
+
+#: One step per device: a matmul, an all-reduce, an add (:func:`timeline_report`).
+STEP = (("dot.1", 0.0, 100e-6), ("all-reduce.1", 100e-6, 80e-6), ("add.4", 180e-6, 10e-6))
+
+
+def timeline_report(platform: str | None = None, devices: int = 4) -> Report:
+    """The profiled Megatron report with a timeline of one step."""
+    late = {"all-reduce.1": (0.0, 20e-6), "add.4": (20e-6, 0.0)}  # device 3 waits 20 µs more
+    events = tuple(
+        OpEvent(
+            d,
+            name,
+            start + (late.get(name, (0.0, 0.0))[0] if d == 3 else 0.0),
+            seconds + (late.get(name, (0.0, 0.0))[1] if d == 3 else 0.0),
+        )
+        for d in range(devices)
+        for name, start, seconds in STEP
+    )
+    r = dataclasses.replace(profile_report(), timeline=events)
+    return dataclasses.replace(r, platform=platform) if platform else r
+
+
+# --------------------------------------------------------------------------------------------
 # Adversarial strings and a large ledger
 
 
@@ -687,6 +713,7 @@ REPORTS = {
     "dp_v5e": dp_v5e_report,
     "fsdp_h100": fsdp_h100_report,
     "deviceless_v5e": deviceless_v5e_report,
+    "timeline": timeline_report,
 }
 
 #: The fixtures above with an estimate.

@@ -127,6 +127,27 @@ def test_permute_pairs_are_arrows_and_listed() -> None:
     assert sorted(map(sorted, groups.values())) == [[0, 1, 2, 3], [4, 5, 6, 7]]
 
 
+def test_open_row_draws_who_sends_to_whom() -> None:
+    out = report_html(shard_map_report())
+    rows = re.findall(r'<details class="sv-collective".*?</details>', out, re.S)
+    want = {"all-reduce": ("ring", 8), "collective-permute": ("pairs", 8)}
+    want |= {"all-to-all": ("all-pairs", 2 * 4 * 3), "all-gather": ("ring", 4 * 2)}
+    for row in rows:
+        doc = Doc(row)
+        (fig,) = doc.with_class("sv-traffic")
+        kind = re.search(r'data-kind="([^"]+)"', row).group(1)
+        pattern, arrows = want[kind]
+        assert fig["data-pattern"] == pattern, kind
+        assert len(doc.with_class("sv-tarrow")) == arrows, kind
+        assert "who sends to whom" in doc.all_text
+
+
+def test_big_ledger_says_who_sends_to_whom_in_words() -> None:
+    doc = Doc(report_html(large_report()))
+    assert not doc.with_class("sv-traffic")  # no picture per row on a page this big
+    assert len(doc.with_class("sv-twords")) == 200
+
+
 def test_reshards_link_both_ways() -> None:
     out = report_html(dp_report())
     doc = Doc(out)

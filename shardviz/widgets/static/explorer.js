@@ -84,7 +84,14 @@ import {
  *   axes_text: string, operand: string, in_value: string, out_value: string,
  *   in_bytes_text: string, moved_bytes_text: string, in_bytes_exact: string,
  *   out_bytes_exact: string, moved_bytes_exact: string,
- *   estimated_text: string | null }} CollectiveItem
+ *   estimated_text: string | null, traffic: TrafficItem }} CollectiveItem
+ */
+
+/**
+ * Who sends to whom in one collective under the ring model (explorer_payload.traffic_item):
+ * `links` is a position in the payload's `traffic_links` (per group, [source, target] ids).
+ * @typedef {{ pattern: string, words: string, label: string, step_bytes: number, steps: number,
+ *   device_bytes: number, arrows: number, drawn: number, links: number }} TrafficItem
  */
 
 /**
@@ -109,10 +116,20 @@ import {
  *   mesh_summary: string,
  *   colors: Record<string, string>, arrays: ArrayItem[], collectives: CollectiveItem[],
  *   groupings: number[][][], pairings: [number, number][][],
+ *   traffic_links: [number, number][][][],
  *   sources: [number, number, string][][], source_labels: [string, string, string][],
  *   files: string[], group_labels: string[][], group_colors: string[],
  *   kind_colors: Record<string, [string, string]>, memory: MemoryPayload,
- *   estimate: EstimatePayload | null }} ReportPayload
+ *   estimate: EstimatePayload | null, timeline?: TimelinePayload | null }} ReportPayload
+ */
+
+/**
+ * One profiled step per device, laid out (explorer_payload.timeline_payload): each bar is
+ * [x, width, position in `kinds`, tooltip]; each tick [x, text].
+ * @typedef {{ label: string, illustrative: boolean, heading: string, width: number,
+ *   kinds: [string, string, string][],
+ *   lanes: { device: number, bars: [number, number, number, string][] }[],
+ *   ticks: [number, string][] }} TimelinePayload
  */
 
 /**
@@ -398,6 +415,72 @@ function drawPairs(root, pairs) {
   }
 }
 
+/**
+ * A collective's ring or all-pairs traffic as arrows, one colour per group, in each mesh panel
+ * between the cells it draws (Python sends only links whose ends share a drawn panel). A
+ * collective-permute's pairs are drawn by drawPairs.
+ * @param {HTMLElement} root
+ * @param {Report} report
+ * @param {CollectiveItem | null} collective
+ */
+function drawTraffic(root, report, collective) {
+  const traffic = collective ? collective.traffic : null;
+  if (!traffic || (traffic.pattern !== "ring" && traffic.pattern !== "all-pairs")) return;
+  const groups = report.payload.traffic_links[traffic.links] || [];
+  for (const layer of root.querySelectorAll(".sv-x-pairs")) {
+    const map = layer.parentNode;
+    if (!map) continue;
+    /** @type {Map<number, Element>} */
+    const cells = new Map();
+    for (const cell of map.querySelectorAll(".sv-x-dev")) {
+      cells.set(Number(/** @type {SVGElement} */ (cell).dataset.device), cell);
+    }
+    const first = map.querySelector(".sv-x-dev .sv-x-fill");
+    const cellSize = first ? Number(first.getAttribute("width")) + 2 : 40;
+    groups.forEach((links, group) => {
+      const color = darker(report.groupColor(group));
+      for (const [source, target] of links) {
+        const from = cells.get(source);
+        const to = cells.get(target);
+        if (!from || !to) continue;
+        const [x1, y1] = cellCentre(from);
+        const [x2, y2] = cellCentre(to);
+        const [curve, head] = arrowPaths(x1, y1, x2, y2, cellSize);
+        const line = svg("path", {
+          class: "sv-x-tarrow",
+          "data-group": String(group),
+          "data-link": `${source} ${target}`,
+          d: curve,
+          fill: "none",
+          stroke: color,
+          "stroke-width": "1.4",
+          opacity: "0.8",
+          "pointer-events": "none",
+        });
+        const title = svg("title", {});
+        title.textContent = `d${source} → d${target}: ${traffic.label}`;
+        line.appendChild(title);
+        layer.append(line, svg("path", { class: "sv-x-tarrowhead", d: head, fill: color, opacity: "0.8" }));
+      }
+    });
+  }
+}
+
+/**
+ * The traffic sentence of the details pane, and how many arrows the mesh leaves out.
+ * @param {CollectiveItem} collective
+ * @returns {HTMLElement}
+ */
+function trafficWords(collective) {
+  const traffic = collective.traffic;
+  const line = node("span", "sv-x-traffic", traffic.words);
+  if (traffic.pattern !== "none") line.append(node("span", "sv-x-dim", ` · each arrow: ${traffic.label}`));
+  if (traffic.drawn < traffic.arrows && traffic.pattern !== "pairs") {
+    line.append(node("span", "sv-x-dim", ` · ${traffic.arrows - traffic.drawn} of ${traffic.arrows} arrows not drawn`));
+  }
+  return line;
+}
+
 // --------------------------------------------------------------------------------------------
 // Arrays pane
 
@@ -640,6 +723,7 @@ function details(report, position) {
     add("source", "unknown", "sv-x-source");
   }
   add("caused by", reshardLine(report, collective));
+  if (collective.traffic) add("traffic", trafficWords(collective));
   const legend = node("div", "sv-x-legend");
   if (collective.groups !== null) {
     const groups = report.payload.groupings[collective.groups];
@@ -976,6 +1060,7 @@ function highlightMesh(root, report, device, collective) {
     }
   }
   drawPairs(root, paired && collective && collective.pairs !== null ? report.payload.pairings[collective.pairs] : []);
+  drawTraffic(root, report, collective);
 }
 
 /**
@@ -1140,6 +1225,69 @@ function routeEvents(root, picks) {
 }
 
 // --------------------------------------------------------------------------------------------
+// Timeline pane (only for a profiled report)
+
+/** Px of the lane labels, of one lane and of the gap between lanes. */
+const TL_LABEL = 64;
+const TL_LANE = 14;
+const TL_GAP = 4;
+/** The lane labels' and ticks' font. */
+const TL_FONT = { "font-family": "monospace", "font-size": 10, fill: "#57606a" };
+
+/**
+ * One lane of bars per device on a time axis, a legend with each kind's total, and whether
+ * the times are illustrative (CPU) or real.
+ * @param {TimelinePayload} timeline
+ * @returns {HTMLElement}
+ */
+function timelinePane(timeline) {
+  const pane = node("section", "sv-x-pane sv-x-tlpane");
+  pane.style.overflowX = "auto"; // styled here, so the pane needs no rules in explorer.css
+  pane.appendChild(node("h4", "", timeline.heading));
+  const label = node("div", timeline.illustrative ? "sv-x-tllabel sv-x-illus" : "sv-x-tllabel", timeline.label);
+  pane.appendChild(label);
+  const axisY = timeline.lanes.length * (TL_LANE + TL_GAP) + 2;
+  const width = TL_LABEL + timeline.width + 40;
+  const height = axisY + 18;
+  const plot = svg("svg", { class: "sv-x-tlsvg", width, height, viewBox: `0 0 ${width} ${height}` });
+  timeline.lanes.forEach((lane, i) => {
+    const y = i * (TL_LANE + TL_GAP);
+    const group = svg("g", { class: "sv-x-tllane", "data-device": lane.device });
+    group.appendChild(svg("text", { class: "sv-x-tllab", x: 0, y: y + TL_LANE - 3, ...TL_FONT }, `dev ${lane.device}`));
+    for (const [x, w, kind, tip] of lane.bars) {
+      const [name, color] = timeline.kinds[kind];
+      const bar = svg("rect", {
+        class: "sv-x-tlbar", "data-kind": name, fill: color, x: TL_LABEL + x, y, width: w, height: TL_LANE,
+      });
+      addTitle(bar, tip);
+      group.appendChild(bar);
+    }
+    plot.appendChild(group);
+  });
+  plot.appendChild(svg("line", { x1: TL_LABEL, y1: axisY, x2: TL_LABEL + timeline.width, y2: axisY, stroke: "#8c959f" }));
+  for (const [x, text] of timeline.ticks) {
+    plot.appendChild(svg("line", { x1: TL_LABEL + x, y1: axisY, x2: TL_LABEL + x, y2: axisY + 3, stroke: "#8c959f" }));
+    plot.appendChild(svg("text", { class: "sv-x-tltick", x: TL_LABEL + x, y: axisY + 14, "text-anchor": "middle", ...TL_FONT }, text));
+  }
+  pane.appendChild(plot);
+  const keys = node("div", "sv-x-tllegend");
+  for (const [name, color, total] of timeline.kinds) {
+    const key = node("span", "sv-x-tlkey");
+    key.dataset.kind = name;
+    key.style.marginRight = "12px";
+    const swatch = node("i", "sv-x-tlswatch");
+    Object.assign(swatch.style, {
+      display: "inline-block", width: "10px", height: "10px", marginRight: "4px", background: color,
+    });
+    key.append(swatch, `${name} ${total}`);
+    keys.appendChild(key);
+  }
+  keys.appendChild(node("span", "sv-x-dim", "totals summed over devices"));
+  pane.appendChild(keys);
+  return pane;
+}
+
+// --------------------------------------------------------------------------------------------
 // The widget
 
 /**
@@ -1159,6 +1307,7 @@ function drawPanes(body, report) {
     node("div", "sv-x-detailslot"),
   );
   body.append(top, collectives, memoryPane(report));
+  if (report.payload.timeline) body.appendChild(timelinePane(report.payload.timeline));
 }
 
 /**

@@ -1,0 +1,48 @@
+"""The Explorer's timeline pane data: the report's timeline laid out, or None without one."""
+
+from __future__ import annotations
+
+import json
+
+from shardviz.render.timeline import PLOT_WIDTH
+from shardviz.widgets.explorer_payload import report_payload, timeline_payload
+from tests.render.report_fixtures import (
+    NASTY,
+    STEP,
+    megatron_report,
+    profile_report,
+    timeline_report,
+)
+
+
+def test_no_timeline_without_a_profile_trace():
+    assert timeline_payload(megatron_report()) is None
+    assert timeline_payload(profile_report()) is None
+    assert report_payload(megatron_report())["timeline"] is None
+
+
+def test_lanes_bars_kinds_and_label():
+    r = timeline_report("cpu", devices=8)
+    p = report_payload(r)["timeline"]
+    assert p is not None
+    assert [lane["device"] for lane in p["lanes"]] == list(range(8))
+    assert all(len(lane["bars"]) == len(STEP) for lane in p["lanes"])
+    assert [k[0] for k in p["kinds"]] == ["compute", "all-reduce"]
+    assert p["kinds"][1][1] == "#0969da"
+    assert p["illustrative"] and p["label"] == "illustrative: CPU devices share the host's cores"
+    kinds = [p["kinds"][bar[2]][0] for bar in p["lanes"][0]["bars"]]
+    assert kinds == ["compute", "all-reduce", "compute"]
+    assert all(x >= 0 and x + w <= PLOT_WIDTH + 0.01 for x, w, _, _ in p["lanes"][3]["bars"])
+    assert p["ticks"][0] == [0, "0 s"]
+    assert "dot.1" in p["lanes"][0]["bars"][0][3]
+
+
+def test_real_on_gpu_and_names_kept_as_data():
+    from dataclasses import replace
+
+    from shardviz.model import OpEvent
+
+    r = replace(timeline_report("gpu"), timeline=(OpEvent(0, f"op{NASTY}", 0.0, 1e-3),))
+    p = timeline_payload(r)
+    assert p is not None and not p["illustrative"] and p["label"].startswith("real")
+    assert NASTY in json.dumps(p)  # escaped by the front end's textContent, not here
