@@ -19,6 +19,7 @@ import jax
 
 from shardviz.errors import CompileError, problem
 
+from .compiler_log import compiler_log
 from .dump_watch import PARTITIONED, PROPAGATED, DumpWatch, Stage, read_dump
 from .hlo_text import HloModule, parse_hlo_module
 
@@ -86,6 +87,8 @@ class Compiled:
     partitioned_text: str = ""
     buffer_assignment: str = ""
     memory_usage_report: str = ""
+    #: What the compiler wrote to stderr (fd 2) while compiling: its C++ log lines.
+    compiler_log: str = ""
     #: What ``early`` (see :func:`lower_and_compile`) made of the dumps while the compiler
     #: ran, by stage (``None`` for a stage that did not finish on the final texts).
     early: EarlyResults = field(default_factory=lambda: EarlyResults(), repr=False)
@@ -141,7 +144,8 @@ def lower_and_compile(
     watch = DumpWatch(dump, [s for _, s in stages]).start() if stages else None
     try:
         try:
-            compiled = lowered.compile(compiler_options={"xla_dump_to": dump, **_DUMP_OPTIONS})
+            with compiler_log() as log:
+                compiled = lowered.compile(compiler_options={"xla_dump_to": dump, **_DUMP_OPTIONS})
         except Exception as err:
             if "RESOURCE_EXHAUSTED" in str(err):  # TPU/GPU compilers refuse what will not fit
                 raise CompileError(
@@ -191,6 +195,7 @@ def lower_and_compile(
         lower_seconds=t1 - t0,
         compile_seconds=t2 - t1,
         early=EarlyResults(shardings=done.get("shardings"), final=final_result),
+        compiler_log=log.text,
         _module=module if final else None,
         **texts,
     )

@@ -44,6 +44,7 @@ from .compile import (
     program_devices,
     text_cost,
 )
+from .compiler_log import FullRemat, full_rematerializations
 from .layout import layout_tree
 from .memory import device_stats, memory_report
 from .mesh import mesh_layout
@@ -295,6 +296,16 @@ def compile_program(fn: Any, args: tuple, jit_kwargs: dict, kwargs: dict | None 
     return Program(**{f.name: getattr(comp, f.name) for f in fields(comp) if f.init}, plan=plan)
 
 
+def _remat_note(r: FullRemat) -> str:
+    what = f"{r.op_name!r} (HLO %{r.instruction})" if r.op_name else f"HLO %{r.instruction}"
+    return (
+        f"the compiler could not reshard {what} from {r.source_sharding} to "
+        f"{r.target_sharding} efficiently: it replicates the value and splits it again "
+        "(XLA's 'involuntary full rematerialization' warning, kept from the compile's log); "
+        "give the value the sharding its user needs, e.g. with a sharding constraint"
+    )
+
+
 def analyse_program(fn: Any, args: tuple, comp: Compiled) -> Report:
     """The second half: read the compiled program into a (not yet run) report.
 
@@ -335,6 +346,7 @@ def analyse_program(fn: Any, args: tuple, comp: Compiled) -> Report:
         intermediates = ()
         notes.append(f"no intermediate shardings: shardviz could not read the dump ({err})")
     entry = entry_of(fn)
+    notes.extend(_remat_note(r) for r in full_rematerializations(comp.compiler_log))
     collectives = _trim_sources(hlo.link_reshards(collectives, intermediates), entry)
     intermediates = _trim_sources(intermediates, entry)
     arguments = layout_tree(_named_args(fn, args), skip_non_arrays=True)

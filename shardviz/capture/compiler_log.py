@@ -1,0 +1,92 @@
+"""What the compiler says on stderr while it compiles, kept for the report.
+
+XLA's passes log through C++ straight to file descriptor 2, not to Python's ``sys.stderr``:
+in a notebook those lines reach the terminal that started Jupyter, never the cell. The one a
+user most needs is the SPMD partitioner's "Involuntary full rematerialization" warning (the
+compiler could not reshard a value efficiently, so it replicates it and splits it again).
+:func:`compiler_log` copies fd 2 during a compile and passes every byte on unchanged
+afterwards; :func:`full_rematerializations` reads those warnings.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import tempfile
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+# fd 2 is one per process: two compiles on two threads must not both redirect it (the second
+# would restore the first's copy). A compile that finds it taken runs without a copy.
+_FD2 = threading.Lock()
+
+
+@dataclass
+class CompilerLog:
+    """The text written to fd 2 during the block ("" when it could not be copied)."""
+
+    text: str = ""
+
+
+@contextmanager
+def compiler_log() -> Iterator[CompilerLog]:
+    """Copy what is written to fd 2 during the block into the yielded log, then write it on."""
+    log = CompilerLog()
+    if not _FD2.acquire(blocking=False):
+        yield log
+        return
+    try:
+        try:
+            sys.stderr.flush()
+            saved = os.dup(2)
+        except (OSError, ValueError):  # no fd 2 (an embedded interpreter): nothing to copy
+            yield log
+            return
+        with tempfile.TemporaryFile() as copy:
+            os.dup2(copy.fileno(), 2)
+            try:
+                yield log
+            finally:
+                os.dup2(saved, 2)
+                os.close(saved)
+                copy.seek(0)
+                data = copy.read()
+                if data:
+                    os.write(2, data)
+                log.text = data.decode("utf-8", "replace")
+    finally:
+        _FD2.release()
+
+
+@dataclass(frozen=True)
+class FullRemat:
+    """One "Involuntary full rematerialization" warning of the SPMD partitioner."""
+
+    source_sharding: str
+    target_sharding: str
+    #: The HLO instruction it was for, and its ``op_name`` (the jax name of the value).
+    instruction: str
+    op_name: str
+
+
+_REMAT = re.compile(
+    r"Involuntary full rematerialization\. The compiler cannot go from sharding (?P<src>\{.*?\}) "
+    r"to (?P<dst>\{.*?\}) efficiently for HLO operation %(?P<ins>[^\s=]+)"
+    r"(?P<rest>.*?)(?:$|As the last resort)",
+    re.MULTILINE,
+)
+_OP_NAME = re.compile(r'op_name="((?:[^"\\]|\\.)*)"')
+
+
+def full_rematerializations(log: str) -> tuple[FullRemat, ...]:
+    """The partitioner's involuntary full rematerializations in ``log``, in order."""
+    out = []
+    for m in _REMAT.finditer(log):
+        op = _OP_NAME.search(m.group("rest"))
+        out.append(
+            FullRemat(m.group("src"), m.group("dst"), m.group("ins"), op.group(1) if op else "")
+        )
+    return tuple(out)
