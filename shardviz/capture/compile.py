@@ -7,6 +7,7 @@ temporary folder is always removed.
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import tempfile
@@ -165,8 +166,10 @@ def lower_and_compile(
                 )
             ) from err
         t2 = time.perf_counter()
-        done = dict(zip((k for k, _ in stages), watch.finish(), strict=True)) if watch else {}
-        propagated = read_dump(dump, PROPAGATED)
+        # Each dumped file is read once: for the program's texts and to check the thread's.
+        read = functools.cache(lambda pattern: read_dump(dump, pattern))
+        done = dict(zip((k for k, _ in stages), watch.finish(read), strict=True)) if watch else {}
+        propagated = read(PROPAGATED)
         # The CPU's final module keeps every collective's metadata and its buffer figures
         # are in memory_analysis; only TPU and GPU programs need the rest (and reading it
         # would slow every CPU compile).
@@ -177,11 +180,11 @@ def lower_and_compile(
             "buffer_assignment": "*after_optimizations-buffer-assignment.txt",
             "memory_usage_report": "*after_optimizations-memory-usage-report.txt",
         }
-        texts = {k: read_dump(dump, p) for k, p in extra.items()} if accelerator else {}
+        texts = {k: read(p) for k, p in extra.items()} if accelerator else {}
         # The TPU compiler dumps its final module after codegen: as_text()'s program with its
         # stack-frame table numbered in another order and async ops in their generic form
         # (``async-start``, ``calls=``), read in ~1 ms instead of ~45 ms on 256 chips.
-        final = read_dump(dump, _TPU_FINAL) if platform == "tpu" else ""
+        final = read(_TPU_FINAL) if platform == "tpu" else ""
     finally:
         if watch is not None:
             watch.finish()  # the thread may still be reading the folder

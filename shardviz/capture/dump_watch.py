@@ -93,14 +93,19 @@ class DumpWatch:
             return (*(read_dump(self._folder, p) for p in patterns[:-1]), last)
         return None
 
-    def finish(self) -> list[Any]:
+    def finish(self, read: Callable[[str], str] | None = None) -> list[Any]:
         """Stop watching (waiting for work under way) and give each stage's result: ``None``
-        when it did not run or the texts it read are not the files the compiler left."""
+        when it did not run or the texts it read are not the files the compiler left.
+
+        ``read(pattern)`` gives a final file's text (default: read it from the folder); a
+        caller that reads the same files anyway passes its own, so each is read once.
+        """
         if self._results is None:
             self._stop.set()
             self._thread.join()
+            read = read or (lambda p: read_dump(self._folder, p))
             self._results = []
             for (patterns, _), done in zip(self._stages, self._done, strict=True):
-                final = tuple(read_dump(self._folder, p) for p in patterns)
+                final = tuple(read(p) for p in patterns)
                 self._results.append(done[1] if done is not None and done[0] == final else None)
         return self._results
