@@ -58,3 +58,16 @@ def imported_modules(path: Path, package: str | None = None) -> list[str]:
             names.append(base)
             names.extend(f"{base}.{alias.name}" for alias in node.names if alias.name != "*")
     return names
+
+
+def imports_outside(
+    path: Path, package: str, allowed: set[str], allowed_shardviz: tuple[str, ...]
+) -> list[str]:
+    """The modules the source file ``path`` imports that its package may not: a top-level
+    package not in ``allowed``, or a ``shardviz`` module outside ``allowed_shardviz``."""
+    return [
+        name
+        for name in imported_modules(path, package)
+        if name.split(".")[0] not in allowed
+        or (name.startswith("shardviz") and not name.startswith(allowed_shardviz))
+    ]

@@ -30,6 +30,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 from shardviz.model.compare import Comparison, StrategyResult
+from shardviz.render.colors import KIND_COLORS, OTHER_KIND
 from shardviz.render.compare_facts import (
     BYTES_NOTE,
     Component,
@@ -75,7 +76,6 @@ from shardviz.render.report_facts import (
     format_mfu,
     format_seconds,
 )
-from shardviz.render.report_html import KIND_COLORS, OTHER_KIND
 from shardviz.render.svg import esc, svg_num, svg_text, text_width
 
 COMPARE_CSS = f"""

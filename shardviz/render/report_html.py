@@ -37,8 +37,7 @@ from collections.abc import Sequence
 from shardviz.model.array import ArrayLayout
 from shardviz.model.mesh import MeshLayout
 from shardviz.model.program import Collective, MemoryReport, Report, ShardingOf, Source
-from shardviz.render.colors import KIND_COLORS as KIND_COLORS
-from shardviz.render.colors import OTHER_KIND as OTHER_KIND
+from shardviz.render.colors import KIND_COLORS, OTHER_KIND
 from shardviz.render.geometry import MeshGrid, MeshPanel, PanelGap, format_bytes, mesh_grid
 from shardviz.render.html import CSS, MONO, SANS, array_html, tree_html
 from shardviz.render.report_facts import (

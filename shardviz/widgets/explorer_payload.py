@@ -31,7 +31,7 @@ from shardviz.model.mesh import MeshLayout
 from shardviz.model.program import Collective, Report, ShardingOf, Source
 from shardviz.model.tiles import layout_from_spec
 from shardviz.model.timeline import realness_label, timeline_of
-from shardviz.render.colors import device_color
+from shardviz.render.colors import KIND_COLORS, OTHER_KIND, device_color
 from shardviz.render.geometry import (
     MeshGrid,
     array_facts,
@@ -57,7 +57,7 @@ from shardviz.render.report_facts import (
     target_line,
     value_str,
 )
-from shardviz.render.report_html import KIND_COLORS, MEMORY_COLORS, OTHER_KIND, group_fill
+from shardviz.render.report_html import MEMORY_COLORS, group_fill
 from shardviz.render.timeline import PLOT_WIDTH, layout, legend, ticks
 from shardviz.render.traffic import drawable_links, traffic_of
 from shardviz.widgets.grid_payload import array_grid_payload, mesh_grid_payload, tiles_payload

@@ -35,8 +35,7 @@ from tests.render.report_fixtures import (
     nasty_report,
     shard_map_report,
 )
-from tests.render.test_no_jax import imported_modules
-from tests.without_jax import run_without_jax
+from tests.without_jax import imported_modules, run_without_jax
 
 MB = 1_000_000
 
