@@ -25,6 +25,8 @@ from shardviz.model import Comparison as Comparison
 from shardviz.model import Cost as Cost
 from shardviz.model import Device as Device
 from shardviz.model import Estimate as Estimate
+from shardviz.model import Finding as Finding
+from shardviz.model import Findings as Findings
 from shardviz.model import Hardware as Hardware
 from shardviz.model import MemoryReport as MemoryReport
 from shardviz.model import MeshLayout as MeshLayout
@@ -38,6 +40,7 @@ from shardviz.model import format_spec as format_spec
 
 if TYPE_CHECKING:
     from shardviz.capture.devices import use_cpu_devices as use_cpu_devices
+    from shardviz.capture.diagnosis import diagnose as diagnose
     from shardviz.capture.explain import clear_cache as clear_cache
     from shardviz.capture.explain import explain as explain
     from shardviz.capture.layout import layout as layout
@@ -74,6 +77,7 @@ _LAZY = {
     "live": "shardviz.widgets.live",
     "LiveRun": "shardviz.widgets.live",
     "clear_cache": "shardviz.capture.explain",
+    "diagnose": "shardviz.capture.diagnosis",
     "Mesh": "shardviz.capture.mesh",
     "mark_sharding": "shardviz.capture.mesh",
     "mesh_split": "shardviz.capture.mesh",
@@ -107,10 +111,13 @@ __all__ = [
     "RuleSet",
     "clear_cache",
     "compare",
+    "diagnose",
     "explain",
     "Device",
     "DeviceSetupError",
     "Estimate",
+    "Finding",
+    "Findings",
     "Hardware",
     "HardwareError",
     "LeafError",

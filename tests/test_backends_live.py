@@ -335,3 +335,43 @@ def test_the_dumps_read_during_the_compile_give_the_same_report(live) -> None:
     assert read_early.collectives == read_after.collectives
     assert read_early.intermediates == read_after.intermediates
     assert read_early.cost == read_after.cost
+
+
+# --- findings on every backend -----------------------------------------------------------------
+
+
+def test_full_rematerialization_is_found_and_fixed_on_the_backend(live) -> None:
+    """The partitioner's warning is captured from the GPU compile's log, tied to the
+    argument, and the fix checked by compiling again for the same devices; the TPU compiler
+    makes the same move without replicating, and no finding is made up for it."""
+    devices = live.mesh.jax_mesh.devices.reshape(2, 8)  # unequal sizes: no cheap all-to-all
+    jm = jax.sharding.Mesh(devices, ("data", "model"), axis_types=live.mesh.jax_mesh.axis_types)
+    a = jax.ShapeDtypeStruct((64, 256), jnp.float32, sharding=NamedSharding(jm, P("data", None)))
+    fn = jax.jit(lambda a: a * 2, out_shardings=NamedSharding(jm, P(None, "model")))
+    report = sv.explain(fn, a, run=False)
+    if live.platform == "tpu":  # the TPU compiler gathers over 'data' and slices: no warning
+        assert not report.findings.of("involuntary-remat")
+        assert [(c.kind, c.axes) for c in report.collectives] == [("all-gather", ("data",))]
+        return
+    (f,) = report.findings.of("involuntary-remat")
+    assert f.where.leaf == "a" and f.fix is not None and f.fix.spec == ((), ("model",))
+    assert f.check.helps and f.check.after.remats == 0 < f.check.before.remats
+
+
+@pytest.mark.parametrize(
+    ("target", "kinds"), [("h100:1x8", ()), (None, ("full-reduce",))], ids=["gpu", "cpu"]
+)
+def test_zero2_gradients_reduce_scatter_on_gpu_but_not_on_cpu(target, kinds) -> None:
+    """The same ZeRO-2 step: XLA's GPU compiler reduce-scatters the gradients (no finding);
+    the CPU compiler all-reduces and slices (a real full-reduce finding)."""
+    if target is not None and not HAS_GPU:
+        pytest.skip("needs the shardviz[gpu] extra (CUDA plugin)")
+    from shardviz.strategies.rules import get_rule_set
+    from shardviz.strategies.step import strategy_step
+    from shardviz.strategies.zoo import get_model
+
+    devices = topology(target).devices if target else None
+    built = strategy_step(get_model("mlp"), get_rule_set("zero2"), devices=devices)
+    report = sv.explain(built.step, *built.abstract, run=False)
+    assert report.findings.kinds == kinds
+    assert any(c.kind == "reduce-scatter" for c in report.collectives) == (target is not None)

@@ -14,6 +14,7 @@ from typing import Any
 import jax
 from jax.sharding import NamedSharding
 
+from shardviz.detect import Facts, candidates
 from shardviz.errors import CompileError, ShardvizError, problem
 from shardviz.estimate.step import with_estimate
 from shardviz.model import Cost, Frame, MeshLayout, Report, Source, Timing, TreeLayout
@@ -45,6 +46,8 @@ from .compile import (
     text_cost,
 )
 from .compiler_log import FullRemat, full_rematerializations
+from .diagnose_facts import facts_for, with_trips
+from .fix_check import checked_later, on_target, outcome, tried_with
 from .layout import layout_tree
 from .memory import device_stats, memory_report
 from .mesh import mesh_layout
@@ -224,10 +227,52 @@ def _cost(comp: Compiled, early: _EarlyReading | None = None) -> Cost | None:
 
 
 def _analyse(
-    fn: Any, args: tuple, jit_kwargs: dict, kwargs: dict | None = None
+    fn: Any, args: tuple, jit_kwargs: dict, kwargs: dict | None = None, diagnose: bool = True
 ) -> tuple[Compiled, Report]:
     comp = compile_program(fn, args, jit_kwargs, kwargs)
-    return comp, analyse_program(fn, args, comp)
+    report = analyse_program(fn, args, comp)
+    if diagnose:
+        report = diagnosed(fn, args, jit_kwargs, kwargs, comp, report)
+    return comp, report
+
+
+def diagnosed(
+    fn: Any, args: tuple, jit_kwargs: dict, kwargs: dict | None, comp: Compiled, report: Report
+) -> Report:
+    """``report`` with its findings, each fix tried by compiling the fixed program."""
+    ids = [int(d.id) for d in program_devices(comp.compiled)]
+    live = not report.deviceless and not _is_abstract((args, kwargs))
+    facts = facts_for(report, comp.compiler_log, comp.propagated_text, ids, live)
+    found = candidates(report, facts)
+    tried = _fix_trier(fn, args, jit_kwargs, kwargs, ids)
+    return replace(
+        report, findings=checked_later(found, outcome(report, facts), report.function, tried)
+    )
+
+
+def _fix_trier(fn: Any, args: tuple, jit_kwargs: dict, kwargs: dict | None, ids: list[int]):
+    """How a fix is tried: applied to ``fn``/``args``, compiled and read (compile-only)."""
+
+    def compile_and_read(new_fn: Any, new_args: tuple) -> tuple[Compiled, Report, Facts]:
+        new = compile_program(new_fn, new_args, jit_kwargs, kwargs)
+        rep = analyse_program(new_fn, new_args, new)
+        return new, rep, facts_for(rep, new.compiler_log, new.propagated_text, ids, False)
+
+    return tried_with(fn, args, compile_and_read)
+
+
+def _targeted(
+    fn: Any, args: tuple, jit_kwargs: dict, kwargs: dict, comp: Compiled, report: Report, target
+) -> Report:
+    """The findings with times on the target and a check of the peak against its HBM."""
+    if report.findings is None or report.estimate is None:
+        return report
+    ids = [int(d.id) for d in program_devices(comp.compiled)]
+    return on_target(
+        report,
+        lambda c, r: estimated(c, r, target),
+        _fix_trier(fn, args, jit_kwargs, kwargs, ids),
+    )
 
 
 @dataclass
@@ -348,6 +393,13 @@ def analyse_program(fn: Any, args: tuple, comp: Compiled) -> Report:
     entry = entry_of(fn)
     notes.extend(_remat_note(r) for r in full_rematerializations(comp.compiler_log))
     collectives = _trim_sources(hlo.link_reshards(collectives, intermediates), entry)
+    from .collective_why import collective_reasons  # why the partitioner inserted each one
+
+    collectives = collective_reasons(
+        collectives, _trim_sources(intermediates, entry), comp.propagated_text, mesh, ids
+    )
+    if " while(" in comp.hlo_text:  # loops repeat their collectives
+        collectives = with_trips(collectives, comp.module())
     intermediates = _trim_sources(intermediates, entry)
     arguments = layout_tree(_named_args(fn, args), skip_non_arrays=True)
     platform = platform_of(devices[0])
@@ -513,6 +565,7 @@ def explain(
     reference: Any = None,
     kwargs: dict[str, Any] | None = None,
     target: Any = None,
+    diagnose: bool = True,
     **jit_kwargs: Any,
 ) -> Report:
     """Compile ``fn`` on its (sharded) arguments, explain the result, and run it for real.
@@ -544,6 +597,8 @@ def explain(
             unconstrained twin when ``fn`` pins shardings inside (constraints, shard_map).
         kwargs: keyword arguments for ``fn`` (their arrays are not listed in
             ``report.arguments``: pass arrays positionally to see their layouts).
+        diagnose: look for problems (``report.findings``) and try each fix by compiling
+            the fixed program (compile-only; only when there is something to fix).
         target: the hardware to estimate times and HBM fit on: a preset name (``"v5e"``,
             ``"h100"``...), a topology name (``"v5e:4x4"``), a :class:`~shardviz.Hardware`
             or :class:`~shardviz.Target`. Default: the devices' own (a topology's, or real
@@ -558,7 +613,7 @@ def explain(
     """
     report, _, _ = explain_run(
         fn, *args, run=run, steps=steps, profile=profile, check=check, reference=reference,
-        target=target,
+        target=target, diagnose=diagnose,
         kwargs=kwargs, **jit_kwargs,
     )  # fmt: skip
     return report
@@ -574,6 +629,7 @@ def explain_run(
     reference: Any = None,
     kwargs: dict[str, Any] | None = None,
     target: Any = None,
+    diagnose: bool = True,
     **jit_kwargs: Any,
 ) -> tuple[Report, Any, Any]:
     """:func:`explain`, also returning the sharded outputs and the reference outputs (or None)."""
@@ -582,10 +638,15 @@ def explain_run(
     if key in _cache:
         _cache.move_to_end(key)
         comp, base = _cache[key]
+        if diagnose and base.findings is None:  # kept from an explain(diagnose=False)
+            base = diagnosed(fn, args, jit_kwargs, kwargs, comp, base)
+            remember_program(fn, args, jit_kwargs, comp, base, kwargs)
     else:
-        comp, base = _analyse(fn, args, jit_kwargs, kwargs)
+        comp, base = _analyse(fn, args, jit_kwargs, kwargs, diagnose=diagnose)
         remember_program(fn, args, jit_kwargs, comp, base, kwargs)
-    base = estimated(comp, base, target)
+    if not diagnose:
+        base = replace(base, findings=None)
+    base = _targeted(fn, args, jit_kwargs, kwargs, comp, estimated(comp, base, target), target)
     if not run:
         return base, None, None
     notes: list[str] = list(base.notes)

@@ -33,6 +33,13 @@ from shardviz.model.compare import Comparison as Comparison
 from shardviz.model.compare import MemoryBreakdown as MemoryBreakdown
 from shardviz.model.compare import StrategyResult as StrategyResult
 from shardviz.model.estimate import Estimate as Estimate
+from shardviz.model.findings import Finding as Finding
+from shardviz.model.findings import FindingCost as FindingCost
+from shardviz.model.findings import Findings as Findings
+from shardviz.model.findings import Fix as Fix
+from shardviz.model.findings import FixCheck as FixCheck
+from shardviz.model.findings import Outcome as Outcome
+from shardviz.model.findings import Where as Where
 from shardviz.model.hardware import Hardware as Hardware
 from shardviz.model.hardware import Target as Target
 from shardviz.model.mesh import Device as Device
@@ -56,3 +63,5 @@ from shardviz.model.tiles import dtype_bits as dtype_bits
 from shardviz.model.tiles import layout_from_spec as layout_from_spec
 from shardviz.model.tiles import padded_spec as padded_spec
 from shardviz.model.tiles import tiles_from_spec as tiles_from_spec
+from shardviz.model.why import CollectiveWhy as CollectiveWhy
+from shardviz.model.why import Origin as Origin

@@ -81,6 +81,11 @@ def from_data(tp: Any, data: Any) -> Any:
         if not isinstance(data, tp):
             raise TypeError(f"expected {tp.__name__}, got {data!r}")
         return data
+    if origin is typing.Literal:
+        allowed = typing.get_args(tp)
+        if data not in allowed:
+            raise TypeError(f"expected one of {allowed}, got {data!r}")
+        return data
     if tp is type(None):
         if data is not None:
             raise TypeError(f"expected null, got {data!r}")

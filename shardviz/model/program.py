@@ -14,9 +14,11 @@ from shardviz.model import display
 from shardviz.model._codec import JsonMixin
 from shardviz.model.array import ArrayLayout, Spec, TreeLayout, format_spec
 from shardviz.model.estimate import Estimate
+from shardviz.model.findings import Findings
 from shardviz.model.hardware import Target
 from shardviz.model.mesh import MeshLayout
 from shardviz.model.tiles import layout_from_spec
+from shardviz.model.why import CollectiveWhy
 
 CollectiveKind = Literal[
     "all-gather", "all-reduce", "reduce-scatter", "all-to-all", "collective-permute"
@@ -108,6 +110,11 @@ class Collective:
     # An estimate of one run on the report's target (None when no target is known), and how.
     estimated_seconds: float | None = None
     estimate_formula: str = ""
+    #: How many times it runs per execution of the program (the product of the trip counts
+    #: of the loops around it; ``None`` when a loop's count is unknown).
+    trips: int | None = 1
+    #: Why the partitioner inserted it (None for user-written ones, or when unknown).
+    why: CollectiveWhy | None = None
 
     @property
     def axes_label(self) -> str:
@@ -287,6 +294,9 @@ class Report(JsonMixin):
     deviceless: bool = False
     #: Every op of one profiled step, per device (None without ``profile=True``).
     timeline: tuple[OpEvent, ...] | None = None
+    #: What shardviz found wrong, each fix tried by compiling again (None: not diagnosed,
+    #: e.g. a report built by hand; :func:`shardviz.detect` then looks).
+    findings: Findings | None = None
 
     def collectives_of(self, kind: str | None = None, axes: tuple[str, ...] | None = None):
         """The ledger filtered by kind and/or exact axes."""

@@ -38,6 +38,7 @@ from shardviz.model.array import ArrayLayout
 from shardviz.model.mesh import MeshLayout
 from shardviz.model.program import Collective, MemoryReport, Report, ShardingOf, Source
 from shardviz.render.colors import KIND_COLORS, OTHER_KIND
+from shardviz.render.findings_html import findings_section_html
 from shardviz.render.geometry import MeshGrid, MeshPanel, PanelGap, format_bytes, mesh_grid
 from shardviz.render.html import CSS, MONO, SANS, array_html, tree_html
 from shardviz.render.report_facts import (
@@ -640,6 +641,8 @@ def _collective_facts(
         target = esc(c.reshard)
         link = f'<a href="#{prefix}-i{j}">{target}</a> (#{j})' if j else f"<code>{target}</code>"
         facts.append(("reshards", link))
+    if c.why is not None:
+        facts.append(("why", esc(c.why.summary)))
     if c.note:
         facts.append(("note", esc(c.note)))
     if c.estimated_seconds is not None:
@@ -1131,7 +1134,7 @@ def report_html(report: Report) -> str:
         and its per-device timeline when there is one, and the argument and output trees (collapsed).
     """
     prefix = _prefix(report)
-    body = [*_header(report), _stats(report)]
+    body = [*_header(report), _stats(report), *findings_section_html(report.findings)]
     body += _ledger(report, prefix)
     body += _intermediates(report, prefix)
     body += _memory(report.memory, report.platform)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from shardviz.model.program import Cost, MemoryReport, OpTiming, Report
+from shardviz.render.findings_text import findings_section_lines
 from shardviz.render.geometry import format_bytes
 from shardviz.render.report_facts import (
     MAX_LEAVES,
@@ -117,6 +118,8 @@ def _ledger_lines(report: Report) -> list[str]:
             if c.estimate_formula:
                 detail.append(f"est. {c.estimate_formula}")
             rows.append(sub + " · ".join(detail))
+            if c.why is not None:
+                rows.append(sub + f"why: {c.why.summary}")
     lines.extend(
         aligned_table(header, rows, right={0, 3, 4, 5, 6} if est else {0, 3, 4, 5}, indent="  ")
     )
@@ -330,6 +333,7 @@ def report_text(report: Report) -> str:
     """
     sections = [
         _header_lines(report),
+        *[s for s in (findings_section_lines(report.findings),) if s],
         _ledger_lines(report),
         _intermediate_lines(report),
         _memory_lines(report.memory, report.platform),

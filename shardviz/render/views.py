@@ -10,12 +10,15 @@ from __future__ import annotations
 from shardviz.model import display
 from shardviz.model.array import ArrayLayout, TreeLayout
 from shardviz.model.compare import Comparison
+from shardviz.model.findings import Findings
 from shardviz.model.mesh import MeshLayout
 from shardviz.model.program import Report
 from shardviz.render.compare_html import comparison_html
 from shardviz.render.compare_mpl import comparison_mpl
 from shardviz.render.compare_plotly import comparison_figure
 from shardviz.render.compare_text import comparison_text
+from shardviz.render.findings_html import findings_html, findings_page
+from shardviz.render.findings_text import findings_text
 from shardviz.render.html import array_html, mesh_html, page, tree_html
 from shardviz.render.report_html import report_html
 from shardviz.render.report_text import report_text
@@ -49,6 +52,9 @@ VIEWS: tuple[tuple[type, display.Format, display.View], ...] = (
     (Comparison, "page", comparison_page),
     (Comparison, "plotly", comparison_figure),
     (Comparison, "matplotlib", comparison_mpl),
+    (Findings, "text", findings_text),
+    (Findings, "html", findings_html),
+    (Findings, "page", findings_page),
 )
 
 

@@ -16,6 +16,7 @@ import optax
 from shardviz.capture.explain import (
     analyse_program,
     compile_program,
+    diagnosed,
     estimated,
     explain_run,
     remember_program,
@@ -217,7 +218,7 @@ def _compile_strategy(
         analysed = helper.submit(analyse_program, step, abstract, comp).result
 
     def finish(state: tuple[Any, ...], get_reference: Callable[[], Any]) -> StrategyResult:
-        base = analysed()
+        base = diagnosed(step, abstract, {}, None, comp, analysed())
         remember_program(step, abstract, {}, comp, base)
         if base.deviceless:  # compiled for a topology that is not here: nothing runs
             return _result(rule_set, built, estimated(comp, base))

@@ -269,9 +269,15 @@ def collective_text(c: Collective) -> dict[str, Any]:
     ``in_value`` and ``out_value`` (``float32[64, 1024]``), ``in_bytes_text`` and
     ``moved_bytes_text`` (``4 KiB``), ``in_bytes_exact``, ``out_bytes_exact`` and
     ``moved_bytes_exact`` (``4 KiB (4,096 B)``), ``estimated_text`` (``1.23 µs``, or ``None``
-    without an estimate).
+    without an estimate), ``why_text`` (why the partitioner inserted it, one sentence) and
+    ``why_change`` (``P('data', None) → P(None, 'model')``), both ``None`` when unknown.
     """
     seconds = c.estimated_seconds
+    why = c.why
+    change = None
+    if why is not None and why.from_spec is not None and why.to_spec is not None:
+        partial = f" (partial sums over {axes_repr(why.partial_axes)})" if why.partial_axes else ""
+        change = f"{format_spec(why.from_spec)}{partial} → {format_spec(why.to_spec)}"
     return {
         "axes_text": axes_repr(c.axes),
         "operand": operand_str(c),
@@ -283,6 +289,8 @@ def collective_text(c: Collective) -> dict[str, Any]:
         "out_bytes_exact": format_bytes(c.out_bytes, exact=True),
         "moved_bytes_exact": format_bytes(c.moved_bytes, exact=True),
         "estimated_text": estimate_seconds_str(seconds) if seconds is not None else None,
+        "why_text": why.summary if why is not None else None,
+        "why_change": change,
     }
 
 

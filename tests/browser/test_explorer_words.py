@@ -54,3 +54,14 @@ def test_operand_that_changes_shape_reads_as_in_the_static_views(viewer):
     details = page.locator(".sv-x-details").inner_text()
     assert f"{format_bytes(c.in_bytes, exact=True)} in" in details
     viewer.assert_clean()
+
+
+def test_selected_collective_says_why_the_partitioner_inserted_it(viewer):
+    from tests.render.test_why_views import SUMMARY, _with_why
+
+    report = _with_why()
+    page = mount(viewer, ExplorerView(report, selected_collective=0))
+    why = page.locator(".sv-x-details dd.sv-x-why").inner_text()
+    assert "P('data', None) (partial sums over ('model',)) → P('data', None)" in why
+    assert SUMMARY in why  # the markup in the words stays text
+    viewer.assert_clean()

@@ -84,7 +84,8 @@ import {
  *   axes_text: string, operand: string, in_value: string, out_value: string,
  *   in_bytes_text: string, moved_bytes_text: string, in_bytes_exact: string,
  *   out_bytes_exact: string, moved_bytes_exact: string,
- *   estimated_text: string | null, traffic: TrafficItem }} CollectiveItem
+ *   estimated_text: string | null, why_text: string | null, why_change: string | null,
+ *   traffic: TrafficItem }} CollectiveItem
  */
 
 /**
@@ -723,6 +724,7 @@ function details(report, position) {
     add("source", "unknown", "sv-x-source");
   }
   add("caused by", reshardLine(report, collective));
+  if (collective.why_text) add("why", whyLine(collective), "sv-x-why");
   if (collective.traffic) add("traffic", trafficWords(collective));
   const legend = node("div", "sv-x-legend");
   if (collective.groups !== null) {
@@ -740,6 +742,18 @@ function details(report, position) {
   }
   box.append(list, legend);
   return box;
+}
+
+/**
+ * Why the partitioner inserted a collective: the conversion, then the sentence (both from
+ * explorer_payload.collective_text).
+ * @param {CollectiveItem} collective
+ */
+function whyLine(collective) {
+  const line = node("span", "");
+  if (collective.why_change) line.append(node("div", "sv-x-mono", collective.why_change));
+  line.append(collective.why_text || "");
+  return line;
 }
 
 /**
