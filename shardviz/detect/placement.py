@@ -183,7 +183,8 @@ def imbalance(report: Report, facts: Facts) -> list[Candidate]:
         kind="imbalance",
         severity="warning",
         title=(
-            f"device{'s' if len(heavy) > 1 else ''} {_ids(heavy)} hold "
+            f"device{'s' if len(heavy) > 1 else ''} {_ids(heavy)} "
+            f"hold{'' if len(heavy) > 1 else 's'} "
             f"{most / max(1, least):.1f}x the memory of the lightest"
         ),
         why=(
@@ -288,8 +289,8 @@ def over_hbm(report: Report) -> list[Candidate]:
         kind="over-hbm",
         severity="error",
         title=(
-            f"peak {format_bytes(peak)} per device is over the {format_bytes(hbm)} of HBM a "
-            f"{target.hardware.name} has"
+            f"peak {format_bytes(peak)} per device is {format_bytes(peak - hbm)} over the "
+            f"{format_bytes(hbm)} of HBM a {target.hardware.name} has"
         ),
         why=(
             f"The compiler's figures put one device's peak at {format_bytes(peak)} "

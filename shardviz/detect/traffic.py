@@ -482,8 +482,8 @@ def full_reduce(report: Report) -> list[Candidate]:
             severity="info",
             title=(
                 f"{len(cs)} all-reduce{'s' if len(cs) > 1 else ''} over {first.axes_label} "
-                f"({some}) sum whole values, then each device keeps a 1/{first.group_size} "
-                "slice"
+                f"({some}) sum{'' if len(cs) > 1 else 's'} whole values, then each device "
+                f"keeps a 1/{first.group_size} slice"
             ),
             why=(
                 f"Each device receives the full sum (e.g. of {r.name}, "

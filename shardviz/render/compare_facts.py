@@ -436,3 +436,14 @@ def byte_ticks(top: int, most: int = 6) -> list[int]:
     step_bytes = round(step * unit)
     n = math.ceil(top / step_bytes - 1e-9)
     return [i * step_bytes for i in range(n + 1)]
+
+
+def finding_lines(c: Comparison) -> list[tuple[str, str]]:
+    """``(strategy label, "severity · kind · title")`` for every finding of every strategy's
+    report (what :func:`shardviz.diagnose` says about it; nothing for undiagnosed reports)."""
+    out = []
+    for r in c.results:
+        for f in r.report.findings or ():
+            fix = f" · fix: {f.fix.description}" if f.fix is not None else ""
+            out.append((c.label(r), f"{f.severity} · {f.kind} · {f.title}{fix}"))
+    return out

@@ -47,6 +47,7 @@ from shardviz.render.compare_facts import (
     estimate_header,
     estimate_line,
     estimate_of,
+    finding_lines,
     fit_word,
     format_count,
     has_estimates,
@@ -701,6 +702,13 @@ def _notes(c: Comparison) -> list[str]:
     return ['<div class="sv-cmp-notes">' + "".join(items) + "</div>"]
 
 
+def _findings(c: Comparison) -> list[str]:
+    items = [f"<div><b>{esc(label)}</b> {esc(text)}</div>" for label, text in finding_lines(c)]
+    if not items:
+        return []
+    return ['<div class="sv-cmp-notes sv-cmp-findings">' + "".join(items) + "</div>"]
+
+
 def _reports(c: Comparison) -> list[str]:
     out = []
     for r in c.results:
@@ -740,6 +748,7 @@ def comparison_html(c: Comparison) -> str:
     body.append(f'<div class="sv-cmp-line">{esc(line + BYTES_NOTE)}</div>')
     body += [f'<div class="sv-cmp-line sv-cmp-estline">{esc(x)}</div>' for x in estimate_header(c)]
     body += _notes(c)
+    body += _findings(c)
     if not c.results:
         body.append('<div class="sv-cmp-dim">no strategies</div>')
         return f'<div class="sv-root sv-compare">{STYLE}' + "".join(body) + "</div>"

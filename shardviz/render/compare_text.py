@@ -20,6 +20,7 @@ from shardviz.render.compare_facts import (
     estimate_header,
     estimate_line,
     estimate_of,
+    finding_lines,
     has_estimates,
     header_str,
     kind_rows,
@@ -202,4 +203,7 @@ def comparison_text(c: Comparison) -> str:
     notes += [f"  {c.label(r)}: {n}" for r in c.results for n in r.notes]
     if notes:
         sections.append(["Notes", *notes])
+    found = [f"  {label}: {text}" for label, text in finding_lines(c)]
+    if found:
+        sections.append(["Findings (print(result.report.findings) for each in full)", *found])
     return "\n\n".join("\n".join(s) for s in sections)

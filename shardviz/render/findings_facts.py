@@ -52,8 +52,10 @@ def checks_str() -> str:
 
 
 def cost_amount(cost: FindingCost) -> str:
-    """``1.5 MiB`` (bytes per device) or, for repeated work, ``16.9 MFLOP``."""
-    return format_flops(cost.bytes) if cost.kind == "work" else format_bytes(cost.bytes)
+    """``1.5 MiB`` (bytes per device) or, for repeated work, ``16.9 MFLOP`` (``flops``)."""
+    if cost.kind == "work":
+        return format_flops(cost.flops) if cost.flops else "not counted by the compiler"
+    return format_bytes(cost.bytes)
 
 
 def cost_str(cost: FindingCost) -> str:

@@ -46,3 +46,14 @@ def test_textbook_strategies_have_no_false_findings(model, strategy):
         assert "cpu compiler kept the all-reduce" in f.why
     else:
         assert not found, [f.title for f in found]
+
+
+def test_comparison_views_list_each_strategys_findings():
+    c = sv.compare("mlp", ["zero2", "tp"], steps=1)
+    text = str(c)
+    findings = text.split("Findings (", 1)[1].splitlines()[1:]
+    assert [x.split(":", 1)[0].strip() for x in findings] == ["zero2"]
+    assert "full-reduce" in findings[0]
+    html = c._repr_html_()
+    assert html.count('class="sv-cmp-notes sv-cmp-findings"') == 1
+    assert html.count("full-reduce") >= 1

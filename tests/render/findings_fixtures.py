@@ -100,7 +100,7 @@ def idle_axis() -> Finding:
         severity="info",
         title="Nothing is split over mesh axis 'data' in the loss: its devices repeat the work",
         why="No argument or value of the loss is split over 'data'.",
-        cost=FindingCost("work", 134_217_728),
+        cost=FindingCost("work", 0, flops=134_217_728),
         where=Where(devices=(4, 5, 6, 7)),
     )
 

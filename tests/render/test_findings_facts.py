@@ -42,7 +42,8 @@ def test_cost_words_by_kind() -> None:
         "memory per device: 512 KiB · est. 2.5 ms per step"
     )
     # work is counted in flops, not bytes: 2e9 flops = 2 GFLOP
-    assert cost_str(FindingCost("work", 2_000_000_000)) == "flops repeated: 2 GFLOP per device"
+    assert cost_str(FindingCost("work", 0, flops=2e9)) == "flops repeated: 2 GFLOP per device"
+    assert "not counted" in cost_str(FindingCost("work", 0))
 
 
 def test_refs_devices_and_lines() -> None:
