@@ -168,6 +168,11 @@ class Findings(JsonMixin):
         """Findings that ``work()`` gives, run once, on first use of ``items`` or ``notes``."""
         return _Later(function, work=work)
 
+    @property
+    def pending(self) -> bool:
+        """Whether reading ``items`` would still do work (try fixes by compiling them)."""
+        return False
+
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Findings):
             return NotImplemented
@@ -240,6 +245,10 @@ class _Later(Findings):
                     object.__setattr__(self, "notes", done.notes)
                     object.__setattr__(self, "_work", None)
         return object.__getattribute__(self, name)
+
+    @property
+    def pending(self) -> bool:
+        return object.__getattribute__(self, "_work") is not None
 
     def __reduce__(self):
         return (Findings, (self.function, self.items, self.notes))

@@ -128,7 +128,8 @@ class Explorer(ExplorerView):
         """With controls: the controls above the panes; always a static ``text/html`` too."""
         if self._box is None:
             return super()._repr_mimebundle_(**kwargs)
-        return with_static_html(self._box._repr_mimebundle_(**kwargs), self.static_html())
+        static = self.static_html(wait=False)  # never wait on the findings' compiles
+        return with_static_html(self._box._repr_mimebundle_(**kwargs), static)
 
 
 def _paced(batch: Any, pace: float) -> Callable[[int], Any]:

@@ -208,6 +208,64 @@ class Controls(widgets.VBox):
             )
         )
 
+    # --- setting from code (e.g. "try this fix" in the Explorer) ----------------------------
+
+    def apply_spec(self, path: str, spec: SpecEntries) -> None:
+        """Type ``spec`` into the box of the leaf ``path``, as a person would.
+
+        Under a builtin strategy the boxes are read-only: the strategy's specs shown in them
+        become the typed specs (strategy "as given"), so only ``path`` changes, and a grey note
+        says so. Callbacks hear the new configuration if it is valid; if it is not, the box
+        shows why, like a typo would.
+
+        Raises:
+            SpecError: no box controls ``path`` (the message lists the boxes).
+        """
+        if path not in self.spec_boxes:
+            raise SpecError(
+                problem(
+                    "Controls.apply_spec",
+                    f"no spec box controls {path!r}",
+                    f"use one of {', '.join(map(repr, self.spec_boxes)) or '(none)'}",
+                )
+            )
+        text = format_spec_text(spec)
+        strategy = self.strategy.value
+        if strategy != AS_GIVEN:
+            self._typed = {p: box.value for p, box in self.spec_boxes.items()}
+            self._quietly(self.strategy, "value", AS_GIVEN)
+        self._typed[path] = text
+        self._quietly(self.spec_boxes[path], "value", text)
+        note = f"{path} set to {text}"
+        if strategy != AS_GIVEN:
+            note += f"; the other boxes keep strategy {strategy!r}'s specs, now typed"
+        _say(self.note, note)
+        self._update()
+
+    def apply_mesh_shape(self, shape: Sequence[int]) -> None:
+        """Pick the mesh shape ``shape`` (same axis count keeps the names; typed specs that
+        no longer fit are fitted, as when the user picks it).
+
+        Raises:
+            MeshError: ``shape`` does not use exactly the controls' devices.
+        """
+        shape = tuple(int(n) for n in shape)
+        if math.prod(shape) != self.devices or not shape:
+            raise MeshError(
+                problem(
+                    "Controls.apply_mesh_shape",
+                    f"mesh shape {shape} has {math.prod(shape)} devices, not {self.devices}",
+                    f"give a shape whose sizes multiply to {self.devices}",
+                )
+            )
+        options = [value for _, value in self.mesh_shape.options]
+        if shape not in options:
+            was = self.mesh_shape.value  # new options select their first: put it back quietly
+            choices = [(_shape_label(shape), shape), *self.mesh_shape.options]
+            self._quietly(self.mesh_shape, "options", choices)
+            self._quietly(self.mesh_shape, "value", was)
+        self.mesh_shape.value = shape
+
     # --- observers ------------------------------------------------------------------------
 
     def _on_shape(self, change: dict) -> None:

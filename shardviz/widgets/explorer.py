@@ -18,12 +18,21 @@ background thread answers with batches ``{"type": "prefetched", "generation": g,
 each JSON text exactly what ``array`` would carry for that id: arguments and outputs first,
 then intermediates, up to :data:`PREFETCH_BUDGET`. ``generation`` is bumped with every new
 report; a prefetch for an older one stops, and the front end drops what it still receives.
+
+Findings (``findings``, :mod:`~shardviz.widgets.findings_payload`) may compile the fixed
+programs the first time they are read, so a report whose findings are not worked out yet
+gets a "pending" payload at once and the real one from a background thread. A view's "try
+this fix" is a custom message ``{"type": "try-fix", "generation": g, "finding": i}``,
+handed to the handler :func:`~shardviz.widgets.session.connect` installs (an Explorer built
+from a function); errors show in ``error``, never raise into the kernel.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+import threading
+from collections.abc import Callable, Collection, Iterable
+from dataclasses import replace
 from typing import Any
 
 import anywidget
@@ -31,12 +40,13 @@ import traitlets
 
 from shardviz.model.array import ArrayLayout, TreeLayout
 from shardviz.model.compare import Comparison, StrategyResult
+from shardviz.model.findings import Finding
 from shardviz.model.mesh import MeshLayout
 from shardviz.model.program import Report
 from shardviz.render.compare_html import comparison_html
 from shardviz.render.html import page
 from shardviz.render.report_html import report_html
-from shardviz.widgets.background import Latest, Stage
+from shardviz.widgets.background import Latest, Stage, short_message
 from shardviz.widgets.esm import widget_module
 from shardviz.widgets.explorer_diff import change_words, same_collective
 from shardviz.widgets.explorer_payload import (
@@ -49,6 +59,13 @@ from shardviz.widgets.explorer_payload import (
     prefetch_batches,
     report_json,
     strategies_payload,
+)
+from shardviz.widgets.findings_payload import (
+    NO_TRY_WORDS,
+    error_json,
+    findings_json,
+    findings_pending,
+    pending_json,
 )
 from shardviz.widgets.mesh_view import STATIC
 from shardviz.widgets.selection import NO_SELECTION, NO_SELECTION_CHOICE
@@ -74,6 +91,8 @@ PREFETCH_BUDGET = 2_000_000
 PREFETCH_BATCH_BYTES = 256_000
 #: The ``type`` of the front end's request and of the batches that answer it.
 PREFETCH, PREFETCHED = "prefetch", "prefetched"
+#: The ``type`` of the front end's "try this fix" message.
+TRY_FIX = "try-fix"
 
 Shown = Report | Comparison
 
@@ -177,6 +196,14 @@ class ExplorerView(anywidget.AnyWidget):
     changes = traitlets.Unicode("").tag(sync=True)
     #: Bumped with every new report shown; prefetch messages carry it, so a view drops stale ones.
     generation = traitlets.Int(0).tag(sync=True)
+    #: The shown report's findings (``findings_payload.findings_payload``) as JSON text: a
+    #: "pending" payload while its fixes compile in the background; "" for a comparison.
+    findings = traitlets.Unicode("").tag(sync=True)
+    #: The finding picked in the Findings pane (its position), or -1; reset by a new report.
+    selected_finding = traitlets.Int(NO_SELECTION).tag(sync=True)
+    #: While the panes show a program shardviz fixed (not the user's code), which fixes, in
+    #: words, for the status bar's badge; "" for the user's own program.
+    fixed = traitlets.Unicode("").tag(sync=True)
 
     def __init__(self, shown: Shown, **kwargs: Any) -> None:
         self._comparison: Comparison | None
@@ -191,9 +218,15 @@ class ExplorerView(anywidget.AnyWidget):
             "array": array_json(self._report, ident),
         }
         self._prefetcher = Latest()  # newest request wins; no status to show
+        self._diagnoser = Latest()  # findings worked out off the kernel's thread
+        self._findings_lock = threading.Lock()  # a new report and a late findings payload
+        self._fix_handler: Callable[[Finding], None] | None = None
+        self._fix_boxes: tuple[str, ...] | None = None
         super().__init__(**{**state, **kwargs})
         #: The generation and report a prefetch request is answered from, set together.
         self._prefetch_from: tuple[int, Report] = (self.generation, self._report)
+        with self._findings_lock:
+            self._send_findings()
         self.on_msg(self._on_msg)
 
     # ----------------------------------------------------------------------------------------
@@ -255,7 +288,10 @@ class ExplorerView(anywidget.AnyWidget):
         """Resend the payload for ``self._report`` and drop selections it no longer has
         (the selected collective is looked up in the new ledger by what it is)."""
         self.payload = report_json(self._report)
-        self.generation += 1
+        with self._findings_lock:
+            self.generation += 1
+            self.selected_finding = NO_SELECTION
+            self._send_findings()
         self._prefetch_from = (self.generation, self._report)
         if self.selected_device not in self._device_ids():
             self.selected_device = NO_SELECTION
@@ -298,6 +334,74 @@ class ExplorerView(anywidget.AnyWidget):
         if mesh is not None:
             return list(mesh.device_ids)
         return list(memory_payload(self._report)["devices"])
+
+    # ----------------------------------------------------------------------------------------
+    # Findings and "try this fix"
+
+    def _send_findings(self) -> None:
+        """Set ``findings`` for the shown report (under ``_findings_lock``): at once when its
+        findings are worked out (or there are none), else "pending" now and the payload from
+        a background thread."""
+        generation, report, boxes = self.generation, self._report, self._fix_boxes
+        if self._comparison is not None and report.findings is None:
+            self.findings = ""
+        elif not findings_pending(report.findings):
+            self.findings = findings_json(report, generation, boxes)
+        else:
+            self.findings = pending_json(generation)
+            self._diagnoser.submit(lambda stage: self._diagnose(stage, generation, report))
+
+    def _diagnose(self, stage: Stage, generation: int, report: Report) -> None:
+        """Work out ``report``'s findings (compiling each fix) in a background thread, and
+        show them unless another report or request has come since."""
+        try:
+            text = findings_json(report, generation, self._fix_boxes)
+        except Exception as err:  # never raise into the kernel: say it in the pane
+            text = error_json(generation, short_message(err))
+        with self._findings_lock:
+            if not stage.stale and self.generation == generation:
+                self.findings = text
+
+    def set_fix_handler(
+        self, handler: Callable[[Finding], None] | None, boxes: Collection[str] = ()
+    ) -> None:
+        """Offer "try this fix": ``handler(finding)`` applies a finding's fix (e.g.
+        :meth:`shardviz.widgets.session.Connection.try_fix`); ``boxes`` are the leaf paths
+        the spec boxes control, which decides how each fix is tried. ``None`` withdraws it."""
+        self._fix_handler = handler
+        self._fix_boxes = tuple(boxes) if handler is not None else None
+        with self._findings_lock:
+            self._send_findings()
+
+    def try_fix(self, index: int) -> None:
+        """Try the fix of the shown report's finding at ``index``, as its button does.
+
+        Raises:
+            TypeError: this explorer has no function to recompile (built from a report).
+            ValueError: no finding there, it has no fix, or the findings are still being
+                worked out.
+        """
+        if self._fix_handler is None:
+            raise TypeError(f"this Explorer shows a report, not a function; {NO_TRY_WORDS}")
+        findings = self._report.findings
+        if findings is None or findings_pending(findings):
+            raise ValueError("the findings are still being worked out; try again once shown")
+        if not 0 <= index < len(findings):
+            raise ValueError(f"there is no finding {index}: the report has {len(findings)}")
+        self._fix_handler(findings[index])
+
+    def _on_try_fix(self, content: dict[str, Any]) -> None:
+        """A view's "try this fix", for the report it shows; errors go to ``error``."""
+        if content.get("generation") != self.generation:
+            return  # clicked on a report no longer shown
+        index = content.get("finding")
+        try:
+            if not isinstance(index, int):
+                raise ValueError(f"try-fix needs a finding position, got {index!r}")
+            self.try_fix(index)
+        except Exception as err:  # the kernel survives a fix that cannot be tried
+            self.error = short_message(err)
+            self.status = "error"
 
     # ----------------------------------------------------------------------------------------
     # Validation and reactions
@@ -353,6 +457,19 @@ class ExplorerView(anywidget.AnyWidget):
             )
         return value
 
+    @traitlets.validate("selected_finding")
+    def _check_finding(self, proposal: dict[str, Any]) -> int:
+        value = proposal["value"]
+        findings = self._report.findings
+        n = 0 if findings is None or findings_pending(findings) else len(findings)
+        if value != NO_SELECTION and not 0 <= value < n:
+            valid = f"0 to {n - 1}" if n else "none: no findings are shown"
+            raise traitlets.TraitError(
+                f"selected_finding={value} is not a finding's position; valid: {valid},"
+                f"{NO_SELECTION_CHOICE}"
+            )
+        return value
+
     @traitlets.observe("selected_strategy")
     def _on_strategy(self, change: dict[str, Any]) -> None:
         if self._comparison is None or not change["new"]:
@@ -372,7 +489,11 @@ class ExplorerView(anywidget.AnyWidget):
     # Prefetch
 
     def _on_msg(self, _widget: Any, content: Any, _buffers: Any) -> None:
-        """A view that has drawn the payload asks for the arrays ahead of its picks."""
+        """A view that has drawn the payload asks for the arrays ahead of its picks, or
+        tries a finding's fix."""
+        if isinstance(content, dict) and content.get("type") == TRY_FIX:
+            self._on_try_fix(content)
+            return
         if not isinstance(content, dict) or content.get("type") != PREFETCH:
             return
         generation, report = self._prefetch_from
@@ -404,11 +525,19 @@ class ExplorerView(anywidget.AnyWidget):
     # ----------------------------------------------------------------------------------------
     # Static views
 
-    def static_html(self) -> str:
-        """The static HTML view of what is shown (escaped, no script, no URL)."""
+    def static_html(self, *, wait: bool = True) -> str:
+        """The static HTML view of what is shown (escaped, no script, no URL).
+
+        With ``wait=False`` findings still being worked out are left out rather than waited
+        for (their fixes compile): what a notebook's display uses, so showing the widget
+        never blocks the kernel on them.
+        """
         if self._comparison is not None:
             return comparison_html(self._comparison)
-        return report_html(self._report)
+        report = self._report
+        if not wait and findings_pending(report.findings):
+            report = replace(report, findings=None)
+        return report_html(report)
 
     def _title(self) -> str:
         if self._comparison is not None:
@@ -424,4 +553,5 @@ class ExplorerView(anywidget.AnyWidget):
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         """The live widget view plus a static ``text/html`` for viewers without a kernel."""
-        return with_static_html(super()._repr_mimebundle_(**kwargs), self.static_html())
+        static = self.static_html(wait=False)
+        return with_static_html(super()._repr_mimebundle_(**kwargs), static)

@@ -11,11 +11,12 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Iterator, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from shardviz.capture.calls import context_mesh, in_mesh
 from shardviz.capture.explain import _named_args, explain
+from shardviz.capture.fix_apply import CannotApply, apply_fix
 from shardviz.capture.leaves import (
     first_named_mesh,
     from_leaves,
@@ -32,14 +33,25 @@ from shardviz.capture.mesh_facts import (
     mesh_shape_and_names,
 )
 from shardviz.capture.spec_text import SpecEntries
+from shardviz.errors import CompileError, problem
 from shardviz.model import Report
+from shardviz.model.findings import Finding, Fix
 from shardviz.strategies.rules import axes_needed, get_rule_set, spec_for_leaf
 
 from .background import COMPILING, RUNNING, Latest, Stage
 from .config_checks import invalid_words, unused_axes_note
 from .controls import AS_GIVEN, Config, Controls
+from .findings_payload import fix_route
 
-__all__ = ["Connection", "ExplorerLike", "ExplorerSession", "connect", "role_of"]
+__all__ = [
+    "Connection",
+    "ExplorerLike",
+    "ExplorerSession",
+    "FixedProgram",
+    "connect",
+    "fixed_words",
+    "role_of",
+]
 
 
 class ExplorerLike(Protocol):
@@ -49,6 +61,8 @@ class ExplorerLike(Protocol):
     error: str
     #: Which control is wrong while the panes show the last valid configuration ("" if none).
     stale: str
+    #: Which fixes the program shown has, while it is one shardviz fixed ("" for the user's).
+    fixed: str
 
     def show(self, report: Any) -> None: ...
 
@@ -247,6 +261,42 @@ class ExplorerSession:
         ]
         return replace(report, notes=(*report.notes, *notes)) if notes else report
 
+    def run_fixed(
+        self,
+        config: Config,
+        fix: Fix,
+        base: FixedProgram | None = None,
+        stage: Stage | None = None,
+    ) -> FixedProgram:
+        """Compile (compile-only) the program with ``fix`` applied: the function placed as
+        ``config`` says, or ``base`` (a fixed program already shown) for fixes on top of it.
+
+        For the fixes the controls cannot express (a sharding constraint added or dropped, a
+        spec for a leaf no box controls); :func:`~shardviz.capture.fix_apply.apply_fix` makes
+        the fixed function and its abstract arguments.
+
+        Raises:
+            CompileError: the fix cannot be applied to this program (says why).
+            ShardvizError: from placing or compiling.
+        """
+        with self._lock, self.context(config):
+            if stage is not None:
+                stage(COMPILING)
+            fn, args = (base.fn, base.args) if base is not None else (self.fn, self.build(config))
+            try:
+                new_fn, new_args = apply_fix(fn, args, fix)
+            except CannotApply as err:
+                raise CompileError(
+                    problem(
+                        "try this fix",
+                        f"shardviz cannot apply {fix.description!r} here ({err})",
+                        f"make the change in your code: {fix.code}",
+                    )
+                ) from err
+            report = explain(new_fn, *new_args, run=False, target=self.target)
+        fixes = (*(base.fixes if base is not None else ()), fix)
+        return FixedProgram(report, new_fn, new_args, fixes)
+
     def controls(self) -> Controls:
         """:class:`Controls` for this session's leaves, starting from :meth:`initial_config`."""
         return Controls(
@@ -296,25 +346,97 @@ def _status_setter(explorer: ExplorerLike):
     return on_status
 
 
+@dataclass(frozen=True)
+class FixedProgram:
+    """A program with fixes applied by shardviz (not the user's own), compiled: its report,
+    the fixed function and abstract arguments (for a further fix on top), the fixes in order."""
+
+    report: Report
+    fn: Any
+    args: tuple
+    fixes: tuple[Fix, ...]
+
+
+def fixed_words(fixes: Sequence[Fix]) -> str:
+    """The Explorer's badge while it shows a fixed program: which fixes, and how to go back."""
+    if not fixes:
+        return ""
+    what = "; then ".join(f.description for f in fixes)
+    return (
+        f"showing the fixed program, not your code (compile-only): {what}. "
+        "Change a control to go back to your program."
+    )
+
+
 class Connection:
     """Controls wired to a session and an explorer (what :func:`connect` returns).
 
     ``submit(config)`` runs a configuration from code (the controls call it on each change);
-    ``wait()`` blocks until the newest run is shown; ``latest`` is the :class:`Latest`.
+    ``try_fix(finding)`` tries a finding's fix (a spec box, the mesh shape, or the fixed
+    program compiled); ``wait()`` blocks until the newest run is shown; ``latest`` is the
+    :class:`Latest`. ``program`` is the fixed program shown, or ``None`` for the user's own.
     """
 
-    def __init__(self, explorer: ExplorerLike, session: ExplorerSession) -> None:
+    def __init__(
+        self, explorer: ExplorerLike, session: ExplorerSession, controls: Controls | None = None
+    ) -> None:
         self.explorer = explorer
         self.session = session
-        self.latest = Latest(on_result=explorer.show, on_status=_status_setter(explorer))
+        self.controls = controls
+        self.config: Config | None = controls.config if controls is not None else None
+        self.program: FixedProgram | None = None
+        self.latest = Latest(on_result=self._deliver, on_status=_status_setter(explorer))
 
     def submit(self, config: Config) -> int:
         """Run ``config`` in the background; returns its generation number."""
+        self.config = config
         return self.latest.submit(lambda stage: self.session.run(config, stage))
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until the newest run is shown (or failed); False on timeout."""
         return self.latest.wait(timeout)
+
+    @property
+    def boxes(self) -> tuple[str, ...]:
+        """The leaf paths the controls' spec boxes set."""
+        return tuple(self.controls.spec_boxes) if self.controls is not None else ()
+
+    def try_fix(self, finding: Finding) -> None:
+        """Apply ``finding``'s fix as the Explorer's "try this fix" does.
+
+        A spec for a leaf a box controls is typed into that box, a mesh reshape picked in the
+        mesh shape control: the controls then recompile in the background as for an edit. Any
+        other fix (a constraint added or dropped, a spec for a leaf no box controls) compiles
+        the fixed program in the background (on top of the fixed program shown, if one is),
+        shown with a badge saying so. Errors show in the explorer, never raise into the kernel
+        from the background.
+
+        Raises:
+            ValueError: the finding has no fix.
+        """
+        fix = finding.fix
+        if fix is None:
+            raise ValueError(f"the finding {finding.title!r} has no fix to try")
+        route = fix_route(fix, self.boxes)
+        if route == "box" and self.controls is not None and self.program is None:
+            self.controls.apply_spec(fix.leaf, _entries(fix.spec or ()))
+            return
+        if route == "mesh" and self.controls is not None and self.program is None:
+            self.controls.apply_mesh_shape(fix.mesh_shape)
+            return
+        config = self.config or (self.controls.config if self.controls is not None else None)
+        config = config or self.session.initial_config()
+        base = self.program
+        self.latest.submit(lambda stage: self.session.run_fixed(config, fix, base, stage))
+
+    def _deliver(self, result: Report | FixedProgram) -> None:
+        """Show a run's report (the user's program) or a fixed program (with its badge)."""
+        program = result if isinstance(result, FixedProgram) else None
+        words = fixed_words(program.fixes) if program is not None else ""
+        if getattr(self.explorer, "fixed", None) != words:
+            self.explorer.fixed = words
+        self.explorer.show(program.report if program is not None else result)
+        self.program = program
 
 
 def connect(
@@ -326,10 +448,15 @@ def connect(
     one's report goes to ``explorer.show`` and its progress to ``explorer.status`` /
     ``explorer.error``. While a field is wrong, ``explorer.stale`` says which (the panes keep
     the last valid configuration). Nothing is raised into the kernel. With ``run_now``, the
-    controls' current configuration runs at once.
+    controls' current configuration runs at once. An explorer with ``set_fix_handler`` (the
+    :class:`~shardviz.widgets.explorer.ExplorerView`) gets :meth:`Connection.try_fix` for its
+    "try this fix" buttons, and its ``fixed`` says when it shows a program shardviz fixed.
     """
-    connection = Connection(explorer, session)
+    connection = Connection(explorer, session, controls)
     controls.on_change(connection.submit)
+    set_fix_handler = getattr(explorer, "set_fix_handler", None)
+    if callable(set_fix_handler):
+        set_fix_handler(connection.try_fix, connection.boxes)
     controls.on_errors(lambda errors: setattr(explorer, "stale", invalid_words(errors)))
     explorer.stale = invalid_words(controls.errors)
     if run_now and controls.config is not None:

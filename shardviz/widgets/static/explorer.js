@@ -18,6 +18,15 @@
 //                       configuration (the status then says so instead of "done"), or ""
 //   changes             what the last recompile changed (ledger, bytes, peak), or ""
 //   generation          bumped by Python with every new report
+//   findings            the report's findings (JSON text, widgets/findings_payload.py): a
+//                       "pending" payload while Python compiles their fixes, or ""
+//   selected_finding    the finding picked in the Findings pane, or -1
+//   fixed               while the panes show a program shardviz fixed, which fixes (a badge)
+//
+// Findings: a pane above the others; picking a finding lights up its collectives (ledger
+// rows), its arrays (chips in the arrays pane; its leaf is picked) and its devices (mesh and
+// memory). "try this fix" sends {type: "try-fix", generation, finding} to Python, which sets
+// a spec box or the mesh shape, or compiles the fixed program, in the background.
 //
 // Words and numbers (bytes, seconds, operands, device runs, source lines) arrive ready-made in
 // the payloads, spelled by the same Python functions as the static views, and the mesh and the
@@ -146,12 +155,44 @@ import {
 /** @typedef {{ id: string, title: string, description: string, mesh: string }} StrategyItem */
 
 /**
+ * What a finding lights up (findings_payload.highlights): ledger positions, array ids, devices.
+ * @typedef {{ collectives: number[], leaf: string | null, values: string[], arrays: string[],
+ *   devices: number[] }} FindingHighlight
+ */
+
+/**
+ * One finding's words and links (findings_payload.finding_item). `fix.route` says how "try
+ * this fix" applies it ("box", "mesh", "program"), "" when it cannot be tried here.
+ * @typedef {{ index: number, kind: string, severity: string, title: string, why: string,
+ *   cost: string, where: [string, string][],
+ *   fix: { kind: string, description: string, code: string, route: string, how: string } | null,
+ *   no_fix: string,
+ *   check: { helps: boolean, word: string, verdict: string,
+ *            rows: [string, string, string, string, boolean][] } | null,
+ *   highlight: FindingHighlight }} FindingItem
+ */
+
+/**
+ * The Findings pane (findings_payload.findings_payload); `state` is "done", "pending",
+ * "none" (not diagnosed) or "error".
+ * @typedef {{ version: number, generation: number, state: string, count_text: string,
+ *   checked: string, counts: [string, number][],
+ *   severity_colors: Record<string, [string, string, string]>, items: FindingItem[],
+ *   notes: string[] }} FindingsPayload
+ */
+
+/**
  * A call chain in words, and its frames as [file, line, function], outermost first.
  * @typedef {{ location: string, short: string, chain: string,
  *             frames: [string, number, string][] }} SourceInfo
  */
 
 const PAYLOAD_VERSION = 3;
+const FINDINGS_VERSION = 1;
+/** The `type` of the "try this fix" message to Python (see explorer.py). */
+const TRY_FIX = "try-fix";
+/** The class that marks what the picked finding lights up, in every pane. */
+const FLAGGED = "sv-x-flagged";
 /** The CSS property a device cell's group outline colour is set in. */
 const RING = "--sv-x-ring";
 const MAX_PAIRS = 16;
@@ -959,6 +1000,7 @@ function statusView(model) {
   status.setAttribute("role", "status");
   bar.append(status);
   const staleLine = node("span", "sv-x-staleline");
+  const fixed = node("div", "sv-x-fixed");
   const changes = node("div", "sv-x-changes");
   bar.append(staleLine);
   const errorBox = node("div", "sv-x-error");
@@ -975,11 +1017,14 @@ function statusView(model) {
     const changed = String(model.get("changes") || "");
     changes.textContent = changed;
     changes.hidden = !changed;
+    const fixedWords = String(model.get("fixed") || "");
+    fixed.textContent = fixedWords;
+    fixed.hidden = !fixedWords;
     const error = String(model.get("error") || "");
     errorBox.textContent = error;
     errorBox.hidden = !error;
   }
-  return { elements: [bar, changes, errorBox], draw };
+  return { elements: [bar, fixed, changes, errorBox], draw };
 }
 
 // --------------------------------------------------------------------------------------------
@@ -1031,6 +1076,208 @@ class ArrayCache {
         into.set(pair[0], pair[1]);
       }
     }
+  }
+}
+
+// --------------------------------------------------------------------------------------------
+// Findings pane
+
+/**
+ * The findings payload for the current report, or why there is none to draw ("" for none).
+ * @param {string} text the `findings` trait
+ * @param {number} generation the current one
+ * @returns {FindingsPayload | string}
+ */
+function readFindings(text, generation) {
+  /** @type {FindingsPayload | null} */
+  const findings = parse(text);
+  if (!findings) return "";
+  if (findings.version !== FINDINGS_VERSION) {
+    return `this front end reads findings version ${FINDINGS_VERSION}, got ${findings.version}`;
+  }
+  return findings.generation === generation ? findings : "";
+}
+
+/**
+ * A severity badge in the static view's colours.
+ * @param {FindingsPayload} findings
+ * @param {string} severity
+ * @param {string} text
+ */
+function severityBadge(findings, severity, text) {
+  const badge = node("span", `sv-x-sev sv-x-sev-${severity}`, text);
+  badge.dataset.severity = severity;
+  const colors = findings.severity_colors[severity];
+  if (colors) {
+    badge.style.color = colors[0];
+    badge.style.background = colors[1];
+    badge.style.borderColor = colors[2];
+  }
+  return badge;
+}
+
+/**
+ * The pane: a count badge (alone, collapsed, when there is nothing to list), then one row per
+ * finding; the picked one opens to say why, where, its fix and what the fix did.
+ * @param {FindingsPayload | string} findings
+ * @param {number} selected the picked finding, or NO_SELECTION
+ * @returns {HTMLElement | null}
+ */
+function findingsPane(findings, selected) {
+  if (!findings) return null;
+  const pane = node("section", "sv-x-pane sv-x-findpane");
+  const head = node("h4", "", "Findings ");
+  pane.appendChild(head);
+  if (typeof findings === "string") {
+    pane.appendChild(node("div", "sv-x-message", findings));
+    return pane;
+  }
+  pane.dataset.state = findings.state;
+  pane.dataset.count = String(findings.items.length);
+  const count = node("span", "sv-x-fcount", findings.count_text);
+  count.dataset.state = findings.state;
+  count.title = findings.checked;
+  head.appendChild(count);
+  if (!findings.items.length) {
+    pane.classList.add("sv-x-collapsed");
+    return pane;
+  }
+  pane.appendChild(
+    node("div", "sv-x-dim sv-x-fhint", "Click a finding to light up its collectives, arrays and devices in the panes below."),
+  );
+  const list = node("div", "sv-x-flist");
+  for (const item of findings.items) list.appendChild(findingRow(findings, item, item.index === selected));
+  pane.appendChild(list);
+  if (findings.notes.length) {
+    const notes = node("div", "sv-x-fnotes");
+    for (const note of findings.notes) notes.appendChild(node("div", "", `note: ${note}`));
+    pane.appendChild(notes);
+  }
+  return pane;
+}
+
+/**
+ * One finding: a row that picks it, and when picked what it is about and its fix.
+ * @param {FindingsPayload} findings
+ * @param {FindingItem} item
+ * @param {boolean} open
+ */
+function findingRow(findings, item, open) {
+  const wrap = node("div", `sv-x-finding sv-x-at-${item.severity}`);
+  wrap.dataset.finding = String(item.index);
+  wrap.dataset.kind = item.kind;
+  wrap.dataset.severity = item.severity;
+  const colors = findings.severity_colors[item.severity];
+  if (colors) wrap.style.borderLeftColor = colors[2];
+  const head = node("div", "sv-x-fhead");
+  head.dataset.finding = String(item.index);
+  head.setAttribute("role", "button");
+  head.setAttribute("tabindex", "0");
+  setPressed(head, open);
+  head.append(severityBadge(findings, item.severity, item.severity), node("span", "sv-x-fkind", item.kind));
+  head.append(node("span", "sv-x-ftitle", item.title));
+  wrap.appendChild(head);
+  if (!open) return wrap;
+  const body = node("div", "sv-x-fbody");
+  body.appendChild(node("p", "sv-x-why", item.why));
+  const list = node("dl", "sv-x-dl sv-x-fwhere");
+  list.append(node("dt", "", "cost"), node("dd", "", item.cost));
+  for (const [label, text] of item.where) {
+    const dd = node("dd", "");
+    if (label === "code") dd.appendChild(node("code", "", text));
+    else dd.textContent = text;
+    list.append(node("dt", "", label), dd);
+  }
+  body.appendChild(list);
+  body.appendChild(fixBlock(item));
+  wrap.appendChild(body);
+  return wrap;
+}
+
+/**
+ * A finding's fix: what to change, the code, the before/after of compiling it, and the button.
+ * @param {FindingItem} item
+ */
+function fixBlock(item) {
+  const block = node("div", "sv-x-fix");
+  const fix = item.fix;
+  if (!fix) {
+    block.append(node("b", "", "fix "), node("span", "sv-x-dim", item.no_fix));
+    return block;
+  }
+  block.dataset.fix = fix.kind;
+  block.append(node("b", "", "fix "), fix.description);
+  block.appendChild(node("pre", "sv-x-fixcode", fix.code));
+  const check = item.check;
+  if (check) {
+    const verdict = node("div", `sv-x-verdict ${check.helps ? "sv-x-helps" : "sv-x-nohelp"}`);
+    verdict.append(node("b", "", check.word), check.verdict ? `: ${check.verdict}` : "");
+    verdict.append(node("span", "sv-x-dim", " (compiled before and after, compile-only; per device)"));
+    const table = node("table", "sv-x-ba");
+    const top = node("tr", "");
+    top.append(node("th", "", ""), node("th", "sv-x-r", "before"), node("th", "sv-x-r", "after"));
+    table.appendChild(top);
+    for (const [key, label, before, after, changed] of check.rows) {
+      const row = node("tr", "sv-x-barow");
+      row.dataset.row = key;
+      if (changed) row.dataset.changed = "1";
+      row.append(node("td", "", label), node("td", "sv-x-r", before), node("td", "sv-x-r", after));
+      table.appendChild(row);
+    }
+    block.append(verdict, table);
+  }
+  const act = node("div", "sv-x-tryline");
+  if (fix.route) {
+    const button = node("button", "sv-x-tryfix", "try this fix");
+    button.setAttribute("type", "button");
+    button.dataset.finding = String(item.index);
+    button.title = fix.how;
+    act.append(button, node("span", "sv-x-dim", ` ${fix.how}`));
+  } else {
+    act.append(node("span", "sv-x-dim", fix.how));
+  }
+  block.appendChild(act);
+  return block;
+}
+
+/**
+ * What the picked finding lights up: its ledger rows, devices (mesh cells and memory bars)
+ * and, in the arrays pane, a chip per array that picks it.
+ * @param {HTMLElement} root
+ * @param {Report} report
+ * @param {FindingItem | null} item the picked finding, or null
+ * @param {string} array the picked array id
+ */
+function highlightFinding(root, report, item, array) {
+  const mark = item ? item.highlight : null;
+  const rows = new Set(mark ? mark.collectives : []);
+  for (const element of root.querySelectorAll(".sv-x-coll")) {
+    element.classList.toggle(FLAGGED, rows.has(Number(/** @type {HTMLElement} */ (element).dataset.index)));
+  }
+  const devices = new Set(mark ? mark.devices : []);
+  for (const element of root.querySelectorAll(".sv-x-dev, .sv-x-mem")) {
+    element.classList.toggle(FLAGGED, devices.has(Number(/** @type {SVGElement} */ (element).dataset.device)));
+  }
+  const arrays = mark ? mark.arrays.filter((id) => report.arrays.has(id)) : [];
+  const flagged = new Set(arrays);
+  for (const element of root.querySelectorAll(".sv-x-pick option")) {
+    const option = /** @type {HTMLOptionElement} */ (element);
+    option.classList.toggle(FLAGGED, flagged.has(option.value));
+  }
+  const slot = root.querySelector(".sv-x-fchips");
+  if (!slot) return;
+  slot.replaceChildren();
+  if (!item || !arrays.length) return;
+  slot.appendChild(node("span", "sv-x-dim", `finding ${item.index + 1} (${item.kind}): `));
+  for (const id of arrays) {
+    const entry = report.arrays.get(id);
+    if (!entry) continue;
+    const chip = node("button", `sv-x-goto sv-x-fchip ${FLAGGED}`, `${entry.name} · ${entry.spec_str}`);
+    chip.setAttribute("type", "button");
+    chip.dataset.array = id;
+    chip.title = `${entry.role} ${entry.name} · ${entry.value} ${entry.spec_str}`;
+    setPressed(chip, id === array);
+    slot.appendChild(chip);
   }
 }
 
@@ -1172,7 +1419,8 @@ function drawReadouts(root, report, device, involved) {
 
 /**
  * @typedef {{ device(id: number): void, collective(position: number): void,
- *             array(id: string): void, strategy(id: string): void }} Picks
+ *             array(id: string): void, strategy(id: string): void,
+ *             finding(index: number): void, tryFix(index: number, button: HTMLElement): void }} Picks
  */
 
 /**
@@ -1190,6 +1438,10 @@ function actionFor(root, target, picks) {
     const found = /** @type {HTMLElement | null} */ (element.closest(selector));
     return found && root.contains(found) ? found : null;
   };
+  const tryFix = inside(".sv-x-tryfix");
+  if (tryFix) return () => picks.tryFix(Number(tryFix.dataset.finding), tryFix);
+  const finding = inside(".sv-x-fhead");
+  if (finding) return () => picks.finding(Number(finding.dataset.finding));
   const goto = inside(".sv-x-goto");
   if (goto) return () => picks.array(goto.dataset.array || "");
   const device = inside(".sv-x-dev, .sv-x-mem");
@@ -1312,7 +1564,7 @@ function timelinePane(timeline) {
 function drawPanes(body, report) {
   const top = node("div", "sv-x-row");
   const arrays = node("section", "sv-x-pane sv-x-arraypane");
-  arrays.append(node("h4", "", "Arrays"), arrayPicker(report), node("div", "sv-x-arrayslot"));
+  arrays.append(node("h4", "", "Arrays"), arrayPicker(report), node("div", "sv-x-fchips"), node("div", "sv-x-arrayslot"));
   top.append(meshPane(report), arrays);
   const collectives = node("section", "sv-x-pane sv-x-collpane");
   collectives.append(
@@ -1350,13 +1602,20 @@ export default {
     el.replaceChildren(root);
     const status = statusView(model);
     const headSlot = node("div", "sv-x-headslot");
+    const findSlot = node("div", "sv-x-findslot");
     const body = node("div", "sv-x-body");
-    root.append(headSlot, ...status.elements, body);
+    root.append(headSlot, ...status.elements, findSlot, body);
 
     /** @type {Report | null} */
     let report = null;
     const selectedDevice = () => Number(model.get("selected_device"));
     const selectedCollective = () => Number(model.get("selected_collective"));
+    const selectedFinding = () => {
+      const value = model.get("selected_finding");
+      return value === undefined || value === null ? NO_SELECTION : Number(value);
+    };
+    /** @type {FindingsPayload | string} */
+    let findings = "";
     const generation = () => Number(model.get("generation") || 0);
     const cache = new ArrayCache(generation());
     const keptArrays = () => cache.current(generation(), String(model.get("array") || ""));
@@ -1369,6 +1628,60 @@ export default {
     function send(name, value) {
       model.set(name, value);
       model.save_changes();
+    }
+
+    /** Tell Python several changes at once. @param {[string, any][]} changes */
+    function sendAll(changes) {
+      for (const [name, value] of changes) model.set(name, value);
+      model.save_changes();
+    }
+
+    /** The picked finding's item, or null. */
+    function pickedFinding() {
+      const index = selectedFinding();
+      if (typeof findings === "string" || index < 0) return null;
+      return findings.items[index] || null;
+    }
+
+    /** The Findings pane, from the `findings` trait and the picked finding. */
+    function drawFindings() {
+      findings = readFindings(String(model.get("findings") || ""), generation());
+      const pane = findingsPane(findings, selectedFinding());
+      findSlot.replaceChildren(...(pane ? [pane] : []));
+    }
+
+    /**
+     * Pick a finding (again: none). Its leaf (else its first array) is picked in the arrays
+     * pane and its first collective in the ledger, so their tiles and details show.
+     * @param {number} index
+     */
+    function pickFinding(index) {
+      if (selectedFinding() === index) {
+        send("selected_finding", NO_SELECTION);
+        return;
+      }
+      /** @type {[string, any][]} */
+      const changes = [["selected_finding", index]];
+      const item = typeof findings === "string" ? null : findings.items[index];
+      if (item && report) {
+        const array = item.highlight.arrays.find((id) => report && report.arrays.has(id));
+        if (array && array !== model.get("selected_array")) changes.push(["selected_array", array]);
+        const first = item.highlight.collectives[0];
+        if (first !== undefined && first !== selectedCollective()) changes.push(["selected_collective", first]);
+      }
+      sendAll(changes);
+    }
+
+    /**
+     * Ask Python to try a finding's fix; the button says so until the next payload.
+     * @param {number} index
+     * @param {HTMLElement} button
+     */
+    function tryFix(index, button) {
+      if (typeof model.send !== "function") return;
+      model.send({ type: TRY_FIX, generation: generation(), finding: index });
+      button.textContent = "trying…";
+      button.setAttribute("disabled", "");
     }
 
     function drawHeader() {
@@ -1399,6 +1712,7 @@ export default {
     function drawAll() {
       body.replaceChildren();
       drawnText = undefined;
+      drawFindings();
       const read = readPayload(String(model.get("payload") || ""));
       report = typeof read === "string" ? null : read;
       drawHeader();
@@ -1421,6 +1735,7 @@ export default {
       highlightTiles(root, drawnArray, device);
       const involved = highlightLedger(root, report, device, position);
       highlightMemory(root, device);
+      highlightFinding(root, report, pickedFinding(), String(model.get("selected_array") || ""));
       const slot = root.querySelector(".sv-x-detailslot");
       if (slot) slot.replaceChildren(details(report, position));
       drawReadouts(root, report, device, involved);
@@ -1466,7 +1781,23 @@ export default {
         send("selected_collective", selectedCollective() === position ? NO_SELECTION : position),
       array: (id) => send("selected_array", id),
       strategy: (id) => send("selected_strategy", id),
+      finding: pickFinding,
+      tryFix,
     });
+
+    /** Mark the finding's array chip that is picked (only the chips: no other pane). */
+    function pressChips() {
+      const picked = String(model.get("selected_array") || "");
+      for (const chip of root.querySelectorAll(".sv-x-fchip")) {
+        setPressed(/** @type {HTMLElement} */ (chip), /** @type {HTMLElement} */ (chip).dataset.array === picked);
+      }
+    }
+
+    /** The findings or the picked finding changed: redraw the pane and the highlights. */
+    function onFindings() {
+      drawFindings();
+      highlight();
+    }
     /** @type {[string, (...args: any[]) => void][]} */
     const handlers = [
       ["change:payload", drawAll],
@@ -1474,6 +1805,13 @@ export default {
       ["msg:custom", onMessage],
       ["change:array", drawArray],
       ["change:selected_array", drawArray],
+      ["change:selected_array", pressChips],
+      ["change:findings", onFindings],
+      ["change:selected_finding", onFindings],
+      ["change:fixed", status.draw],
+      // A fix that failed or left a box wrong: the pane's "trying…" button comes back.
+      ["change:error", drawFindings],
+      ["change:stale", drawFindings],
       ["change:selected_device", highlight],
       ["change:selected_collective", highlight],
       ["change:strategies", drawHeader],
