@@ -37,6 +37,8 @@ from shardviz.model import Tile as Tile
 from shardviz.model import Timing as Timing
 from shardviz.model import TreeLayout as TreeLayout
 from shardviz.model import format_spec as format_spec
+from shardviz.model.search import Plan as Plan
+from shardviz.model.search import Search as Search
 
 if TYPE_CHECKING:
     from shardviz.capture.devices import use_cpu_devices as use_cpu_devices
@@ -56,6 +58,7 @@ if TYPE_CHECKING:
     from shardviz.estimate.presets import hardware as hardware
     from shardviz.strategies.rules import RuleSet as RuleSet
     from shardviz.strategies.runner import compare as compare
+    from shardviz.strategies.search import suggest as suggest
     from shardviz.strategies.zoo import ModelDef as ModelDef
     from shardviz.widgets.app import Explorer as Explorer
     from shardviz.widgets.live import LiveRun as LiveRun
@@ -69,6 +72,7 @@ _LAZY = {
     "use_cpu_devices": "shardviz.capture.devices",
     "explain": "shardviz.capture.explain",
     "compare": "shardviz.strategies.runner",
+    "suggest": "shardviz.strategies.search",
     "RuleSet": "shardviz.strategies.rules",
     "ModelDef": "shardviz.strategies.zoo",
     "MeshView": "shardviz.widgets.mesh_view",
@@ -103,7 +107,9 @@ __all__ = [
     "ExplorerSession",
     "LiveRun",
     "live",
+    "Plan",
     "Report",
+    "Search",
     "ShardingOf",
     "Timing",
     "Comparison",
@@ -112,6 +118,7 @@ __all__ = [
     "clear_cache",
     "compare",
     "diagnose",
+    "suggest",
     "explain",
     "Device",
     "DeviceSetupError",

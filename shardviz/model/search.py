@@ -1,0 +1,149 @@
+"""A plan search as plain data: every assignment of specs tried, its figures, and the ranking.
+
+Filled in by :func:`shardviz.strategies.search.suggest` from compile-only reports; read by the
+text and HTML views. No jax import (and no strategies import: the rule set of a plan lives on
+the strategies layer's subclass).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from shardviz.model import display
+from shardviz.model._codec import JsonMixin
+from shardviz.model.array import Spec
+from shardviz.model.mesh import MeshLayout
+from shardviz.model.program import Report
+
+#: Without a target, plans whose per-device flops are within this fraction of the least any
+#: fitting plan reached count as splitting the work; only they are ranked by bytes moved.
+WORK_TOLERANCE = 0.10
+#: Figures (bytes moved, estimated step) within this fraction of the best count as a tie.
+NEAR = 0.02
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One assignment of partition specs to the arguments' leaves, compiled compile-only.
+
+    Attributes:
+        label: ``#n``, the order it was tried in (1 first).
+        how: how the search came to it (a built-in strategy, or a move from another plan).
+        specs: leaf path (``params/w1``, ``opt_state/0/mu/w1``, ``batch/x``) -> its spec.
+        report: the compile-only report (``None`` if it did not compile: see ``error``).
+        peak_bytes: peak memory per device (the report's figure, ``peak_definition`` says which).
+        moved_bytes: bytes each device sends per step over all collectives (loops counted by
+            their trip counts when known).
+        estimated_seconds: the estimated step on the target (``None`` without a target).
+        flops_per_device: the compiler's flops on one device (``None`` if the backend has no
+            cost analysis).
+        flops_global: the same program's flops unsplit (what one device would do alone).
+        fits: whether ``peak_bytes`` is within the search's memory limit (``None``: no limit).
+        error: why it did not compile ("" if it did).
+        found_seconds: seconds from the start of the search to when this plan was compiled.
+    """
+
+    label: str
+    how: str
+    specs: dict[str, Spec]
+    report: Report | None
+    peak_bytes: int | None
+    moved_bytes: int | None
+    estimated_seconds: float | None = None
+    flops_per_device: float | None = None
+    flops_global: float | None = None
+    fits: bool | None = None
+    error: str = ""
+    found_seconds: float = 0.0
+
+    @property
+    def devices(self) -> int:
+        """How many devices the plan runs on (from its report's mesh; 1 if unknown)."""
+        mesh = self.report.mesh if self.report is not None else None
+        return len(mesh.devices) if mesh is not None else 1
+
+    @property
+    def work_ratio(self) -> float | None:
+        """Per-device flops over an ideal split (``flops_global / devices``): 1.0 when the
+        work is split evenly, ``devices`` when every device does all of it; ``None`` when
+        the compiler gave no flops."""
+        if not self.flops_per_device or not self.flops_global:
+            return None
+        return self.flops_per_device * self.devices / self.flops_global
+
+    @property
+    def compiled(self) -> bool:
+        """Whether it compiled (a plan that did not has an :attr:`error`)."""
+        return not self.error
+
+
+@dataclass(frozen=True)
+class Search(JsonMixin):
+    """The plans a search tried, best first, and how they were ranked.
+
+    Attributes:
+        function: the function (or model) searched for.
+        mesh: the mesh every plan is on.
+        plans: every plan compiled, in rank order (best first); plans over the memory limit
+            and plans that failed to compile come last.
+        ranking: the rule the plans were ranked by, in words.
+        memory_limit: bytes per device a plan's peak must stay within (``None``: no limit).
+        target: the target estimates are made for ("" without one).
+        budget_seconds: the time the search was given; ``elapsed_seconds`` what it took.
+        budget_ran_out: the search stopped because the budget ran out (not because no move
+            helped any more).
+        skipped: assignments not compiled because their arguments alone need more than
+            the memory limit.
+        roles: argument name -> ``params``, ``optimizer`` or ``batch`` (how its leaves were
+            searched).
+        notes: what else the search wants the reader to know.
+    """
+
+    function: str
+    mesh: MeshLayout | None
+    plans: tuple[Plan, ...]
+    ranking: str
+    memory_limit: int | None = None
+    target: str = ""
+    budget_seconds: float = 0.0
+    elapsed_seconds: float = 0.0
+    budget_ran_out: bool = False
+    skipped: int = 0
+    roles: dict[str, str] | None = None
+    notes: tuple[str, ...] = ()
+
+    @property
+    def tried(self) -> int:
+        """How many plans were compiled."""
+        return len(self.plans)
+
+    @property
+    def best(self) -> Plan | None:
+        """The best plan that compiled and fits the memory limit; ``None`` when none does
+        (then :attr:`notes` say why and what to change)."""
+        first = self.plans[0] if self.plans else None
+        if first is None or not first.compiled or first.fits is False:
+            return None
+        return first
+
+    def plan(self, label: str) -> Plan:
+        """The plan labelled ``label`` (``#3``, or ``3``).
+
+        Raises:
+            KeyError: no plan has that label.
+        """
+        want = label if label.startswith("#") else f"#{label}"
+        for p in self.plans:
+            if p.label == want:
+                return p
+        raise KeyError(label)
+
+    def __str__(self) -> str:
+        return display.render(self, "text")
+
+    def _repr_html_(self) -> str:
+        return display.render(self, "html")
+
+    def save_html(self, path: str) -> str:
+        """Write the search as one self-contained offline HTML file; return the path."""
+        return display.save_page(self, path)

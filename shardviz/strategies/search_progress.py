@@ -1,0 +1,133 @@
+"""Progress of a plan search while it runs: a bar in a notebook, one quiet line on a terminal,
+nothing when output goes to a file or a test.
+
+The notebook bar is an ``ipywidgets`` progress bar (already a dependency of the widgets), so
+no progress library is needed. It fills with the time budget and names the best plan so far.
+
+A search compiles many plans on purpose, some of them poor; the SPMD partitioner's warnings
+about those would flood the terminal, so :func:`compiler_quiet` sends file descriptor 2 to
+``/dev/null`` while it runs (each plan's report still keeps its compiler log and notes).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from collections.abc import Iterator
+from typing import Any, Protocol, TextIO
+
+
+class Progress(Protocol):
+    """What the search reports to: after each plan, and once at the end."""
+
+    def update(self, tried: int, elapsed: float, budget: float, best: str) -> None: ...
+
+    def finish(self, words: str) -> None: ...
+
+
+class Quiet:
+    """Reports nothing."""
+
+    def update(self, tried: int, elapsed: float, budget: float, best: str) -> None:
+        pass
+
+    def finish(self, words: str) -> None:
+        pass
+
+
+def _line(tried: int, elapsed: float, budget: float, best: str) -> str:
+    plans = f"{tried} plan{'s' if tried != 1 else ''}"
+    return f"{plans} tried, {elapsed:.0f} of {budget:.0f} s; best so far: {best or 'none yet'}"
+
+
+class TerminalLine:
+    """One line on ``stream``, rewritten in place after each plan; ended at the finish."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self._width = 0
+
+    def update(self, tried: int, elapsed: float, budget: float, best: str) -> None:
+        text = "shardviz.suggest: " + _line(tried, elapsed, budget, best)
+        self.stream.write("\r" + text.ljust(self._width))
+        self.stream.flush()
+        self._width = len(text)
+
+    def finish(self, words: str) -> None:
+        self.stream.write("\r" + ("shardviz.suggest: " + words).ljust(self._width) + "\n")
+        self.stream.flush()
+
+
+class NotebookBar:
+    """An ``ipywidgets`` bar filling with the time budget, and a line under it."""
+
+    def __init__(self, display: Any) -> None:
+        import ipywidgets
+
+        self.bar = ipywidgets.FloatProgress(
+            value=0.0, min=0.0, max=1.0, description="searching", bar_style="info"
+        )
+        self.label = ipywidgets.Label(value="compiling the first plan…")
+        self.box = ipywidgets.VBox([self.bar, self.label])
+        display(self.box)
+
+    def update(self, tried: int, elapsed: float, budget: float, best: str) -> None:
+        self.bar.value = min(1.0, elapsed / budget) if budget > 0 else 1.0
+        self.label.value = _line(tried, elapsed, budget, best)
+
+    def finish(self, words: str) -> None:
+        self.bar.value = 1.0
+        self.bar.bar_style = "success"
+        self.bar.description = "done"
+        self.label.value = words
+
+
+def in_notebook() -> bool:
+    """Whether this runs in a Jupyter kernel (where widgets display)."""
+    shell = sys.modules.get("IPython")
+    if shell is None:
+        return False
+    ip = shell.get_ipython()  # type: ignore[attr-defined]
+    return ip is not None and "IPKernelApp" in getattr(ip, "config", {})
+
+
+def progress_for(show: bool | Progress, terminal: TextIO | None = None) -> Progress:
+    """The reporter for ``suggest(progress=show)``: a bar in a notebook, a line on
+    ``terminal`` (default ``sys.stderr``) when it is one, nothing otherwise or when ``show``
+    is false; a :class:`Progress` object is used as it is."""
+    if not isinstance(show, bool):
+        return show
+    if not show:
+        return Quiet()
+    if in_notebook():
+        from IPython.display import display
+
+        return NotebookBar(display)
+    stream = terminal if terminal is not None else sys.stderr
+    if stream is not None and stream.isatty():
+        return TerminalLine(stream)
+    return Quiet()
+
+
+@contextlib.contextmanager
+def compiler_quiet() -> Iterator[TextIO | None]:
+    """File descriptor 2 sent to ``/dev/null`` for the block; yields a stream on the real
+    stderr (for the progress line), or ``None`` when fd 2 cannot be redirected."""
+    try:
+        if sys.stderr is not None:
+            sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError):  # no fd 2 (an embedded interpreter): nothing to quiet
+        yield None
+        return
+    real = os.fdopen(os.dup(saved), "w")
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 2)
+    os.close(null)
+    try:
+        yield real
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        real.close()
