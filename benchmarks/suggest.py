@@ -13,7 +13,7 @@ Reported: medians over rounds of the seconds until the search's final best plan 
 the seconds until it first had a plan ranked at least as well as the best built-in, and the
 best plan's bytes moved, peak and per-device work against the best built-in's.
 
-    .venv/bin/python benchmarks/suggest.py [--rounds 3] [--budget 60]
+    .venv/bin/python benchmarks/suggest.py [--rounds 3] [--budget 60] [--write]
 """
 
 from __future__ import annotations
@@ -101,6 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--budget", type=float, default=60.0)
+    ap.add_argument("--write", action="store_true", help="update benchmarks/README.md")
     a = ap.parse_args(argv)
     model = get_model("transformer")
     mesh = Mesh(jax.devices(), (2, 4), ("data", "model"))
@@ -112,7 +113,10 @@ def main(argv: list[str] | None = None) -> int:
             "work_ratio")}  # fmt: skip
     b = best_builtin
     lines = [
-        *C.preamble(f"benchmarks/suggest.py --rounds {a.rounds} --budget {a.budget:g}"),
+        *C.preamble(
+            f"benchmarks/suggest.py --rounds {a.rounds} --budget {a.budget:g}"
+            + (" --write" if a.write else "")
+        ),
         f"Zoo transformer (default sizes) on a 2 x 4 mesh (data x model) of 8 fake CPU devices; "
         f"no target, no memory limit; budget {a.budget:g} s; {a.rounds} rounds, medians.",
         f"Best built-in by the search's rule: {b.label} ({C.fmt_bytes(b.moved_bytes)} moved, "
@@ -138,6 +142,8 @@ def main(argv: list[str] | None = None) -> int:
         f"unsharded reference: {ran['loss_ok']}.",
     ]
     print("\n".join(lines))
+    if a.write:
+        C.replace_section(C.README, "suggest", "\n".join(lines))
     return 0
 
 
