@@ -319,11 +319,11 @@ def test_the_dumps_read_during_the_compile_give_the_same_report(live) -> None:
     from shardviz.capture.compile import EarlyResults, _stages
 
     comp = ex.compile_program(train_step, live.args, {})
-    stages = dict(_stages(comp.lowered, ex._early_reading(comp.lowered)))
+    stages = dict(_stages(comp.lowered, ex._early_reading(comp.lowered, ex.entry_of(train_step))))
     # The TPU's final module comes from its after-codegen dump, parsed as soon as written.
     assert set(stages) == ({"shardings", "final"} if live.platform == "tpu" else {"shardings"})
     assert comp.partitioned_text  # TPU and GPU programs read their partitioned module
-    work = ex._early_reading(comp.lowered)
+    work = ex._early_reading(comp.lowered, ex.entry_of(train_step))
     shardings = work.shardings(comp.propagated_text, comp.partitioned_text)
     assert shardings.partitioned and shardings.intermediates
     final = work.final(hlo.parse_hlo_module(comp.hlo_text))

@@ -65,9 +65,13 @@ def parameter_specs(text: str, mesh: MeshLayout | None, ids: Sequence[int]) -> d
     if not text or mesh is None:
         return {}
     out: dict[str, Spec | None] = {}
+    seen: dict[tuple[str, int], Spec | None] = {}  # a few shardings over many parameters
     for m in _PARAM.finditer(text):
         dims = tuple(int(d) for d in m.group("dims").split(",") if d)
-        out[m.group("name")] = _spec(m.group("sharding") or "{replicated}", dims, mesh, ids)
+        key = (m.group("sharding") or "{replicated}", len(dims))
+        if key not in seen:
+            seen[key] = _spec(key[0], dims, mesh, ids)
+        out[m.group("name")] = seen[key]
     return out
 
 

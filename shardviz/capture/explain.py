@@ -34,6 +34,7 @@ from .calls import (
     placed_for,
     statics,
 )
+from .collective_why import collective_reasons
 from .compile import (
     Compiled,
     EarlyWork,
@@ -146,6 +147,10 @@ class _EarlyReading:
     partitioned: tuple | None = None
     final: tuple | None = None
     global_cost: dict | None = None
+    #: The program before SPMD partitioning, parsed (the reasons for collectives read it).
+    propagated: hlo.HloModule | None = None
+    #: The final ledger with each collective's reason, worked out on the dump thread.
+    reasoned: tuple | None = None
 
 
 def _agreeing(early: Any, mesh: MeshLayout | None, ids: list[int]) -> _EarlyReading | None:
@@ -155,7 +160,7 @@ def _agreeing(early: Any, mesh: MeshLayout | None, ids: list[int]) -> _EarlyRead
     return None
 
 
-def _early_reading(lowered: Any) -> EarlyWork | None:
+def _early_reading(lowered: Any, entry: Entry | None = None) -> EarlyWork | None:
     """The work :func:`lower_and_compile` may run on the dumps during the compile (``None``
     when the lowered program does not say its shardings)."""
     try:  # jax 0.10 keeps the shardings it will compile with in the lowering's arguments
@@ -170,15 +175,19 @@ def _early_reading(lowered: Any) -> EarlyWork | None:
     ids = tuple(int(d.id) for d in assignment)
     accelerator = platform_of(assignment[0]) != "cpu"
 
+    state: dict[str, _EarlyReading] = {}
+
     def work(propagated: str, partitioned: str) -> _EarlyReading:
-        return _EarlyReading(
+        module = hlo.parse_hlo_module(propagated) if propagated and mesh is not None else None
+        state["shardings"] = _EarlyReading(
             mesh=mesh,
             device_ids=ids,
             intermediates=(
-                hlo.intermediates(propagated, mesh=mesh, device_ids=ids)
-                if propagated and mesh is not None
+                hlo.intermediates(module, mesh=mesh, device_ids=ids)
+                if module is not None and mesh is not None
                 else ()
             ),
+            propagated=module,
             partitioned=(
                 hlo.collectives(partitioned, device_ids=ids, mesh=mesh)
                 if accelerator and partitioned
@@ -186,11 +195,19 @@ def _early_reading(lowered: Any) -> EarlyWork | None:
             ),
             global_cost=text_cost(propagated) if propagated else None,
         )
+        return state["shardings"]
 
     def final(module: hlo.HloModule) -> _EarlyReading:
-        return _EarlyReading(
-            mesh=mesh, device_ids=ids, final=hlo.collectives(module, device_ids=ids, mesh=mesh)
-        )
+        ledger = hlo.collectives(module, device_ids=ids, mesh=mesh)
+        early = state.get("shardings")
+        reasoned = None
+        if early is not None and early.propagated is not None:  # the reasons, while it compiles
+            twins = early.partitioned  # what the backend's rewrites lost, as analyse_program
+            merged = hlo.with_partitioned(ledger, twins) if twins is not None else ledger
+            linked = hlo.link_reshards(merged, early.intermediates)
+            lines = _trim_sources(early.intermediates, entry)  # as analyse_program trims them
+            reasoned = collective_reasons(linked, lines, early.propagated, mesh, ids)
+        return _EarlyReading(mesh=mesh, device_ids=ids, final=ledger, reasoned=reasoned)
 
     return EarlyWork(shardings=work, final=final)
 
@@ -336,7 +353,8 @@ def compile_program(fn: Any, args: tuple, jit_kwargs: dict, kwargs: dict | None 
             problem(f"function {name!r}", f"jax.jit refused it ({err})", "check the jit options")
         ) from err
     lower_args, lower_kwargs = plan.lower_args(args, kwargs)
-    comp = lower_and_compile(jitted, lower_args, lower_kwargs, name, early=_early_reading)
+    early = functools.partial(_early_reading, entry=entry_of(fn))
+    comp = lower_and_compile(jitted, lower_args, lower_kwargs, name, early=early)
     plan = replace(plan, donated=donated_flags(comp.lowered))
     return Program(**{f.name: getattr(comp, f.name) for f in fields(comp) if f.init}, plan=plan)
 
@@ -380,11 +398,14 @@ def analyse_program(fn: Any, args: tuple, comp: Compiled) -> Report:
     except hlo.HloParseError as err:  # a format this jax version prints that we do not know
         collectives = ()
         notes.append(f"the collective ledger is empty: shardviz could not read the HLO ({err})")
+    propagated: hlo.HloModule | str = comp.propagated_text
     try:
         if early is not None:
             intermediates = early.intermediates
+            propagated = early.propagated or propagated
         elif comp.propagated_text and mesh is not None:
-            intermediates = hlo.intermediates(comp.propagated_text, mesh=mesh, device_ids=ids)
+            propagated = hlo.parse_hlo_module(comp.propagated_text)
+            intermediates = hlo.intermediates(propagated, mesh=mesh, device_ids=ids)
         else:
             intermediates = ()
     except hlo.HloParseError as err:
@@ -393,14 +414,11 @@ def analyse_program(fn: Any, args: tuple, comp: Compiled) -> Report:
     entry = entry_of(fn)
     notes.extend(_remat_note(r) for r in full_rematerializations(comp.compiler_log))
     collectives = _trim_sources(hlo.link_reshards(collectives, intermediates), entry)
-    from .collective_why import collective_reasons  # why the partitioner inserted each one
-
-    collectives = collective_reasons(
-        collectives, _trim_sources(intermediates, entry), comp.propagated_text, mesh, ids
-    )
+    intermediates = _trim_sources(intermediates, entry)
+    # Why the partitioner inserted each collective (from the program before partitioning).
+    collectives = _with_reasons(collectives, intermediates, propagated, mesh, ids, final)
     if " while(" in comp.hlo_text:  # loops repeat their collectives
         collectives = with_trips(collectives, comp.module())
-    intermediates = _trim_sources(intermediates, entry)
     arguments = layout_tree(_named_args(fn, args), skip_non_arrays=True)
     platform = platform_of(devices[0])
     return Report(
@@ -425,6 +443,29 @@ def analyse_program(fn: Any, args: tuple, comp: Compiled) -> Report:
         notes=tuple(notes),
         deviceless=is_compile_only(devices[0]),
     )
+
+
+def _with_reasons(
+    collectives: tuple,
+    intermediates: tuple,
+    propagated: Any,
+    mesh: MeshLayout | None,
+    ids: list[int],
+    final: _EarlyReading | None,
+) -> tuple:
+    """``collectives`` with their reasons: those worked out on the dump thread where the
+    collective is the same one (same name, kind, shapes, axes and reshard point), the rest
+    now."""
+    done = {_same_key(c): c.why for c in (final.reasoned or ()) if final} if final else {}
+    if done and all(c.user_written or _same_key(c) in done for c in collectives):
+        return tuple(
+            c if c.user_written else replace(c, why=done[_same_key(c)]) for c in collectives
+        )
+    return collective_reasons(collectives, intermediates, propagated, mesh, ids)
+
+
+def _same_key(c: Any) -> tuple:
+    return (c.name, c.kind, c.in_shape, c.out_shape, c.axes, c.reshard, c.user_written)
 
 
 _CAPTURE_DIR = os.path.dirname(os.path.abspath(__file__))
