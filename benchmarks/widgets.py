@@ -261,8 +261,10 @@ INITIAL_RENDER_JS = (
         const root = node.querySelector('.sv-x-root');
         if (!root) return false;
         if (marks.root === undefined) marks.root = performance.now() - t0;
-        return root.querySelectorAll('.sv-x-dev').length === n
-            && root.querySelectorAll('.sv-x-mem').length === n
+        const cells = root.querySelectorAll('.sv-x-dev').length;  // long runs are elided
+        return (cells === n || (cells > 0 && root.querySelector('.sv-x-elided') !== null))
+            && (root.querySelectorAll('.sv-x-mem').length === n
+                || root.querySelector('.sv-x-memall') !== null)  // one bar: same on all
             && root.querySelectorAll('tr.sv-x-coll').length === nColl
             && root.querySelector('.sv-x-array .sv-x-name') !== null
             && root.querySelector('.sv-x-tile') !== null;
@@ -304,7 +306,8 @@ SELECT_DEVICE_JS = (
     const cellOf = root.querySelector(`.sv-x-dev[data-device="${dev}"]`);
     if (cellOf.classList.contains('sv-selected')) throw new Error('already selected');
     const ready = () => cellOf.classList.contains('sv-selected')
-        && root.querySelector(`.sv-x-mem[data-device="${dev}"]`).classList.contains('sv-selected')
+        && (root.querySelector(`.sv-x-mem[data-device="${dev}"]`)  // none when all are equal
+            ?.classList.contains('sv-selected') ?? true)
         && root.querySelector('.sv-x-devline').textContent.startsWith(`d${dev} `);
     const act = () => cellOf.querySelector('.sv-x-fill')
         .dispatchEvent(new MouseEvent('click', {bubbles: true, cancelable: true, view: window}));
