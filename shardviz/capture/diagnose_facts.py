@@ -4,6 +4,7 @@ each collective runs, and the memory resident on each device."""
 
 from __future__ import annotations
 
+import math
 import re
 from collections import defaultdict
 from collections.abc import Sequence
@@ -82,18 +83,16 @@ def resident(device_ids: Sequence[int]) -> tuple[dict[int, int], tuple]:
     per_device: dict[int, int] = defaultdict(int)
     lone = []
     for a in jax.live_arrays():
-        try:
-            shards = a.addressable_shards
+        try:  # the sharding's own (cached) figures: no Shard objects made
+            sharding = a.sharding
+            ids = {int(d.id) for d in sharding.device_set} & wanted
+            piece = math.prod(sharding.shard_shape(a.shape)) * a.dtype.itemsize
         except Exception:  # a deleted or donated array
             continue
-        ids = set()
-        for s in shards:
-            d = int(s.device.id)
-            if d in wanted:
-                per_device[d] += int(s.data.nbytes)
-                ids.add(d)
-        if len(ids) == 1 and len(wanted) > 1 and a.nbytes >= LONE_ARRAY_BYTES:
-            lone.append((tuple(a.shape), str(a.dtype), ids.pop(), int(a.nbytes)))
+        for d in ids:
+            per_device[d] += piece
+        if len(ids) == 1 and len(wanted) > 1 and piece >= LONE_ARRAY_BYTES:
+            lone.append((tuple(a.shape), str(a.dtype), next(iter(ids)), int(piece)))
     for d in wanted:
         per_device.setdefault(d, 0)
     lone.sort(key=lambda x: -x[3])
