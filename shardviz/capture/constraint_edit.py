@@ -1,15 +1,18 @@
-"""The user's function with some of its sharding constraints taken out, to try a fix.
+"""The user's function with a sharding constraint taken out or put in, to try a fix.
 
-A fix "remove the sharding constraint at model.py:12" is tried by tracing the function to a
-jaxpr and evaluating it again with the ``sharding_constraint`` equations of that line passed
-through unchanged (inside nested ``jax.jit`` calls too; not inside loops or conditionals,
-whose bodies are re-bound as they are).
+A fix "remove the sharding constraint at model.py:12" (or "constrain the value made at
+model.py:12 to P('data', None)") is tried by tracing the function to a jaxpr and evaluating
+it again with the ``sharding_constraint`` equations of that line passed through unchanged
+(or the values of that shape made at that line constrained), inside nested ``jax.jit`` calls
+too; not inside loops or conditionals, whose bodies are re-bound as they are. The user's
+file is never edited.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import jax
@@ -33,25 +36,46 @@ def _line_of(eqn: Any) -> Line | None:
     return os.path.realpath(frame.file_name), int(frame.start_line)
 
 
-def _dropped(eqn: Any, drop: frozenset[Line]) -> bool:
-    return eqn.primitive.name == "sharding_constraint" and _line_of(eqn) in drop
+@dataclass(frozen=True)
+class _Edit:
+    """Constraints to take out (by line) and to put in (by line: the value's shape and the
+    sharding to constrain it to)."""
+
+    drop: frozenset[Line] = frozenset()
+    add: tuple[tuple[Line, tuple[int, ...], Any], ...] = ()
+
+    def adds_at(self, line: Line | None) -> list[tuple[tuple[int, ...], Any]]:
+        return [(shape, s) for at, shape, s in self.add if at == line]
 
 
-def _mentions(jaxpr: Any, drop: frozenset[Line]) -> bool:
+def _dropped(eqn: Any, edit: _Edit) -> bool:
+    return eqn.primitive.name == "sharding_constraint" and _line_of(eqn) in edit.drop
+
+
+def _touches(eqn: Any, edit: _Edit) -> bool:
+    """Whether ``edit`` changes this equation (its constraint dropped, or its result
+    constrained)."""
+    if _dropped(eqn, edit):
+        return True
+    outs = [tuple(v.aval.shape) for v in eqn.outvars if hasattr(v.aval, "shape")]
+    return any(shape in outs for shape, _ in edit.adds_at(_line_of(eqn)))
+
+
+def _mentions(jaxpr: Any, edit: _Edit) -> bool:
     for eqn in jaxpr.eqns:
-        if _dropped(eqn, drop):
+        if _touches(eqn, edit):
             return True
         inner = eqn.params.get("jaxpr")
         if (
             eqn.primitive.name in ("jit", "pjit")
             and inner is not None
-            and _mentions(inner.jaxpr, drop)
+            and _mentions(inner.jaxpr, edit)
         ):
             return True
     return False
 
 
-def _evaluate(jaxpr: Any, consts: Sequence[Any], args: Sequence[Any], drop: frozenset[Line]):
+def _evaluate(jaxpr: Any, consts: Sequence[Any], args: Sequence[Any], edit: _Edit):
     env: dict[Any, Any] = {}
 
     def read(v: Any) -> Any:
@@ -63,14 +87,14 @@ def _evaluate(jaxpr: Any, consts: Sequence[Any], args: Sequence[Any], drop: froz
         env[v] = x
     for eqn in jaxpr.eqns:
         invals = [read(v) for v in eqn.invars]
-        if _dropped(eqn, drop):
+        if _dropped(eqn, edit):
             outs = invals
         else:
             params = eqn.params
             inner = params.get("jaxpr")
             nested = eqn.primitive.name in ("jit", "pjit") and inner is not None
-            if nested and _mentions(inner.jaxpr, drop):
-                params = dict(params, jaxpr=_rewritten(inner, drop))
+            if nested and _mentions(inner.jaxpr, edit):
+                params = dict(params, jaxpr=_rewritten(inner, edit))
             bind_params = eqn.primitive.get_bind_params(params)
             # Re-bound under the equation's own source line and name, so the fixed
             # program's values keep the user's lines (and its report can be compared).
@@ -80,32 +104,57 @@ def _evaluate(jaxpr: Any, consts: Sequence[Any], args: Sequence[Any], drop: froz
                 eqn.ctx.manager,
             ):
                 outs = eqn.primitive.bind(*invals, **bind_params)
-            if not eqn.primitive.multiple_results:
-                outs = [outs]
+                if not eqn.primitive.multiple_results:
+                    outs = [outs]
+                adds = edit.adds_at(_line_of(eqn))
+                if adds:
+                    outs = [_constrained(x, adds) for x in outs]
         for v, x in zip(eqn.outvars, outs, strict=True):
             if not isinstance(v, jcore.DropVar):
                 env[v] = x
     return [read(v) for v in jaxpr.outvars]
 
 
-def _rewritten(closed: Any, drop: frozenset[Line]) -> Any:
+def _constrained(x: Any, adds: list[tuple[tuple[int, ...], Any]]) -> Any:
+    for shape, sharding in adds:
+        if tuple(getattr(x, "shape", ())) == shape:
+            return jax.lax.with_sharding_constraint(x, sharding)
+    return x
+
+
+def _rewritten(closed: Any, edit: _Edit) -> Any:
     avals = [jax.ShapeDtypeStruct(v.aval.shape, v.aval.dtype) for v in closed.jaxpr.invars]
-    return jax.make_jaxpr(lambda *a: _evaluate(closed.jaxpr, closed.consts, a, drop))(*avals)
+    return jax.make_jaxpr(lambda *a: _evaluate(closed.jaxpr, closed.consts, a, edit))(*avals)
+
+
+def edited(fn: Callable, args: tuple, edit: _Edit, what: str) -> Callable:
+    """``fn`` for these ``args`` with ``edit`` made. Raises ``ValueError`` (saying ``what``
+    was not found) when the edit touches nothing."""
+    closed, out_shape = jax.make_jaxpr(fn, return_shape=True)(*args)
+    if not _mentions(closed.jaxpr, edit):
+        raise ValueError(what)
+    out_tree = jax.tree.structure(out_shape)
+
+    def run(*a: Any) -> Any:
+        flat = jax.tree.leaves(a)
+        return jax.tree.unflatten(out_tree, _evaluate(closed.jaxpr, closed.consts, flat, edit))
+
+    run.__name__ = getattr(fn, "__name__", "fn")
+    run.__qualname__ = getattr(fn, "__qualname__", run.__name__)
+    return run
 
 
 def without_constraints(fn: Callable, args: tuple, lines: Sequence[str]) -> Callable:
     """``fn`` for these ``args`` with the sharding constraints at ``lines`` (``file:line``)
     removed. Raises ``ValueError`` when no constraint is at those lines."""
-    drop = frozenset(parse_line(x) for x in lines)
-    closed, out_shape = jax.make_jaxpr(fn, return_shape=True)(*args)
-    if not _mentions(closed.jaxpr, drop):
-        raise ValueError(f"no sharding constraint at {', '.join(lines)}")
-    out_tree = jax.tree.structure(out_shape)
+    edit = _Edit(drop=frozenset(parse_line(x) for x in lines))
+    return edited(fn, args, edit, f"no sharding constraint at {', '.join(lines)}")
 
-    def edited(*a: Any) -> Any:
-        flat = jax.tree.leaves(a)
-        return jax.tree.unflatten(out_tree, _evaluate(closed.jaxpr, closed.consts, flat, drop))
 
-    edited.__name__ = getattr(fn, "__name__", "fn")
-    edited.__qualname__ = getattr(fn, "__qualname__", edited.__name__)
-    return edited
+def with_constraint_at(
+    fn: Callable, args: tuple, line: str, shape: tuple[int, ...], sharding: Any
+) -> Callable:
+    """``fn`` for these ``args`` with every value of ``shape`` made at ``line`` constrained
+    to ``sharding``. Raises ``ValueError`` when no such value is made there."""
+    edit = _Edit(add=((parse_line(line), tuple(shape), sharding),))
+    return edited(fn, args, edit, f"no value of shape {tuple(shape)} is made at {line}")

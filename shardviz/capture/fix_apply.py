@@ -13,7 +13,7 @@ from jax.sharding import NamedSharding, PartitionSpec
 from shardviz.model.array import Spec
 from shardviz.model.findings import Fix
 
-from .constraint_edit import without_constraints
+from .constraint_edit import with_constraint_at, without_constraints
 from .layout import path_str
 
 
@@ -80,6 +80,13 @@ def apply_fix(fn: Any, args: tuple, fix: Fix) -> tuple[Any, tuple]:
         spec = _p(fix.spec or ())
         new = _map_leaf(fn, args, fix.leaf, lambda x: _abstract(x, NamedSharding(mesh, spec)))
         return fn, abstract_args(new)
+    if fix.kind == "constraint" and fix.line:
+        sharding = NamedSharding(_mesh_of(args), _p(fix.spec or ()))
+        try:
+            at = with_constraint_at(fn, abstract_args(args), fix.line, fix.shape, sharding)
+        except ValueError as err:
+            raise CannotApply(str(err)) from err
+        return at, abstract_args(args)
     if fix.kind == "constraint":
         mesh = _mesh_of(args)
         sharding = NamedSharding(mesh, _p(fix.spec or ()))

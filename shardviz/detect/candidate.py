@@ -49,6 +49,24 @@ def constraint_fix(leaf: str, spec: Spec, function: str, why: str) -> Fix:
     )
 
 
+def constraint_at_fix(
+    line: str, code: str, value: str, shape: tuple[int, ...], spec: Spec, why: str
+) -> Fix:
+    """Constrain the value made at ``line`` (of ``shape``) to a spec, right where it is made."""
+    name = code.split("=", 1)[0].strip() if "=" in code else "value"
+    if not name.isidentifier():
+        name = "value"
+    return Fix(
+        kind="constraint",
+        description=f"constrain {value} to {spec_code(spec)} where it is made, at {line} ({why})",
+        code=f"{name} = jax.lax.with_sharding_constraint({name}, {spec_code(spec)})  # after {line}",
+        leaf=value,
+        spec=spec,
+        line=line,
+        shape=shape,
+    )
+
+
 def drop_constraint_fix(line: str, code: str, why: str) -> Fix:
     """Delete a sharding constraint the program has at ``line``."""
     return Fix(

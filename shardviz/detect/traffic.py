@@ -12,7 +12,13 @@ from shardviz.model.array import Spec
 from shardviz.model.findings import Finding, FindingCost, Fix
 from shardviz.model.tiles import dtype_bits
 
-from .candidate import Candidate, constraint_fix, drop_constraint_fix, spec_fix
+from .candidate import (
+    Candidate,
+    constraint_at_fix,
+    constraint_fix,
+    drop_constraint_fix,
+    spec_fix,
+)
 from .facts import (
     Facts,
     Remat,
@@ -86,6 +92,13 @@ def _remat(report: Report, remats: list[Remat], values: dict[str, ShardingOf]) -
     fixes = list(_remat_fixes(report, remats, s))
     if s is not None and is_constraint(s) and s.source is not None:
         fixes.append(drop_constraint_fix(s.source.location, s.source.text, "let the value be"))
+    elif s is not None and s.source is not None and first.to_spec is not None:
+        fixes.append(
+            constraint_at_fix(
+                s.source.location, s.source.text, s.name, s.shape, first.to_spec,
+                "make it in the form its user needs",
+            )
+        )  # fmt: skip
     if s is not None:
         what = f"{s.name} ({s.dtype}{list(s.shape)})"
     elif leaf is not None:
@@ -172,9 +185,7 @@ def reshard_chain(report: Report, facts: Facts) -> list[Candidate]:
         back = _back_to(r, before, values, specs, users)
         if back is not None and (r.name, back.name) not in seen:
             seen.add((r.name, back.name))
-            found = _there_and_back(report, r, back, before, values, users)
-            if found.fixes:  # a move the user's own constraint asked for
-                out.append(found)
+            out.append(_there_and_back(report, r, back, before, values, users))
     pairs: dict[tuple, list[Collective]] = defaultdict(list)
     for c in report.collectives:
         if c.kind != "all-to-all" or c.reshard not in values:
@@ -272,6 +283,14 @@ def _there_and_back(
             fixes.append(
                 drop_constraint_fix(v.source.location, v.source.text, "keep the value as it was")
             )
+    asked = bool(fixes)  # the user's own constraint asked for the move
+    if r.source is not None:
+        fixes.append(
+            constraint_at_fix(
+                r.source.location, r.source.text, r.name, r.shape, before,
+                "keep it as it arrived",
+            )
+        )  # fmt: skip
     line_b = back.source.location if back.source else back.name
     finding = Finding(
         kind="reshard-chain",
@@ -299,7 +318,7 @@ def _there_and_back(
             values=(r.name, back.name),
         ),  # fmt: skip
     )
-    return Candidate(finding, tuple(dict.fromkeys(fixes)), goal="moved")
+    return Candidate(finding, tuple(dict.fromkeys(fixes)), goal="moved", only_with_fix=not asked)
 
 
 def _transposed(a: Spec, b: Spec) -> bool:

@@ -93,9 +93,10 @@ FixKind = Literal["spec", "constraint", "drop-constraint", "mesh"]
 class Fix:
     """A concrete change. ``code`` is what to write (a line of Python).
 
-    ``leaf`` names the argument leaf (``spec``/``constraint``), ``spec`` the new spec,
-    ``line`` the ``file:line`` of the constraint to drop, ``mesh_shape`` the new mesh shape
-    (same axis names, same devices).
+    ``leaf`` names the argument leaf (``spec``/``constraint``) or the value, ``spec`` the
+    new spec, ``line`` the ``file:line`` of the constraint to drop or of the value to
+    constrain (a ``constraint`` with a line constrains the value of ``shape`` made there, not
+    an argument), ``mesh_shape`` the new mesh shape (same axis names, same devices).
     """
 
     kind: FixKind
@@ -105,6 +106,8 @@ class Fix:
     spec: Spec | None = None
     line: str = ""
     mesh_shape: tuple[int, ...] = ()
+    #: For a constraint at a line: the shape of the value made there to constrain.
+    shape: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
