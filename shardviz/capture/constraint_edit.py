@@ -3,9 +3,8 @@
 A fix "remove the sharding constraint at model.py:12" (or "constrain the value made at
 model.py:12 to P('data', None)") is tried by tracing the function to a jaxpr and evaluating
 it again with the ``sharding_constraint`` equations of that line passed through unchanged
-(or the values of that shape made at that line constrained), inside nested ``jax.jit`` calls
-too; not inside loops or conditionals, whose bodies are re-bound as they are. The user's
-file is never edited.
+(or the values of that shape made at that line constrained), inside nested ``jax.jit`` calls,
+loop bodies and conditional branches too. The user's file is never edited.
 """
 
 from __future__ import annotations
@@ -61,18 +60,41 @@ def _touches(eqn: Any, edit: _Edit) -> bool:
     return any(shape in outs for shape, _ in edit.adds_at(_line_of(eqn)))
 
 
+def _inner(params: dict) -> list[tuple[str, Any]]:
+    """The jaxprs an equation runs (a jit's, a loop's body and condition, a cond's
+    branches), by parameter name."""
+    out = []
+    for key, value in params.items():
+        if isinstance(value, jcore.ClosedJaxpr) or (
+            isinstance(value, tuple)
+            and value
+            and all(isinstance(v, jcore.ClosedJaxpr) for v in value)
+        ):
+            out.append((key, value))
+    return out
+
+
 def _mentions(jaxpr: Any, edit: _Edit) -> bool:
     for eqn in jaxpr.eqns:
         if _touches(eqn, edit):
             return True
-        inner = eqn.params.get("jaxpr")
-        if (
-            eqn.primitive.name in ("jit", "pjit")
-            and inner is not None
-            and _mentions(inner.jaxpr, edit)
-        ):
-            return True
+        for _, value in _inner(eqn.params):
+            closed = value if isinstance(value, tuple) else (value,)
+            if any(_mentions(c.jaxpr, edit) for c in closed):
+                return True
     return False
+
+
+def _edited_params(params: dict, edit: _Edit) -> dict:
+    """``params`` with every inner jaxpr the edit touches evaluated again with it."""
+    changed: dict[str, Any] = {}
+    for key, value in _inner(params):
+        if isinstance(value, tuple):
+            if any(_mentions(c.jaxpr, edit) for c in value):
+                changed[key] = tuple(_rewritten(c, edit) for c in value)
+        elif _mentions(value.jaxpr, edit):
+            changed[key] = _rewritten(value, edit)
+    return {**params, **changed} if changed else params
 
 
 def _evaluate(jaxpr: Any, consts: Sequence[Any], args: Sequence[Any], edit: _Edit):
@@ -90,11 +112,7 @@ def _evaluate(jaxpr: Any, consts: Sequence[Any], args: Sequence[Any], edit: _Edi
         if _dropped(eqn, edit):
             outs = invals
         else:
-            params = eqn.params
-            inner = params.get("jaxpr")
-            nested = eqn.primitive.name in ("jit", "pjit") and inner is not None
-            if nested and _mentions(inner.jaxpr, edit):
-                params = dict(params, jaxpr=_rewritten(inner, edit))
+            params = _edited_params(eqn.params, edit)
             bind_params = eqn.primitive.get_bind_params(params)
             # Re-bound under the equation's own source line and name, so the fixed
             # program's values keep the user's lines (and its report can be compared).

@@ -464,7 +464,9 @@ def loop_collective(report: Report) -> list[Candidate]:
                 f"per step ({share:.0%} of all the program moves), not "
                 f"{format_bytes(sum(c.moved_bytes for c in cs))}. That is expected for a "
                 "loop over layers or microbatches; if the value is the same every "
-                "iteration, move the collective out of the loop."
+                "iteration, move the collective out of the loop, and check the loop's "
+                "sharding constraints: one that changes the form of the carried value "
+                "makes every trip move it back."
             ),
             cost=FindingCost(
                 kind="moved",
@@ -473,8 +475,25 @@ def loop_collective(report: Report) -> list[Candidate]:
             ),  # fmt: skip
             where=where_of(cs[0].source, collectives=tuple(number_of(report, c) for c in cs)),
         )
-        out.append(Candidate(finding, (), goal="moved"))
+        out.append(Candidate(finding, _loop_fixes(report, cs), goal="moved"))
     return out
+
+
+def _loop_fixes(report: Report, cs: list[Collective]) -> tuple[Fix, ...]:
+    """Sharding constraints in the same loop body as ``cs``: dropping one may keep the
+    loop's values in one form, so nothing moves on every trip."""
+    bodies = {c.op_name[: c.op_name.rfind("/body/") + 6] for c in cs if "/body/" in c.op_name}
+    fixes = []
+    for s in report.intermediates:
+        if (
+            is_constraint(s)
+            and s.source is not None
+            and any(s.op_name.startswith(b) for b in bodies)
+        ):
+            fixes.append(
+                drop_constraint_fix(s.source.location, s.source.text, "keep the loop's values")
+            )
+    return tuple(dict.fromkeys(fixes))
 
 
 def full_reduce(report: Report) -> list[Candidate]:

@@ -113,14 +113,33 @@ def uneven():
 
 
 def loop_collective():
-    """Gradient accumulation that all-reduces the gradient on every microbatch."""
+    """A loop over layers whose body constrains the carried value to another form: every
+    trip moves it back."""
+    m = mesh()
+    h = put(m, jnp.ones((64, 128)), "data", None)
+    w = put(m, jnp.ones((128, 128)), None, None)
+    by_model = NamedSharding(m, P(None, "model"))
+
+    def layers(h, w):
+        def body(i, h):
+            h = jnp.tanh(h @ w)  # planted:loop-collective
+            return jax.lax.with_sharding_constraint(h, by_model)  # planted:loop-constraint
+
+        return jax.lax.fori_loop(0, 4, body, h)
+
+    return sv.explain(layers, h, w, run=False)
+
+
+def loop_accumulation():
+    """Gradient accumulation that all-reduces the gradient on every microbatch (no spec
+    change avoids it: the carried sum is replicated)."""
     m = mesh((8,), ("data",))
     w = put(m, jnp.ones((128, 128)), None, None)
     x = put(m, jnp.ones((4, 64, 128)), None, "data", None)
 
     def step(w, x):
         def loss(w, xb):
-            return jnp.tanh(xb @ w).sum()  # planted:loop-collective
+            return jnp.tanh(xb @ w).sum()  # planted:loop-accumulation
 
         def body(acc, xb):
             return acc + jax.grad(loss)(w, xb), None

@@ -82,16 +82,32 @@ def test_uneven_split_and_its_padding():
     assert helps(f).verdict.startswith("the problem is gone")
 
 
-def test_collective_in_a_loop_counts_every_trip():
+def test_collectives_in_a_loop_count_every_trip_and_the_loops_constraint_is_dropped():
     report = planted.loop_collective()
+    found = report.findings.of("loop-collective")
+    assert found and all(f.where.line == marker_line("loop-collective") for f in found)
+    for f in found:
+        cs = [report.collectives[n - 1] for n in f.where.collectives]
+        assert all(c.trips == 4 for c in cs)
+        assert f.cost.bytes == sum(4 * c.moved_bytes for c in cs)
+        assert f.fix.kind == "drop-constraint" and f.fix.line == marker_line("loop-constraint")
+        check = helps(f)
+        assert check.after.collectives == 0 and check.after.moved_bytes == 0
+
+
+def test_an_all_reduce_on_every_microbatch_has_no_spec_fix():
+    report = planted.loop_accumulation()
     f = only(report, "loop-collective")
-    assert f.where.line == marker_line("loop-collective")
+    assert f.where.line == marker_line("loop-accumulation")
     (n,) = f.where.collectives
     c = report.collectives[n - 1]
     assert c.kind == "all-reduce" and c.trips == 4
     # float32[128, 128] all-reduced over 8 devices: 2 x 64 KiB x 7/8 per run, 4 runs.
     assert c.moved_bytes == 2 * 128 * 128 * 4 * 7 // 8
     assert f.cost.bytes == 4 * c.moved_bytes
+    # The carried sum is replicated: no constraint to drop and no spec makes the reduction
+    # wait for the last microbatch (that needs the code changed, e.g. one backward pass over
+    # the summed loss), so no fix is offered.
     assert f.fix is None
 
 
