@@ -27,6 +27,10 @@ from .facts import (
     with_axis,
 )
 
+#: Ops that cut pieces out of (or into) a split array: the partitioner's own pieces of a
+#: roll, a shift or a concatenation carry the split along; uneven on paper, never computed
+#: on or kept, so no finding.
+SLICING = frozenset({"slice", "concatenate", "pad", "dynamic-slice", "dynamic-update-slice"})
 #: A replicated leaf is worth a finding when it is at least this share of its argument.
 LARGE_SHARE = 0.10
 #: ... and its peers split over the axis hold at least this share of the argument.
@@ -112,7 +116,11 @@ def uneven(report: Report) -> list[Candidate]:
         spec = padded(s.spec, len(s.shape))
         if any(e and n % ways_of(e, sizes) for n, e in zip(s.shape, spec, strict=True)):
             groups[(s.shape, spec, s.dtype)].append(s)
-    return [_uneven(report, shape, spec, vs, sizes) for (shape, spec, _), vs in groups.items()]
+    return [
+        _uneven(report, shape, spec, vs, sizes)
+        for (shape, spec, _), vs in groups.items()
+        if not all(v.op in SLICING for v in vs)
+    ]
 
 
 def _uneven(

@@ -1,0 +1,125 @@
+"""Pipeline parallelism in GSPMD's form: identical blocks stacked on a leading stage dim.
+
+GSPMD turns a homogeneous pipeline into sharding: the zoo transformer's layers are stacked
+into arrays with a leading ``[stages, layers_per_stage, ...]`` shape, that stage dim is split
+over a ``stage`` mesh axis, and every stage applies its own layers at once (``vmap`` over the
+stage dim). A state buffer ``[stages, microbatch, T, D]`` holds what each stage works on; after
+each step it shifts one stage along (``jnp.roll`` on the split dim, which the partitioner turns
+into a collective-permute from each stage's devices to the next's), stage 0 takes the next
+microbatch, and the last stage's result is the output of the microbatch that entered
+``stages - 1`` steps before. ``microbatches + stages - 1`` steps run everything through.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from .transformer import Params, decoder_layer, layer_norm
+
+#: The mesh axis the stage dim is split over.
+STAGE_AXIS = "stage"
+
+Constrain = Callable[[jax.Array], jax.Array]
+
+
+def _same(x: jax.Array) -> jax.Array:
+    return x
+
+
+def stack_layers(layers: list[Params], stages: int) -> Params:
+    """The layers' parameters as one tree of ``[stages, layers // stages, ...]`` arrays.
+
+    Raises:
+        ValueError: the layers do not split evenly over the stages.
+    """
+    if stages < 1 or len(layers) % stages:
+        raise ValueError(
+            f"{len(layers)} layers cannot be split evenly over {stages} pipeline stages: "
+            "give a number of stages that divides the number of layers"
+        )
+    per = len(layers) // stages
+    stacked = jax.tree.map(lambda *xs: jnp.stack(xs), *layers)
+    return jax.tree.map(lambda a: a.reshape((stages, per, *a.shape[1:])), stacked)
+
+
+def _stage(layers: Params, h: jax.Array) -> jax.Array:
+    """One stage: its layers in order (a scan over its ``layers // stages`` of them)."""
+
+    def one(h: jax.Array, layer: Params) -> tuple[jax.Array, None]:
+        return decoder_layer(layer, h), None
+
+    h, _ = jax.lax.scan(one, h, layers)
+    return h
+
+
+def pipelined_forward(
+    params: Params,
+    inputs: jax.Array,
+    *,
+    stages: int,
+    microbatches: int,
+    constrain_stages: Constrain = _same,
+) -> jax.Array:
+    """Logits ``[B, T, vocab]``, the same as :func:`.transformer.forward`, computed as a
+    pipeline of ``stages`` over ``microbatches``.
+
+    ``params["layers"]`` is the zoo's list of layers (stacked here) or already stacked by
+    :func:`stack_layers` (then it can be placed split over the ``stage`` axis as it is kept,
+    and nothing is resharded to stack it). ``constrain_stages`` pins the sharding of every
+    array with a leading stage dim (the stacked layers and the state buffer): give one that
+    splits dim 0 over the ``stage`` axis to run the stages on their own devices.
+
+    Raises:
+        ValueError: the layers or the batch do not split evenly.
+    """
+    batch, t = inputs.shape
+    if microbatches < 1 or batch % microbatches:
+        raise ValueError(
+            f"a batch of {batch} cannot be split into {microbatches} microbatches: give a "
+            "number of microbatches that divides the batch"
+        )
+    layers = params["layers"]
+    stacked = stack_layers(layers, stages) if isinstance(layers, list) else layers
+    staged = jax.tree.map(constrain_stages, stacked)
+    x = params["embed"][inputs] + params["pos"][:t]
+    d = x.shape[-1]
+    mb = batch // microbatches
+    xs = x.reshape(microbatches, mb, t, d)
+    state = constrain_stages(jnp.zeros((stages, mb, t, d), x.dtype))
+    # Each stage keeps the outputs it finishes in its own row (only the last stage's row is
+    # ever written): no stage sends anything to collect them until the loop is over.
+    outs = constrain_stages(jnp.zeros((stages, *xs.shape), x.dtype))
+    last = stages - 1
+    stage_id = jax.lax.broadcasted_iota(jnp.int32, (stages, 1, 1, 1), 0)
+
+    def step(i: jax.Array, carry: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array]:
+        state, outs = carry
+        state = jnp.roll(state, 1, axis=0)  # each stage takes the previous stage's result
+        entering = jax.lax.dynamic_index_in_dim(xs, jnp.minimum(i, microbatches - 1), 0, True)
+        state = jnp.where((stage_id == 0) & (i < microbatches), entering, state)
+        state = constrain_stages(jax.vmap(_stage)(staged, constrain_stages(state)))
+        done = jnp.maximum(i - last, 0)  # the microbatch the last stage just finished
+        kept = jax.lax.dynamic_index_in_dim(outs, done, 1, False)
+        finished = (stage_id == last) & (i >= last)
+        row = jnp.where(finished, state, kept)
+        return state, constrain_stages(jax.lax.dynamic_update_index_in_dim(outs, row, done, 1))
+
+    _, outs = jax.lax.fori_loop(0, microbatches + last, step, (state, outs))
+    outs = outs[last]  # the last stage's row, sent once
+    h = layer_norm(params["ln_f"], outs.reshape(batch, t, d))
+    return h @ params["unembed"]
+
+
+def stage_constraint(mesh: Any) -> Constrain:
+    """A ``constrain_stages`` that splits dim 0 over ``mesh``'s ``stage`` axis."""
+    from jax.sharding import NamedSharding, PartitionSpec
+
+    def constrain(x: jax.Array) -> jax.Array:
+        spec = PartitionSpec(STAGE_AXIS, *([None] * (x.ndim - 1)))
+        return jax.lax.with_sharding_constraint(x, NamedSharding(mesh, spec))
+
+    return constrain
