@@ -82,21 +82,22 @@ class Schedule(JsonMixin):
         return most
 
 
-def _simulate(stages: int, microbatches: int, orders: list[list[tuple[Phase, int]]]) -> list:
+def _simulate(stages: int, microbatches: int, orders: list[list[tuple[Phase, int]]]) -> list[Slot]:
     """Run each stage's ops in its order, one per time unit, each as soon as what it needs is
     done: a forward needs the previous stage's forward of that microbatch; a backward needs
     the next stage's backward (the last stage: its own forward)."""
-    done: dict[tuple[Phase, int, int], int] = {}  # (phase, microbatch, stage) -> time
+    done: dict[tuple[str, int, int], int] = {}  # (phase, microbatch, stage) -> time
     nxt = [0] * stages
-    slots = []
+    slots: list[Slot] = []
     t = 0
     total = sum(len(o) for o in orders)
     while len(slots) < total:
-        ran = []
+        ran: list[tuple[int, Phase, int]] = []
         for s in range(stages):
             if nxt[s] == len(orders[s]):
                 continue
             phase, m = orders[s][nxt[s]]
+            need: tuple[str, int, int] | None
             if phase == "F":
                 need = ("F", m, s - 1) if s > 0 else None
             else:
