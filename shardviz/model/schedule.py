@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from shardviz.model import display
 from shardviz.model._codec import JsonMixin
 
 Phase = Literal["F", "B"]
@@ -80,6 +81,16 @@ class Schedule(JsonMixin):
             held += 1 if is_forward else -1
             most = max(most, held)
         return most
+
+    def __str__(self) -> str:
+        return display.render(self, "text")
+
+    def _repr_html_(self) -> str:
+        return display.render(self, "html")
+
+    def save_html(self, path: str) -> str:
+        """Write the schedule as one self-contained offline HTML file; return the path."""
+        return display.save_page(self, path)
 
 
 def _simulate(stages: int, microbatches: int, orders: list[list[tuple[Phase, int]]]) -> list[Slot]:

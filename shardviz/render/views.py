@@ -13,6 +13,7 @@ from shardviz.model.compare import Comparison
 from shardviz.model.findings import Findings
 from shardviz.model.mesh import MeshLayout
 from shardviz.model.program import Report
+from shardviz.model.schedule import Schedule
 from shardviz.model.search import Search
 from shardviz.render.compare_html import comparison_html
 from shardviz.render.compare_mpl import comparison_mpl
@@ -23,6 +24,8 @@ from shardviz.render.findings_text import findings_text
 from shardviz.render.html import array_html, mesh_html, page, tree_html
 from shardviz.render.report_html import report_html
 from shardviz.render.report_text import report_text
+from shardviz.render.schedule_html import schedule_html, schedule_page
+from shardviz.render.schedule_text import schedule_text
 from shardviz.render.search_html import search_html, search_page
 from shardviz.render.search_text import search_text
 from shardviz.render.text import array_text, mesh_text, tree_text
@@ -61,6 +64,9 @@ VIEWS: tuple[tuple[type, display.Format, display.View], ...] = (
     (Findings, "text", findings_text),
     (Findings, "html", findings_html),
     (Findings, "page", findings_page),
+    (Schedule, "text", schedule_text),
+    (Schedule, "html", schedule_html),
+    (Schedule, "page", schedule_page),
 )
 
 

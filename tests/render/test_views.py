@@ -16,6 +16,7 @@ from shardviz.model import (
     TreeLayout,
     display,
 )
+from shardviz.model.schedule import Schedule
 from shardviz.model.search import Search
 from shardviz.render.compare_html import comparison_html
 from shardviz.render.html import array_html, mesh_html, page, tree_html
@@ -28,7 +29,16 @@ from .compare_fixtures import comparison
 from .fixtures import make_layout, mesh_2x4, tree_example
 from .report_fixtures import dp_report, nasty_report
 
-MODEL_CLASSES = (MeshLayout, ArrayLayout, TreeLayout, Report, Comparison, Findings, Search)
+MODEL_CLASSES = (
+    MeshLayout,
+    ArrayLayout,
+    TreeLayout,
+    Report,
+    Comparison,
+    Findings,
+    Search,
+    Schedule,
+)
 
 
 def test_every_format_a_model_method_asks_for_is_registered() -> None:
