@@ -63,6 +63,7 @@ def pipelined_forward(
     stages: int,
     microbatches: int,
     constrain_stages: Constrain = _same,
+    checkpoint: bool = False,
 ) -> jax.Array:
     """Logits ``[B, T, vocab]``, the same as :func:`.transformer.forward`, computed as a
     pipeline of ``stages`` over ``microbatches``.
@@ -71,7 +72,9 @@ def pipelined_forward(
     :func:`stack_layers` (then it can be placed split over the ``stage`` axis as it is kept,
     and nothing is resharded to stack it). ``constrain_stages`` pins the sharding of every
     array with a leading stage dim (the stacked layers and the state buffer): give one that
-    splits dim 0 over the ``stage`` axis to run the stages on their own devices.
+    splits dim 0 over the ``stage`` axis to run the stages on their own devices. With
+    ``checkpoint``, each stage keeps only its input for the backward pass and computes its
+    layers again there (``jax.checkpoint``): less activation memory, more compute.
 
     Raises:
         ValueError: the layers or the batch do not split evenly.
@@ -101,7 +104,8 @@ def pipelined_forward(
         state = jnp.roll(state, 1, axis=0)  # each stage takes the previous stage's result
         entering = jax.lax.dynamic_index_in_dim(xs, jnp.minimum(i, microbatches - 1), 0, True)
         state = jnp.where((stage_id == 0) & (i < microbatches), entering, state)
-        state = constrain_stages(jax.vmap(_stage)(staged, constrain_stages(state)))
+        stage = jax.checkpoint(_stage) if checkpoint else _stage
+        state = constrain_stages(jax.vmap(stage)(staged, constrain_stages(state)))
         done = jnp.maximum(i - last, 0)  # the microbatch the last stage just finished
         kept = jax.lax.dynamic_index_in_dim(outs, done, 1, False)
         finished = (stage_id == last) & (i >= last)
@@ -123,3 +127,23 @@ def stage_constraint(mesh: Any) -> Constrain:
         return jax.lax.with_sharding_constraint(x, NamedSharding(mesh, spec))
 
     return constrain
+
+
+def pipelined_loss(
+    params: Params,
+    batch: dict[str, jax.Array],
+    *,
+    stages: int,
+    microbatches: int,
+    constrain_stages: Constrain = _same,
+    checkpoint: bool = False,
+) -> jax.Array:
+    """The zoo transformer's next-token loss (:func:`.transformer.loss_fn`) computed through
+    the pipeline: the same value, and through ``jax.grad`` the same gradients."""
+    logits = pipelined_forward(
+        params, batch["inputs"], stages=stages, microbatches=microbatches,
+        constrain_stages=constrain_stages, checkpoint=checkpoint,
+    ).astype(jnp.float32)  # fmt: skip
+    logp = jax.nn.log_softmax(logits, axis=-1)
+    picked = jnp.take_along_axis(logp, batch["targets"][..., None], axis=-1)
+    return -jnp.mean(picked)
