@@ -110,7 +110,7 @@ class StrategyResult:
 
 
 @dataclass(frozen=True)
-class Comparison(JsonMixin):
+class Comparison(JsonMixin, display.Shown):
     """The same model under several strategies, on the same devices.
 
     On several targets (``compare(..., target=["v5e", "h100"])``) it holds one result per
@@ -161,16 +161,6 @@ class Comparison(JsonMixin):
             if r.strategy == strategy and (target is None or r.on_target(target)):
                 return r
         raise KeyError(strategy if target is None else f"{strategy} @ {target}")
-
-    def __str__(self) -> str:
-        return display.render(self, "text")
-
-    def _repr_html_(self) -> str:
-        return display.render(self, "html")
-
-    def save_html(self, path: str) -> str:
-        """Write the comparison as one self-contained offline HTML file; return the path."""
-        return display.save_page(self, path)
 
     def figure(self):
         """An interactive plotly figure: memory stacked by component, bytes moved by kind."""

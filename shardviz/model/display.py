@@ -62,3 +62,18 @@ def save_page(obj: object, path: str) -> str:
     with open(path, "w", encoding="utf-8") as f:
         f.write(render(obj, "page"))
     return path
+
+
+class Shown:
+    """What every drawable model object does through this registry: ``print(obj)`` (text),
+    its HTML in a notebook, and ``obj.save_html(path)`` (one offline page)."""
+
+    def __str__(self) -> str:
+        return render(self, "text")
+
+    def _repr_html_(self) -> str:
+        return render(self, "html")
+
+    def save_html(self, path: str) -> str:
+        """Write it as one self-contained offline HTML file; return the path."""
+        return save_page(self, path)

@@ -152,7 +152,7 @@ class Finding(JsonMixin):
 
 
 @dataclass(frozen=True, eq=False)
-class Findings(JsonMixin):
+class Findings(JsonMixin, display.Shown):
     """The findings of one report, most severe first: ``report.findings`` and
     :func:`shardviz.diagnose` give this. Iterates and indexes like a tuple of
     :class:`Finding`.
@@ -207,16 +207,6 @@ class Findings(JsonMixin):
     @property
     def kinds(self) -> tuple[str, ...]:
         return tuple(f.kind for f in self.items)
-
-    def __str__(self) -> str:
-        return display.render(self, "text")
-
-    def _repr_html_(self) -> str:
-        return display.render(self, "html")
-
-    def save_html(self, path: str) -> str:
-        """Write the findings as one self-contained offline HTML file; return the path."""
-        return display.save_page(self, path)
 
 
 class _Later(Findings):

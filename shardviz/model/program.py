@@ -269,7 +269,7 @@ class OpEvent:
 
 
 @dataclass(frozen=True)
-class Report(JsonMixin):
+class Report(JsonMixin, display.Shown):
     """What the compiler did with the user's partition specs, and what the live run showed."""
 
     function: str
@@ -381,13 +381,3 @@ class Report(JsonMixin):
                     where, f"cannot place {s.name!r}: {err}", "check the value's spec and dtype"
                 )
             ) from err
-
-    def __str__(self) -> str:
-        return display.render(self, "text")
-
-    def _repr_html_(self) -> str:
-        return display.render(self, "html")
-
-    def save_html(self, path: str) -> str:
-        """Write the report as one self-contained offline HTML file; return the path."""
-        return display.save_page(self, path)

@@ -32,7 +32,7 @@ class Slot:
 
 
 @dataclass(frozen=True)
-class Schedule(JsonMixin):
+class Schedule(JsonMixin, display.Shown):
     """A pipeline schedule of ``stages`` x ``microbatches``, as slots on a stages x time grid.
 
     ``measured_bubble`` is the idle fraction measured from a profiled run (``None`` when it
@@ -81,16 +81,6 @@ class Schedule(JsonMixin):
             held += 1 if is_forward else -1
             most = max(most, held)
         return most
-
-    def __str__(self) -> str:
-        return display.render(self, "text")
-
-    def _repr_html_(self) -> str:
-        return display.render(self, "html")
-
-    def save_html(self, path: str) -> str:
-        """Write the schedule as one self-contained offline HTML file; return the path."""
-        return display.save_page(self, path)
 
 
 def _simulate(stages: int, microbatches: int, orders: list[list[tuple[Phase, int]]]) -> list[Slot]:

@@ -78,7 +78,7 @@ class Plan:
 
 
 @dataclass(frozen=True)
-class Search(JsonMixin):
+class Search(JsonMixin, display.Shown):
     """The plans a search tried, best first, and how they were ranked.
 
     Attributes:
@@ -137,13 +137,3 @@ class Search(JsonMixin):
             if p.label == want:
                 return p
         raise KeyError(label)
-
-    def __str__(self) -> str:
-        return display.render(self, "text")
-
-    def _repr_html_(self) -> str:
-        return display.render(self, "html")
-
-    def save_html(self, path: str) -> str:
-        """Write the search as one self-contained offline HTML file; return the path."""
-        return display.save_page(self, path)

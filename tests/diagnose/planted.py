@@ -45,6 +45,12 @@ def involuntary_remat():
 
 def replicated():
     """An FSDP-style model with one large weight left replicated."""
+    forward, args = replicated_program()
+    return sv.explain(forward, *args, run=False)
+
+
+def replicated_program():
+    """:func:`replicated`'s function and arguments."""
     m = mesh((8,), ("data",))
     params = {
         "w1": put(m, jnp.ones((256, 256)), "data", None),
@@ -58,7 +64,7 @@ def replicated():
         h = jnp.tanh(h @ params["w2"])
         return h @ params["w3"]
 
-    return sv.explain(forward, params, x, run=False)
+    return forward, (params, x)
 
 
 def regather():
@@ -82,6 +88,12 @@ def regather():
 
 def reshard_chain():
     """A constraint asks for P(None, 'model') and the next one for P('data', None) again."""
+    step, args = reshard_chain_program()
+    return sv.explain(step, *args, run=False)
+
+
+def reshard_chain_program():
+    """:func:`reshard_chain`'s function and arguments."""
     m = mesh()
     x = put(m, jnp.ones((16, 32)), "data", None)
 
@@ -94,7 +106,7 @@ def reshard_chain():
         z = jax.lax.with_sharding_constraint(z, NamedSharding(m, P("data", None)))
         return z.sum(0)
 
-    return sv.explain(step, x, run=False)
+    return step, (x,)
 
 
 def uneven():
@@ -152,6 +164,12 @@ def loop_accumulation():
 
 def idle_axis():
     """A (2, 4) mesh whose 'data' axis nothing is split over."""
+    forward, args = idle_axis_program()
+    return sv.explain(forward, *args, run=False)
+
+
+def idle_axis_program():
+    """:func:`idle_axis`'s function and arguments."""
     m = mesh()
     w = put(m, jnp.ones((128, 128)), None, None)
     x = put(m, jnp.ones((64, 128)), "model", None)
@@ -159,7 +177,7 @@ def idle_axis():
     def forward(w, x):
         return jnp.tanh(x @ w)
 
-    return sv.explain(forward, w, x, run=False)
+    return forward, (w, x)
 
 
 def over_hbm():
