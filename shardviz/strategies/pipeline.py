@@ -23,10 +23,15 @@ from .transformer import Params, decoder_layer, layer_norm
 #: The mesh axis the stage dim is split over.
 STAGE_AXIS = "stage"
 
-Constrain = Callable[[jax.Array], jax.Array]
+#: ``constrain(name, array)`` for the arrays with a leading stage dim: ``"stage_layers"`` (each
+#: stacked layer parameter), ``"stage_state"`` (the state buffer, ``[S, mb, T, D]``) and
+#: ``"stage_outputs"`` (the outputs buffer, ``[S, M, mb, T, D]``).
+Constrain = Callable[[str, jax.Array], jax.Array]
+STAGE_ARRAYS = ("stage_layers", "stage_state", "stage_outputs")
 
 
-def _same(x: jax.Array) -> jax.Array:
+def _same(name: str, x: jax.Array) -> jax.Array:
+    del name
     return x
 
 
@@ -70,8 +75,8 @@ def pipelined_forward(
 
     ``params["layers"]`` is the zoo's list of layers (stacked here) or already stacked by
     :func:`stack_layers` (then it can be placed split over the ``stage`` axis as it is kept,
-    and nothing is resharded to stack it). ``constrain_stages`` pins the sharding of every
-    array with a leading stage dim (the stacked layers and the state buffer): give one that
+    and nothing is resharded to stack it). ``constrain_stages(name, array)`` pins the sharding
+    of every array with a leading stage dim (named in :data:`STAGE_ARRAYS`): give one that
     splits dim 0 over the ``stage`` axis to run the stages on their own devices. With
     ``checkpoint``, each stage keeps only its input for the backward pass and computes its
     layers again there (``jax.checkpoint``): less activation memory, more compute.
@@ -87,15 +92,15 @@ def pipelined_forward(
         )
     layers = params["layers"]
     stacked = stack_layers(layers, stages) if isinstance(layers, list) else layers
-    staged = jax.tree.map(constrain_stages, stacked)
+    staged = jax.tree.map(lambda a: constrain_stages("stage_layers", a), stacked)
     x = params["embed"][inputs] + params["pos"][:t]
     d = x.shape[-1]
     mb = batch // microbatches
     xs = x.reshape(microbatches, mb, t, d)
-    state = constrain_stages(jnp.zeros((stages, mb, t, d), x.dtype))
+    state = constrain_stages("stage_state", jnp.zeros((stages, mb, t, d), x.dtype))
     # Each stage keeps the outputs it finishes in its own row (only the last stage's row is
     # ever written): no stage sends anything to collect them until the loop is over.
-    outs = constrain_stages(jnp.zeros((stages, *xs.shape), x.dtype))
+    outs = constrain_stages("stage_outputs", jnp.zeros((stages, *xs.shape), x.dtype))
     last = stages - 1
     stage_id = jax.lax.broadcasted_iota(jnp.int32, (stages, 1, 1, 1), 0)
 
@@ -105,12 +110,14 @@ def pipelined_forward(
         entering = jax.lax.dynamic_index_in_dim(xs, jnp.minimum(i, microbatches - 1), 0, True)
         state = jnp.where((stage_id == 0) & (i < microbatches), entering, state)
         stage = jax.checkpoint(_stage) if checkpoint else _stage
-        state = constrain_stages(jax.vmap(stage)(staged, constrain_stages(state)))
+        state = constrain_stages("stage_state", state)
+        state = constrain_stages("stage_state", jax.vmap(stage)(staged, state))
         done = jnp.maximum(i - last, 0)  # the microbatch the last stage just finished
         kept = jax.lax.dynamic_index_in_dim(outs, done, 1, False)
         finished = (stage_id == last) & (i >= last)
         row = jnp.where(finished, state, kept)
-        return state, constrain_stages(jax.lax.dynamic_update_index_in_dim(outs, row, done, 1))
+        outs = jax.lax.dynamic_update_index_in_dim(outs, row, done, 1)
+        return state, constrain_stages("stage_outputs", outs)
 
     _, outs = jax.lax.fori_loop(0, microbatches + last, step, (state, outs))
     outs = outs[last]  # the last stage's row, sent once
@@ -119,10 +126,12 @@ def pipelined_forward(
 
 
 def stage_constraint(mesh: Any) -> Constrain:
-    """A ``constrain_stages`` that splits dim 0 over ``mesh``'s ``stage`` axis."""
+    """A ``constrain_stages`` that splits dim 0 of every stage array over ``mesh``'s
+    ``stage`` axis."""
     from jax.sharding import NamedSharding, PartitionSpec
 
-    def constrain(x: jax.Array) -> jax.Array:
+    def constrain(name: str, x: jax.Array) -> jax.Array:
+        del name
         spec = PartitionSpec(STAGE_AXIS, *([None] * (x.ndim - 1)))
         return jax.lax.with_sharding_constraint(x, NamedSharding(mesh, spec))
 
@@ -147,3 +156,94 @@ def pipelined_loss(
     logp = jax.nn.log_softmax(logits, axis=-1)
     picked = jnp.take_along_axis(logp, batch["targets"][..., None], axis=-1)
     return -jnp.mean(picked)
+
+
+def pipelined_model(model: Any, *, stages: int, microbatches: int, checkpoint: bool = False) -> Any:
+    """The zoo transformer (a :class:`~.zoo.ModelDef` whose parameters hold a ``layers``
+    list) trained as a GSPMD pipeline: its layers kept stacked ``[stages, layers // stages,
+    ...]`` and its loss computed by :func:`pipelined_loss`, with the stage arrays passed to
+    the activation hook (names :data:`STAGE_ARRAYS`) for a rule set to place.
+
+    Raises:
+        ShardvizError: the model has no list of identical layers, or the layers or the
+            batch do not split evenly.
+    """
+    from dataclasses import replace
+
+    from shardviz.errors import ShardvizError, problem
+
+    shape = jax.eval_shape(model.init_params, jax.random.key(0))
+    layers = shape.get("layers") if isinstance(shape, dict) else None
+    if not isinstance(layers, list) or not layers:
+        raise ShardvizError(
+            problem(
+                f"model {model.name!r}",
+                "its parameters have no 'layers' list of identical blocks to stack",
+                "pipeline the built-in 'transformer' (get_model('transformer', layers=...))",
+            )
+        )
+    if len(layers) % stages:
+        raise ShardvizError(
+            problem(
+                f"model {model.name!r}",
+                f"its {len(layers)} layers cannot be split evenly over {stages} stages",
+                "give a number of stages that divides the number of layers",
+            )
+        )
+
+    def init(key: jax.Array) -> Params:
+        params = model.init_params(key)
+        return {**params, "layers": stack_layers(params["layers"], stages)}
+
+    def loss_with(params: Params, batch: dict, constrain: Constrain) -> jax.Array:
+        return pipelined_loss(
+            params, batch, stages=stages, microbatches=microbatches,
+            constrain_stages=constrain, checkpoint=checkpoint,
+        )  # fmt: skip
+
+    return replace(
+        model,
+        init_params=init,
+        loss=lambda params, batch: loss_with(params, batch, _same),
+        loss_with_constraints=loss_with,
+        activations=STAGE_ARRAYS,
+        info={**model.info, "stages": stages, "microbatches": microbatches},
+        description=f"{model.description} (pipelined: {stages} stages x {microbatches} "
+        "microbatches)",
+    )
+
+
+def _dim0(shape: tuple[int, ...], axes: dict[str, int]) -> tuple:
+    return (STAGE_AXIS,) + (None,) * (len(shape) - 1)
+
+
+def pipeline_rules(kind: str = "pp") -> Any:
+    """The rule set of a GSPMD pipeline: ``"pp"`` (the stage dim over ``stage``, the batch
+    whole on every stage) or ``"pp+dp"`` (also the microbatch rows over ``data``)."""
+    from .rules import RuleSet
+
+    layers = ((r"^layers/", _dim0),)
+    if kind == "pp":
+        return RuleSet(
+            "pp", "pipeline (GSPMD)", params=layers, batch=((".*", ()),),
+            activations=(("stage_layers|stage_state|stage_outputs", _dim0),),
+            axes=(STAGE_AXIS,), strict=False,
+            description="layers stacked on a stage dim split over 'stage'; microbatches "
+            "shift from stage to stage with a collective-permute",
+            expects=(("collective-permute", STAGE_AXIS, "activations"),),
+        )  # fmt: skip
+    if kind == "pp+dp":
+        return RuleSet(
+            "pp+dp", "pipeline x data parallel", params=layers, batch=((".*", ("data",)),),
+            activations=(
+                ("stage_layers", _dim0),
+                ("stage_state", (STAGE_AXIS, "data", None, None)),
+                ("stage_outputs", (STAGE_AXIS, None, "data", None, None)),
+            ),
+            axes=(STAGE_AXIS, "data"), strict=False,
+            description="the pipeline over 'stage', each microbatch's rows split over "
+            "'data'; gradients all-reduced over 'data'",
+            expects=(("collective-permute", STAGE_AXIS, "activations"),
+                     ("all-reduce", "data", "gradients")),
+        )  # fmt: skip
+    raise ValueError(f"unknown pipeline rule set {kind!r}: use 'pp' or 'pp+dp'")

@@ -1,0 +1,56 @@
+"""The GSPMD pipeline as a strategy: compare() runs it for real, and its loss is the
+unpipelined model's."""
+
+from __future__ import annotations
+
+import optax
+import pytest
+
+import shardviz as sv
+from shardviz.errors import ShardvizError
+from shardviz.strategies.pipeline import pipeline_rules, pipelined_model
+from shardviz.strategies.runner import initial_state, reference_outputs
+from shardviz.strategies.zoo import get_model
+
+S, M = 4, 4
+
+
+@pytest.fixture(scope="module")
+def plain():
+    return get_model("transformer", layers=4, batch=16)
+
+
+@pytest.fixture(scope="module")
+def unpipelined_loss(plain) -> float:
+    opt = optax.adam(1e-3)
+    return float(reference_outputs(plain, opt, initial_state(plain, opt))[2])
+
+
+@pytest.mark.parametrize(
+    ("kind", "shape", "axes"), [("pp", (S,), ("stage",)), ("pp+dp", (S, 2), ("stage", "data"))]
+)
+def test_pipeline_strategies_run_and_match_the_unpipelined_step(
+    plain, unpipelined_loss, kind, shape, axes
+):
+    model = pipelined_model(plain, stages=S, microbatches=M)
+    n = 1
+    for k in shape:
+        n *= k
+    c = sv.compare(model, [pipeline_rules(kind)], mesh=sv.Mesh(range(n), shape, axes), steps=1)
+    (r,) = c.results
+    assert r.loss_matches and r.report.check.matches
+    assert r.loss == pytest.approx(unpipelined_loss, rel=1e-5)
+    # Every device sends to the next stage's device (the ring, per data row), once per step
+    # of the loop.
+    permutes = r.report.collectives_of("collective-permute")
+    ring = [x for x in permutes if len(x.pairs) == n]
+    assert ring and all(x.axes == ("stage",) and x.trips == M + S - 1 for x in ring)
+
+
+def test_only_models_with_a_list_of_layers_can_be_pipelined(plain):
+    with pytest.raises(ShardvizError, match="no 'layers' list"):
+        pipelined_model(get_model("mlp"), stages=2, microbatches=2)
+    with pytest.raises(ShardvizError, match="cannot be split evenly over 3 stages"):
+        pipelined_model(plain, stages=3, microbatches=2)
+    with pytest.raises(ValueError, match="unknown pipeline rule set"):
+        pipeline_rules("pp+tp")
