@@ -9,6 +9,7 @@ from shardviz.model._codec import JsonMixin
 from shardviz.model.hardware import Target
 from shardviz.model.mesh import MeshLayout
 from shardviz.model.program import Report
+from shardviz.model.schedule import Schedule
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,8 @@ class StrategyResult:
     loss_matches: bool | None = None
     step_seconds: float | None = None
     notes: tuple[str, ...] = ()
+    #: A pipeline strategy's schedule (stages x microbatches; ``None`` for the others).
+    schedule: Schedule | None = None
 
     @property
     def target(self) -> Target | None:

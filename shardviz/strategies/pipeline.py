@@ -217,17 +217,21 @@ def _dim0(shape: tuple[int, ...], axes: dict[str, int]) -> tuple:
     return (STAGE_AXIS,) + (None,) * (len(shape) - 1)
 
 
-def pipeline_rules(kind: str = "pp") -> Any:
+def pipeline_rules(kind: str = "pp", *, stages: int = 2, microbatches: int = 4) -> Any:
     """The rule set of a GSPMD pipeline: ``"pp"`` (the stage dim over ``stage``, the batch
-    whole on every stage) or ``"pp+dp"`` (also the microbatch rows over ``data``)."""
+    whole on every stage) or ``"pp+dp"`` (also the microbatch rows over ``data``). Its
+    ``extra`` holds ``stages`` and ``microbatches``: :func:`~.runner.compare` pipelines the
+    model with them, and its default mesh has ``stages`` devices on the ``stage`` axis."""
     from .rules import RuleSet
+
+    extra = {"stages": stages, "microbatches": microbatches}
 
     layers = ((r"^layers/", _dim0),)
     if kind == "pp":
         return RuleSet(
             "pp", "pipeline (GSPMD)", params=layers, batch=((".*", ()),),
             activations=(("stage_layers|stage_state|stage_outputs", _dim0),),
-            axes=(STAGE_AXIS,), strict=False,
+            axes=(STAGE_AXIS,), strict=False, extra=extra,
             description="layers stacked on a stage dim split over 'stage'; microbatches "
             "shift from stage to stage with a collective-permute",
             expects=(("collective-permute", STAGE_AXIS, "activations"),),
@@ -240,7 +244,7 @@ def pipeline_rules(kind: str = "pp") -> Any:
                 ("stage_state", (STAGE_AXIS, "data", None, None)),
                 ("stage_outputs", (STAGE_AXIS, None, "data", None, None)),
             ),
-            axes=(STAGE_AXIS, "data"), strict=False,
+            axes=(STAGE_AXIS, "data"), strict=False, extra=extra,
             description="the pipeline over 'stage', each microbatch's rows split over "
             "'data'; gradients all-reduced over 'data'",
             expects=(("collective-permute", STAGE_AXIS, "activations"),

@@ -217,13 +217,20 @@ BUILTIN: dict[str, RuleSet] = {
 }  # fmt: skip
 BUILTIN["fsdp"] = BUILTIN["zero3"]
 
-STRATEGY_NAMES = ("dp", "zero1", "zero2", "zero3", "fsdp", "tp", "2d", "sp", "ep")
+#: The GSPMD pipeline's strategies (built by :func:`.pipeline.pipeline_rules`).
+PIPELINE_NAMES = ("pp", "pp+dp")
+STRATEGY_NAMES = ("dp", "zero1", "zero2", "zero3", "fsdp", "tp", "2d", "sp", "ep", *PIPELINE_NAMES)
 
 
-def get_rule_set(strategy: str | RuleSet) -> RuleSet:
-    """A built-in strategy by name, or the user's own rule set as it is."""
+def get_rule_set(strategy: str | RuleSet, **pipeline: Any) -> RuleSet:
+    """A built-in strategy by name, or the user's own rule set as it is. ``"pp"`` and
+    ``"pp+dp"`` take the pipeline's ``stages`` and ``microbatches``."""
     if isinstance(strategy, RuleSet):
         return strategy
+    if strategy in PIPELINE_NAMES:
+        from .pipeline import pipeline_rules
+
+        return pipeline_rules(strategy, **pipeline)
     if strategy not in BUILTIN:
         raise ShardvizError(
             problem(
@@ -236,7 +243,11 @@ def get_rule_set(strategy: str | RuleSet) -> RuleSet:
 
 
 def default_mesh_shape(rule_set: RuleSet, devices: int) -> tuple[int, ...]:
-    """One axis strategies use all devices on it; two-axis ones 2 x n/2 (1 x n if n is odd)."""
+    """One axis strategies use all devices on it; two-axis ones 2 x n/2 (1 x n if n is odd);
+    a pipeline of S stages (``extra["stages"]``) S devices, or S x n/S with data parallel."""
+    stages = rule_set.extra.get("stages")
+    if stages:
+        return (stages,) if len(rule_set.axes) == 1 else (stages, max(1, devices // stages))
     if len(rule_set.axes) == 1:
         return (devices,)
     first = 2 if devices % 2 == 0 and devices > 1 else 1

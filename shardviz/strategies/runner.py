@@ -34,7 +34,9 @@ from shardviz.model import (
     Report,
     StrategyResult,
 )
+from shardviz.model.schedule import gpipe
 
+from .pipeline import pipelined_model
 from .rules import (
     RuleSet,
     get_rule_set,
@@ -258,6 +260,8 @@ def _result(
     """A strategy's result from its report: what every result has (mesh, memory, collectives,
     form notes), and what was ``measured`` by running it (losses, step time), if it ran."""
     summary = _summarise(report)
+    stages, microbatches = rule_set.extra.get("stages"), rule_set.extra.get("microbatches")
+    measured["schedule"] = gpipe(stages, microbatches) if stages and microbatches else None
     return StrategyResult(
         strategy=rule_set.name, title=rule_set.title, description=rule_set.description,
         mesh=mesh_layout(built.mesh), report=report,
@@ -275,6 +279,8 @@ def compare(
     steps: int = 3,
     seed: int = 0,
     optimizer: optax.GradientTransformation | None = None,
+    stages: int | None = None,
+    microbatches: int | None = None,
     **sizes: Any,
 ) -> Comparison:
     """Run ``model``'s training step under each strategy on the same devices and compare.
@@ -299,6 +305,9 @@ def compare(
               describe the same mesh on that hardware;
             - ``None`` (the default): run here, estimated only on real TPU/GPU devices.
         steps: timed steps per strategy (after the first run).
+        stages, microbatches: for the pipeline strategies ``"pp"`` and ``"pp+dp"`` (the
+            zoo transformer's layers split over ``stages``; default 2 stages, 4
+            microbatches). Their results carry the pipeline's ``schedule``.
         **sizes: model sizes for a built-in model (e.g. ``d_model=256``).
 
     Raises:
@@ -309,22 +318,24 @@ def compare(
         raise ShardvizError(
             problem("compare", f"model {model!r} is not a model", "pass a name or a ModelDef")
         )
-    rule_sets = [get_rule_set(s) for s in strategies]  # unknown names fail before any work
+    pipeline = {k: v for k, v in (("stages", stages), ("microbatches", microbatches)) if v}
+    # Unknown names fail before any work.
+    rule_sets = [get_rule_set(s, **pipeline) for s in strategies]
     opt = optimizer or optax.adam(1e-3)
     entries = list(target) if isinstance(target, list | tuple) else [target]
     targets = [_target_entry(t) for t in entries]  # bad names fail before any work
     mesh_topo = topology_of(as_jax_mesh(mesh).devices.flat) if mesh is not None else None
     if mesh_topo is not None:  # the mesh is on a topology: that topology, on that mesh
         targets = [t for t in targets if isinstance(t, Topology)] or [mesh_topo]
-        local = _compile_only(m, rule_sets, mesh, steps, seed, opt, None)
+        local = _by_model(_compile_only, m, rule_sets, mesh, steps, seed, opt, None)
     elif any(not isinstance(t, Topology) for t in targets):
-        local = _run_here(m, rule_sets, mesh, steps, seed, opt)
+        local = _by_model(_run_here, m, rule_sets, mesh, steps, seed, opt)
     results: list[StrategyResult] = []
     for t in targets:
         if isinstance(t, Topology) and t is mesh_topo:
             results += local
         elif isinstance(t, Topology):
-            results += _compile_only(m, rule_sets, None, steps, seed, opt, t.devices)
+            results += _by_model(_compile_only, m, rule_sets, None, steps, seed, opt, t.devices)
         elif t is None:
             results += local
         else:
@@ -345,6 +356,42 @@ def _target_entry(t: Any) -> Any:
     if isinstance(t, str):
         hardware(t)
     return t
+
+
+def _by_model(run: Callable[..., list], m: ModelDef, rule_sets: list, *args: Any) -> list:
+    """``run(model, rule_sets, *args)`` for each model the strategies need, results in the
+    strategies' order: pipeline strategies train the model pipelined with their stages and
+    microbatches, the others the model as it is."""
+    groups: dict[tuple, list[int]] = {}
+    for i, rs in enumerate(rule_sets):
+        key = (rs.extra.get("stages"), rs.extra.get("microbatches"))
+        groups.setdefault(key if key[0] else (None, None), []).append(i)
+    out: list = [None] * len(rule_sets)
+    for (stages, microbatches), idx in groups.items():
+        already = "stages" in m.info  # a model the caller pipelined (pipelined_model)
+        if (
+            stages
+            and already
+            and (m.info["stages"], m.info["microbatches"])
+            != (
+                stages,
+                microbatches,
+            )
+        ):
+            raise ShardvizError(
+                problem(
+                    f"strategy {rule_sets[idx[0]].name!r}",
+                    f"it is for {stages} stages x {microbatches} microbatches, but the model "
+                    f"is pipelined as {m.info['stages']} x {m.info['microbatches']}",
+                    "build both with the same numbers (pipeline_rules(kind, stages=, "
+                    "microbatches=)), or pass the plain model and let compare pipeline it",
+                )
+            )
+        pipeline = stages and not already
+        model = pipelined_model(m, stages=stages, microbatches=microbatches) if pipeline else m
+        for i, result in zip(idx, run(model, [rule_sets[i] for i in idx], *args), strict=True):
+            out[i] = result
+    return out
 
 
 def _run_here(m: ModelDef, rule_sets: list, mesh: Any, steps: int, seed: int, opt: Any) -> list:

@@ -9,6 +9,7 @@ compiles and runs, and what a planner compiles for a topology without allocating
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -134,6 +135,7 @@ def _mesh_for(rule_set: RuleSet, mesh: Any, devices: Sequence[Any] | None = None
     if mesh is None:
         pool = list(devices) if devices is not None else jax.devices()
         shape = default_mesh_shape(rule_set, len(pool))
+        pool = pool[: math.prod(shape)]  # a pipeline of fewer stages than devices uses some
         return Mesh(pool, shape, rule_set.axes).jax_mesh
     jm = as_jax_mesh(mesh)
     axes_needed(rule_set, jm.axis_names)

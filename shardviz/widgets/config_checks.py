@@ -12,7 +12,7 @@ from typing import Any
 from shardviz.capture.spec import normalize_spec
 from shardviz.capture.spec_text import SpecEntries
 from shardviz.errors import MeshError, problem
-from shardviz.strategies.rules import STRATEGY_NAMES, get_rule_set
+from shardviz.strategies.rules import PIPELINE_NAMES, STRATEGY_NAMES, get_rule_set
 
 __all__ = [
     "AS_GIVEN",
@@ -120,8 +120,13 @@ def propose_names(names: Sequence[str], rank: int) -> tuple[str, ...]:
 
 
 def strategies_for(axis_names: Sequence[str]) -> tuple[str, ...]:
-    """:data:`AS_GIVEN` and every builtin strategy whose axes the mesh has."""
-    fits = [s for s in STRATEGY_NAMES if set(get_rule_set(s).axes) <= set(axis_names)]
+    """:data:`AS_GIVEN` and every builtin strategy whose axes the mesh has (not yet the
+    pipeline ones: they train a pipelined model, which the Explorer does not build)."""
+    fits = [
+        s
+        for s in STRATEGY_NAMES
+        if s not in PIPELINE_NAMES and set(get_rule_set(s).axes) <= set(axis_names)
+    ]
     return (AS_GIVEN, *fits)
 
 

@@ -36,7 +36,8 @@ def test_pipeline_strategies_run_and_match_the_unpipelined_step(
     n = 1
     for k in shape:
         n *= k
-    c = sv.compare(model, [pipeline_rules(kind)], mesh=sv.Mesh(range(n), shape, axes), steps=1)
+    rules = pipeline_rules(kind, stages=S, microbatches=M)
+    c = sv.compare(model, [rules], mesh=sv.Mesh(range(n), shape, axes), steps=1)
     (r,) = c.results
     assert r.loss_matches and r.report.check.matches
     assert r.loss == pytest.approx(unpipelined_loss, rel=1e-5)
@@ -54,3 +55,22 @@ def test_only_models_with_a_list_of_layers_can_be_pipelined(plain):
         pipelined_model(plain, stages=3, microbatches=2)
     with pytest.raises(ValueError, match="unknown pipeline rule set"):
         pipeline_rules("pp+tp")
+    model = pipelined_model(plain, stages=2, microbatches=2)
+    with pytest.raises(ShardvizError, match="pipelined as 2 x 2"):
+        sv.compare(model, [pipeline_rules("pp", stages=4, microbatches=2)])
+
+
+def test_compare_by_name_with_stages_and_microbatches(unpipelined_loss):
+    c = sv.compare("transformer", ["pp", "dp", "pp+dp"], stages=S, microbatches=M, steps=1,
+                   layers=4, batch=16)  # fmt: skip
+    assert [r.strategy for r in c.results] == ["pp", "dp", "pp+dp"]
+    pp, dp, ppdp = c.results
+    assert [len(r.mesh.devices) for r in c.results] == [S, 8, 8]
+    assert ppdp.mesh.axis_names == ("stage", "data") and ppdp.mesh.axis_sizes == (S, 2)
+    for r in (pp, dp, ppdp):
+        assert r.loss_matches and r.loss == pytest.approx(unpipelined_loss, rel=1e-5)
+    assert dp.schedule is None
+    for r in (pp, ppdp):
+        s = r.schedule
+        assert (s.kind, s.stages, s.microbatches) == ("gpipe", S, M)
+        assert s.theory_bubble_fraction == pytest.approx((S - 1) / (M + S - 1))
