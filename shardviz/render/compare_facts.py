@@ -447,3 +447,17 @@ def finding_lines(c: Comparison) -> list[tuple[str, str]]:
             fix = f" · fix: {f.fix.description}" if f.fix is not None else ""
             out.append((c.label(r), f"{f.severity} · {f.kind} · {f.title}{fix}"))
     return out
+
+
+def schedule_line(r: StrategyResult) -> str:
+    """``pipeline: gpipe · 4 stages x 8 microbatches · bubble 27.3% (theory (S-1)/(M+S-1)
+    27.3%)`` for a pipeline strategy, else ``""``."""
+    s = r.schedule
+    if s is None:
+        return ""
+    measured = "" if s.measured_bubble is None else f" · measured {s.measured_bubble:.1%}"
+    return (
+        f"pipeline: {s.kind} · {s.stages} stages x {s.microbatches} microbatches · bubble "
+        f"{s.schedule_bubble_fraction:.1%} of the schedule (theory (S-1)/(M+S-1) "
+        f"{s.theory_bubble_fraction:.1%}){measured}"
+    )

@@ -31,6 +31,7 @@ from shardviz.render.compare_facts import (
     moved_total,
     reconcile_line,
     reconciled_str,
+    schedule_line,
     shown_components,
     step_str,
     target_groups,
@@ -140,6 +141,9 @@ def _strategy_lines(c: Comparison, r: StrategyResult) -> list[str]:
     lines = [f"{head} · Mesh {mesh_str(r.mesh)}"]
     if r.description:
         lines.append(f"  {r.description}")
+    pipeline = schedule_line(r)
+    if pipeline:
+        lines.append(f"  {pipeline}")
     m = r.memory
     lines.append(f"  peak {format_bytes(m.peak, exact=True)} per device")
     lines.append(f"  {reconcile_line(m)}")

@@ -74,3 +74,14 @@ def test_compare_by_name_with_stages_and_microbatches(unpipelined_loss):
         s = r.schedule
         assert (s.kind, s.stages, s.microbatches) == ("gpipe", S, M)
         assert s.theory_bubble_fraction == pytest.approx((S - 1) / (M + S - 1))
+
+
+def test_the_comparison_text_says_the_schedule_and_its_bubble():
+    c = sv.compare("transformer", ["pp"], stages=2, microbatches=2, steps=1, layers=2, batch=8)
+    text = str(c)
+    # 2 stages x 2 microbatches: (S-1)/(M+S-1) = 1/3.
+    assert (
+        "pipeline: gpipe · 2 stages x 2 microbatches · bubble 33.3% of the schedule "
+        "(theory (S-1)/(M+S-1) 33.3%)"
+    ) in text
+    assert "pipeline:" not in str(sv.compare("mlp", ["dp"], steps=1))
