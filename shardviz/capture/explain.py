@@ -771,9 +771,13 @@ def estimated(comp: Compiled, report: Report, target: Any = None) -> Report:
         target = topo.target if topo is not None else None
     if target is None and report.platform == "cpu":
         return report
-    # Loops repeat their collectives: count them as many times as the loop runs.
-    # (Without a loop every collective runs once: no need to parse the module again.)
-    trips = hlo.collective_trip_counts(comp.module()) if " while(" in comp.hlo_text else {}
+    # Loops repeat their collectives: count them as many times as the loop runs (the report
+    # read the trip counts already; without a loop every collective runs once).
+    trips = (
+        {c.name.split("#", 1)[0]: c.trips for c in report.collectives}
+        if " while(" in comp.hlo_text
+        else {}
+    )
     try:
         return with_estimate(report, target, trip_counts=trips)
     except ShardvizError:

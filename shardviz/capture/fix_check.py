@@ -80,9 +80,10 @@ def judge(cand: Candidate, before: Outcome, after: Outcome, still: bool) -> tupl
         )
         lead = "the problem is gone" if not still else "the problem is still there"
     rest = [x for x in (moved, peak) if x != lead]
-    return ok and not (goal != "gone" and still and goal != "moved" and goal != "peak"), (
-        f"{lead}; " + "; ".join(rest)
-    )
+    # A fix for remats or repeated work must also make the finding go away.
+    if still and goal in ("remats", "flops"):
+        ok = False
+    return ok, f"{lead}; " + "; ".join(rest)
 
 
 def _change(what: str, before: int, after: int) -> str:
