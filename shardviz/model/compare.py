@@ -44,7 +44,9 @@ class MemoryBreakdown:
 
 @dataclass(frozen=True)
 class CollectiveSummary:
-    """The ledger of one step summarised: how many collectives of a kind over some axes."""
+    """The ledger of one step summarised: how many collectives of a kind over some axes run
+    per step, and their bytes. One inside a loop counts once per trip (a pipeline's permute
+    runs once per tick); one in a loop of unknown trip count, once."""
 
     kind: str
     axes: tuple[str, ...]

@@ -18,6 +18,9 @@ from shardviz.model._codec import JsonMixin
 
 Phase = Literal["F", "B"]
 ScheduleKind = Literal["gpipe", "1f1b"]
+#: How the pipeline is written: GSPMD's one loop over a stage-split state (autodiff orders the
+#: backwards, as GPipe), or each stage's program by hand with ``shard_map``.
+PipelineForm = Literal["gspmd", "shard_map"]
 
 
 @dataclass(frozen=True)
@@ -36,7 +39,9 @@ class Schedule(JsonMixin, display.Shown):
     """A pipeline schedule of ``stages`` x ``microbatches``, as slots on a stages x time grid.
 
     ``measured_bubble`` is the idle fraction measured from a profiled run (``None`` when it
-    was not profiled); :attr:`bubble_fraction` is that, else the schedule's own.
+    was not profiled); :attr:`bubble_fraction` is that, else the schedule's own. ``form``,
+    ``checkpoint`` and ``residual_bytes`` (what one stage keeps per microbatch in flight for
+    its backward, ``None`` when not known) describe the pipeline that ran it.
     """
 
     kind: ScheduleKind
@@ -44,6 +49,9 @@ class Schedule(JsonMixin, display.Shown):
     microbatches: int
     slots: tuple[Slot, ...]
     measured_bubble: float | None = None
+    form: PipelineForm = "gspmd"
+    checkpoint: bool = False
+    residual_bytes: int | None = None
 
     @property
     def length(self) -> int:
@@ -81,6 +89,13 @@ class Schedule(JsonMixin, display.Shown):
             held += 1 if is_forward else -1
             most = max(most, held)
         return most
+
+    def activation_bytes(self, stage: int) -> int | None:
+        """Bytes ``stage`` keeps for its backwards at its peak: its microbatches in flight
+        times :attr:`residual_bytes` (``None`` when that is not known)."""
+        if self.residual_bytes is None:
+            return None
+        return self.in_flight(stage) * self.residual_bytes
 
 
 def _simulate(stages: int, microbatches: int, orders: list[list[tuple[Phase, int]]]) -> list[Slot]:

@@ -158,11 +158,23 @@ def pipelined_loss(
     return -jnp.mean(picked)
 
 
-def pipelined_model(model: Any, *, stages: int, microbatches: int, checkpoint: bool = False) -> Any:
+def pipelined_model(
+    model: Any,
+    *,
+    stages: int,
+    microbatches: int,
+    checkpoint: bool = False,
+    schedule: str | None = None,
+) -> Any:
     """The zoo transformer (a :class:`~.zoo.ModelDef` whose parameters hold a ``layers``
-    list) trained as a GSPMD pipeline: its layers kept stacked ``[stages, layers // stages,
-    ...]`` and its loss computed by :func:`pipelined_loss`, with the stage arrays passed to
-    the activation hook (names :data:`STAGE_ARRAYS`) for a rule set to place.
+    list) trained as a pipeline, its layers kept stacked ``[stages, layers // stages, ...]``.
+
+    With ``schedule=None``, GSPMD's form: its loss computed by :func:`pipelined_loss`, with
+    the stage arrays passed to the activation hook (names :data:`STAGE_ARRAYS`) for a rule
+    set to place. With ``"gpipe"`` or ``"1f1b"``, each stage's program written with
+    ``shard_map`` and run in that order (:mod:`.pipeline_shard_map`): the model computes its
+    loss and gradients on the strategy's mesh (``value_and_grad_on``). ``model.loss`` is the
+    same loss in both, which is what the one-device reference step runs.
 
     Raises:
         ShardvizError: the model has no list of identical layers, or the layers or the
@@ -201,15 +213,37 @@ def pipelined_model(model: Any, *, stages: int, microbatches: int, checkpoint: b
             constrain_stages=constrain, checkpoint=checkpoint,
         )  # fmt: skip
 
+    by_hand = None
+    if schedule is not None:
+        from shardviz.model.schedule import schedule as make_schedule
+
+        from .pipeline_shard_map import pipelined_value_and_grad
+
+        order = make_schedule(schedule, stages, microbatches)
+
+        def by_hand(params: Params, batch: dict, mesh: Any) -> tuple[jax.Array, Params]:
+            data = "data" if "data" in mesh.axis_names else None
+            return pipelined_value_and_grad(
+                params, batch, mesh, schedule=order, checkpoint=checkpoint, data_axis=data
+            )
+
+    written = f"{schedule}, shard_map" if schedule else "GSPMD"
     return replace(
         model,
         init_params=init,
         loss=lambda params, batch: loss_with(params, batch, _same),
         loss_with_constraints=loss_with,
+        value_and_grad_on=by_hand,
         activations=STAGE_ARRAYS,
-        info={**model.info, "stages": stages, "microbatches": microbatches},
+        info={
+            **model.info,
+            "stages": stages,
+            "microbatches": microbatches,
+            "schedule": schedule,
+            "checkpoint": checkpoint,
+        },  # fmt: skip
         description=f"{model.description} (pipelined: {stages} stages x {microbatches} "
-        "microbatches)",
+        f"microbatches, {written}{', checkpointed' if checkpoint else ''})",
     )
 
 
@@ -217,28 +251,65 @@ def _dim0(shape: tuple[int, ...], axes: dict[str, int]) -> tuple:
     return (STAGE_AXIS,) + (None,) * (len(shape) - 1)
 
 
-def pipeline_rules(kind: str = "pp", *, stages: int = 2, microbatches: int = 4) -> Any:
-    """The rule set of a GSPMD pipeline: ``"pp"`` (the stage dim over ``stage``, the batch
-    whole on every stage) or ``"pp+dp"`` (also the microbatch rows over ``data``). Its
-    ``extra`` holds ``stages`` and ``microbatches``: :func:`~.runner.compare` pipelines the
-    model with them, and its default mesh has ``stages`` devices on the ``stage`` axis."""
+def pipeline_rules(
+    kind: str = "pp",
+    *,
+    stages: int = 2,
+    microbatches: int = 4,
+    schedule: str | None = None,
+    checkpoint: bool = False,
+) -> Any:
+    """The rule set of a pipeline: ``"pp"`` (the stage dim over ``stage``, the batch whole
+    on every stage) or ``"pp+dp"`` (also the microbatch rows over ``data``). Its ``extra``
+    holds ``stages``, ``microbatches``, ``schedule`` (``None``: GSPMD's form; ``"gpipe"`` or
+    ``"1f1b"``: written with ``shard_map`` in that order) and ``checkpoint``:
+    :func:`~.runner.compare` pipelines the model with them, and its default mesh has
+    ``stages`` devices on the ``stage`` axis.
+
+    Raises:
+        ShardvizError: an unknown schedule.
+        ValueError: an unknown kind.
+    """
+    from shardviz.errors import ShardvizError, problem
+
     from .rules import RuleSet
 
-    extra = {"stages": stages, "microbatches": microbatches}
+    if schedule not in (None, "gpipe", "1f1b"):
+        raise ShardvizError(
+            problem(
+                f"pipeline schedule {schedule!r}", "no schedule has this name",
+                "use 'gpipe' or '1f1b' (or None for GSPMD's own form)",
+            )
+        )  # fmt: skip
+    extra = {
+        "stages": stages, "microbatches": microbatches, "schedule": schedule,
+        "checkpoint": checkpoint,
+    }  # fmt: skip
 
     layers = ((r"^layers/", _dim0),)
+    form = (
+        f"{schedule.upper() if schedule == '1f1b' else 'GPipe'}, shard_map"
+        if schedule
+        else ("GSPMD")
+    )
+    how = (
+        f"each stage's program runs the {schedule} schedule tick by tick; activations go to "
+        "the next stage and gradients to the previous one with collective-permutes"
+        if schedule
+        else "microbatches shift from stage to stage with a collective-permute"
+    )
     if kind == "pp":
         return RuleSet(
-            "pp", "pipeline (GSPMD)", params=layers, batch=((".*", ()),),
+            "pp", f"pipeline ({form})", params=layers, batch=((".*", ()),),
             activations=(("stage_layers|stage_state|stage_outputs", _dim0),),
             axes=(STAGE_AXIS,), strict=False, extra=extra,
-            description="layers stacked on a stage dim split over 'stage'; microbatches "
-            "shift from stage to stage with a collective-permute",
+            description=f"layers stacked on a stage dim split over 'stage'; {how}",
             expects=(("collective-permute", STAGE_AXIS, "activations"),),
         )  # fmt: skip
     if kind == "pp+dp":
         return RuleSet(
-            "pp+dp", "pipeline x data parallel", params=layers, batch=((".*", ("data",)),),
+            "pp+dp", f"pipeline ({form}) x data parallel", params=layers,
+            batch=((".*", ("data",)),),
             activations=(
                 ("stage_layers", _dim0),
                 ("stage_state", (STAGE_AXIS, "data", None, None)),
@@ -246,7 +317,8 @@ def pipeline_rules(kind: str = "pp", *, stages: int = 2, microbatches: int = 4) 
             ),
             axes=(STAGE_AXIS, "data"), strict=False, extra=extra,
             description="the pipeline over 'stage', each microbatch's rows split over "
-            "'data'; gradients all-reduced over 'data'",
+            "'data'; gradients all-reduced over 'data'"
+            + (" once, after the last microbatch" if schedule else ""),
             expects=(("collective-permute", STAGE_AXIS, "activations"),
                      ("all-reduce", "data", "gradients")),
         )  # fmt: skip

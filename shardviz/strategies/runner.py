@@ -34,9 +34,11 @@ from shardviz.model import (
     Report,
     StrategyResult,
 )
-from shardviz.model.schedule import gpipe
+from shardviz.model.schedule import Schedule, gpipe
+from shardviz.model.schedule import schedule as make_schedule
 
 from .pipeline import pipelined_model
+from .pipeline_shard_map import residual_bytes
 from .rules import (
     RuleSet,
     get_rule_set,
@@ -53,8 +55,9 @@ def _summarise(report: Report) -> tuple[CollectiveSummary, ...]:
         groups[(c.kind, c.axes)].append(c)
     return tuple(
         CollectiveSummary(
-            kind=k, axes=a, count=len(cs), in_bytes=sum(c.in_bytes for c in cs),
-            moved_bytes=sum(c.moved_bytes for c in cs),
+            kind=k, axes=a, count=sum(c.trips or 1 for c in cs),
+            in_bytes=sum(c.in_bytes * (c.trips or 1) for c in cs),
+            moved_bytes=sum(c.moved_bytes * (c.trips or 1) for c in cs),
         )
         for (k, a), cs in sorted(groups.items())
     )  # fmt: skip
@@ -260,13 +263,34 @@ def _result(
     """A strategy's result from its report: what every result has (mesh, memory, collectives,
     form notes), and what was ``measured`` by running it (losses, step time), if it ran."""
     summary = _summarise(report)
-    stages, microbatches = rule_set.extra.get("stages"), rule_set.extra.get("microbatches")
-    measured["schedule"] = gpipe(stages, microbatches) if stages and microbatches else None
+    measured["schedule"] = _schedule(rule_set, built)
     return StrategyResult(
         strategy=rule_set.name, title=rule_set.title, description=rule_set.description,
         mesh=mesh_layout(built.mesh), report=report,
         memory=_memory(report, built.grad_bytes), collectives=summary,
         notes=_form_notes(rule_set, summary, _full_bytes(built.params_shape)), **measured,
+    )  # fmt: skip
+
+
+def _schedule(rule_set: RuleSet, built: StrategyStep) -> Schedule | None:
+    """A pipeline strategy's schedule: GSPMD's loop runs GPipe's order; a ``shard_map``
+    pipeline the schedule it was given, with what a stage keeps per microbatch in flight."""
+    extra = rule_set.extra
+    stages, microbatches = extra.get("stages"), extra.get("microbatches")
+    if not stages or not microbatches:
+        return None
+    kind = extra.get("schedule")
+    checkpoint = bool(extra.get("checkpoint"))
+    if kind is None:
+        return replace(gpipe(stages, microbatches), checkpoint=checkpoint)
+    inputs = built.abstract[2]["inputs"]
+    shards = dict(zip(built.mesh.axis_names, built.mesh.devices.shape, strict=True))
+    kept = residual_bytes(
+        built.params_shape, inputs, microbatches, checkpoint, shards.get("data", 1)
+    )
+    return replace(
+        make_schedule(kind, stages, microbatches), form="shard_map", checkpoint=checkpoint,
+        residual_bytes=kept,
     )  # fmt: skip
 
 
@@ -281,6 +305,8 @@ def compare(
     optimizer: optax.GradientTransformation | None = None,
     stages: int | None = None,
     microbatches: int | None = None,
+    schedule: str | None = None,
+    checkpoint: bool = False,
     **sizes: Any,
 ) -> Comparison:
     """Run ``model``'s training step under each strategy on the same devices and compare.
@@ -308,6 +334,12 @@ def compare(
         stages, microbatches: for the pipeline strategies ``"pp"`` and ``"pp+dp"`` (the
             zoo transformer's layers split over ``stages``; default 2 stages, 4
             microbatches). Their results carry the pipeline's ``schedule``.
+        schedule: the pipelines' order: ``None`` (default) for GSPMD's form (one loop the
+            compiler partitions; autodiff runs the backwards after all forwards, as GPipe);
+            ``"gpipe"`` or ``"1f1b"`` for each stage's program written with ``shard_map``
+            and run in that order.
+        checkpoint: the pipelines keep only each stage's input for the backward and compute
+            the stage again there (``jax.checkpoint``).
         **sizes: model sizes for a built-in model (e.g. ``d_model=256``).
 
     Raises:
@@ -318,7 +350,10 @@ def compare(
         raise ShardvizError(
             problem("compare", f"model {model!r} is not a model", "pass a name or a ModelDef")
         )
-    pipeline = {k: v for k, v in (("stages", stages), ("microbatches", microbatches)) if v}
+    pipeline: dict[str, Any] = {
+        k: v for k, v in (("stages", stages), ("microbatches", microbatches)) if v
+    }
+    pipeline.update(schedule=schedule, checkpoint=checkpoint)
     # Unknown names fail before any work.
     rule_sets = [get_rule_set(s, **pipeline) for s in strategies]
     opt = optimizer or optax.adam(1e-3)
@@ -364,34 +399,55 @@ def _by_model(run: Callable[..., list], m: ModelDef, rule_sets: list, *args: Any
     microbatches, the others the model as it is."""
     groups: dict[tuple, list[int]] = {}
     for i, rs in enumerate(rule_sets):
-        key = (rs.extra.get("stages"), rs.extra.get("microbatches"))
-        groups.setdefault(key if key[0] else (None, None), []).append(i)
+        key = tuple(rs.extra.get(k) for k in ("stages", "microbatches", "schedule", "checkpoint"))
+        groups.setdefault(key if key[0] else (None,) * 4, []).append(i)
     out: list = [None] * len(rule_sets)
-    for (stages, microbatches), idx in groups.items():
+    for (stages, microbatches, order, checkpoint), idx in groups.items():
         already = "stages" in m.info  # a model the caller pipelined (pipelined_model)
-        if (
-            stages
-            and already
-            and (m.info["stages"], m.info["microbatches"])
-            != (
-                stages,
-                microbatches,
-            )
-        ):
+        wanted = (stages, microbatches, order, bool(checkpoint))
+        if stages and already and _pipelined_as(m) != wanted:
             raise ShardvizError(
                 problem(
                     f"strategy {rule_sets[idx[0]].name!r}",
-                    f"it is for {stages} stages x {microbatches} microbatches, but the model "
-                    f"is pipelined as {m.info['stages']} x {m.info['microbatches']}",
-                    "build both with the same numbers (pipeline_rules(kind, stages=, "
-                    "microbatches=)), or pass the plain model and let compare pipeline it",
+                    f"it is for {_pipeline_words(*wanted)}, but the model is pipelined as "
+                    f"{_pipeline_words(*_pipelined_as(m))}",
+                    "build both with the same options (pipeline_rules(kind, stages=, "
+                    "microbatches=, schedule=, checkpoint=)), or pass the plain model and let "
+                    "compare pipeline it",
                 )
             )
         pipeline = stages and not already
-        model = pipelined_model(m, stages=stages, microbatches=microbatches) if pipeline else m
+        model = (
+            pipelined_model(
+                m,
+                stages=stages,
+                microbatches=microbatches,
+                schedule=order,
+                checkpoint=bool(checkpoint),
+            )  # fmt: skip
+            if pipeline
+            else m
+        )
         for i, result in zip(idx, run(model, [rule_sets[i] for i in idx], *args), strict=True):
             out[i] = result
     return out
+
+
+def _pipelined_as(m: ModelDef) -> tuple:
+    info = m.info
+    return (
+        info["stages"],
+        info["microbatches"],
+        info.get("schedule"),
+        bool(info.get("checkpoint")),
+    )
+
+
+def _pipeline_words(stages: int, microbatches: int, order: str | None, checkpoint: bool) -> str:
+    form = f"{order} written with shard_map" if order else "GSPMD's form"
+    return f"{stages} stages x {microbatches} microbatches ({form}" + (
+        ", checkpointed)" if checkpoint else ")"
+    )
 
 
 def _run_here(m: ModelDef, rule_sets: list, mesh: Any, steps: int, seed: int, opt: Any) -> list:

@@ -111,7 +111,10 @@ def strategy_step(
         constrained = model.constrained(constrain)
 
     def train_step(params, opt_state, batch):
-        loss, grads = jax.value_and_grad(constrained.loss)(params, batch)
+        if model.value_and_grad_on is not None:  # the model computes them on the mesh itself
+            loss, grads = model.value_and_grad_on(params, batch, jm)
+        else:
+            loss, grads = jax.value_and_grad(constrained.loss)(params, batch)
         grads = jax.lax.with_sharding_constraint(grads, g_sh)
         updates, opt_state = opt.update(grads, opt_state, params)
         return optax.apply_updates(params, updates), opt_state, loss

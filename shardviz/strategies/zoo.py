@@ -62,6 +62,9 @@ class ModelDef:
       activations: names the model passes to a ``constrain(name, array)`` hook, if it has one.
       loss_with_constraints: ``(params, batch, constrain) -> scalar`` for models with the hook;
         use :meth:`constrained` rather than calling it directly.
+      value_and_grad_on: ``(params, batch, mesh) -> (loss, grads)`` for a model that computes
+        its gradients itself on the strategy's mesh (a pipeline written with ``shard_map``);
+        ``None``: the train step takes ``jax.value_and_grad(loss)``.
     """
 
     name: str
@@ -72,6 +75,9 @@ class ModelDef:
     description: str = ""
     activations: tuple[str, ...] = ()
     loss_with_constraints: Callable[[Params, Batch, Constrain], jax.Array] | None = field(
+        default=None, repr=False
+    )
+    value_and_grad_on: Callable[[Params, Batch, Any], tuple[jax.Array, Params]] | None = field(
         default=None, repr=False
     )
 

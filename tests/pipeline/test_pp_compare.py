@@ -56,7 +56,7 @@ def test_only_models_with_a_list_of_layers_can_be_pipelined(plain):
     with pytest.raises(ValueError, match="unknown pipeline rule set"):
         pipeline_rules("pp+tp")
     model = pipelined_model(plain, stages=2, microbatches=2)
-    with pytest.raises(ShardvizError, match="pipelined as 2 x 2"):
+    with pytest.raises(ShardvizError, match="pipelined as 2 stages x 2 microbatches"):
         sv.compare(model, [pipeline_rules("pp", stages=4, microbatches=2)])
 
 
@@ -85,3 +85,30 @@ def test_the_comparison_text_says_the_schedule_and_its_bubble():
         "(theory (S-1)/(M+S-1) 33.3%)"
     ) in text
     assert "pipeline:" not in str(sv.compare("mlp", ["dp"], steps=1))
+
+
+@pytest.mark.parametrize("kind", ["pp", "pp+dp"])
+def test_1f1b_written_with_shard_map_runs_in_compare_and_matches(plain, unpipelined_loss, kind):
+    c = sv.compare(plain, [kind], stages=S, microbatches=8, schedule="1f1b", steps=1)
+    (r,) = c.results
+    assert r.loss_matches and r.report.check.matches
+    assert r.loss == pytest.approx(unpipelined_loss, rel=1e-5)
+    s = r.schedule
+    assert (s.kind, s.form, s.stages, s.microbatches) == ("1f1b", "shard_map", S, 8)
+    assert s.residual_bytes and s.activation_bytes(0) == S * s.residual_bytes
+    assert s.activation_bytes(S - 1) == s.residual_bytes
+    assert "1F1B, shard_map" in r.title
+    # Each tick every stage sends forward and backward: two permutes per tick, counted per step.
+    (perm,) = [x for x in r.collectives if x.kind == "collective-permute"]
+    assert perm.axes == ("stage",) and perm.count == 2 * s.length
+    if kind == "pp+dp":
+        # The gradients are summed over the microbatches on each device, reduced over 'data'
+        # once, not once per tick.
+        data = [x for x in r.report.collectives if "data" in x.axes]
+        assert data and all(x.trips == 1 for x in data)
+        assert r.report.collectives_of("all-reduce")
+
+
+def test_pipeline_schedule_names_are_checked(plain):
+    with pytest.raises(ShardvizError, match="use 'gpipe' or '1f1b'"):
+        sv.compare(plain, ["pp"], schedule="interleaved")
