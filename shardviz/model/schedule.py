@@ -35,11 +35,25 @@ class Slot:
 
 
 @dataclass(frozen=True)
+class MeasuredSlot:
+    """One slot as a profiled run timed it: ``stage`` ran ``phase`` of ``microbatch`` from
+    ``start`` seconds (after the step's first op) for ``seconds``."""
+
+    stage: int
+    microbatch: int
+    phase: Phase
+    start: float
+    seconds: float
+
+
+@dataclass(frozen=True)
 class Schedule(JsonMixin, display.Shown):
     """A pipeline schedule of ``stages`` x ``microbatches``, as slots on a stages x time grid.
 
     ``measured_bubble`` is the idle fraction measured from a profiled run (``None`` when it
-    was not profiled); :attr:`bubble_fraction` is that, else the schedule's own. ``form``,
+    was not profiled), ``measured`` its slots as timed (empty when not profiled) on
+    ``measured_platform`` (``"cpu"``: illustrative, the fake devices share the host's cores);
+    :attr:`bubble_fraction` is the measured bubble, else the schedule's own. ``form``,
     ``checkpoint`` and ``residual_bytes`` (what one stage keeps per microbatch in flight for
     its backward, ``None`` when not known) describe the pipeline that ran it.
     """
@@ -49,6 +63,8 @@ class Schedule(JsonMixin, display.Shown):
     microbatches: int
     slots: tuple[Slot, ...]
     measured_bubble: float | None = None
+    measured: tuple[MeasuredSlot, ...] = ()
+    measured_platform: str = ""
     form: PipelineForm = "gspmd"
     checkpoint: bool = False
     residual_bytes: int | None = None
