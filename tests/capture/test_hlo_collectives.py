@@ -428,3 +428,48 @@ def test_ledger_and_intermediates_are_plain_json_data(name) -> None:
         assert from_data(Collective, to_data(c)) == c
     for s in intermediates_of_hlo(hlo_text(f"{name}.before_spmd"), MESHES[name]):
         assert from_data(ShardingOf, to_data(s)) == s
+
+
+#: A loop as TPU's optimized HLO prints it: no ``known_trip_count``; the counter starts at a
+#: copied constant, the condition compares it with 22, the body adds 1.
+TPU_STYLE_LOOP = """HloModule tpu_loop, num_partitions=4
+
+%cond (p: (s32[], f32[8])) -> pred[] {
+  %n = s32[] constant(22)
+  %p = (s32[], f32[8]) parameter(0)
+  %i = s32[] get-tuple-element(%p), index=0
+  ROOT %lt = pred[] compare(%i, %n), direction=LT
+}
+
+%body (q: (s32[], f32[8])) -> (s32[], f32[8]) {
+  %q = (s32[], f32[8]) parameter(0)
+  %j = s32[] get-tuple-element(%q), index=0
+  %x = f32[8] get-tuple-element(%q), index=1
+  %one = s32[] constant(1)
+  %next = s32[] add(%one, %j)
+  %cp = f32[8] collective-permute(%x), channel_id=1, source_target_pairs={{0,1},{1,2},{2,3}}
+  ROOT %t = (s32[], f32[8]) tuple(%next, %cp)
+}
+
+ENTRY %main (a: f32[8]) -> f32[8] {
+  %a = f32[8] parameter(0)
+  %zero = s32[] constant(ZERO)
+  %start = s32[] copy(%zero)
+  %init = (s32[], f32[8]) tuple(%start, %a)
+  %w = (s32[], f32[8]) while(%init), condition=%cond, body=%body
+  ROOT %out = f32[8] get-tuple-element(%w), index=1
+}
+"""
+
+
+@pytest.mark.parametrize(("start", "trips"), [(0, 22), (2, 20), (30, 0)])
+def test_trips_of_an_unannotated_loop_are_read_from_its_counter(start, trips) -> None:
+    text = TPU_STYLE_LOOP.replace("ZERO", str(start))
+    assert collective_trip_counts(text) == {"cp": trips}
+
+
+def test_an_unannotated_loop_that_is_not_a_counted_for_has_unknown_trips() -> None:
+    doubling = TPU_STYLE_LOOP.replace("ZERO", "0").replace("constant(1)", "constant(2)")
+    assert collective_trip_counts(doubling) == {"cp": None}
+    not_less = TPU_STYLE_LOOP.replace("ZERO", "0").replace("direction=LT", "direction=NE")
+    assert collective_trip_counts(not_less) == {"cp": None}
