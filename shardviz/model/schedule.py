@@ -94,6 +94,15 @@ class Schedule(JsonMixin, display.Shown):
             else self.schedule_bubble_fraction
         )
 
+    def figure(self):
+        """An interactive plotly figure: the stages x time chart, the measured slots when
+        profiled, each stage's activation memory when known."""
+        return display.render(self, "plotly")
+
+    def matplotlib_figure(self):
+        """The same as a static matplotlib figure, for slides."""
+        return display.render(self, "matplotlib")
+
     def in_flight(self, stage: int) -> int:
         """The most microbatches whose activations ``stage`` holds at once (forward done,
         backward not yet): what its activation memory scales with."""

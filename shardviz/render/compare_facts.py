@@ -24,6 +24,7 @@ from shardviz.render.report_facts import (
     headroom_str,
     sig3,
 )
+from shardviz.render.schedule_text import short_how
 
 # --------------------------------------------------------------------------------------------
 # Memory by component
@@ -450,14 +451,15 @@ def finding_lines(c: Comparison) -> list[tuple[str, str]]:
 
 
 def schedule_line(r: StrategyResult) -> str:
-    """``pipeline: gpipe · 4 stages x 8 microbatches · bubble 27.3% (theory (S-1)/(M+S-1)
-    27.3%)`` for a pipeline strategy, else ``""``."""
+    """``pipeline: 1f1b, shard_map · 4 stages x 8 microbatches · bubble 27.3% of the schedule
+    (theory (S-1)/(M+S-1) 27.3%)`` for a pipeline strategy (the kind, how it is written and
+    whether it is checkpointed first), else ``""``."""
     s = r.schedule
     if s is None:
         return ""
     measured = "" if s.measured_bubble is None else f" · measured {s.measured_bubble:.1%}"
     return (
-        f"pipeline: {s.kind} · {s.stages} stages x {s.microbatches} microbatches · bubble "
+        f"pipeline: {short_how(s)} · {s.stages} stages x {s.microbatches} microbatches · bubble "
         f"{s.schedule_bubble_fraction:.1%} of the schedule (theory (S-1)/(M+S-1) "
         f"{s.theory_bubble_fraction:.1%}){measured}"
     )

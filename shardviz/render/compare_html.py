@@ -13,7 +13,8 @@ per strategy and kind it uses, and on the chart by mesh axes one ``<rect class="
 data-strategy="dp" data-axes="data,model" data-bytes="…">`` per strategy and tuple of axes
 (``data-axes=""``: no axis); the compiler's temp is ``<td class="sv-cmp-temp" data-bytes="…">``
 and a strategy whose temp is smaller than its gradients gets ``<div class="sv-cmp-tempnote"
-data-strategy="dp">`` under the memory chart; the loss check is ``sv-cmp-check`` with ``sv-ok``, ``sv-bad``
+data-strategy="dp">`` under the memory chart; a pipeline strategy's schedule chart
+(:mod:`.schedule_html`) sits in ``<div class="sv-cmp-sched" data-strategy="pp">``; the loss check is ``sv-cmp-check`` with ``sv-ok``, ``sv-bad``
 or ``sv-none``; each full report sits in ``<details class="sv-cmp-report" data-strategy="dp">``.
 
 With estimates (reports with a target): rows, bars and cards of a strategy on a target also
@@ -63,6 +64,7 @@ from shardviz.render.compare_facts import (
     mesh_str,
     moved_total,
     reconcile_line,
+    schedule_line,
     shown_components,
     step_str,
     step_time,
@@ -77,6 +79,7 @@ from shardviz.render.report_facts import (
     format_mfu,
     format_seconds,
 )
+from shardviz.render.schedule_html import schedule_html
 from shardviz.render.svg import esc, svg_num, svg_text, text_width
 
 COMPARE_CSS = f"""
@@ -104,6 +107,8 @@ border-left:1px solid #d0d7de;padding-left:10px}}
 vertical-align:bottom}}
 .sv-compare tr.sv-strategy:hover>td{{background:#f6f8fa}}
 .sv-compare .sv-cmp-name{{font-weight:600}}
+.sv-compare .sv-cmp-sched{{margin:4px 0 12px}}
+.sv-compare .sv-cmp-sched>.sv-root{{margin-top:4px}}
 .sv-compare .sv-cmp-sub{{display:block;color:#57606a;font-size:11px;max-width:170px;
 white-space:normal;line-height:1.3;min-width:9em}}
 .sv-compare .sv-cmp-mesh{{display:block;font:11px {MONO};color:#424a53;margin-top:1px}}
@@ -709,6 +714,27 @@ def _findings(c: Comparison) -> list[str]:
     return ['<div class="sv-cmp-notes sv-cmp-findings">' + "".join(items) + "</div>"]
 
 
+def _schedules(c: Comparison) -> list[str]:
+    """Each pipeline strategy's schedule chart (:mod:`.schedule_html`) under its name and
+    its :func:`schedule_line`; nothing when no strategy is pipelined."""
+    piped = [r for r in c.results if r.schedule is not None]
+    if not piped:
+        return []
+    out = [
+        '<h4 class="sv-cmp-h">Pipeline schedules<span class="sv-cmp-dim">each stage\'s '
+        "forwards and backwards over time, the bubble next to the theory (S-1)/(M+S-1)"
+        "</span></h4>"
+    ]
+    for r in piped:
+        assert r.schedule is not None
+        out.append(
+            f'<div class="sv-cmp-sched" data-strategy="{esc(r.strategy)}"{_target_attr(r)}>'
+            f'<div class="sv-cmp-name">{esc(c.label(r))} <span class="sv-cmp-dim">'
+            f"{esc(schedule_line(r))}</span></div>{schedule_html(r.schedule)}</div>"
+        )
+    return out
+
+
 def _reports(c: Comparison) -> list[str]:
     out = []
     for r in c.results:
@@ -734,8 +760,8 @@ def comparison_html(c: Comparison) -> str:
         collectives per step by mesh axes, step time, the loss check), memory per device as
         stacked bars on one scale (and what the temp holds where it is smaller than the
         gradients), bytes moved per step by collective kind and by mesh axes as grouped bars,
-        each strategy's collectives by kind and axes, the notes, and each strategy's full
-        report collapsed.
+        each strategy's collectives by kind and axes, each pipeline strategy's schedule chart,
+        the notes, and each strategy's full report collapsed.
     """
     n = len(c.results)
     body = [
@@ -786,6 +812,7 @@ def comparison_html(c: Comparison) -> str:
         "per step, per device</span></h4>"
     )
     body.append(_kind_cards(c))
+    body += _schedules(c)
     body.append(
         '<h4 class="sv-cmp-h">Full reports<span class="sv-cmp-dim">the ledger, intermediates, '
         "memory, timing and check of each strategy</span></h4>"

@@ -25,6 +25,8 @@ from shardviz.render.html import array_html, mesh_html, page, tree_html
 from shardviz.render.report_html import report_html
 from shardviz.render.report_text import report_text
 from shardviz.render.schedule_html import schedule_html, schedule_page
+from shardviz.render.schedule_mpl import schedule_mpl
+from shardviz.render.schedule_plotly import schedule_figure
 from shardviz.render.schedule_text import schedule_text
 from shardviz.render.search_html import search_html, search_page
 from shardviz.render.search_text import search_text
@@ -67,6 +69,8 @@ VIEWS: tuple[tuple[type, display.Format, display.View], ...] = (
     (Schedule, "text", schedule_text),
     (Schedule, "html", schedule_html),
     (Schedule, "page", schedule_page),
+    (Schedule, "plotly", schedule_figure),
+    (Schedule, "matplotlib", schedule_mpl),
 )
 
 

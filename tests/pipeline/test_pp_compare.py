@@ -81,7 +81,7 @@ def test_the_comparison_text_says_the_schedule_and_its_bubble():
     text = str(c)
     # 2 stages x 2 microbatches: (S-1)/(M+S-1) = 1/3.
     assert (
-        "pipeline: gpipe · 2 stages x 2 microbatches · bubble 33.3% of the schedule "
+        "pipeline: gpipe, GSPMD · 2 stages x 2 microbatches · bubble 33.3% of the schedule "
         "(theory (S-1)/(M+S-1) 33.3%)"
     ) in text
     assert "pipeline:" not in str(sv.compare("mlp", ["dp"], steps=1))

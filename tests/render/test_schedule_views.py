@@ -1,5 +1,8 @@
 """The text and HTML views of a pipeline schedule, on GPipe and 1F1B schedules (no jax).
 
+Hand-built schedules come from :mod:`.schedule_fixtures`; the figures are tested in
+test_schedule_plotly.py and test_schedule_mpl.py.
+
 The text view is pinned by golden files tests/golden/schedule_<name>.txt; rewrite them after
 an intended change with ``SHARDVIZ_UPDATE_GOLDEN=1 pytest tests/render`` and read the diff.
 """
@@ -17,6 +20,7 @@ import pytest
 from shardviz.model import display
 from shardviz.model.schedule import Schedule, gpipe, one_f_one_b
 from shardviz.render.schedule_html import (
+    IDLE_FILL,
     MAX_BODY,
     cell_width,
     darken,
@@ -25,22 +29,28 @@ from shardviz.render.schedule_html import (
     slot_fill,
     tick_step,
 )
-from shardviz.render.schedule_text import TIME_ELIDE_ABOVE, TIME_KEEP, schedule_text
+from shardviz.render.schedule_text import (
+    TIME_ELIDE_ABOVE,
+    TIME_KEEP,
+    activation_lines,
+    realness_str,
+    schedule_text,
+    seconds_ticks,
+    short_how,
+)
 from tests.without_jax import run_without_jax
+
+from .schedule_fixtures import KEPT, T0, profiled, wide
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden"
 UPDATE = os.environ.get("SHARDVIZ_UPDATE_GOLDEN") == "1"
-
-
-def wide() -> Schedule:
-    """1F1B over 4 stages and 64 microbatches, profiled: 134 time units, elided in text."""
-    return dataclasses.replace(one_f_one_b(4, 64), measured_bubble=0.0712)
 
 
 CASES: dict[str, Callable[[], Schedule]] = {
     "gpipe_4x8": lambda: gpipe(4, 8),
     "1f1b_4x8": lambda: one_f_one_b(4, 8),
     "1f1b_4x64_measured": wide,
+    "1f1b_2x3_shard_map_profiled": profiled,
 }
 
 
@@ -89,8 +99,12 @@ def test_text_gpipe_by_hand() -> None:
     assert cells.count("·") == 4 * 22 - 64
     lines = text.splitlines()
     assert lines[0] == "pipeline schedule · gpipe · 4 stages × 8 microbatches · 22 time units"
+    assert (
+        lines[1] == "written with GSPMD (one loop shifting a stage-split state) · no checkpointing"
+    )
     # (4 * 22 - 64) / (4 * 22) = 24/88 = 3/11 idle, as the theory says.
-    assert lines[1] == "bubble 27.3% idle in the schedule · theory (S-1)/(M+S-1) = 3/11 = 27.3%"
+    assert lines[2] == "bubble 27.3% idle in the schedule · theory (S-1)/(M+S-1) = 3/11 = 27.3%"
+    assert "activation memory" not in text  # the bytes kept per microbatch are not known
     assert "at once): 0: 8 · 1: 8 · 2: 8 · 3: 8" in text  # GPipe holds every microbatch
 
 
@@ -132,10 +146,72 @@ def test_text_one_stage_has_no_bubble() -> None:
     assert "bubble 0.0% idle in the schedule · theory (S-1)/(M+S-1) = 0/1 = 0.0%" in text
 
 
+def test_text_profiled_shard_map_by_hand() -> None:
+    s = profiled()
+    text = schedule_text(s)
+    lines = text.splitlines()
+    assert lines[1] == (
+        "written with shard_map (each stage's program by hand) · checkpointed (a stage keeps "
+        "only its input per microbatch)"
+    )
+    # 2 stages x 3 microbatches: 8 time units, 16 - 12 idle = 1/4 = (S-1)/(M+S-1).
+    assert lines[2] == (
+        "bubble 25.0% idle in the schedule · theory (S-1)/(M+S-1) = 1/4 = 25.0% · "
+        "measured 37.5% idle on the devices (illustrative, on CPU)"
+    )
+    # 12 slots; the last (stage 0's B2 at time 7) ends at 7 ms + 0.9 ms after the first start.
+    assert lines[3] == (
+        "measured 12 slots over 7.9 ms (illustrative: CPU devices share the host's cores)"
+    )
+    rows = _rows(text)
+    assert rows["stage 0"] == ["F0", "F1", "·", "B0", "F2", "B1", "·", "B2"]
+    # 1F1B: stage 0 holds 2 microbatches at once, stage 1 one; 3,250,000 B = 3.1 MiB each.
+    assert "  stage 0 holds 2 microbatches × 3.1 MiB = 6.2 MiB" in lines
+    assert "  stage 1 holds 1 microbatch × 3.1 MiB = 3.1 MiB" in lines
+    assert s.activation_bytes(0) == 2 * KEPT == 6_500_000
+
+
+def test_realness_wording() -> None:
+    assert realness_str(profiled("cpu")) == "illustrative: CPU devices share the host's cores"
+    assert realness_str(profiled("gpu")) == "real: measured on gpu devices"
+    assert realness_str(wide()) == ""  # platform not known: no claim either way
+    text = schedule_text(profiled("tpu"))
+    assert "measured 37.5% idle on the devices (real, on tpu)" in text
+    assert "(real: measured on tpu devices)" in text
+    assert "illustrative" not in text
+
+
+def test_short_how() -> None:
+    assert short_how(gpipe(2, 2)) == "gpipe, GSPMD"
+    assert short_how(profiled()) == "1f1b, shard_map, checkpointed"
+    assert short_how(dataclasses.replace(one_f_one_b(2, 2), form="shard_map")) == "1f1b, shard_map"
+
+
+def test_activation_lines_elide_many_stages() -> None:
+    s = dataclasses.replace(gpipe(16, 2), residual_bytes=1024)
+    lines = activation_lines(s)
+    assert lines[0] == (0, "stage 0 holds 2 microbatches × 1 KiB = 2 KiB")
+    assert (None, "… 6 more stages (5:11) …") in lines
+    assert [i for i, _ in lines if i is not None] == [0, 1, 2, 3, 4, 11, 12, 13, 14, 15]
+    assert activation_lines(gpipe(2, 2)) == []
+
+
+def test_seconds_ticks() -> None:
+    assert seconds_ticks(7.9e-3) == pytest.approx([0, 2e-3, 4e-3, 6e-3, 8e-3])
+    assert seconds_ticks(6.0) == pytest.approx([0, 1, 2, 3, 4, 5, 6])
+    assert seconds_ticks(0.0) == [0.0]
+    for span in (3e-6, 0.0123, 1.0, 47.0):
+        ticks = seconds_ticks(span)
+        assert ticks[-1] >= span > ticks[-2] and len(ticks) <= 7
+
+
 def test_str_is_the_text_view_and_json_round_trip_renders_the_same() -> None:
     s = wide()
     assert str(s) == schedule_text(s) == schedule_text(wide())
     assert schedule_text(Schedule.from_json(s.to_json())) == schedule_text(s)
+    p = profiled()
+    assert str(p) == schedule_text(p)
+    assert schedule_text(Schedule.from_json(p.to_json())) == schedule_text(p)
 
 
 # --------------------------------------------------------------------------------------------
@@ -179,13 +255,72 @@ def test_html_bubble_numbers() -> None:
     html = schedule_html(s)
     assert float(re.search(r'data-bubble="([^"]+)"', html).group(1)) == pytest.approx(3 / 11)
     assert float(re.search(r'data-theory="([^"]+)"', html).group(1)) == pytest.approx(3 / 11)
-    assert "data-measured" not in html and "measured" not in html
+    assert "data-measured" not in html and "measured" not in html and IDLE_FILL in html
     assert "<b>bubble</b> 27.3% idle in the schedule" in html
     assert "<b>theory</b> (S-1)/(M+S-1) = 3/11 = 27.3%" in html
     assert 'data-kind="gpipe" data-stages="4" data-microbatches="8" data-length="22"' in html
     measured = schedule_html(wide())
     assert 'data-measured="0.0712"' in measured
     assert "<b>measured</b> 7.1% idle on the devices" in measured
+
+
+def test_html_form_checkpoint_and_activation() -> None:
+    html = schedule_html(gpipe(4, 8))
+    assert 'data-form="gspmd" data-checkpoint="0"' in html
+    assert "data-residual-bytes" not in html and 'sv-activation"' not in html
+    assert (
+        '<div class="sv-note sv-how">written with GSPMD (one loop shifting a stage-split ' in html
+    )
+    html = schedule_html(profiled())
+    assert 'data-form="shard_map" data-checkpoint="1" data-residual-bytes="3250000"' in html
+    assert "checkpointed (a stage keeps only its input per microbatch)" in html
+    acts = re.findall(r'<div class="sv-act" data-stage="(\d+)" data-bytes="(\d+)">([^<]*)<', html)
+    assert acts == [
+        ("0", "6500000", "stage 0 holds 2 microbatches × 3.1 MiB = 6.2 MiB"),
+        ("1", "3250000", "stage 1 holds 1 microbatch × 3.1 MiB = 3.1 MiB"),
+    ]
+    stages = re.findall(r'data-in-flight="(\d+)" data-activation-bytes="(\d+)"', html)
+    assert stages == [("2", "6500000"), ("1", "3250000")]
+
+
+def test_html_measured_chart() -> None:
+    s = profiled()
+    html = schedule_html(s)
+    assert 'data-measured="0.375"' in html
+    assert "<b>measured</b> 37.5% idle on the devices (illustrative, on CPU)" in html
+    assert (
+        '<div class="sv-realness sv-illustrative"><b>measured 12 slots over 7.9 ms</b> · ' in html
+    )
+    assert '<svg class="sv-sched-measured" data-platform="cpu"' in html
+    found = re.findall(
+        r'class="sv-mslot sv-([FB])" data-stage="(\d)" data-mb="(\d)" data-start="([^"]+)" '
+        r'data-seconds="([^"]+)" fill="([^"]+)"',
+        html,
+    )
+    assert len(found) == 2 * 2 * 3 == len(s.measured)
+    for phase, stage, mb, start, seconds, fill in found:
+        m = next(x for x in s.measured if (x.phase, x.stage, x.microbatch) == (phase, int(stage),
+                                                                             int(mb)))  # fmt: skip
+        assert (float(start), float(seconds)) == (m.start, m.seconds)
+        assert fill == slot_fill(next(x for x in s.slots if (x.phase, x.stage, x.microbatch) ==
+                                      (phase, int(stage), int(mb))))  # fmt: skip
+    # Placed on the seconds axis: the first slot at the left edge, ticks 0, 2, ..., 8 ms.
+    ticks = re.findall(r">(\d+ ms|0 s)</text>", html.split("sv-sched-measured", 1)[1])
+    assert ticks == ["0 s", "2 ms", "4 ms", "6 ms", "8 ms"]
+    real = schedule_html(profiled("gpu"))
+    assert (
+        '<div class="sv-realness"><b>measured 12 slots over 7.9 ms</b> · real: measured on ' in real
+    )
+    assert "sv-sched-measured" not in schedule_html(wide())  # a bubble but no timed slots
+    # Time is drawn from the first slot's start (T0 after the step's first op), not from zero:
+    # F0 on stage 0 sits where the "0 s" tick is; B2 (7 ms later) 7/8 of the axis further.
+    part = html.split("sv-sched-measured", 1)[1]
+    zero = float(re.search(r'x="([\d.]+)" y="28" text-anchor="middle">0 s<', part).group(1))
+    eight = float(re.search(r'x="([\d.]+)" y="28" text-anchor="middle">8 ms<', part).group(1))
+    f0 = re.search(r'<rect x="([\d.]+)"[^>]*sv-mslot sv-F" data-stage="0" data-mb="0"', part)
+    b2 = re.search(r'<rect x="([\d.]+)"[^>]*sv-mslot sv-B" data-stage="0" data-mb="2"', part)
+    assert float(f0.group(1)) == zero and T0 > 0
+    assert float(b2.group(1)) == pytest.approx(zero + (eight - zero) * 7 / 8, abs=0.1)
 
 
 def test_html_in_flight() -> None:
@@ -238,8 +373,10 @@ def test_views_work_without_jax() -> None:
         """
         import sys
         from shardviz.model.schedule import one_f_one_b
+        from tests.render.schedule_fixtures import profiled
         s = one_f_one_b(3, 4)
         assert "F3" in str(s) and "sv-slot" in s._repr_html_()
+        assert "sv-mslot" in profiled()._repr_html_() and "6.2 MiB" in str(profiled())
         assert not any(m == "jax" or m.startswith("jax.") for m in sys.modules), "jax imported"
         print("ok")
         """
