@@ -27,7 +27,10 @@ NOTEBOOK_DIR = ROOT / "notebooks"
 NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
 CELL_TIMEOUT = 600
 #: Views the first notebook must show as SVG (by cell tag).
-REQUIRED_VIEWS = {"01_mesh_and_tiles.ipynb": {"view-mesh", "view-tiles", "view-tree"}}
+REQUIRED_VIEWS = {
+    "01_mesh_and_tiles.ipynb": {"view-mesh", "view-tiles", "view-tree"},
+    "10_pipeline.ipynb": {"view-schedule"},
+}
 
 
 def _kernel_env(tmp: Path) -> dict[str, str]:
