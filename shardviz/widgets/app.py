@@ -4,13 +4,15 @@
 explains ``fn`` on its (sharded) arguments first, then shows the controls above the panes:
 changing the mesh, the axis names, the strategy or a spec recompiles and reruns in the
 background (newest request wins, errors inline), and :meth:`Explorer.train` runs training
-steps in a live view.
+steps in a live view. :meth:`Explorer.pipeline` compares pipelines of a model and shows a
+microbatch slider, stage and schedule choices and a Schedule pane above the panes; a change
+reruns the comparison in the background the same way.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import ipywidgets
@@ -20,6 +22,7 @@ from shardviz.model import Comparison, Report
 from shardviz.render.report_facts import status_line
 from shardviz.widgets.explorer import ExplorerView
 from shardviz.widgets.live import LiveRun, live
+from shardviz.widgets.pipeline_session import PipelineConnection, PipelineSession
 from shardviz.widgets.session import Connection, ExplorerSession, connect
 from shardviz.widgets.static_bundle import with_static_html
 
@@ -47,7 +50,7 @@ class Explorer(ExplorerView):
     ) -> None:
         self.session: ExplorerSession | None = None
         self.controls: Any = None
-        self.connection: Connection | None = None
+        self.connection: Connection | PipelineConnection | None = None
         self._box: ipywidgets.Widget | None = None
         if isinstance(shown, Report | Comparison):
             if args:
@@ -68,6 +71,67 @@ class Explorer(ExplorerView):
         self.controls = session.controls()
         self.connection = connect(self, self.controls, session, run_now=False)
         self._box = ipywidgets.VBox([self.controls, self])
+
+    @classmethod
+    def pipeline(
+        cls,
+        model: Any = "transformer",
+        strategies: Sequence[str] = ("pp",),
+        *,
+        stages: int | None = None,
+        microbatches: int | None = None,
+        schedule: str | None = None,
+        checkpoint: bool = False,
+        steps: int = 3,
+        seed: int = 0,
+        **sizes: Any,
+    ) -> Explorer:
+        """Compare ``model``'s pipelines and explore them: the Explorer of the comparison,
+        a Schedule pane, and controls that rerun it.
+
+        Runs :func:`shardviz.compare` (``model``, ``strategies``, ``stages``, ``microbatches``,
+        ``schedule``, ``checkpoint``, ``sizes``) once, then shows above the panes: a slider
+        over the microbatch counts that divide the batch, the stage counts that divide the
+        layers and fit the devices, the schedule (GSPMD, GPipe or 1F1B written with
+        ``shard_map``) and activation checkpointing; and the Schedule pane of the strategy
+        shown (the stages x time chart, the bubble against the theory ``(S-1)/(M+S-1)`` and
+        the measured one when profiled, each stage's microbatches in flight and activation
+        bytes, and the step time of every microbatch count run so far). Changing a control
+        reruns the comparison in the background (newest wins; a combination that cannot run
+        is flagged under the controls and nothing runs); every pane then updates.
+
+        Args:
+            model: ``"transformer"`` (the zoo's; its layers are what a pipeline stacks) or a
+                :class:`~shardviz.strategies.zoo.ModelDef` with ``batch`` and ``layers`` in
+                its ``info``.
+            strategies: at least one of ``"pp"`` and ``"pp+dp"``; others run beside them.
+            stages, microbatches: where the controls start (default 2 and 4, or the
+                nearest counts that fit).
+            schedule: ``None`` (GSPMD's form), ``"gpipe"`` or ``"1f1b"``.
+            checkpoint: recompute each stage in its backward (``jax.checkpoint``).
+            steps, seed: as for :func:`shardviz.compare`.
+            **sizes: model sizes (``layers=4, batch=16``) and other :func:`shardviz.compare`
+                keywords.
+
+        Raises:
+            ShardvizError: no pipeline strategy, an unknown model, size or schedule, or a
+                starting combination that cannot run (says which control and the fix).
+        """
+        session = PipelineSession(model, strategies, steps=steps, seed=seed, **sizes)
+        config = session.initial_config(stages, microbatches, schedule, checkpoint)
+        controls = session.controls(config)  # an impossible start fails here, before any run
+        explorer = cls(session.run(config))
+        explorer.controls = controls
+        connection = PipelineConnection(explorer, controls, session, config)
+        explorer.connection = connection
+        explorer._box = ipywidgets.VBox([controls, connection.pane, explorer])
+        return explorer
+
+    @property
+    def schedule_pane(self) -> ipywidgets.HTML | None:
+        """The Schedule pane of an explorer made by :meth:`pipeline` (else ``None``)."""
+        connection = self.connection
+        return connection.pane if isinstance(connection, PipelineConnection) else None
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until the newest recompile has finished (True) or ``timeout`` passed."""
@@ -92,6 +156,11 @@ class Explorer(ExplorerView):
             CompileError: the program was compiled for devices that are not here (a
                 deviceless topology): there is nothing to train on.
         """
+        if self.schedule_pane is not None:
+            raise TypeError(
+                "train() runs a function's steps; a pipeline explorer compares the model's "
+                "strategies, each already run by shardviz.compare"
+            )
         if self.session is None or self.controls is None:
             raise TypeError(
                 "train() needs a function to run: build the explorer with "
@@ -123,6 +192,12 @@ class Explorer(ExplorerView):
             batch = _paced(placed[-1], pace) if pace else placed[-1]
             return live(self.session.fn, state, batch, steps=steps, every=every,
                         title=title or f"training {name}")  # fmt: skip
+
+    def static_html(self, *, wait: bool = True) -> str:
+        """The static view; for a pipeline explorer the Schedule pane comes first."""
+        pane = self.schedule_pane
+        shown = super().static_html(wait=wait)
+        return pane.value + shown if pane is not None else shown
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         """With controls: the controls above the panes; always a static ``text/html`` too."""
