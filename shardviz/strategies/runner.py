@@ -34,10 +34,11 @@ from shardviz.model import (
     Report,
     StrategyResult,
 )
+from shardviz.model.pipeline_timing import measured_schedule
 from shardviz.model.schedule import Schedule, gpipe
 from shardviz.model.schedule import schedule as make_schedule
 
-from .pipeline import pipelined_model
+from .pipeline import STAGE_AXIS, pipelined_model
 from .pipeline_shard_map import residual_bytes
 from .rules import (
     RuleSet,
@@ -180,14 +181,16 @@ def run_strategy(
     optimizer: optax.GradientTransformation | None = None,
     reference: Any = None,
     state: tuple[Any, Any, Any] | None = None,
+    profile: bool = False,
 ) -> StrategyResult:
     """Place the model's state with ``rule_set`` on ``mesh``, then explain and run a step.
 
     ``state`` is :func:`initial_state` and ``reference`` :func:`reference_outputs` (both
     made here when not given; :func:`compare` makes them once for all strategies).
+    ``profile`` traces the step as :func:`~shardviz.explain` does with ``profile=True``.
     """
     opt = optimizer or optax.adam(1e-3)
-    finish = _compile_strategy(model, rule_set, mesh, steps, seed, opt)
+    finish = _compile_strategy(model, rule_set, mesh, steps, seed, opt, profile=profile)
     start = state if state is not None else initial_state(model, opt, seed)
     return finish(
         start, lambda: reference if reference is not None else reference_outputs(model, opt, start)
@@ -208,6 +211,8 @@ def _compile_strategy(
     opt: optax.GradientTransformation,
     helper: Executor | None = None,
     devices: Sequence[Any] | None = None,
+    *,
+    profile: bool = False,
 ) -> Finish:
     """The first half of :func:`run_strategy`: place nothing, compile the step from shapes
     and shardings alone, and analyse it (on ``helper`` when given, while the caller goes on
@@ -227,7 +232,7 @@ def _compile_strategy(
         remember_program(step, abstract, {}, comp, base)
         if base.deviceless:  # compiled for a topology that is not here: nothing runs
             return _result(rule_set, built, estimated(comp, base))
-        return _run_result(rule_set, built, state, get_reference, steps)
+        return _run_result(rule_set, built, state, get_reference, steps, profile)
 
     return finish
 
@@ -238,11 +243,14 @@ def _run_result(
     state: tuple[Any, Any, Any],
     get_reference: Callable[[], Any],
     steps: int,
+    profile: bool = False,
 ) -> StrategyResult:
-    """Place ``state`` with the strategy's shardings, run and time the compiled step, and
-    check its outputs and loss against the reference."""
+    """Place ``state`` with the strategy's shardings, run and time the compiled step (and
+    profile it, with ``profile``), and check its outputs and loss against the reference."""
     params, opt_state, batch = jax.device_put(state, built.shardings)
-    report, outputs, _ = explain_run(built.step, params, opt_state, batch, steps=steps, check=False)
+    report, outputs, _ = explain_run(
+        built.step, params, opt_state, batch, steps=steps, check=False, profile=profile
+    )
     reference = get_reference()
     if outputs is not None:
         report = replace(report, check=compare_outputs(outputs, reference))
@@ -261,12 +269,21 @@ def _result(
     rule_set: RuleSet, built: StrategyStep, report: Report, **measured: Any
 ) -> StrategyResult:
     """A strategy's result from its report: what every result has (mesh, memory, collectives,
-    form notes), and what was ``measured`` by running it (losses, step time), if it ran."""
+    form notes), and what was ``measured`` by running it (losses, step time), if it ran. A
+    pipeline's schedule is timed from the report's timeline when the run was profiled."""
     summary = _summarise(report)
-    measured["schedule"] = _schedule(rule_set, built)
+    mesh = mesh_layout(built.mesh)
+    schedule = _schedule(rule_set, built)
+    if schedule is not None and report.timeline:
+        schedule, why = measured_schedule(
+            schedule, report.timeline, mesh, STAGE_AXIS, report.platform
+        )
+        if why:
+            report = replace(report, notes=(*report.notes, why))
+    measured["schedule"] = schedule
     return StrategyResult(
         strategy=rule_set.name, title=rule_set.title, description=rule_set.description,
-        mesh=mesh_layout(built.mesh), report=report,
+        mesh=mesh, report=report,
         memory=_memory(report, built.grad_bytes), collectives=summary,
         notes=_form_notes(rule_set, summary, _full_bytes(built.params_shape)), **measured,
     )  # fmt: skip
@@ -307,6 +324,7 @@ def compare(
     microbatches: int | None = None,
     schedule: str | None = None,
     checkpoint: bool = False,
+    profile: bool = False,
     **sizes: Any,
 ) -> Comparison:
     """Run ``model``'s training step under each strategy on the same devices and compare.
@@ -340,6 +358,11 @@ def compare(
             and run in that order.
         checkpoint: the pipelines keep only each stage's input for the backward and compute
             the stage again there (``jax.checkpoint``).
+        profile: also trace each strategy's step with ``jax.profiler``, as
+            :func:`~shardviz.explain` does with ``profile=True`` (``report.profile`` and
+            ``report.timeline``); a pipeline's ``schedule`` then carries its slots as they
+            ran and the bubble measured (illustrative on CPU, real on GPU/TPU). Strategies
+            compiled for a topology do not run, so there is nothing to profile.
         **sizes: model sizes for a built-in model (e.g. ``d_model=256``).
 
     Raises:
@@ -364,7 +387,7 @@ def compare(
         targets = [t for t in targets if isinstance(t, Topology)] or [mesh_topo]
         local = _by_model(_compile_only, m, rule_sets, mesh, steps, seed, opt, None)
     elif any(not isinstance(t, Topology) for t in targets):
-        local = _by_model(_run_here, m, rule_sets, mesh, steps, seed, opt)
+        local = _by_model(_run_here, m, rule_sets, mesh, steps, seed, opt, profile)
     results: list[StrategyResult] = []
     for t in targets:
         if isinstance(t, Topology) and t is mesh_topo:
@@ -450,8 +473,11 @@ def _pipeline_words(stages: int, microbatches: int, order: str | None, checkpoin
     )
 
 
-def _run_here(m: ModelDef, rule_sets: list, mesh: Any, steps: int, seed: int, opt: Any) -> list:
-    """Every strategy compiled, run and checked on this machine's devices."""
+def _run_here(
+    m: ModelDef, rule_sets: list, mesh: Any, steps: int, seed: int, opt: Any, profile: bool
+) -> list:
+    """Every strategy compiled, run and checked (and profiled, with ``profile``) on this
+    machine's devices."""
     # The starting state, the unsharded reference step (the same for every strategy) and
     # the reading of each compiled program go to a second thread while this one compiles
     # every strategy from shapes (XLA compiles on one core with the GIL released, so on a
@@ -460,7 +486,10 @@ def _run_here(m: ModelDef, rule_sets: list, mesh: Any, steps: int, seed: int, op
     try:
         state_job = pool.submit(initial_state, m, opt, seed)
         reference_job = pool.submit(lambda: reference_outputs(m, opt, state_job.result()))
-        finishes = [_compile_strategy(m, rs, mesh, steps, seed, opt, pool) for rs in rule_sets]
+        finishes = [
+            _compile_strategy(m, rs, mesh, steps, seed, opt, pool, profile=profile)
+            for rs in rule_sets
+        ]
         state = state_job.result()
         return [finish(state, reference_job.result) for finish in finishes]
     finally:
