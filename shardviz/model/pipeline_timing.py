@@ -126,7 +126,9 @@ def shard_map_ticks(events: Sequence[OpEvent], ticks: int) -> StageTicks:
     phases: list[Work] = []
     for lo, hi in zip(bounds, bounds[1:], strict=False):
         phases.append(_work([sp for sp in branch if lo <= sp[0] < hi], lo))
-    out = tuple({"F": phases[2 * k], "B": phases[2 * k + 1]} for k in range(ticks))
+    out: tuple[Tick, ...] = tuple(
+        {"F": phases[2 * k], "B": phases[2 * k + 1]} for k in range(ticks)
+    )
     return StageTicks(out, bounds[0], end)
 
 
@@ -165,7 +167,8 @@ def loop_ticks(events: Sequence[OpEvent], iterations: int) -> StageTicks:
     )
     out: list[Tick] = []
     start, end = float("inf"), float("-inf")
-    for phase, (_, names) in zip(("F", "B"), loops, strict=True):
+    order: tuple[Phase, Phase] = ("F", "B")
+    for phase, (_, names) in zip(order, loops, strict=True):
         for k in range(iterations):
             # Iteration k: from its first body op's start to its last one's end; its work,
             # every compute op that started there (a nested loop's too).
