@@ -5,9 +5,9 @@ each stage is a device program that follows a :class:`~shardviz.model.schedule.S
 tick by tick (:mod:`.pipeline_plan`): at each tick it runs the forward or the backward of one
 microbatch, or nothing, and then every stage passes what it made along: activations to the next
 stage and gradients to the previous one (two collective-permutes). A forward keeps what its
-backward needs (the residuals of ``jax.vjp``; with ``checkpoint``, only the stage's input, and
-the backward computes the stage again) in a buffer with as many slots as the schedule keeps
-microbatches in flight: ``microbatches`` for GPipe, at most ``stages`` for 1F1B, which is what
+backward needs (the residuals of ``jax.vjp``; with ``checkpoint``, the stage runs under
+``jax.checkpoint``, so only its input is kept and the backward computes the stage again) in a
+buffer with as many slots as the schedule keeps microbatches in flight: ``microbatches`` for GPipe, at most ``stages`` for 1F1B, which is what
 the compiler's temp bytes then show.
 
 The first stage embeds its microbatch's tokens and the last computes the head and the loss
@@ -84,6 +84,12 @@ def _take(buf: jax.Array, slot: jax.Array) -> jax.Array:
     return jax.lax.dynamic_index_in_dim(buf, jnp.maximum(slot, 0), 0, keepdims=False)
 
 
+def _stage_fn(checkpoint: bool) -> Callable[[Params, jax.Array], jax.Array]:
+    """One stage's layers; with ``checkpoint``, under ``jax.checkpoint``, so that what its
+    ``jax.vjp`` keeps is only the stage's input and the backward computes the layers again."""
+    return jax.checkpoint(_stage) if checkpoint else _stage
+
+
 def _stage_program(
     pl: Plan, *, checkpoint: bool, tokens: int, data_axis: str | None
 ) -> Callable[..., tuple[jax.Array, Params]]:
@@ -103,24 +109,23 @@ def _stage_program(
         tgs = targets.reshape(M, mb, *targets.shape[1:])
         x_shape = jax.eval_shape(_embed, emb, ins[0])
 
+        stage_fn = _stage_fn(checkpoint)
+
         def forward(x: jax.Array) -> tuple[jax.Array, list[jax.Array]]:
-            y, vjp = jax.vjp(_stage, layers, x)
-            kept = [x] if checkpoint else _residuals(vjp, layers)[0]
-            return y, kept
+            y, vjp = jax.vjp(stage_fn, layers, x)
+            return y, _residuals(vjp, layers)[0]
 
         _, res_shapes = jax.eval_shape(forward, x_shape)
 
         def backward(kept: list[jax.Array], dy: jax.Array) -> tuple[Params, jax.Array]:
-            if checkpoint:
-                _, vjp = jax.vjp(_stage, layers, kept[0])
-            else:
-                _, vjp = jax.vjp(_stage, layers, jnp.zeros(x_shape.shape, x_shape.dtype))
-                _, tree, where = _residuals(vjp, layers)
-                p_leaves = jax.tree.leaves(layers)
-                it = iter(kept)
-                leaves = [next(it) if i is None else p_leaves[i] for i in where]
-                vjp = jax.tree.unflatten(tree, leaves)
-            d_layers, dx = vjp(dy)
+            # The pullback's structure, from tracing the stage once more (its values are
+            # unused and compiled away), refilled with the kept residuals and the layers.
+            _, like = jax.vjp(stage_fn, layers, jnp.zeros(x_shape.shape, x_shape.dtype))
+            _, tree, where = _residuals(like, layers)
+            p_leaves = jax.tree.leaves(layers)
+            it = iter(kept)
+            leaves = [next(it) if i is None else p_leaves[i] for i in where]
+            d_layers, dx = jax.tree.unflatten(tree, leaves)(dy)
             return d_layers, dx
 
         res_bufs = [jnp.zeros((pl.residual_slots, *r.shape), r.dtype) for r in res_shapes]
@@ -264,7 +269,7 @@ def residual_bytes(
     x = jax.eval_shape(_embed, emb, tokens)
 
     def kept(layers: Params, x: jax.Array) -> list[jax.Array]:
-        return [x] if checkpoint else _residuals(jax.vjp(_stage, layers, x)[1], layers)[0]
+        return _residuals(jax.vjp(_stage_fn(checkpoint), layers, x)[1], layers)[0]
 
     shapes = jax.eval_shape(kept, layers, x)
     return int(sum(np.prod(s.shape) * np.dtype(s.dtype).itemsize for s in shapes))
