@@ -13,7 +13,7 @@ DEVICES ?= 8
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev,tpu,gpu]'
+	$(PY) -m pip install --quiet -e '.[dev,tpu,gpu,cluster]'
 	touch $(STAMP)
 
 venv: $(STAMP)

@@ -55,6 +55,8 @@ if TYPE_CHECKING:
     from shardviz.capture.topology import Topology as Topology
     from shardviz.capture.topology import TopologyError as TopologyError
     from shardviz.capture.topology import topology as topology
+    from shardviz.cluster import Cluster as Cluster
+    from shardviz.cluster import cluster as cluster
     from shardviz.estimate.presets import hardware as hardware
     from shardviz.strategies.rules import RuleSet as RuleSet
     from shardviz.strategies.runner import compare as compare
@@ -82,6 +84,8 @@ _LAZY = {
     "LiveRun": "shardviz.widgets.live",
     "clear_cache": "shardviz.capture.explain",
     "diagnose": "shardviz.capture.diagnosis",
+    "cluster": "shardviz.cluster",
+    "Cluster": "shardviz.cluster",
     "Mesh": "shardviz.capture.mesh",
     "mark_sharding": "shardviz.capture.mesh",
     "mesh_split": "shardviz.capture.mesh",
@@ -116,6 +120,8 @@ __all__ = [
     "ModelDef",
     "RuleSet",
     "clear_cache",
+    "cluster",
+    "Cluster",
     "compare",
     "diagnose",
     "suggest",

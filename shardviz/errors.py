@@ -13,6 +13,7 @@ __all__ = [
     "HardwareError",
     "LeafError",
     "MeshError",
+    "ProcessError",
     "ShardvizError",
     "ShardvizWarning",
     "SpecError",
@@ -41,6 +42,10 @@ class LeafError(ShardvizError, TypeError):
 
 class CompileError(ShardvizError, RuntimeError):
     """A function failed to trace, compile or run under the given shardings."""
+
+
+class ProcessError(ShardvizError, RuntimeError):
+    """A process of a multi-process program failed to start, died, or hung."""
 
 
 class HardwareError(ShardvizError, ValueError):

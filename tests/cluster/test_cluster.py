@@ -1,0 +1,126 @@
+"""sv.cluster: two ipyparallel engines joined as one jax program (2 processes x 4 CPU
+devices), driven from this process; what they compute agrees with this process's own 8
+devices."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from shardviz.cluster import cluster
+from shardviz.errors import ProcessError
+
+pytest.importorskip("ipyparallel")
+
+
+def _tp_step() -> object:
+    """A Megatron-style MLP forward on a (2, 4) ('data', 'model') mesh: an all-reduce over
+    'model', built and explained wherever it runs (one process or several)."""
+    import jax
+    import numpy as np
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    import shardviz as sv
+
+    mesh = sv.Mesh(range(8), (2, 4), ("data", "model")).jax_mesh
+
+    def put(shape, spec):
+        sh = NamedSharding(mesh, P(*spec))
+        full = np.arange(np.prod(shape), dtype=np.float32).reshape(shape) / 1000
+        return jax.make_array_from_callback(shape, sh, lambda idx: full[idx])
+
+    x, w1, w2 = (
+        put((16, 32), ("data", None)),
+        put((32, 64), (None, "model")),
+        put((64, 32), ("model", None)),
+    )
+
+    def f(x, w1, w2):
+        return jax.nn.relu(x @ w1) @ w2
+
+    return sv.explain(jax.jit(f), x, w1, w2, run=False)
+
+
+def _ledger(report) -> list[tuple]:
+    return sorted(
+        (c.kind, c.axes, c.in_bytes, c.moved_bytes, c.group_size) for c in report.collectives
+    )
+
+
+#: The engines import this test module by name (functions are sent by reference), so they
+#: get the directory pytest imported it from.
+TESTS_DIR = str(Path(__file__).resolve().parent.parent)
+
+
+@pytest.fixture(scope="module")
+def two():
+    c = cluster(processes=2, devices_per_process=4, timeout=120)
+    try:
+        c.execute(f"import sys; sys.path.insert(0, {TESTS_DIR!r})")
+        yield c
+    finally:
+        c.stop()
+
+
+def test_engines_are_one_jax_program(two):
+    assert [p.process_index for p in two.processes] == [0, 1]
+    assert all(p.local_devices == 4 and p.global_devices == 8 for p in two.processes)
+    assert "2 processes, 8 devices" in repr(two)
+
+
+def test_explain_in_every_process_agrees_with_one_process_of_8_devices(two):
+    reports = two.run(_tp_step)
+    here = _tp_step()
+    assert _ledger(reports[0]) == _ledger(reports[1]) == _ledger(here)
+    assert [c.kind for c in reports[0].collectives] == ["all-reduce"]
+    assert reports[0].mesh.num_processes == 2 and here.mesh.num_processes == 1
+    # Shown in this kernel: the process-0 report as text and HTML.
+    assert "2 processes" in str(reports[0]) and "<svg" in reports[0]._repr_html_()
+
+
+def test_pull_takes_a_value_from_a_process(two):
+    two.execute("import jax; answer = jax.process_index() * 10 + 1")
+    assert two.pull("answer") == 1 and two.pull("answer", process=1) == 11
+    with pytest.raises(ProcessError, match="no such process"):
+        two.pull("answer", process=5)
+
+
+def test_an_error_in_a_process_names_it(two):
+    def fail_on_one():
+        import jax
+
+        if jax.process_index() == 1:
+            raise ValueError("shapes differ here")
+        return 0
+
+    with pytest.raises(ProcessError, match=r"process 1: .*ValueError: shapes differ here"):
+        two.run(fail_on_one)
+
+
+def test_a_killed_engine_is_reported_and_the_cluster_stops():
+    c = cluster(processes=2, devices_per_process=2, timeout=30)
+    try:
+        os.kill(c.processes[1].pid, signal.SIGKILL)
+        start = time.monotonic()
+        # A global sum needs both processes: process 0 would wait for the dead one.
+        code = (
+            "import jax, jax.numpy as jnp, numpy as np\n"
+            "from jax.sharding import NamedSharding, PartitionSpec as P\n"
+            "m = jax.make_mesh((4,), ('i',))\n"
+            "x = jax.make_array_from_callback((4,), NamedSharding(m, P('i')), "
+            "lambda idx: np.ones(4, np.float32)[idx])\n"
+            "total = float(jax.jit(lambda a: a.sum())(x))\n"
+        )
+        with pytest.raises(ProcessError, match=r"process 1 \(pid \d+\)\: died"):
+            c.execute(code)
+        assert time.monotonic() - start < 60
+    finally:
+        c.stop()
+    for p in c.processes:
+        with pytest.raises(ProcessLookupError):
+            os.kill(p.pid, 0)
