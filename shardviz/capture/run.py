@@ -16,6 +16,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from shardviz.capture.processes import agreed_max, host_value, local_device, local_pieces
 from shardviz.errors import CompileError, problem
 from shardviz.model import Check, OpEvent, OpTiming
 
@@ -79,7 +80,7 @@ def run_steps(
 def _to_single_device(tree: Any, device: Any) -> Any:
     def move(x: Any) -> Any:
         if isinstance(x, jax.Array):
-            return jax.device_put(np.asarray(x), device)
+            return jax.device_put(host_value(x), device)
         return x
 
     return jax.tree.map(move, tree)
@@ -114,7 +115,7 @@ def reference_outputs(fn: Any, args: tuple, kwargs: dict) -> Any:
     mesh's devices; it runs under a one-device mesh with the same axis names instead, so a
     bare ``P('data')`` inside still resolves (and splits nothing).
     """
-    device = jax.devices()[0]
+    device = local_device()
     a, k = _to_single_device(args, device), _to_single_device(kwargs, device)
     plain = plain_function(fn)
     if all(is_array(x) for x in jax.tree.leaves((a, k))):
@@ -159,16 +160,25 @@ def compare_outputs(outputs: Any, ref: Any) -> Check | None:
     ref_leaves = jax.tree.leaves(ref)
     if len(got_leaves) != len(ref_leaves):
         return None
-    max_abs, max_rel, tol, ok, worst = 0.0, 0.0, 0.0, True, -1.0
+    # Per leaf: the largest difference (over this process's shards, then over every
+    # process), the reference's scale and the dtype's tolerance.
+    leaves: list[tuple[float, float, float]] = []
+    diffs: list[float] = []
     for got, want in zip(got_leaves, ref_leaves, strict=True):
-        g = np.asarray(got)
         w = np.asarray(want)
-        if g.dtype.kind not in "fciub":
+        if w.dtype.kind not in "fciub":
             continue
-        g64, w64 = g.astype(np.float64), w.astype(np.float64)
-        diff = float(np.max(np.abs(g64 - w64))) if g.size else 0.0
+        w64 = w.astype(np.float64)
+        diff = 0.0
+        for g, part in local_pieces(got, w):
+            if g.size:
+                diff = max(diff, float(np.max(np.abs(g.astype(np.float64) - part))))
         scale = float(np.max(np.abs(w64))) if w.size else 0.0
-        leaf_tol = _tolerance(g.dtype) * max(1.0, scale) if g.dtype.kind in "fc" else 0.0
+        leaf_tol = _tolerance(w.dtype) * max(1.0, scale) if w.dtype.kind in "fc" else 0.0
+        diffs.append(diff)
+        leaves.append((diff, scale, leaf_tol))
+    max_abs, max_rel, tol, ok, worst = 0.0, 0.0, 0.0, True, -1.0
+    for diff, (_, scale, leaf_tol) in zip(agreed_max(diffs), leaves, strict=True):
         max_abs = max(max_abs, diff)
         max_rel = max(max_rel, diff / scale if scale else diff)
         ratio = diff / leaf_tol if leaf_tol else (0.0 if diff == 0 else float("inf"))

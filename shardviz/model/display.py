@@ -10,6 +10,7 @@ is no import cycle) and looks again.
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -57,8 +58,21 @@ def render(obj: object, fmt: Format) -> Any:
     return view(obj)
 
 
-def save_page(obj: object, path: str) -> str:
-    """Write ``obj``'s ``"page"`` view (one self-contained offline HTML file); return ``path``."""
+def this_process() -> int:
+    """This process's index in a multi-process jax program (0 when jax is not loaded: the
+    model never imports it, and a program that has not imported jax has one process)."""
+    jax = sys.modules.get("jax")
+    return int(jax.process_index()) if jax is not None else 0
+
+
+def save_page(obj: object, path: str, process: int | None = 0) -> str:
+    """Write ``obj``'s ``"page"`` view (one self-contained offline HTML file); return ``path``.
+
+    In a multi-process program every process runs this line; only ``process`` writes (the
+    figures are global, the same in all of them). ``process=None``: every process writes.
+    """
+    if process is not None and this_process() != process:
+        return path
     with open(path, "w", encoding="utf-8") as f:
         f.write(render(obj, "page"))
     return path
@@ -74,6 +88,7 @@ class Shown:
     def _repr_html_(self) -> str:
         return render(self, "html")
 
-    def save_html(self, path: str) -> str:
-        """Write it as one self-contained offline HTML file; return the path."""
-        return save_page(self, path)
+    def save_html(self, path: str, process: int | None = 0) -> str:
+        """Write it as one self-contained offline HTML file; return the path. In a
+        multi-process program only ``process`` writes it (``None``: every process)."""
+        return save_page(self, path, process)

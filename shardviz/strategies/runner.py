@@ -22,6 +22,7 @@ from shardviz.capture.explain import (
     remember_program,
 )
 from shardviz.capture.mesh import as_jax_mesh, mesh_layout
+from shardviz.capture.processes import local_device
 from shardviz.capture.run import compare_outputs
 from shardviz.capture.topology import Topology, topology, topology_of
 from shardviz.errors import ShardvizError, problem
@@ -153,7 +154,7 @@ def initial_state(model: ModelDef, optimizer: Any, seed: int = 0) -> tuple[Any, 
     """
     opt = optimizer or optax.adam(1e-3)
     key_p, key_b = jax.random.split(jax.random.key(seed))
-    device = jax.sharding.SingleDeviceSharding(jax.devices()[0])
+    device = jax.sharding.SingleDeviceSharding(local_device())
     params = _run_once(model.init_params, key_p, out_shardings=device)
     batch = _run_once(model.make_batch, key_b, out_shardings=device)
     opt_state = _run_once(opt.init, params, out_shardings=device)

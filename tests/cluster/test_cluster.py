@@ -124,3 +124,86 @@ def test_a_killed_engine_is_reported_and_the_cluster_stops():
     for p in c.processes:
         with pytest.raises(ProcessLookupError):
             os.kill(p.pid, 0)
+
+
+def _global_x():
+    import jax
+    import numpy as np
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    import shardviz as sv
+
+    mesh = sv.Mesh(range(8), (2, 4), ("data", "model")).jax_mesh
+    full = np.arange(8 * 16, dtype=np.float32).reshape(8, 16)
+    sh = NamedSharding(mesh, P("data", "model"))
+    return jax.make_array_from_callback((8, 16), sh, lambda idx: full[idx])
+
+
+def _layout_facts():
+    import shardviz as sv
+
+    lay = sv.layout(_global_x(), name="x")
+    return len(lay.tiles), lay.shard_shape, lay.mesh.num_processes, str(lay.spec)
+
+
+def _checked_explain():
+    import jax
+
+    import shardviz as sv
+
+    r = sv.explain(jax.jit(lambda a: (a * 2) @ a.T), _global_x(), steps=1)
+    return r.check.matches if r.check else None, r.check.max_abs_diff if r.check else None
+
+
+def _compare_facts():
+    import shardviz as sv
+
+    c = sv.compare("mlp", ["dp", "tp"], steps=1)
+    return [
+        (
+            r.strategy,
+            sorted((s.kind, s.axes, s.count, s.moved_bytes) for s in r.collectives),
+            r.memory.peak_bytes if hasattr(r.memory, "peak_bytes") else None,
+            round(r.loss, 5),
+            r.loss_matches,
+            r.report.check.matches,
+        )
+        for r in c.results
+    ]
+
+
+def _save_where(folder: str) -> None:
+    import jax
+
+    import shardviz as sv
+
+    report = sv.explain(jax.jit(lambda a: a.sum()), _global_x(), run=False)
+    report.save_html(f"{folder}/from{jax.process_index()}.html")
+
+
+def test_layout_of_an_array_no_process_holds_whole(two):
+    got = two.run(_layout_facts)
+    assert got[0] == got[1]
+    tiles, shard, processes, spec = got[0]
+    assert (tiles, tuple(shard), processes) == (8, (4, 4), 2) and "data" in spec
+
+
+def test_explain_checks_against_one_device_in_every_process(two):
+    checks = two.run(_checked_explain)
+    assert checks[0] == checks[1] and checks[0][0] is True
+
+
+def test_compare_in_two_processes_agrees_with_one_process(two):
+    there = two.run(_compare_facts)
+    here = _compare_facts()
+    assert there[0] == there[1]
+    strip = [(s, ledger, peak, loss, ok, chk) for s, ledger, peak, loss, ok, chk in here]
+    assert [row[:2] for row in there[0]] == [row[:2] for row in strip]
+    assert [row[3:] for row in there[0]] == [row[3:] for row in strip]
+    assert all(row[4] and row[5] for row in there[0])
+
+
+def test_only_process_0_writes_a_page(two, tmp_path):
+    two.run(_save_where, str(tmp_path))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["from0.html"]
