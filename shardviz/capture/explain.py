@@ -49,6 +49,7 @@ from .compile import (
 from .compiler_log import FullRemat, full_rematerializations
 from .diagnose_facts import facts_for, with_trips
 from .fix_check import checked_later, on_target, outcome, tried_with
+from .host_split import host_split
 from .layout import layout_tree
 from .memory import device_stats, memory_report
 from .mesh import mesh_layout
@@ -419,8 +420,10 @@ def analyse_program(fn: Any, args: tuple, comp: Compiled) -> Report:
     collectives = _with_reasons(collectives, intermediates, propagated, mesh, ids, final)
     if " while(" in comp.hlo_text:  # loops repeat their collectives
         collectives = with_trips(collectives, comp.module())
-    arguments = layout_tree(_named_args(fn, args), skip_non_arrays=True)
     platform = platform_of(devices[0])
+    collectives, host_notes = host_split(collectives, devices, mesh, platform)
+    notes.extend(host_notes)
+    arguments = layout_tree(_named_args(fn, args), skip_non_arrays=True)
     return Report(
         function=name,
         platform=platform,

@@ -46,13 +46,16 @@ class MemoryBreakdown:
 class CollectiveSummary:
     """The ledger of one step summarised: how many collectives of a kind over some axes run
     per step, and their bytes. One inside a loop counts once per trip (a pipeline's permute
-    runs once per tick); one in a loop of unknown trip count, once."""
+    runs once per tick); one in a loop of unknown trip count, once. ``cross_host_bytes`` is
+    the part of ``moved_bytes`` that crosses hosts (see
+    :attr:`shardviz.model.Collective.cross_host_bytes`; 0 on one host)."""
 
     kind: str
     axes: tuple[str, ...]
     count: int
     in_bytes: int
     moved_bytes: int
+    cross_host_bytes: int = 0
 
 
 def target_short_label(target: Target) -> str:

@@ -84,6 +84,17 @@ class Collective:
     ``combined = (part, parts)`` and ``name`` suffixed ``#part``. ``note`` says where the
     backend did something the program does not show (e.g. TPU gathering f32 values as bf16,
     or a reduce-scatter fused from an all-reduce and its slice), or why the source is unknown.
+
+    ``cross_host_bytes`` is the part of ``moved_bytes`` that crosses a host boundary (devices
+    of different processes, jax's ``device.process_index``), per device, under the same ring
+    model. Each group's ring is laid out host by host (as NCCL builds its rings), so a group
+    of ``n`` devices on ``h > 1`` hosts has ``h`` of its ``n`` hops crossing: its devices send
+    ``moved_bytes * h / n`` across on average (all of it when every device has a host of its
+    own; nothing when ``h == 1``). A collective-permute's hops are its pairs: ``moved_bytes *
+    crossing pairs / moving pairs`` of a group. The figure is that of the group that crosses
+    most (every group runs at once), rounded down, so ``0 <= cross_host_bytes <= moved_bytes``.
+    ``cross_host_groups`` are the indices in ``groups`` of the groups on more than one host.
+    A single-process program has 0 and ``()``.
     """
 
     name: str
@@ -115,6 +126,10 @@ class Collective:
     trips: int | None = 1
     #: Why the partitioner inserted it (None for user-written ones, or when unknown).
     why: CollectiveWhy | None = None
+    #: The part of ``moved_bytes`` that crosses hosts, per device (see above).
+    cross_host_bytes: int = 0
+    #: Indices in ``groups`` of the groups whose devices are on more than one host.
+    cross_host_groups: tuple[int, ...] = ()
 
     @property
     def axes_label(self) -> str:

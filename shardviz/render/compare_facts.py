@@ -222,6 +222,31 @@ def moved_total(r: StrategyResult) -> int:
 
 
 # --------------------------------------------------------------------------------------------
+# Across hosts (only when some strategy's mesh spans several hosts)
+
+
+def multi_host(c: Comparison) -> bool:
+    """Whether some strategy's mesh spans several hosts: only then do the views add what
+    crosses hosts."""
+    return any(r.mesh.num_processes > 1 for r in c.results)
+
+
+def cross_total(r: StrategyResult) -> int:
+    """Bytes per device per step that cross hosts (part of :func:`moved_total`)."""
+    return sum(s.cross_host_bytes for s in r.collectives)
+
+
+def axes_cross(r: StrategyResult, axes: tuple[str, ...]) -> int:
+    """Bytes per device per step crossing hosts in the collectives over exactly ``axes``."""
+    return sum(s.cross_host_bytes for s in r.collectives if tuple(s.axes) == axes)
+
+
+def cross_str(r: StrategyResult, n: int) -> str:
+    """``n`` bytes across hosts as a cell: ``—`` on a mesh within one host."""
+    return format_bytes(n) if r.mesh.num_processes > 1 else "—"
+
+
+# --------------------------------------------------------------------------------------------
 # Time, the check, names and numbers
 
 

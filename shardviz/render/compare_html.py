@@ -37,6 +37,7 @@ from shardviz.render.compare_facts import (
     Component,
     axes_color,
     axes_count,
+    axes_cross,
     axes_label,
     axes_moved,
     axes_totals,
@@ -45,6 +46,7 @@ from shardviz.render.compare_facts import (
     common_mesh,
     comparison_axes,
     comparison_kinds,
+    cross_total,
     estimate_header,
     estimate_line,
     estimate_of,
@@ -63,6 +65,7 @@ from shardviz.render.compare_facts import (
     memory_total,
     mesh_str,
     moved_total,
+    multi_host,
     reconcile_line,
     schedule_line,
     shown_components,
@@ -178,6 +181,21 @@ def _bytes_cell(n: int, cls: str = "sv-cmp-r") -> str:
     return f'<td class="{cls}" title="{n:,} B">{esc(format_bytes(n))}</td>'
 
 
+def _cross_cell(r: StrategyResult, n: int) -> str:
+    """Bytes across hosts (``data-cross-host``), or ``—`` on a mesh within one host."""
+    if r.mesh.num_processes < 2:
+        return '<td class="sv-cmp-r sv-cmp-dim" title="one host">—</td>'
+    return f'<td class="sv-cmp-r" data-cross-host="{n}" title="{n:,} B">{esc(format_bytes(n))}</td>'
+
+
+def _axes_span(r: StrategyResult, axes: tuple[str, ...], n: int, moved: int, hosts: bool) -> str:
+    """``data ×2 · 3 MiB`` (`` · 1 MiB across hosts`` on a mesh over several hosts)."""
+    text = f"{axes_label(axes)} ×{n} · {format_bytes(moved)}"
+    if hosts and r.mesh.num_processes > 1:
+        text += f" · {format_bytes(axes_cross(r, axes))} across hosts"
+    return f'<span class="sv-cmp-axes" title="{moved:,} B">{esc(text)}</span>'
+
+
 def _th(text: str, cls: str = "", extra: str = "") -> str:
     c = f' class="{cls}"' if cls else ""
     return f"<th{c}{extra}>{text}</th>"
@@ -221,11 +239,12 @@ def _comparison_table(c: Comparison) -> str:
     comps = shown_components(c)
     slowest = max((step_time(r) or 0.0 for r in c.results), default=0.0)
     with_mesh = common_mesh(c) is None  # one mesh for all is named above the table
+    hosts = multi_host(c)
     head1 = (
         "<tr>"
         + _th("")
         + _th("memory per device", "sv-cmp-group sv-cmp-sep", f' colspan="{len(comps) + 3}"')
-        + _th("collectives per step", "sv-cmp-group sv-cmp-sep", ' colspan="3"')
+        + _th("collectives per step", "sv-cmp-group sv-cmp-sep", f' colspan="{3 + hosts}"')
         + _th("time and check", "sv-cmp-group sv-cmp-sep", ' colspan="2"')
         + "</tr>"
     )
@@ -246,6 +265,11 @@ def _comparison_table(c: Comparison) -> str:
         _th("reconciled", extra=' title="argument bytes: sum of the leaves vs the compiler"'),
         _th("count", "sv-cmp-r sv-cmp-sep"),
         _th("moved", "sv-cmp-r"),
+        *(
+            [_th("across hosts", "sv-cmp-r", ' title="the part of moved that crosses hosts"')]
+            if hosts
+            else []
+        ),
         _th("by mesh axes"),
         _th("step", "sv-cmp-r sv-cmp-sep", ' title="median step time"'),
         _th("loss", extra=' title="the loss against an unsharded run"'),
@@ -273,11 +297,9 @@ def _comparison_table(c: Comparison) -> str:
         row.append(_reconciled_cell(r))
         row.append(f'<td class="sv-cmp-r sv-cmp-sep">{collective_count(r)}</td>')
         row.append(_bytes_cell(moved_total(r)))
-        axes = "".join(
-            f'<span class="sv-cmp-axes" title="{b:,} B">{esc(axes_label(a))} ×{n} · '
-            f"{esc(format_bytes(b))}</span>"
-            for a, n, b in axes_totals(r)
-        )
+        if hosts:
+            row.append(_cross_cell(r, cross_total(r)))
+        axes = "".join(_axes_span(r, a, n, b, hosts) for a, n, b in axes_totals(r))
         row.append(f"<td>{axes or '<span class=sv-cmp-dim>none</span>'}</td>")
         s = step_time(r)
         bar = (
@@ -663,6 +685,7 @@ def _moved_group(
 
 def _kind_cards(c: Comparison) -> str:
     cards = []
+    hosts = multi_host(c)
     for r in c.results:
         head = (
             f'<div class="sv-cmp-name">{esc(c.label(r))} <span class="sv-cmp-dim">'
@@ -675,22 +698,25 @@ def _kind_cards(c: Comparison) -> str:
             rows = []
             for kr in kind_rows(r):
                 for axes, count, mv in kr.by_axes:
-                    ins = sum(
-                        s.in_bytes
-                        for s in r.collectives
-                        if s.kind == kr.kind and tuple(s.axes) == axes
-                    )
+                    same = [s for s in r.collectives if s.kind == kr.kind and tuple(s.axes) == axes]
+                    ins = sum(s.in_bytes for s in same)
+                    cross = _cross_cell(r, sum(s.cross_host_bytes for s in same)) if hosts else ""
                     rows.append(
                         f'<tr class="sv-cmp-kind" data-kind="{esc(kr.kind)}" '
                         f'data-axes="{esc(",".join(axes))}"><td><span class="sv-cmp-pill '
                         f'{_kind_class(kr.kind)}">{esc(kr.kind)}</span></td>'
                         f"<td><code>{esc(axes_label(axes))}</code></td>"
-                        f'<td class="sv-cmp-r">{count}</td>{_bytes_cell(ins)}{_bytes_cell(mv)}</tr>'
+                        f'<td class="sv-cmp-r">{count}</td>{_bytes_cell(ins)}{_bytes_cell(mv)}'
+                        f"{cross}</tr>"
                     )
             body = (
                 '<table class="sv-cmp-t"><tr><th>kind</th><th>axes</th>'
                 '<th class="sv-cmp-r">count</th><th class="sv-cmp-r">in</th>'
-                '<th class="sv-cmp-r">moved</th></tr>' + "".join(rows) + "</table>"
+                '<th class="sv-cmp-r">moved</th>'
+                + ('<th class="sv-cmp-r">across hosts</th>' if hosts else "")
+                + "</tr>"
+                + "".join(rows)
+                + "</table>"
             )
         cards.append(
             f'<div class="sv-cmp-card" data-strategy="{esc(r.strategy)}"{_target_attr(r)}>'

@@ -12,11 +12,14 @@ from shardviz.model.compare import Comparison, StrategyResult
 from shardviz.render.compare_facts import (
     BYTES_NOTE,
     axes_count,
+    axes_cross,
     axes_label,
     axes_moved,
     collective_count,
     common_mesh,
     comparison_axes,
+    cross_str,
+    cross_total,
     estimate_header,
     estimate_line,
     estimate_of,
@@ -29,6 +32,7 @@ from shardviz.render.compare_facts import (
     memory_parts,
     mesh_str,
     moved_total,
+    multi_host,
     reconcile_line,
     reconciled_str,
     schedule_line,
@@ -70,19 +74,19 @@ def _memory_table(c: Comparison) -> list[str]:
 
 
 def _run_table(c: Comparison) -> list[str]:
+    hosts = multi_host(c)
     header = ["strategy", "collectives", "moved", "step", "loss check"]
-    rows: list[Sequence[str] | str] = [
-        [
-            c.label(r),
-            str(collective_count(r)),
-            format_bytes(moved_total(r)),
-            step_str(r),
-            loss_word(r),
-        ]  # fmt: skip
-        for r in c.results
-    ]
+    rows: list[Sequence[str] | str] = []
+    for r in c.results:
+        row = [c.label(r), str(collective_count(r)), format_bytes(moved_total(r)), step_str(r),
+               loss_word(r)]  # fmt: skip
+        if hosts:
+            row.insert(3, cross_str(r, cross_total(r)))
+        rows.append(row)
+    if hosts:
+        header.insert(3, "across hosts")
     lines = ["Collectives per step, step time (median) and the loss check"]
-    lines.extend(aligned_table(header, rows, right={1, 2, 3}, indent="  "))
+    lines.extend(aligned_table(header, rows, right=set(range(1, 4 + hosts)), indent="  "))
     return lines
 
 
@@ -102,6 +106,16 @@ def _axes_table(c: Comparison) -> list[str]:
         rows.append(cells)
     lines = ["Bytes moved per step, by mesh axes (count, moved per device)"]
     lines.extend(aligned_table(header, rows, right=set(range(1, 1 + len(all_axes))), indent="  "))
+    if multi_host(c):
+        lines += ["", "Bytes across hosts per step, by mesh axes (per device; part of moved)"]
+        rows = [
+            [c.label(r), *(cross_str(r, axes_cross(r, a)) if axes_count(r, a) else "—"
+                           for a in all_axes)]
+            for r in c.results
+        ]  # fmt: skip
+        lines.extend(
+            aligned_table(header, rows, right=set(range(1, 1 + len(all_axes))), indent="  ")
+        )
     return lines
 
 
@@ -159,17 +173,18 @@ def _strategy_lines(c: Comparison, r: StrategyResult) -> list[str]:
     lines.append(
         f"  collectives: {n} per step · {format_bytes(moved)} moved per device, by kind and axes:"
     )
+    hosts = r.mesh.num_processes > 1
     rows: list[Sequence[str] | str] = []
     for kr in kind_rows(r):
         for axes, count, mv in kr.by_axes:
-            ins = sum(
-                s.in_bytes for s in r.collectives if s.kind == kr.kind and tuple(s.axes) == axes
-            )
-            rows.append([kr.kind, axes_label(axes), str(count), format_bytes(ins),
-                         format_bytes(mv)])  # fmt: skip
-    lines.extend(
-        aligned_table(["kind", "axes", "count", "in", "moved"], rows, {2, 3, 4}, indent="    ")
-    )
+            same = [s for s in r.collectives if s.kind == kr.kind and tuple(s.axes) == axes]
+            row = [kr.kind, axes_label(axes), str(count),
+                   format_bytes(sum(s.in_bytes for s in same)), format_bytes(mv)]  # fmt: skip
+            if hosts:
+                row.append(format_bytes(sum(s.cross_host_bytes for s in same)))
+            rows.append(row)
+    header = ["kind", "axes", "count", "in", "moved"] + ["across hosts"] * hosts
+    lines.extend(aligned_table(header, rows, set(range(2, 5 + hosts)), indent="    "))
     return lines
 
 

@@ -236,10 +236,12 @@ def permute_groups(c: Collective) -> tuple[tuple[int, ...], ...]:
 
 @dataclass(frozen=True)
 class AxesGroup:
-    """The collectives over one tuple of mesh axes, with their ledger numbers (1-based)."""
+    """The collectives over one tuple of mesh axes, with their ledger numbers (1-based);
+    ``hosts`` when the mesh has several hosts (the summary then says what crosses them)."""
 
     axes: tuple[str, ...]
     rows: tuple[tuple[int, Collective], ...]
+    hosts: bool = False
 
     @property
     def count(self) -> int:
@@ -254,6 +256,10 @@ class AxesGroup:
         return sum(c.moved_bytes for _, c in self.rows)
 
     @property
+    def cross_host_bytes(self) -> int:
+        return sum(c.cross_host_bytes for _, c in self.rows)
+
+    @property
     def title(self) -> str:
         """``over ('data',)``, or ``over no mesh axis``."""
         return f"over {axes_repr(self.axes)}" if self.axes else "over no mesh axis"
@@ -262,10 +268,19 @@ class AxesGroup:
     def summary(self) -> str:
         """``2 collectives · in 3 MiB · moved 3 MiB per device``."""
         n = self.count
-        return (
+        text = (
             f"{n} collective{'s' * (n != 1)} · in {format_bytes(self.in_bytes)} · "
             f"moved {format_bytes(self.moved_bytes)} per device"
         )
+        if self.hosts:
+            text += f" · {format_bytes(self.cross_host_bytes)} across hosts"
+        return text
+
+
+def multi_host(report: Report) -> bool:
+    """Whether the report's mesh spans several hosts (processes): only then do the views
+    split the ledger's bytes into within and across hosts."""
+    return report.mesh is not None and report.mesh.num_processes > 1
 
 
 def axes_groups(report: Report) -> list[AxesGroup]:
@@ -273,7 +288,27 @@ def axes_groups(report: Report) -> list[AxesGroup]:
     groups: dict[tuple[str, ...], list[tuple[int, Collective]]] = {}
     for i, c in enumerate(report.collectives, 1):
         groups.setdefault(tuple(c.axes), []).append((i, c))
-    return [AxesGroup(axes, tuple(rows)) for axes, rows in groups.items()]
+    hosts = multi_host(report)
+    return [AxesGroup(axes, tuple(rows), hosts) for axes, rows in groups.items()]
+
+
+def hosts_headline(report: Report) -> str:
+    """``3 MiB across hosts (2 hosts)``: the ledger's cross-host bytes per device."""
+    assert report.mesh is not None
+    crossing = sum(c.cross_host_bytes for c in report.collectives)
+    return f"{format_bytes(crossing)} across hosts ({report.mesh.num_processes} hosts)"
+
+
+def cross_groups_str(c: Collective) -> str:
+    """``across hosts: 4 of 4 groups span hosts, 2 MiB of 4 MiB moved per device`` or
+    ``within hosts: no group spans hosts``."""
+    n, k = len(c.groups), len(c.cross_host_groups)
+    if not k:
+        return "within hosts: no group spans hosts"
+    return (
+        f"across hosts: {k} of {n} group{'s' * (n != 1)} span{'s' * (k == 1)} hosts, "
+        f"{format_bytes(c.cross_host_bytes)} of {format_bytes(c.moved_bytes)} moved per device"
+    )
 
 
 @dataclass(frozen=True)

@@ -52,6 +52,7 @@ from shardviz.render.report_facts import (
     axes_repr,
     check_word,
     compiler_peak_str,
+    cross_groups_str,
     estimate_notes,
     estimate_rows,
     estimate_seconds_str,
@@ -63,12 +64,14 @@ from shardviz.render.report_facts import (
     groups_str,
     has_estimates,
     hbm_str,
+    hosts_headline,
     ids_str,
     intermediate_index,
     kind_totals,
     layout_hint,
     memory_parts,
     mesh_line,
+    multi_host,
     no_source_words,
     on_one_device,
     one_device_cost,
@@ -268,6 +271,19 @@ border-left:2px dashed #cf222e}}
 .sv-report .sv-fit-bad{{color:#a40e26;font-weight:600}}
 """.strip()
 EST_STYLE = "<style>" + ESTIMATE_CSS.replace("\n", "") + "</style>"
+
+_HOST_COLS = "3.4em 10.5em minmax(7em,1.4fr) 5.6em 5.6em 5.6em 3.6em 6.8em minmax(8em,1.6fr)"
+_EST_HOST_COLS = (
+    "3.4em 10.5em minmax(7em,1.4fr) 5.6em 5.6em 5.6em 5.6em 3.6em 6.8em minmax(8em,1.6fr)"
+)
+#: Added only to reports whose mesh spans several hosts (the "across hosts" column).
+HOSTS_STYLE = (
+    "<style>"
+    f".sv-report .sv-ledger.sv-hosts .sv-lrow{{grid-template-columns:{_HOST_COLS}}}"
+    f".sv-report .sv-ledger.sv-est.sv-hosts .sv-lrow{{grid-template-columns:{_EST_HOST_COLS}}}"
+    ".sv-report .sv-host-cell{color:#953800}"
+    "</style>"
+)
 
 
 # --------------------------------------------------------------------------------------------
@@ -537,6 +553,12 @@ def _stats(report: Report) -> str:
         (f"{n} collective{'s' * (n != 1)}", f"{format_bytes(moved)} moved per device", ""),
         (format_bytes(report.memory.peak_bytes), "peak memory per device", ""),
     ]
+    if multi_host(report):
+        crossing = sum(c.cross_host_bytes for c in report.collectives)
+        tiles.insert(
+            1,
+            (format_bytes(crossing), f"across hosts per device ({hosts_headline(report)})", ""),
+        )
     t = report.timing
     if t is not None:
         tiles.append((format_seconds(t.step_seconds), f"step, median of {t.steps}", ""))
@@ -582,16 +604,26 @@ def _ledger_row(
     dl = '<dl class="sv-facts2">' + "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in facts) + "</dl>"
     fig = _groups_figure(report, index, c, prefix, maps)
     axes = esc(",".join(c.axes))
+    hosts = multi_host(report)
     return (
         f'<details class="sv-collective" id="{prefix}-c{index}" data-kind="{esc(c.kind)}" '
-        f'data-axes="{axes}">{_row_summary(index, c, est)}<div class="sv-body">{dl}{fig}</div>'
+        f'data-axes="{axes}"'
+        + (f' data-cross-host="{c.cross_host_bytes}"' if hosts else "")
+        + f'>{_row_summary(index, c, est, hosts)}<div class="sv-body">{dl}{fig}</div>'
         "</details>"
     )
 
 
-def _row_summary(index: int, c: Collective, est: bool) -> str:
-    """A ledger row's one line (its ``<summary>``): number, kind, operand, bytes, group size,
-    origin and source."""
+def _host_cell(c: Collective) -> str:
+    return (
+        f'<span class="sv-r sv-host-cell" title="{c.cross_host_bytes:,} B of '
+        f'{c.moved_bytes:,} B moved cross hosts">{esc(format_bytes(c.cross_host_bytes))}</span>'
+    )
+
+
+def _row_summary(index: int, c: Collective, est: bool, hosts: bool = False) -> str:
+    """A ledger row's one line (its ``<summary>``): number, kind, operand, bytes (and those
+    across hosts, on several hosts), group size, origin and source."""
     kind = _kind_pill(
         c.kind,
         f" <span class='sv-dim'>{c.combined[0]}/{c.combined[1]}</span>" if c.combined else "",
@@ -603,6 +635,7 @@ def _row_summary(index: int, c: Collective, est: bool) -> str:
         f'<span class="sv-opcell" title="{esc(operand_str(c))}">{esc(operand_str(c))}</span>'
         f'<span class="sv-r" title="{c.in_bytes:,} B">{esc(format_bytes(c.in_bytes))}</span>'
         f'<span class="sv-r" title="{c.moved_bytes:,} B">{esc(format_bytes(c.moved_bytes))}</span>'
+        + (_host_cell(c) if hosts else "")
         + (_est_cell(c) if est else "")
         + f'<span class="sv-r">{c.group_size}</span>'
         f'<span><span class="sv-pill sv-origin-{c.origin}">{esc(c.origin)}</span></span>'
@@ -632,6 +665,8 @@ def _collective_facts(
         facts.append(("pairs", esc(pairs_str(c.pairs))))
     else:
         facts.append(("groups", esc(groups_str(c.groups))))
+    if multi_host(report):
+        facts.append(("hosts", esc(cross_groups_str(c))))
     if c.dimension is not None:
         facts.append(("dimension", str(c.dimension)))
     if c.combined:
@@ -724,9 +759,15 @@ def _ledger(report: Report, prefix: str) -> list[str]:
         + "</div>"
     )
     est = has_estimates(report)
+    hosts = multi_host(report)
     head = (
         '<div class="sv-lrow sv-lhead"><span>#</span><span>kind</span><span>operand → result'
         '</span><span class="sv-r">in</span><span class="sv-r">moved</span>'
+        + (
+            '<span class="sv-r" title="the part of moved that crosses hosts">across hosts</span>'
+            if hosts
+            else ""
+        )
         + (
             f'<span class="sv-r" title="estimated seconds on the target, {ESTIMATE_WORDS}">'
             "est.</span>"
@@ -737,7 +778,7 @@ def _ledger(report: Report, prefix: str) -> list[str]:
     )
     maps = _Maps(report)
     inter = intermediate_index(report)
-    cls = "sv-ledger sv-est" if est else "sv-ledger"
+    cls = "sv-ledger" + (" sv-est" if est else "") + (" sv-hosts" if hosts else "")
     for group in axes_groups(report):
         out.append(_axes_header(group))
         out.append(f'<div class="{cls}" data-axes="' + esc(",".join(group.axes)) + '">')
@@ -1152,4 +1193,5 @@ def report_html(report: Report) -> str:
         body.append(timeline_html(report))
     body += _trees(report)
     style = STYLE + (EST_STYLE if report.estimate is not None or has_estimates(report) else "")
+    style += HOSTS_STYLE if multi_host(report) else ""
     return f'<div class="sv-root sv-report" id="{prefix}">{style}' + "".join(body) + "</div>"

@@ -19,6 +19,7 @@ from shardviz.render.report_facts import (
     axes_groups,
     check_word,
     compiler_peak_str,
+    cross_groups_str,
     estimate_notes,
     estimate_rows,
     estimate_seconds_str,
@@ -29,10 +30,12 @@ from shardviz.render.report_facts import (
     format_seconds,
     groups_str,
     has_estimates,
+    hosts_headline,
     kind_totals,
     layout_hint,
     memory_parts,
     mesh_line,
+    multi_host,
     no_source_words,
     on_one_device,
     one_device_cost,
@@ -78,10 +81,14 @@ def _ledger_lines(report: Report) -> list[str]:
         lines.append("  none: every value stays where the partition specs put it")
         return lines
     est = has_estimates(report)
+    hosts = multi_host(report)
     header = ["#", "kind", "operand", "in", "moved", "group", "origin", "source", "chain"]
+    if hosts:
+        lines[0] += f" · {hosts_headline(report)}"
+        header.insert(5, "across hosts")
     if est:
         lines[0] += " · est.: estimated seconds on the target, a lower bound"
-        header.insert(5, "est.")
+        header.insert(5 + hosts, "est.")
     rows: list[Sequence[str] | str] = []
     sub = " " * 6
     for group in axes_groups(report):
@@ -99,14 +106,18 @@ def _ledger_lines(report: Report) -> list[str]:
                 short_location(c.source),
                 c.source.chain if c.source else "",
             ]
+            if hosts:
+                row.insert(5, format_bytes(c.cross_host_bytes))
             if est:
-                row.insert(5, estimate_seconds_str(c.estimated_seconds))
+                row.insert(5 + hosts, estimate_seconds_str(c.estimated_seconds))
             rows.append(row)
             detail = [f"{c.name}"]
             if c.pairs:
                 detail.append(pairs_str(c.pairs))
             else:
                 detail.append(groups_str(c.groups))
+            if hosts:
+                detail.append(cross_groups_str(c))
             if c.source is None or c.source.innermost is None:
                 detail.append(no_source_words())
             elif c.source.text:
@@ -120,9 +131,8 @@ def _ledger_lines(report: Report) -> list[str]:
             rows.append(sub + " · ".join(detail))
             if c.why is not None:
                 rows.append(sub + f"why: {c.why.summary}")
-    lines.extend(
-        aligned_table(header, rows, right={0, 3, 4, 5, 6} if est else {0, 3, 4, 5}, indent="  ")
-    )
+    right = set(range(3, 6 + est + hosts)) | {0}
+    lines.extend(aligned_table(header, rows, right=right, indent="  "))
     lines.append("  by kind:")
     totals = kind_totals(cs)
     width = max(len(t.kind) for t in totals)

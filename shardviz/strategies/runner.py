@@ -60,6 +60,7 @@ def _summarise(report: Report) -> tuple[CollectiveSummary, ...]:
             kind=k, axes=a, count=sum(c.trips or 1 for c in cs),
             in_bytes=sum(c.in_bytes * (c.trips or 1) for c in cs),
             moved_bytes=sum(c.moved_bytes * (c.trips or 1) for c in cs),
+            cross_host_bytes=sum(c.cross_host_bytes * (c.trips or 1) for c in cs),
         )
         for (k, a), cs in sorted(groups.items())
     )  # fmt: skip
