@@ -53,6 +53,7 @@ from .host_split import host_split
 from .layout import layout_tree
 from .memory import device_stats, memory_report
 from .mesh import mesh_layout
+from .processes import host_figures
 from .run import CPU_MAX_PARTICIPANTS, check_against_one_device, profile_trace, run_steps
 from .topology import topology_of
 
@@ -749,8 +750,10 @@ def explain_run(
     stats = device_stats(ids)
     if stats:
         memory = replace(memory, device_stats=stats)
+    peak = max((s.peak_bytes_in_use for s in stats), default=None)
     report = replace(
         base,
+        hosts=host_figures(timing.step_seconds, peak, ids),
         timing=timing,
         check=chk,
         profile=prof,

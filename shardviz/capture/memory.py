@@ -110,7 +110,7 @@ def memory_stats(device: Any) -> dict | None:
 def device_stats(device_ids: list[int]) -> tuple[DeviceMemory, ...]:
     """The devices' own memory statistics after a live run (GPU/TPU; CPU gives none)."""
     out = []
-    by_id = {d.id: d for d in jax.devices()}
+    by_id = {d.id: d for d in jax.local_devices()}  # another process's devices report nothing here
     for i in device_ids:
         stats = memory_stats(by_id[i]) if i in by_id else None
         if not stats:

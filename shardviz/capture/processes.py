@@ -49,3 +49,34 @@ def agreed_max(values: list[float]) -> list[float]:
 
     everyone = np.asarray(multihost_utils.process_allgather(np.asarray(values, np.float64)))
     return [float(v) for v in everyone.reshape(-1, len(values)).max(axis=0)]
+
+
+def gathered_rows(values: list[float]) -> np.ndarray:
+    """Every process's ``values`` as rows ``[process, value]`` (a collective with several
+    processes; one row with one)."""
+    row = np.asarray(values, np.float64)
+    if not is_multi_process():
+        return row.reshape(1, -1)
+    from jax.experimental import multihost_utils
+
+    return np.asarray(multihost_utils.process_allgather(row)).reshape(-1, len(values))
+
+
+def host_figures(step_seconds: float, live_peak: int | None, device_ids: list[int]) -> tuple:
+    """Each process's step time and live peak (from all of them) and its devices among
+    ``device_ids``; empty with one process."""
+    from shardviz.model import HostFigures
+
+    if not is_multi_process():
+        return ()
+    rows = gathered_rows([float(jax.process_index()), step_seconds, float(live_peak or -1)])
+    owner = {d.id: d.process_index for d in jax.devices()}
+    return tuple(
+        HostFigures(
+            process=int(p),
+            devices=tuple(i for i in device_ids if owner.get(i) == int(p)),
+            step_seconds=float(step),
+            peak_bytes_in_use=int(peak) if peak >= 0 else None,
+        )
+        for p, step, peak in sorted(rows.tolist())
+    )

@@ -184,6 +184,21 @@ class DeviceMemory:
     bytes_limit: int | None = None
 
 
+@dataclass(frozen=True)
+class HostFigures:
+    """One process (host) of a multi-process program, as it measured itself.
+
+    ``devices`` are its devices' ids; ``step_seconds`` the median step it timed (every
+    process runs the step; a slow host shows here); ``peak_bytes_in_use`` the largest live
+    peak among its devices (GPU/TPU; ``None`` on CPU, which reports no statistics).
+    """
+
+    process: int
+    devices: tuple[int, ...]
+    step_seconds: float | None = None
+    peak_bytes_in_use: int | None = None
+
+
 def _some(names: list[str], n: int = 5) -> str:
     """The first ``n`` names quoted, ``…`` after them when there are more."""
     return ", ".join(repr(x) for x in names[:n]) + (", …" if len(names) > n else "")
@@ -309,6 +324,9 @@ class Report(JsonMixin, display.Shown):
     deviceless: bool = False
     #: Every op of one profiled step, per device (None without ``profile=True``).
     timeline: tuple[OpEvent, ...] | None = None
+    #: Each process's own step time and live memory, gathered from all of them (empty for a
+    #: single-process program, or when the step did not run).
+    hosts: tuple[HostFigures, ...] = ()
     #: What shardviz found wrong, each fix tried by compiling again (None: not diagnosed,
     #: e.g. a report built by hand; :func:`shardviz.detect` then looks).
     findings: Findings | None = None

@@ -661,3 +661,25 @@ def check_word(report: Report) -> str:
     if report.check is None:
         return "not checked"
     return "OK" if report.check.matches else "MISMATCH"
+
+
+def host_rows(report: Report) -> list[tuple[str, str, str, str]]:
+    """``(process, its devices, its median step, its live peak)`` for each host of a
+    multi-process run (empty otherwise), as every view shows them."""
+    from shardviz.render.geometry import format_bytes
+
+    rows = []
+    for h in report.hosts:
+        devices = f"{len(h.devices)} devices"
+        step = format_seconds(h.step_seconds) if h.step_seconds is not None else "—"
+        peak = format_bytes(h.peak_bytes_in_use) if h.peak_bytes_in_use is not None else "—"
+        rows.append((f"process {h.process}", devices, step, peak))
+    return rows
+
+
+def host_spread(report: Report) -> str:
+    """``slowest host 1.08x the fastest`` (``""`` with fewer than two timed hosts)."""
+    steps = [h.step_seconds for h in report.hosts if h.step_seconds]
+    if len(steps) < 2:
+        return ""
+    return f"slowest host {max(steps) / min(steps):.2f}x the fastest"

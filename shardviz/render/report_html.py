@@ -64,6 +64,8 @@ from shardviz.render.report_facts import (
     groups_str,
     has_estimates,
     hbm_str,
+    host_rows,
+    host_spread,
     hosts_headline,
     ids_str,
     intermediate_index,
@@ -1094,6 +1096,19 @@ def _timing(report: Report) -> list[str]:
     )
     if t.step_samples:
         out.append(_samples_svg(t.step_samples, t.step_seconds))
+    if report.hosts:
+        spread = host_spread(report)
+        out.append(
+            '<table class="sv-t sv-hosts-timing"><tr><th>host</th><th>devices</th>'
+            "<th>step (its own)</th><th>live peak</th></tr>"
+            + "".join(
+                f'<tr data-process="{esc(p.split()[-1])}"><td>{esc(p)}</td><td>{esc(d)}</td>'
+                f"<td class='sv-r'>{esc(st)}</td><td class='sv-r'>{esc(pk)}</td></tr>"
+                for p, d, st, pk in host_rows(report)
+            )
+            + "</table>"
+            + (f'<div class="sv-dim">{esc(spread)}</div>' if spread else "")
+        )
     return out
 
 

@@ -30,6 +30,8 @@ from shardviz.render.report_facts import (
     format_seconds,
     groups_str,
     has_estimates,
+    host_rows,
+    host_spread,
     hosts_headline,
     kind_totals,
     layout_hint,
@@ -286,6 +288,14 @@ def _timing_lines(report: Report) -> list[str]:
             f"max {format_seconds(max(t.step_samples))})"
         )
     lines.append(step)
+    if report.hosts:
+        spread = host_spread(report)
+        lines.append(
+            "  per host (each process timed its own step)" + (f" · {spread}" if spread else "")
+        )
+        lines.extend(
+            f"    {p}  {d}  step {st}  live peak {pk}" for p, d, st, pk in host_rows(report)
+        )
     return lines
 
 

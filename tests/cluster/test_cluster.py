@@ -207,3 +207,23 @@ def test_compare_in_two_processes_agrees_with_one_process(two):
 def test_only_process_0_writes_a_page(two, tmp_path):
     two.run(_save_where, str(tmp_path))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["from0.html"]
+
+
+def _hosts_of_a_run():
+    import jax
+
+    import shardviz as sv
+
+    r = sv.explain(jax.jit(lambda a: (a * 5).sum()), _global_x(), steps=2, check=False)
+    owner = {d.id: d.process_index for d in jax.devices()}
+    return [(h.process, h.devices, h.step_seconds > 0) for h in r.hosts], owner, str(r)
+
+
+def test_each_host_times_its_own_step_and_every_process_has_all_of_them(two):
+    (hosts0, owner, text), (hosts1, _, _) = two.run(_hosts_of_a_run)
+    # Step times differ by process, so compare who and which devices; all were timed.
+    assert [h[:2] for h in hosts0] == [h[:2] for h in hosts1]
+    assert [h[0] for h in hosts0] == [0, 1] and all(h[2] for h in hosts0)
+    for process, devices, _ in hosts0:
+        assert len(devices) == 4 and all(owner[d] == process for d in devices)
+    assert "per host (each process timed its own step)" in text and "process 1  4 devices" in text
