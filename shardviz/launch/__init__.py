@@ -1,0 +1,37 @@
+"""Run a script as several local jax processes joined by ``jax.distributed``.
+
+``python -m shardviz launch --processes 2 --devices-per-process 4 script.py`` or, from Python,
+:func:`run`. :class:`ProcessGroup` (start, watch, stop local processes together) and
+:func:`join` (make this process one of a program's processes) serve anything else that runs a
+multi-process program on one machine.
+"""
+
+from __future__ import annotations
+
+from .launcher import DEFAULT_TIMEOUT, Launch, echo_sink, run, start, worker_env
+from .ports import DEFAULT_PORT, choose_port, free_port, port_in_use
+from .processes import Outcome, ProcessGroup, describe_exit, exit_status
+from .result import LaunchError, LaunchResult, ProcessResult
+from .worker import WorkerConfig, join
+
+__all__ = [
+    "DEFAULT_PORT",
+    "DEFAULT_TIMEOUT",
+    "Launch",
+    "LaunchError",
+    "LaunchResult",
+    "Outcome",
+    "ProcessGroup",
+    "ProcessResult",
+    "WorkerConfig",
+    "choose_port",
+    "describe_exit",
+    "echo_sink",
+    "exit_status",
+    "free_port",
+    "join",
+    "port_in_use",
+    "run",
+    "start",
+    "worker_env",
+]
