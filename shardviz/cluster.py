@@ -51,18 +51,20 @@ def _free_port() -> int:
 
 
 def _join(port: int, index: int, processes: int, devices: int, timeout: int) -> dict:
-    """Run in an engine: ``devices`` CPU devices, joined to the others (before any jax use)."""
+    """Run in an engine: ``devices`` CPU devices, joined to the others (before any jax use),
+    the same way ``python -m shardviz launch`` joins its workers."""
     import os
 
-    os.environ["JAX_PLATFORMS"] = "cpu"
     import jax
 
-    jax.config.update("jax_num_cpu_devices", devices)
-    jax.config.update("jax_cpu_collectives_implementation", "gloo")
-    jax.distributed.initialize(
-        coordinator_address=f"127.0.0.1:{port}", num_processes=processes, process_id=index,
-        initialization_timeout=timeout, heartbeat_timeout_seconds=HEARTBEAT,
-        shutdown_timeout_seconds=HEARTBEAT,
+    from shardviz.launch.worker import WorkerConfig, join
+
+    join(
+        WorkerConfig(
+            process_id=index, processes=processes, devices=devices,
+            coordinator=f"127.0.0.1:{port}", init_timeout=timeout,
+            heartbeat_timeout=HEARTBEAT, shutdown_timeout=HEARTBEAT,
+        )
     )  # fmt: skip
     return {
         "process_index": jax.process_index(),
