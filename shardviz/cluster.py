@@ -97,6 +97,7 @@ class Cluster:
         self.timeout = timeout
         self._cluster = ipp.Cluster(n=processes, engines="local", log_level=40)
         self.client: Any = None
+        self._sent: list[Any] = []
         try:
             self.client = self._cluster.start_and_connect_sync(activate=False)
             self.client.wait_for_engines(processes, timeout=timeout)
@@ -123,15 +124,18 @@ class Cluster:
         """An engine's result, or a ProcessError naming it (raised, timed out), or naming a
         process that died meanwhile (then the whole cluster is stopped: a jax program cannot
         go on without one of its processes)."""
+        self._sent = [*self._sent[-50:], async_result]  # for a dead engine's last output
         deadline = time.monotonic() + self.timeout
         while not async_result.ready():
             dead = self._dead()
             if dead is not None:
+                last = self._last_output(dead.engine)
                 self.stop()
                 raise ProcessError(
                     problem(
                         f"process {dead.process_index} (pid {dead.pid})",
-                        f"died while {who} was {doing}; every process was stopped",
+                        f"died while {who} was {doing}; every process was stopped"
+                        + (f"; its last output: {last}" if last else ""),
                         "start a new cluster (sv.cluster(...)); look for what killed it "
                         "(out of memory, a signal) in the terminal that runs Jupyter",
                     )
@@ -155,6 +159,18 @@ class Cluster:
                     "fix what raised it there (its traceback is this error's cause)",
                 )  # fmt: skip
             ) from err
+
+    def _last_output(self, engine: int, lines: int = 3) -> str:
+        """The last lines ``engine`` printed (stdout, then stderr) in the tasks sent to it."""
+        records = []
+        for ar in self._sent:
+            meta = ar.metadata
+            for m in meta if isinstance(meta, list) else [meta]:
+                if m.get("engine_id") == engine:
+                    records.append(m)
+        text = "".join((m.get("stdout") or "") + (m.get("stderr") or "") for m in records)
+        tail = [line for line in text.splitlines() if line.strip()][-lines:]
+        return " | ".join(tail)
 
     def _dead(self) -> ProcessInfo | None:
         """The first process whose engine is no longer running, if any."""

@@ -105,6 +105,7 @@ def test_an_error_in_a_process_names_it(two):
 def test_a_killed_engine_is_reported_and_the_cluster_stops():
     c = cluster(processes=2, devices_per_process=2, timeout=30)
     try:
+        c.execute("import jax; print('ready on', jax.process_index())")
         os.kill(c.processes[1].pid, signal.SIGKILL)
         start = time.monotonic()
         # A global sum needs both processes: process 0 would wait for the dead one.
@@ -116,8 +117,9 @@ def test_a_killed_engine_is_reported_and_the_cluster_stops():
             "lambda idx: np.ones(4, np.float32)[idx])\n"
             "total = float(jax.jit(lambda a: a.sum())(x))\n"
         )
-        with pytest.raises(ProcessError, match=r"process 1 \(pid \d+\)\: died"):
+        with pytest.raises(ProcessError, match=r"process 1 \(pid \d+\)\: died") as err:
             c.execute(code)
+        assert "its last output: ready on 1" in str(err.value)
         assert time.monotonic() - start < 60
     finally:
         c.stop()
