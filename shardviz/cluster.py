@@ -17,12 +17,12 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
-import socket
 import time
 from dataclasses import dataclass
 from typing import Any
 
 from shardviz.errors import ProcessError, problem
+from shardviz.launch.ports import free_port
 
 #: Seconds to wait for the engines to start and for ``jax.distributed`` to join them.
 START_TIMEOUT = 120.0
@@ -42,12 +42,6 @@ class ProcessInfo:
     local_devices: int
     global_devices: int
     pid: int
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _join(port: int, index: int, processes: int, devices: int, timeout: int) -> dict:
@@ -108,7 +102,7 @@ class Cluster:
         atexit.register(self.stop)
 
     def _join(self, processes: int, devices: int) -> tuple[ProcessInfo, ...]:
-        port = _free_port()
+        port = free_port()
         engines = sorted(self.client.ids)[:processes]
         pending = [
             self.client[e].apply_async(_join, port, i, processes, devices, int(self.timeout))

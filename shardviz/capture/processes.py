@@ -14,6 +14,8 @@ from typing import Any
 import jax
 import numpy as np
 
+from shardviz.model import HostFigures
+
 
 def is_multi_process() -> bool:
     return jax.process_count() > 1
@@ -45,10 +47,7 @@ def agreed_max(values: list[float]) -> list[float]:
     """Each entry's maximum over every process (the same list in all of them)."""
     if not is_multi_process() or not values:
         return values
-    from jax.experimental import multihost_utils
-
-    everyone = np.asarray(multihost_utils.process_allgather(np.asarray(values, np.float64)))
-    return [float(v) for v in everyone.reshape(-1, len(values)).max(axis=0)]
+    return [float(v) for v in gathered_rows(values).max(axis=0)]
 
 
 def gathered_rows(values: list[float]) -> np.ndarray:
@@ -65,8 +64,6 @@ def gathered_rows(values: list[float]) -> np.ndarray:
 def host_figures(step_seconds: float, live_peak: int | None, device_ids: list[int]) -> tuple:
     """Each process's step time and live peak (from all of them) and its devices among
     ``device_ids``; empty with one process."""
-    from shardviz.model import HostFigures
-
     if not is_multi_process():
         return ()
     rows = gathered_rows([float(jax.process_index()), step_seconds, float(live_peak or -1)])

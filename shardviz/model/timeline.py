@@ -67,11 +67,16 @@ class Timeline:
 ILLUSTRATIVE_LABEL = "illustrative: CPU devices share the host's cores"
 
 
+def real_label(platform: str) -> str:
+    """The label of figures measured on real ``platform`` devices."""
+    return f"real: measured on {platform} devices"
+
+
 def realness_label(t: Timeline) -> str:
     """The label a view shows next to the timeline: illustrative on CPU, real elsewhere."""
     if t.illustrative:
         return ILLUSTRATIVE_LABEL
-    return f"real: measured on {t.platform} devices"
+    return real_label(t.platform)
 
 
 def timeline_of(report: Report) -> Timeline | None:

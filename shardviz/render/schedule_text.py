@@ -19,7 +19,7 @@ import math
 from collections.abc import Callable
 
 from shardviz.model.schedule import Schedule, Slot
-from shardviz.model.timeline import ILLUSTRATIVE_LABEL
+from shardviz.model.timeline import ILLUSTRATIVE_LABEL, real_label
 from shardviz.render.geometry import elide, format_bytes
 from shardviz.render.report_facts import format_seconds
 
@@ -100,7 +100,7 @@ def realness_str(schedule: Schedule) -> str:
         return ""
     if platform == "cpu":
         return ILLUSTRATIVE_LABEL
-    return f"real: measured on {platform} devices"
+    return real_label(platform)
 
 
 def realness_short(schedule: Schedule) -> str:

@@ -21,7 +21,7 @@ from shardviz.errors import ProcessError
 from shardviz.launch import DEFAULT_PORT, LaunchError, run, start
 from shardviz.launch import launcher as launcher_module
 
-from .helpers import SCRIPTS, gone
+from .helpers import SCRIPTS, gone, held
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -104,13 +104,7 @@ def test_a_busy_port_given_is_an_error_before_any_process_starts(monkeypatch):
 
 
 def test_a_busy_default_port_is_replaced_and_said(capsys):
-    with socket.socket() as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind(("127.0.0.1", DEFAULT_PORT))
-            s.listen()
-        except OSError:  # busy already: just as good
-            pass
+    with held(DEFAULT_PORT):
         result = run(SCRIPTS / "psum.py", processes=2, devices_per_process=2, timeout=60)
     assert result.ok and result.port != DEFAULT_PORT
     note = (

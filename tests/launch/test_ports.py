@@ -9,6 +9,8 @@ import pytest
 from shardviz.errors import ProcessError
 from shardviz.launch import DEFAULT_PORT, choose_port, free_port, port_in_use
 
+from .helpers import held
+
 
 def test_a_listening_port_is_in_use_and_a_free_one_is_not():
     with socket.socket() as s:
@@ -25,14 +27,7 @@ def test_a_listening_port_is_in_use_and_a_free_one_is_not():
 
 
 def test_the_default_port_is_replaced_when_busy():
-    with socket.socket() as s:
-        # SO_REUSEADDR: an earlier launch's connections still closing must not stop the bind.
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind(("127.0.0.1", DEFAULT_PORT))
-            s.listen()
-        except OSError:  # busy already: just as good
-            pass
+    with held(DEFAULT_PORT):
         port, note = choose_port(None)
     assert port != DEFAULT_PORT and not port_in_use(port)
     assert (
