@@ -23,6 +23,12 @@ ScheduleKind = Literal["gpipe", "1f1b"]
 PipelineForm = Literal["gspmd", "shard_map"]
 
 
+def theory_bubble(stages: int, microbatches: int) -> float:
+    """``(S - 1) / (M + S - 1)``: the idle share of each stage's time with S stages and M
+    microbatches, a forward and a backward taking one unit each."""
+    return (stages - 1) / (microbatches + stages - 1)
+
+
 @dataclass(frozen=True)
 class Slot:
     """One unit of work: ``stage`` runs ``phase`` (forward or backward) of ``microbatch`` at
@@ -77,8 +83,7 @@ class Schedule(JsonMixin, display.Shown):
     @property
     def theory_bubble_fraction(self) -> float:
         """``(S - 1) / (M + S - 1)``: the idle share of each stage's time."""
-        s, m = self.stages, self.microbatches
-        return (s - 1) / (m + s - 1)
+        return theory_bubble(self.stages, self.microbatches)
 
     @property
     def schedule_bubble_fraction(self) -> float:

@@ -23,7 +23,6 @@ __all__ = [
     "pipeline_errors",
     "schedule_label",
     "stage_options",
-    "theory_bubble",
 ]
 
 #: The schedule choices, as ``(label, value)``: ``None`` is GSPMD's form (one loop the
@@ -96,11 +95,6 @@ def data_shards(strategy: str, stages: int, devices: int) -> int:
     devices // stages`` (:func:`shardviz.strategies.rules.default_mesh_shape`), ``pp``'s
     has no data axis."""
     return max(1, devices // stages) if strategy == DATA_PARALLEL else 1
-
-
-def theory_bubble(stages: int, microbatches: int) -> float:
-    """``(S - 1) / (M + S - 1)``: the idle share of each stage's time."""
-    return (stages - 1) / (microbatches + stages - 1)
 
 
 def pipeline_errors(

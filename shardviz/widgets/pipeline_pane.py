@@ -22,13 +22,11 @@ from dataclasses import dataclass
 
 from shardviz.model.compare import StrategyResult
 from shardviz.model.mesh import MeshLayout
-from shardviz.model.schedule import Schedule
+from shardviz.model.schedule import Schedule, theory_bubble
 from shardviz.render.geometry import format_bytes
 from shardviz.render.html import STYLE
 from shardviz.render.schedule_html import schedule_html
 from shardviz.render.svg import esc
-
-from .pipeline_checks import theory_bubble
 
 __all__ = ["STAGE_AXIS", "RunFacts", "SweepPoint", "pane_html", "stage_devices", "sweep_row"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from shardviz.errors import ShardvizError
-from shardviz.model.schedule import gpipe, one_f_one_b
+from shardviz.model.schedule import gpipe, one_f_one_b, theory_bubble
 from shardviz.strategies.rules import default_mesh_shape, get_rule_set
 from shardviz.widgets.pipeline_checks import (
     SCHEDULES,
@@ -16,7 +16,6 @@ from shardviz.widgets.pipeline_checks import (
     pipeline_errors,
     schedule_label,
     stage_options,
-    theory_bubble,
 )
 
 BOTH = ("pp", "pp+dp")
