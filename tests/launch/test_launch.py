@@ -156,7 +156,10 @@ def test_processes_that_wait_for_each_other_forever_are_stopped_by_the_timeout()
         "launch: process 0 and process 1 still ran after the 20 s timeout and were stopped."
     )
     assert "last output of process 0:\n  [p0] summing over axis 0\n" in message
-    assert message.endswith("last output of process 1:\n  [p1] summing over axis 1")
+    # Process 1's section is last; under load jax's own runtime can add a stray line after
+    # the script's (seen once in CI: "[p1] 1"), so the script's line is checked in place.
+    assert "last output of process 1:\n  [p1] summing over axis 1" in message
+    assert message.index("last output of process 1:") > message.index("last output of process 0:")
     assert all(gone(p.pid) for p in result)
 
 
