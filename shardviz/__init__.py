@@ -55,8 +55,8 @@ if TYPE_CHECKING:
     from shardviz.capture.topology import Topology as Topology
     from shardviz.capture.topology import TopologyError as TopologyError
     from shardviz.capture.topology import topology as topology
-    from shardviz.cluster import Cluster as Cluster
-    from shardviz.cluster import cluster as cluster
+    from shardviz.engines import Cluster as Cluster
+    from shardviz.engines import cluster as cluster
     from shardviz.estimate.presets import hardware as hardware
     from shardviz.strategies.rules import RuleSet as RuleSet
     from shardviz.strategies.runner import compare as compare
@@ -84,8 +84,8 @@ _LAZY = {
     "LiveRun": "shardviz.widgets.live",
     "clear_cache": "shardviz.capture.explain",
     "diagnose": "shardviz.capture.diagnosis",
-    "cluster": "shardviz.cluster",
-    "Cluster": "shardviz.cluster",
+    "cluster": "shardviz.engines",
+    "Cluster": "shardviz.engines",
     "Mesh": "shardviz.capture.mesh",
     "mark_sharding": "shardviz.capture.mesh",
     "mesh_split": "shardviz.capture.mesh",

@@ -26,6 +26,12 @@ def local_device() -> Any:
     return jax.local_devices()[0]
 
 
+def own_devices(devices: list[Any]) -> list[Any]:
+    """The ones of ``devices`` this process holds (another host's cannot be read from here)."""
+    me = jax.process_index()
+    return [d for d in devices if int(d.process_index) == me]
+
+
 def host_value(x: Any) -> np.ndarray:
     """``x``'s whole value on the host, gathered from every process when it spans several."""
     if isinstance(x, jax.Array) and not x.is_fully_addressable and not x.is_fully_replicated:

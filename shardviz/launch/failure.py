@@ -70,16 +70,28 @@ def _quote(p: ProcessResult, n: int = TAIL) -> str:
     return f"last output of process {p.index}:\n{body}"
 
 
+def known_cause(
+    lines: Sequence[str], known: Sequence[tuple[str, str, str]] = KNOWN
+) -> tuple[str, str, str] | None:
+    """``(meaning, fix, line)`` for the first of ``known``'s phrases found in ``lines`` (a
+    process's output), with the line it was found in; None when none is there."""
+    for phrase, meaning, fix in known:
+        for line in lines:
+            if phrase in line:
+                return meaning, fix, line.strip()[:300]
+    return None
+
+
 def _known(result: LaunchResult, first: int | None) -> tuple[str, str, str] | None:
     """The first known jax message in the output, looking at process ``first`` first, with the
     line it was found in."""
     order = sorted(result.processes, key=lambda p: p.index != first)
-    for phrase, meaning, fix in KNOWN:
+    for entry in KNOWN:
         for p in order:
-            for _, line in p.output:
-                if phrase in line:
-                    quote = line.strip()[:300]
-                    return f'{meaning} (process {p.index} wrote "{quote}")', fix, phrase
+            found = known_cause([line for _, line in p.output], (entry,))
+            if found is not None:
+                meaning, fix, quote = found
+                return f'{meaning} (process {p.index} wrote "{quote}")', fix, entry[0]
     return None
 
 

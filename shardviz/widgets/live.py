@@ -90,7 +90,12 @@ class LiveView(anywidget.AnyWidget):
     losses: traitlets.List[float | None] = traitlets.List().tag(sync=True)
     #: Wall time of each finished step (ms); the first includes tracing and compiling.
     step_ms: traitlets.List[float] = traitlets.List().tag(sync=True)
-    #: One ``{"device", "bytes", "peak", "limit", "color"}`` per device of the program.
+    #: Each process's own step times (ms), ``{"process", "step_ms"}`` each, in a multi-process
+    #: run (:meth:`shardviz.engines.Cluster.live`); empty for one process. ``step_ms`` is then
+    #: the slowest process's time of each step.
+    host_step_ms: traitlets.List[dict[str, Any]] = traitlets.List().tag(sync=True)
+    #: One ``{"device", "bytes", "peak", "limit", "color"}`` per device of the program (and
+    #: ``"process"`` in a multi-process run).
     memory: traitlets.List[dict[str, Any]] = traitlets.List().tag(sync=True)
     #: Where ``memory`` comes from: ``"device"`` (memory_stats), ``"estimate"`` (compiler) or "".
     memory_source = traitlets.Enum(("", "device", "estimate"), default_value="").tag(sync=True)
@@ -124,7 +129,7 @@ class LiveView(anywidget.AnyWidget):
         if part == "loss":
             return loss_readout(self.losses)
         if part == "time":
-            return time_readout(self.step_ms)
+            return time_readout(self.step_ms, self.host_step_ms)
         return memory_readout(self.memory, self.memory_note)
 
     def static_html(self) -> str:
@@ -147,7 +152,8 @@ class LiveView(anywidget.AnyWidget):
             '<figure class="sv-l-panel"><figcaption>loss</figcaption>'
             f"{loss_svg(self.losses, self.total_steps)}</figure>"
             '<figure class="sv-l-panel"><figcaption>step time (ms)</figcaption>'
-            f"{time_svg(self.step_ms, self.total_steps)}"
+            f"{time_svg(self.step_ms, self.total_steps, self.host_step_ms)}"
+            f"{_legend(words['time']['hosts'])}"
             f'<div class="sv-l-note">{esc(words["time"]["note"])}</div></figure>'
             '<figure class="sv-l-panel"><figcaption>memory per device</figcaption>'
             f"{memory_svg(self.memory)}"
@@ -165,6 +171,18 @@ class LiveView(anywidget.AnyWidget):
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         """The live widget view plus a static ``text/html`` for viewers without a kernel."""
         return with_static_html(super()._repr_mimebundle_(**kwargs), self.static_html())
+
+
+def _legend(lines: list[Json]) -> str:
+    """The key to the process lines of the step-time chart ("" for one process)."""
+    if not lines:
+        return ""
+    keys = "".join(
+        f'<span class="sv-l-key" style="--sv-key:{esc(line["color"])}" '
+        f'title="{esc(line["title"])}">p{esc(line["process"])}</span>'
+        for line in lines
+    )
+    return f'<div class="sv-l-legend">{keys}</div>'
 
 
 def live(

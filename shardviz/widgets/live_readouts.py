@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from shardviz.render.geometry import format_bytes
+from shardviz.render.traffic import ARROW_COLORS
 
 from .live_format import format_loss, format_ms, median_step_ms, progress_text, time_note
 
@@ -36,6 +37,7 @@ PART_OF_TRAIT = {
     "total_steps": "head",
     "losses": "loss",
     "step_ms": "time",
+    "host_step_ms": "time",
     "memory": "memory",
     "memory_note": "memory",
 }
@@ -84,25 +86,61 @@ def loss_readout(losses: Sequence[float | None]) -> Json:
     }
 
 
-def time_readout(step_ms: Sequence[float]) -> Json:
+def host_color(process: int) -> str:
+    """The line colour of a process's step times (dark, so a thin line reads on white)."""
+    return ARROW_COLORS[process % len(ARROW_COLORS)]
+
+
+def time_readout(step_ms: Sequence[float], hosts: Sequence[Json] = ()) -> Json:
     """The step-time chart's words and scale (the first, compile, step left out).
 
     ``{"range": [0, top], "ticks": [{"value", "text"}], "median": {"value", "title"} | None,
-    "note": ...}``: ``top`` is 10% over the slowest step; ticks at 0, the median and the
-    slowest, each kept only when 10 px clear of those kept before it.
+    "note": ..., "hosts": [{"process", "color", "title"}]}``: ``top`` is 10% over the slowest
+    step; ticks at 0, the median and the slowest, each kept only when 10 px clear of those
+    kept before it. ``hosts`` (``{"process", "step_ms"}`` each, from a multi-process run) get
+    one line each, in :func:`host_color`, and the note says each one's median and the spread.
     """
     rest = list(step_ms[1:])
+    for host in hosts:
+        rest += list(host["step_ms"][1:])
     top = max(rest) * 1.1 if rest else 1.0
     med = median_step_ms(step_ms)
     labels = [(0.0, "0")]
     if med is not None:
         labels += [(med, format_ms(med)), (max(rest), format_ms(max(rest)))]
+    lines = []
+    for host in hosts:
+        host_med = median_step_ms(host["step_ms"])
+        said = f"median {format_ms(host_med)} ms" if host_med is not None else "compiling"
+        lines.append(
+            {
+                "process": int(host["process"]),
+                "color": host_color(int(host["process"])),
+                "title": f"process {host['process']}: {said}",
+            }
+        )
     return {
         "range": [0.0, top],
         "ticks": [{"value": v, "text": text} for v, text in _spaced(labels, top)],
         "median": None if med is None else {"value": med, "title": f"median {format_ms(med)} ms"},
-        "note": time_note(step_ms),
+        "note": time_note(step_ms) + hosts_note(hosts),
+        "hosts": lines,
     }
+
+
+def hosts_note(hosts: Sequence[Json]) -> str:
+    """`` · per process: p0 12.3 ms, p1 14.1 ms, slowest 15% over fastest`` (medians
+    without the compile step), or "" for one process or before two steps."""
+    medians = [(int(h["process"]), median_step_ms(h["step_ms"])) for h in hosts]
+    known = [(p, m) for p, m in medians if m is not None]
+    if len(hosts) < 2 or len(known) < len(hosts):
+        return ""
+    each = ", ".join(f"p{p} {format_ms(m)} ms" for p, m in known)
+    fast, slow = min(m for _, m in known), max(m for _, m in known)
+    spread = f"slowest {(slow / fast - 1) * 100:.0f}% over fastest" if fast > 0 else ""
+    return f" · the step is the slowest process's; per process: {each}" + (
+        f", {spread}" if spread else ""
+    )
 
 
 def _spaced(labels: Sequence[tuple[float, str]], top: float) -> list[tuple[float, str]]:
@@ -125,17 +163,21 @@ def memory_scale(memory: Sequence[Json]) -> float:
 
 
 def memory_row_words(entry: Json) -> Json:
-    """One bar's words: ``{"label": "dev 3", "text": "4 KiB", "title": <tooltip>}``.
+    """One bar's words: ``{"label": "dev 3", "text": "4 KiB", "title": <tooltip>}``; an entry
+    from a multi-process run (with ``"process"``) is labelled ``p1 d5``.
 
     The tooltip has the exact bytes in use, then the peak and the limit when known.
     """
     used = int(entry.get("bytes") or 0)
-    title = f"device {entry['device']}: {format_bytes(used, exact=True)}"
+    process = entry.get("process")
+    where = "" if process is None else f" (process {process})"
+    title = f"device {entry['device']}{where}: {format_bytes(used, exact=True)}"
     if entry.get("peak"):
         title += f", peak {format_bytes(int(entry['peak']))}"
     if entry.get("limit"):
         title += f" of {format_bytes(int(entry['limit']))}"
-    return {"label": f"dev {entry['device']}", "text": format_bytes(used), "title": title}
+    label = f"dev {entry['device']}" if process is None else f"p{process} d{entry['device']}"
+    return {"label": label, "text": format_bytes(used), "title": title}
 
 
 def memory_readout(memory: Sequence[Json], note: str) -> Json:

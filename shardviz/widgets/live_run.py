@@ -1,10 +1,10 @@
 """The live training run: a daemon thread that runs the steps and writes them into a view.
 
-:class:`LiveRun` follows the step-function convention of :mod:`shardviz.widgets.live_steps`,
-calls the step through :mod:`shardviz.capture.train_step` (jitted, blocked on, so each step
-time is the real one), reads device memory through :mod:`shardviz.capture.device_memory`,
-and pushes losses, times and memory to its view in small batches (at most every
-:data:`SYNC_SECONDS`), so a thousand fast steps do not flood the comm.
+:class:`LiveRunBase` is the thread and its view: status, Stop, the losses and step times,
+pushed to the view in small batches (at most every :data:`SYNC_SECONDS`), so a thousand fast
+steps do not flood the comm. :class:`LiveRun` runs the steps in this process through a
+:class:`~shardviz.widgets.live_stepper.Stepper`; :mod:`shardviz.engines_live` runs them in
+every process of a cluster and also keeps each host's step times.
 """
 
 from __future__ import annotations
@@ -15,24 +15,14 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
-from shardviz.capture.calls import context_mesh, copy_arrays, donated_positions, in_mesh
-from shardviz.capture.device_memory import (
-    compiler_memory_bytes,
-    devices_memory_stats,
-    program_devices_by_id,
-)
-from shardviz.capture.train_step import (
-    abstract_arrays,
-    call_blocking,
-    compile_step,
-    jitted_step,
-)
+from shardviz.capture.calls import context_mesh, in_mesh
 
 from .live_format import format_loss, json_loss, median_step_ms, progress_text
-from .live_memory import DEVICE_NOTE, device_memory, estimated_memory
-from .live_steps import BatchesExhausted, batch_source, split_output
+from .live_memory import Json
+from .live_stepper import Stepper
+from .live_steps import BatchesExhausted
 
 if TYPE_CHECKING:
     from .live import LiveView
@@ -43,37 +33,15 @@ SYNC_SECONDS = 0.1
 MAX_ERROR_CHARS = 4000
 
 
-class LiveRun:
-    """Training steps running in a daemon thread, drawn live in :attr:`view`.
+class LiveRunBase:
+    """A daemon thread that runs training steps and draws them live in :attr:`view`.
 
-    Made by :func:`shardviz.live`, which gives it a fresh
-    :class:`~shardviz.widgets.live.LiveView` to write to. Showing it in a notebook shows its
-    view.
+    Subclasses say how steps run (:meth:`_loop`, which calls :meth:`_record`) and where the
+    state is; this class keeps the figures, the status and the Stop button. Showing a run in
+    a notebook shows its view.
     """
 
-    def __init__(
-        self,
-        step_fn: Callable[..., Any],
-        state: Any,
-        batches: Any,
-        *,
-        steps: int | None,
-        every: int,
-        view: LiveView,
-    ) -> None:
-        self._tuple_state = type(state) is tuple
-        self._state_args: tuple = state if self._tuple_state else (state,)
-        self._jitted = jitted_step(step_fn)
-        n_args = len(self._state_args) + 1
-        self._donated = donated_positions(self._jitted, n_args)
-        # A donating step deletes its inputs: the caller's state is copied once (the steps
-        # then thread their own outputs), and a donated batch is copied every step (one batch
-        # may be reused, and a buffer donated twice crashes the process).
-        self._state_args = tuple(
-            copy_arrays(x) if i in self._donated else x for i, x in enumerate(self._state_args)
-        )
-        self._copy_batch = n_args - 1 in self._donated
-        self._next_batch = batch_source(batches)
+    def __init__(self, *, steps: int | None, every: int, view: LiveView) -> None:
         self._steps = steps
         self._every = every
         self._sync_seconds = SYNC_SECONDS
@@ -84,20 +52,13 @@ class LiveRun:
         self._stop = threading.Event()
         self._losses: list[float] = []
         self._step_ms: list[float] = []
-        self._devices: list[Any] = []
-        self._memory_source = ""
+        self._host_ms: dict[int, list[float]] = {}
         self.exception: BaseException | None = None
         self.view = view
         self.view.observe(self._on_stop_button, names="stop_requested")
         self._thread = threading.Thread(target=self._run, name="shardviz-live", daemon=True)
 
     # -- public -------------------------------------------------------------------------------
-
-    @property
-    def state(self) -> Any:
-        """The latest state, in the form given to :func:`shardviz.live` (a tuple or one item)."""
-        args = self._state_args
-        return args if self._tuple_state else args[0]
 
     @property
     def losses(self) -> list[float]:
@@ -107,9 +68,16 @@ class LiveRun:
 
     @property
     def step_ms(self) -> list[float]:
-        """The wall time of every finished step, in ms; the first includes compiling."""
+        """The wall time of every finished step, in ms; the first includes compiling. With
+        several processes, the slowest process's time (the step ends when it does)."""
         with self._lock:
             return list(self._step_ms)
+
+    @property
+    def host_step_ms(self) -> dict[int, list[float]]:
+        """Each process's own step times (ms) by process index; empty for one process."""
+        with self._lock:
+            return {p: list(ms) for p, ms in self._host_ms.items()}
 
     @property
     def median_step_ms(self) -> float | None:
@@ -131,7 +99,7 @@ class LiveRun:
         """Whether the thread is still going."""
         return self._thread.is_alive()
 
-    def wait(self, timeout: float | None = None) -> LiveRun:
+    def wait(self, timeout: float | None = None) -> Self:
         """Block until the run ends (or ``timeout`` seconds pass); returns the run.
 
         Errors in a step do not raise here: see :attr:`status`, :attr:`error`, :attr:`exception`.
@@ -139,7 +107,7 @@ class LiveRun:
         self._thread.join(timeout)
         return self
 
-    def stop(self) -> LiveRun:
+    def stop(self) -> Self:
         """Ask the run to stop after its current step; returns at once (``.wait()`` to join)."""
         self._stop.set()
         with self._status_lock:
@@ -157,11 +125,12 @@ class LiveRun:
     def __repr__(self) -> str:
         losses = self.losses
         last = f", loss {format_loss(losses[-1])}" if losses else ""
-        return f"<LiveRun {self.status}, {progress_text(len(losses), self.view.total_steps)}{last}>"
+        name = type(self).__name__
+        return f"<{name} {self.status}, {progress_text(len(losses), self.view.total_steps)}{last}>"
 
     # -- the thread ---------------------------------------------------------------------------
 
-    def start(self) -> LiveRun:
+    def start(self) -> Self:
         """Start the thread (once); :func:`shardviz.live` does this."""
         self.view.status = "compiling"
         self._thread.start()
@@ -187,9 +156,89 @@ class LiveRun:
         finally:
             with contextlib.suppress(Exception):  # the view may be gone; the lists keep it all
                 self._sync()
+            with contextlib.suppress(Exception):  # ending is best effort too
+                self._finish()
             with self._status_lock:
                 self._finished = True
                 self.view.status = outcome
+
+    def _loop(self) -> str:
+        """Run the steps (calling :meth:`_record`); return ``"done"`` or ``"stopped"``."""
+        raise NotImplementedError
+
+    def _finish(self) -> None:
+        """Called once the steps are over, however they ended (nothing to do here)."""
+
+    def _memory_now(self) -> list[Json] | None:
+        """The devices' memory now, if it changes between steps; else ``None``."""
+        return None
+
+    def _record(
+        self,
+        losses: list[float],
+        step_ms: list[float],
+        host_ms: dict[int, list[float]] | None = None,
+    ) -> None:
+        """Keep finished steps: their losses and times (and each host's times)."""
+        with self._lock:
+            self._losses.extend(losses)
+            self._step_ms.extend(step_ms)
+            for process, ms in (host_ms or {}).items():
+                self._host_ms.setdefault(process, []).extend(ms)
+
+    def _running(self) -> None:
+        """The first step is over: from compiling to running (unless a stop came first)."""
+        with self._status_lock:
+            if not self._stop.is_set():
+                self.view.status = "running"
+
+    def _show_memory(self, entries: list[Json], source: str, note: str) -> None:
+        with self.view.hold_sync():
+            self.view.memory = entries
+            self.view.memory_source = source
+            self.view.memory_note = note
+
+    def _sync(self) -> None:
+        """Push the losses, times and (live) device memory to the view in one message."""
+        with self._lock:
+            losses = [json_loss(v) for v in self._losses]
+            step_ms = list(self._step_ms)
+            hosts = [{"process": p, "step_ms": list(ms)} for p, ms in sorted(self._host_ms.items())]
+        memory = self._memory_now()
+        with self.view.hold_sync():
+            self.view.losses = losses
+            self.view.step_ms = step_ms
+            if hosts:
+                self.view.host_step_ms = hosts
+            self.view.step = len(step_ms)
+            if memory is not None:
+                self.view.memory = memory
+
+
+class LiveRun(LiveRunBase):
+    """Training steps running in a daemon thread of this process, drawn live in :attr:`view`.
+
+    Made by :func:`shardviz.live`, which gives it a fresh
+    :class:`~shardviz.widgets.live.LiveView` to write to.
+    """
+
+    def __init__(
+        self,
+        step_fn: Callable[..., Any],
+        state: Any,
+        batches: Any,
+        *,
+        steps: int | None,
+        every: int,
+        view: LiveView,
+    ) -> None:
+        self._stepper = Stepper(step_fn, state, batches)
+        super().__init__(steps=steps, every=every, view=view)
+
+    @property
+    def state(self) -> Any:
+        """The latest state, in the form given to :func:`shardviz.live` (a tuple or one item)."""
+        return self._stepper.state
 
     def _loop(self) -> str:
         """Run the steps; returns ``"done"`` or ``"stopped"``."""
@@ -199,10 +248,14 @@ class LiveRun:
             if self._stop.is_set():
                 return "stopped"
             try:
-                batch = self._next_batch(i)
+                loss, ms = self._stepper.step(i)
             except BatchesExhausted:
                 return "done"
-            self._step(i, batch)
+            self._record([loss], [ms])
+            if i == 0:
+                entries, note = self._stepper.measure_memory()
+                self._show_memory(entries, self._stepper.memory_source, note)
+                self._running()
             i += 1
             pending += 1
             now = time.monotonic()
@@ -211,63 +264,8 @@ class LiveRun:
                 last_sync, pending = now, 0
         return "done"
 
-    def _step(self, i: int, batch: Any) -> None:
-        """One step: call, block, time; keep the new state, loss and time."""
-        if self._copy_batch:
-            batch = copy_arrays(batch)
-        args = (*self._state_args, batch)
-        specs = abstract_arrays(args) if i == 0 else None
-        t0 = time.perf_counter()
-        out = call_blocking(self._jitted, args)
-        ms = (time.perf_counter() - t0) * 1e3
-        new_state, loss = split_output(out, len(self._state_args))
-        self._state_args = new_state
-        with self._lock:
-            self._losses.append(loss)
-            self._step_ms.append(ms)
-        if specs is not None:
-            self._measure_memory(specs)
-            with self._status_lock:
-                if not self._stop.is_set():
-                    self.view.status = "running"
-
-    def _measure_memory(self, specs: tuple) -> None:
-        """After the first step: which devices, and their memory (device stats or estimate)."""
-        try:
-            compiled = compile_step(self._jitted, specs)
-            self._devices = program_devices_by_id(compiled)
-            stats = devices_memory_stats(self._devices)
-            if self._devices and all(stats):
-                self._memory_source = "device"
-                entries, note = device_memory(self._devices, [s or {} for s in stats]), DEVICE_NOTE
-            else:
-                analysis = compiler_memory_bytes(compiled)
-                self._memory_source = "estimate"
-                entries, note = estimated_memory(self._devices, analysis)
-        except Exception as err:  # memory is extra: never fail the run for it
-            self._memory_source = ""
-            entries, note = [], f"memory not available ({type(err).__name__}: {err})"[:300]
-        with self.view.hold_sync():
-            self.view.memory = entries
-            self.view.memory_source = self._memory_source
-            self.view.memory_note = note
-
-    def _sync(self) -> None:
-        """Push the losses, times and (live) device memory to the view in one message."""
-        with self._lock:
-            losses = [json_loss(v) for v in self._losses]
-            step_ms = list(self._step_ms)
-        memory = None
-        if self._memory_source == "device":
-            stats = devices_memory_stats(self._devices)
-            if all(stats):
-                memory = device_memory(self._devices, [s or {} for s in stats])
-        with self.view.hold_sync():
-            self.view.losses = losses
-            self.view.step_ms = step_ms
-            self.view.step = len(step_ms)
-            if memory is not None:
-                self.view.memory = memory
+    def _memory_now(self) -> list[Json] | None:
+        return self._stepper.live_memory()
 
 
 def _error_text(step: int, err: BaseException) -> str:

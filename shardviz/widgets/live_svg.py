@@ -133,15 +133,24 @@ def _radius(n: int) -> str:
     return "2.5" if n <= 200 else "1.5"
 
 
-def time_svg(step_ms: Sequence[float], total_steps: int = 0) -> str:
-    """Step times after the first (compile) step, with their median as a dashed line."""
+def time_svg(step_ms: Sequence[float], total_steps: int = 0, hosts: Sequence[Json] = ()) -> str:
+    """Step times after the first (compile) step, with their median as a dashed line; in a
+    multi-process run, each process's own times as a thin line in its colour."""
     count = max(total_steps, len(step_ms))
-    readout = time_readout(step_ms)
+    readout = time_readout(step_ms, hosts)
     lo, top = readout["range"]
-    pts = [
-        (_x_of(i, count, TIME_W), _y_of(v, lo, top, TIME_H))
-        for i, v in enumerate(step_ms[1:], start=1)
-    ]
+
+    def points(ms: Sequence[float]) -> list[tuple[float, float] | None]:
+        return [
+            (_x_of(i, count, TIME_W), _y_of(v, lo, top, TIME_H))
+            for i, v in enumerate(ms[1:], start=1)
+        ]
+
+    host_lines = "".join(
+        f'<path class="sv-l-host" stroke="{esc(line["color"])}" d="{_path(points(h["step_ms"]))}">'
+        f"<title>{esc(line['title'])}</title></path>"
+        for h, line in zip(hosts, readout["hosts"], strict=True)
+    )
     ticks = _x_ticks(count, TIME_W, TIME_H) + _y_ticks(readout, TIME_H)
     median = ""
     if readout["median"] is not None:
@@ -151,9 +160,11 @@ def time_svg(step_ms: Sequence[float], total_steps: int = 0) -> str:
             f'y2="{svg_num(y)}"><title>{esc(readout["median"]["title"])}</title></line>'
         )
     return (
-        f'<svg class="sv-l-chart sv-l-time" width="{TIME_W}" height="{TIME_H}" '
+        f'<svg class="sv-l-chart sv-l-time{" sv-l-hosts" if hosts else ""}" '
+        f'width="{TIME_W}" height="{TIME_H}" '
         f'viewBox="0 0 {TIME_W} {TIME_H}" role="img" aria-label="step time by step">'
-        f'{_axes(TIME_W, TIME_H)}{ticks}{median}<path class="sv-l-line" d="{_path(pts)}"/></svg>'
+        f"{_axes(TIME_W, TIME_H)}{ticks}{median}"
+        f'<path class="sv-l-line" d="{_path(points(step_ms))}"/>{host_lines}</svg>'
     )
 
 

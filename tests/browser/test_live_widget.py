@@ -31,6 +31,7 @@ SYNCED = (
     "total_steps",
     "losses",
     "step_ms",
+    "host_step_ms",
     "memory",
     "memory_source",
     "memory_note",
@@ -180,6 +181,8 @@ _PICTURE_JS = """() => {
     ticks: all("svg text", attrs("x", "y", "text-anchor")),
     points: all(".sv-l-pt", attrs("class", "cx", "cy", "r")),
     lines: all(".sv-l-line, .sv-l-median, .sv-l-peak", attrs("d", "x1", "y1", "x2", "y2")),
+    hosts: all(".sv-l-host", attrs("d", "stroke")),
+    keys: all(".sv-l-legend .sv-l-key", (e) => [e.textContent, e.title]),
     bars: all(".sv-l-bar rect", attrs("x", "y", "width", "height", "fill")),
     memory: all(".sv-l-mem", attrs("width", "height")),
   };
@@ -255,4 +258,26 @@ def test_cleanup_removes_every_listener(viewer):
     assert left == []
     page.locator(".sv-l-stop").click()
     assert _calls(page) == [], "a click after cleanup must not reach the model"
+    viewer.assert_clean()
+
+
+def test_each_process_is_a_line_and_a_key_the_same_live_and_static(viewer):
+    hosts = [
+        {"process": 0, "step_ms": [300.0, 4.0, 6.0, 5.0]},
+        {"process": 1, "step_ms": [310.0, 5.0, 9.0, 6.0]},
+    ]
+    memory = [
+        {**entry, "process": entry["device"] // 4, "bytes": 3000 + 70 * entry["device"]}
+        for entry in _memory(8)
+    ]
+    view = live_view(status="running", step=4, losses=LOSSES[:4], step_ms=[310.0, 5.0, 9.0, 6.0],
+                     host_step_ms=hosts, memory=memory)  # fmt: skip
+    page = mount(viewer, view)
+    live = page.evaluate(_PICTURE_JS)
+    assert [k for k, _ in live["keys"]] == ["p0", "p1"]
+    assert len(live["hosts"]) == 2 and live["hosts"][0][1] != live["hosts"][1][1]
+    assert [t for t in live["texts"] if t.startswith("p1 d")] == [f"p1 d{i}" for i in range(4, 8)]
+    assert "per process: p0 5.00 ms, p1 6.00 ms" in page.locator(".sv-l-time-note").inner_text()
+    page.set_content(f"<!doctype html><html><body>{view.static_html()}</body></html>")
+    assert page.evaluate(_PICTURE_JS) == live
     viewer.assert_clean()

@@ -5,13 +5,15 @@ devices."""
 from __future__ import annotations
 
 import os
+import re
 import signal
+import subprocess
+import sys
 import time
-from pathlib import Path
 
 import pytest
 
-from shardviz.cluster import cluster
+from shardviz.engines import cluster
 from shardviz.errors import ProcessError
 
 pytest.importorskip("ipyparallel")
@@ -50,21 +52,6 @@ def _ledger(report) -> list[tuple]:
     return sorted(
         (c.kind, c.axes, c.in_bytes, c.moved_bytes, c.group_size) for c in report.collectives
     )
-
-
-#: The engines import this test module by name (functions are sent by reference), so they
-#: get the directory pytest imported it from.
-TESTS_DIR = str(Path(__file__).resolve().parent.parent)
-
-
-@pytest.fixture(scope="module")
-def two():
-    c = cluster(processes=2, devices_per_process=4, timeout=120)
-    try:
-        c.execute(f"import sys; sys.path.insert(0, {TESTS_DIR!r})")
-        yield c
-    finally:
-        c.stop()
 
 
 def test_engines_are_one_jax_program(two):
@@ -229,3 +216,56 @@ def test_each_host_times_its_own_step_and_every_process_has_all_of_them(two):
     for process, devices, _ in hosts0:
         assert len(devices) == 4 and all(owner[d] == process for d in devices)
     assert "per host (each process timed its own step)" in text and "process 1  4 devices" in text
+
+
+#: Two processes that disagree on the program: the all-gather of `x` moves a different number
+#: of bytes in each, and gloo aborts both. Run as a script (see the test).
+DISAGREEING = """
+import os, time
+import shardviz as sv
+from shardviz.errors import ProcessError
+
+c = sv.cluster(processes=2, devices_per_process=2, timeout=30)
+start = time.monotonic()
+try:
+    c.execute(
+        "import jax, numpy as np\\n"
+        "from jax.sharding import Mesh, NamedSharding, PartitionSpec as P\\n"
+        "n = 8 if jax.process_index() == 0 else 16\\n"
+        "mesh = Mesh(np.array(jax.devices()), ('d',))\\n"
+        "x = jax.make_array_from_callback((n,), NamedSharding(mesh, P('d')), "
+        "lambda i: np.ones(n, np.float32)[i])\\n"
+        "jax.jit(lambda a: a * 2, out_shardings=NamedSharding(mesh, P()))(x).block_until_ready()\\n"
+    )
+except ProcessError as err:
+    print("ERROR", err)
+finally:
+    c.stop()
+print("SECONDS", time.monotonic() - start)
+for p in c.processes:
+    try:
+        os.kill(p.pid, 0)
+        print("LEFT", p.pid)
+    except ProcessLookupError:
+        pass
+"""
+
+
+def test_processes_that_disagree_on_shapes_are_a_clear_error_not_a_hang():
+    # Out of pytest's environment: ipykernel (in the engines) forwards native output only
+    # when not under pytest, and that forwarding loses what an aborting process writes last.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
+    done = subprocess.run(
+        [sys.executable, "-c", DISAGREEING], env=env, capture_output=True, text=True, timeout=180
+    )
+    out = done.stdout
+    assert done.returncode == 0, done.stderr[-2000:]
+    message = next(line for line in out.splitlines() if line.startswith("ERROR"))
+    assert re.search(r"process \d \(pid \d+\): died", message)
+    # Found in the aborted engine's own log (native output survives the process there).
+    assert "Cause: the processes ran different programs" in message
+    assert "collective mismatch" in message
+    assert "Fix: make every process build the same shapes" in message
+    seconds = float(out.split("SECONDS ")[1].split()[0])
+    assert seconds < 30  # gloo noticed, not the timeout
+    assert "LEFT" not in out

@@ -15,8 +15,11 @@ from shardviz.widgets.live_readouts import (
     NO_MEMORY_NOTE,
     PART_OF_TRAIT,
     head_readout,
+    host_color,
+    hosts_note,
     loss_readout,
     memory_readout,
+    memory_row_words,
     memory_scale,
     same_memory_words,
     time_readout,
@@ -146,3 +149,51 @@ def test_readouts_go_in_the_same_message_as_the_numbers():
         view.step_ms = [3.0, 1.0]
         view.step = 2
     assert sent == [{"losses", "step_ms", "step", "readouts"}]
+
+
+#: Two processes' own step times: process 1 is the slower one after the compile step.
+HOSTS = [
+    {"process": 0, "step_ms": [300.0, 4.0, 6.0, 5.0]},
+    {"process": 1, "step_ms": [310.0, 5.0, 9.0, 6.0]},
+]
+
+
+def test_time_readout_scales_to_the_slowest_process_and_names_each_line():
+    slowest = [max(a, b) for a, b in zip(HOSTS[0]["step_ms"], HOSTS[1]["step_ms"], strict=True)]
+    words = time_readout(slowest, HOSTS)
+    assert words["range"] == [0.0, pytest.approx(9.0 * 1.1)]
+    assert words["hosts"] == [
+        {"process": 0, "color": host_color(0), "title": "process 0: median 5.00 ms"},
+        {"process": 1, "color": host_color(1), "title": "process 1: median 6.00 ms"},
+    ]
+    assert host_color(0) != host_color(1)
+    # Medians 5 and 6 ms: the slower is 20% over the faster.
+    assert words["note"] == (
+        time_note(slowest) + " · the step is the slowest process's; per process: "
+        "p0 5.00 ms, p1 6.00 ms, slowest 20% over fastest"
+    )
+
+
+def test_one_process_or_one_step_has_no_host_words():
+    assert time_readout([300.0, 4.0])["hosts"] == []
+    assert hosts_note(HOSTS[:1]) == ""
+    assert hosts_note([{"process": p, "step_ms": [300.0]} for p in (0, 1)]) == ""
+    compiling = time_readout([300.0], [{"process": 0, "step_ms": [300.0]}])
+    assert compiling["hosts"][0]["title"] == "process 0: compiling"
+
+
+def test_a_bar_of_a_multi_process_run_names_its_process():
+    entry = {"device": 5, "bytes": 2048, "peak": None, "limit": None, "process": 1}
+    words = memory_row_words(entry)
+    assert words["label"] == "p1 d5"
+    assert words["title"].startswith("device 5 (process 1): 2 KiB")
+    assert memory_row_words({**entry, "process": None})["label"] == "dev 5"
+
+
+def test_the_view_remakes_the_time_words_when_host_times_arrive():
+    view = LiveView()
+    view.step_ms = [310.0, 5.0, 9.0, 6.0]
+    assert view.readouts["time"]["hosts"] == []
+    view.host_step_ms = HOSTS
+    assert [h["process"] for h in view.readouts["time"]["hosts"]] == [0, 1]
+    assert "per process" in view.readouts["time"]["note"]

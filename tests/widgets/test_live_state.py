@@ -25,6 +25,7 @@ from shardviz.render.colors import device_color
 from shardviz.strategies import mlp
 from shardviz.strategies.zoo import get_model, init_train_state, make_train_step
 from shardviz.widgets import live_run as live_run_mod
+from shardviz.widgets import live_stepper as live_stepper_mod
 from shardviz.widgets.esm import widget_module
 from shardviz.widgets.live import STATIC, LiveRun, LiveView, live
 from shardviz.widgets.live_format import time_note
@@ -330,7 +331,7 @@ def test_device_memory_stats_are_used_when_the_backend_has_them(dp_state, monkey
             for d in devices
         ]
 
-    monkeypatch.setattr(live_run_mod, "devices_memory_stats", fake_stats)
+    monkeypatch.setattr(live_stepper_mod, "devices_memory_stats", fake_stats)
     run = _finished(live(mlp.train_step, params, batch, steps=3))
     assert run.view.memory_source == "device"
     assert [(e["device"], e["bytes"], e["peak"], e["limit"]) for e in run.view.memory] == [

@@ -77,3 +77,18 @@ def test_memory_svg_escapes_what_it_is_given():
 def test_points_start_at_the_left_padding():
     svg = loss_svg([1.0, 2.0])
     assert f'cx="{PAD_L}"' in svg
+
+
+def test_time_svg_draws_each_process_as_its_own_line_under_its_name():
+    hosts = [
+        {"process": 0, "step_ms": [300.0, 4.0, 6.0, 5.0]},
+        {"process": 1, "step_ms": [310.0, 5.0, 9.0, 6.0]},
+    ]
+    svg = time_svg([310.0, 5.0, 9.0, 6.0], 4, hosts)
+    assert 'class="sv-l-chart sv-l-time sv-l-hosts"' in svg
+    lines = re.findall(r'<path class="sv-l-host" stroke="([^"]+)" d="([^"]*)"><title>([^<]*)<', svg)
+    assert [t for _, _, t in lines] == ["process 0: median 5.00 ms", "process 1: median 6.00 ms"]
+    # Three points each (the compile step left out), the slowest line is the step's own.
+    assert all(d.count("M") + d.count("L") == 3 for _, d, _ in lines)
+    assert lines[1][1] == _path(svg)
+    assert "sv-l-hosts" not in time_svg([310.0, 5.0], 4)

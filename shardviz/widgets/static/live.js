@@ -8,8 +8,10 @@
 //   step            steps finished
 //   total_steps     steps planned, 0 if not known
 //   losses          one loss per step (null for a non-finite loss)
-//   step_ms         one wall time per step in ms; the first includes compiling
-//   memory          [{device, bytes, peak, limit, color}]
+//   step_ms         one wall time per step in ms; the first includes compiling (several
+//                   processes: the slowest process's)
+//   host_step_ms    [{process, step_ms}]: each process's own step times (empty for one process)
+//   memory          [{device, bytes, peak, limit, color, process?}]
 //   memory_source   "device" | "estimate" | ""
 //   memory_note     one line on what the bars mean
 //   error           the error that ended the run, or ""
@@ -38,8 +40,9 @@ import { node, svg } from "./shared.js";
  * The readouts Python sends (live_readouts.py): one part per panel.
  * @typedef {{ progress: string }} HeadReadout
  * @typedef {{ range: [number, number], ticks: Tick[], titles: string[], last: string }} LossReadout
+ * @typedef {{ process: number, color: string, title: string }} HostLine
  * @typedef {{ range: [number, number], ticks: Tick[], median: { value: number, title: string } | null,
- *             note: string }} TimeReadout
+ *             note: string, hosts: HostLine[] }} TimeReadout
  * @typedef {{ label: string, text: string, title: string }} MemoryRowWords
  * @typedef {{ scale: number, rows: MemoryRowWords[], more: string, note: string }} MemoryReadout
  * @typedef {{ head: HeadReadout, loss: LossReadout, time: TimeReadout, memory: MemoryReadout }} Readouts
@@ -201,6 +204,16 @@ function memoryRow(row, entry, words, scale) {
   return group;
 }
 
+/**
+ * The words for the `i`-th process line (a plain line if the readouts lag the numbers).
+ * @param {TimeReadout} words
+ * @param {number} i
+ * @returns {HostLine}
+ */
+function hostWords(words, i) {
+  return (words.hosts || [])[i] ?? { process: i, color: "#57606a", title: "" };
+}
+
 export default {
   /**
    * Draw the view into `el`; returns the cleanup anywidget calls when the view goes away.
@@ -232,8 +245,11 @@ export default {
     const timeFig = node("figure", "sv-l-panel");
     timeFig.appendChild(node("figcaption", "", "step time (ms)"));
     const time = chart("sv-l-time", TIME_W, TIME_H, "step time by step");
+    const hostLines = svg("g", { class: "sv-l-host-lines" });
+    time.root.appendChild(hostLines);
+    const legend = node("div", "sv-l-legend");
     const timeNote = node("div", "sv-l-note sv-l-time-note");
-    timeFig.append(time.root, timeNote);
+    timeFig.append(time.root, legend, timeNote);
 
     const memFig = node("figure", "sv-l-panel");
     memFig.appendChild(node("figcaption", "", "memory per device"));
@@ -315,9 +331,34 @@ export default {
       const words = readouts().time;
       const [lo, top] = words.range;
       const total = stepsShown(ms.length);
-      /** @type {[number, number][]} */
-      const line = ms.slice(1).map((value, step) => [xOf(step + 1, total, TIME_W), yOf(value, lo, top, TIME_H)]);
-      time.line.setAttribute("d", pathOf(line));
+      /**
+       * @param {number[]} values
+       * @returns {[number, number][]}
+       */
+      const pointsOf = (values) =>
+        values.slice(1).map((value, step) => [xOf(step + 1, total, TIME_W), yOf(value, lo, top, TIME_H)]);
+      time.line.setAttribute("d", pathOf(pointsOf(ms)));
+      /** @type {{ process: number, step_ms: number[] }[]} */
+      const hosts = model.get("host_step_ms") || [];
+      time.root.classList.toggle("sv-l-hosts", hosts.length > 0);
+      hostLines.replaceChildren(
+        ...hosts.map((host, i) => {
+          const said = hostWords(words, i);
+          const path = svg("path", { class: "sv-l-host", d: pathOf(pointsOf((host.step_ms || []).map(Number))) });
+          path.setAttribute("stroke", said.color);
+          path.appendChild(svg("title", {}, said.title));
+          return path;
+        }),
+      );
+      legend.replaceChildren(
+        ...words.hosts.map((line) => {
+          const key = node("span", "sv-l-key", `p${line.process}`);
+          key.style.setProperty("--sv-key", line.color);
+          key.title = line.title;
+          return key;
+        }),
+      );
+      legend.hidden = words.hosts.length === 0;
       time.extra.replaceChildren();
       if (words.median) {
         const y = num(yOf(words.median.value, lo, top, TIME_H));

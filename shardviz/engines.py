@@ -17,17 +17,28 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
+import re
+import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from shardviz.errors import ProcessError, problem
+from shardviz.launch.failure import known_cause, tail
 from shardviz.launch.ports import free_port
 
 #: Seconds to wait for the engines to start and for ``jax.distributed`` to join them.
 START_TIMEOUT = 120.0
 #: Seconds between checks that every engine is still alive while waiting for one.
 POLL = 0.5
+#: Seconds to wait, after a process died, for the others' output that may say why.
+CAUSE_WAIT = 2.0
+#: ANSI colour codes (IPython colours the tracebacks it writes to an engine's log).
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+#: ipyparallel's own lines in an engine's log (its start, its tasks, its nanny), not the
+#: program's output.
+_ENGINE_LOG = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+ \[(IPEngine|KernelNanny)")
 #: Seconds without a heartbeat before jax's coordination service gives up on a process (jax's
 #: default, 100 s, would leave the others waiting that long for one that died).
 HEARTBEAT = 10
@@ -68,12 +79,24 @@ def _join(port: int, index: int, processes: int, devices: int, timeout: int) -> 
     }
 
 
+def _engine_config() -> Any:
+    """The engines' configuration: native output to their logs (see
+    :mod:`shardviz.launch.engine_stream`), so a process that jax aborts says why."""
+    from traitlets.config import Config
+
+    config = Config()
+    config.LocalEngineSetLauncher.engine_args = [
+        "--IPEngine.out_stream_factory=shardviz.launch.engine_stream.EngineOutStream"
+    ]
+    return config
+
+
 def _ipyparallel() -> Any:
     try:
         import ipyparallel
     except ImportError as err:  # pragma: no cover - installed by make
         raise ImportError(
-            "shardviz.cluster needs ipyparallel: pip install 'shardviz[cluster]'"
+            "shardviz.engines needs ipyparallel: pip install 'shardviz[cluster]'"
         ) from err
     return ipyparallel
 
@@ -89,13 +112,18 @@ class Cluster:
     def __init__(self, processes: int, devices_per_process: int, timeout: float) -> None:
         ipp = _ipyparallel()
         self.timeout = timeout
-        self._cluster = ipp.Cluster(n=processes, engines="local", log_level=40)
+        self._cluster = ipp.Cluster(
+            n=processes, engines="local", log_level=40, config=_engine_config()
+        )
         self.client: Any = None
         self._sent: list[Any] = []
+        self._live: Any = None
+        self._logs: dict[int, str] = {}
         try:
             self.client = self._cluster.start_and_connect_sync(activate=False)
             self.client.wait_for_engines(processes, timeout=timeout)
             self.processes = self._join(processes, devices_per_process)
+            self._logs = self._engine_logs()
         except BaseException:
             self.stop()
             raise
@@ -114,26 +142,26 @@ class Cluster:
         ]
         return tuple(sorted(infos, key=lambda p: p.process_index))
 
+    def _engine_logs(self) -> dict[int, str]:
+        """Each engine process's log file (its stdout and stderr), by pid."""
+        logs = {}
+        for engine_set in getattr(self._cluster, "engines", {}).values():
+            for launcher in getattr(engine_set, "launchers", {}).values():
+                pid, path = getattr(launcher, "pid", None), getattr(launcher, "output_file", "")
+                if pid is not None and path:
+                    logs[int(pid)] = str(path)
+        return logs
+
     def _get(self, async_result: Any, who: str, doing: str) -> Any:
         """An engine's result, or a ProcessError naming it (raised, timed out), or naming a
         process that died meanwhile (then the whole cluster is stopped: a jax program cannot
         go on without one of its processes)."""
-        self._sent = [*self._sent[-50:], async_result]  # for a dead engine's last output
+        self._remember([async_result])
         deadline = time.monotonic() + self.timeout
         while not async_result.ready():
             dead = self._dead()
             if dead is not None:
-                last = self._last_output(dead.engine)
-                self.stop()
-                raise ProcessError(
-                    problem(
-                        f"process {dead.process_index} (pid {dead.pid})",
-                        f"died while {who} was {doing}; every process was stopped"
-                        + (f"; its last output: {last}" if last else ""),
-                        "start a new cluster (sv.cluster(...)); look for what killed it "
-                        "(out of memory, a signal) in the terminal that runs Jupyter",
-                    )
-                )  # fmt: skip
+                raise self._died(dead, who, doing)
             if time.monotonic() > deadline:
                 raise ProcessError(
                     problem(
@@ -146,6 +174,9 @@ class Cluster:
         try:
             return async_result.get()
         except Exception as err:
+            dead = self._dead_after(err)
+            if dead is not None:
+                raise self._died(dead, who, doing) from err
             raise ProcessError(
                 problem(
                     who,
@@ -154,17 +185,72 @@ class Cluster:
                 )  # fmt: skip
             ) from err
 
-    def _last_output(self, engine: int, lines: int = 3) -> str:
-        """The last lines ``engine`` printed (stdout, then stderr) in the tasks sent to it."""
-        records = []
+    def _remember(self, pending: list[Any]) -> None:
+        """Keep the latest tasks sent (for what each process printed, should one die)."""
+        self._sent = [*self._sent, *(ar for ar in pending if ar not in self._sent)][-50:]
+
+    def _died(self, dead: ProcessInfo, who: str, doing: str) -> ProcessError:
+        """The error for a process that died: its last output, and what jax's messages say
+        (looked for in every process's output and in the engines' own logs, where native
+        aborts write; for up to :data:`CAUSE_WAIT` s, as other processes' output may still be
+        on its way); the whole cluster is stopped first."""
+        deadline = time.monotonic() + CAUSE_WAIT
+        order = sorted(self.processes, key=lambda p: p is not dead)
+        while True:
+            said = {p.process_index: self._printed(p) + self._log_lines(p.pid) for p in order}
+            found = next(
+                ((i, c) for i, lines in said.items() if (c := known_cause(lines)) is not None),
+                None,
+            )
+            if found is not None or time.monotonic() > deadline:
+                break
+            time.sleep(POLL / 2)
+        last = " | ".join(tail(self._printed(dead) or said[dead.process_index], 3))
+        self.stop()
+        what = f"died while {who} was {doing}; every process was stopped"
+        fix = (
+            "start a new cluster (sv.cluster(...)); look for what killed it (out of memory, "
+            "a signal) in the terminal that runs Jupyter"
+        )
+        if found is not None:
+            process, (meaning, cause_fix, line) = found
+            what += f'. Cause: {meaning} (process {process} wrote "{line}")'
+            fix = f"{cause_fix}, then start a new cluster (sv.cluster(...))"
+        if last:
+            what += f"; its last output: {last}"
+        return ProcessError(problem(f"process {dead.process_index} (pid {dead.pid})", what, fix))
+
+    def _printed(self, process: ProcessInfo) -> list[str]:
+        """What ``process`` printed in the tasks sent to it (stdout, then stderr), as the
+        notebook got it; ANSI colours left out."""
+        text = ""
         for ar in self._sent:
             meta = ar.metadata
             for m in meta if isinstance(meta, list) else [meta]:
-                if m.get("engine_id") == engine:
-                    records.append(m)
-        text = "".join((m.get("stdout") or "") + (m.get("stderr") or "") for m in records)
-        tail = [line for line in text.splitlines() if line.strip()][-lines:]
-        return " | ".join(tail)
+                if m.get("engine_id") == process.engine:
+                    text += (m.get("stdout") or "") + (m.get("stderr") or "")
+        return [line for line in _ANSI.sub("", text).splitlines() if line.strip()]
+
+    def _log_lines(self, pid: int) -> list[str]:
+        """What an engine process wrote to its own stdout and stderr (ipyparallel's log file
+        for it), or [] when there is none to read."""
+        path = self._logs.get(pid)
+        try:
+            text = Path(path).read_text(errors="replace") if path else ""
+        except OSError:
+            return []
+        lines = _ANSI.sub("", text).splitlines()
+        return [line for line in lines if line.strip() and not _ENGINE_LOG.match(line)]
+
+    def _dead_after(self, err: BaseException) -> ProcessInfo | None:
+        """The process that died, when ipyparallel says an engine died (it may notice before
+        the process is gone: wait a little for it)."""
+        if getattr(err, "ename", None) != "EngineError":
+            return self._dead()
+        deadline = time.monotonic() + 5 * POLL
+        while (dead := self._dead()) is None and time.monotonic() < deadline:
+            time.sleep(POLL / 5)
+        return dead
 
     def _dead(self) -> ProcessInfo | None:
         """The first process whose engine is no longer running, if any."""
@@ -177,9 +263,69 @@ class Cluster:
                 continue
         return None
 
+    @property
+    def alive(self) -> bool:
+        """Whether the engines are still running (not stopped, none died)."""
+        return self._cluster is not None and self._dead() is None
+
+    def _check_free(self) -> None:
+        """Refuse to send work while a live run uses the processes (from another thread):
+        the engines must all run the same steps in the same order."""
+        run = self._live
+        if run is not None and run.running and threading.current_thread() is not run.thread:
+            raise ProcessError(
+                problem(
+                    "the cluster", "a live run is using its processes",
+                    "wait for it to end (run.wait()) or stop it (run.stop()) first",
+                )
+            )  # fmt: skip
+
+    def live(
+        self,
+        step: str,
+        state: str | tuple[str, ...],
+        batches: str,
+        steps: int | None = None,
+        every: int = 1,
+        *,
+        title: str = "",
+    ) -> Any:
+        """Run training steps in every process and watch them live here; returns at once.
+
+        The step, state and batches are the *names* of variables a ``%%px`` cell made in every
+        process (the arrays live there; a dotted name such as ``"mlp.train_step"`` works), with :func:`shardviz.live`'s convention:
+        ``step(*state, batch) -> (*new_state, loss)``; ``state`` is one name, or a tuple of
+        names for several arguments; ``batches`` names one batch, an iterator or a callable
+        ``step index -> batch``. When the run ends, the engines' state variables hold the
+        latest state, so a ``%%px`` cell can go on from there.
+
+        The view is :func:`shardviz.live`'s, with each process's own step time (one line
+        each; the step is the slowest process's) and the memory of every process's devices.
+
+        Returns:
+            The running :class:`~shardviz.engines_live.ClusterLiveRun`: ``.view``,
+            ``.wait()``, ``.stop()``, ``.losses``, ``.step_ms``, ``.host_step_ms``.
+            Until it ends, the cluster's own methods refuse to run (the processes are busy).
+
+        Raises:
+            ProcessError: a name is not defined in a process, or the arguments are wrong
+                (the message names the process and the fix).
+        """
+        from shardviz.engines_live import ClusterLiveRun
+        from shardviz.widgets.live import LiveView
+
+        self._check_free()
+        view = LiveView(title=title or f"training {step} on {len(self.processes)} processes",
+                        total_steps=steps or 0)  # fmt: skip
+        run = ClusterLiveRun(self, step, state, batches, steps=steps, every=every, view=view)
+        self._live = run
+        return run.start()
+
     def execute(self, code: str) -> None:
         """Run ``code`` in every process at once (what a ``%%px`` cell does)."""
+        self._check_free()
         pending = [self.client[p.engine].execute(code, block=False) for p in self.processes]
+        self._remember(pending)
         for p, ar in zip(self.processes, pending, strict=True):
             self._get(ar, f"process {p.process_index}", "running code")
 
@@ -196,7 +342,9 @@ class Cluster:
     def run(self, fn: Any, *args: Any, **kwargs: Any) -> list[Any]:
         """``fn(*args, **kwargs)`` in every process at once (as SPMD code must run); results
         in process order."""
+        self._check_free()
         pending = [self.client[p.engine].apply_async(fn, *args, **kwargs) for p in self.processes]
+        self._remember(pending)
         return [
             self._get(ar, f"process {p.process_index}", f"running {getattr(fn, '__name__', fn)}")
             for p, ar in zip(self.processes, pending, strict=True)
@@ -204,6 +352,7 @@ class Cluster:
 
     def pull(self, name: str, process: int = 0) -> Any:
         """The value ``name`` holds in ``process``'s namespace (after ``%%px`` cells)."""
+        self._check_free()
         info = self._process(process)
         ar = self.client[info.engine].pull(name, block=False)
         return self._get(ar, f"process {process}", f"sending {name!r}")
