@@ -28,8 +28,8 @@ NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
 CELL_TIMEOUT = 600
 #: Views the first notebook must show as SVG (by cell tag).
 REQUIRED_VIEWS = {
-    "01_mesh_and_tiles.ipynb": {"view-mesh", "view-tiles", "view-tree"},
-    "10_pipeline.ipynb": {"view-schedule"},
+    "02_mesh_and_tiles.ipynb": {"view-mesh", "view-tiles", "view-tree"},
+    "07_pipeline.ipynb": {"view-schedule"},
 }
 
 

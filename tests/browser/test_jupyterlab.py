@@ -48,7 +48,7 @@ def _texts(locator) -> list[str]:
 
 
 def test_explorer_notebook_end_to_end(lab, viewer, artifacts):  # noqa: F811
-    page = LabPage(lab, viewer.page, NOTEBOOKS / "07_explorer.ipynb").open()
+    page = LabPage(lab, viewer.page, NOTEBOOKS / "09_explorer.ipynb").open()
     shots = artifacts / "lab"
     shots.mkdir(exist_ok=True)
     try:
