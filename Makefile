@@ -13,7 +13,7 @@ DEVICES ?= 8
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev,tpu,gpu,cluster]'
+	$(PY) -m pip install --quiet -e '.[dev,tpu,gpu,cluster,docs]'
 	touch $(STAMP)
 
 venv: $(STAMP)

@@ -1,0 +1,48 @@
+"""Exercises of notebook 01 (from one device to data parallel)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from shardviz.course.exercise import exercise
+from shardviz.render.geometry import format_bytes
+
+
+def _dp_allreduce() -> tuple[int, int, int]:
+    """The data-parallel MLP step of notebook 01, explained: the gradient all-reduce's bytes
+    in, its group size and the bytes it moves per device (ring model)."""
+    import jax
+
+    import shardviz as sv
+    from shardviz.strategies import mlp
+
+    weights = mlp.init_params(jax.random.key(0), 256, 1024)
+    data = mlp.make_batch(jax.random.key(1), 64, 256)
+    mesh = sv.Mesh(range(8), (8,), ("data",))
+    params = {k: sv.mark_sharding(v, mesh, ()) for k, v in weights.items()}
+    batch = {k: sv.mark_sharding(v, mesh, ("data", None)) for k, v in data.items()}
+    report = sv.explain(mlp.train_step, params, batch, run=False)
+    ar = [c for c in report.collectives if c.kind == "all-reduce"]
+    return sum(c.in_bytes for c in ar), ar[0].group_size, sum(c.moved_bytes for c in ar)
+
+
+@exercise(
+    "01.1",
+    "bytes of the gradient all-reduce",
+    "how many bytes does the gradient all-reduce move per device, in the ring model? "
+    "(give a number of bytes)",
+    wrong=(0, 2_102_276, 8 * 2_102_276),
+)
+def moved_bytes(answer: Any) -> tuple[bool, str, str]:
+    in_bytes, n, moved = _dp_allreduce()
+    got = float(answer)
+    right = abs(got - moved) <= 0.01 * moved
+    message = (
+        f"the compiled step all-reduces {format_bytes(in_bytes, exact=True)} of gradients over "
+        f"{n} devices; you said {format_bytes(int(got), exact=True)}"
+    )
+    hint = (
+        "start from the gradients' bytes (the ledger's 'in' column); in a ring each device "
+        "sends (n-1)/n of them to reduce and as much again to gather"
+    )
+    return right, message, hint
