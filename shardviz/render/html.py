@@ -12,6 +12,7 @@ import math
 import statistics
 from collections.abc import Sequence
 
+from shardviz.errors import ShardvizError, problem
 from shardviz.model.array import ArrayLayout, Tile, TreeLayout
 from shardviz.model.mesh import MeshLayout
 from shardviz.render.colors import DARK_TEXT, device_color, text_color_for
@@ -343,12 +344,12 @@ BARS_W = 560.0
 BARS_H = 56.0
 
 
-def _bars_svg(per_device: dict[int, int]) -> str:
+def _bars_svg(per_device: dict[int, int], scale: int | None = None) -> str:
     ids = sorted(per_device)
     n = len(ids)
     if not n:
         return ""
-    top = max(per_device.values()) or 1
+    top = scale or max(per_device.values()) or 1
     if n <= MAX_BARS:
         groups = [[d] for d in ids]
     else:
@@ -419,9 +420,45 @@ def _bars_svg(per_device: dict[int, int]) -> str:
     return "".join(parts)
 
 
-def tree_html(tree: TreeLayout) -> str:
+def _check_scale(tree: TreeLayout, scale: int) -> None:
+    largest = max(tree.bytes_per_device.values(), default=0)
+    if isinstance(scale, bool) or not isinstance(scale, int) or scale < 1:
+        raise ShardvizError(
+            problem(
+                "tree_html",
+                f"scale={scale!r} is not a positive whole number of bytes",
+                "pass the bytes the full bar height stands for, e.g. the largest "
+                "bytes_per_device value of the trees you draw side by side",
+            )
+        )
+    if scale < largest:
+        raise ShardvizError(
+            problem(
+                "tree_html",
+                f"scale={scale:,} B is below the {largest:,} B one device of this tree holds, "
+                "so its bar would overflow the chart",
+                f"pass a scale of at least {largest:,} B (the largest bytes_per_device value "
+                "of all the trees drawn together)",
+            )
+        )
+
+
+def tree_html(tree: TreeLayout, scale: int | None = None) -> str:
     """A pytree of arrays as an HTML fragment: a table (one row per leaf), then bytes per device
-    as bars (``sv-bar``, one per device, coloured by device) and the totals."""
+    as bars (``sv-bar``, one per device, coloured by device) and the totals.
+
+    Args:
+        tree: the laid-out pytree.
+        scale: the bytes the full bar height stands for. By default the tree's own largest
+            per-device figure; give two trees the same ``scale`` (e.g. the larger of their
+            maxima) to draw them side by side on one scale.
+
+    Raises:
+        ShardvizError: ``scale`` is not a positive whole number of bytes, or is smaller than
+            what some device holds (its bar would overflow the chart).
+    """
+    if scale is not None:
+        _check_scale(tree, scale)
     mesh = tree.mesh
     n = len(tree)
     head = f"Tree · {n} lea{'ves' if n != 1 else 'f'}"
@@ -463,7 +500,7 @@ def tree_html(tree: TreeLayout) -> str:
             else "no devices"
         )
         body.append(f'<div class="sv-facts">{esc(summary)}</div>')
-        body.append(_bars_svg(per_device))
+        body.append(_bars_svg(per_device, scale))
     body.append(
         f'<div class="sv-note">total: {esc(format_bytes(tree.global_bytes, exact=True))} global '
         f"(each element once) · {esc(format_bytes(tree.total_bytes, exact=True))} on all devices</div>"

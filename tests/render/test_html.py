@@ -9,8 +9,9 @@ from html.parser import HTMLParser
 
 import pytest
 
+from shardviz.errors import ShardvizError
 from shardviz.model import MeshLayout, TreeLayout
-from shardviz.render import array_html, mesh_html, page, tree_html
+from shardviz.render import array_html, format_bytes, mesh_html, page, tree_html
 from shardviz.render.colors import device_color
 
 from .fixtures import (
@@ -251,6 +252,42 @@ def test_tree_html_2048_devices_bins_bars() -> None:
     doc = Doc(out)
     assert len(doc.with_class("sv-bar")) <= 256
     assert len(out.encode()) <= 100_000
+
+
+def _bar_heights(out: str) -> dict[int, float]:
+    return {int(b["data-device"]): float(b["height"]) for b in Doc(out).with_class("sv-bar")}
+
+
+def test_tree_html_shared_scale_draws_two_trees_on_one_scale() -> None:
+    # The same leaves, replicated and cut 8 ways: 8x fewer bytes per device when cut.
+    mesh = mesh_2x4()
+    whole = TreeLayout((make_layout("w", (8, 16), (), mesh),))
+    cut = TreeLayout((make_layout("w", (8, 16), (("data", "model"), None), mesh),))
+    top = max(whole.bytes_per_device.values())
+    assert max(cut.bytes_per_device.values()) * 8 == top
+    # Each on its own scale, the bars are equally tall (the trouble a shared scale fixes).
+    assert set(_bar_heights(tree_html(whole)).values()) == set(
+        _bar_heights(tree_html(cut)).values()
+    )
+    # On one scale, the cut tree's bars are an eighth of the replicated tree's.
+    tall = _bar_heights(tree_html(whole, scale=top))
+    short = _bar_heights(tree_html(cut, scale=top))
+    assert tall == _bar_heights(tree_html(whole))  # the largest tree looks as before
+    assert all(abs(short[d] * 8 - tall[d]) < 1e-6 for d in tall)
+    assert format_bytes(top) in Doc(tree_html(cut, scale=top)).all_text  # the axis says so
+
+
+@pytest.mark.parametrize("scale", [0, -1, 1.5, True, "big"])
+def test_tree_html_scale_must_be_positive_bytes(scale: object) -> None:
+    with pytest.raises(ShardvizError, match="scale=.*positive whole number"):
+        tree_html(tree_example(), scale=scale)  # type: ignore[arg-type]
+
+
+def test_tree_html_scale_below_a_device_says_the_fix() -> None:
+    tree = tree_example()
+    largest = max(tree.bytes_per_device.values())
+    with pytest.raises(ShardvizError, match=f"at least {largest:,} B"):
+        tree_html(tree, scale=largest - 1)
 
 
 def test_tree_html_empty() -> None:

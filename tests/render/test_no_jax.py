@@ -12,7 +12,8 @@ RENDER_DIR = Path(shardviz.render.__file__).parent
 # plotly and matplotlib are dependencies of the chart renderers (imported inside the functions
 # that draw charts, so text and HTML views load without them); jax never is.
 ALLOWED = set(sys.stdlib_module_names) | {"numpy", "shardviz", "plotly", "matplotlib"}
-ALLOWED_SHARDVIZ = ("shardviz.model", "shardviz.render")
+# shardviz.errors (stdlib only) so a renderer can raise the project's own errors.
+ALLOWED_SHARDVIZ = ("shardviz.model", "shardviz.render", "shardviz.errors")
 
 
 def test_render_modules_import_only_stdlib_numpy_and_model() -> None:
