@@ -4,6 +4,8 @@
 
 ``python -m shardviz launch [--processes N] [--devices-per-process K] [--port P] [--timeout S]
 script.py [args...]``
+
+``python -m shardviz workshop [--dir PATH] [--port N] [--no-browser]``
 """
 
 from __future__ import annotations
@@ -17,6 +19,11 @@ LAUNCH_HELP = (
     "run a script as N local jax processes with K CPU devices each, joined by jax.distributed "
     "(gloo); output prefixed [p0], [p1], ...; exit code of the process that failed (128+N for "
     "a death by signal N, 124 after the timeout)"
+)
+
+WORKSHOP_HELP = (
+    "copy the course notebooks into a folder of yours (missing ones only: your edits are kept) "
+    "and start JupyterLab on it, on 127.0.0.1; Ctrl-C stops it"
 )
 
 
@@ -44,9 +51,20 @@ def main(argv: list[str] | None = None) -> int:
     )  # fmt: skip
     launch.add_argument("script", help="the Python script every process runs as __main__")
     launch.add_argument("args", nargs=argparse.REMAINDER, help="arguments for the script")
+    workshop = sub.add_parser("workshop", help=WORKSHOP_HELP, description=WORKSHOP_HELP)
+    workshop.add_argument(
+        "--dir", default="shardviz-workshop",
+        help="the folder to copy the notebooks into (default ./shardviz-workshop)",
+    )  # fmt: skip
+    workshop.add_argument(
+        "--port", type=int, default=None, help="JupyterLab's port (default 8888, or a free one)"
+    )
+    workshop.add_argument("--no-browser", action="store_true", help="do not open a browser")
     args = parser.parse_args(argv)
     if args.command == "launch":
         return _launch(args)
+    if args.command == "workshop":
+        return _workshop(args)
     return _demo(args)
 
 
@@ -64,6 +82,17 @@ def _demo(args: argparse.Namespace) -> int:
         return 2
     print(summary)
     return 0
+
+
+def _workshop(args: argparse.Namespace) -> int:
+    from shardviz.errors import ShardvizError
+    from shardviz.workshop import run_workshop
+
+    try:
+        return run_workshop(args.dir, port=args.port, open_browser=not args.no_browser)
+    except ShardvizError as err:
+        print(f"shardviz: {err}", file=sys.stderr)
+        return 2
 
 
 def _launch(args: argparse.Namespace) -> int:
