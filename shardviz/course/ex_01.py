@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from shardviz.course.answers import collective_kinds
 from shardviz.course.exercise import exercise
 from shardviz.render.geometry import format_bytes
 
@@ -44,5 +45,47 @@ def moved_bytes(answer: Any) -> tuple[bool, str, str]:
     hint = (
         "start from the gradients' bytes (the ledger's 'in' column); in a ring each device "
         "sends (n-1)/n of them to reduce and as much again to gather"
+    )
+    return right, message, hint
+
+
+def _dp_kinds() -> tuple[frozenset[str], tuple[str, ...], int]:
+    """The notebook's own data-parallel step (D=128, H=512, batch 64 cut over 'data' on 8
+    devices), compiled: the kinds of collective in its ledger, their mesh axes, how many."""
+    import jax
+
+    import shardviz as sv
+    from shardviz.strategies import mlp
+
+    weights = mlp.init_params(jax.random.key(0), 128, 512)
+    data = mlp.make_batch(jax.random.key(1), 64, 128)
+    mesh = sv.Mesh(range(8), (8,), ("data",))
+    params = {k: sv.mark_sharding(v, mesh, ()) for k, v in weights.items()}
+    batch = {k: sv.mark_sharding(v, mesh, ("data", None)) for k, v in data.items()}
+    report = sv.explain(mlp.train_step, params, batch, run=False)
+    axes = tuple(sorted({"/".join(c.axes) for c in report.collectives}))
+    return frozenset(c.kind for c in report.collectives), axes, len(report.collectives)
+
+
+@exercise(
+    "01.2",
+    "which collective data parallelism needs",
+    "which collective will the compiler insert into the data-parallel step? "
+    "(give its name as a string, e.g. 'all-gather')",
+    wrong=("all-gather", "reduce-scatter", "none", ["all-reduce", "all-gather"]),
+)
+def dp_collective(answer: Any) -> tuple[bool, str, str]:
+    said = collective_kinds(answer)
+    kinds, axes, count = _dp_kinds()
+    right = said == kinds
+    named = ", ".join(sorted(said)) or "no collective"
+    message = (
+        f"the compiled step has {count} collective(s) over {', '.join(axes)}, "
+        f"{'all of the kind you named' if right else 'not ' + named}"
+    )
+    hint = (
+        "each device computes gradients from its own 8 examples only; what has to happen "
+        "to eight partial gradients so that every device takes the same step, and ends "
+        "with the result?"
     )
     return right, message, hint
