@@ -36,7 +36,9 @@ from shardviz.model import Target as Target
 from shardviz.model import Tile as Tile
 from shardviz.model import Timing as Timing
 from shardviz.model import TreeLayout as TreeLayout
+from shardviz.model import TreesOnOneScale as TreesOnOneScale
 from shardviz.model import format_spec as format_spec
+from shardviz.model import on_one_scale as on_one_scale
 from shardviz.model.search import Plan as Plan
 from shardviz.model.search import Search as Search
 
@@ -145,6 +147,7 @@ __all__ = [
     "Topology",
     "TopologyError",
     "TreeLayout",
+    "TreesOnOneScale",
     "format_spec",
     "hardware",
     "layout",
@@ -153,6 +156,7 @@ __all__ = [
     "mark_sharding",
     "mesh_split",
     "named_sharding",
+    "on_one_scale",
     "topology",
     "use_cpu_devices",
 ]

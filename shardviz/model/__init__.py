@@ -60,6 +60,8 @@ from shardviz.model.program import ShardingOf as ShardingOf
 from shardviz.model.program import Source as Source
 from shardviz.model.program import Timing as Timing
 from shardviz.model.projection import ProjectionRow as ProjectionRow
+from shardviz.model.side_by_side import TreesOnOneScale as TreesOnOneScale
+from shardviz.model.side_by_side import on_one_scale as on_one_scale
 from shardviz.model.tiles import dtype_bits as dtype_bits
 from shardviz.model.tiles import layout_from_spec as layout_from_spec
 from shardviz.model.tiles import padded_spec as padded_spec

@@ -15,6 +15,7 @@ from shardviz.model.mesh import MeshLayout
 from shardviz.model.program import Report
 from shardviz.model.schedule import Schedule
 from shardviz.model.search import Search
+from shardviz.model.side_by_side import TreesOnOneScale
 from shardviz.render.compare_html import comparison_html
 from shardviz.render.compare_mpl import comparison_mpl
 from shardviz.render.compare_plotly import comparison_figure
@@ -30,6 +31,11 @@ from shardviz.render.schedule_plotly import schedule_figure
 from shardviz.render.schedule_text import schedule_text
 from shardviz.render.search_html import search_html, search_page
 from shardviz.render.search_text import search_text
+from shardviz.render.side_by_side import (
+    side_by_side_html,
+    side_by_side_page,
+    side_by_side_text,
+)
 from shardviz.render.text import array_text, mesh_text, tree_text
 
 
@@ -71,6 +77,9 @@ VIEWS: tuple[tuple[type, display.Format, display.View], ...] = (
     (Schedule, "page", schedule_page),
     (Schedule, "plotly", schedule_figure),
     (Schedule, "matplotlib", schedule_mpl),
+    (TreesOnOneScale, "text", side_by_side_text),
+    (TreesOnOneScale, "html", side_by_side_html),
+    (TreesOnOneScale, "page", side_by_side_page),
 )
 
 

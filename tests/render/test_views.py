@@ -18,6 +18,7 @@ from shardviz.model import (
 )
 from shardviz.model.schedule import Schedule
 from shardviz.model.search import Search
+from shardviz.model.side_by_side import TreesOnOneScale
 from shardviz.render.compare_html import comparison_html
 from shardviz.render.html import array_html, mesh_html, page, tree_html
 from shardviz.render.report_html import report_html
@@ -38,6 +39,7 @@ MODEL_CLASSES = (
     Findings,
     Search,
     Schedule,
+    TreesOnOneScale,
 )
 
 
