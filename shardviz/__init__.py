@@ -21,6 +21,7 @@ from shardviz.errors import SpecError as SpecError
 from shardviz.model import ArrayLayout as ArrayLayout
 from shardviz.model import Check as Check
 from shardviz.model import Collective as Collective
+from shardviz.model import CollectiveTraffic as CollectiveTraffic
 from shardviz.model import Comparison as Comparison
 from shardviz.model import Cost as Cost
 from shardviz.model import Device as Device
@@ -105,6 +106,7 @@ __all__ = [
     "ArrayLayout",
     "Check",
     "Collective",
+    "CollectiveTraffic",
     "CompileError",
     "Cost",
     "MemoryReport",

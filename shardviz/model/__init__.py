@@ -66,5 +66,6 @@ from shardviz.model.tiles import dtype_bits as dtype_bits
 from shardviz.model.tiles import layout_from_spec as layout_from_spec
 from shardviz.model.tiles import padded_spec as padded_spec
 from shardviz.model.tiles import tiles_from_spec as tiles_from_spec
+from shardviz.model.traffic import CollectiveTraffic as CollectiveTraffic
 from shardviz.model.why import CollectiveWhy as CollectiveWhy
 from shardviz.model.why import Origin as Origin

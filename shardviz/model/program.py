@@ -7,7 +7,7 @@ analyses) and from live runs; read by the renderers and widgets. No jax import.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from shardviz.errors import ShardvizError, SpecError, problem
 from shardviz.model import display
@@ -19,6 +19,9 @@ from shardviz.model.hardware import Target
 from shardviz.model.mesh import MeshLayout
 from shardviz.model.tiles import layout_from_spec
 from shardviz.model.why import CollectiveWhy
+
+if TYPE_CHECKING:
+    from shardviz.model.traffic import CollectiveTraffic
 
 CollectiveKind = Literal[
     "all-gather", "all-reduce", "reduce-scatter", "all-to-all", "collective-permute"
@@ -414,3 +417,25 @@ class Report(JsonMixin, display.Shown):
                     where, f"cannot place {s.name!r}: {err}", "check the value's spec and dtype"
                 )
             ) from err
+
+    def traffic(
+        self, which: str | int, axes: str | tuple[str, ...] | None = None
+    ) -> CollectiveTraffic:
+        """Who sends what to whom in one collective of the ledger, to print or draw on the mesh.
+
+        Args:
+            which: a kind (``"all-to-all"``: the first of that kind in program order), a
+                collective's name as the ledger lists it, or a position in
+                :attr:`collectives` (0 first).
+            axes: with a kind, only collectives over exactly these mesh axes.
+
+        Returns:
+            A :class:`~shardviz.model.traffic.CollectiveTraffic`: ``print()`` lists each
+            group's links, a notebook draws them as arrows on the mesh.
+
+        Raises:
+            ShardvizError: no collective is ``which``; the message lists what the ledger has.
+        """
+        from shardviz.model.traffic import collective_traffic
+
+        return collective_traffic(self, which, axes)

@@ -16,6 +16,7 @@ from shardviz.model.program import Report
 from shardviz.model.schedule import Schedule
 from shardviz.model.search import Search
 from shardviz.model.side_by_side import TreesOnOneScale
+from shardviz.model.traffic import CollectiveTraffic
 from shardviz.render.compare_html import comparison_html
 from shardviz.render.compare_mpl import comparison_mpl
 from shardviz.render.compare_plotly import comparison_figure
@@ -37,6 +38,11 @@ from shardviz.render.side_by_side import (
     side_by_side_text,
 )
 from shardviz.render.text import array_text, mesh_text, tree_text
+from shardviz.render.traffic_view import (
+    collective_traffic_html,
+    collective_traffic_page,
+    collective_traffic_text,
+)
 
 
 def report_page(report: Report) -> str:
@@ -80,6 +86,9 @@ VIEWS: tuple[tuple[type, display.Format, display.View], ...] = (
     (TreesOnOneScale, "text", side_by_side_text),
     (TreesOnOneScale, "html", side_by_side_html),
     (TreesOnOneScale, "page", side_by_side_page),
+    (CollectiveTraffic, "text", collective_traffic_text),
+    (CollectiveTraffic, "html", collective_traffic_html),
+    (CollectiveTraffic, "page", collective_traffic_page),
 )
 
 

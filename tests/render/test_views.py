@@ -19,6 +19,7 @@ from shardviz.model import (
 from shardviz.model.schedule import Schedule
 from shardviz.model.search import Search
 from shardviz.model.side_by_side import TreesOnOneScale
+from shardviz.model.traffic import CollectiveTraffic
 from shardviz.render.compare_html import comparison_html
 from shardviz.render.html import array_html, mesh_html, page, tree_html
 from shardviz.render.report_html import report_html
@@ -40,6 +41,7 @@ MODEL_CLASSES = (
     Search,
     Schedule,
     TreesOnOneScale,
+    CollectiveTraffic,
 )
 
 
