@@ -9,46 +9,6 @@ from shardviz.course.exercise import exercise
 from shardviz.render.geometry import format_bytes
 
 
-def _dp_allreduce() -> tuple[int, int, int]:
-    """The data-parallel MLP step of notebook 01, explained: the gradient all-reduce's bytes
-    in, its group size and the bytes it moves per device (ring model)."""
-    import jax
-
-    import shardviz as sv
-    from shardviz.strategies import mlp
-
-    weights = mlp.init_params(jax.random.key(0), 256, 1024)
-    data = mlp.make_batch(jax.random.key(1), 64, 256)
-    mesh = sv.Mesh(range(8), (8,), ("data",))
-    params = {k: sv.mark_sharding(v, mesh, ()) for k, v in weights.items()}
-    batch = {k: sv.mark_sharding(v, mesh, ("data", None)) for k, v in data.items()}
-    report = sv.explain(mlp.train_step, params, batch, run=False)
-    ar = [c for c in report.collectives if c.kind == "all-reduce"]
-    return sum(c.in_bytes for c in ar), ar[0].group_size, sum(c.moved_bytes for c in ar)
-
-
-@exercise(
-    "01.1",
-    "bytes of the gradient all-reduce",
-    "how many bytes does the gradient all-reduce move per device, in the ring model? "
-    "(give a number of bytes)",
-    wrong=(0, 2_102_276, 8 * 2_102_276),
-)
-def moved_bytes(answer: Any) -> tuple[bool, str, str]:
-    in_bytes, n, moved = _dp_allreduce()
-    got = float(answer)
-    right = abs(got - moved) <= 0.01 * moved
-    message = (
-        f"the compiled step all-reduces {format_bytes(in_bytes, exact=True)} of gradients over "
-        f"{n} devices; you said {format_bytes(int(got), exact=True)}"
-    )
-    hint = (
-        "start from the gradients' bytes (the ledger's 'in' column); in a ring each device "
-        "sends (n-1)/n of them to reduce and as much again to gather"
-    )
-    return right, message, hint
-
-
 def _dp_kinds() -> tuple[frozenset[str], tuple[str, ...], int]:
     """The notebook's own data-parallel step (D=128, H=512, batch 64 cut over 'data' on 8
     devices), compiled: the kinds of collective in its ledger, their mesh axes, how many."""
@@ -68,7 +28,7 @@ def _dp_kinds() -> tuple[frozenset[str], tuple[str, ...], int]:
 
 
 @exercise(
-    "01.2",
+    "01.1",
     "which collective data parallelism needs",
     "which collective will the compiler insert into the data-parallel step? "
     "(give its name as a string, e.g. 'all-gather')",
@@ -87,5 +47,48 @@ def dp_collective(answer: Any) -> tuple[bool, str, str]:
         "each device computes gradients from its own 8 examples only; what has to happen "
         "to eight partial gradients so that every device takes the same step, and ends "
         "with the result?"
+    )
+    return right, message, hint
+
+
+def _dp_allreduce() -> tuple[int, int, int]:
+    """The data-parallel MLP step of notebook 01, explained: the gradient all-reduce's bytes
+    in, its group size and the bytes it moves per device (ring model)."""
+    import jax
+
+    import shardviz as sv
+    from shardviz.strategies import mlp
+
+    weights = mlp.init_params(jax.random.key(0), 256, 1024)
+    data = mlp.make_batch(jax.random.key(1), 64, 256)
+    mesh = sv.Mesh(range(8), (8,), ("data",))
+    params = {k: sv.mark_sharding(v, mesh, ()) for k, v in weights.items()}
+    batch = {k: sv.mark_sharding(v, mesh, ("data", None)) for k, v in data.items()}
+    report = sv.explain(mlp.train_step, params, batch, run=False)
+    ar = [c for c in report.collectives if c.kind == "all-reduce"]
+    return sum(c.in_bytes for c in ar), ar[0].group_size, sum(c.moved_bytes for c in ar)
+
+
+@exercise(
+    "01.2",
+    "bytes of the gradient all-reduce of a wider model",
+    "the same MLP made wider (256 features, 1024 hidden units, a batch of 64 cut over the 8 "
+    "devices of 'data'): how many bytes does its gradient all-reduce move per device, in the "
+    "ring model? (give a number of bytes)",
+    wrong=(0, 2_102_276, 8 * 2_102_276, 921_984),
+)
+def moved_bytes(answer: Any) -> tuple[bool, str, str]:
+    in_bytes, n, moved = _dp_allreduce()
+    got = float(answer)
+    right = abs(got - moved) <= 0.01 * moved
+    message = (
+        f"the compiled step all-reduces {format_bytes(in_bytes, exact=True)} of gradients over "
+        f"{n} devices; you said {format_bytes(int(got), exact=True)}"
+    )
+    hint = (
+        "start from the wider model's gradients, one float32 per parameter of w1, b1, w2 and "
+        "b2 (the notebook's model has 128 features and 512 hidden units, so its figure is not "
+        "this one); in a ring each device sends (n-1)/n of them to reduce and as much again "
+        "to gather"
     )
     return right, message, hint
