@@ -52,8 +52,9 @@ def columns_in_device_order(answer: Any) -> tuple[bool, str, str]:
     right = held == want
     d1 = held[1]
     message = (
-        f"with this spec each device holds a {layout.shard_shape[0]} x {layout.shard_shape[1]} "
-        f"tile; device 1 holds rows {d1[0][0]}:{d1[0][1]}, columns {d1[1][0]}:{d1[1][1]}"
+        f"with this spec each device holds a tile of {layout.shard_shape[0]} x "
+        f"{layout.shard_shape[1]}; device 1 holds rows {d1[0][0]}:{d1[0][1]}, "
+        f"columns {d1[1][0]}:{d1[1][1]}"
     )
     if layout.shard_shape != (ROWS, 2):
         hint = (
