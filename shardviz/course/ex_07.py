@@ -134,9 +134,7 @@ def microbatches_for_bound(answer: Any) -> tuple[bool, str, str]:
             "every microbatch has the same number of sequences, so M must divide the batch",
         )
     bubble, length, other = _bubble(m)
-    smaller = [
-        k for k in range(1, m) if BATCH_2 % k == 0 and _within(_bubble(k)[0])
-    ]  # fmt: skip
+    smaller = [k for k in range(1, m) if BATCH_2 % k == 0 and _within(_bubble(k)[0])]
     right = _within(bubble) and not smaller
     message = (
         f"the GPipe schedule of {STAGES_2} stages x {m} microbatches is {length} time units "
