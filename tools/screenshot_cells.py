@@ -2,7 +2,8 @@
 #
 # Each "# %% <name>" starts a cell. "# %% setup" runs first; every other cell is a picture:
 # "# %% shot: <file stem> | ready: <CSS selector>" is screenshotted into assets/<stem>.png once
-# <selector> is drawn in its output. Shot cells only use what setup defines, so any subset runs.
+# <selector> is drawn in its output; "| width: <px>" sets the viewport's starting width (1100).
+# Shot cells only use what setup defines, so any subset runs.
 # This file also runs as a plain script (python tools/screenshot_cells.py) to check the code.
 
 # %% setup
@@ -42,7 +43,7 @@ report
 # %% shot: compare | ready: svg
 sv.compare("transformer", ["dp", "fsdp", "tp", "2d"])
 
-# %% shot: live | ready: .sv-l-status-done
+# %% shot: live | ready: .sv-l-status-done | width: 940
 params, data = placed(128, 512, 64)
 run = sv.live(mlp.train_step, params, data, steps=30, title="mlp.train_step")
 run.wait(300)

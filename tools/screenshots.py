@@ -4,8 +4,9 @@
 
 Starts JupyterLab (``tests/browser/jupyterlab.py``'s server, on 127.0.0.1 only), runs the
 cells of ``tools/screenshot_cells.py`` in a notebook on 8 fake CPU devices, and screenshots
-each picture cell's output element (not the page): at a viewport widened until nothing in the
-output scrolls or is cut, clipped to what the view paints (no empty margin on the right).
+each picture cell's output element (not the page, so no toolbar or Lab chrome): at a viewport
+widened until nothing in the output scrolls sideways or is cut, with boxes that scroll down let
+out to their full height, clipped to what the view paints, in a small white margin.
 Debian's Chromium drives it through Playwright (never ``playwright install``); a request that
 would leave the machine, or a JS error, fails the run. The PNGs are written optimized (and
 reduced to 256 colours if one is still over ``MAX_BYTES``).
@@ -38,14 +39,13 @@ CELLS = ROOT / "tools" / "screenshot_cells.py"
 ASSETS = ROOT / "assets"
 BASE_WIDTH = 1100  # the viewport's width to start from, in CSS pixels
 MAX_WIDTH = 2400  # widening stops here (a view that still overflows is reported)
-PAD = 12  # white space kept right of the painted extent, in CSS pixels
+PAD = 12  # room added when widening the viewport past an overflow, in CSS pixels
+MARGIN = 8  # white border added around each picture, in CSS pixels
 MAX_BYTES = 300_000
 READY_TIMEOUT_MS = 180_000
-#: A picture cell's output: the widget's view or the HTML, not a stream or a warning.
-OUTPUT = (
-    ".jp-OutputArea-output[data-mime-type^='application/vnd.jupyter.widget-view'],"
-    ".jp-OutputArea-output[data-mime-type='text/html']"
-)
+#: One output of a cell. Lab 4 marks HTML outputs with ``data-mime-type`` but not widget views,
+#: so a picture's output is the last one holding the cell's ``ready`` selector (not a stream).
+OUTPUT = ".jp-OutputArea-output"
 
 #: The painted extent of an output, and how far anything inside it is cut or scrolls.
 _MEASURE_JS = """el => {
@@ -64,8 +64,10 @@ _MEASURE_JS = """el => {
       continue;
     }
     const s = getComputedStyle(n);
-    if (s.display === 'none' || s.visibility === 'hidden') continue;
-    if (['auto', 'scroll', 'hidden', 'clip'].includes(s.overflowX))
+    if (!n.checkVisibility({visibilityProperty: true})) continue;  // also in closed <details>
+    // A box that scrolls sideways hides part of the view; one that clips on purpose
+    // (overflow: hidden, an ellipsis or a bar's label) does so at any width.
+    if (['auto', 'scroll'].includes(s.overflowX))
       overflow = Math.max(overflow, n.scrollWidth - n.clientWidth);
     const painted = n.children.length === 0 || n instanceof SVGSVGElement
       || ['IMG', 'CANVAS', 'INPUT', 'SELECT', 'TEXTAREA', 'BUTTON'].includes(n.tagName)
@@ -76,6 +78,23 @@ _MEASURE_JS = """el => {
   overflow = Math.max(overflow, Math.ceil(right - box.right));
   return {x: box.left, y: box.top, width: Math.ceil(right - box.left),
           height: Math.ceil(box.height), overflow: Math.ceil(overflow)};
+}"""
+
+#: A picture cannot scroll: boxes in the view that scroll down (a long list kept to a height)
+#: are let out to their full height. Returns how many there were.
+_UNSCROLL_JS = """el => {
+  let n = 0;
+  for (const box of el.querySelectorAll('*')) {
+    const s = getComputedStyle(box);
+    if (!['auto', 'scroll'].includes(s.overflowY) || box.scrollHeight <= box.clientHeight + 1)
+      continue;
+    if (!box.checkVisibility()) continue;
+    box.style.maxHeight = 'none';
+    box.style.height = 'auto';
+    box.style.overflowY = 'visible';
+    n++;
+  }
+  return n;
 }"""
 
 #: Done when every code cell ran and the kernel is idle, or as soon as a cell failed.
@@ -169,25 +188,34 @@ def write_notebook(cells: Sequence[Cell], path: Path) -> Path:
     return path
 
 
-def _save_png(png: bytes, path: Path) -> None:
-    """Write ``png`` optimized; past ``MAX_BYTES``, as 256 colours (plenty for these views)."""
-    from PIL import Image
+def _save_png(png: bytes, path: Path, margin: int = 0) -> None:
+    """Write ``png`` with a white ``margin`` (device pixels), optimized; past ``MAX_BYTES``, as
+    256 colours (plenty for these views)."""
+    from PIL import Image, ImageOps
 
-    image = Image.open(io.BytesIO(png)).convert("RGB")
+    image = ImageOps.expand(Image.open(io.BytesIO(png)).convert("RGB"), margin, fill="white")
     image.save(path, optimize=True)
     if path.stat().st_size > MAX_BYTES:
         image.quantize(colors=256, method=Image.Quantize.MEDIANCUT).save(path, optimize=True)
 
 
 def _measure(page, output) -> dict:
-    output.evaluate("el => el.scrollIntoView({block: 'start'})")
+    # Scrolled to the top, but clear of the toolbar's bottom border (a grey line otherwise).
+    output.evaluate(
+        "el => { el.style.scrollMarginTop = '24px'; el.scrollIntoView({block: 'start'}); }"
+    )
     page.wait_for_timeout(100)  # a layout pass after a resize or scroll
     return output.evaluate(_MEASURE_JS)
 
 
-def shoot(page, output, path: Path, width: int = BASE_WIDTH) -> Shot:
-    """Screenshot ``output`` into ``path``, widening the viewport until nothing in it is cut."""
+def shoot(page, output, path: Path, width: int = BASE_WIDTH, scale: int = 1) -> Shot:
+    """Screenshot ``output`` into ``path``, widening the viewport until nothing in it is cut.
+
+    The picture is the output's own box, down to what the view paints on the right (never
+    past the box: right of it are Lab's cell border and scrollbar), in a white margin.
+    """
     page.set_viewport_size({"width": width, "height": 900})
+    output.evaluate(_UNSCROLL_JS)
     m = _measure(page, output)
     while m["overflow"] > 0 and width < MAX_WIDTH:
         width = min(MAX_WIDTH, width + m["overflow"] + PAD)
@@ -200,11 +228,11 @@ def shoot(page, output, path: Path, width: int = BASE_WIDTH) -> Shot:
     clip = {
         "x": m["x"],
         "y": m["y"],
-        "width": min(m["width"] + PAD, width - m["x"]),
+        "width": min(m["width"], width - m["x"]),
         "height": m["height"],
     }
     png = page.screenshot(clip=clip, animations="disabled", caret="hide")
-    _save_png(png, path)
+    _save_png(png, path, MARGIN * scale)
     return Shot(path.stem, path, m["width"], m["height"], width, max(0, m["overflow"]))
 
 
@@ -297,10 +325,11 @@ def take(
                 raise RuntimeError("a picture cell failed: " + "; ".join(failed))
             log(f"cells ran in {time.monotonic() - t0:.1f} s")
             for cell in shots:
-                output = lab_page.cell_tagged(cell.tag).locator(OUTPUT).last
+                drawn = page.locator(cell.ready)
+                output = lab_page.cell_tagged(cell.tag).locator(OUTPUT).filter(has=drawn).last
                 output.locator(cell.ready).first.wait_for(timeout=READY_TIMEOUT_MS)
                 page.evaluate("document.fonts.ready")
-                shot = shoot(page, output, out / f"{cell.name}.png", cell.width)
+                shot = shoot(page, output, out / f"{cell.name}.png", cell.width, scale)
                 taken.append(shot)
                 size = shot.path.stat().st_size
                 cut = f", still cut by {shot.overflow}px" if shot.overflow else ""
