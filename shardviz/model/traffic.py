@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from shardviz.errors import ShardvizError, problem
 from shardviz.model import display
+from shardviz.model._codec import JsonMixin
 from shardviz.model.mesh import MeshLayout
 from shardviz.model.program import COLLECTIVE_KINDS, Collective
 
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class CollectiveTraffic(display.Shown):
+class CollectiveTraffic(JsonMixin, display.Shown):
     """One collective of a report and the mesh to draw its traffic on.
 
     Attributes:

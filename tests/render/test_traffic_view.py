@@ -108,6 +108,11 @@ def test_every_model_string_is_escaped() -> None:
     assert NASTY in str(t)  # text is text: nothing to escape
 
 
+def test_it_round_trips_through_json() -> None:
+    t = shard_map_report().traffic("all-to-all")
+    assert CollectiveTraffic.from_json(t.to_json()) == t
+
+
 def test_save_html_writes_the_page(tmp_path: Path) -> None:
     t = megatron_report().traffic(0)
     path = t.save_html(str(tmp_path / "traffic.html"))
