@@ -37,11 +37,9 @@ def expert_weights_spec(answer: Any) -> tuple[bool, str, str]:
 
     import shardviz as sv
 
-    mesh = _mesh((2, 4))
-    w_in = sv.mark_sharding(
-        jnp.zeros((EXPERTS, D_MODEL, D_FF), jnp.float32), mesh, answer, name="w_in"
-    )
-    layout = sv.layout(w_in)
+    shape = (EXPERTS, D_MODEL, D_FF)
+    sharding = sv.named_sharding(_mesh((2, 4)), answer, shape, name="w_in")
+    layout = sv.layout_of(shape, jnp.float32, sharding, name="w_in")
     experts, whole, copies = set(), True, set()
     for tile in layout.tiles:
         e, d, f = tile.key
