@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from shardviz.errors import ShardvizError, problem
-from shardviz.launch.ports import free_port, port_in_use
+from shardviz.launch.ports import pick_port
 
 #: The course's notebooks: numbered, in course order (``01_data_parallel.ipynb`` ...).
 NOTEBOOK_PATTERN = "[0-9][0-9]_*.ipynb"
@@ -142,26 +142,14 @@ def choose_port(port: int | None, host: str = HOST) -> tuple[int, str | None]:
     A ``port`` given must be free (else :class:`WorkshopError` naming it and a free one);
     without one, ``DEFAULT_PORT`` if free, else a free port the system picks.
     """
-    if port is not None:
-        if not isinstance(port, int) or isinstance(port, bool) or not 0 < port < 65536:
-            raise WorkshopError(
-                problem("workshop", f"port {port!r} is not a port number", "pass 1 .. 65535")
-            )
-        if port_in_use(port, host):
-            raise WorkshopError(
-                problem(
-                    "workshop",
-                    f"port {port} on {host} is already in use (another Jupyter, or another "
-                    "program, holds it)",
-                    f"pass another port, e.g. --port {free_port(host)} (free now), or leave "
-                    "--port out to let shardviz pick one",
-                )
-            )
-        return port, None
-    if not port_in_use(DEFAULT_PORT, host):
-        return DEFAULT_PORT, None
-    chosen = free_port(host)
-    return chosen, f"port {DEFAULT_PORT} is in use; using the free port {chosen} instead"
+    return pick_port(
+        port,
+        default=DEFAULT_PORT,
+        label="port",
+        holders="another Jupyter, or another program,",
+        error=lambda what, fix: WorkshopError(problem("workshop", what, fix)),
+        host=host,
+    )
 
 
 def require_jupyterlab() -> None:

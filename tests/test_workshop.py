@@ -18,6 +18,7 @@ import pytest
 
 from shardviz import workshop
 from shardviz.__main__ import main
+from shardviz.launch import ports
 from shardviz.launch.ports import free_port, port_in_use
 from shardviz.workshop import WorkshopError
 
@@ -150,8 +151,8 @@ def test_a_busy_port_is_named_with_a_free_one_suggested():
 
 
 def test_the_default_port_moves_when_busy(monkeypatch):
-    monkeypatch.setattr(workshop, "port_in_use", lambda port, host=workshop.HOST: True)
-    monkeypatch.setattr(workshop, "free_port", lambda host=workshop.HOST: 12345)
+    monkeypatch.setattr(ports, "port_in_use", lambda port, host=workshop.HOST: True)
+    monkeypatch.setattr(ports, "free_port", lambda host=workshop.HOST: 12345)
     assert workshop.choose_port(None) == (
         12345,
         "port 8888 is in use; using the free port 12345 instead",

@@ -9,7 +9,7 @@ multi-process program on one machine.
 from __future__ import annotations
 
 from .launcher import DEFAULT_TIMEOUT, Launch, echo_sink, run, start, worker_env
-from .ports import DEFAULT_PORT, choose_port, free_port, port_in_use
+from .ports import DEFAULT_PORT, choose_port, free_port, pick_port, port_in_use
 from .processes import Outcome, ProcessGroup, describe_exit, exit_status
 from .result import LaunchError, LaunchResult, ProcessResult
 from .worker import WorkerConfig, join
@@ -30,6 +30,7 @@ __all__ = [
     "exit_status",
     "free_port",
     "join",
+    "pick_port",
     "port_in_use",
     "run",
     "start",

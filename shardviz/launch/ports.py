@@ -5,6 +5,7 @@ port, while the others wait ``initialization_timeout`` seconds on whatever holds
 from __future__ import annotations
 
 import socket
+from collections.abc import Callable
 
 from shardviz.errors import ProcessError, problem
 
@@ -36,29 +37,51 @@ def free_port(host: str = HOST) -> int:
         return int(s.getsockname()[1])
 
 
+def pick_port(
+    port: int | None,
+    *,
+    default: int,
+    label: str,
+    holders: str,
+    error: Callable[[str, str], Exception],
+    consequence: str = "",
+    host: str = HOST,
+) -> tuple[int, str | None]:
+    """A port to listen on and, when it is not the one tried, a note saying why.
+
+    A ``port`` given must be a port number nothing holds, else ``error(what, fix)`` is raised
+    (the fix suggests a port free now). Without one, ``default`` if free, else a free port the
+    system picks. ``label`` names the port in messages ("the coordinator port"); ``holders``
+    says who may hold it, ``consequence`` what a busy port stopped (", so nothing started").
+    """
+    if port is not None:
+        if not isinstance(port, int) or isinstance(port, bool) or not 0 < port < 65536:
+            raise error(f"port {port!r} is not a port number", "pass 1 .. 65535")
+        if port_in_use(port, host):
+            raise error(
+                f"{label} {port} on {host} is already in use ({holders} holds it){consequence}",
+                f"pass another port, e.g. --port {free_port(host)} (free now), or leave "
+                "--port out to let shardviz pick one",
+            )
+        return port, None
+    if not port_in_use(default, host):
+        return default, None
+    chosen = free_port(host)
+    return chosen, f"{label} {default} is in use; using the free port {chosen} instead"
+
+
 def choose_port(port: int | None, host: str = HOST) -> tuple[int, str | None]:
     """The coordinator's port and, when it differs from the one tried, a note saying why.
 
     With ``port`` given it must be free, else :class:`ProcessError`. Without, ``DEFAULT_PORT``
     is used if free, else a free port the system picks.
     """
-    if port is not None:
-        if not isinstance(port, int) or isinstance(port, bool) or not 0 < port < 65536:
-            raise ProcessError(
-                problem("launch", f"port {port!r} is not a port number", "pass 1 .. 65535")
-            )
-        if port_in_use(port, host):
-            raise ProcessError(
-                problem(
-                    "launch",
-                    f"the coordinator port {port} on {host} is already in use (another "
-                    "program, or a launch still running, holds it), so no process was started",
-                    "pass another --port, or leave --port out to let shardviz pick a free one",
-                )
-            )
-        return port, None
-    if not port_in_use(DEFAULT_PORT, host):
-        return DEFAULT_PORT, None
-    chosen = free_port(host)
-    note = f"the coordinator port {DEFAULT_PORT} is in use; using the free port {chosen} instead"
-    return chosen, note
+    return pick_port(
+        port,
+        default=DEFAULT_PORT,
+        label="the coordinator port",
+        holders="another program, or a launch still running,",
+        error=lambda what, fix: ProcessError(problem("launch", what, fix)),
+        consequence=", so no process was started",
+        host=host,
+    )
