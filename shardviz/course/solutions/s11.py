@@ -1,0 +1,21 @@
+"""Answers to notebook 11's exercises."""
+
+SOLUTIONS = {"11.1": 4_371_045_616, "11.2": "zero3"}
+
+WHY = {
+    "11.1": "ZeRO-2 cuts the gradients and the optimizer state over the data-parallel chips "
+    "and keeps the parameters whole on each. With N = 1,080,103,936 float32 parameters, a "
+    "chip holds 4N = 4,320,415,744 B of weights, 4N / 256 = 16,876,624 B of gradients and "
+    "8N / 256 = 33,753,248 B of Adam moments (plus a 4 B step counter): 4,371,045,616 B, "
+    "about 4.07 GiB. model_state_bytes(N, zero_stage=2, data_parallel=256, param_bytes=4, "
+    "grad_bytes=4, optimizer_bytes=8) gives the same; its default counts mixed precision "
+    "(2 + 2 + 12 B per parameter), another model than the notebook's.",
+    "11.2": "On paper ZeRO-2 fits: 4P of weights plus 12P / 8 of gradients and moments is "
+    "about 11 GiB per chip for P = 2.15e9. But the compiler reduces the gradient with an "
+    "all-reduce of the whole gradient before each chip keeps its slice, so for a moment "
+    "every chip holds the full 8.6 GB gradient next to the 8.6 GB of weights, and the "
+    "TPU compiler refuses the step (about 24 GB needed). ZeRO-1 and plain data parallelism "
+    "need more still. ZeRO-3 (FSDP) keeps the weights cut too and gathers them as they are "
+    "used, and it fits with room to spare. The state table is a lower bound; only the "
+    "compile says what the step needs.",
+}
