@@ -26,7 +26,6 @@ def _per_chip_state(strategy: str) -> tuple[int, int, int]:
     import optax
 
     import shardviz as sv
-    from shardviz.model import TreeLayout
     from shardviz.strategies import get_model, get_rule_set
     from shardviz.strategies.step import strategy_step
 
@@ -40,9 +39,7 @@ def _per_chip_state(strategy: str) -> tuple[int, int, int]:
     params, opt_state, _ = built.abstract
 
     def per_chip(tree: Any) -> int:
-        layout = sv.layout_tree(tree)
-        assert isinstance(layout, TreeLayout)
-        return sum(leaf.max_bytes_per_device for leaf in layout.leaves)
+        return sum(leaf.max_bytes_per_device for leaf in sv.layout_tree(tree).leaves)
 
     return per_chip(params), built.grad_bytes, per_chip(opt_state)
 
