@@ -11,11 +11,13 @@ WHY = {
     "grad_bytes=4, optimizer_bytes=8) gives the same; its default counts mixed precision "
     "(2 + 2 + 12 B per parameter), another model than the notebook's.",
     "11.2": "On paper ZeRO-2 fits: 4P of weights plus 12P / 8 of gradients and moments is "
-    "about 11 GiB per chip for P = 2.15e9. But the compiler reduces the gradient with an "
-    "all-reduce of the whole gradient before each chip keeps its slice, so for a moment "
-    "every chip holds the full 8.6 GB gradient next to the 8.6 GB of weights, and the "
-    "TPU compiler refuses the step (about 24 GB needed). ZeRO-1 and plain data parallelism "
-    "need more still. ZeRO-3 (FSDP) keeps the weights cut too and gathers them as they are "
-    "used, and it fits with room to spare. The state table is a lower bound; only the "
-    "compile says what the step needs.",
+    "about 11 GiB per chip for P = 2.15e9. But with the weights whole, each chip computes "
+    "the gradient of every weight for its own examples, a full-size 8.6 GB buffer, before "
+    "the reduction leaves it its slice. Next to the 8.6 GB of weights that is too much, and "
+    "the TPU compiler refuses the step (about 24 GB needed); ZeRO-1 and plain data "
+    "parallelism need more still. ZeRO-3 (FSDP) stores the weights cut too, and here the "
+    "compiler never gathers them: it moves the small batch instead (the route notebook 03 "
+    "showed), so each chip computes only its own slice of every gradient and the step fits "
+    "in about 6 GiB. The state table is a lower bound; only the compile says what the step "
+    "needs.",
 }
