@@ -8,7 +8,7 @@ NODE_STAMP := node_modules/.installed
 TSC := node_modules/.bin/tsc
 DEVICES ?= 8
 
-.PHONY: demo test lint format venv clean browser-deps typecheck
+.PHONY: demo test lint format venv clean browser-deps typecheck docs
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -47,6 +47,14 @@ test: $(STAMP) browser-deps $(NODE_STAMP)
 	$(TSC) --noEmit -p tsconfig.json
 	$(PY) -m pytest
 
+## docs: the docs site (Sphinx + MyST-NB) into docs/_build/html, offline, warnings as errors.
+## Notebooks and how-to pages are executed; a rebuild re-runs only those whose cells changed,
+## or all of them when the library or the environment changed (the cache is keyed by both).
+## SPHINXOPTS='-D nb_execution_mode=force' runs every page regardless.
+SPHINXOPTS ?=
+docs: $(STAMP)
+	$(PY) -m sphinx -W --keep-going -b html $(SPHINXOPTS) docs docs/_build/html
+
 lint: $(STAMP)
 	$(PY) -m ruff check .
 
@@ -55,4 +63,4 @@ format: $(STAMP)
 	$(PY) -m ruff check --fix .
 
 clean:
-	rm -rf $(VENV) node_modules shardviz-demo.html .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) node_modules shardviz-demo.html .pytest_cache .ruff_cache .hypothesis docs/_build
