@@ -6,23 +6,14 @@ from typing import Any
 
 from shardviz.course.answers import collective_kinds
 from shardviz.course.exercise import exercise
+from shardviz.course.programs import data_parallel_step
 from shardviz.render.geometry import format_bytes
 
 
 def _dp_kinds() -> tuple[frozenset[str], tuple[str, ...], int]:
     """The notebook's own data-parallel step (D=128, H=512, batch 64 cut over 'data' on 8
     devices), compiled: the kinds of collective in its ledger, their mesh axes, how many."""
-    import jax
-
-    import shardviz as sv
-    from shardviz.strategies import mlp
-
-    weights = mlp.init_params(jax.random.key(0), 128, 512)
-    data = mlp.make_batch(jax.random.key(1), 64, 128)
-    mesh = sv.Mesh(range(8), (8,), ("data",))
-    params = {k: sv.mark_sharding(v, mesh, ()) for k, v in weights.items()}
-    batch = {k: sv.mark_sharding(v, mesh, ("data", None)) for k, v in data.items()}
-    report = sv.explain(mlp.train_step, params, batch, run=False)
+    report = data_parallel_step(128, 512)
     axes = tuple(sorted({"/".join(c.axes) for c in report.collectives}))
     return frozenset(c.kind for c in report.collectives), axes, len(report.collectives)
 
@@ -54,17 +45,7 @@ def dp_collective(answer: Any) -> tuple[bool, str, str]:
 def _dp_allreduce() -> tuple[int, int, int]:
     """The data-parallel MLP step of notebook 01, explained: the gradient all-reduce's bytes
     in, its group size and the bytes it moves per device (ring model)."""
-    import jax
-
-    import shardviz as sv
-    from shardviz.strategies import mlp
-
-    weights = mlp.init_params(jax.random.key(0), 256, 1024)
-    data = mlp.make_batch(jax.random.key(1), 64, 256)
-    mesh = sv.Mesh(range(8), (8,), ("data",))
-    params = {k: sv.mark_sharding(v, mesh, ()) for k, v in weights.items()}
-    batch = {k: sv.mark_sharding(v, mesh, ("data", None)) for k, v in data.items()}
-    report = sv.explain(mlp.train_step, params, batch, run=False)
+    report = data_parallel_step(256, 1024)
     ar = [c for c in report.collectives if c.kind == "all-reduce"]
     return sum(c.in_bytes for c in ar), ar[0].group_size, sum(c.moved_bytes for c in ar)
 

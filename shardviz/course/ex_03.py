@@ -7,6 +7,7 @@ from typing import Any
 
 from shardviz.course.answers import byte_count, specs_for
 from shardviz.course.exercise import exercise
+from shardviz.course.programs import mlp_step
 from shardviz.render.geometry import format_bytes
 
 #: The SGD MLP of notebook 01 (128 -> 512 -> 128, float32) with a batch of 1024, on 8 devices.
@@ -17,18 +18,7 @@ NAMES = ("w1", "b1", "w2", "b2")
 def _fsdp_step(specs: dict[str, Any]) -> Any:
     """The training step with the parameters placed as ``specs`` and the batch cut over
     'data', compiled (not run): its report."""
-    import jax
-    from jax.sharding import PartitionSpec as P
-
-    import shardviz as sv
-    from shardviz.strategies import mlp
-
-    mesh = sv.Mesh(range(N), (N,), ("data",))
-    weights = mlp.init_params(jax.random.key(0), D, H)
-    data = mlp.make_batch(jax.random.key(1), BATCH, D)
-    params = {k: sv.mark_sharding(v, mesh, specs[k], name=k) for k, v in weights.items()}
-    batch = {k: sv.mark_sharding(v, mesh, P("data", None), name=k) for k, v in data.items()}
-    return sv.explain(mlp.train_step, params, batch, run=False)
+    return mlp_step(specs, d=D, h=H, batch=BATCH)
 
 
 @exercise(

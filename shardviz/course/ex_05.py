@@ -6,6 +6,7 @@ from typing import Any
 
 from shardviz.course.answers import specs_for
 from shardviz.course.exercise import exercise
+from shardviz.course.programs import mlp_step
 from shardviz.render.geometry import format_bytes
 
 #: 05.1's pod: a 7B model, mixed-precision Adam (16 B per parameter), 64 devices of 16 GiB.
@@ -66,23 +67,6 @@ def mesh_that_fits(answer: Any) -> tuple[bool, str, str]:
     return right, message, hint
 
 
-def _two_d_step(specs: dict[str, Any]) -> Any:
-    """The SGD MLP (128 -> 512 -> 128, batch 64 cut over 'data') on the 2 x 4 mesh with the
-    parameters placed as ``specs``, compiled (not run): its report."""
-    import jax
-    from jax.sharding import PartitionSpec as P
-
-    import shardviz as sv
-    from shardviz.strategies import mlp
-
-    mesh = sv.Mesh(range(8), (2, 4), ("data", "model"))
-    weights = mlp.init_params(jax.random.key(0), 128, 512)
-    data = mlp.make_batch(jax.random.key(1), 64, 128)
-    params = {k: sv.mark_sharding(v, mesh, specs[k], name=k) for k, v in weights.items()}
-    batch = {k: sv.mark_sharding(v, mesh, P("data", None), name=k) for k, v in data.items()}
-    return sv.explain(mlp.train_step, params, batch, run=False)
-
-
 @exercise(
     "05.2",
     "write the 2-D specs",
@@ -96,7 +80,7 @@ def _two_d_step(specs: dict[str, Any]) -> Any:
     ),
 )
 def two_d_specs(answer: Any) -> tuple[bool, str, str]:
-    report = _two_d_step(specs_for(answer, NAMES))
+    report = mlp_step(specs_for(answer, NAMES), mesh_shape=(2, 4), axis_names=("data", "model"))
     short = [
         n
         for n in ("w1", "w2")

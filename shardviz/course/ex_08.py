@@ -12,6 +12,7 @@ from functools import cache
 from typing import Any
 
 from shardviz.course.exercise import exercise
+from shardviz.course.programs import data_parallel_step
 from shardviz.render.geometry import format_bytes
 
 #: 08.1: the notebook's data-parallel MLP step, its 8 devices on 4 hosts of 2.
@@ -30,18 +31,9 @@ def _dp_gradient_reduce() -> tuple[int, int, int]:
     """The notebook's data-parallel MLP step (256 -> 1024 -> 256, batch 64 over 'data' on 8
     devices), compiled: its largest all-reduce's bytes moved per device, its group size, and
     the bytes of it that cross hosts with devices on 4 hosts of 2."""
-    import jax
-
-    import shardviz as sv
     from shardviz.model.hosts import with_host_split
-    from shardviz.strategies import mlp
 
-    weights = mlp.init_params(jax.random.key(0), 256, 1024)
-    data = mlp.make_batch(jax.random.key(1), 64, 256)
-    mesh = sv.Mesh(range(8), (8,), ("data",))
-    params = {k: sv.mark_sharding(v, mesh, ()) for k, v in weights.items()}
-    batch = {k: sv.mark_sharding(v, mesh, ("data", None)) for k, v in data.items()}
-    report = sv.explain(mlp.train_step, params, batch, run=False)
+    report = data_parallel_step(256, 1024)
     hosts = {d: d // PER_HOST_1 for d in range(8)}
     split = with_host_split(report.collectives_of("all-reduce"), hosts)
     biggest = max(split, key=lambda c: c.moved_bytes)
