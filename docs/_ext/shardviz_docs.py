@@ -13,7 +13,8 @@
 - math: the notebooks' few formulas (``$(S-1)/(M+S-1)$``) are written as styled text, not by
   MathJax, which a page would have to fetch from a CDN.
 - widgets: the pages show each view's static HTML, so the widget state MyST-NB would embed
-  from the executed notebook is left out.
+  from the executed notebook is left out, and so is the bare text of a widget that has no
+  static picture (a progress bar's ``VBox(...)``).
 - plotly: the docs kernel (``_kernel/startup.py``) renders figures without plotly.js; pages that
   hold one get the copy of plotly.js shipped in the plotly package, served from ``_static``.
 """
@@ -442,6 +443,22 @@ def _add_plotly(app: Sphinx, pagename: str, templatename: str, context: dict, do
         app.add_js_file(PLOTLY_JS, priority=100)
 
 
+#: The text an ipywidgets container or control shows where it cannot be drawn (no kernel).
+BARE_WIDGET = re.compile(
+    r"^(VBox|HBox|Box|GridBox|Accordion|Tab|FloatProgress|IntProgress|Label|Output)\("
+)
+
+
+def _drop_bare_widgets(app: Sphinx, doctree: nodes.document) -> None:
+    """Leave out the outputs that are only a widget's repr, e.g. ``VBox(children=(...))`` for
+    a progress bar: a widget without a static picture needs a kernel, which a page has not.
+    (shardviz's own views all carry a static picture, shown in their place.)"""
+    for block in list(doctree.findall(nodes.literal_block)):
+        classes = block.get("classes", [])
+        if "output" in classes and "text_plain" in classes and BARE_WIDGET.match(block.astext()):
+            block.parent.remove(block)
+
+
 def _drop_widget_state(
     app: Sphinx, pagename: str, templatename: str, context: dict, doctree: Any
 ) -> None:
@@ -476,6 +493,7 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.add_html_math_renderer(
         "shardviz_plain", (_visit_inline_math, None), (_visit_block_math, None)
     )
+    app.connect("doctree-read", _drop_bare_widgets)
     app.connect("html-page-context", _add_plotly)
     app.connect("html-page-context", _drop_widget_state, priority=900)  # after MyST-NB's
     app.connect("build-finished", _copy_plotly)

@@ -29,7 +29,7 @@ def _offline_plotly() -> None:
                 include_mathjax=False,
                 full_html=False,
                 validate=False,
-                config={"displaylogo": False, "showLink": False},
+                config={"displaylogo": False},
             )
             return {"text/html": html}
 

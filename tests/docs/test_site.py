@@ -85,6 +85,13 @@ def test_notebook_pages_show_the_exercises_but_not_the_check_cells(
             assert first in text, f"an exercise cell is missing from the page: {first}"
 
 
+def test_the_docs_kernel_adds_no_warning_of_its_own(built: Site) -> None:
+    """Nothing the docs build itself sets up (its kernel, plotly's renderer) warns on a page."""
+    for page in built.pages():
+        html = page.read_text(encoding="utf-8")
+        assert "plotly/offline" not in html and "plotly/io" not in html, page
+
+
 @pytest.mark.parametrize("notebook", COURSE, ids=lambda p: p.stem)
 def test_notebook_pages_show_static_views_and_no_widget_needing_a_kernel(
     built: Site, notebook: Path
@@ -94,6 +101,11 @@ def test_notebook_pages_show_static_views_and_no_widget_needing_a_kernel(
     assert "application/vnd.jupyter.widget-view+json" not in html
     assert "application/vnd.jupyter.widget-state+json" not in html
     assert "require.js" not in html and "requirejs" not in html
+    bare = re.findall(
+        r"(?:VBox|HBox|Box)\(children=|(?:FloatProgress|IntProgress|IntSlider)\(value=",
+        _text(html),
+    )
+    assert not bare, "a widget shown as its bare text repr"
 
 
 def test_the_api_reference_covers_every_public_name(built: Site) -> None:
