@@ -66,7 +66,8 @@ def _kernelspec() -> Path:
 
 def library_key() -> str:
     """A digest of everything an executed page depends on besides its own cells: the package's
-    files, the docs kernel's startup file, the Python and every installed distribution.
+    files, the docs kernel (its startup file and kernelspec), the Python and every installed
+    distribution.
 
     MyST-NB's execution cache matches a notebook by its cells only; keeping the cache in a
     folder named by this key makes any change to the library or the environment re-run every
@@ -78,12 +79,13 @@ def library_key() -> str:
             digest.update(str(path.relative_to(ROOT)).encode())
             digest.update(path.read_bytes())
     digest.update((DOCS / "_kernel" / "startup.py").read_bytes())
+    digest.update((KERNEL_HOME / "kernels" / "python3" / "kernel.json").read_bytes())
     dists = sorted(f"{d.metadata['Name']}=={d.version}" for d in metadata.distributions())
     digest.update("\n".join(dists).encode())
     return digest.hexdigest()[:16]
 
 
-_kernelspec()
+KERNEL_HOME = _kernelspec()
 
 # The site's own Sphinx code: pages are read again when it changes (Sphinx tracks settings,
 # not extension code).
