@@ -389,21 +389,6 @@ class ApiDirective(SphinxDirective):
         return node.children
 
 
-#: An inline literal, and whether a letter follows it: reST ends a literal only before a space
-#: or punctuation, so it reads ````ShapeDtypeStruct``s`` as a literal never closed.
-INLINE_LITERAL = re.compile(r"``(?!\s).*?``(?=([A-Za-z])?)")
-
-
-def _plural_literals(app: Sphinx, what: str, name: str, obj: Any, options: Any, lines: list[str]):
-    """Let a docstring's ````Name``s`` read as the plural it means (the literal, then "s")."""
-
-    def escape(match: re.Match[str]) -> str:
-        return match.group(0) + ("\\ " if match.group(1) else "")
-
-    for i, line in enumerate(lines):
-        lines[i] = INLINE_LITERAL.sub(escape, line)
-
-
 #: LaTeX commands the plain math renderer writes as the characters they stand for.
 MATH_SYMBOLS = {
     r"\times": "×",
@@ -489,7 +474,6 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.add_directive("shardviz-api", ApiDirective)
     app.add_directive("shardviz-agenda", AgendaDirective)
     app.connect("source-read", _hide_check_cells)
-    app.connect("autodoc-process-docstring", _plural_literals)
     app.add_html_math_renderer(
         "shardviz_plain", (_visit_inline_math, None), (_visit_block_math, None)
     )

@@ -594,7 +594,7 @@ def remember_program(
     kwargs: dict | None = None,
 ) -> None:
     """Keep a compiled program and its report: a later :func:`explain` of the same function,
-    shapes and shardings (real arrays or ``ShapeDtypeStruct``s) reuses them."""
+    shapes and shardings (real arrays or ``ShapeDtypeStruct`` objects) reuses them."""
     _cache[_key(fn, args, jit_kwargs, kwargs)] = (comp, report)
     while len(_cache) > _CACHE_SIZE:
         _cache.popitem(last=False)

@@ -1,5 +1,5 @@
 """A :class:`~shardviz.model.findings.Fix` applied to the user's function and arguments, so
-the fixed program can be compiled (compile-only: arguments become ``ShapeDtypeStruct``s)."""
+the fixed program can be compiled (compile-only: arguments become ``ShapeDtypeStruct`` objects)."""
 
 from __future__ import annotations
 

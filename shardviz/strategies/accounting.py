@@ -208,7 +208,7 @@ def _leaf_size(leaf: Any) -> int:
 
 
 def count_params(params: Any) -> int:
-    """Number of scalars in a pytree of arrays (or ``ShapeDtypeStruct``s).
+    """Number of scalars in a pytree of arrays (or ``ShapeDtypeStruct`` objects).
 
     Nested dicts, lists and tuples are walked directly; anything else (a registered pytree
     such as an optax state) is flattened with jax. ``None`` leaves count as nothing.

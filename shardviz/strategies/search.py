@@ -108,7 +108,7 @@ class SuggestedSearch(Search):
 
     def arguments(self, plan: Plan | str | None = None) -> tuple:
         """The searched function's arguments placed with ``plan``'s specs (default: the best
-        plan): real arrays are put on the devices, ``ShapeDtypeStruct``s get the shardings,
+        plan): real arrays are put on the devices, ``ShapeDtypeStruct`` objects get the shardings,
         so ``sv.explain(fn, *search.arguments())`` or ``sv.Explorer(fn, *search.arguments())``
         show that plan.
 
@@ -307,7 +307,7 @@ def suggest(
         fn: a train step (plain or jitted) to call as ``fn(*args)``; or, with no ``args``, a
             zoo model's name (``"transformer"``) or a :class:`~.zoo.ModelDef`: its Adam train
             step, built exactly as :func:`~.runner.compare` builds it.
-        *args: the arguments: arrays or ``jax.ShapeDtypeStruct``s (their shardings are
+        *args: the arguments: arrays or ``jax.ShapeDtypeStruct`` objects (their shardings are
             ignored; nothing is run or allocated).
         mesh: a ``shardviz.Mesh`` or jax mesh; default the arguments' mesh, else 2 x n/2
             over all devices with axes ``('data', 'model')``.

@@ -3,7 +3,7 @@ state), the mesh, and how one assignment of specs becomes a compile-only report.
 
 A zoo model's step is built exactly as :func:`~.runner.compare` builds it (from the plan's
 rule set), so a plan and ``compare(model, [plan.rules])`` compile the same program; any other
-function is compiled on ``ShapeDtypeStruct``s carrying the plan's shardings.
+function is compiled on ``ShapeDtypeStruct`` objects carrying the plan's shardings.
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ class SearchInputs:
         return NamedSharding(self.jmesh, PartitionSpec(*jax_entries(spec)))
 
     def place(self, specs: dict[str, Spec], abstract: bool = False) -> tuple:
-        """The arguments with ``specs``: ``ShapeDtypeStruct``s (``abstract``, or when they
+        """The arguments with ``specs``: ``ShapeDtypeStruct`` objects (``abstract``, or when they
         are abstract already) or arrays put on the devices."""
         leaves = []
         for path, x in self.flat:

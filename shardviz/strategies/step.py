@@ -3,7 +3,7 @@
 :func:`strategy_step` builds, for a model, an optimizer and a :class:`~.rules.RuleSet` on a
 mesh, the Adam-style train step ``(params, opt_state, batch) -> (params, opt_state, loss)``
 jitted with the strategy's shardings (the gradients constrained as the strategy says, named
-activations too), and its arguments as ``ShapeDtypeStruct``s: what :func:`~.runner.compare`
+activations too), and its arguments as ``ShapeDtypeStruct`` objects: what :func:`~.runner.compare`
 compiles and runs, and what a planner compiles for a topology without allocating anything.
 """
 
@@ -33,7 +33,7 @@ class StrategyStep:
 
     Attributes:
         step: the jitted ``(params, opt_state, batch) -> (params, opt_state, loss)``.
-        abstract: its arguments as ``ShapeDtypeStruct``s carrying the strategy's shardings.
+        abstract: its arguments as ``ShapeDtypeStruct`` objects carrying the strategy's shardings.
         shardings: the ``(params, opt_state, batch)`` shardings (to place real arrays).
         mesh: the jax mesh it runs on.
         params_shape: the parameters' shapes and dtypes.
@@ -202,7 +202,7 @@ def _grad_bytes(params_shape: Any, grad_specs: Any, mesh: jax.sharding.Mesh) -> 
 
 
 def _abstract(shapes: Any, shardings: Any) -> tuple:
-    """``ShapeDtypeStruct``s with shardings: what a program compiles from before any array
+    """``ShapeDtypeStruct`` objects with shardings: what a program compiles from before any array
     exists."""
     return tuple(
         jax.tree.map(lambda x, sh: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=sh), t, s)

@@ -98,7 +98,7 @@ class ExplorerSession:
         steps: timed steps per run.
         devices: the devices new meshes use: a count (the first ``n``), a list of device ids,
             or None for the devices of the arguments' mesh (all devices if none is placed).
-            Arguments placed on a deviceless topology (``ShapeDtypeStruct``s on its mesh)
+            Arguments placed on a deviceless topology (``ShapeDtypeStruct`` objects on its mesh)
             make new meshes over that topology's devices: compiled for it, never run.
         target: the hardware estimates are made for (see :func:`shardviz.explain`).
 
