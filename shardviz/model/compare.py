@@ -11,6 +11,9 @@ from shardviz.model.mesh import MeshLayout
 from shardviz.model.program import Report
 from shardviz.model.schedule import Schedule
 
+#: Built-in strategies known by two names: the other name -> the name results carry.
+STRATEGY_ALIASES = {"fsdp": "zero3"}
+
 
 @dataclass(frozen=True)
 class MemoryBreakdown:
@@ -157,16 +160,18 @@ class Comparison(JsonMixin, display.Shown):
     def result(self, strategy: str, target: str | None = None) -> StrategyResult:
         """The result labelled ``strategy`` (see :meth:`label`), else the first of that
         strategy (on ``target`` when given: a name such as ``v5e:2x4``, a preset or a label).
+        A built-in strategy's other name finds it too (``"fsdp"`` is ``"zero3"``).
 
         Raises:
             KeyError: no such result.
         """
+        names = (strategy, STRATEGY_ALIASES.get(strategy, strategy))
         if target is None:
             for r in self.results:
-                if self.label(r) == strategy:
+                if self.label(r) in names:
                     return r
         for r in self.results:
-            if r.strategy == strategy and (target is None or r.on_target(target)):
+            if r.strategy in names and (target is None or r.on_target(target)):
                 return r
         raise KeyError(strategy if target is None else f"{strategy} @ {target}")
 

@@ -16,6 +16,7 @@ from typing import Any, Union
 
 from shardviz.capture.spec import normalize_spec
 from shardviz.errors import ShardvizError, SpecError, problem
+from shardviz.model.compare import STRATEGY_ALIASES
 
 SpecLike = tuple  # a spec in shardviz/jax spelling: one entry per dim
 #: A rule's spec: a fixed spec, or a function of (leaf shape, mesh axis sizes) -> spec.
@@ -215,7 +216,8 @@ BUILTIN: dict[str, RuleSet] = {
         expects=(("all-to-all", "expert", "tokens"),), strict=False,
     ),
 }  # fmt: skip
-BUILTIN["fsdp"] = BUILTIN["zero3"]
+for _alias, _name in STRATEGY_ALIASES.items():
+    BUILTIN[_alias] = BUILTIN[_name]
 
 #: The GSPMD pipeline's strategies (built by :func:`.pipeline.pipeline_rules`).
 PIPELINE_NAMES = ("pp", "pp+dp")

@@ -197,3 +197,15 @@ def test_without_targets_nothing_about_estimates() -> None:
     for c in (comparison(), comparison_edges()):
         text = comparison_text(c)
         assert "estimate" not in text.lower() and " @ " not in text
+
+
+def test_a_result_is_found_by_either_name_of_its_strategy() -> None:
+    # compare(model, ["fsdp"]) names its result "zero3"; result("fsdp") must still find it.
+    c = comparison()
+    renamed = tuple(
+        dataclasses.replace(r, strategy="zero3") if r.strategy == "fsdp" else r for r in c.results
+    )
+    c = dataclasses.replace(c, results=renamed)
+    assert c.result("fsdp") is c.result("zero3") is renamed[1]
+    with pytest.raises(KeyError):
+        c.result("zero2")
