@@ -12,6 +12,7 @@ about those would flood the terminal, so :func:`compiler_quiet` sends file descr
 from __future__ import annotations
 
 import contextlib
+import html
 import os
 import sys
 from collections.abc import Iterator
@@ -60,7 +61,12 @@ class TerminalLine:
 
 
 class NotebookBar:
-    """An ``ipywidgets`` bar filling with the time budget, and a line under it."""
+    """An ``ipywidgets`` bar filling with the time budget, and a line under it.
+
+    At the finish the bar's output is replaced by the final line as plain text and HTML, so a
+    saved or exported notebook (or the docs site) shows what the search did, not a widget
+    that needs a kernel.
+    """
 
     def __init__(self, display: Any) -> None:
         import ipywidgets
@@ -70,7 +76,7 @@ class NotebookBar:
         )
         self.label = ipywidgets.Label(value="compiling the first plan…")
         self.box = ipywidgets.VBox([self.bar, self.label])
-        display(self.box)
+        self.handle = display(self.box, display_id=True)
 
     def update(self, tried: int, elapsed: float, budget: float, best: str) -> None:
         self.bar.value = min(1.0, elapsed / budget) if budget > 0 else 1.0
@@ -81,6 +87,10 @@ class NotebookBar:
         self.bar.bar_style = "success"
         self.bar.description = "done"
         self.label.value = words
+        if self.handle is not None:
+            line = "shardviz.suggest: " + words
+            bundle = {"text/plain": line, "text/html": f"<div>{html.escape(line)}</div>"}
+            self.handle.update(bundle, raw=True)
 
 
 def in_notebook() -> bool:

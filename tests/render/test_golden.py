@@ -85,9 +85,9 @@ def test_golden_text(name: str) -> None:
 
 
 def test_no_stale_golden_files() -> None:
-    # report_*, compare_*, projection_*, findings_*, schedule_* and hosts_* goldens: checked
+    # report_*, compare_*, projection_*, findings_*, schedule_*, hosts_* and side_by_side goldens: checked
     # by their own modules.
-    own = ("report_", "compare_", "projection_", "findings_", "schedule_", "hosts_")
+    own = ("report_", "compare_", "projection_", "findings_", "schedule_", "hosts_", "side_by_side")
     names = {p.stem for p in GOLDEN.glob("*.txt") if not p.stem.startswith(own)}
     assert names <= set(CASES), f"golden files without a case: {sorted(names - set(CASES))}"
 

@@ -316,16 +316,39 @@ def test_progress_is_quiet_off_a_terminal_and_when_asked() -> None:
     assert progress_for(custom) is custom
 
 
-def test_the_notebook_bar_fills_with_the_budget() -> None:
-    shown = []
-    bar = NotebookBar(shown.append)
-    assert len(shown) == 1 and shown[0] is bar.box
+class _Shown:
+    """IPython's display as the bar uses it: what was shown, and what replaced it."""
+
+    def __init__(self) -> None:
+        self.shown: list[object] = []
+        self.updates: list[tuple[dict, bool]] = []
+
+    def __call__(self, obj: object, display_id: bool = False) -> _Shown:
+        assert display_id, "the bar keeps a handle to replace itself at the finish"
+        self.shown.append(obj)
+        return self
+
+    def update(self, bundle: dict, raw: bool = False) -> None:
+        self.updates.append((bundle, raw))
+
+
+def test_the_notebook_bar_fills_with_the_budget_and_leaves_a_static_line() -> None:
+    shown = _Shown()
+    bar = NotebookBar(shown)
+    assert shown.shown == [bar.box]
     bar.update(3, 15.0, 60.0, "#2 (1 KiB moved)")
     assert bar.bar.value == pytest.approx(0.25)
     assert "3 plans tried" in bar.label.value
-    bar.finish("3 plans tried in 16 s")
+    assert shown.updates == []
+    bar.finish("3 plans tried in 16 s; best <#1>")
     assert bar.bar.value == 1.0 and bar.bar.bar_style == "success"
-    assert bar.label.value == "3 plans tried in 16 s"
+    assert bar.label.value == "3 plans tried in 16 s; best <#1>"
+    # The widget's output becomes the final line, as text and escaped HTML (no kernel needed).
+    ((bundle, raw),) = shown.updates
+    assert raw and bundle["text/plain"] == "shardviz.suggest: 3 plans tried in 16 s; best <#1>"
+    assert (
+        bundle["text/html"] == "<div>shardviz.suggest: 3 plans tried in 16 s; best &lt;#1&gt;</div>"
+    )
 
 
 def test_compiler_noise_is_quieted_but_the_progress_stream_still_writes(capfd) -> None:
