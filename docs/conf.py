@@ -137,9 +137,6 @@ myst_enable_extensions = ["colon_fence", "dollarmath"]
 # Formulas as styled text (see _ext/shardviz_docs.py): MathJax would come from a CDN.
 html_math_renderer = "shardviz_plain"
 myst_heading_anchors = 3
-# Notebook authors may put ### steps right under a notebook's # title (notebook 09 does); the
-# page is fine either way, so a skipped heading level is not an error of the site.
-suppress_warnings = ["myst.header"]
 
 # --- API reference --------------------------------------------------------------------------
 autodoc_member_order = "bysource"
