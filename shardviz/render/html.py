@@ -443,6 +443,38 @@ def _check_scale(tree: TreeLayout, scale: int) -> None:
         )
 
 
+def leaf_table_html(tree: TreeLayout, kind: bool = True) -> str:
+    """A tree's leaves as a table: path, shape, dtype, spec, shard, bytes per device and
+    (with ``kind``) the placement's kind."""
+    rows = []
+    for leaf in tree:
+        facts = array_facts(leaf)
+        per = format_bytes(facts.max_bytes)
+        title = f"{facts.max_bytes:,} B"
+        if facts.uneven:
+            per = "max " + per
+            title += f" (uneven: min {facts.min_bytes:,} B)"
+        cells = [
+            f"<td><code>{esc(leaf.name)}</code></td>",
+            f"<td>{esc(format_shape(leaf.shape))}</td>",
+            f"<td>{esc(leaf.dtype)}</td>",
+            f"<td><code>{esc(facts.spec)}</code></td>",
+            f"<td>{esc(format_shape(facts.shard_shape))}</td>",
+            f'<td class="sv-num" title="{esc(title)}">{esc(per)}</td>',
+        ]
+        if kind:
+            cells.append(f"<td>{esc(facts.kind)}</td>")
+        rows.append('<tr class="sv-leaf">' + "".join(cells) + "</tr>")
+    return (
+        '<table class="sv-table"><thead><tr><th>leaf</th><th>shape</th><th>dtype</th>'
+        '<th>spec</th><th>shard</th><th class="sv-num">bytes/device</th>'
+        + ("<th>kind</th>" if kind else "")
+        + "</tr></thead><tbody>"
+        + "".join(rows)
+        + "</tbody></table>"
+    )
+
+
 def tree_html(tree: TreeLayout, scale: int | None = None) -> str:
     """A pytree of arrays as an HTML fragment: a table (one row per leaf), then bytes per device
     as bars (``sv-bar``, one per device, coloured by device) and the totals.
@@ -468,29 +500,7 @@ def tree_html(tree: TreeLayout, scale: int | None = None) -> str:
         head += " · leaves on different meshes"
     body = [f'<div class="sv-head">{esc(head)}</div>']
     if n:
-        body.append(
-            '<table class="sv-table"><thead><tr><th>leaf</th><th>shape</th><th>dtype</th>'
-            '<th>spec</th><th>shard</th><th class="sv-num">bytes/device</th><th>kind</th>'
-            "</tr></thead><tbody>"
-        )
-        for leaf in tree:
-            facts = array_facts(leaf)
-            per = format_bytes(facts.max_bytes)
-            title = f"{facts.max_bytes:,} B"
-            if facts.uneven:
-                per = "max " + per
-                title += f" (uneven: min {facts.min_bytes:,} B)"
-            cells = [
-                f"<td><code>{esc(leaf.name)}</code></td>",
-                f"<td>{esc(format_shape(leaf.shape))}</td>",
-                f"<td>{esc(leaf.dtype)}</td>",
-                f"<td><code>{esc(facts.spec)}</code></td>",
-                f"<td>{esc(format_shape(facts.shard_shape))}</td>",
-                f'<td class="sv-num" title="{esc(title)}">{esc(per)}</td>',
-                f"<td>{esc(facts.kind)}</td>",
-            ]
-            body.append('<tr class="sv-leaf">' + "".join(cells) + "</tr>")
-        body.append("</tbody></table>")
+        body.append(leaf_table_html(tree))
         per_device = tree.bytes_per_device
         values = list(per_device.values())
         summary = (

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from shardviz.model.array import TreeLayout
 from shardviz.model.side_by_side import TreesOnOneScale
-from shardviz.render.geometry import array_facts, format_bytes, format_shape, mesh_summary
-from shardviz.render.html import STYLE, _bars_svg, page
+from shardviz.render.geometry import format_bytes, mesh_summary
+from shardviz.render.html import STYLE, _bars_svg, leaf_table_html, page
 from shardviz.render.svg import esc
 
 #: Characters of a full bar in the text view.
@@ -95,30 +95,6 @@ def side_by_side_text(picture: TreesOnOneScale) -> str:
     return "\n".join(lines)
 
 
-def _leaf_table(tree: TreeLayout) -> str:
-    rows = []
-    for leaf in tree:
-        facts = array_facts(leaf)
-        per = format_bytes(facts.max_bytes)
-        if facts.uneven:
-            per = "max " + per
-        rows.append(
-            '<tr class="sv-leaf">'
-            f"<td><code>{esc(leaf.name)}</code></td>"
-            f"<td>{esc(format_shape(leaf.shape))}</td>"
-            f"<td>{esc(leaf.dtype)}</td>"
-            f"<td><code>{esc(facts.spec)}</code></td>"
-            f"<td>{esc(format_shape(facts.shard_shape))}</td>"
-            f'<td class="sv-num">{esc(per)}</td>'
-            "</tr>"
-        )
-    return (
-        '<table class="sv-table"><thead><tr><th>leaf</th><th>shape</th><th>dtype</th>'
-        '<th>spec</th><th>shard</th><th class="sv-num">bytes/device</th></tr></thead>'
-        "<tbody>" + "".join(rows) + "</tbody></table>"
-    )
-
-
 def side_by_side_html(picture: TreesOnOneScale) -> str:
     """The trees as panels in one row (wrapping when the page is narrow), each with its
     title, its facts and its per-device bars (``sv-bar``), all drawn to the same scale.
@@ -151,7 +127,7 @@ def side_by_side_html(picture: TreesOnOneScale) -> str:
         if leaves:
             panel.append(
                 f"<details><summary>its {leaves} lea{'ves' if leaves != 1 else 'f'}</summary>"
-                f"{_leaf_table(tree)}</details>"
+                f"{leaf_table_html(tree, kind=False)}</details>"
             )
         panel.append("</figure>")
         body.append("".join(panel))
