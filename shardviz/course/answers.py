@@ -12,8 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-#: The collectives the compiler inserts, in the ledger's spelling.
-KINDS = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "collective-permute")
+from shardviz.model.program import COLLECTIVE_KINDS, collective_kind_named
 
 #: jax's names for the same collectives (what a shard_map program calls them).
 _JAX_NAMES = {
@@ -33,15 +32,16 @@ def collective_kind(answer: Any) -> str:
         ValueError: the answer names no collective.
     """
     if not isinstance(answer, str):
-        raise ValueError(f"name a collective as a string, e.g. {KINDS[1]!r}; got {answer!r}")
+        raise ValueError(f"name a collective as a string, e.g. 'all-gather'; got {answer!r}")
     text = answer.strip().lower()
     if text in _JAX_NAMES:
         return _JAX_NAMES[text]
-    squashed = text.replace("-", "").replace("_", "").replace(" ", "")
-    for kind in KINDS:
-        if squashed == kind.replace("-", ""):
-            return kind
-    raise ValueError(f"{answer!r} is not a collective; the compiler's are {', '.join(KINDS)}")
+    kind = collective_kind_named(text)
+    if kind is None:
+        raise ValueError(
+            f"{answer!r} is not a collective; the compiler's are {', '.join(COLLECTIVE_KINDS)}"
+        )
+    return kind
 
 
 def collective_kinds(answer: Any) -> frozenset[str]:

@@ -35,6 +35,16 @@ COLLECTIVE_KINDS: tuple[str, ...] = (
 )
 
 
+def collective_kind_named(text: str) -> str | None:
+    """The kind ``text`` names in any spelling of the ledger's name (``"all-to-all"``,
+    ``"all_to_all"``, ``"AllToAll"``, ``"all to all"``), or ``None``."""
+
+    def squash(words: str) -> str:
+        return words.strip().lower().replace("-", "").replace("_", "").replace(" ", "")
+
+    return next((k for k in COLLECTIVE_KINDS if squash(text) == squash(k)), None)
+
+
 @dataclass(frozen=True)
 class Frame:
     """One Python stack frame recorded in the HLO metadata."""

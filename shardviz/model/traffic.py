@@ -17,7 +17,7 @@ from shardviz.errors import ShardvizError, problem
 from shardviz.model import display
 from shardviz.model._codec import JsonMixin
 from shardviz.model.mesh import MeshLayout
-from shardviz.model.program import COLLECTIVE_KINDS, Collective
+from shardviz.model.program import COLLECTIVE_KINDS, Collective, collective_kind_named
 
 if TYPE_CHECKING:
     from shardviz.model.program import Report
@@ -46,18 +46,6 @@ class CollectiveTraffic(JsonMixin, display.Shown):
     @property
     def group_size(self) -> int:
         return self.collective.group_size
-
-
-def _squash(text: str) -> str:
-    return text.strip().lower().replace("-", "").replace("_", "").replace(" ", "")
-
-
-def _kind_of(text: str) -> str | None:
-    """The collective kind ``text`` names (``"all_to_all"``, ``"AllToAll"``), or None."""
-    for kind in COLLECTIVE_KINDS:
-        if _squash(text) == _squash(kind):
-            return kind
-    return None
 
 
 def _ledger_words(collectives: tuple[Collective, ...]) -> str:
@@ -108,7 +96,7 @@ def collective_traffic(
             )
         index = which % len(found)
         return CollectiveTraffic(found[index], report.mesh, index, report.function)
-    kind = _kind_of(which)
+    kind = collective_kind_named(which)
     named = [i for i, c in enumerate(found) if c.name == which]
     if kind is None and not named:
         raise ShardvizError(
