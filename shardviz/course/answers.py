@@ -69,6 +69,20 @@ def byte_count(answer: Any) -> float:
     return float(answer)
 
 
+def whole_number(answer: Any, what: str, low: int = 1, high: int | None = None) -> int:
+    """``answer`` as an int from ``low`` to ``high`` (a whole float is fine; a bool or a
+    string is not).
+
+    Raises:
+        ValueError: not a whole number in the range; the message names ``what`` was asked.
+    """
+    ok = isinstance(answer, int | float) and not isinstance(answer, bool)
+    if not ok or answer != int(answer) or answer < low or (high is not None and answer > high):
+        span = f"from {low} to {high}" if high is not None else f"of at least {low}"
+        raise ValueError(f"give {what}, a whole number {span}; got {answer!r}")
+    return int(answer)
+
+
 def specs_for(answer: Any, names: Iterable[str]) -> dict[str, Any]:
     """The learner's dict of specs, checked to name exactly ``names`` (values are left to
     ``sv.mark_sharding``, whose own errors say what is wrong with a spec).

@@ -6,17 +6,12 @@ from typing import Any
 
 from shardviz.course.answers import byte_count
 from shardviz.course.exercise import exercise
+from shardviz.course.programs import mesh as course_mesh
 from shardviz.model import ArrayLayout
 from shardviz.render.geometry import format_bytes
 
 #: The notebook's small matrix: 8 x 16 float32, on a 2 x 4 mesh ('data', 'model').
 ROWS, COLS = 8, 16
-
-
-def _mesh() -> Any:
-    import shardviz as sv
-
-    return sv.Mesh(range(8), (2, 4), ("data", "model"))
 
 
 def _laid_out(obj: Any, name: str) -> ArrayLayout:
@@ -46,7 +41,7 @@ def columns_in_device_order(answer: Any) -> tuple[bool, str, str]:
     import shardviz as sv
 
     x = jnp.arange(ROWS * COLS, dtype=jnp.float32).reshape(ROWS, COLS)
-    layout = _laid_out(sv.mark_sharding(x, _mesh(), answer, name="x"), "x")
+    layout = _laid_out(sv.mark_sharding(x, course_mesh(), answer, name="x"), "x")
     held = {t.device_id: (t.index[0].indices(ROWS), t.index[1].indices(COLS)) for t in layout.tiles}
     want = {d: ((0, ROWS, 1), (2 * d, 2 * d + 2, 1)) for d in range(8)}
     right = held == want
@@ -85,7 +80,7 @@ def partial_bytes(answer: Any) -> tuple[bool, str, str]:
 
     got = byte_count(answer)
     planned = sv.mark_sharding(
-        jax.ShapeDtypeStruct((4096, 8192), jnp.float32), _mesh(), P("data", None)
+        jax.ShapeDtypeStruct((4096, 8192), jnp.float32), course_mesh(), P("data", None)
     )
     layout = _laid_out(planned, "the [4096, 8192] array")
     per_device = layout.max_bytes_per_device

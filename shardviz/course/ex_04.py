@@ -7,17 +7,12 @@ from typing import Any
 
 from shardviz.course.answers import byte_count, specs_for
 from shardviz.course.exercise import exercise
+from shardviz.course.programs import mesh as course_mesh
 from shardviz.render.geometry import format_bytes
 
 #: A small attention block: d_model 64, 8 heads of 8, a batch of 8 sequences of 16 tokens.
 D, HEADS, HEAD_DIM, B, T = 64, 8, 8, 8, 16
 ATTN = ("wq", "wk", "wv", "wo")
-
-
-def _mesh() -> Any:
-    import shardviz as sv
-
-    return sv.Mesh(range(8), (2, 4), ("data", "model"))
 
 
 def _attention(specs: dict[str, Any]) -> Any:
@@ -32,7 +27,7 @@ def _attention(specs: dict[str, Any]) -> Any:
     keys = jax.random.split(jax.random.key(0), 5)
     shapes = {"wq": (D, HEADS, HEAD_DIM), "wk": (D, HEADS, HEAD_DIM), "wv": (D, HEADS, HEAD_DIM)}
     shapes["wo"] = (HEADS, HEAD_DIM, D)
-    mesh = _mesh()
+    mesh = course_mesh()
     p = {
         n: sv.mark_sharding(jax.random.normal(k, shapes[n]), mesh, specs[n], name=n)
         for n, k in zip(ATTN, keys, strict=False)
@@ -91,7 +86,7 @@ def _reversed_split() -> tuple[str, tuple[int, ...], int, int]:
     import shardviz as sv
     from shardviz.strategies import mlp
 
-    mesh = _mesh()
+    mesh = course_mesh()
     specs = {"w1": P("model", None), "b1": P(), "w2": P(None, "model"), "b2": P("model")}
     weights = mlp.init_params(jax.random.key(0), 128, 512)
     params = {k: sv.mark_sharding(v, mesh, specs[k], name=k) for k, v in weights.items()}

@@ -6,17 +6,12 @@ from typing import Any
 
 from shardviz.course.answers import byte_count
 from shardviz.course.exercise import exercise
+from shardviz.course.programs import mesh as course_mesh
 from shardviz.render.geometry import format_bytes
 
 #: The zoo's "moe" layer: experts, d_model, d_ff, capacity per expert per group, groups of
 #: 64 tokens (16 of them), in float32.
 EXPERTS, D_MODEL, D_FF, CAPACITY, GROUPS, GROUP_SIZE = 8, 128, 256, 20, 16, 64
-
-
-def _mesh(shape: tuple[int, int]) -> Any:
-    import shardviz as sv
-
-    return sv.Mesh(range(8), shape, ("data", "expert"))
 
 
 @exercise(
@@ -38,7 +33,9 @@ def expert_weights_spec(answer: Any) -> tuple[bool, str, str]:
     import shardviz as sv
 
     shape = (EXPERTS, D_MODEL, D_FF)
-    sharding = sv.named_sharding(_mesh((2, 4)), answer, shape, name="w_in")
+    sharding = sv.named_sharding(
+        course_mesh((2, 4), ("data", "expert")), answer, shape, name="w_in"
+    )
     layout = sv.layout_of(shape, jnp.float32, sharding, name="w_in")
     experts, whole, copies = set(), True, set()
     for tile in layout.tiles:
@@ -71,7 +68,7 @@ def gshard_report(shape: tuple[int, int]) -> Any:
     import shardviz as sv
     from shardviz.strategies.moe import route
 
-    mesh = _mesh(shape)
+    mesh = course_mesh(shape, ("data", "expert"))
     tokens = P(("data", "expert"))
     specs = {"w_gate": P(), "w_in": P("expert"), "w_out": P("expert")}
 

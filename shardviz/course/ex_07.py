@@ -5,6 +5,7 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
+from shardviz.course.answers import whole_number
 from shardviz.course.exercise import exercise
 
 #: 07.1's pipeline: the notebook's 4-layer transformer on 2 stages (2 layers each), its batch
@@ -12,18 +13,6 @@ from shardviz.course.exercise import exercise
 STAGES_1, MICRO_1, LAYERS, BATCH_1 = 2, 16, 4, 16
 #: 07.2's pipeline: 8 stages, a batch of 256 sequences, a bubble of at most 10%.
 STAGES_2, BATCH_2, BOUND = 8, 256, 0.10
-
-
-def _whole_number(answer: Any, what: str) -> int:
-    """``answer`` as an int (a whole float is fine; a bool or a string is not).
-
-    Raises:
-        ValueError: not a whole number >= 1.
-    """
-    ok = isinstance(answer, int | float) and not isinstance(answer, bool)
-    if not ok or answer != int(answer) or answer < 1:
-        raise ValueError(f"give {what} as a whole number, e.g. 3; got {answer!r}")
-    return int(answer)
 
 
 @cache
@@ -85,7 +74,7 @@ def _ring_trips(stages: int, microbatches: int) -> tuple[int, tuple[tuple[int, i
     wrong=(16, 32, 18),
 )
 def permute_runs(answer: Any) -> tuple[bool, str, str]:
-    got = _whole_number(answer, "a number of runs")
+    got = whole_number(answer, "a number of runs")
     trips, pairs = _ring_trips(STAGES_1, MICRO_1)
     ring = ", ".join(f"{s}->{t}" for s, t in pairs)
     head = (
@@ -126,7 +115,7 @@ def _within(bubble: float) -> bool:
     wrong=(32, 63, 128, 8),
 )
 def microbatches_for_bound(answer: Any) -> tuple[bool, str, str]:
-    m = _whole_number(answer, "a number of microbatches")
+    m = whole_number(answer, "a number of microbatches")
     if BATCH_2 % m:
         return (
             False,

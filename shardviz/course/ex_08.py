@@ -11,6 +11,7 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
+from shardviz.course.answers import whole_number
 from shardviz.course.exercise import exercise
 from shardviz.course.programs import data_parallel_step
 from shardviz.render.geometry import format_bytes
@@ -40,13 +41,6 @@ def _dp_gradient_reduce() -> tuple[int, int, int]:
     return biggest.moved_bytes, biggest.group_size, biggest.cross_host_bytes
 
 
-def _hops(answer: Any) -> int:
-    ok = isinstance(answer, int | float) and not isinstance(answer, bool)
-    if not ok or answer != int(answer) or not 0 <= answer <= 8:
-        raise ValueError(f"give a number of hops, a whole number from 0 to 8; got {answer!r}")
-    return int(answer)
-
-
 @exercise(
     "08.1",
     "ring hops that cross hosts",
@@ -56,7 +50,7 @@ def _hops(answer: Any) -> int:
     wrong=(2, 8, 1, 6),
 )
 def crossing_hops(answer: Any) -> tuple[bool, str, str]:
-    said = _hops(answer)
+    said = whole_number(answer, "a number of hops", low=0, high=8)
     moved, n, crossing = _dp_gradient_reduce()
     hops = round(crossing * n / moved)
     right = said == hops

@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from shardviz.course.exercise import exercise
+from shardviz.course.programs import mesh as course_mesh
 from shardviz.model import ArrayLayout
 
 #: The notebook's MLP (128 -> 512 -> 128, float32) with a batch of 64, on the 2 x 4 mesh.
@@ -13,12 +14,6 @@ D, H, BATCH = 128, 512, 64
 #: 09.1: the element of params/w1 asked about, and the spec w1 is placed with.
 ROW, COL = 40, 300
 W1_SPEC = ("model", "data")
-
-
-def _mesh() -> Any:
-    import shardviz as sv
-
-    return sv.Mesh(range(8), (2, 4), ("data", "model"))
 
 
 def _device_ids(answer: Any) -> frozenset[int]:
@@ -54,7 +49,7 @@ def _w1_layout() -> ArrayLayout:
     import shardviz as sv
 
     planned = sv.mark_sharding(
-        jax.ShapeDtypeStruct((D, H), jnp.float32), _mesh(), W1_SPEC, name="params/w1"
+        jax.ShapeDtypeStruct((D, H), jnp.float32), course_mesh(), W1_SPEC, name="params/w1"
     )
     out = sv.layout(planned, name="params/w1")
     assert isinstance(out, ArrayLayout)
@@ -105,7 +100,7 @@ def _forward(spec: Any) -> Any:
     import shardviz as sv
     from shardviz.strategies import mlp
 
-    mesh = _mesh()
+    mesh = course_mesh()
     weights = mlp.init_params(jax.random.key(0), D, H)
     params = {k: sv.mark_sharding(v, mesh, (), name=k) for k, v in weights.items()}
     x = mlp.make_batch(jax.random.key(1), BATCH, D)["x"]

@@ -7,6 +7,7 @@ from typing import Any
 
 from shardviz.course.answers import specs_for
 from shardviz.course.exercise import exercise
+from shardviz.course.programs import mesh as course_mesh
 from shardviz.render.geometry import format_bytes
 
 #: The colleague's program of section 11: a two-layer forward pass, 128 -> 512 -> 128, on a
@@ -34,7 +35,7 @@ def _placed(specs: dict[str, Any]) -> tuple[dict[str, Any], Any]:
 
     import shardviz as sv
 
-    mesh = sv.Mesh(range(8), (2, 4), ("data", "model"))
+    mesh = course_mesh()
     shapes = {"w1": (D, H), "w2": (H, D), "x": (BATCH, D)}
     placed = {n: sv.mark_sharding(jnp.ones(s), mesh, specs[n], name=n) for n, s in shapes.items()}
     return {"w1": placed["w1"], "w2": placed["w2"]}, placed["x"]

@@ -14,6 +14,13 @@ from typing import Any
 from shardviz.model import Report
 
 
+def mesh(shape: Sequence[int] = (2, 4), names: Sequence[str] = ("data", "model")) -> Any:
+    """A mesh of the 8 devices (by default the course's 2 x 4 ``('data', 'model')``)."""
+    import shardviz as sv
+
+    return sv.Mesh(range(8), tuple(shape), tuple(names))
+
+
 def mlp_step(
     specs: Mapping[str, Any] | Any,
     *,
@@ -35,12 +42,12 @@ def mlp_step(
     import shardviz as sv
     from shardviz.strategies import mlp
 
-    mesh = sv.Mesh(range(8), tuple(mesh_shape), tuple(axis_names))
+    on = mesh(mesh_shape, axis_names)
     weights = mlp.init_params(jax.random.key(0), d, h)
     data = mlp.make_batch(jax.random.key(1), batch, d)
     spec_of = specs if isinstance(specs, Mapping) else dict.fromkeys(weights, specs)
-    params = {k: sv.mark_sharding(v, mesh, spec_of[k], name=k) for k, v in weights.items()}
-    rows = {k: sv.mark_sharding(v, mesh, P("data", None), name=k) for k, v in data.items()}
+    params = {k: sv.mark_sharding(v, on, spec_of[k], name=k) for k, v in weights.items()}
+    rows = {k: sv.mark_sharding(v, on, P("data", None), name=k) for k, v in data.items()}
     return sv.explain(mlp.train_step, params, rows, run=False)
 
 
