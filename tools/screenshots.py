@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # run as a script: tests.browser is importable from the repo
     sys.path.insert(0, str(ROOT))
 
-from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS, is_local  # noqa: E402
+from tests.browser.conftest import chromium, is_local  # noqa: E402
 from tests.browser.jupyterlab import KERNELSPEC, LabPage, running_lab  # noqa: E402
 
 CELLS = ROOT / "tools" / "screenshot_cells.py"
@@ -259,14 +259,8 @@ def _browser(browser) -> Iterator[object]:
     if browser is not None:
         yield browser
         return
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        try:
-            yield b
-        finally:
-            b.close()
+    with chromium() as b:
+        yield b
 
 
 @contextlib.contextmanager

@@ -13,10 +13,13 @@ skips them instead.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
@@ -74,12 +77,13 @@ def _missing() -> str | None:
     return None
 
 
-@pytest.fixture(scope="session")
-def browser():
-    """One headless Chromium for the whole session."""
-    problem = _missing()
-    if problem:
-        pytest.fail(problem, pytrace=False)
+@contextlib.contextmanager
+def chromium() -> Iterator[Any]:
+    """Debian's Chromium, headless, through Playwright (closed at the end of the block).
+
+    Playwright's sync API allows one instance per process: a process that needs a browser
+    while the ``browser`` fixture holds one uses that one.
+    """
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
@@ -88,6 +92,16 @@ def browser():
             yield b
         finally:
             b.close()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """One headless Chromium for the whole session."""
+    problem = _missing()
+    if problem:
+        pytest.fail(problem, pytrace=False)
+    with chromium() as b:
+        yield b
 
 
 @pytest.fixture(scope="session")

@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for browser.conftest
 
-from browser.conftest import CHROMIUM, CHROMIUM_ARGS, is_local  # noqa: E402
+from browser.conftest import chromium, is_local  # noqa: E402
 
 #: Milliseconds a page gets to load, and a plotly figure to draw.
 LOAD_MS = 30_000
@@ -41,8 +41,6 @@ def pages_of(html: Path) -> list[str]:
 
 
 def browse(html: Path) -> dict:
-    from playwright.sync_api import sync_playwright
-
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), partial(_Quiet, directory=str(html)))
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     root = f"http://127.0.0.1:{httpd.server_port}/"
@@ -62,37 +60,33 @@ def browse(html: Path) -> dict:
             r.abort()
 
     try:
-        with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-            try:
-                context = browser.new_context(viewport={"width": 1280, "height": 900})
-                context.route("**/*", route)
-                context.on(
-                    "response",
-                    lambda r: note(f"HTTP {r.status} for {r.url}") if r.status >= 400 else None,
-                )
-                page = context.new_page()
-                page.on("pageerror", lambda exc: note(f"JS error: {exc}"))
-                page.on(
-                    "console",
-                    lambda m: note(f"console.{m.type}: {m.text}") if m.type == "error" else None,
-                )
-                page.on("dialog", lambda d: (note(f"dialog: {d.message}"), d.dismiss()))
-                for name in pages:
-                    current["page"] = name
-                    page.goto(root + name, wait_until="load", timeout=LOAD_MS)
-                    graphs = page.locator(".plotly-graph-div")
-                    for i in range(graphs.count()):
-                        try:
-                            graphs.nth(i).locator(".main-svg").first.wait_for(
-                                state="attached", timeout=DRAW_MS
-                            )
-                            figures += 1
-                        except Exception:  # noqa: BLE001 (a problem of the page, recorded)
-                            note(f"plotly figure {i} was not drawn")
-                context.close()
-            finally:
-                browser.close()
+        with chromium() as browser:
+            context = browser.new_context(viewport={"width": 1280, "height": 900})
+            context.route("**/*", route)
+            context.on(
+                "response",
+                lambda r: note(f"HTTP {r.status} for {r.url}") if r.status >= 400 else None,
+            )
+            page = context.new_page()
+            page.on("pageerror", lambda exc: note(f"JS error: {exc}"))
+            page.on(
+                "console",
+                lambda m: note(f"console.{m.type}: {m.text}") if m.type == "error" else None,
+            )
+            page.on("dialog", lambda d: (note(f"dialog: {d.message}"), d.dismiss()))
+            for name in pages:
+                current["page"] = name
+                page.goto(root + name, wait_until="load", timeout=LOAD_MS)
+                graphs = page.locator(".plotly-graph-div")
+                for i in range(graphs.count()):
+                    try:
+                        graphs.nth(i).locator(".main-svg").first.wait_for(
+                            state="attached", timeout=DRAW_MS
+                        )
+                        figures += 1
+                    except Exception:  # noqa: BLE001 (a problem of the page, recorded)
+                        note(f"plotly figure {i} was not drawn")
+            context.close()
     finally:
         httpd.shutdown()
         httpd.server_close()
