@@ -273,8 +273,10 @@ def text_cost(hlo_text: str) -> dict | None:
 def per_device_cost(comp: Compiled) -> dict | None:
     """Cost analysis of the compiled per-device program.
 
-    The GPU compiler gives none for a deviceless compile: then the partitioned module (the
-    per-device program before the backend's fusions) is analysed instead.
+    The GPU compiler gives none for a deviceless compile: then XLA's cost model is run on
+    the final module's text (after the backend's fusions, as the TPU's own figure is: the
+    partitioned module before fusion counted every intermediate's bytes, 1.8x too many on a
+    two-layer MLP step for 8 H100s).
     """
     try:
         cost = comp.compiled.cost_analysis()
@@ -284,7 +286,7 @@ def per_device_cost(comp: Compiled) -> dict | None:
         cost = cost[0] if cost else None
     if isinstance(cost, dict) and cost:
         return cost
-    return text_cost(comp.partitioned_text) if comp.partitioned_text else None
+    return text_cost(comp.hlo_text) if comp.hlo_text else None
 
 
 def global_cost(comp: Compiled) -> dict | None:

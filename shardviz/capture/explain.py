@@ -38,10 +38,8 @@ from .collective_why import collective_reasons
 from .compile import (
     Compiled,
     EarlyWork,
-    global_cost,
     is_compile_only,
     lower_and_compile,
-    per_device_cost,
     platform_of,
     program_devices,
     text_cost,
@@ -55,6 +53,7 @@ from .memory import device_stats, memory_report
 from .mesh import mesh_layout
 from .processes import host_figures
 from .run import CPU_MAX_PARTICIPANTS, check_against_one_device, profile_trace, run_steps
+from .step_cost import program_cost
 from .topology import topology_of
 
 _CACHE_SIZE = 32
@@ -228,21 +227,9 @@ def _outputs(lowered: Any, compiled: Any) -> TreeLayout:
 
 
 def _cost(comp: Compiled, early: _EarlyReading | None = None) -> Cost | None:
-    """Per device from the compiled program; global from the program before partitioning."""
-    per_dev = per_device_cost(comp)
-    glob = early.global_cost if early is not None and early.global_cost else global_cost(comp)
-    if per_dev is None and glob is None:
-        return None
-
-    def get(d: dict | None, k: str) -> float | None:
-        return float(d[k]) if d and k in d else None
-
-    return Cost(
-        flops_per_device=get(per_dev, "flops"),
-        bytes_accessed_per_device=get(per_dev, "bytes accessed"),
-        flops_global=get(glob, "flops"),
-        bytes_accessed_global=get(glob, "bytes accessed"),
-    )
+    """Per device from the compiled program; global from the program before partitioning;
+    both per step, each loop body counted as often as it runs (:mod:`.step_cost`)."""
+    return program_cost(comp, early.global_cost if early is not None else None)
 
 
 def _analyse(

@@ -33,6 +33,7 @@ from .hlo_groups import (
     expand_replica_groups,
     to_device_ids,
 )
+from .hlo_loops import computation_runs, loops_of
 from .hlo_text import (
     ArrayShape,
     HloInstruction,
@@ -565,97 +566,29 @@ def _combined_parts(c: Collective, partitioned: Sequence[Collective], used: set[
     return []
 
 
-def _trip_count(ins: HloInstruction, module: HloModule | None = None) -> int | None:
-    """A ``while``'s trips: its ``known_trip_count`` (CPU and GPU annotate it), else, with
-    ``module``, read from the loop itself (TPU's optimized HLO has no annotation)."""
-    m = re.search(
-        r'"known_trip_count"\s*:\s*\{\s*"n"\s*:\s*"?(\d+)', ins.attrs.get("backend_config", "")
-    )
-    if m:
-        return int(m.group(1))
-    return _counted_loop(ins, module) if module is not None else None
-
-
-#: Ops that pass a scalar through unchanged, followed when looking for a loop's start.
-_PASS_THROUGH = ("copy", "bitcast", "convert", "reshape")
-
-
-def _constant(module: HloModule, name: str) -> int | None:
-    """The integer value of scalar constant ``name`` (through copies), else ``None``."""
-    ins = module.instruction(name)
-    while ins is not None and ins.opcode in _PASS_THROUGH and len(ins.operands) == 1:
-        ins = module.instruction(ins.operands[0])
-    if ins is None or ins.opcode != "constant":
-        return None
-    try:
-        return int(ins.operand_text.strip())
-    except ValueError:
-        return None
-
-
-def _tuple_index(module: HloModule, name: str, param: str) -> int | None:
-    """``k`` when ``name`` is ``get-tuple-element(param), index=k``."""
-    ins = module.instruction(name)
-    if ins is None or ins.opcode != "get-tuple-element" or ins.operands != (param,):
-        return None
-    return int(ins.attrs.get("index", "-1"))
-
-
-def _counted_loop(loop: HloInstruction, module: HloModule) -> int | None:
-    """Trips of ``for (i = a; i < n; i += 1)`` written as a ``while``: the condition's root
-    compares tuple element ``k`` with a constant ``n``, the loop starts element ``k`` at a
-    constant ``a`` and its body adds 1 to it. ``None`` for any other loop."""
-    cond = module.computation(loop.attrs.get("condition", ""))
-    body = module.computation(loop.attrs.get("body", ""))
-    init = module.instruction(loop.operands[0]) if len(loop.operands) == 1 else None
-    if cond is None or body is None or init is None or init.opcode != "tuple":
-        return None
-    test, step = cond.root, body.root
-    if test is None or step is None or test.opcode != "compare" or step.opcode != "tuple":
-        return None
-    params = [i.name for i in cond.instructions if i.opcode == "parameter"]
-    if len(test.operands) != 2 or len(params) != 1:
-        return None
-    k = _tuple_index(module, test.operands[0], params[0])
-    n = _constant(module, test.operands[1])
-    if k is None or n is None or "direction=LT" not in test.attr_text or k >= len(init.operands):
-        return None
-    start = _constant(module, init.operands[k])
-    add = module.instruction(step.operands[k]) if k < len(step.operands) else None
-    body_params = [i.name for i in body.instructions if i.opcode == "parameter"]
-    if start is None or add is None or add.opcode != "add" or len(body_params) != 1:
-        return None
-    ops = list(add.operands)
-    if len(ops) != 2 or _tuple_index(module, ops[0], body_params[0]) != k:
-        ops.reverse()
-    if _tuple_index(module, ops[0], body_params[0]) != k or _constant(module, ops[1]) != 1:
-        return None
-    return max(0, n - start)
-
-
 def collective_trip_counts(hlo: str | HloModule) -> dict[str, int | None]:
     """How many times each collective runs per execution, from the loops around it.
 
     The ledger of :func:`collectives_of_hlo` lists each collective once, where it is written.
-    This gives, by collective name (without a ``#part`` suffix), the product of the
-    ``known_trip_count`` of every ``while`` whose body (or condition) encloses it: ``1``
-    outside loops, ``None`` when an enclosing loop's count is not in the text. A collective in
-    a conditional branch counts as running (``1``).
+    This gives, by collective name (without a ``#part`` suffix), the product of the trips of
+    every ``while`` whose body (or condition) encloses it (:mod:`.hlo_loops` reads them):
+    ``1`` outside loops, ``None`` when an enclosing loop's count cannot be read. A collective
+    in a conditional branch counts as running (``1``).
     """
     module = hlo if isinstance(hlo, HloModule) else parse_hlo_module(hlo)
+    loops = loops_of(module)
+    counted = computation_runs(module, loops)
+    unknown = {lp.body for lp in loops if not lp.known} | {
+        lp.condition for lp in loops if not lp.known
+    }
     callers = _callers(module)
 
     def count_of(computation: str) -> int | None:
-        total: int | None = 1
-        seen: set[str] = set()
-        while computation in callers and computation not in seen:
-            seen.add(computation)
-            caller = callers[computation]
-            if caller.opcode == "while":
-                n = _trip_count(caller, module)
-                total = None if n is None or total is None else total * n
-            computation = caller.computation
-        return total
+        comp, seen = computation, set()
+        while comp not in unknown and comp in callers and comp not in seen:
+            seen.add(comp)
+            comp = callers[comp].computation
+        return None if comp in unknown else counted.get(computation, 1)
 
     wrapped = {
         inner.name

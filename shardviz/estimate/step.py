@@ -90,7 +90,7 @@ def _collective_total(
         notes.append("each collective counted once (loop trip counts not given)")
     if unknown:
         names = ", ".join(sorted(set(unknown))[:3]) + ("..." if len(set(unknown)) > 3 else "")
-        notes.append(f"loop count unknown for {names}: counted once")
+        notes.append(f"loop count unknown for {names}: counted once (a lower bound)")
     return total, notes
 
 
@@ -171,7 +171,13 @@ def _estimate(
     known = {k: v for k, v in parts.items() if v is not None}
     step = max(known.values())
     bound = next(k for k in BOUNDS if k in known and known[k] == step)
-    mfu = compute / step if compute is not None and step > 0 else None
+    hfu = compute / step if compute is not None and step > 0 else None
+    model_flops = cost.model_flops_per_device if cost is not None else None
+    if model_flops is None and flops is not None:
+        model_flops = flops
+        notes.append("no matmul count: MFU from the compiler's flops (recomputation included)")
+    mfu = model_flops / (peak * step) if model_flops is not None and step > 0 else None
+    unknown = tuple(lp.where for lp in cost.unknown_loops) if cost is not None else ()
 
     mem = report.memory
     # The report's peak is already each backend's right figure (capture.memory.peak_rule):
@@ -191,6 +197,11 @@ def _estimate(
         peak_bytes=peak_bytes,
         hbm_headroom_bytes=hbm - peak_bytes,
         notes=tuple(notes),
+        hfu=hfu,
+        model_flops=model_flops,
+        hardware_flops=flops,
+        peak_flops_per_second=peak,
+        lower_bound=unknown,
     )
     return estimate, collectives, resolved
 

@@ -52,6 +52,7 @@ from shardviz.model.program import DeviceMemory as DeviceMemory
 from shardviz.model.program import Frame as Frame
 from shardviz.model.program import HostFigures as HostFigures
 from shardviz.model.program import LeafBytes as LeafBytes
+from shardviz.model.program import Loop as Loop
 from shardviz.model.program import MemoryReport as MemoryReport
 from shardviz.model.program import OpEvent as OpEvent
 from shardviz.model.program import OpTiming as OpTiming

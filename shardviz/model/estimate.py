@@ -39,6 +39,19 @@ def format_seconds(s: float) -> str:
     return f"{s * 1e6:.3g} us"
 
 
+def format_percent(fraction: float) -> str:
+    """A fraction as a percentage with enough digits to mean something: ``45.5%``,
+    ``3.07%``, ``0.0123%``, ``100%``, ``0%`` (three significant digits below 10%)."""
+    p = fraction * 100
+    if p == 0:
+        return "0%"
+    if abs(p) >= 99.95:
+        return f"{p:.0f}%"
+    if abs(p) >= 10:
+        return f"{p:.1f}%"
+    return f"{p:.3g}%"
+
+
 @dataclass(frozen=True)
 class Estimate(JsonMixin):
     """Estimated time and memory of one step per device on a target (a lower bound).
@@ -50,13 +63,22 @@ class Estimate(JsonMixin):
     - ``step_seconds``: the largest of the three, a lower bound on the step (it assumes
       compute, memory traffic and communication overlap perfectly).
     - ``bound``: which of ``"compute"``, ``"memory"``, ``"communication"`` sets that bound.
-    - ``mfu``: ``compute_seconds / step_seconds``, the model-FLOPs utilisation that bound
-      allows (1.0 when compute-bound; the compiler's flops, so recomputation counts).
+    - ``mfu``: the model-FLOPs utilisation that bound allows: ``model_flops`` / (peak FLOP/s
+      x ``step_seconds``). Model flops are the step's matmuls (2 per multiply-add; attention's
+      two matmuls as computed, so a causal mask computed in full counts in full), with what
+      ``jax.checkpoint`` recomputes counted once: for a dense transformer about
+      6 x parameters x tokens plus attention. ``hfu``: the same with the hardware flops (every
+      op the compiler runs, recomputation included), ``compute_seconds / step_seconds``.
+      :meth:`mfu_at` gives the MFU at a measured step (yours, or a published one).
     - ``hbm_headroom_bytes``: HBM per device minus the program's peak bytes; negative when it
       does not fit.
 
+    Flops and bytes are per step: each loop body counted as often as it runs. Where a loop's
+    count is unknown (a data-dependent ``while_loop``) it is counted once, ``lower_bound``
+    names it, and every figure built on the cost is a lower bound.
+
     A part whose input is unknown (no cost analysis) is ``None`` and left out of the bound.
-    ``notes`` say what was assumed (global cost divided by devices, loops counted once,
+    ``notes`` say what was assumed (global cost divided by devices, loops of unknown count,
     where CPU devices were placed on the target).
     """
 
@@ -71,6 +93,28 @@ class Estimate(JsonMixin):
     peak_bytes: int | None
     hbm_headroom_bytes: int | None
     notes: tuple[str, ...] = ()
+    hfu: float | None = None
+    #: Per device per step: the model's flops (matmuls, recomputation once) and the
+    #: hardware's (every op the compiler runs); the peak FLOP/s they are measured against.
+    model_flops: float | None = None
+    hardware_flops: float | None = None
+    peak_flops_per_second: float | None = None
+    #: Where the loops of unknown count are (``file:line`` or HLO name): then the flops,
+    #: bytes and times are lower bounds.
+    lower_bound: tuple[str, ...] = ()
+
+    def mfu_at(self, step_seconds: float) -> float | None:
+        """The MFU of a step that took ``step_seconds`` (a measured or published step):
+        model flops per device / (peak FLOP/s x seconds)."""
+        if self.model_flops is None or not self.peak_flops_per_second or step_seconds <= 0:
+            return None
+        return self.model_flops / (self.peak_flops_per_second * step_seconds)
+
+    def hfu_at(self, step_seconds: float) -> float | None:
+        """The hardware-FLOPs utilisation of a step that took ``step_seconds``."""
+        if self.hardware_flops is None or not self.peak_flops_per_second or step_seconds <= 0:
+            return None
+        return self.hardware_flops / (self.peak_flops_per_second * step_seconds)
 
     @property
     def fits(self) -> bool | None:
@@ -92,7 +136,7 @@ class Estimate(JsonMixin):
         """One line, labelled as an estimate."""
         parts = [f"estimated step >= {format_seconds(self.step_seconds)} ({self.bound}-bound"]
         if self.mfu is not None:
-            parts[0] += f", MFU <= {self.mfu:.0%}"
+            parts[0] += f", MFU <= {format_percent(self.mfu)}"
         parts[0] += ")"
         parts.append(self.fit_text)
         return f"estimate on {self.target}: " + "; ".join(parts)
@@ -106,5 +150,11 @@ class Estimate(JsonMixin):
             f"  compute {t(self.compute_seconds)}, memory {t(self.memory_seconds)}, "
             f"communication {t(self.collective_seconds)}",
         ]
+        if self.lower_bound:
+            lines.append(
+                "  lower bound: loops of unknown count counted once ("
+                + ", ".join(self.lower_bound)
+                + ")"
+            )
         lines += [f"  note: {n}" for n in self.notes]
         return "\n".join(lines)

@@ -254,18 +254,94 @@ class MemoryReport:
 
 
 @dataclass(frozen=True)
+class Loop:
+    """One ``while`` loop of the compiled program (a ``scan``, ``fori_loop``, ``while_loop``,
+    a remat'd or pipelined scan), as the per-step figures count it.
+
+    ``trips``: runs of its body per run of the computation it sits in (``None``: the count
+    depends on the data, or the compiler's loop has a form shardviz cannot read). ``runs``:
+    runs of its body per step, the trips of it and every loop around it multiplied (``None``
+    when any is unknown). ``counted_runs``: what the per-step figures count, an unknown
+    count taken as one trip, so with ``runs`` unknown they are lower bounds. ``parent``: the
+    loop around it (``None`` at the top level).
+    """
+
+    name: str
+    body: str
+    condition: str
+    trips: int | None
+    runs: int | None
+    counted_runs: int = 1
+    parent: str | None = None
+    op_name: str = ""
+    source: Source | None = None
+
+    @property
+    def known(self) -> bool:
+        """Whether its runs per step are known (its own count and every enclosing one)."""
+        return self.runs is not None
+
+    @property
+    def where(self) -> str:
+        """``file:line`` of the jax code that made the loop, else its HLO name."""
+        f = self.source.innermost if self.source is not None else None
+        return f"{f.file.rsplit('/', 1)[-1]}:{f.line}" if f is not None else self.name
+
+
+@dataclass(frozen=True)
 class Cost:
-    """The compiler's flops and bytes-accessed estimates.
+    """Flops and bytes accessed per step, from the compiler's own cost model.
 
     Per device: the compiled per-device program. Global: the whole program before SPMD
     partitioning (what one device would do running it unsplit), so per device x devices
     above global means work the sharding repeats on several devices.
+
+    Per step: each loop body counted as many times as it runs (``loops``), nested loops
+    multiplied. The compiler's ``cost_analysis()`` counts every loop body once: its figures
+    are kept as ``compiler_flops_per_device`` and ``compiler_bytes_accessed_per_device``.
+    A loop whose count is unknown counts once, and :attr:`lower_bound` says so.
+
+    Flops two ways, as the field counts them (see ``docs``: MFU and HFU):
+
+    - hardware flops (``flops_per_device``): what the compiler runs, every op, recomputation
+      included (``jax.checkpoint``'s forward ops run again in the backward pass);
+    - model flops (``model_flops_per_device``): the useful work, the matmuls (``dot`` and
+      ``convolution``, 2 per multiply-add, attention's two matmuls as computed) with the
+      recomputed ones counted once. ``matmul_flops_per_device`` is the matmuls as run,
+      recomputation included.
     """
 
     flops_per_device: float | None
     bytes_accessed_per_device: float | None
     flops_global: float | None
     bytes_accessed_global: float | None
+    compiler_flops_per_device: float | None = None
+    compiler_bytes_accessed_per_device: float | None = None
+    matmul_flops_per_device: float | None = None
+    model_flops_per_device: float | None = None
+    loops: tuple[Loop, ...] = ()
+
+    @property
+    def hardware_flops_per_device(self) -> float | None:
+        """What the compiler runs per step on one device (the same as ``flops_per_device``)."""
+        return self.flops_per_device
+
+    @property
+    def unknown_loops(self) -> tuple[Loop, ...]:
+        """The loops whose runs per step are unknown."""
+        return tuple(lp for lp in self.loops if not lp.known)
+
+    @property
+    def lower_bound(self) -> bool:
+        """Whether the per-step figures are lower bounds (some loop's count is unknown)."""
+        return any(not lp.known for lp in self.loops)
+
+    @property
+    def recomputed_flops_per_device(self) -> float | None:
+        """The matmul flops ``jax.checkpoint`` runs a second time, per step."""
+        if self.matmul_flops_per_device is None or self.model_flops_per_device is None:
+            return None
+        return self.matmul_flops_per_device - self.model_flops_per_device
 
 
 @dataclass(frozen=True)

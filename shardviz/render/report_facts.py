@@ -11,12 +11,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from shardviz.model.array import ArrayLayout
-from shardviz.model.estimate import Estimate, format_gib
+from shardviz.model.estimate import Estimate, format_gib, format_percent
 from shardviz.model.program import (
     COLLECTIVE_KINDS,
     CPU_PEAK,
     Collective,
     Cost,
+    Loop,
     MemoryReport,
     OpTiming,
     Report,
@@ -137,6 +138,67 @@ def one_device_cost(cost: Cost) -> tuple[float | None, float | None]:
     flops = cost.flops_per_device if cost.flops_per_device is not None else cost.flops_global
     accessed = cost.bytes_accessed_per_device
     return flops, accessed if accessed is not None else cost.bytes_accessed_global
+
+
+def loop_role(lp: Loop) -> str:
+    """``forward``, ``backward`` or ``loop``: which pass a loop belongs to, read from jax's
+    name stack (the backward pass is the transpose of the forward's linearisation)."""
+    stack = lp.op_name.rsplit("/while", 1)[0]
+    if "transpose(" in stack:
+        return "backward"
+    if "jvp(" in stack:
+        return "forward"
+    return "loop"
+
+
+def loops_words(cost: Cost) -> str:
+    """``2 loops: forward x32 (train.py:41), backward x32 (train.py:41)``: each loop and its body's runs per step
+    (``x?`` where the count is unknown), at most four named."""
+
+    def one(lp: Loop) -> str:
+        runs = "?" if lp.runs is None else str(lp.runs)
+        return f"{loop_role(lp)} x{runs}" + (f" ({lp.where})" if lp.where != lp.name else "")
+
+    loops = cost.loops
+    named = ", ".join(one(lp) for lp in loops[:4]) + (", ..." if len(loops) > 4 else "")
+    return f"{len(loops)} loop{'s' if len(loops) != 1 else ''}: {named}"
+
+
+def cost_rows(cost: Cost) -> list[tuple[str, str, str]]:
+    """``(figure, value, meaning)`` beyond flops and bytes: the model flops, what remat
+    recomputes, the loops counted and the compiler's own count, and the lower-bound warning
+    (every view shows these rows)."""
+    rows = []
+    if cost.model_flops_per_device is not None:
+        rows.append(
+            (
+                "model flops",
+                format_flops(cost.model_flops_per_device),
+                "per device per step: the matmuls, recomputation counted once (MFU's count)",
+            )
+        )
+    recomputed = cost.recomputed_flops_per_device
+    if recomputed:
+        rows.append(
+            ("recomputed", format_flops(recomputed), "matmul flops jax.checkpoint runs again")
+        )
+    if cost.loops:
+        once = (
+            f"the compiler's own count, each body once: {format_flops(cost.compiler_flops_per_device)}"
+            f", {format_float_bytes(cost.compiler_bytes_accessed_per_device)}"
+        )
+        rows.append(("loops", loops_words(cost), f"per step, each body times its runs; {once}"))
+    if cost.lower_bound:
+        where = ", ".join(lp.where for lp in cost.unknown_loops)
+        rows.append(
+            (
+                "lower bound",
+                where,
+                "a loop whose count is unknown (it depends on the data) is counted once: "
+                "every per-step figure is a lower bound",
+            )
+        )
+    return rows
 
 
 def no_source_words(what: str = "collective") -> str:
@@ -290,6 +352,21 @@ def axes_groups(report: Report) -> list[AxesGroup]:
         groups.setdefault(tuple(c.axes), []).append((i, c))
     hosts = multi_host(report)
     return [AxesGroup(axes, tuple(rows), hosts) for axes, rows in groups.items()]
+
+
+def ledger_headline(report: Report) -> str:
+    """``5 in the compiled program · 17 runs per step · 2.1 MiB moved per device per step``:
+    a collective inside a loop runs once per trip (``at least`` where a loop's count is
+    unknown and it is counted once)."""
+    cs = report.collectives
+    runs = sum(c.trips if c.trips is not None else 1 for c in cs)
+    moved = sum(c.moved_bytes * (c.trips if c.trips is not None else 1) for c in cs)
+    least = "at least " if any(c.trips is None for c in cs) else ""
+    looped = f" · {least}{runs} runs per step" if runs != len(cs) or least else ""
+    return (
+        f"{len(cs)} in the compiled program{looped} · {least}{format_bytes(moved)} moved per "
+        "device per step"
+    )
 
 
 def hosts_headline(report: Report) -> str:
@@ -561,12 +638,17 @@ def estimate_title(report: Report) -> str:
 
 
 def format_mfu(mfu: float | None) -> str:
-    """``42%``, ``0.5%``, ``<0.1%`` (``unknown`` for ``None``)."""
-    if mfu is None:
-        return "unknown"
-    if mfu >= 0.1:
-        return f"{mfu:.0%}"
-    return f"{mfu:.1%}" if mfu >= 0.001 else "<0.1%"
+    """``45.5%``, ``3.07%``, ``0.0123%`` (``unknown`` for ``None``): enough digits that a
+    small program's MFU does not read 0%."""
+    return "unknown" if mfu is None else format_percent(mfu)
+
+
+def measured_step(report: Report) -> float | None:
+    """The step a real TPU/GPU run measured (median), ``None`` elsewhere: on CPU devices a
+    step says nothing about the target the estimate describes."""
+    if not report.ran or report.deviceless or report.timing is None:
+        return None
+    return report.timing.step_seconds if report.platform in ("tpu", "gpu") else None
 
 
 def estimate_seconds_str(s: float | None) -> str:
@@ -603,32 +685,64 @@ class EstimateRow:
     meaning: str
 
 
-def estimate_rows(e: Estimate) -> list[EstimateRow]:
-    """The step, its three parts, the MFU that bound allows and the HBM line."""
-    return [
+MFU_MEANING = (
+    "model flops (the matmuls, recomputation once) / (peak FLOP/s x step): what that bound allows"
+)
+
+
+def estimate_rows(e: Estimate, measured: float | None = None) -> list[EstimateRow]:
+    """The step, its three parts, the MFU and HFU that bound allows, the MFU at the measured
+    step (``measured``: seconds of a real TPU/GPU step), the loops of unknown count and the
+    HBM line."""
+    low = " (a lower bound: a loop's count is unknown)" if e.lower_bound else ""
+    rows = [
         EstimateRow(
             "step", "step", f"≥ {format_seconds(e.step_seconds)}",
             f"{e.bound}-bound: the slowest part, if the others overlapped with it perfectly",
         ),
         EstimateRow(
             "compute", "compute", estimate_seconds_str(e.compute_seconds),
-            "flops per device / peak bf16 FLOP/s"
+            f"flops per device per step / peak bf16 FLOP/s{low}"
             if e.compute_seconds is not None else "no flop count from the compiler",
         ),
         EstimateRow(
             "memory", "memory", estimate_seconds_str(e.memory_seconds),
-            "bytes accessed per device / HBM bandwidth"
+            f"bytes accessed per device per step / HBM bandwidth{low}"
             if e.memory_seconds is not None else "no bytes-accessed figure from the compiler",
         ),
         EstimateRow(
             "communication", "collectives", format_seconds(e.collective_seconds),
-            "the ledger's estimated times added up",
+            "the ledger's estimated times, each times its runs per step, added up",
         ),
-        EstimateRow("mfu", "MFU", f"≤ {format_mfu(e.mfu)}", "the model-FLOPs utilisation "
-                    "that bound allows (compute time / step)"),
-        EstimateRow("hbm", "HBM", e.fit_text,
-                    f"{headroom_str(e)} per device" if headroom_str(e) else ""),
+        EstimateRow("mfu", "MFU", f"≤ {format_mfu(e.mfu)}", MFU_MEANING),
     ]  # fmt: skip
+    if e.hfu is not None:
+        rows.append(
+            EstimateRow(
+                "hfu", "HFU", f"≤ {format_mfu(e.hfu)}",
+                "hardware flops (every op, recomputation included) / (peak x step)",
+            )
+        )  # fmt: skip
+    measured_mfu = e.mfu_at(measured) if measured is not None else None
+    if measured is not None and measured_mfu is not None:
+        rows.append(
+            EstimateRow(
+                "measured-mfu", "measured MFU", format_mfu(measured_mfu),
+                f"model flops / (peak x the measured step, {format_seconds(measured)})",
+            )
+        )  # fmt: skip
+    if e.lower_bound:
+        rows.append(
+            EstimateRow(
+                "loops", "loops", "lower bound",
+                "counted once, count unknown: " + ", ".join(e.lower_bound),
+            )
+        )  # fmt: skip
+    rows.append(
+        EstimateRow("hbm", "HBM", e.fit_text,
+                    f"{headroom_str(e)} per device" if headroom_str(e) else "")
+    )  # fmt: skip
+    return rows
 
 
 def estimate_notes(report: Report) -> list[tuple[str, str]]:

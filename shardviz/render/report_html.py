@@ -52,6 +52,7 @@ from shardviz.render.report_facts import (
     axes_repr,
     check_word,
     compiler_peak_str,
+    cost_rows,
     cross_groups_str,
     estimate_notes,
     estimate_rows,
@@ -71,6 +72,8 @@ from shardviz.render.report_facts import (
     intermediate_index,
     kind_totals,
     layout_hint,
+    ledger_headline,
+    measured_step,
     memory_parts,
     mesh_line,
     multi_host,
@@ -550,9 +553,9 @@ def _check_badge(report: Report) -> str:
 
 def _stats(report: Report) -> str:
     n = len(report.collectives)
-    moved = sum(c.moved_bytes for c in report.collectives)
+    moved = sum(c.moved_bytes * (c.trips if c.trips is not None else 1) for c in report.collectives)
     tiles = [
-        (f"{n} collective{'s' * (n != 1)}", f"{format_bytes(moved)} moved per device", ""),
+        (f"{n} collective{'s' * (n != 1)}", f"{format_bytes(moved)} moved per device per step", ""),
         (format_bytes(report.memory.peak_bytes), "peak memory per device", ""),
     ]
     if multi_host(report):
@@ -742,11 +745,9 @@ def _est_cell(c: Collective) -> str:
 
 def _ledger(report: Report, prefix: str) -> list[str]:
     cs = report.collectives
-    moved = sum(c.moved_bytes for c in cs)
     out = [
-        f'<h4>Collectives<span class="sv-dim">{len(cs)} in the compiled program · '
-        f"{esc(format_bytes(moved))} moved per device · bytes are per device, moved by the "
-        "ring model · click a row for its device groups</span></h4>"
+        f'<h4>Collectives<span class="sv-dim">{esc(ledger_headline(report))} · bytes are per '
+        "device, moved by the ring model · click a row for its device groups</span></h4>"
     ]
     if not cs:
         out.append('<div class="sv-dim">none: every value stays where the specs put it</div>')
@@ -988,7 +989,7 @@ def _estimate(report: Report) -> list[str]:
         "target's published peak rates</span></h4>"
     ]
     rows = []
-    for r in estimate_rows(e):
+    for r in estimate_rows(e, measured_step(report)):
         value = esc(r.value)
         if r.key == "hbm" and fits is not None:
             value = f'<span class="{"sv-fit-ok" if fits else "sv-fit-bad"}">{value}</span>'
@@ -1023,7 +1024,9 @@ def _estimate(report: Report) -> list[str]:
 
 
 def _cost(report: Report) -> list[str]:
-    out = ["<h4>Cost<span class='sv-dim'>the compiler's estimate</span></h4>"]
+    out = [
+        "<h4>Cost<span class='sv-dim'>per step: the compiler's estimate, loops counted</span></h4>"
+    ]
     c = report.cost
     if c is None:
         out.append('<div class="sv-dim">not available from this backend</div>')
@@ -1049,6 +1052,15 @@ def _cost(report: Report) -> list[str]:
     if c.flops_per_device and c.bytes_accessed_per_device:
         ratio = c.flops_per_device / c.bytes_accessed_per_device
         out.append(f'<div class="sv-note">{sig3(ratio)} FLOP per byte accessed, per device</div>')
+    extra = cost_rows(c)
+    if extra:
+        out.append('<table class="sv-t sv-cost-more">')
+        out.extend(
+            f'<tr data-row="{esc(name)}"><td>{esc(name)}</td><td class="sv-r">{esc(value)}</td>'
+            f'<td class="sv-dim">{esc(meaning)}</td></tr>'
+            for name, value, meaning in extra
+        )
+        out.append("</table>")
     return out
 
 

@@ -19,6 +19,7 @@ from shardviz.render.report_facts import (
     axes_groups,
     check_word,
     compiler_peak_str,
+    cost_rows,
     cross_groups_str,
     estimate_notes,
     estimate_rows,
@@ -35,6 +36,8 @@ from shardviz.render.report_facts import (
     hosts_headline,
     kind_totals,
     layout_hint,
+    ledger_headline,
+    measured_step,
     memory_parts,
     mesh_line,
     multi_host,
@@ -73,12 +76,7 @@ def _header_lines(report: Report) -> list[str]:
 
 def _ledger_lines(report: Report) -> list[str]:
     cs = report.collectives
-    moved = sum(c.moved_bytes for c in cs)
-    n = len(cs)
-    lines = [
-        f"Collectives · {n} in the compiled program · {format_bytes(moved)} moved per device "
-        "(all bytes per device; moved: ring model)"
-    ]
+    lines = [f"Collectives · {ledger_headline(report)} (all bytes per device; moved: ring model)"]
     if not cs:
         lines.append("  none: every value stays where the partition specs put it")
         return lines
@@ -233,7 +231,7 @@ def _cost_lines(report: Report) -> list[str]:
     c = report.cost
     if c is None:
         return ["Cost · not available from this backend"]
-    lines = ["Cost (the compiler's estimate)"]
+    lines = ["Cost per step (the compiler's estimate, loops counted)"]
     if on_one_device(report):
         flops, accessed = one_device_cost(c)
         lines.append(f"  flops           {format_flops(flops)} on the one device")
@@ -245,6 +243,9 @@ def _cost_lines(report: Report) -> list[str]:
             f"  intensity       {sig3(c.flops_per_device / c.bytes_accessed_per_device)} "
             "FLOP per byte accessed"
         )
+    lines.extend(
+        f"  {name.ljust(14)}  {value} · {meaning}" for name, value, meaning in cost_rows(c)
+    )
     return lines
 
 
@@ -266,7 +267,7 @@ def _estimate_lines(report: Report) -> list[str]:
     e = report.estimate
     assert e is not None
     lines = [estimate_title(report)]
-    rows = estimate_rows(e)
+    rows = estimate_rows(e, measured_step(report))
     nw = max(len(r.name) for r in rows)
     vw = max(len(r.value) for r in rows)
     lines.extend(f"  {r.name.ljust(nw)}  {r.value.ljust(vw)}  {r.meaning}".rstrip() for r in rows)

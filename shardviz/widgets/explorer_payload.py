@@ -50,6 +50,7 @@ from shardviz.render.report_facts import (
     format_seconds,
     hbm_str,
     ids_str,
+    measured_step,
     no_source_words,
     operand_str,
     short_location,
@@ -451,7 +452,9 @@ def estimate_payload(report: Report) -> dict[str, Any] | None:
         "fits": e.fits,
         "fit_text": e.fit_text,
         "hbm_text": hbm_str(e),
-        "rows": [[r.key, r.name, r.value, r.meaning] for r in estimate_rows(e)],
+        "rows": [
+            [r.key, r.name, r.value, r.meaning] for r in estimate_rows(e, measured_step(report))
+        ],
         "notes": [list(n) for n in estimate_notes(report)],
         **estimate_text(report),
     }
@@ -468,7 +471,8 @@ def estimate_text(report: Report) -> dict[str, str]:
     assert e is not None
     mfu = f", MFU ≤ {format_mfu(e.mfu)}" if e.mfu is not None else ""
     rows = [
-        f"{r.name} {r.value}" + (f": {r.meaning}" if r.meaning else "") for r in estimate_rows(e)
+        f"{r.name} {r.value}" + (f": {r.meaning}" if r.meaning else "")
+        for r in estimate_rows(e, measured_step(report))
     ]
     notes = [f"{kind}: {text}" for kind, text in estimate_notes(report)]
     return {

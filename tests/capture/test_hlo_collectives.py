@@ -468,8 +468,25 @@ def test_trips_of_an_unannotated_loop_are_read_from_its_counter(start, trips) ->
     assert collective_trip_counts(text) == {"cp": trips}
 
 
+@pytest.mark.parametrize(
+    ("start", "step", "direction", "trips"),
+    [(0, 2, "LT", 11), (1, 3, "LT", 7), (0, 1, "LE", 23), (0, 2, "NE", 11), (2, 1, "NE", 20)],
+)
+def test_a_counted_loop_with_any_step_and_bound_is_read(start, step, direction, trips) -> None:
+    text = (
+        TPU_STYLE_LOOP.replace("ZERO", str(start))
+        .replace("constant(1)", f"constant({step})")
+        .replace("direction=LT", f"direction={direction}")
+    )
+    assert collective_trip_counts(text) == {"cp": trips}
+
+
 def test_an_unannotated_loop_that_is_not_a_counted_for_has_unknown_trips() -> None:
-    doubling = TPU_STYLE_LOOP.replace("ZERO", "0").replace("constant(1)", "constant(2)")
+    doubling = TPU_STYLE_LOOP.replace("ZERO", "1").replace("add(%one, %j)", "multiply(%one, %j)")
     assert collective_trip_counts(doubling) == {"cp": None}
-    not_less = TPU_STYLE_LOOP.replace("ZERO", "0").replace("direction=LT", "direction=NE")
-    assert collective_trip_counts(not_less) == {"cp": None}
+    never_equal = TPU_STYLE_LOOP.replace("ZERO", "3").replace("constant(1)", "constant(2)")
+    assert collective_trip_counts(never_equal.replace("direction=LT", "direction=NE")) == {
+        "cp": None
+    }
+    greater = TPU_STYLE_LOOP.replace("ZERO", "0").replace("direction=LT", "direction=GT")
+    assert collective_trip_counts(greater) == {"cp": None}

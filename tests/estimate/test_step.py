@@ -129,6 +129,56 @@ class TestArithmetic:
         assert "estimated step >= 1 s (compute-bound" in text
 
 
+class TestMfu:
+    """MFU from the model flops (matmuls, recomputation once), HFU from the hardware's."""
+
+    def cost(self, hardware: float, model: float, loops=()) -> Cost:
+        return Cost(hardware, 0.0, None, None, matmul_flops_per_device=model,
+                    model_flops_per_device=model, loops=loops)  # fmt: skip
+
+    def test_mfu_counts_the_model_flops_and_hfu_the_hardwares(self):
+        # Compute-bound: 1.2 s of hardware flops, of which the model's are 0.9 s' worth.
+        est, _ = estimate_report(report(cost=self.cost(1.2 * V5E_PEAK, 0.9 * V5E_PEAK)), "v5e")
+        assert est.bound == "compute"
+        assert est.step_seconds == pytest.approx(1.2)
+        assert est.hfu == pytest.approx(1.0)
+        assert est.mfu == pytest.approx(0.75)
+        assert est.model_flops == pytest.approx(0.9 * V5E_PEAK)
+        assert est.hardware_flops == pytest.approx(1.2 * V5E_PEAK)
+        assert est.peak_flops_per_second == V5E_PEAK
+
+    def test_mfu_at_a_measured_step(self):
+        est, _ = estimate_report(report(cost=self.cost(V5E_PEAK, 0.5 * V5E_PEAK)), "v5e")
+        assert est.mfu_at(2.0) == pytest.approx(0.25)
+        assert est.hfu_at(2.0) == pytest.approx(0.5)
+        assert est.mfu_at(0.0) is None
+        # The published convention: 6 x params x tokens per device per step, at a step time.
+        params, tokens = 8.03e9, 4 * 8192
+        e = dataclasses.replace(est, model_flops=6 * params * tokens)
+        assert e.mfu_at(4.55) == pytest.approx(6 * params * tokens / (V5E_PEAK * 4.55))
+
+    def test_without_a_matmul_count_mfu_falls_back_to_the_compilers_flops_and_says_so(self):
+        est, _ = estimate_report(report(V5E_PEAK, 0.0), "v5e")
+        assert est.mfu == pytest.approx(est.hfu)
+        assert any("no matmul count" in n for n in est.notes)
+
+    def test_a_loop_of_unknown_count_makes_the_estimate_a_lower_bound(self):
+        from shardviz.model import Frame, Loop, Source
+
+        where = Source((Frame("/x/train.py", 41, "step"),))
+        unknown = Loop("while.8", "body", "cond", None, None, 1, source=where)
+        known = Loop("while.3", "body3", "cond3", 4, 4, 4)
+        est, _ = estimate_report(report(cost=self.cost(1.0, 1.0, (known, unknown))), "v5e")
+        assert est.lower_bound == ("train.py:41",)
+        assert "lower bound" in str(est) and "train.py:41" in str(est)
+        est, _ = estimate_report(report(cost=self.cost(1.0, 1.0, (known,))), "v5e")
+        assert est.lower_bound == ()
+
+    def test_small_mfus_keep_their_digits(self):
+        est, _ = estimate_report(report(cost=self.cost(V5E_PEAK, 1e-4 * V5E_PEAK)), "v5e")
+        assert "MFU <= 0.01%" in est.summary
+
+
 class TestCollectives:
     def test_trip_counts_multiply(self):
         c = all_gather("ag", 10**8, MODEL)

@@ -82,7 +82,8 @@ def test_fsdp_on_two_hosts() -> None:
 def test_text_ledger_has_the_column_and_the_groups() -> None:
     text = report_text(megatron_four_hosts())
     assert (
-        "96 KiB moved per device (all bytes per device; moved: ring model) · 48 KiB across " in text
+        "96 KiB moved per device per step (all bytes per device; moved: ring model) · 48 KiB across "
+        in text
     )
     header = next(x for x in text.splitlines() if x.strip().startswith("#  kind"))
     assert header.split()[:7] == ["#", "kind", "operand", "in", "moved", "across", "hosts"]

@@ -48,8 +48,10 @@ def test_permute_groups_are_rings() -> None:
 
 def test_three_significant_digits_and_mfu() -> None:
     assert [sig3(x) for x in (1.0, 1.234, 45.60, 789.4)] == ["1", "1.23", "45.6", "789"]
-    assert [format_mfu(x) for x in (0.42, 0.005, 0.0001, None)] == ["42%", "0.5%", "<0.1%",
-                                                                   "unknown"]  # fmt: skip
+    # Enough digits to mean something: a small program's MFU never prints as 0% or "<0.1%".
+    assert [format_mfu(x) for x in (0.4546, 0.42, 0.005, 0.0001234, 1.0, 0.0, None)] == [
+        "45.5%", "42.0%", "0.5%", "0.0123%", "100%", "0%", "unknown",
+    ]  # fmt: skip
 
 
 def test_ledger_groups_keep_their_numbers_and_add_up() -> None:

@@ -292,7 +292,7 @@ def test_estimate_section_labels_and_ledger_cells(name: str) -> None:
     assert section["data-bound"] == e.bound
     assert section["data-fits"] == ("1" if e.fits else "0")
     parts = [r["data-part"] for r in doc.with_class("sv-est-row")]
-    assert parts == ["step", "compute", "memory", "communication", "mfu", "hbm"]
+    assert parts == ["step", "compute", "memory", "communication", "mfu", "hfu", "hbm"]
     assert "a lower bound, not a measurement" in out
     assert f"Estimate on {target.label}" in out
     [bar] = doc.with_class("sv-hbm")

@@ -1,0 +1,104 @@
+"""A compiled program's cost per step: the compiler's cost model with loops counted right.
+
+XLA's ``cost_analysis()`` counts each ``while`` body once. Here each loop body's own cost
+(the compiler's cost model run on that body alone, less the loops nested in it) is added
+once more for every further run per step, nested loops multiplied (:mod:`.hlo_loops`), on
+the per-device program and on the global one alike; matmul flops are counted from the HLO
+with recomputation apart (:mod:`.hlo_matmuls`). The same model is used throughout, so a
+scanned program and its unrolled twin get the same per-step figures.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from shardviz.model import Cost, Loop
+
+from .compile import Compiled, global_cost, per_device_cost, text_cost
+from .hlo_loops import callers_of, computation_runs, loop_body_module, loops_of
+from .hlo_matmuls import matmul_flops
+from .hlo_text import HloModule, parse_hlo_module
+
+__all__ = ["loop_extra", "per_step", "program_cost"]
+
+_KEYS = ("flops", "bytes accessed")
+
+CostFn = Callable[[str], dict | None]
+
+
+def loop_extra(
+    text: str, module: HloModule, loops: tuple[Loop, ...], cost_of: CostFn = text_cost
+) -> dict[str, float] | None:
+    """What the loops add per step beyond one run of each body: each body's own cost (its
+    cost less its nested loops' bodies) times ``counted_runs - 1``. ``None`` when the cost
+    model refuses a body."""
+    whole: dict[str, dict] = {}
+    for loop in loops:
+        if loop.counted_runs == 1:  # a loop around it runs more: then it does too
+            continue
+        cost = cost_of(loop_body_module(text, module, loop.body))
+        if cost is None:
+            return None
+        whole[loop.name] = cost
+    extra = dict.fromkeys(_KEYS, 0.0)
+    for loop in loops:
+        if loop.counted_runs == 1:
+            continue
+        own = dict(whole[loop.name])
+        for child in loops:
+            if child.parent == loop.name:
+                for k in _KEYS:
+                    own[k] = own.get(k, 0.0) - float(whole[child.name].get(k, 0.0))
+        for k in _KEYS:
+            extra[k] += float(own.get(k, 0.0)) * (loop.counted_runs - 1)
+    return extra
+
+
+def per_step(
+    once: dict | None, text: str, module: HloModule | None = None, cost_of: CostFn = text_cost
+) -> tuple[dict | None, tuple[Loop, ...]]:
+    """``once`` (a cost analysis counting each loop body once) made per step, and the loops
+    of ``text``. Unchanged (``once``) when there is no loop or a body cannot be costed."""
+    if once is None or not text or " while(" not in text:
+        return once, ()
+    module = module if module is not None else parse_hlo_module(text)
+    loops = loops_of(module)
+    extra = loop_extra(text, module, loops, cost_of) if loops else None
+    if extra is None:
+        return once, loops
+    out = dict(once)
+    for k in _KEYS:
+        if k in out:
+            out[k] = float(out[k]) + extra[k]
+    return out, loops
+
+
+def program_cost(comp: Compiled, glob_once: dict | None = None) -> Cost | None:
+    """The program's :class:`~shardviz.model.Cost` per step: per device from the compiled
+    program, global from the program before partitioning (``glob_once``, when already read,
+    is that module's cost analysis with loop bodies once)."""
+    per_once = per_device_cost(comp)
+    glob_once = glob_once if glob_once else global_cost(comp)
+    if per_once is None and glob_once is None:
+        return None
+    module = comp.module()
+    per_dev, loops = per_step(per_once, comp.hlo_text, module)
+    glob, _ = per_step(glob_once, comp.propagated_text)
+    callers = callers_of(module)
+    lower = any(not lp.known for lp in loops)
+    mm = matmul_flops(module, computation_runs(module, loops), callers, lower_bound=lower)
+
+    def get(d: dict | None, k: str) -> float | None:
+        return float(d[k]) if d and k in d else None
+
+    return Cost(
+        flops_per_device=get(per_dev, "flops"),
+        bytes_accessed_per_device=get(per_dev, "bytes accessed"),
+        flops_global=get(glob, "flops"),
+        bytes_accessed_global=get(glob, "bytes accessed"),
+        compiler_flops_per_device=get(per_once, "flops"),
+        compiler_bytes_accessed_per_device=get(per_once, "bytes accessed"),
+        matmul_flops_per_device=mm.total,
+        model_flops_per_device=mm.model,
+        loops=loops,
+    )
