@@ -24,6 +24,7 @@ PAGES = [
     "how-to/index.html",
     "how-to/debug-a-spec.html",
     "how-to/plan-for-a-pod.html",
+    "how-to/count-a-step.html",
     "how-to/compare-strategies.html",
     "how-to/your-own-model.html",
     "api.html",
