@@ -174,3 +174,16 @@ def test_views_show_the_loops_the_model_flops_and_the_compilers_own_count() -> N
     html = report_html(r)
     assert 'data-row="loops"' in html and 'data-row="recomputed"' in html
     assert 'data-part="hfu"' in html
+
+
+@pytest.mark.parametrize(("schedule", "ticks"), [(None, 4 + 2 - 1), ("gpipe", 2 * (4 + 2 - 1))])
+def test_a_pipelines_ticks_are_its_loops_trips(schedule, ticks) -> None:
+    # GSPMD's form is one loop over M + S - 1 ticks forward (and its transpose backward);
+    # the shard_map schedules one loop over every tick of the forward and backward passes.
+    c = sv.compare("transformer", ["pp"], stages=2, microbatches=4, schedule=schedule, steps=1)
+    cost = c.results[0].report.cost
+    assert cost is not None and cost.loops and not cost.lower_bound
+    assert {lp.runs for lp in cost.loops} == {ticks}
+    assert (cost.flops_per_device or 0) > 3 * (cost.compiler_flops_per_device or 0)
+    # Matmuls are part of what the compiler runs, never more.
+    assert 0 < (cost.model_flops_per_device or 0) <= (cost.flops_per_device or 0)

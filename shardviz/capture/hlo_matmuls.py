@@ -55,20 +55,79 @@ def _dot_flops(module: HloModule, ins: HloInstruction) -> float | None:
     return 2.0 * out.size * contracted
 
 
+_WINDOW_RE = re.compile(r"window=\{([^}]*)\}")
+
+
+def _window(attr_text: str, rank: int) -> list[dict[str, int]]:
+    """Per spatial dim: size, padding, stride and dilations of a convolution's window."""
+    dims = [{"size": 1, "lo": 0, "hi": 0, "stride": 1, "lhs": 1, "rhs": 1} for _ in range(rank)]
+    m = _WINDOW_RE.search(attr_text)
+    if m is None:
+        return dims
+    keys = {"size": ("size",), "stride": ("stride",), "lhs_dilate": ("lhs",),
+            "rhs_dilate": ("rhs",), "pad": ("lo", "hi")}  # fmt: skip
+    for part in m.group(1).split():
+        key, _, value = part.partition("=")
+        if key not in keys:
+            continue
+        for d, item in enumerate(value.split("x")[:rank]):
+            for name, number in zip(keys[key], item.split("_"), strict=False):
+                dims[d][name] = int(number)
+    return dims
+
+
+def _valid_pairs(size: int, out: int, w: dict[str, int]) -> int:
+    """(output position, window position) pairs of one spatial dim that read a real input
+    element, not padding nor a dilation hole: XLA's count of a windowed op's work."""
+    span = (size - 1) * w["lhs"] + 1 if size else 0
+    stride, pairs = max(1, w["stride"]), 0
+    for k in range(w["size"]):
+        base = k * w["rhs"] - w["lo"]  # input index at output position 0
+        if w["lhs"] == 1:  # o in [ceil(-base / stride), floor((span - 1 - base) / stride)]
+            lo = max(0, (-base + stride - 1) // stride)
+            hi = min(out - 1, (span - 1 - base) // stride) if span - 1 - base >= 0 else -1
+            pairs += max(0, hi - lo + 1)
+        else:
+            pairs += sum(
+                1
+                for o in range(out)
+                if 0 <= o * stride + base < span and (o * stride + base) % w["lhs"] == 0
+            )
+    return pairs
+
+
 def _conv_flops(module: HloModule, ins: HloInstruction) -> float | None:
-    """2 x output elements x the kernel's elements per output feature (input features per
-    group times the window), the same count for feature- and batch-grouped convolutions."""
+    """2 x (batch x output features) x input features per group x the window's valid
+    (output, kernel) position pairs per spatial dim: padding and dilation holes do no work.
+    Without padding that is 2 x output elements x the kernel's elements per output feature.
+    The TPU compiler writes matmuls as convolutions, some with padded windows."""
     out = _array(ins.shape)
     shapes = module.operand_shapes(ins)
+    lhs = _array(shapes[0]) if shapes else None
     kernel = _array(shapes[1]) if len(shapes) > 1 else None
-    m = re.search(r"dim_labels=\w+_(\w+)->", ins.attr_text)
-    if out is None or kernel is None or m is None:
+    m = re.search(r"dim_labels=(\w+)_(\w+)->(\w+)", ins.attr_text)
+    if out is None or lhs is None or kernel is None or m is None:
         return None
-    labels = m.group(1)
-    if "o" not in labels or len(labels) != len(kernel.dims):
+    in_labels, k_labels, out_labels = m.groups()
+    if not (len(in_labels) == len(lhs.dims) and len(k_labels) == len(kernel.dims)
+            and len(out_labels) == len(out.dims) and "o" in k_labels):  # fmt: skip
         return None
-    features = kernel.dims[labels.index("o")]
-    return 2.0 * out.size * kernel.size / max(1, features)
+    spatial = [c for c in k_labels if c.isdigit()]
+    window = _window(ins.attr_text, len(spatial))
+    features = kernel.dims[k_labels.index("o")]
+    per_output = kernel.size / max(1, features)  # input features per group x window
+    positions = 1
+    work = 1
+    for d, label in enumerate(sorted(spatial, key=int)):
+        size = lhs.dims[in_labels.index(label)] if label in in_labels else 1
+        o = out.dims[out_labels.index(label)] if label in out_labels else 1
+        ksize = kernel.dims[k_labels.index(label)]
+        w = dict(window[d], size=ksize) if d < len(window) else window[d]
+        positions *= o * ksize
+        work *= _valid_pairs(size, o, w)
+    if positions == 0:
+        return 0.0
+    return 2.0 * out.size * per_output * work / positions
 
 
 def instruction_flops(module: HloModule, ins: HloInstruction) -> float | None:

@@ -387,9 +387,14 @@ def estimate_line(r: StrategyResult) -> str | None:
         return None
     room = headroom_str(e)
     mfu = f"MFU ≤ {format_mfu(e.mfu)}" if e.mfu is not None else "MFU unknown"
+    low = (
+        f"; a lower bound: loops of unknown count ({', '.join(e.lower_bound)}) counted once"
+        if e.lower_bound
+        else ""
+    )
     return (
         f"estimated on {e.target}: step ≥ {format_seconds(e.step_seconds)} ({e.bound}-bound, "
-        f"{mfu}); {e.fit_text} per device" + (f", {room}" if room else "")
+        f"{mfu}); {e.fit_text} per device" + (f", {room}" if room else "") + low
     )
 
 

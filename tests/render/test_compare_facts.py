@@ -59,3 +59,22 @@ def test_format_count() -> None:
     assert format_count(10**12) == "1T"
     assert format_count(1_000_000) == "1M"
     assert format_count(512) == "512"
+
+
+def test_an_estimate_with_a_loop_of_unknown_count_says_it_is_a_lower_bound() -> None:
+    import dataclasses
+
+    from shardviz.render.compare_facts import estimate_line
+
+    from .compare_fixtures import comparison_v5e
+
+    r = comparison_v5e().results[0]
+    line = estimate_line(r)
+    assert line is not None and "lower bound" not in line
+    e = r.report.estimate
+    assert e is not None
+    low = dataclasses.replace(e, lower_bound=("train.py:41",))
+    r = dataclasses.replace(r, report=dataclasses.replace(r.report, estimate=low))
+    line = estimate_line(r)
+    assert line is not None
+    assert line.endswith("; a lower bound: loops of unknown count (train.py:41) counted once")

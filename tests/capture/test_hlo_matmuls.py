@@ -1,0 +1,88 @@
+"""Matmul flops read from HLO text agree with the compiler's own cost model on single ops:
+dots with batch and several contracting dims, and convolutions as the TPU compiler writes
+matmuls (padded and strided windows, dilations, feature and batch groups)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from shardviz.capture.compile import text_cost
+from shardviz.capture.hlo_matmuls import _valid_pairs, instruction_flops
+from shardviz.capture.hlo_text import parse_hlo_module
+
+
+def one_op(lhs: str, rhs: str, out: str, op: str) -> str:
+    return f"""HloModule m
+
+ENTRY %e (a: {lhs}, k: {rhs}) -> {out} {{
+  %a = {lhs} parameter(0)
+  %k = {rhs} parameter(1)
+  ROOT %c = {out} {op}
+}}
+"""
+
+
+CASES = [
+    # a plain matmul, a batched one, two contracting dims
+    ("f32[1024,256]", "f32[256,128]", "f32[1024,128]",
+     "dot(%a, %k), lhs_contracting_dims={1}, rhs_contracting_dims={0}"),
+    ("bf16[8,64,32]", "bf16[8,32,16]", "f32[8,64,16]",
+     "dot(%a, %k), lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, "
+     "rhs_contracting_dims={1}"),
+    ("f32[4,8,16]", "f32[8,16,32]", "f32[4,32]",
+     "dot(%a, %k), lhs_contracting_dims={1,2}, rhs_contracting_dims={0,1}"),
+    # matmuls as the TPU compiler writes them
+    ("f32[16,64,256]", "f32[128,256,1]", "f32[16,64,128]",
+     "convolution(%a, %k), window={size=1}, dim_labels=0bf_oi0->0bf"),
+    ("f32[2,64,128,1]", "bf16[128,8,16,1]", "bf16[2,64,8,16]",
+     "convolution(%a, %k), window={size=1x8 pad=0_0x7_7 rhs_reversal=0x1}, "
+     "dim_labels=0bf1_i1o0->0b1f"),
+    ("f32[64,256]", "f32[256,128]", "f32[64,128]",
+     "convolution(%a, %k), dim_labels=bf_io->bf"),
+    # windows: strided, padded, dilated; feature and batch groups
+    ("f32[8,32,32,16]", "f32[3,3,16,24]", "f32[8,16,16,24]",
+     "convolution(%a, %k), window={size=3x3 stride=2x2 pad=1_1x1_1}, dim_labels=b01f_01io->b01f"),
+    ("f32[8,32,32,16]", "f32[3,3,16,24]", "f32[8,32,32,24]",
+     "convolution(%a, %k), window={size=3x3 pad=2_2x2_2 rhs_dilate=2x2}, "
+     "dim_labels=b01f_01io->b01f"),
+    ("f32[4,10,10,8]", "f32[3,3,8,8]", "f32[4,21,21,8]",
+     "convolution(%a, %k), window={size=3x3 pad=2_2x2_2 lhs_dilate=2x2}, "
+     "dim_labels=b01f_01io->b01f"),
+    ("f32[8,32,32,16]", "f32[3,3,4,16]", "f32[8,32,32,16]",
+     "convolution(%a, %k), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f, "
+     "feature_group_count=4"),
+    ("f32[4,10,8]", "f32[3,8,4]", "f32[1,8,4]",
+     "convolution(%a, %k), window={size=3}, dim_labels=b0f_0io->b0f, batch_group_count=4"),
+    ("f32[8,10,8]", "f32[3,8,4]", "f32[2,8,4]",
+     "convolution(%a, %k), window={size=3}, dim_labels=b0f_0io->b0f, batch_group_count=4"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("lhs", "rhs", "out", "op"), CASES)
+def test_matmul_flops_are_the_compilers(lhs, rhs, out, op) -> None:
+    text = one_op(lhs, rhs, out, op)
+    module = parse_hlo_module(text)
+    ins = module.entry.root
+    assert ins is not None
+    want = text_cost(text)
+    assert want is not None
+    assert instruction_flops(module, ins) == pytest.approx(want["flops"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    size=st.integers(0, 24), out=st.integers(0, 24), k=st.integers(1, 9), lo=st.integers(0, 8),
+    stride=st.integers(1, 4), lhs=st.integers(1, 3), rhs=st.integers(1, 3),
+)  # fmt: skip
+def test_valid_window_pairs_match_a_brute_count(size, out, k, lo, stride, lhs, rhs) -> None:
+    w = {"size": k, "lo": lo, "hi": 0, "stride": stride, "lhs": lhs, "rhs": rhs}
+    span = (size - 1) * lhs + 1 if size else 0
+    brute = sum(
+        1
+        for j in range(k)
+        for o in range(out)
+        if 0 <= o * stride + j * rhs - lo < span and (o * stride + j * rhs - lo) % lhs == 0
+    )
+    assert _valid_pairs(size, out, w) == brute
