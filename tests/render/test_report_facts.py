@@ -128,3 +128,26 @@ def test_layout_hint_only_when_some_value_has_tiles() -> None:
     no_spec = tuple(dataclasses.replace(s, spec=None) for s in dp.intermediates)
     assert layout_hint(dataclasses.replace(dp, intermediates=no_spec)) is None
     assert layout_hint(dataclasses.replace(dp, intermediates=())) is None
+
+
+def test_a_real_accelerator_run_shows_its_measured_mfu_beside_the_bound() -> None:
+    from shardviz.model import Timing
+    from shardviz.render.report_facts import estimate_rows, measured_step
+    from shardviz.render.report_text import report_text
+
+    base = REPORTS["dp_v5e"]()
+    # On CPU devices the measured step says nothing about the target: no measured MFU.
+    assert base.ran and measured_step(base) is None
+    e = base.estimate
+    assert e is not None and e.peak_flops_per_second
+    timing = Timing(1.0, 0.5, 0.01, 5)
+    on_tpu = dataclasses.replace(base, platform="tpu", timing=timing)
+    assert measured_step(on_tpu) == 0.01
+    rows = {r.key: r for r in estimate_rows(e, measured_step(on_tpu))}
+    want = e.mfu_at(0.01)
+    assert want is not None and rows["measured-mfu"].value == format_mfu(want)
+    assert "measured step, 10 ms" in rows["measured-mfu"].meaning
+    assert "measured MFU" in report_text(on_tpu)
+    # Not when compiled for a topology and never run.
+    assert measured_step(dataclasses.replace(on_tpu, deviceless=True)) is None
+    assert measured_step(dataclasses.replace(on_tpu, ran=False)) is None
