@@ -427,8 +427,9 @@ def estimate_payload(report: Report) -> dict[str, Any] | None:
     estimate is: a lower bound, not a measurement), ``target_line`` (what the figures describe,
     e.g. "estimated as if this mesh were …", or ``None``), the :class:`Estimate`'s figures
     (``compute_seconds``, ``memory_seconds``, ``collective_seconds``, ``step_seconds``,
-    ``bound``, ``mfu``, ``hbm_bytes``, ``peak_bytes``, ``hbm_headroom_bytes``, ``fits``,
-    ``fit_text``, ``hbm_text``), ``rows`` (``[key, name, value, meaning]`` as the static views
+    ``bound``, ``mfu``, ``hfu``, ``lower_bound`` (where loops of unknown count are),
+    ``hbm_bytes``, ``peak_bytes``, ``hbm_headroom_bytes``, ``fits``, ``fit_text``,
+    ``hbm_text``), ``rows`` (``[key, name, value, meaning]`` as the static views
     print them) and ``notes`` (``[kind, text]``: the placement, then the estimate's notes).
     """
     e = report.estimate
@@ -446,6 +447,8 @@ def estimate_payload(report: Report) -> dict[str, Any] | None:
         "step_seconds": e.step_seconds,
         "bound": e.bound,
         "mfu": e.mfu,
+        "hfu": e.hfu,
+        "lower_bound": list(e.lower_bound),
         "hbm_bytes": e.hbm_bytes,
         "peak_bytes": e.peak_bytes,
         "hbm_headroom_bytes": e.hbm_headroom_bytes,

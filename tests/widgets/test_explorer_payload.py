@@ -277,13 +277,14 @@ def test_payload_carries_the_estimate_and_each_collectives_estimated_seconds():
     est = p["estimate"]
     assert est["target"] == target.label == e.target and est["target_name"] == "v5e:2x4"
     for key in ("compute_seconds", "memory_seconds", "collective_seconds", "step_seconds",
-                "bound", "mfu", "hbm_bytes", "peak_bytes", "hbm_headroom_bytes", "fits",
+                "bound", "mfu", "hfu", "hbm_bytes", "peak_bytes", "hbm_headroom_bytes", "fits",
                 "fit_text"):  # fmt: skip
         assert est[key] == getattr(e, key), key
     assert est["words"] == "a lower bound, not a measurement"
     assert est["target_line"].startswith(f"estimated as if this mesh were {target.label}")
     assert [r[0] for r in est["rows"]] == ["step", "compute", "memory", "communication", "mfu",
-                                           "hbm"]  # fmt: skip
+                                           "hfu", "hbm"]  # fmt: skip
+    assert est["lower_bound"] == []
     assert ["placement", target.placement] in est["notes"]
     for entry, c in zip(p["collectives"], report.collectives, strict=True):
         assert entry["estimated_seconds"] == c.estimated_seconds is not None
