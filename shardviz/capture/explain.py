@@ -229,7 +229,9 @@ def _outputs(lowered: Any, compiled: Any) -> TreeLayout:
 def _cost(comp: Compiled, early: _EarlyReading | None = None) -> Cost | None:
     """Per device from the compiled program; global from the program before partitioning;
     both per step, each loop body counted as often as it runs (:mod:`.step_cost`)."""
-    return program_cost(comp, early.global_cost if early is not None else None)
+    if early is None:
+        return program_cost(comp)
+    return program_cost(comp, early.global_cost, early.propagated)
 
 
 def _analyse(

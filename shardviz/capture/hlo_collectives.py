@@ -213,11 +213,7 @@ def _out_arrays(kind: str, start: HloInstruction, done: HloInstruction | None) -
 
 def _callers(module: HloModule) -> dict[str, HloInstruction]:
     """Computation name -> the (first) instruction that calls it."""
-    callers: dict[str, HloInstruction] = {}
-    for ins in module.instructions():
-        for cname in ins.called_computations:
-            callers.setdefault(cname, ins)
-    return callers
+    return {name: calls[0] for name, calls in module.callers().items()}
 
 
 def _caller_with_metadata(

@@ -44,13 +44,8 @@ _KNOWN_TRIPS_RE = re.compile(r'"known_trip_count"\s*:\s*\{\s*"n"\s*:\s*"?(\d+)')
 
 
 def callers_of(module: HloModule) -> dict[str, list[HloInstruction]]:
-    """Computation name -> every instruction that calls it (fusions, loops, reducers, async
-    wrappers, branches)."""
-    callers: dict[str, list[HloInstruction]] = {}
-    for ins in module.instructions():
-        for name in ins.called_computations:
-            callers.setdefault(name, []).append(ins)
-    return callers
+    """Computation name -> every instruction that calls it (see :meth:`HloModule.callers`)."""
+    return module.callers()
 
 
 def _through(module: HloModule, name: str) -> HloInstruction | None:

@@ -470,6 +470,7 @@ class HloModule:
     _sources: dict[int, Source | None] = field(default_factory=dict, repr=False)
 
     _users: dict[str, list[HloInstruction]] | None = field(default=None, repr=False)
+    _callers: dict[str, list[HloInstruction]] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         for comp in self.computations:
@@ -529,6 +530,16 @@ class HloModule:
                 shape = ins.operand_shapes[i]
             out.append(shape)
         return tuple(out)
+
+    def callers(self) -> dict[str, list[HloInstruction]]:
+        """Computation name -> every instruction that calls it (fusions, loops, reducers,
+        async wrappers, branches), in printed order; worked out once per module."""
+        if self._callers is None:
+            self._callers = {}
+            for ins in self.instructions():
+                for name in ins.called_computations:
+                    self._callers.setdefault(name, []).append(ins)
+        return self._callers
 
     def users(self, name: str) -> list[HloInstruction]:
         """Instructions that take ``name`` as an operand.

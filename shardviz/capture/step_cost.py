@@ -73,17 +73,19 @@ def per_step(
     return out, loops
 
 
-def program_cost(comp: Compiled, glob_once: dict | None = None) -> Cost | None:
+def program_cost(
+    comp: Compiled, glob_once: dict | None = None, propagated: HloModule | None = None
+) -> Cost | None:
     """The program's :class:`~shardviz.model.Cost` per step: per device from the compiled
     program, global from the program before partitioning (``glob_once``, when already read,
-    is that module's cost analysis with loop bodies once)."""
+    is that module's cost analysis with loop bodies once; ``propagated``, that module parsed)."""
     per_once = per_device_cost(comp)
     glob_once = glob_once if glob_once else global_cost(comp)
     if per_once is None and glob_once is None:
         return None
     module = comp.module()
     per_dev, loops = per_step(per_once, comp.hlo_text, module)
-    glob, _ = per_step(glob_once, comp.propagated_text)
+    glob, _ = per_step(glob_once, comp.propagated_text, propagated)
     callers = callers_of(module)
     lower = any(not lp.known for lp in loops)
     mm = matmul_flops(module, computation_runs(module, loops), callers, lower_bound=lower)
