@@ -10,6 +10,10 @@ Built-in models (:func:`get_model`):
 - ``"transformer"``: a decoder-only transformer (:mod:`shardviz.strategies.transformer`);
 - ``"moe"``: a GShard-style top-2 mixture-of-experts layer (:mod:`shardviz.strategies.moe`).
 
+Published LLM architectures (:data:`ARCH_NAMES`: Llama 2 and 3.1, Mixtral 8x7B, Qwen2.5 7B) come
+at their real dims by default, and take reduced sizes and training options as overrides
+(:mod:`shardviz.strategies.models`); their ``info["config"]`` is the ``ArchConfig``.
+
 Default sizes keep every dimension divisible by 8, so each way of factoring 8 devices into a
 mesh splits every array evenly, and a train step compiles in well under two seconds on CPU.
 The built-ins' ``init_params`` and ``make_batch`` are jitted (one compile instead of one per
@@ -32,9 +36,13 @@ import optax
 from shardviz.errors import ShardvizError, problem
 from shardviz.strategies import mlp, moe, transformer
 from shardviz.strategies.accounting import count_params
+from shardviz.strategies.models import build as published
+from shardviz.strategies.models.axes import ACTIVATION_AXES
+from shardviz.strategies.models.configs import ARCH_NAMES
 from shardviz.strategies.transformer import Constrain
 
 __all__ = [
+    "ARCH_NAMES",
     "MODEL_NAMES",
     "ModelDef",
     "default_sizes",
@@ -320,6 +328,8 @@ def _size_ok(key: str, value: Any) -> bool:
 def default_sizes(name: str) -> dict[str, Any]:
     """The default sizes of built-in model ``name`` (a copy: change it freely)."""
     _check_name(name)
+    if name in ARCH_NAMES:
+        return published.default_overrides(name)
     return dict(_DEFAULTS[name])
 
 
@@ -327,9 +337,11 @@ def get_model(name: str, **sizes: Any) -> ModelDef:
     """A built-in model, with any of its sizes changed.
 
     Args:
-      name: ``"mlp"``, ``"transformer"`` or ``"moe"``.
+      name: ``"mlp"``, ``"transformer"`` or ``"moe"``, or a published architecture in
+        :data:`ARCH_NAMES` (e.g. ``"llama3.1-8b"``).
       **sizes: sizes to change from :func:`default_sizes` (and ``dtype``), e.g.
-        ``get_model("transformer", layers=4, d_model=256)``.
+        ``get_model("transformer", layers=4, d_model=256)`` or
+        ``get_model("llama3.1-8b", layers=2, d_model=256, seq=512, remat="full")``.
 
     Returns:
       A :class:`ModelDef` whose ``info`` holds every size, derived sizes and ``num_params``.
@@ -338,6 +350,8 @@ def get_model(name: str, **sizes: Any) -> ModelDef:
       ShardvizError: an unknown name or size, or sizes that do not fit together.
     """
     _check_name(name)
+    if name in ARCH_NAMES:
+        return _build_published(name, sizes)
     where = f"get_model({name!r})"
     defaults = _DEFAULTS[name]
     unknown = sorted(set(sizes) - set(defaults))
@@ -370,12 +384,13 @@ def get_model(name: str, **sizes: Any) -> ModelDef:
 
 
 def _check_name(name: str) -> None:
-    if name not in _DEFAULTS:
+    if name not in _DEFAULTS and name not in ARCH_NAMES:
         raise ShardvizError(
             problem(
                 "get_model",
                 f"there is no built-in model {name!r}",
                 f"use one of {', '.join(repr(n) for n in MODEL_NAMES)}, "
+                f"a published architecture ({', '.join(repr(n) for n in ARCH_NAMES)}), "
                 "or ModelDef.custom(name, params, loss, batch) for your own",
             )
         )
@@ -497,6 +512,21 @@ def _moe_loss_with_constraints(routing: dict[str, Any]) -> Callable:
         return moe.loss_fn(params, batch, **routing, constrain=constrain)
 
     return loss
+
+
+def _build_published(name: str, sizes: dict[str, Any]) -> ModelDef:
+    """A published architecture (:func:`~.models.build.decoder_model`) as a ModelDef."""
+    model = published.decoder_model(name, **sizes)
+    return ModelDef(
+        name=name,
+        init_params=jax.jit(model.init_params),
+        make_batch=jax.jit(model.make_batch),
+        loss=model.loss,
+        info=model.info(),
+        description=model.description(),
+        activations=tuple(ACTIVATION_AXES),
+        loss_with_constraints=model.loss,
+    )
 
 
 _BUILDERS: dict[str, Callable[[str, dict[str, Any]], ModelDef]] = {

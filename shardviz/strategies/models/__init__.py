@@ -1,0 +1,63 @@
+"""Published decoder-only LLM architectures, written as production training code is.
+
+- :mod:`.configs`: :class:`ArchConfig`, the published dims (:data:`CONFIGS`) and the exact
+  :func:`param_count` (no jax);
+- :mod:`.params`, :mod:`.decoder` (and :mod:`.attention`, :mod:`.rope`, :mod:`.norm`,
+  :mod:`.mlp`, :mod:`.experts`, :mod:`.loss`): the model as a jax function over stacked
+  parameters, scanned, rematerialised, bf16 over float32 master weights;
+- :mod:`.axes`, :mod:`.logical`: every dim's logical name, and strategies as logical axis
+  rules (:data:`STRATEGY_RULES`);
+- :mod:`.build`: :func:`decoder_model`, a published architecture with reduced sizes or other
+  options, which ``get_model(name, ...)`` wraps in a ``ModelDef``.
+
+Names are loaded on first use, so ``configs`` can be imported without jax.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_LAZY = {
+    "ARCH_NAMES": "configs",
+    "CONFIGS": "configs",
+    "ArchConfig": "configs",
+    "Llama3RopeScaling": "configs",
+    "get_config": "configs",
+    "param_count": "configs",
+    "ACTIVATION_AXES": "axes",
+    "LOGICAL_AXES": "axes",
+    "REMAT_POLICIES": "decoder",
+    "DecoderOptions": "decoder",
+    "decoder_loss": "decoder",
+    "blockwise_attention": "attention",
+    "naive_attention": "attention",
+    "init_params": "params",
+    "param_axes": "params",
+    "param_table": "params",
+    "DecoderModel": "build",
+    "decoder_model": "build",
+    "default_overrides": "build",
+    "LOGICAL_STRATEGIES": "logical",
+    "STRATEGY_RULES": "logical",
+    "LogicalRules": "logical",
+    "activation_constrainer": "logical",
+    "batch_specs": "logical",
+    "get_logical_rules": "logical",
+    "logical_rule_set": "logical",
+    "logical_to_spec": "logical",
+    "make_mesh": "logical",
+    "param_shardings": "logical",
+    "param_specs": "logical",
+}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'shardviz.strategies.models' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value

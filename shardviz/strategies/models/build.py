@@ -1,0 +1,216 @@
+"""A published architecture set up for training: sizes, batch, options, and its functions.
+
+:func:`decoder_model` takes a name from :data:`~.configs.ARCH_NAMES` (or an
+:class:`~.configs.ArchConfig`) and overrides, e.g. ``decoder_model("llama3.1-8b", layers=2,
+d_model=256, seq=512, batch=8)`` for a reduced model of the same structure, and checks them.
+The zoo wraps the result in a ``ModelDef`` (``get_model("llama3.1-8b", ...)``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import numbers
+from dataclasses import dataclass, field
+from typing import Any, NoReturn, cast
+
+import jax
+import jax.numpy as jnp
+
+from shardviz.errors import ShardvizError, problem
+from shardviz.strategies.transformer import make_batch as counting_batch
+
+from .axes import Constrain, no_constraint
+from .configs import ArchConfig, get_config, param_count
+from .decoder import REMAT_POLICIES, DecoderOptions, decoder_loss
+from .params import init_params, param_axes
+
+__all__ = ["RUN_DEFAULTS", "DecoderModel", "decoder_model", "default_overrides"]
+
+#: Run sizes and options beside the architecture's dims, with their defaults (``seq``:
+#: 8192 capped at the published context).
+RUN_DEFAULTS: dict[str, Any] = {
+    "batch": 8,
+    "seq": 8192,
+    "dtype": "float32",
+    **{f.name: f.default for f in dataclasses.fields(DecoderOptions)},
+}
+
+_DIMS = (
+    "layers",
+    "d_model",
+    "heads",
+    "kv_heads",
+    "head_dim",
+    "ffn",
+    "vocab",
+    "experts",
+    "experts_per_token",
+)
+
+
+@dataclass(frozen=True)
+class DecoderModel:
+    """A decoder-only LLM ready to train: architecture, batch shape, options, functions.
+
+    Attributes:
+      config: the architecture.
+      batch, seq: the global batch (sequences) and sequence length.
+      options: precision, remat and block sizes.
+      param_dtype: the master weights' dtype (float32).
+    """
+
+    config: ArchConfig
+    batch: int
+    seq: int
+    options: DecoderOptions = field(default_factory=DecoderOptions)
+    param_dtype: str = "float32"
+
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    def init_params(self, key: jax.Array) -> dict[str, Any]:
+        """Fresh master weights (see :mod:`.params`); not jitted."""
+        return init_params(key, self.config, jnp.dtype(self.param_dtype))
+
+    def make_batch(self, key: jax.Array) -> dict[str, jax.Array]:
+        """``{"inputs", "targets"}: int32 [batch, seq]``, counting sequences (learnable)."""
+        return counting_batch(key, batch=self.batch, seq=self.seq, vocab=self.config.vocab)
+
+    def loss(
+        self,
+        params: dict[str, Any],
+        batch: dict[str, jax.Array],
+        constrain: Constrain = no_constraint,
+    ) -> jax.Array:
+        """The training loss (:func:`.decoder.decoder_loss`)."""
+        return decoder_loss(params, batch, self.config, self.options, constrain)
+
+    def param_axes(self) -> dict[str, Any]:
+        """The parameter tree with each leaf's logical axis names."""
+        return param_axes(self.config)
+
+    def abstract(self, seed: int = 0) -> tuple[Any, Any]:
+        """``(params, batch)`` as ShapeDtypeStructs, nothing allocated (any size)."""
+        key = jax.random.key(seed)
+        return jax.eval_shape(self.init_params, key), jax.eval_shape(self.make_batch, key)
+
+    @property
+    def num_params(self) -> int:
+        return param_count(self.config)
+
+    def info(self) -> dict[str, Any]:
+        """Sizes and facts for reports: every dim, run size and option, ``num_params``."""
+        c = self.config
+        facts: dict[str, Any] = {k: getattr(c, k) for k in _DIMS}
+        facts.update(
+            batch=self.batch,
+            seq=self.seq,
+            dtype=self.param_dtype,
+            **dataclasses.asdict(self.options),
+            tokens=self.batch * self.seq,
+            num_params=self.num_params,
+            published_params=c.published_params,
+            arch=c.name,
+            config=c,
+        )
+        return facts
+
+    def description(self) -> str:
+        c = self.config
+        mlp = f"{c.experts} SwiGLU experts, top-{c.experts_per_token}" if c.is_moe else "SwiGLU MLP"
+        return (
+            f"{c.name}: {c.layers} scanned decoder layers (RMSNorm, RoPE, {c.heads} query / "
+            f"{c.kv_heads} kv heads blockwise causal attention, {mlp}), {self.options.compute_dtype} "
+            f"compute over {self.param_dtype} weights, remat {self.options.remat!r}, chunked "
+            "next-token cross-entropy"
+        )
+
+
+def default_overrides(name: str) -> dict[str, Any]:
+    """Every size and option :func:`decoder_model` takes, at its value for ``name``."""
+    c = get_config(name)
+    out: dict[str, Any] = {k: getattr(c, k) for k in _DIMS}
+    out.update(RUN_DEFAULTS)
+    out["seq"] = min(RUN_DEFAULTS["seq"], c.context)
+    return out
+
+
+def decoder_model(name: str | ArchConfig, **overrides: Any) -> DecoderModel:
+    """A published architecture (or ``config``) with any dims, run sizes or options changed.
+
+    Args:
+      name: a name in :data:`~.configs.ARCH_NAMES`, or an :class:`ArchConfig`.
+      **overrides: dims (``layers``, ``d_model``, ``heads``, ``kv_heads``, ``head_dim``,
+        ``ffn``, ``vocab``, ``experts``, ``experts_per_token``), run sizes (``batch``,
+        ``seq``, ``dtype`` of the master weights) and :class:`DecoderOptions` fields
+        (``remat``, ``compute_dtype``, ``attention_block``, ``loss_chunk``, ``moe_group``,
+        ``capacity_factor``).
+
+    Raises:
+      ShardvizError: an unknown name or override, or sizes that do not fit together.
+    """
+    base = name if isinstance(name, ArchConfig) else get_config(name)
+    where = f"get_model({base.name!r})"
+    defaults = {k: getattr(base, k) for k in _DIMS} | RUN_DEFAULTS
+    defaults["seq"] = min(RUN_DEFAULTS["seq"], base.context)
+    unknown = sorted(set(overrides) - set(defaults))
+    if unknown:
+        raise ShardvizError(
+            problem(
+                where, f"unknown size(s) {', '.join(unknown)}", f"use only {', '.join(defaults)}"
+            )
+        )
+    s = {**defaults, **overrides}
+    config = base.scaled(**{k: s[k] for k in _DIMS if s[k] != getattr(base, k)})
+    for key in ("batch", "seq", "attention_block", "loss_chunk", "moe_group"):
+        if not _is_int(s[key], 1):
+            _fail(
+                where, f"{key}={s[key]!r} is not an integer >= 1", f"pass {key} as an integer >= 1"
+            )
+        s[key] = int(s[key])
+    cf = s["capacity_factor"]
+    if isinstance(cf, bool) or not isinstance(cf, numbers.Real) or not cast(float, cf) > 0:
+        _fail(where, f"capacity_factor={cf!r} is not a number > 0", "pass capacity_factor > 0")
+    if s["remat"] not in REMAT_POLICIES:
+        _fail(
+            where,
+            f"remat={s['remat']!r} is not a remat policy",
+            f"use one of {', '.join(map(repr, REMAT_POLICIES))}",
+        )
+    for key in ("dtype", "compute_dtype"):
+        s[key] = _dtype_name(where, key, s[key])
+    seq = s["seq"]
+    pieces = {
+        "attention_block": "attention blocks",
+        "loss_chunk": "loss chunks",
+        "moe_group": "MoE routing groups",
+    }
+    for key, what in pieces.items():
+        size = min(s[key], seq)
+        if seq % size:
+            _fail(
+                where,
+                f"seq={seq} does not divide into {what} of {size}",
+                f"pick {key} dividing seq (or at least seq: one piece)",
+            )
+    options = DecoderOptions(**{f.name: s[f.name] for f in dataclasses.fields(DecoderOptions)})
+    return DecoderModel(config, s["batch"], seq, options, s["dtype"])
+
+
+def _is_int(value: Any, minimum: int) -> bool:
+    is_int = isinstance(value, numbers.Integral) and not isinstance(value, bool)
+    return is_int and cast(int, value) >= minimum
+
+
+def _fail(where: str, what: str, fix: str) -> NoReturn:
+    raise ShardvizError(problem(where, what, fix))
+
+
+def _dtype_name(where: str, key: str, value: Any) -> str:
+    try:
+        return jnp.dtype(value).name
+    except TypeError as err:
+        raise ShardvizError(
+            problem(where, f"{key}={value!r} is not a dtype", f"pass e.g. {key}='bfloat16'")
+        ) from err

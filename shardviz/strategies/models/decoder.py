@@ -1,0 +1,183 @@
+"""The decoder-only LLM as a jax function over a parameter pytree, as training code writes it.
+
+- Layers are stacked (:mod:`.params`) and run by one ``jax.lax.scan``, its body wrapped in
+  ``jax.checkpoint`` by the ``remat`` policy (:data:`REMAT_POLICIES`).
+- Mixed precision: float32 master weights, cast to the compute dtype (bf16) inside the loss;
+  norms, RoPE, softmax and the cross-entropy run in float32.
+- Each block is pre-norm: ``x + attn(rms_norm(x))``, then ``x + mlp(rms_norm(x))``, with RoPE
+  and GQA attention computed blockwise (:mod:`.attention`), a SwiGLU MLP (:mod:`.mlp`) or
+  Mixtral's top-k MoE (:mod:`.experts`); the loss is a chunked cross-entropy (:mod:`.loss`).
+- Every named activation goes through ``constrain(name, x)``; :mod:`.logical` makes it a
+  ``with_sharding_constraint`` from the strategy's logical axis rules
+  (:data:`.axes.ACTIVATION_AXES`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.ad_checkpoint import checkpoint_name
+
+from .attention import blockwise_attention
+from .axes import Constrain, no_constraint
+from .configs import ArchConfig
+from .experts import moe_mlp
+from .loss import chunked_cross_entropy
+from .mlp import gated_mlp
+from .norm import rms_norm
+from .rope import apply_rope, rope_frequencies
+
+__all__ = [
+    "LAYER_INPUT",
+    "REMAT_POLICIES",
+    "DecoderOptions",
+    "decoder_loss",
+    "final_hidden",
+    "remat_policy",
+]
+
+#: The name ``checkpoint_name`` gives each decoder layer's input (what "offload" sends to host).
+LAYER_INPUT = "decoder_layer_input"
+
+#: Remat policies of the layer scan, with what each keeps for the backward pass.
+REMAT_POLICIES: dict[str, str] = {
+    "none": "no rematerialisation: every layer keeps all its activations",
+    "full": "keep only each layer's input; recompute the layer in the backward pass",
+    "save_matmuls": "keep the outputs of matmuls with no batch dims (the weight projections; "
+    "jax.checkpoint_policies.dots_with_no_batch_dims_saveable), recompute the rest",
+    "offload": f"keep only each layer's input ({LAYER_INPUT!r}), offloaded to pinned host "
+    "memory (save_and_offload_only_these_names), as MaxText does for Llama 70B",
+}
+
+
+@dataclass(frozen=True)
+class DecoderOptions:
+    """How the decoder is computed (not what it is): precision, remat and block sizes.
+
+    Attributes:
+      remat: one of :data:`REMAT_POLICIES`.
+      compute_dtype: the dtype of the matmuls (the weights are cast to it in the loss).
+      attention_block: query and key/value block size of the blockwise attention.
+      loss_chunk: positions per chunk of the cross-entropy.
+      moe_group: tokens per routing group of an MoE layer.
+      capacity_factor: MoE expert capacity factor (``>= experts / top_k`` drops nothing).
+    """
+
+    remat: str = "full"
+    compute_dtype: str = "bfloat16"
+    attention_block: int = 512
+    loss_chunk: int = 1024
+    moe_group: int = 1024
+    capacity_factor: float = 1.25
+
+
+def remat_policy(name: str) -> Any:
+    """The ``jax.checkpoint`` policy of remat ``name`` (``None`` for "none": no checkpoint)."""
+    policies = jax.checkpoint_policies
+    return {
+        "none": None,
+        "full": policies.nothing_saveable,
+        "save_matmuls": policies.dots_with_no_batch_dims_saveable,
+        "offload": policies.save_and_offload_only_these_names(
+            names_which_can_be_saved=[],
+            names_which_can_be_offloaded=[LAYER_INPUT],
+            offload_src="device",
+            offload_dst="pinned_host",
+        ),
+    }[name]
+
+
+def _self_attention(
+    p: dict[str, Any],
+    x: jax.Array,
+    config: ArchConfig,
+    inv_freq: np.ndarray,
+    block: int,
+    constrain: Constrain,
+) -> jax.Array:
+    """RoPE GQA self-attention of ``x: [B, S, embed]``, causal, blockwise."""
+
+    def project(w: str, b: str) -> jax.Array:
+        y = jnp.einsum("bsd,dnk->bsnk", x, p[w])
+        return y + p[b] if config.qkv_bias else y
+
+    q = constrain("query", apply_rope(project("wq", "bq"), inv_freq))
+    k = constrain("key", apply_rope(project("wk", "bk"), inv_freq))
+    v = constrain("value", project("wv", "bv"))
+    heads = constrain("attn_heads", blockwise_attention(q, k, v, block_q=block, block_kv=block))
+    return constrain("attn_out", jnp.einsum("bsnk,nkd->bsd", heads, p["wo"]))
+
+
+def _layer_fn(config: ArchConfig, options: DecoderOptions, seq: int, constrain: Constrain):
+    """The scan body ``(x, layer_params) -> (x, aux_loss)``, checkpointed per ``remat``."""
+    inv_freq = rope_frequencies(config.head_dim, config.rope_theta, config.rope_scaling)
+    block = min(options.attention_block, seq)
+    group = min(options.moe_group, seq)
+    eps = config.norm_eps
+
+    def layer(x: jax.Array, p: dict[str, Any]) -> tuple[jax.Array, jax.Array]:
+        x = checkpoint_name(x, LAYER_INPUT)
+        h = constrain("attn_in", rms_norm(x, p["attn_norm"]["scale"], eps))
+        x = constrain(
+            "residual", x + _self_attention(p["attn"], h, config, inv_freq, block, constrain)
+        )
+        h = constrain("mlp_in", rms_norm(x, p["mlp_norm"]["scale"], eps))
+        if config.is_moe:
+            y, aux = moe_mlp(
+                p["moe"],
+                h,
+                top_k=config.experts_per_token,
+                capacity_factor=options.capacity_factor,
+                group=group,
+                activation=config.activation,
+                constrain=constrain,
+            )
+        else:
+            y, aux = gated_mlp(p["mlp"], h, config.activation, constrain), jnp.zeros(())
+        return constrain("residual", x + y), aux.astype(jnp.float32)
+
+    policy = remat_policy(options.remat)
+    if options.remat == "none":
+        return layer
+    return jax.checkpoint(layer, policy=policy, prevent_cse=False)
+
+
+def final_hidden(
+    params: dict[str, Any],
+    tokens: jax.Array,
+    config: ArchConfig,
+    options: DecoderOptions,
+    constrain: Constrain = no_constraint,
+) -> tuple[jax.Array, jax.Array]:
+    """``tokens: int [B, S]`` -> (final-normed hidden ``[B, S, embed]``, per-layer MoE aux
+    losses ``[layers]``), with ``params`` already in the compute dtype."""
+    x = constrain("embedded", jnp.take(params["embed"]["embedding"], tokens, axis=0))
+    layer = _layer_fn(config, options, tokens.shape[1], constrain)
+    x, aux = jax.lax.scan(layer, x, params["layers"])
+    return constrain("final", rms_norm(x, params["final_norm"]["scale"], config.norm_eps)), aux
+
+
+def decoder_loss(
+    params: dict[str, Any],
+    batch: dict[str, jax.Array],
+    config: ArchConfig,
+    options: DecoderOptions,
+    constrain: Constrain = no_constraint,
+) -> jax.Array:
+    """Mean next-token cross-entropy (+ the weighted MoE load-balancing loss), float32.
+
+    ``params`` are the float32 master weights; they are cast to ``options.compute_dtype``
+    here, so the gradients come back in float32.
+    """
+    dtype = jnp.dtype(options.compute_dtype)
+    cast = jax.tree.map(lambda w: w.astype(dtype), params)
+    hidden, aux = final_hidden(cast, batch["inputs"], config, options, constrain)
+    unembed = cast["embed"]["embedding"].T if config.tied_embeddings else cast["unembed"]
+    loss = chunked_cross_entropy(hidden, unembed, batch["targets"], options.loss_chunk, constrain)
+    if config.is_moe and config.router_aux_loss_coef:
+        loss = loss + config.router_aux_loss_coef * jnp.mean(aux)
+    return loss

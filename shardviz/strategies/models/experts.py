@@ -1,0 +1,54 @@
+"""Mixtral's sparse MoE layer: top-k routing over SwiGLU experts, as capacity-based einsums.
+
+Tokens are cut into groups of ``group`` consecutive positions; the router's softmax picks each
+token's top-k experts, with the chosen gates renormalised to sum to 1 (Mixtral's softmax over
+the top-k logits is the same thing). Each expert takes at most ``capacity =
+ceil(k * capacity_factor * group / experts)`` tokens per group (GShard; routing from
+:func:`shardviz.strategies.moe.route`), and the data movement is einsums over dispatch and
+combine tensors ``[G, group, E, C]``, so with experts split over an ``expert`` mesh axis the
+compiler turns them into all-to-alls. Mixtral itself is dropless; ``capacity_factor >=
+experts / k`` drops nothing. The load-balancing loss is returned for the caller to weight.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from shardviz.strategies.moe import expert_capacity, route
+
+from .axes import Constrain, no_constraint
+from .mlp import ACTIVATIONS
+
+__all__ = ["moe_mlp"]
+
+
+def moe_mlp(
+    p: dict[str, Any],
+    x: jax.Array,
+    *,
+    top_k: int,
+    capacity_factor: float,
+    group: int,
+    activation: str,
+    constrain: Constrain = no_constraint,
+) -> tuple[jax.Array, jax.Array]:
+    """``x: [B, S, embed]`` -> (``[B, S, embed]``, load-balancing loss); ``group`` divides S."""
+    b, s, d = x.shape
+    experts = p["router"].shape[-1]
+    capacity = expert_capacity(group, experts, top_k, capacity_factor)
+    xg = constrain("moe_in", x.reshape(b * s // group, group, d))  # [G, group, D]
+    logits = jnp.einsum("gsd,de->gse", xg, p["router"], preferred_element_type=jnp.float32)
+    routing = route(logits, top_k=top_k, capacity=capacity)
+    dispatched = constrain(
+        "dispatched", jnp.einsum("gsec,gsd->egcd", routing.dispatch.astype(x.dtype), xg)
+    )
+    act = ACTIVATIONS[activation]
+    gate = jnp.einsum("egcd,edf->egcf", dispatched, p["w_gate"])
+    up = jnp.einsum("egcd,edf->egcf", dispatched, p["w_up"])
+    hidden = constrain("expert_hidden", act(gate) * up)
+    out = constrain("expert_out", jnp.einsum("egcf,efd->egcd", hidden, p["w_down"]))
+    combined = jnp.einsum("gsec,egcd->gsd", routing.combine.astype(x.dtype), out)
+    return constrain("mlp_out", combined.reshape(b, s, d)), routing.aux_loss

@@ -1,0 +1,40 @@
+"""Reduced sizes of the published architectures: the same structure, compiled in seconds."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+
+#: A 2-layer model with GQA (8 query heads over 4 kv heads), every dim divisible by 8, in
+#: float32 compute so sharded and single-device runs agree closely.
+SMALL: dict[str, Any] = {
+    "layers": 2,
+    "d_model": 64,
+    "heads": 8,
+    "kv_heads": 4,
+    "head_dim": 16,
+    "ffn": 128,
+    "vocab": 256,
+    "seq": 64,
+    "batch": 8,
+    "attention_block": 16,
+    "loss_chunk": 32,
+    "compute_dtype": "float32",
+}
+
+#: Mixtral reduced: 4 experts, top-2, routing groups of 32 tokens, no token dropped.
+SMALL_MOE: dict[str, Any] = {**SMALL, "experts": 4, "moe_group": 32, "capacity_factor": 2.0}
+
+
+def small(name: str, **changes: Any) -> dict[str, Any]:
+    """The reduced sizes for architecture ``name``, with ``changes``."""
+    return {**(SMALL_MOE if name.startswith("mixtral") else SMALL), **changes}
+
+
+def compiled(fn: Callable, *args: Any, **jit_kwargs: Any) -> Callable:
+    """``jax.jit(fn, **jit_kwargs)`` compiled for ``args`` with XLA's backend optimisation off:
+    the same numbers, half the compile time of these scanned models on two CPU cores."""
+    lowered = jax.jit(fn, **jit_kwargs).lower(*args)
+    return lowered.compile(compiler_options={"xla_backend_optimization_level": 0})

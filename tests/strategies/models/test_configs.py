@@ -1,0 +1,122 @@
+"""Published architectures: exact parameter counts, abstract shapes at full size, and checks."""
+
+from __future__ import annotations
+
+import jax
+import pytest
+
+from shardviz.errors import ShardvizError
+from shardviz.strategies.accounting import count_params
+from shardviz.strategies.models import ARCH_NAMES, CONFIGS, param_count
+from shardviz.strategies.models.configs import get_config
+from shardviz.strategies.zoo import MODEL_NAMES, default_sizes, get_model, init_train_state
+
+#: The counts the formula gives (float32 master weights, untied heads).
+EXACT = {
+    "llama2-7b": 6_738_415_616,
+    "llama2-70b": 68_976_648_192,
+    "llama3.1-8b": 8_030_261_248,
+    "llama3.1-70b": 70_553_706_496,
+    "llama3.1-405b": 405_853_388_800,
+    "mixtral-8x7b": 46_702_792_704,
+    "qwen2.5-7b": 7_615_616_512,
+}
+
+
+def test_the_published_names() -> None:
+    assert set(ARCH_NAMES) == set(EXACT)
+    assert MODEL_NAMES == ("mlp", "transformer", "moe")  # the small zoo is unchanged
+
+
+@pytest.mark.parametrize("name", ARCH_NAMES)
+def test_param_count_is_within_half_a_percent_of_the_published_figure(name: str) -> None:
+    config = CONFIGS[name]
+    assert config.published_params is not None
+    assert param_count(config) == EXACT[name]
+    assert abs(param_count(config) / config.published_params - 1) < 0.005
+
+
+@pytest.mark.parametrize("name", ARCH_NAMES)
+def test_param_count_is_the_initialised_tree_at_full_size(name: str) -> None:
+    """jax.eval_shape of the real init: every leaf counted, nothing allocated."""
+    model = get_model(name)
+    shapes = jax.eval_shape(model.init_params, jax.random.key(0))
+    assert count_params(shapes) == param_count(CONFIGS[name]) == model.info["num_params"]
+    assert {str(x.dtype) for x in jax.tree.leaves(shapes)} == {"float32"}
+
+
+def test_70b_train_state_without_allocating() -> None:
+    model = get_model("llama3.1-70b")
+    params, opt_state, batch = jax.eval_shape(
+        lambda k: init_train_state(model, k), jax.random.key(0)
+    )
+    assert params["layers"]["attn"]["wq"].shape == (80, 8192, 64, 128)
+    assert params["layers"]["attn"]["wk"].shape == (80, 8192, 8, 128)
+    assert params["layers"]["mlp"]["w_down"].shape == (80, 28672, 8192)
+    assert params["unembed"].shape == (8192, 128256)
+    assert count_params(opt_state) == 2 * param_count(CONFIGS["llama3.1-70b"]) + 1  # mu, nu, count
+    assert batch["inputs"].shape == (8, 8192)
+
+
+def test_mixtral_and_qwen_trees() -> None:
+    key = jax.random.key(0)
+    mixtral = jax.eval_shape(get_model("mixtral-8x7b").init_params, key)["layers"]
+    assert mixtral["moe"]["router"].shape == (32, 4096, 8)
+    assert mixtral["moe"]["w_gate"].shape == (32, 8, 4096, 14336)
+    assert "mlp" not in mixtral
+    qwen = jax.eval_shape(get_model("qwen2.5-7b").init_params, key)["layers"]["attn"]
+    assert qwen["bq"].shape == (28, 28, 128)
+    assert qwen["bk"].shape == (28, 4, 128)
+
+
+def test_scaled_configs_keep_the_structure() -> None:
+    qwen = CONFIGS["qwen2.5-7b"].scaled(layers=2, d_model=64, heads=4, kv_heads=2, head_dim=16)
+    assert qwen.qkv_bias and qwen.norm_eps == 1e-6 and qwen.published_params is None
+    shapes = jax.eval_shape(
+        get_model("qwen2.5-7b", layers=2, d_model=64, heads=4, kv_heads=2, head_dim=16, ffn=96,
+                  vocab=128, seq=32).init_params,
+        jax.random.key(0),
+    )  # fmt: skip
+    assert count_params(shapes) == param_count(qwen.scaled(ffn=96, vocab=128))
+    tied = CONFIGS["llama2-7b"].scaled(tied_embeddings=True)
+    assert param_count(CONFIGS["llama2-7b"]) - param_count(tied) == 32000 * 4096
+
+
+def test_default_sizes_of_a_published_model() -> None:
+    sizes = default_sizes("llama3.1-8b")
+    assert (sizes["layers"], sizes["d_model"], sizes["seq"], sizes["remat"]) == (
+        32, 4096, 8192, "full",
+    )  # fmt: skip
+    assert default_sizes("llama2-7b")["seq"] == 4096  # capped at Llama 2's context
+
+
+def test_unknown_model_name_lists_the_known_ones() -> None:
+    with pytest.raises(ShardvizError, match="no built-in model 'llama4'") as err:
+        get_model("llama4")
+    for name in (*ARCH_NAMES, "mlp", "Fix:"):
+        assert repr(name) in str(err.value) or name in str(err.value)
+    with pytest.raises(ShardvizError, match="no published architecture 'gpt3'.*llama3.1-8b"):
+        get_config("gpt3")
+
+
+@pytest.mark.parametrize(
+    ("sizes", "match"),
+    [
+        ({"hidden": 3}, "unknown size.*hidden.*Fix: use only layers, d_model"),
+        ({"heads": 6}, "heads=6 does not divide by kv_heads=8.*Fix: pick kv_heads"),
+        ({"seq": 100, "attention_block": 64}, "seq=100 does not divide into attention blocks"),
+        ({"seq": 96, "loss_chunk": 64}, "seq=96 does not divide into loss chunks of 64"),
+        ({"remat": "some"}, "remat='some' is not a remat policy.*'offload'"),
+        ({"batch": 0}, "batch=0 is not an integer >= 1"),
+        ({"compute_dtype": "float7"}, "compute_dtype='float7' is not a dtype"),
+        ({"experts": 2}, "experts=2, experts_per_token=0 do not fit"),
+    ],
+)
+def test_bad_overrides(sizes: dict, match: str) -> None:
+    with pytest.raises(ShardvizError, match=match):
+        get_model("llama3.1-8b", **sizes)
+
+
+def test_scaled_rejects_unknown_fields() -> None:
+    with pytest.raises(ShardvizError, match="unknown field.*hidden"):
+        CONFIGS["llama2-7b"].scaled(hidden=3)
