@@ -140,13 +140,23 @@ def instruction_flops(module: HloModule, ins: HloInstruction) -> float | None:
     return None
 
 
-def _remat(module: HloModule, ins: HloInstruction, callers: Mapping[str, list]) -> bool:
-    """Whether jax marked ``ins`` rematerialised (on the op, or on the fusion around it when
-    the compiler dropped the op's own metadata)."""
-    if ins.op_name:
-        return REMAT_MARK in ins.op_name
-    outer = callers.get(ins.computation) or []
-    return bool(outer) and REMAT_MARK in outer[0].op_name
+def _op_name(ins: HloInstruction, callers: Mapping[str, list]) -> str:
+    """``ins``'s ``op_name``, else that of the nearest op around it that has one (a fusion,
+    a loop): compilers drop the metadata of ops they move into fusions and loop bodies."""
+    current, seen = ins, set()
+    while not current.op_name and current.computation not in seen:
+        seen.add(current.computation)
+        outer = callers.get(current.computation) or []
+        if not outer:
+            break
+        current = outer[0]
+    return current.op_name
+
+
+def _remat(ins: HloInstruction, callers: Mapping[str, list]) -> bool:
+    """Whether jax marked ``ins`` rematerialised (its own name stack, or the nearest one
+    around it when the compiler dropped the op's own metadata)."""
+    return REMAT_MARK in _op_name(ins, callers)
 
 
 def matmul_flops(
@@ -167,6 +177,6 @@ def matmul_flops(
             continue
         n = runs.get(ins.computation, 1)
         total += flops * n
-        if _remat(module, ins, callers):
+        if _remat(ins, callers):
             recomputed += flops * n
     return MatmulFlops(total=total, recomputed=recomputed, lower_bound=lower_bound)

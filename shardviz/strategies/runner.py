@@ -365,11 +365,19 @@ def compare(
             ``report.timeline``); a pipeline's ``schedule`` then carries its slots as they
             ran and the bubble measured (illustrative on CPU, real on GPU/TPU). Strategies
             compiled for a topology do not run, so there is nothing to profile.
-        **sizes: model sizes for a built-in model (e.g. ``d_model=256``).
+        **sizes: model sizes for a built-in model (e.g. ``d_model=256``); for a published
+            architecture (``"llama3.1-70b"``...) also ``seq``, ``batch`` or
+            ``batch_per_device`` (times the devices compiled for), ``remat``...; its
+            strategies are then its logical axis rules (``fsdp``, ``fsdp+tp``, ``tp``,
+            ``dp+fsdp``, ``sp``, ``ep``, ``pp``).
 
     Raises:
         ShardvizError: an unknown model, strategy, preset or topology (naming the fix).
     """
+    entries = list(target) if isinstance(target, list | tuple) else [target]
+    targets = [_target_entry(t) for t in entries]  # bad names fail before any work
+    if "batch_per_device" in sizes:
+        sizes = _global_batch(sizes, targets, mesh)
     m = get_model(model, **sizes) if isinstance(model, str) else model
     if not isinstance(m, ModelDef):
         raise ShardvizError(
@@ -380,10 +388,8 @@ def compare(
     }
     pipeline.update(schedule=schedule, checkpoint=checkpoint)
     # Unknown names fail before any work.
-    rule_sets = [get_rule_set(s, **pipeline) for s in strategies]
+    rule_sets = [_rule_set_for(m, s, pipeline) for s in strategies]
     opt = optimizer or optax.adam(1e-3)
-    entries = list(target) if isinstance(target, list | tuple) else [target]
-    targets = [_target_entry(t) for t in entries]  # bad names fail before any work
     mesh_topo = topology_of(as_jax_mesh(mesh).devices.flat) if mesh is not None else None
     if mesh_topo is not None:  # the mesh is on a topology: that topology, on that mesh
         targets = [t for t in targets if isinstance(t, Topology)] or [mesh_topo]
@@ -406,6 +412,61 @@ def compare(
         model=m.name, num_params=int(sum(int(np.prod(x.shape)) for x in leaves)),
         param_dtype="/".join(dtypes), results=tuple(results),
     )  # fmt: skip
+
+
+def _rule_set_for(m: ModelDef, strategy: str | RuleSet, pipeline: dict[str, Any]) -> RuleSet:
+    """A published architecture's strategies are its logical axis rules (MaxText's way:
+    ``fsdp``, ``fsdp+tp``, ``tp``, ``dp+fsdp``, ``sp``, ``ep``, ``pp``); any other name, or
+    any other model, the built-in rule set of that name."""
+    from .models.configs import ArchConfig
+    from .models.logical import LOGICAL_STRATEGIES, logical_rule_set
+
+    if (
+        isinstance(strategy, str)
+        and isinstance(m.info.get("config"), ArchConfig)
+        and strategy in LOGICAL_STRATEGIES
+    ):
+        return logical_rule_set(strategy, m)
+    return get_rule_set(strategy, **pipeline)
+
+
+def _global_batch(sizes: dict[str, Any], targets: list, mesh: Any) -> dict[str, Any]:
+    """``sizes`` with ``batch_per_device`` turned into the global ``batch``: times the
+    devices of the mesh, else of the topology compiled for, else of this machine."""
+    per = sizes["batch_per_device"]
+    if "batch" in sizes:
+        raise ShardvizError(
+            problem(
+                "compare",
+                f"both batch={sizes['batch']} and batch_per_device={per} were given",
+                "give one: the global batch, or the batch per device",
+            )
+        )
+    if mesh is not None:
+        counts = {int(as_jax_mesh(mesh).devices.size)}
+    else:
+        counts = {len(t.devices) for t in targets if isinstance(t, Topology)}
+        counts = counts or {len(jax.devices())}
+    if len(counts) > 1:
+        raise ShardvizError(
+            problem(
+                "compare",
+                f"batch_per_device={per} gives a different global batch on each target "
+                f"({', '.join(str(n) for n in sorted(counts))} devices)",
+                "compare targets with the same number of devices, or give the global batch",
+            )
+        )
+    if not isinstance(per, int) or isinstance(per, bool) or per < 1:
+        raise ShardvizError(
+            problem(
+                "compare",
+                f"batch_per_device={per!r} is not a positive whole number",
+                "give the sequences each device holds, e.g. batch_per_device=4",
+            )
+        )
+    out = {k: v for k, v in sizes.items() if k != "batch_per_device"}
+    out["batch"] = per * counts.pop()
+    return out
 
 
 def _target_entry(t: Any) -> Any:

@@ -26,6 +26,8 @@ import math
 import jax
 import jax.numpy as jnp
 
+from shardviz.capture.hlo_matmuls import REMAT_MARK
+
 __all__ = ["blockwise_attention", "naive_attention"]
 
 _MASKED = -1e30  # a masked score: exp(_MASKED - m) == 0 for any real running max m
@@ -150,7 +152,10 @@ def _flash_bwd(bq, bk, scale, residuals, d_out):
         def per_query_block(carry, xs):
             dq, dk, dv = carry
             qi, doi, lse_i, delta_i, i = xs
-            p = jnp.exp(_scores(qi, kj, i, j, scale) - lse_i[..., None])  # [B, N, G, bq, bk]
+            # Recomputed scores: named as jax names what jax.checkpoint recomputes, so the
+            # flop count takes them for the hardware's extra work, not the model's.
+            with jax.named_scope(REMAT_MARK):
+                p = jnp.exp(_scores(qi, kj, i, j, scale) - lse_i[..., None])  # [B,N,G,bq,bk]
             dv = dv + jnp.einsum(
                 "bngqs,bqngk->bsnk", p.astype(doi.dtype), doi, preferred_element_type=_F32
             )

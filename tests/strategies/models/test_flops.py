@@ -1,0 +1,56 @@
+"""The published convention's model flops (``training_flops``) against hand counts, and
+against shardviz's own count of the compiled zoo model: the matmuls of the program, what
+``jax.checkpoint`` and FlashAttention's backward recompute counted apart."""
+
+from __future__ import annotations
+
+import jax
+import pytest
+
+import shardviz as sv
+from shardviz.strategies.models.configs import get_config
+from shardviz.strategies.models.flops import training_flops
+from shardviz.strategies.zoo import get_model
+
+from .small import small
+
+
+def test_llama_3_1_8b_and_70b_flops_per_token_are_the_published_convention() -> None:
+    # 6 x matmul weights (the input embedding is a lookup) + attention's two matmuls x 3.
+    c = get_config("llama3.1-8b")
+    f = training_flops(c, tokens=1, seq=8192)
+    per_layer = 4096 * 128 * (2 * 32 + 2 * 8) + 3 * 4096 * 14336
+    assert f.weights == 6 * (32 * per_layer + 4096 * 128256)
+    assert f.attention == 3 * 32 * 4 * 8192 * 32 * 128
+    # The scaling book's LLaMA-3 70B figure: about 4.2e11 flops per token at 4096 tokens
+    # (6 x 70.4e9 = 4.2e11; attention adds a few percent at 8192).
+    seventy = training_flops(get_config("llama3.1-70b"), tokens=1, seq=4096)
+    assert seventy.weights == pytest.approx(4.2e11, rel=0.02)
+    assert training_flops(c, 1, 8192, causal_half=True).attention == f.attention / 2
+
+
+def test_mixtral_counts_its_router_and_two_of_eight_experts() -> None:
+    c = get_config("mixtral-8x7b")
+    f = training_flops(c, tokens=1, seq=4096)
+    per_layer = 4096 * 128 * (2 * 32 + 2 * 8) + 2 * 3 * 4096 * 14336 + 4096 * 8
+    assert f.weights == 6 * (32 * per_layer + 4096 * 32000)
+
+
+@pytest.mark.parametrize("remat", ["none", "full"])
+def test_the_compiled_zoo_models_model_flops_are_the_formulas(remat) -> None:
+    # One sequence per device: the step's matmuls, recomputation apart, are exactly the
+    # published convention's count (attention computed in full, masked blocks included).
+    sizes = small("llama3.1-8b", batch=1, remat=remat)
+    m = get_model("llama3.1-8b", **sizes)
+    params = jax.eval_shape(m.init_params, jax.random.key(0))
+    batch = jax.eval_shape(m.make_batch, jax.random.key(1))
+    r = sv.explain(jax.grad(m.loss), params, batch, run=False, diagnose=False)
+    assert r.cost is not None
+    want = training_flops(m.info["config"], tokens=sizes["seq"], seq=sizes["seq"]).total
+    assert r.cost.model_flops_per_device == pytest.approx(want, rel=1e-9)
+    recomputed = r.cost.recomputed_flops_per_device or 0
+    # The chunked loss recomputes its logits and FlashAttention's backward its scores even
+    # without remat; "full" also recomputes every layer's forward.
+    assert recomputed > 0
+    if remat == "full":
+        assert recomputed > 0.2 * want
