@@ -25,7 +25,7 @@ TargetLike = Target | Hardware | str
 def resolve_target(report: Report, target: TargetLike | None = None) -> Target | None:
     """The target to estimate for: the one given (sized to the report's mesh), else the one the
     mesh's own devices describe (real or deviceless TPU/GPU), else ``None`` (CPU, no target)."""
-    n = report.mesh.size if report.mesh is not None else None
+    n = report.mesh.size if report.mesh is not None else 1  # no mesh: one device
     if target is not None:
         return target_for(target, n)
     if report.target is not None:

@@ -293,3 +293,10 @@ def test_a_cpu_cluster_of_your_own_uses_the_switched_model():
     assert r.target.shape == (2, 4)
     assert r.collectives[0].estimated_seconds > 0
     assert r.estimate.compute_seconds == pytest.approx(1.0)
+
+
+def test_a_program_on_one_device_with_no_mesh_is_estimated_on_one_chip():
+    r = dataclasses.replace(report(V5E_PEAK, 0.0), mesh=None)
+    est, _ = estimate_report(r, "h100")
+    assert est is not None and est.target.startswith("NVIDIA H100")
+    assert est.compute_seconds == pytest.approx(V5E_PEAK / hardware("h100").peak_flops_bf16)

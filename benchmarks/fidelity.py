@@ -1,0 +1,199 @@
+"""shardviz's figures for published training runs, against what those runs measured.
+
+MaxText's tiering table (AI-Hypercomputer/maxtext, docs/reference/models/tiering.md; configs
+in benchmarks/maxtext_trillium_model_configs.py) publishes, per model and slice, the MFU and
+tokens/s/device of a measured step. For each run the zoo's model (same dims, sequence and
+per-device batch, remat as MaxText ran it) is planned compile-only for the same slice with
+``sv.compare(..., target=<topology>)`` and set against it:
+
+- parameters vs the published count;
+- model flops per device per step (shardviz's count of the compiled program's matmuls,
+  recomputation once) vs MaxText's own formula (``training_flops``: 6 x weights x tokens +
+  attention in full, x3);
+- the MFU at MaxText's measured step (tokens per device per step / published tokens/s)
+  vs the published MFU;
+- the estimated lower bound vs the measured step;
+- the compiler's HBM peak vs the chip's HBM;
+- the plan's wall time vs a bare compile of the same lowered program.
+
+Full-size compiles: minutes each on this 2-core machine, never run by the tests (which
+compile the same code at reduced sizes).
+
+    .venv/bin/python benchmarks/fidelity.py [--runs 8b,70b,mixtral] [--write]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from dataclasses import dataclass
+
+import _common as C
+
+os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")
+sys.path.insert(0, str(C.ROOT))
+
+import shardviz as sv  # noqa: E402
+
+sv.use_cpu_devices(8)
+
+import shardviz.capture.explain as explain_module  # noqa: E402
+from shardviz.model.estimate import format_percent  # noqa: E402
+from shardviz.strategies.models.configs import get_config, param_count  # noqa: E402
+from shardviz.strategies.models.flops import training_flops  # noqa: E402
+
+
+@dataclass(frozen=True)
+class Run:
+    """A published run: model, slice, sequence, per-device batch, remat, and what it measured."""
+
+    key: str
+    model: str
+    topology: str
+    seq: int
+    batch_per_device: int
+    remat: str
+    strategy: str
+    mfu: float
+    tokens_per_second: float
+    note: str = ""
+
+    @property
+    def step_seconds(self) -> float:
+        return self.batch_per_device * self.seq / self.tokens_per_second
+
+
+RUNS = (
+    Run("8b", "llama3.1-8b", "v6e:16x16", 8192, 4, "full", "fsdp", 0.4546, 7207),
+    Run("70b", "llama3.1-70b", "v6e:16x16", 8192, 5, "offload", "fsdp", 0.5033, 960,
+        "decoder-layer inputs offloaded to host, as MaxText ran it"),
+    Run("mixtral", "mixtral-8x7b", "v5p:8x4x4", 4096, 8, "full", "fsdp", 0.5256, 2909,
+        "per-device batch assumed 8 (the table gives MFU and tokens/s; the MFU at the "
+        "measured step does not depend on it)"),
+)  # fmt: skip
+
+
+def plan(run: Run) -> dict:
+    """Compile the run's step for its slice; the compiled program is kept for a bare
+    recompile of the same lowered module (the baseline of the plan's wall time)."""
+    kept: dict = {}
+    real = explain_module.program_cost
+
+    def keep(comp, *a):
+        kept["comp"] = comp
+        return real(comp, *a)
+
+    explain_module.program_cost = keep
+    try:
+        t0 = time.perf_counter()
+        c = sv.compare(
+            run.model, [run.strategy], target=run.topology, batch_per_device=run.batch_per_device,
+            seq=run.seq, remat=run.remat,
+        )  # fmt: skip
+        wall = time.perf_counter() - t0
+    finally:
+        explain_module.program_cost = real
+    t0 = time.perf_counter()
+    kept["comp"].lowered.compile()
+    bare = time.perf_counter() - t0
+    return {"comparison": c, "wall": wall, "bare": bare}
+
+
+def measure(run: Run) -> dict:
+    p = plan(run)
+    r = p["comparison"].results[0].report
+    e, cost = r.estimate, r.cost
+    assert e is not None and cost is not None
+    config = get_config(run.model)
+    tokens = run.batch_per_device * run.seq
+    formula = training_flops(config, tokens=tokens, seq=run.seq).total
+    hbm = e.hbm_bytes
+    return {
+        "run": run,
+        "params": param_count(config),
+        "published_params": config.published_params,
+        "model_flops": cost.model_flops_per_device,
+        "hardware_flops": cost.flops_per_device,
+        "formula": formula,
+        "mfu_at": e.mfu_at(run.step_seconds),
+        "formula_mfu_at": formula / ((e.peak_flops_per_second or 1) * run.step_seconds),
+        "bound": e.step_seconds,
+        "bound_by": e.bound,
+        "parts": (e.compute_seconds, e.memory_seconds, e.collective_seconds),
+        "peak": r.memory.peak_bytes,
+        "hbm": hbm,
+        "wall": p["wall"],
+        "bare": p["bare"],
+        "lower_bound": e.lower_bound,
+        "loops": len(cost.loops),
+    }
+
+
+def section(results: list[dict], command: str) -> str:
+    lines = C.preamble(command, ("jax", "libtpu"))
+    lines += [
+        "| run | params (published) | model flops / device / step (MaxText formula) | "
+        "MFU at the measured step (published) | bound (measured step) | HBM peak / chip | "
+        "plan / bare compile |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    checks = []
+    for m in results:
+        run: Run = m["run"]
+        params = f"{m['params'] / 1e9:.2f} B ({m['published_params'] / 1e9:.2f} B)"
+        flops = (
+            f"{m['model_flops']:.3g} ({m['formula']:.3g}, x{m['model_flops'] / m['formula']:.3f})"
+        )
+        mfu = f"{format_percent(m['mfu_at'])} ({format_percent(run.mfu)})"
+        bound = f"{m['bound']:.3g} s {m['bound_by']} ({run.step_seconds:.3g} s)"
+        hbm = f"{m['peak'] / 2**30:.1f} / {m['hbm'] / 2**30:.0f} GiB"
+        ratio = f"{m['wall']:.0f} s / {m['bare']:.0f} s = {m['wall'] / m['bare']:.2f}"
+        lines.append(
+            f"| {run.model} on {run.topology}, SL {run.seq}, batch {run.batch_per_device}/device,"
+            f" remat {run.remat} | {params} | {flops} | {mfu} | {bound} | {hbm} | {ratio} |"
+        )
+        c, mem, comm = m["parts"]
+        checks += [
+            (abs(m["params"] / m["published_params"] - 1) <= 0.005,
+             f"{run.key}: parameters within 0.5% of published "
+             f"({m['params'] / m['published_params'] - 1:+.3%})"),
+            (abs(m["mfu_at"] / run.mfu - 1) <= 0.05,
+             f"{run.key}: MFU at the measured step within 5% of the published "
+             f"({format_percent(m['mfu_at'])} vs {format_percent(run.mfu)}; with MaxText's "
+             f"formula {format_percent(m['formula_mfu_at'])})"),
+            (m["bound"] <= run.step_seconds,
+             f"{run.key}: the bound not above the measured step ({m['bound']:.3g} s, "
+             f"{m['bound_by']}-bound: compute {c:.3g} s, memory {mem:.3g} s, communication "
+             f"{comm:.3g} s; measured {run.step_seconds:.3g} s)"),
+            (m["peak"] <= m["hbm"],
+             f"{run.key}: fits ({m['peak'] / 2**30:.1f} GiB of {m['hbm'] / 2**30:.0f} GiB)"),
+            (m["wall"] <= 1.15 * m["bare"] and m["wall"] <= 180,
+             f"{run.key}: plan within 1.15x of its bare compile and under 3 minutes "
+             f"({m['wall']:.0f} s vs {m['bare']:.0f} s)"),
+        ]  # fmt: skip
+    lines += ["", "Targets:", ""]
+    lines += [f"- {'PASS' if ok else 'FAIL'}: {text}" for ok, text in checks]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", default=",".join(r.key for r in RUNS))
+    ap.add_argument("--write", action="store_true")
+    a = ap.parse_args()
+    keys = a.runs.split(",")
+    results = []
+    for run in RUNS:
+        if run.key in keys:
+            results.append(measure(run))
+            print(run.key, "done", flush=True)
+    body = section(results, f"benchmarks/fidelity.py --runs {a.runs} --write")
+    print(body)
+    if a.write:
+        C.replace_section(C.README, "fidelity", body)
+
+
+if __name__ == "__main__":
+    main()
