@@ -48,3 +48,14 @@ def test_batch_per_device_is_times_the_devices(comparison) -> None:
 def test_a_batch_given_two_ways_or_not_whole_is_refused(sizes, words) -> None:
     with pytest.raises(ShardvizError, match=words):
         sv.compare("llama3.1-8b", ["fsdp"], **sizes)
+
+
+def test_the_explorer_opens_on_the_comparison(comparison) -> None:
+    import json
+
+    w = sv.Explorer(comparison)
+    assert w.comparison is comparison
+    assert [s["id"] for s in w.strategies] == ["fsdp", "fsdp+tp"]
+    assert w.selected_strategy == "fsdp"
+    p = json.loads(w.get_state()["payload"])
+    assert len(p["collectives"]) == len(comparison.results[0].report.collectives) > 0
