@@ -9,8 +9,10 @@ kernel: errors become a status ``"error"`` and a short message.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import threading
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -100,6 +102,7 @@ class Latest:
         self.status = IDLE
         self.error = ""
         self.result: Any = None
+        _LIVE.add(self)
 
     @property
     def generation(self) -> int:
@@ -133,6 +136,14 @@ class Latest:
         """Block until every request, stale ones too, has finished; False on timeout."""
         with self._settled:
             return self._settled.wait_for(lambda: not self._threads, timeout)
+
+    def close(self, timeout: float | None = None) -> bool:
+        """Supersede every request (a job stops at its next stage; its outcome is dropped)
+        and wait for their threads; False if some were still running after ``timeout``."""
+        with self._lock:
+            self._generation += 1
+            self._finished = self._generation
+        return self.join(timeout)
 
     # --- in the background thread -------------------------------------------------------
 
@@ -181,3 +192,19 @@ class Latest:
             return
         with contextlib.suppress(Exception):  # a broken status display must not stop the work
             self._on_status(status, error)
+
+
+#: Every Latest not yet collected: their threads are waited for before the interpreter exits.
+_LIVE: weakref.WeakSet[Latest] = weakref.WeakSet()
+
+#: Longest wait at exit for one owner's work in progress (a compile cannot be interrupted).
+EXIT_WAIT_SECONDS = 120.0
+
+
+@atexit.register
+def _close_all() -> None:
+    """At exit, stop and wait for every background job: a daemon thread still inside XLA
+    while the interpreter shuts down aborts the whole process ("FATAL: exception not
+    rethrown"), so a script that made an Explorer would not exit cleanly."""
+    for owner in list(_LIVE):
+        owner.close(EXIT_WAIT_SECONDS)

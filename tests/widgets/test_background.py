@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -219,3 +221,42 @@ def test_submit_reports_compiling_at_once_and_clears_an_old_error():
 )
 def test_short_message(err, expected):
     assert short_message(err) == expected
+
+
+def test_close_supersedes_the_running_job_and_waits_for_it():
+    started, release = threading.Event(), threading.Event()
+    stopped = []
+
+    def job(stage):
+        started.set()
+        release.wait(5)
+        try:
+            stage("running")
+        except Exception as err:
+            stopped.append(type(err).__name__)
+            raise
+        return "shown"
+
+    latest = Latest()
+    latest.submit(job)
+    assert started.wait(5)
+    threading.Timer(0.2, release.set).start()
+    assert latest.close(timeout=5)
+    assert stopped == ["Superseded"] and latest.result is None
+
+
+def test_a_script_with_work_in_progress_exits_cleanly_after_it(tmp_path):
+    # A daemon thread still inside a compile when the interpreter shuts down aborted the
+    # process; at exit shardviz now waits for its background jobs.
+    done = tmp_path / "done"
+    script = (
+        "import time\n"
+        "from shardviz.widgets.background import Latest\n"
+        "def job(stage):\n"
+        "    time.sleep(1.0)\n"
+        f"    open({str(done)!r}, 'w').write('ok')\n"
+        "Latest().submit(job)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert done.read_text() == "ok"

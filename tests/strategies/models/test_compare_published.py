@@ -53,7 +53,9 @@ def test_a_batch_given_two_ways_or_not_whole_is_refused(sizes, words) -> None:
 def test_the_explorer_opens_on_the_comparison(comparison) -> None:
     import json
 
-    w = sv.Explorer(comparison)
+    from shardviz.widgets.explorer import ExplorerView
+
+    w = ExplorerView(comparison)
     assert w.comparison is comparison
     assert [s["id"] for s in w.strategies] == ["fsdp", "fsdp+tp"]
     assert w.selected_strategy == "fsdp"
