@@ -9,6 +9,7 @@ from shardviz.strategies.accounting import projection_table as projection_table
 
 __all__ = [
     "BUILTIN",
+    "ARCH_NAMES",
     "MODEL_NAMES",
     "STRATEGY_NAMES",
     "ModelDef",
@@ -36,6 +37,7 @@ _LAZY = {
     "RuleSet": "shardviz.strategies.rules",
     "get_rule_set": "shardviz.strategies.rules",
     "shard_largest": "shardviz.strategies.rules",
+    "ARCH_NAMES": "shardviz.strategies.zoo",
     "MODEL_NAMES": "shardviz.strategies.zoo",
     "ModelDef": "shardviz.strategies.zoo",
     "default_sizes": "shardviz.strategies.zoo",
