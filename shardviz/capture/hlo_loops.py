@@ -87,7 +87,9 @@ def _param(comp: HloComputation) -> str | None:
     return params[0] if len(params) == 1 else None
 
 
-def _value(module: HloModule, loop: HloInstruction, body: HloComputation, name: str, param: str):
+def _value(
+    module: HloModule, loop: HloInstruction, body: HloComputation, name: str, param: str
+) -> int | None:
     """The constant ``name`` (in the condition) stands for: a constant, or a tuple element
     the body passes through unchanged and the loop starts at a constant."""
     n = _constant(module, name)

@@ -34,7 +34,7 @@ def loop_extra(
     model refuses a body."""
     whole: dict[str, dict] = {}
     for loop in loops:
-        if loop.counted_runs == 1:  # a loop around it runs more: then it does too
+        if loop.counted_runs == 1:  # nothing to add (a loop inside one that runs more runs more)
             continue
         cost = cost_of(loop_body_module(text, module, loop.body))
         if cost is None:
