@@ -216,20 +216,6 @@ def _callers(module: HloModule) -> dict[str, HloInstruction]:
     return {name: calls[0] for name, calls in module.callers().items()}
 
 
-def _caller_with_metadata(
-    callers: dict[str, HloInstruction], ins: HloInstruction
-) -> HloInstruction:
-    """``ins``, or where it has no ``op_name`` the nearest caller of its computation that has
-    one (the TPU compiler moves collectives into fusions and keeps the metadata on the fusion)."""
-    current, seen = ins, set()
-    while not current.op_name and current.computation in callers:
-        if current.computation in seen:
-            break
-        seen.add(current.computation)
-        current = callers[current.computation]
-    return current if current.op_name else ins
-
-
 def _fused_slice(
     module: HloModule, callers: dict[str, HloInstruction], ins: HloInstruction
 ) -> HloInstruction | None:
@@ -425,7 +411,7 @@ def _entries(
             in_dtype, in_shape, in_bytes = _stack(in_arrays)
             out_dtype, out_shape, out_bytes = _stack(out_arrays)
             meta = named if named.op_name or attrs_of is named else attrs_of
-            meta = _caller_with_metadata(callers, meta)
+            meta = module.named(meta)
             name = named.name
         else:
             a, b = in_arrays[i], out_arrays[i]

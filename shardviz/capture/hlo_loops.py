@@ -12,7 +12,7 @@ GPU). This module reads the loops from the text, pure parsing, no jax:
 - :func:`computation_runs`: how many times each computation runs per step;
 - :func:`loop_body_module`: the text of a module whose entry is one loop body, so the
   compiler's own cost model can count it once more per trip (see
-  :func:`shardviz.capture.compile.per_step_cost`).
+  :func:`shardviz.capture.step_cost.per_step`).
 
 A loop whose count cannot be read (a data-dependent ``while_loop``) has ``trips=None``;
 everything inside it then runs an unknown number of times, and per-step figures count it
@@ -30,7 +30,6 @@ from shardviz.model import Loop
 from .hlo_text import HloComputation, HloInstruction, HloModule, parse_hlo_module
 
 __all__ = [
-    "callers_of",
     "computation_runs",
     "loop_body_module",
     "loops_of",
@@ -41,11 +40,6 @@ __all__ = [
 _PASS_THROUGH = ("copy", "bitcast", "convert", "reshape", "copy-start", "copy-done")
 
 _KNOWN_TRIPS_RE = re.compile(r'"known_trip_count"\s*:\s*\{\s*"n"\s*:\s*"?(\d+)')
-
-
-def callers_of(module: HloModule) -> dict[str, list[HloInstruction]]:
-    """Computation name -> every instruction that calls it (see :meth:`HloModule.callers`)."""
-    return module.callers()
 
 
 def _through(module: HloModule, name: str) -> HloInstruction | None:
@@ -165,11 +159,11 @@ def trip_count(loop: HloInstruction, module: HloModule | None = None) -> int | N
 
 
 def _enclosing_loop(
-    comp: str, callers: Mapping[str, list[HloInstruction]], seen: set[str] | None = None
+    comp: str, callers: Mapping[str, list[HloInstruction]]
 ) -> HloInstruction | None:
     """The ``while`` whose body (or condition) holds ``comp``, through fusions, calls,
     branches and async wrappers; ``None`` at the entry."""
-    seen = seen if seen is not None else set()
+    seen: set[str] = set()
     while comp in callers and comp not in seen:
         seen.add(comp)
         caller = callers[comp][0]
@@ -187,7 +181,7 @@ def loops_of(module: HloModule | str) -> tuple[Loop, ...]:
     """Every ``while`` of the module in printed order, with its trips, the loop around it and
     how many times its body runs per step (``None`` when any count on the way is unknown)."""
     module = module if isinstance(module, HloModule) else parse_hlo_module(module)
-    callers = callers_of(module)
+    callers = module.callers()
     whiles = [ins for ins in module.instructions() if ins.opcode == "while"]
     parents = {w.name: _enclosing_loop(w.computation, callers) for w in whiles}
     trips = {w.name: trip_count(w, module) for w in whiles}
@@ -227,7 +221,7 @@ def computation_runs(module: HloModule, loops: Iterable[Loop] | None = None) -> 
     :attr:`~shardviz.model.Loop.runs` is ``None``: figures built on these are lower bounds).
     A reducer's per-element calls count as one run of the op that applies it."""
     loops = tuple(loops) if loops is not None else loops_of(module)
-    callers = callers_of(module)
+    callers = module.callers()
     by_body: dict[str, int] = {}
     for loop in loops:
         by_body[loop.body] = loop.counted_runs

@@ -140,30 +140,14 @@ def instruction_flops(module: HloModule, ins: HloInstruction) -> float | None:
     return None
 
 
-def _op_name(ins: HloInstruction, callers: Mapping[str, list]) -> str:
-    """``ins``'s ``op_name``, else that of the nearest op around it that has one (a fusion,
-    a loop): compilers drop the metadata of ops they move into fusions and loop bodies."""
-    current, seen = ins, set()
-    while not current.op_name and current.computation not in seen:
-        seen.add(current.computation)
-        outer = callers.get(current.computation) or []
-        if not outer:
-            break
-        current = outer[0]
-    return current.op_name
-
-
-def _remat(ins: HloInstruction, callers: Mapping[str, list]) -> bool:
+def _remat(module: HloModule, ins: HloInstruction) -> bool:
     """Whether jax marked ``ins`` rematerialised (its own name stack, or the nearest one
     around it when the compiler dropped the op's own metadata)."""
-    return REMAT_MARK in _op_name(ins, callers)
+    return REMAT_MARK in module.named(ins).op_name
 
 
 def matmul_flops(
-    module: HloModule,
-    runs: Mapping[str, int],
-    callers: Mapping[str, list],
-    lower_bound: bool = False,
+    module: HloModule, runs: Mapping[str, int], lower_bound: bool = False
 ) -> MatmulFlops:
     """Every matmul's flops times the runs of its computation (``runs`` from
     :func:`shardviz.capture.hlo_loops.computation_runs`); ``lower_bound`` when a loop's
@@ -177,6 +161,6 @@ def matmul_flops(
             continue
         n = runs.get(ins.computation, 1)
         total += flops * n
-        if _remat(ins, callers):
+        if _remat(module, ins):
             recomputed += flops * n
     return MatmulFlops(total=total, recomputed=recomputed, lower_bound=lower_bound)

@@ -541,6 +541,18 @@ class HloModule:
                     self._callers.setdefault(name, []).append(ins)
         return self._callers
 
+    def named(self, ins: HloInstruction) -> HloInstruction:
+        """``ins``, or where it has no ``op_name`` the nearest op around it that has one (a
+        fusion, a loop): compilers keep the metadata on the op they moved others into."""
+        current, seen = ins, set()
+        while not current.op_name and current.computation not in seen:
+            seen.add(current.computation)
+            outer = self.callers().get(current.computation)
+            if not outer:
+                break
+            current = outer[0]
+        return current if current.op_name else ins
+
     def users(self, name: str) -> list[HloInstruction]:
         """Instructions that take ``name`` as an operand.
 

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from shardviz.model import Cost, Loop
 
 from .compile import Compiled, global_cost, per_device_cost, text_cost
-from .hlo_loops import callers_of, computation_runs, loop_body_module, loops_of
+from .hlo_loops import computation_runs, loop_body_module, loops_of
 from .hlo_matmuls import matmul_flops
 from .hlo_text import HloModule, parse_hlo_module
 
@@ -86,9 +86,8 @@ def program_cost(
     module = comp.module()
     per_dev, loops = per_step(per_once, comp.hlo_text, module)
     glob, _ = per_step(glob_once, comp.propagated_text, propagated)
-    callers = callers_of(module)
     lower = any(not lp.known for lp in loops)
-    mm = matmul_flops(module, computation_runs(module, loops), callers, lower_bound=lower)
+    mm = matmul_flops(module, computation_runs(module, loops), lower_bound=lower)
 
     def get(d: dict | None, k: str) -> float | None:
         return float(d[k]) if d and k in d else None

@@ -152,8 +152,8 @@ def loop_role(lp: Loop) -> str:
 
 
 def loops_words(cost: Cost) -> str:
-    """``2 loops: forward x32 (train.py:41), backward x32 (train.py:41)``: each loop and its body's runs per step
-    (``x?`` where the count is unknown), at most four named."""
+    """``2 loops: forward x32 (train.py:41), backward x32 (train.py:41)``: each loop and its
+    body's runs per step (``x?`` where the count is unknown), at most four named."""
 
     def one(lp: Loop) -> str:
         runs = "?" if lp.runs is None else str(lp.runs)
@@ -354,13 +354,24 @@ def axes_groups(report: Report) -> list[AxesGroup]:
     return [AxesGroup(axes, tuple(rows), hosts) for axes, rows in groups.items()]
 
 
+def runs_per_step(c: Collective) -> int:
+    """How many times ``c`` runs per step as the views count it: its loops' trips, once where
+    a loop's count is unknown (0 in a loop that never runs)."""
+    return c.trips if c.trips is not None else 1
+
+
+def moved_per_step(cs: Sequence[Collective]) -> int:
+    """Bytes the collectives move per device per step, each times its runs."""
+    return sum(c.moved_bytes * runs_per_step(c) for c in cs)
+
+
 def ledger_headline(report: Report) -> str:
     """``5 in the compiled program · 17 runs per step · 2.1 MiB moved per device per step``:
     a collective inside a loop runs once per trip (``at least`` where a loop's count is
     unknown and it is counted once)."""
     cs = report.collectives
-    runs = sum(c.trips if c.trips is not None else 1 for c in cs)
-    moved = sum(c.moved_bytes * (c.trips if c.trips is not None else 1) for c in cs)
+    runs = sum(runs_per_step(c) for c in cs)
+    moved = moved_per_step(cs)
     least = "at least " if any(c.trips is None for c in cs) else ""
     looped = f" · {least}{runs} runs per step" if runs != len(cs) or least else ""
     return (

@@ -76,6 +76,7 @@ from shardviz.render.report_facts import (
     measured_step,
     memory_parts,
     mesh_line,
+    moved_per_step,
     multi_host,
     no_source_words,
     on_one_device,
@@ -553,7 +554,7 @@ def _check_badge(report: Report) -> str:
 
 def _stats(report: Report) -> str:
     n = len(report.collectives)
-    moved = sum(c.moved_bytes * (c.trips if c.trips is not None else 1) for c in report.collectives)
+    moved = moved_per_step(report.collectives)
     tiles = [
         (f"{n} collective{'s' * (n != 1)}", f"{format_bytes(moved)} moved per device per step", ""),
         (format_bytes(report.memory.peak_bytes), "peak memory per device", ""),

@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from shardviz.capture.hlo_loops import (
-    callers_of,
     computation_runs,
     loop_body_module,
     loops_of,
@@ -41,7 +40,7 @@ def matmuls(name: str):
     module = parse_hlo_module(text(name))
     loops = loops_of(module)
     lower = any(not lp.known for lp in loops)
-    return matmul_flops(module, computation_runs(module, loops), callers_of(module), lower)
+    return matmul_flops(module, computation_runs(module, loops), lower)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
