@@ -127,6 +127,14 @@ def measure(run: Run) -> dict:
         "wall": p["wall"],
         "bare": p["bare"],
         "lower_bound": e.lower_bound,
+        "predicted": e.predicted_seconds,
+        "exposed": e.predicted_exposed_seconds,
+        "exposed_top": e.predicted_exposed[:3],
+        "hbm_ops_bytes": sum(o.hbm_bytes * o.runs for o in cost.ops if not o.transfer),
+        "transfer_bytes": sum(
+            (o.hbm_bytes + o.host_bytes) * o.runs for o in cost.ops if o.transfer
+        ),
+        "xla_bytes": cost.bytes_accessed_per_device,
         "loops": len(cost.loops),
     }
 
@@ -135,9 +143,9 @@ def section(results: list[dict], command: str) -> str:
     lines = C.preamble(command, ("jax", "libtpu"))
     lines += [
         "| run | params (published) | model flops / device / step (MaxText formula) | "
-        "MFU at the measured step (published) | bound (measured step) | HBM peak / chip | "
-        "plan / bare compile |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        "MFU at the measured step (published) | bound (measured step) | predicted step (error) | "
+        "HBM peak / chip | plan / bare compile |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     checks = []
     for m in results:
@@ -149,10 +157,13 @@ def section(results: list[dict], command: str) -> str:
         mfu = f"{format_percent(m['mfu_at'])} ({format_percent(run.mfu)})"
         bound = f"{m['bound']:.3g} s {m['bound_by']} ({run.step_seconds:.3g} s)"
         hbm = f"{m['peak'] / 2**30:.1f} / {m['hbm'] / 2**30:.0f} GiB"
+        error = m["predicted"] / run.step_seconds - 1 if m["predicted"] else None
+        predicted = f"{m['predicted']:.3g} s ({error:+.0%})" if error is not None else "unknown"
         ratio = f"{m['wall']:.0f} s / {m['bare']:.0f} s = {m['wall'] / m['bare']:.2f}"
         lines.append(
             f"| {run.model} on {run.topology}, SL {run.seq}, batch {run.batch_per_device}/device,"
-            f" remat {run.remat} | {params} | {flops} | {mfu} | {bound} | {hbm} | {ratio} |"
+            f" remat {run.remat} | {params} | {flops} | {mfu} | {bound} | {predicted} | {hbm} |"
+            f" {ratio} |"
         )
         c, mem, comm = m["parts"]
         checks += [
@@ -167,6 +178,13 @@ def section(results: list[dict], command: str) -> str:
              f"{run.key}: the bound not above the measured step ({m['bound']:.3g} s, "
              f"{m['bound_by']}-bound: compute {c:.3g} s, memory {mem:.3g} s, communication "
              f"{comm:.3g} s; measured {run.step_seconds:.3g} s)"),
+            (error is not None and abs(error) <= 0.25,
+             f"{run.key}: predicted step within 25% of the measured ({predicted}; measured "
+             f"{run.step_seconds:.3g} s; ops {m['predicted'] - m['exposed']:.3g} s, exposed "
+             f"transfers {m['exposed']:.3g} s, largest "
+             + ", ".join(f"{n} {t:.3g} s" for n, t in m["exposed_top"])
+             + f"; HBM bytes of the ops {m['hbm_ops_bytes']:.3g}, of async copies "
+             f"{m['transfer_bytes']:.3g}, XLA's count {m['xla_bytes']:.3g})"),
             (m["peak"] <= m["hbm"],
              f"{run.key}: fits ({m['peak'] / 2**30:.1f} GiB of {m['hbm'] / 2**30:.0f} GiB)"),
             (m["wall"] <= 1.15 * m["bare"] and m["wall"] <= 180,

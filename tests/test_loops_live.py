@@ -147,6 +147,23 @@ def test_remat_changes_the_hardware_flops_not_the_model_flops(backend) -> None:
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize(("looped", "unrolled"), [("scan", "unrolled"), ("fori", "fori_unrolled")])
+def test_the_predicted_step_runs_each_loop_body_per_step(backend, looped, unrolled) -> None:
+    """Each op of a loop body runs as often as the loop; the predicted steps of a loop and
+    its unrolled twin are close (the loop's ops move somewhat more: each trip slices its
+    layer out of the stacked weights and writes into stacked residuals)."""
+    a, b = report(backend, looped), report(backend, unrolled)
+    assert a.cost is not None and a.estimate is not None and b.estimate is not None
+    runs = {op.runs for op in a.cost.ops}
+    assert runs == {1, pr.L}
+    matmuls = sum(op.flops * op.runs for op in a.cost.ops)
+    assert matmuls == pytest.approx(a.cost.matmul_flops_per_device)
+    pa, pb = a.estimate.predicted_seconds, b.estimate.predicted_seconds
+    assert pa is not None and pb is not None
+    assert 0.9 * pb <= pa <= 1.25 * pb
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_a_data_dependent_loop_makes_every_figure_a_lower_bound(backend) -> None:
     r = report(backend, "while")
     assert r.cost is not None and r.cost.lower_bound
@@ -171,9 +188,10 @@ def test_views_show_the_loops_the_model_flops_and_the_compilers_own_count() -> N
     assert (
         f"{len(r.collectives)} in the compiled program · {pr.L * len(r.collectives)} runs" in text
     )
+    assert "predicted step" in text
     html = report_html(r)
     assert 'data-row="loops"' in html and 'data-row="recomputed"' in html
-    assert 'data-part="hfu"' in html
+    assert 'data-part="hfu"' in html and 'data-part="predicted"' in html
 
 
 @pytest.mark.parametrize(("schedule", "ticks"), [(None, 4 + 2 - 1), ("gpipe", 2 * (4 + 2 - 1))])

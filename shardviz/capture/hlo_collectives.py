@@ -47,6 +47,7 @@ from .hlo_text import (
 
 __all__ = [
     "USER_COLLECTIVE_PRIMITIVES",
+    "collective_parts",
     "collective_trip_counts",
     "collectives_of_hlo",
     "is_user_written",
@@ -546,6 +547,23 @@ def _combined_parts(c: Collective, partitioned: Sequence[Collective], used: set[
             if total >= want:
                 break
     return []
+
+
+def collective_parts(module: HloModule) -> dict[str, frozenset[str]]:
+    """Each collective of the ledger (by its name, without ``#part``) and every instruction
+    that is part of it: an async pair's start and done, the collective a generic
+    ``async-start`` wraps, the TPU compiler's start, overlap and done copies. What a
+    schedule reader needs to see where a collective is in flight."""
+    out: dict[str, set[str]] = {}
+    by_copy: dict[tuple[str, str, str], str] = {}
+    for found in _found_collectives(module):
+        names = {found.named.name, found.attrs_of.name}
+        if found.done is not None:
+            names.add(found.done.name)
+        copy = _async_copy_key(found.named)
+        ledger = by_copy.setdefault(copy, found.named.name) if copy else found.named.name
+        out.setdefault(ledger, set()).update(names)
+    return {k: frozenset(v) for k, v in out.items()}
 
 
 def collective_trip_counts(hlo: str | HloModule) -> dict[str, int | None]:

@@ -2,8 +2,9 @@
 
 The field counts a training step's useful work (MFU's numerator) as its matmuls' flops:
 every ``dot`` and ``convolution`` (the TPU compiler writes matmuls as convolutions), 2 per
-multiply-add, each as often as its computation runs per step (loop trips multiplied out,
-see :mod:`.hlo_loops`). Ops jax marks as rematerialised (their ``op_name`` has
+multiply-add, and a kernel's (a Pallas ``custom-call``) as its cost estimate declares them,
+each as often as its computation runs per step (loop trips multiplied out, see
+:mod:`.hlo_loops`). Ops jax marks as rematerialised (their ``op_name`` has
 ``rematted_computation``: the forward ops ``jax.checkpoint`` runs again in the backward
 pass) are the hardware's extra work, not the model's: :func:`matmul_flops` counts them
 apart. Pure text in, numbers out; no jax.
@@ -130,13 +131,27 @@ def _conv_flops(module: HloModule, ins: HloInstruction) -> float | None:
     return 2.0 * out.size * per_output * work / positions
 
 
+_KERNEL_FLOPS_RE = re.compile(r'"cost_estimate"\s*:\s*\{[^}]*?"flops"\s*:\s*"?(\d+)')
+
+
+def kernel_flops(ins: HloInstruction) -> float | None:
+    """The flops a kernel's author declared for a ``custom-call`` (a Pallas TPU kernel's
+    ``cost_estimate``, which the compiler's own cost model takes as is), else ``None``."""
+    if ins.opcode != "custom-call" or "cost_estimate" not in ins.body:
+        return None
+    m = _KERNEL_FLOPS_RE.search(ins.body)
+    return float(m.group(1)) if m else None
+
+
 def instruction_flops(module: HloModule, ins: HloInstruction) -> float | None:
-    """Flops of one ``dot`` or ``convolution`` (``None`` for any other op, or a shape that
-    cannot be read)."""
+    """Flops of one ``dot`` or ``convolution``, or of a kernel that declares its own
+    (``None`` for any other op, or a shape that cannot be read)."""
     if ins.opcode == "dot":
         return _dot_flops(module, ins)
     if ins.opcode == "convolution":
         return _conv_flops(module, ins)
+    if ins.opcode == "custom-call":
+        return kernel_flops(ins)
     return None
 
 
@@ -154,7 +169,7 @@ def matmul_flops(
     count is unknown."""
     total = recomputed = 0.0
     for ins in module.instructions():
-        if ins.opcode not in ("dot", "convolution"):
+        if ins.opcode not in ("dot", "convolution", "custom-call"):
             continue
         flops = instruction_flops(module, ins)
         if flops is None:

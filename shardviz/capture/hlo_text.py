@@ -95,10 +95,16 @@ def dtype_name(hlo_type: str) -> str:
 
 @dataclass(frozen=True)
 class ArrayShape:
-    """One array shape as HLO prints it: element type (HLO spelling) and dims."""
+    """One array shape as HLO prints it: element type (HLO spelling) and dims.
+
+    ``memory_space`` is the layout's ``S(n)`` (0 when none): where the compiler placed the
+    buffer. 0 is the device's main memory (HBM); on TPU, 1 is on-chip VMEM and 5 is host
+    memory. Not part of equality: the same array wherever it lives.
+    """
 
     type: str
     dims: tuple[int, ...]
+    memory_space: int = field(default=0, compare=False)
 
     @property
     def dtype(self) -> str:
@@ -131,6 +137,7 @@ def array_leaves(shape: Shape) -> tuple[ArrayShape, ...]:
 
 
 _ARRAY_RE = re.compile(r"([a-z][a-z0-9]*)\[([^\]]*)\]")
+_MEMORY_SPACE_RE = re.compile(r"S\((\d+)\)")
 
 
 def _strip_comments(text: str) -> str:
@@ -169,9 +176,13 @@ def _parse_shape_prefix(text: str) -> tuple[Shape, str]:
     dims_text = m.group(2).replace("<=", "").replace("?", "")
     dims = tuple(int(d) for d in dims_text.split(",") if d.strip())
     rest = text[m.end() :]
+    space = 0
     if rest.startswith("{"):  # layout
-        rest = rest[_matching(rest, 0) + 1 :]
-    return ArrayShape(m.group(1), dims), rest
+        end = _matching(rest, 0)
+        found = _MEMORY_SPACE_RE.search(rest, 0, end)
+        space = int(found.group(1)) if found else 0
+        rest = rest[end + 1 :]
+    return ArrayShape(m.group(1), dims, space), rest
 
 
 _OPEN = {"(": ")", "[": "]", "{": "}"}

@@ -18,6 +18,7 @@ from .compile import Compiled, global_cost, per_device_cost, text_cost
 from .hlo_loops import computation_runs, loop_body_module, loops_of
 from .hlo_matmuls import matmul_flops
 from .hlo_text import HloModule, parse_hlo_module
+from .op_work import op_work
 
 __all__ = ["loop_extra", "per_step", "program_cost"]
 
@@ -87,7 +88,8 @@ def program_cost(
     per_dev, loops = per_step(per_once, comp.hlo_text, module)
     glob, _ = per_step(glob_once, comp.propagated_text, propagated)
     lower = any(not lp.known for lp in loops)
-    mm = matmul_flops(module, computation_runs(module, loops), lower_bound=lower)
+    runs = computation_runs(module, loops)
+    mm = matmul_flops(module, runs, lower_bound=lower)
 
     def get(d: dict | None, k: str) -> float | None:
         return float(d[k]) if d and k in d else None
@@ -102,4 +104,5 @@ def program_cost(
         matmul_flops_per_device=mm.total,
         model_flops_per_device=mm.model,
         loops=loops,
+        ops=op_work(module, runs),
     )

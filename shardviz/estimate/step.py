@@ -17,6 +17,7 @@ from shardviz.model.program import Collective, Report
 
 from .collectives import collective_time
 from .placement import Placement, place
+from .predict import predict_step
 from .targets import target_for, target_of_mesh
 
 TargetLike = Target | Hardware | str
@@ -179,6 +180,9 @@ def _estimate(
     mfu = model_flops / (peak * step) if model_flops is not None and step > 0 else None
     unknown = tuple(lp.where for lp in cost.unknown_loops) if cost is not None else ()
 
+    predicted = predict_step(
+        cost.ops if cost is not None else (), collectives, trip_counts, peak, hbm_bw
+    )
     mem = report.memory
     # The report's peak is already each backend's right figure (capture.memory.peak_rule):
     # the TPU compiler's own peak, larger, also counts on-chip VMEM, which is not HBM.
@@ -202,6 +206,9 @@ def _estimate(
         hardware_flops=flops,
         peak_flops_per_second=peak,
         lower_bound=unknown,
+        predicted_seconds=predicted.seconds if predicted else None,
+        predicted_exposed_seconds=predicted.exposed_seconds if predicted else None,
+        predicted_exposed=predicted.exposed if predicted else (),
     )
     return estimate, collectives, resolved
 

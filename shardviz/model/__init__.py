@@ -56,6 +56,7 @@ from shardviz.model.program import Loop as Loop
 from shardviz.model.program import MemoryReport as MemoryReport
 from shardviz.model.program import OpEvent as OpEvent
 from shardviz.model.program import OpTiming as OpTiming
+from shardviz.model.program import OpWork as OpWork
 from shardviz.model.program import Report as Report
 from shardviz.model.program import ShardingOf as ShardingOf
 from shardviz.model.program import Source as Source

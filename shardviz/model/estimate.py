@@ -102,6 +102,14 @@ class Estimate(JsonMixin):
     #: Where the loops of unknown count are (``file:line`` or HLO name): then the flops,
     #: bytes and times are lower bounds.
     lower_bound: tuple[str, ...] = ()
+    #: The step as the compiled schedule runs it (:mod:`shardviz.estimate.predict`): each
+    #: op's own time (compute or HBM, whichever is longer) one after another, plus the
+    #: communication and transfers the ops in flight beside them do not hide. A
+    #: prediction, not a bound; ``None`` without the schedule.
+    predicted_seconds: float | None = None
+    predicted_exposed_seconds: float | None = None
+    #: The largest exposed transfers: (collective or op name, seconds per step).
+    predicted_exposed: tuple[tuple[str, float], ...] = ()
 
     def mfu_at(self, step_seconds: float) -> float | None:
         """The MFU of a step that took ``step_seconds`` (a measured or published step):
@@ -115,6 +123,18 @@ class Estimate(JsonMixin):
         if self.hardware_flops is None or not self.peak_flops_per_second or step_seconds <= 0:
             return None
         return self.hardware_flops / (self.peak_flops_per_second * step_seconds)
+
+    @property
+    def predicted_text(self) -> str:
+        """``1.2 s (ops 1.1 s, exposed communication 0.1 s)``, or ``unknown``."""
+        if self.predicted_seconds is None:
+            return "unknown"
+        exposed = self.predicted_exposed_seconds or 0.0
+        ops = self.predicted_seconds - exposed
+        return (
+            f"{format_seconds(self.predicted_seconds)} (ops one after another "
+            f"{format_seconds(ops)}, exposed transfers {format_seconds(exposed)})"
+        )
 
     @property
     def fits(self) -> bool | None:
@@ -138,6 +158,8 @@ class Estimate(JsonMixin):
         if self.mfu is not None:
             parts[0] += f", MFU <= {format_percent(self.mfu)}"
         parts[0] += ")"
+        if self.predicted_seconds is not None:
+            parts.append(f"predicted {format_seconds(self.predicted_seconds)}")
         parts.append(self.fit_text)
         return f"estimate on {self.target}: " + "; ".join(parts)
 
@@ -150,6 +172,8 @@ class Estimate(JsonMixin):
             f"  compute {t(self.compute_seconds)}, memory {t(self.memory_seconds)}, "
             f"communication {t(self.collective_seconds)}",
         ]
+        if self.predicted_seconds is not None:
+            lines.append(f"  predicted step {self.predicted_text}")
         if self.lower_bound:
             lines.append(
                 "  lower bound: loops of unknown count counted once ("

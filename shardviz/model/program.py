@@ -6,7 +6,7 @@ analyses) and from live runs; read by the renderers and widgets. No jax import.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from shardviz.errors import ShardvizError, SpecError, problem
@@ -289,6 +289,28 @@ class Loop:
 
 
 @dataclass(frozen=True)
+class OpWork:
+    """One op of the compiled schedule, what a predicted step time is built from.
+
+    Per run: its matmul flops (``dot`` and ``convolution``, inside its fusion too) and the
+    bytes it reads and writes in the device's main memory (HBM; on TPU, buffers the compiler
+    placed in on-chip VMEM are not counted). ``runs``: how often it runs per step (its
+    loops' trips multiplied). ``transfer``: an async copy (a prefetch into VMEM, an offload
+    to host), which overlaps the ops scheduled while it is in flight. ``in_flight``: the
+    collectives (ledger names) and transfers (op names) in flight while this op runs,
+    which its time can hide.
+    """
+
+    name: str
+    flops: float
+    hbm_bytes: float
+    runs: int = 1
+    transfer: bool = False
+    in_flight: tuple[str, ...] = ()
+    host_bytes: float = 0.0
+
+
+@dataclass(frozen=True)
 class Cost:
     """Flops and bytes accessed per step, from the compiler's own cost model.
 
@@ -320,6 +342,7 @@ class Cost:
     matmul_flops_per_device: float | None = None
     model_flops_per_device: float | None = None
     loops: tuple[Loop, ...] = ()
+    ops: tuple[OpWork, ...] = field(default=(), repr=False)
 
     @property
     def hardware_flops_per_device(self) -> float | None:

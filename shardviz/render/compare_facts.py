@@ -392,9 +392,14 @@ def estimate_line(r: StrategyResult) -> str | None:
         if e.lower_bound
         else ""
     )
+    predicted = (
+        f", predicted {format_seconds(e.predicted_seconds)}"
+        if e.predicted_seconds is not None
+        else ""
+    )
     return (
         f"estimated on {e.target}: step ≥ {format_seconds(e.step_seconds)} ({e.bound}-bound, "
-        f"{mfu}); {e.fit_text} per device" + (f", {room}" if room else "") + low
+        f"{mfu}){predicted}; {e.fit_text} per device" + (f", {room}" if room else "") + low
     )
 
 

@@ -701,6 +701,22 @@ MFU_MEANING = (
 )
 
 
+PREDICTED_MEANING = (
+    "the compiled schedule: each op at its compute or HBM time, whichever is longer, one "
+    "after another, plus the communication the ops in flight beside it do not hide"
+)
+
+
+def predicted_rows(e: Estimate) -> list[EstimateRow]:
+    """The predicted step and its largest exposed transfers (none without a schedule)."""
+    if e.predicted_seconds is None:
+        return []
+    low = " (a lower bound: a loop's count is unknown)" if e.lower_bound else ""
+    exposed = ", ".join(f"{n} {format_seconds(t)}" for n, t in e.predicted_exposed[:3])
+    meaning = PREDICTED_MEANING + low + (f"; most exposed: {exposed}" if exposed else "")
+    return [EstimateRow("predicted", "predicted step", e.predicted_text, meaning)]
+
+
 def estimate_rows(e: Estimate, measured: float | None = None) -> list[EstimateRow]:
     """The step, its three parts, the MFU and HFU that bound allows, the MFU at the measured
     step (``measured``: seconds of a real TPU/GPU step), the loops of unknown count and the
@@ -711,6 +727,7 @@ def estimate_rows(e: Estimate, measured: float | None = None) -> list[EstimateRo
             "step", "step", f"≥ {format_seconds(e.step_seconds)}",
             f"{e.bound}-bound: the slowest part, if the others overlapped with it perfectly",
         ),
+        *predicted_rows(e),
         EstimateRow(
             "compute", "compute", estimate_seconds_str(e.compute_seconds),
             f"flops per device per step / peak bf16 FLOP/s{low}"

@@ -428,6 +428,7 @@ def estimate_payload(report: Report) -> dict[str, Any] | None:
     e.g. "estimated as if this mesh were …", or ``None``), the :class:`Estimate`'s figures
     (``compute_seconds``, ``memory_seconds``, ``collective_seconds``, ``step_seconds``,
     ``bound``, ``mfu``, ``hfu``, ``lower_bound`` (where loops of unknown count are),
+    ``predicted_seconds`` and ``predicted_exposed_seconds`` (the step as the schedule runs it),
     ``hbm_bytes``, ``peak_bytes``, ``hbm_headroom_bytes``, ``fits``, ``fit_text``,
     ``hbm_text``), ``rows`` (``[key, name, value, meaning]`` as the static views
     print them) and ``notes`` (``[kind, text]``: the placement, then the estimate's notes).
@@ -449,6 +450,8 @@ def estimate_payload(report: Report) -> dict[str, Any] | None:
         "mfu": e.mfu,
         "hfu": e.hfu,
         "lower_bound": list(e.lower_bound),
+        "predicted_seconds": e.predicted_seconds,
+        "predicted_exposed_seconds": e.predicted_exposed_seconds,
         "hbm_bytes": e.hbm_bytes,
         "peak_bytes": e.peak_bytes,
         "hbm_headroom_bytes": e.hbm_headroom_bytes,
