@@ -7,7 +7,8 @@ each as often as its computation runs per step (loop trips multiplied out, see
 :mod:`.hlo_loops`). Ops jax marks as rematerialised (their ``op_name`` has
 ``rematted_computation``: the forward ops ``jax.checkpoint`` runs again in the backward
 pass) are the hardware's extra work, not the model's: :func:`matmul_flops` counts them
-apart. Pure text in, numbers out; no jax.
+apart, and so the matmuls that only move data (an MoE layer's one-hot dispatch and combine,
+marked :data:`DISPATCH_MARK`). Pure text in, numbers out; no jax.
 """
 
 from __future__ import annotations
@@ -19,26 +20,31 @@ from dataclasses import dataclass
 
 from .hlo_text import ArrayShape, HloInstruction, HloModule, array_leaves, parse_int_list
 
-__all__ = ["MatmulFlops", "instruction_flops", "matmul_flops"]
+__all__ = ["DISPATCH_MARK", "REMAT_MARK", "MatmulFlops", "instruction_flops", "matmul_flops"]
 
 #: The name-stack marker jax gives the forward ops a ``jax.checkpoint`` recomputes.
 REMAT_MARK = "rematted_computation"
+#: The name scope of matmuls that move data rather than compute (an MoE layer's one-hot
+#: dispatch and combine einsums): the hardware runs them, the model's math has none.
+DISPATCH_MARK = "moe_dispatch"
 
 
 @dataclass(frozen=True)
 class MatmulFlops:
     """Matmul flops per step on one device: ``total`` as the hardware runs them (recomputed
-    ones included), ``recomputed`` the part ``jax.checkpoint`` runs again; ``model`` is
-    ``total - recomputed``. ``lower_bound``: a loop of unknown count holds some of them
-    (counted once)."""
+    ones included), ``recomputed`` the part ``jax.checkpoint`` runs again, ``dispatch`` the
+    matmuls that only move data (:data:`DISPATCH_MARK`, recomputed or not); ``model`` is
+    ``total - recomputed - dispatch``. ``lower_bound``: a loop of unknown count holds some
+    of them (counted once)."""
 
     total: float
     recomputed: float
     lower_bound: bool = False
+    dispatch: float = 0.0
 
     @property
     def model(self) -> float:
-        return self.total - self.recomputed
+        return self.total - self.recomputed - self.dispatch
 
 
 def _array(shape: object) -> ArrayShape | None:
@@ -155,19 +161,13 @@ def instruction_flops(module: HloModule, ins: HloInstruction) -> float | None:
     return None
 
 
-def _remat(module: HloModule, ins: HloInstruction) -> bool:
-    """Whether jax marked ``ins`` rematerialised (its own name stack, or the nearest one
-    around it when the compiler dropped the op's own metadata)."""
-    return REMAT_MARK in module.named(ins).op_name
-
-
 def matmul_flops(
     module: HloModule, runs: Mapping[str, int], lower_bound: bool = False
 ) -> MatmulFlops:
     """Every matmul's flops times the runs of its computation (``runs`` from
     :func:`shardviz.capture.hlo_loops.computation_runs`); ``lower_bound`` when a loop's
     count is unknown."""
-    total = recomputed = 0.0
+    total = recomputed = dispatch = 0.0
     for ins in module.instructions():
         if ins.opcode not in ("dot", "convolution", "custom-call"):
             continue
@@ -176,6 +176,10 @@ def matmul_flops(
             continue
         n = runs.get(ins.computation, 1)
         total += flops * n
-        if _remat(module, ins):
+        # The op's own name stack, or the nearest one around it when the compiler dropped it.
+        name = module.named(ins).op_name
+        if DISPATCH_MARK in name:
+            dispatch += flops * n
+        elif REMAT_MARK in name:
             recomputed += flops * n
-    return MatmulFlops(total=total, recomputed=recomputed, lower_bound=lower_bound)
+    return MatmulFlops(total, recomputed, lower_bound, dispatch)

@@ -103,6 +103,7 @@ def program_cost(
         compiler_bytes_accessed_per_device=get(per_once, "bytes accessed"),
         matmul_flops_per_device=mm.total,
         model_flops_per_device=mm.model,
+        dispatch_flops_per_device=mm.dispatch,
         loops=loops,
         ops=op_work(module, runs),
     )

@@ -343,6 +343,9 @@ class Cost:
     model_flops_per_device: float | None = None
     loops: tuple[Loop, ...] = ()
     ops: tuple[OpWork, ...] = field(default=(), repr=False)
+    #: Matmul flops that only move data (an MoE layer's one-hot dispatch and combine):
+    #: hardware flops, not model flops.
+    dispatch_flops_per_device: float | None = None
 
     @property
     def hardware_flops_per_device(self) -> float | None:
@@ -364,7 +367,8 @@ class Cost:
         """The matmul flops ``jax.checkpoint`` runs a second time, per step."""
         if self.matmul_flops_per_device is None or self.model_flops_per_device is None:
             return None
-        return self.matmul_flops_per_device - self.model_flops_per_device
+        moved = self.dispatch_flops_per_device or 0.0
+        return self.matmul_flops_per_device - self.model_flops_per_device - moved
 
 
 @dataclass(frozen=True)

@@ -182,6 +182,14 @@ def cost_rows(cost: Cost) -> list[tuple[str, str, str]]:
         rows.append(
             ("recomputed", format_flops(recomputed), "matmul flops jax.checkpoint runs again")
         )
+    if cost.dispatch_flops_per_device:
+        rows.append(
+            (
+                "dispatch",
+                format_flops(cost.dispatch_flops_per_device),
+                "matmul flops that only move data (MoE dispatch and combine): not model flops",
+            )
+        )
     if cost.loops:
         once = (
             f"the compiler's own count, each body once: {format_flops(cost.compiler_flops_per_device)}"

@@ -23,6 +23,7 @@ from jax.sharding import NamedSharding, PartitionSpec
 from shardviz.capture.layout import layout_of
 from shardviz.capture.mesh import Mesh, as_jax_mesh
 
+from .models.axes import SpecConstrain
 from .rules import RuleSet, axes_needed, check_rules_used, default_mesh_shape, spec_for_leaf
 from .zoo import ModelDef
 
@@ -99,16 +100,13 @@ def strategy_step(
     if rule_set.activations:
         rules = rule_set.activations
 
-        def constrain(name: str, x: jax.Array) -> jax.Array:
+        def spec_of(name: str, shape: tuple[int, ...]) -> PartitionSpec | None:
             for pattern, spec in rules:
                 if re.fullmatch(pattern, name):
-                    entries = spec(tuple(x.shape), axes) if callable(spec) else spec
-                    return jax.lax.with_sharding_constraint(
-                        x, NamedSharding(jm, PartitionSpec(*entries))
-                    )
-            return x
+                    return PartitionSpec(*(spec(shape, axes) if callable(spec) else spec))
+            return None
 
-        constrained = model.constrained(constrain)
+        constrained = model.constrained(SpecConstrain(jm, spec_of))
 
     def train_step(params, opt_state, batch):
         if model.value_and_grad_on is not None:  # the model computes them on the mesh itself

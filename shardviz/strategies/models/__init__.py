@@ -2,9 +2,10 @@
 
 - :mod:`.configs`: :class:`ArchConfig`, the published dims (:data:`CONFIGS`) and the exact
   :func:`param_count` (no jax);
-- :mod:`.params`, :mod:`.decoder` (and :mod:`.attention`, :mod:`.rope`, :mod:`.norm`,
-  :mod:`.mlp`, :mod:`.experts`, :mod:`.loss`): the model as a jax function over stacked
-  parameters, scanned, rematerialised, bf16 over float32 master weights;
+- :mod:`.params`, :mod:`.decoder` (and :mod:`.attention`, :mod:`.attention_pallas`,
+  :mod:`.rope`, :mod:`.norm`, :mod:`.mlp`, :mod:`.experts`, :mod:`.loss`): the model as a
+  jax function over stacked parameters, scanned, rematerialised, bf16 over float32 master
+  weights, attention as Pallas kernels on TPU;
 - :mod:`.axes`, :mod:`.logical`: every dim's logical name, and strategies as logical axis
   rules (:data:`STRATEGY_RULES`);
 - :mod:`.build`: :func:`decoder_model`, a published architecture with reduced sizes or other
@@ -27,11 +28,15 @@ _LAZY = {
     "param_count": "configs",
     "ACTIVATION_AXES": "axes",
     "LOGICAL_AXES": "axes",
+    "SpecConstrain": "axes",
+    "per_shard": "axes",
+    "ATTENTION_KINDS": "decoder",
     "REMAT_POLICIES": "decoder",
     "DecoderOptions": "decoder",
     "decoder_loss": "decoder",
     "blockwise_attention": "attention",
     "naive_attention": "attention",
+    "pallas_attention": "attention_pallas",
     "init_params": "params",
     "param_axes": "params",
     "param_table": "params",

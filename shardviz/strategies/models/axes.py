@@ -12,10 +12,21 @@ logical axes, are :data:`ACTIVATION_AXES`; the parameters' axes are in
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 import jax
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-__all__ = ["ACTIVATION_AXES", "LOGICAL_AXES", "Constrain", "no_constraint"]
+__all__ = [
+    "ACTIVATION_AXES",
+    "LOGICAL_AXES",
+    "Constrain",
+    "SpecConstrain",
+    "no_constraint",
+    "per_shard",
+    "platform_of",
+]
 
 #: Every logical axis name, with what the dim is.
 LOGICAL_AXES: dict[str, str] = {
@@ -62,3 +73,57 @@ def no_constraint(name: str, x: jax.Array) -> jax.Array:
     """The default hook: ``x`` unchanged."""
     del name
     return x
+
+
+@dataclass(frozen=True)
+class SpecConstrain:
+    """A ``constrain(name, x)`` hook pinning each named activation to a spec on a mesh
+    (``with_sharding_constraint``); ``spec_of(name, shape)`` gives the spec, ``None`` for an
+    activation left to the compiler. Beside the hook it tells the mesh, each activation's
+    spec and the platform, so a kernel the compiler cannot partition (a Pallas kernel) can
+    run per shard (:func:`per_shard`)."""
+
+    mesh: Mesh
+    spec_of: Callable[[str, tuple[int, ...]], PartitionSpec | None]
+
+    def spec(self, name: str, shape: tuple[int, ...]) -> PartitionSpec | None:
+        return self.spec_of(name, shape)
+
+    @property
+    def platform(self) -> str:
+        """The mesh's devices' platform (``tpu`` for deviceless TPU devices too)."""
+        return str(self.mesh.devices.flat[0].platform)
+
+    def __call__(self, name: str, x: jax.Array) -> jax.Array:
+        spec = self.spec_of(name, tuple(x.shape))
+        if spec is None:
+            return x
+        return jax.lax.with_sharding_constraint(x, NamedSharding(self.mesh, spec))
+
+
+def platform_of(constrain: Constrain) -> str:
+    """The platform the hook's mesh is on (``tpu``, ``gpu``, ``cpu``); without a mesh,
+    jax's default backend."""
+    platform = getattr(constrain, "platform", None)
+    return platform if isinstance(platform, str) else jax.default_backend()
+
+
+def per_shard(
+    constrain: Constrain,
+    fn: Callable[..., jax.Array],
+    names: tuple[str, ...],
+    out: str,
+    *xs: jax.Array,
+) -> jax.Array:
+    """``fn(*xs)`` run on each device's shard of ``xs`` (activations ``names``), giving
+    activation ``out`` (shaped as ``xs[0]``): how a kernel the compiler cannot partition (a
+    Pallas kernel) runs in a sharded program. Without a mesh (the default hook) ``fn`` sees
+    the whole arrays."""
+    spec = getattr(constrain, "spec", None)
+    mesh = getattr(constrain, "mesh", None)
+    if spec is None or mesh is None:
+        return fn(*xs)
+    in_specs = tuple(spec(n, x.shape) for n, x in zip(names, xs, strict=True))
+    out_spec: Any = spec(out, xs[0].shape)
+    local = jax.shard_map(fn, mesh=mesh, in_specs=in_specs, out_specs=out_spec, check_vma=False)
+    return local(*xs)

@@ -21,7 +21,7 @@ from shardviz.strategies.transformer import make_batch as counting_batch
 
 from .axes import Constrain, no_constraint
 from .configs import ArchConfig, get_config, param_count
-from .decoder import REMAT_POLICIES, DecoderOptions, decoder_loss
+from .decoder import ATTENTION_KINDS, REMAT_POLICIES, DecoderOptions, decoder_loss
 from .params import init_params, param_axes
 
 __all__ = ["RUN_DEFAULTS", "DecoderModel", "decoder_model", "default_overrides"]
@@ -121,7 +121,8 @@ class DecoderModel:
         mlp = f"{c.experts} SwiGLU experts, top-{c.experts_per_token}" if c.is_moe else "SwiGLU MLP"
         return (
             f"{c.name}: {c.layers} scanned decoder layers (RMSNorm, RoPE, {c.heads} query / "
-            f"{c.kv_heads} kv heads blockwise causal attention, {mlp}), {self.options.compute_dtype} "
+            f"{c.kv_heads} kv heads causal attention ({self.options.attention}), {mlp}), "
+            f"{self.options.compute_dtype} "
             f"compute over {self.param_dtype} weights, remat {self.options.remat!r}, chunked "
             "next-token cross-entropy"
         )
@@ -144,7 +145,8 @@ def decoder_model(name: str | ArchConfig, **overrides: Any) -> DecoderModel:
       **overrides: dims (``layers``, ``d_model``, ``heads``, ``kv_heads``, ``head_dim``,
         ``ffn``, ``vocab``, ``experts``, ``experts_per_token``), run sizes (``batch``,
         ``seq``, ``dtype`` of the master weights) and :class:`DecoderOptions` fields
-        (``remat``, ``compute_dtype``, ``attention_block``, ``loss_chunk``, ``moe_group``,
+        (``remat``, ``compute_dtype``, ``attention``, ``attention_block``, ``loss_chunk``,
+        ``moe_group``,
         ``capacity_factor``).
 
     Raises:
@@ -177,6 +179,12 @@ def decoder_model(name: str | ArchConfig, **overrides: Any) -> DecoderModel:
             where,
             f"remat={s['remat']!r} is not a remat policy",
             f"use one of {', '.join(map(repr, REMAT_POLICIES))}",
+        )
+    if s["attention"] not in ATTENTION_KINDS:
+        _fail(
+            where,
+            f"attention={s['attention']!r} is not a kind of attention",
+            f"use one of {', '.join(map(repr, ATTENTION_KINDS))}",
         )
     for key in ("dtype", "compute_dtype"):
         s[key] = _dtype_name(where, key, s[key])

@@ -5,7 +5,9 @@
 - Mixed precision: float32 master weights, cast to the compute dtype (bf16) inside the loss;
   norms, RoPE, softmax and the cross-entropy run in float32.
 - Each block is pre-norm: ``x + attn(rms_norm(x))``, then ``x + mlp(rms_norm(x))``, with RoPE
-  and GQA attention computed blockwise (:mod:`.attention`), a SwiGLU MLP (:mod:`.mlp`) or
+  and GQA attention computed blockwise, in jax (:mod:`.attention`) or as Pallas TPU kernels
+  that keep the score blocks on chip (:mod:`.attention_pallas`, run per shard; see
+  :data:`ATTENTION_KINDS`), a SwiGLU MLP (:mod:`.mlp`) or
   Mixtral's top-k MoE (:mod:`.experts`); the loss is a chunked cross-entropy (:mod:`.loss`).
 - Every named activation goes through ``constrain(name, x)``; :mod:`.logical` makes it a
   ``with_sharding_constraint`` from the strategy's logical axis rules
@@ -22,8 +24,11 @@ import jax.numpy as jnp
 import numpy as np
 from jax.ad_checkpoint import checkpoint_name
 
+from shardviz.errors import ShardvizError, problem
+
 from .attention import blockwise_attention
-from .axes import Constrain, no_constraint
+from .attention_pallas import pallas_attention
+from .axes import Constrain, SpecConstrain, no_constraint, per_shard, platform_of
 from .configs import ArchConfig
 from .experts import moe_mlp
 from .loss import chunked_cross_entropy
@@ -32,6 +37,7 @@ from .norm import rms_norm
 from .rope import apply_rope, rope_frequencies
 
 __all__ = [
+    "ATTENTION_KINDS",
     "LAYER_INPUT",
     "REMAT_POLICIES",
     "DecoderOptions",
@@ -39,6 +45,16 @@ __all__ = [
     "final_hidden",
     "remat_policy",
 ]
+
+#: How attention is computed, with what each means. Both compute every block, masked or not.
+ATTENTION_KINDS: dict[str, str] = {
+    "auto": "Pallas kernels when the mesh is on TPU (real or deviceless) and the sequence is "
+    "not split, else blockwise in jax: what production TPU training runs",
+    "blockwise": "blockwise in jax (online softmax, hand-written FlashAttention-2 backward): "
+    "runs everywhere; XLA writes each score block to HBM",
+    "pallas": "Pallas TPU kernels (FlashAttention-2) run on each device's shard: score blocks "
+    "stay in VMEM; interpreted on CPU devices, not available on GPU",
+}
 
 #: The name ``checkpoint_name`` gives each decoder layer's input (what "offload" sends to host).
 LAYER_INPUT = "decoder_layer_input"
@@ -61,7 +77,8 @@ class DecoderOptions:
     Attributes:
       remat: one of :data:`REMAT_POLICIES`.
       compute_dtype: the dtype of the matmuls (the weights are cast to it in the loss).
-      attention_block: query and key/value block size of the blockwise attention.
+      attention: one of :data:`ATTENTION_KINDS`.
+      attention_block: query and key/value block size of the attention.
       loss_chunk: positions per chunk of the cross-entropy.
       moe_group: tokens per routing group of an MoE layer.
       capacity_factor: MoE expert capacity factor (``>= experts / top_k`` drops nothing).
@@ -69,6 +86,7 @@ class DecoderOptions:
 
     remat: str = "full"
     compute_dtype: str = "bfloat16"
+    attention: str = "auto"
     attention_block: int = 512
     loss_chunk: int = 1024
     moe_group: int = 1024
@@ -91,6 +109,54 @@ def remat_policy(name: str) -> Any:
     }[name]
 
 
+def _split(spec: Any, rank: int) -> tuple[Any, ...]:
+    return tuple(spec) + (None,) * (rank - len(tuple(spec)))
+
+
+def _kernel_refusal(constrain: Constrain, q: jax.Array, k: jax.Array) -> str | None:
+    """Why the Pallas kernels cannot run per shard here, or ``None``: on GPU, or a split
+    sequence (each shard would attend to its own positions only), or query and key/value
+    heads split differently (a shard's query heads would not find their kv heads)."""
+    platform = platform_of(constrain)
+    if platform == "gpu":
+        return "the Pallas attention kernels are TPU kernels; the mesh is on GPU"
+    if not isinstance(constrain, SpecConstrain):
+        return None  # no mesh: the kernels see whole arrays
+    specs = {n: constrain.spec(n, tuple(x.shape)) for n, x in (("query", q), ("key", k),
+             ("value", k), ("attn_heads", q))}  # fmt: skip
+    unplaced = [n for n, s in specs.items() if s is None]
+    if unplaced:
+        return f"no rule places activation(s) {', '.join(map(repr, unplaced))}"
+    sq, sk = _split(specs["query"], 4), _split(specs["key"], 4)
+    if sq[1] is not None:
+        return f"the sequence is split over {sq[1]!r}; the kernels need whole sequences"
+    if sq[2] != sk[2]:
+        return f"query heads are split over {sq[2]!r} but kv heads over {sk[2]!r}"
+    return None
+
+
+def _attend(
+    q: jax.Array, k: jax.Array, v: jax.Array, block: int, kind: str, constrain: Constrain
+) -> jax.Array:
+    """Causal GQA attention of ``kind`` (:data:`ATTENTION_KINDS`)."""
+    refusal = _kernel_refusal(constrain, q, k) if kind != "blockwise" else None
+    if kind == "pallas" and refusal is not None:
+        raise ShardvizError(
+            problem("attention='pallas'", refusal, "use attention='blockwise' (or 'auto')")
+        )
+    use_kernel = kind == "pallas" or (
+        kind == "auto" and refusal is None and platform_of(constrain) == "tpu"
+    )
+    if not use_kernel:
+        return blockwise_attention(q, k, v, block_q=block, block_kv=block)
+    interpret = platform_of(constrain) != "tpu"
+
+    def local(q: jax.Array, k: jax.Array, v: jax.Array) -> jax.Array:
+        return pallas_attention(q, k, v, block_q=block, block_kv=block, interpret=interpret)
+
+    return per_shard(constrain, local, ("query", "key", "value"), "attn_heads", q, k, v)
+
+
 def _self_attention(
     p: dict[str, Any],
     x: jax.Array,
@@ -98,8 +164,9 @@ def _self_attention(
     inv_freq: np.ndarray,
     block: int,
     constrain: Constrain,
+    kind: str = "auto",
 ) -> jax.Array:
-    """RoPE GQA self-attention of ``x: [B, S, embed]``, causal, blockwise."""
+    """RoPE GQA self-attention of ``x: [B, S, embed]``, causal, blockwise (``kind``)."""
 
     def project(w: str, b: str) -> jax.Array:
         y = jnp.einsum("bsd,dnk->bsnk", x, p[w])
@@ -108,7 +175,7 @@ def _self_attention(
     q = constrain("query", apply_rope(project("wq", "bq"), inv_freq))
     k = constrain("key", apply_rope(project("wk", "bk"), inv_freq))
     v = constrain("value", project("wv", "bv"))
-    heads = constrain("attn_heads", blockwise_attention(q, k, v, block_q=block, block_kv=block))
+    heads = constrain("attn_heads", _attend(q, k, v, block, kind, constrain))
     return constrain("attn_out", jnp.einsum("bsnk,nkd->bsd", heads, p["wo"]))
 
 
@@ -116,6 +183,7 @@ def _layer_fn(config: ArchConfig, options: DecoderOptions, seq: int, constrain: 
     """The scan body ``(x, layer_params) -> (x, aux_loss)``, checkpointed per ``remat``."""
     inv_freq = rope_frequencies(config.head_dim, config.rope_theta, config.rope_scaling)
     block = min(options.attention_block, seq)
+    attention = options.attention
     group = min(options.moe_group, seq)
     eps = config.norm_eps
 
@@ -123,7 +191,8 @@ def _layer_fn(config: ArchConfig, options: DecoderOptions, seq: int, constrain: 
         x = checkpoint_name(x, LAYER_INPUT)
         h = constrain("attn_in", rms_norm(x, p["attn_norm"]["scale"], eps))
         x = constrain(
-            "residual", x + _self_attention(p["attn"], h, config, inv_freq, block, constrain)
+            "residual",
+            x + _self_attention(p["attn"], h, config, inv_freq, block, constrain, attention),
         )
         h = constrain("mlp_in", rms_norm(x, p["mlp_norm"]["scale"], eps))
         if config.is_moe:

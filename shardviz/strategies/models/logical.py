@@ -28,7 +28,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from shardviz.errors import ShardvizError, problem
 from shardviz.strategies.rules import RuleSet
 
-from .axes import ACTIVATION_AXES, LOGICAL_AXES, Constrain
+from .axes import ACTIVATION_AXES, LOGICAL_AXES, Constrain, SpecConstrain
 from .configs import ArchConfig
 from .params import nest, param_table
 
@@ -351,17 +351,13 @@ def activation_constrainer(strategy: str | LogicalRules, mesh: Mesh) -> Constrai
     rules = get_logical_rules(strategy)
     sizes = mesh_sizes(mesh)
 
-    def constrain(name: str, x: jax.Array) -> jax.Array:
-        spec = logical_to_spec(
-            ACTIVATION_AXES[name],
-            rules.activations,
-            what=f"activation {name!r}",
-            shape=x.shape,
+    def spec(name: str, shape: tuple[int, ...]) -> PartitionSpec:
+        return logical_to_spec(
+            ACTIVATION_AXES[name], rules.activations, what=f"activation {name!r}", shape=shape,
             mesh_sizes=sizes,
-        )
-        return jax.lax.with_sharding_constraint(x, NamedSharding(mesh, spec))
+        )  # fmt: skip
 
-    return constrain
+    return SpecConstrain(mesh, spec)
 
 
 def _config_of(model: Any) -> ArchConfig:

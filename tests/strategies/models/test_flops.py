@@ -54,3 +54,19 @@ def test_the_compiled_zoo_models_model_flops_are_the_formulas(remat) -> None:
     assert recomputed > 0
     if remat == "full":
         assert recomputed > 0.2 * want
+
+
+def test_an_moe_layers_dispatch_is_data_movement_and_its_experts_the_formula() -> None:
+    """Mixtral reduced at capacity factor 1 (each expert's slots exactly its share of the
+    top-2 picks): the model flops are the formula's (router + two experts per token);
+    the one-hot dispatch and combine einsums are counted apart, as hardware flops."""
+    sizes = small("mixtral-8x7b", batch=1, remat="none", capacity_factor=1.0)
+    m = get_model("mixtral-8x7b", **sizes)
+    params = jax.eval_shape(m.init_params, jax.random.key(0))
+    batch = jax.eval_shape(m.make_batch, jax.random.key(1))
+    r = sv.explain(jax.grad(m.loss), params, batch, run=False, diagnose=False)
+    cost = r.cost
+    assert cost is not None and cost.dispatch_flops_per_device
+    want = training_flops(m.info["config"], tokens=sizes["seq"], seq=sizes["seq"]).total
+    assert cost.model_flops_per_device == pytest.approx(want, rel=1e-9)
+    assert "dispatch" in str(r)
