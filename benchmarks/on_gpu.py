@@ -6,6 +6,8 @@ one GPU) trains with ``sv.explain(..., steps=N, profile=True)``, and the script 
 
 - the measured step (median) and the MFU at it (model flops / (the GPU's peak x step));
 - the estimate's lower bound: it must not exceed the measured step;
+- the predicted step (the schedule's ops at their rooflines plus exposed transfers) and its
+  error against the measured step;
 - each device's live memory after the run (``memory_stats``) against the compiler's peak;
 - the profile: the timeline's op durations are real on a GPU (``illustrative`` false),
   and the largest ops by time.
@@ -89,6 +91,11 @@ def main() -> None:
         "bound_by": e.bound,
         "bound_parts_s": [e.compute_seconds, e.memory_seconds, e.collective_seconds],
         "bound_not_above_measured": e.step_seconds <= measured,
+        "predicted_s": e.predicted_seconds,
+        "predicted_error": None
+        if e.predicted_seconds is None
+        else e.predicted_seconds / measured - 1,
+        "predicted_exposed": [list(x) for x in e.predicted_exposed],
         "model_flops": cost.model_flops_per_device,
         "hardware_flops": cost.flops_per_device,
         "compiler_peak_bytes": report.memory.peak_bytes,
@@ -101,12 +108,17 @@ def main() -> None:
     Path(a.out).write_text(json.dumps(result, indent=1), encoding="utf-8")
     print(json.dumps(result, indent=1))
     peak_live = max((x["peak"] for x in live), default=None)
+    error = result["predicted_error"]
+    predicted = (
+        "n/a" if error is None else f"{(e.predicted_seconds or 0) * 1e3:.1f} ms ({error:+.0%})"
+    )
     print(
         f"\n| device | params | measured step | MFU at it | bound (by) | bound <= step | "
-        f"live peak / compiler peak | timeline |\n|---|---:|---:|---:|---:|---|---:|---|\n"
+        f"predicted (error) | live peak / compiler peak | timeline |\n"
+        f"|---|---:|---:|---:|---:|---|---:|---:|---|\n"
         f"| {device.device_kind} | {result['params'] / 1e9:.2f} B | {measured * 1e3:.1f} ms | "
         f"{(result['mfu_at_measured'] or 0):.1%} | {e.step_seconds * 1e3:.1f} ms ({e.bound}) | "
-        f"{'yes' if result['bound_not_above_measured'] else 'NO'} | "
+        f"{'yes' if result['bound_not_above_measured'] else 'NO'} | {predicted} | "
         f"{'n/a' if peak_live is None else f'{peak_live / 2**30:.2f}'} / "
         f"{report.memory.peak_bytes / 2**30:.2f} GiB | "
         f"{'real' if result['timeline_real'] else 'illustrative'} |"
