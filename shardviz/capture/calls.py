@@ -135,14 +135,18 @@ def returning_args(fn: Callable) -> Callable:
 
 def plain_function(fn: Any) -> Callable:
     """The Python function to run unjitted-equivalent: under a ``jax.jit``,
-    ``equinox.filter_jit`` or ``flax.nnx.jit`` wrapper (the latter made functional)."""
+    ``equinox.filter_jit`` or ``flax.nnx.jit`` wrapper (the latter made functional).
+
+    Only those: anything else is the function itself. ``jax.grad``, ``jax.vmap``,
+    ``jax.checkpoint`` and every ``functools.wraps`` decorator also set ``__wrapped__``, to a
+    function that computes something else."""
     eqx = equinox_jit(fn)
     if eqx is not None:
         return eqx[0]
     nnx = nnx_jit(fn)
     if nnx is not None:
         return nnx
-    return getattr(fn, "__wrapped__", fn)
+    return fn.__wrapped__ if is_jax_jit(fn) else fn
 
 
 def statics(jitted: Any, jit_kwargs: dict) -> tuple[frozenset[int], frozenset[str]]:

@@ -68,7 +68,7 @@ def clear_cache() -> None:
 def _plain(fn: Any) -> Any:
     """The user's own function inside a ``jax.jit`` or ``equinox.filter_jit`` wrapper."""
     eqx = equinox_jit(fn)
-    return eqx[0] if eqx else getattr(fn, "__wrapped__", fn)
+    return eqx[0] if eqx else (fn.__wrapped__ if is_jax_jit(fn) else fn)
 
 
 def _fn_name(fn: Any) -> str:

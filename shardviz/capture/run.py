@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from shardviz.capture.processes import agreed_max, host_value, local_device, local_pieces
@@ -86,14 +87,29 @@ def _to_single_device(tree: Any, device: Any) -> Any:
     return jax.tree.map(move, tree)
 
 
-def _tolerance(dtype: np.dtype) -> float:
-    if dtype in (np.float64,):
-        return 1e-9
-    if dtype in (np.float32, np.complex64):
-        # Sharded sums run in another order; Adam's m / sqrt(v) then amplifies those last-bit
-        # differences on near-zero gradients, so 1e-3 of the leaf's scale, not 1e-6.
-        return 1e-3
-    return 2e-2  # bf16 / f16: sums in another order differ by more
+def tolerance_rule(dtype: Any) -> tuple[float, str]:
+    """The relative tolerance of outputs of ``dtype`` (times ``max(1, |reference|)``) and
+    how to say it: float64 1e-9; float32 and complex64 1e-3 (sums run in another order when
+    sharded, and Adam's ``m / sqrt(v)`` amplifies those last bits on near-zero gradients);
+    16 bits and fewer 2e-2, or twice the type's epsilon where that is larger (float8);
+    integers and bools exactly."""
+    d = np.dtype(dtype)
+    if not (jnp.issubdtype(d, jnp.floating) or jnp.issubdtype(d, jnp.complexfloating)):
+        return 0.0, f"{d.name}: exact"
+    real = np.finfo(d).dtype if d.kind == "c" else d
+    bits = 8 * real.itemsize
+    if bits >= 64:
+        rel = 1e-9
+    elif bits == 32:
+        rel = 1e-3
+    else:
+        rel = max(2e-2, 2 * float(jnp.finfo(real).eps))
+    return rel, f"{d.name}: {rel:g} x max(1, |reference|)"
+
+
+def _numeric(dtype: Any) -> bool:
+    d = np.dtype(dtype)
+    return d == np.bool_ or bool(jnp.issubdtype(d, jnp.number))
 
 
 def first_line(err: BaseException, limit: int = 300) -> str:
@@ -154,6 +170,25 @@ def check_against_one_device(
     return check, None, ref
 
 
+def _widened(x: np.ndarray) -> np.ndarray:
+    """``x`` in float64, complex128 for complex values (their imaginary part kept)."""
+    return np.asarray(x).astype(np.complex128 if x.dtype.kind == "c" else np.float64)
+
+
+def difference(got: np.ndarray, want: np.ndarray) -> float:
+    """The largest ``|got - want|`` element-wise (the magnitude of a complex difference),
+    NaN and infinities taken as values: NaN against NaN and an infinity against the same
+    infinity differ by 0, NaN or an infinity against anything else by infinity."""
+    if not np.size(got):
+        return 0.0
+    g, w = _widened(np.asarray(got)), _widened(np.asarray(want))
+    with np.errstate(invalid="ignore"):
+        d = np.abs(g - w)
+        same = (g == w) | (np.isnan(g) & np.isnan(w))
+    d = np.where(same, 0.0, np.where(np.isfinite(d), d, np.inf))
+    return float(np.max(d))
+
+
 def compare_outputs(outputs: Any, ref: Any) -> Check | None:
     """Sharded outputs against reference outputs, leaf by leaf (None if the trees differ)."""
     got_leaves = jax.tree.leaves(outputs)
@@ -162,30 +197,31 @@ def compare_outputs(outputs: Any, ref: Any) -> Check | None:
         return None
     # Per leaf: the largest difference (over this process's shards, then over every
     # process), the reference's scale and the dtype's tolerance.
-    leaves: list[tuple[float, float, float]] = []
+    leaves: list[tuple[float, float, float, str]] = []
     diffs: list[float] = []
     for got, want in zip(got_leaves, ref_leaves, strict=True):
         w = np.asarray(want)
-        if w.dtype.kind not in "fciub":
+        if not _numeric(w.dtype):
             continue
-        w64 = w.astype(np.float64)
         diff = 0.0
         for g, part in local_pieces(got, w):
-            if g.size:
-                diff = max(diff, float(np.max(np.abs(g.astype(np.float64) - part))))
-        scale = float(np.max(np.abs(w64))) if w.size else 0.0
-        leaf_tol = _tolerance(w.dtype) * max(1.0, scale) if w.dtype.kind in "fc" else 0.0
+            diff = max(diff, difference(g, part))
+        wide = _widened(w)
+        finite = np.abs(wide[np.isfinite(wide)])
+        scale = float(np.max(finite)) if finite.size else 0.0
+        rel, rule = tolerance_rule(w.dtype)
         diffs.append(diff)
-        leaves.append((diff, scale, leaf_tol))
-    max_abs, max_rel, tol, ok, worst = 0.0, 0.0, 0.0, True, -1.0
-    for diff, (_, scale, leaf_tol) in zip(agreed_max(diffs), leaves, strict=True):
+        leaves.append((diff, scale, rel * max(1.0, scale), rule))
+    max_abs, max_rel, tol, ok, worst, said = 0.0, 0.0, 0.0, True, -1.0, ""
+    for diff, (_, scale, leaf_tol, rule) in zip(agreed_max(diffs), leaves, strict=True):
         max_abs = max(max_abs, diff)
         max_rel = max(max_rel, diff / scale if scale else diff)
         ratio = diff / leaf_tol if leaf_tol else (0.0 if diff == 0 else float("inf"))
         if ratio > worst:  # report the tolerance of the leaf closest to failing
-            worst, tol = ratio, leaf_tol
+            worst, tol, said = ratio, leaf_tol, rule
         ok = ok and diff <= leaf_tol
-    return Check(max_abs_diff=max_abs, max_rel_diff=max_rel, tolerance=tol, matches=ok)
+    return Check(max_abs_diff=max_abs, max_rel_diff=max_rel, tolerance=tol, matches=ok,
+                 tolerance_rule=said)  # fmt: skip
 
 
 def profile_trace(

@@ -391,6 +391,9 @@ class Check:
     tolerance: float
     matches: bool
     reference: str = "one device, no sharding"
+    #: The tolerance's rule for the leaf closest to failing, e.g. ``bfloat16: 0.02 x max(1,
+    #: |reference|)``, ``int32: exact``.
+    tolerance_rule: str = ""
 
 
 @dataclass(frozen=True)

@@ -1140,7 +1140,12 @@ def _check(report: Report) -> list[str]:
         f"<tr><td>max abs diff</td><td class='sv-r'>{esc(format_diff(c.max_abs_diff))}</td></tr>"
         f"<tr><td>max rel diff</td><td class='sv-r'>{esc(format_diff(c.max_rel_diff))}</td></tr>"
         f"<tr><td>tolerance</td><td class='sv-r'>{esc(format_diff(c.tolerance))}</td></tr>"
-        "</table>"
+        + (
+            f"<tr><td>rule</td><td class='sv-r'>{esc(c.tolerance_rule)}</td></tr>"
+            if c.tolerance_rule
+            else ""
+        )
+        + "</table>"
     )
     return out
 

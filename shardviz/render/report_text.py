@@ -307,7 +307,8 @@ def _check_lines(report: Report) -> list[str]:
     return [
         f"Check vs {c.reference}: {check_word(report)}",
         f"  max abs diff {format_diff(c.max_abs_diff)} · max rel diff "
-        f"{format_diff(c.max_rel_diff)} · tolerance {format_diff(c.tolerance)}",
+        f"{format_diff(c.max_rel_diff)} · tolerance {format_diff(c.tolerance)}"
+        + (f" ({c.tolerance_rule})" if c.tolerance_rule else ""),
     ]
 
 
