@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import math
+import numbers
 from collections import OrderedDict
 from collections.abc import Sequence
 from functools import cached_property
@@ -21,6 +22,7 @@ from jax.sharding import AxisType, NamedSharding, PartitionSpec
 
 from shardviz.errors import MeshError, SpecError, problem
 from shardviz.model import Device, MeshLayout
+from shardviz.model.mesh import ascii_hint, axis_name_problem
 
 from .spec import normalize_spec
 
@@ -56,10 +58,14 @@ class Mesh:
         axis_types: str = "auto",
     ) -> None:
         given = list(np.asarray(list(device_ids), dtype=object).reshape(-1))
+        if not given:
+            raise MeshError(
+                problem("Mesh", "no device ids were given", "list the devices, e.g. range(8)")
+            )
         # jax devices themselves (e.g. a deviceless topology's): use them as they are.
-        objects = bool(given) and all(isinstance(d, jax.Device) for d in given)
-        ids = [int(d.id) for d in given] if objects else [int(i) for i in given]
-        mesh_shape = tuple(int(s) for s in mesh_shape)
+        objects = all(isinstance(d, jax.Device) for d in given)
+        ids = [int(d.id) for d in given] if objects else [_whole("device id", i) for i in given]
+        mesh_shape = tuple(_whole("mesh_shape size", s) for s in mesh_shape)
         if any(s < 1 for s in mesh_shape):
             raise MeshError(
                 problem("Mesh", f"mesh_shape {mesh_shape} has a size below 1", "use sizes >= 1")
@@ -91,11 +97,7 @@ class Mesh:
                     "give one name per mesh axis",
                 )
             )
-        bad = [n for n in names if not isinstance(n, str) or not n]
-        if bad:
-            raise MeshError(
-                problem("Mesh", f"axis names must be non-empty strings, got {bad}", "rename them")
-            )
+        check_axis_names(names, "Mesh")
         if len(set(names)) != len(names):
             raise MeshError(
                 problem("Mesh", f"axis names {names} repeat a name", "give each axis its own name")
@@ -178,6 +180,29 @@ class Mesh:
         return self.layout._repr_html_()
 
 
+def _whole(what: str, value: Any) -> int:
+    """``value`` as an int when it is a whole number (``2.0`` is, ``2.5`` and ``"2"`` are
+    not): sizes and ids are never truncated silently."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise MeshError(problem("Mesh", f"{what} {value!r} is not a number", "give whole numbers"))
+    whole = int(float(value)) if math.isfinite(float(value)) else None
+    if whole is None or value != whole:
+        raise MeshError(
+            problem("Mesh", f"{what} {value!r} is not a whole number", "give whole numbers")
+        )
+    return whole
+
+
+def check_axis_names(names: Sequence[Any], where: str) -> None:
+    """Refuse axis names the compiler cannot take (see
+    :func:`shardviz.model.mesh.axis_name_problem`), naming each and a fix."""
+    for n in names:
+        why = axis_name_problem(n)
+        if why is not None:
+            fix = f"rename it, e.g. {ascii_hint(n)!r}" if isinstance(n, str) and n else "rename it"
+            raise MeshError(problem(where, why, fix))
+
+
 def _factor_hint(n: int) -> str:
     pairs = [(a, n // a) for a in range(1, n + 1) if n % a == 0]
     return " or ".join(str(p) for p in pairs[:3])
@@ -225,6 +250,7 @@ def mesh_layout(mesh: MeshLike) -> MeshLayout:
 
 @functools.lru_cache(maxsize=64)
 def _mesh_layout(jm: jax.sharding.Mesh) -> MeshLayout:
+    check_axis_names(tuple(jm.axis_names), "mesh")
     devices = tuple(device_of(d) for d in jm.devices.flat)
     return MeshLayout(
         axis_names=tuple(str(n) for n in jm.axis_names),

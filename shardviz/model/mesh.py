@@ -11,6 +11,31 @@ from shardviz.model import display
 from shardviz.model._codec import JsonMixin
 
 
+def axis_name_problem(name: object) -> str | None:
+    """What is wrong with ``name`` as a mesh axis name, or ``None``: names reach the XLA
+    compiler inside its text, which aborts the whole process on a non-ASCII or control
+    character (``absl::CUnescape``), so only printable ASCII is taken."""
+    if not isinstance(name, str) or not name:
+        return f"axis name {name!r} is not a non-empty string"
+    odd = sorted({c for c in name if not (" " <= c <= "~")})
+    if odd:
+        shown = ", ".join(repr(c) for c in odd[:3])
+        return (
+            f"axis name {name!r} has character(s) {shown} the XLA compiler cannot take "
+            "(it aborts the process on non-ASCII and control characters)"
+        )
+    return None
+
+
+def ascii_hint(name: str) -> str:
+    """``name`` with what XLA cannot take replaced (``données`` -> ``donnees``)."""
+    import unicodedata
+
+    plain = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode()
+    plain = "".join(c for c in plain if " " <= c <= "~")
+    return plain or "axis"
+
+
 @dataclass(frozen=True)
 class Device:
     """One device: its id (what jax calls ``device.id``), host process, platform and kind.

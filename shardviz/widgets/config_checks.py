@@ -12,6 +12,7 @@ from typing import Any
 from shardviz.capture.spec import normalize_spec
 from shardviz.capture.spec_text import SpecEntries
 from shardviz.errors import MeshError, problem
+from shardviz.model.mesh import ascii_hint, axis_name_problem
 from shardviz.strategies.rules import PIPELINE_NAMES, STRATEGY_NAMES, get_rule_set
 
 __all__ = [
@@ -79,7 +80,8 @@ def parse_axis_names(text: str, mesh_shape: Sequence[int]) -> tuple[str, ...]:
     """Comma-separated axis names (quotes optional), one per mesh axis, no repeats.
 
     Raises:
-        MeshError: a name is empty, the count differs from the mesh's rank, or a name repeats.
+        MeshError: a name is empty or has characters the compiler cannot take, the count
+            differs from the mesh's rank, or a name repeats.
     """
     parts = [p.strip().strip("'\"").strip() for p in text.split(",")]
     if parts and not parts[-1] and len(parts) > 1:
@@ -96,6 +98,10 @@ def parse_axis_names(text: str, mesh_shape: Sequence[int]) -> tuple[str, ...]:
                 _names_fix(shape),
             )
         )
+    for part in parts:
+        why = axis_name_problem(part)
+        if why is not None:
+            raise MeshError(problem(where, why, f"rename it, e.g. {ascii_hint(part)!r}"))
     if len(set(parts)) != len(parts):
         dup = sorted({p for p in parts if parts.count(p) > 1})
         raise MeshError(
