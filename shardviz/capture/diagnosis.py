@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from shardviz.detect import candidates
+from shardviz.errors import ShardvizError, problem
 from shardviz.model import Report
 from shardviz.model.findings import Findings
 
@@ -31,6 +32,15 @@ def diagnose(program: Any, *args: Any, **explain_kwargs: Any) -> Findings:
                 "fixes are tried on the program itself: call sv.diagnose(fn, *args) or "
                 "sv.explain(fn, *args) to get them",
             ),
+        )
+    if not callable(program):
+        raise ShardvizError(
+            problem(
+                "diagnose",
+                f"{program!r} is neither a report nor a function",
+                "pass a Report (sv.diagnose(report)) or a function and its arguments "
+                "(sv.diagnose(fn, *args))",
+            )
         )
     explain_kwargs.setdefault("run", False)
     return explain(program, *args, **explain_kwargs).findings or Findings(

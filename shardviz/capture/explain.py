@@ -5,9 +5,11 @@ from __future__ import annotations
 import functools
 import inspect
 import linecache
+import numbers
 import os
 import statistics
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
@@ -653,6 +655,38 @@ def explain(
     return report
 
 
+def _check_options(fn: Any, steps: Any, kwargs: Any) -> None:
+    """Refuse what ``explain`` cannot use, naming it and the fix: a function that is not
+    callable, ``steps`` that is not a whole number >= 1, ``kwargs`` that is not a dict of
+    names."""
+    if not callable(fn):
+        raise ShardvizError(
+            problem(
+                "explain",
+                f"the first argument {fn!r} is not a function",
+                "pass the function to explain first, then its arguments",
+            )  # fmt: skip
+        )
+    if isinstance(steps, bool) or not isinstance(steps, numbers.Integral) or steps < 1:
+        raise ShardvizError(
+            problem(
+                "explain",
+                f"steps={steps!r} is not a whole number >= 1",
+                "pass steps as an int, e.g. steps=5",
+            )  # fmt: skip
+        )
+    if kwargs is not None and (
+        not isinstance(kwargs, Mapping) or not all(isinstance(k, str) for k in kwargs)
+    ):
+        raise ShardvizError(
+            problem(
+                "explain",
+                f"kwargs={kwargs!r} is not a dict of keyword arguments",
+                "pass the function's keyword arguments as kwargs={'name': value}",
+            )  # fmt: skip
+        )
+
+
 def explain_run(
     fn: Any,
     *args: Any,
@@ -667,6 +701,7 @@ def explain_run(
     **jit_kwargs: Any,
 ) -> tuple[Report, Any, Any]:
     """:func:`explain`, also returning the sharded outputs and the reference outputs (or None)."""
+    _check_options(fn, steps, kwargs)
     kwargs = dict(kwargs or {})
     key = _key(fn, args, jit_kwargs, kwargs)
     if key in _cache:

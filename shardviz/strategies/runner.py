@@ -374,6 +374,15 @@ def compare(
     Raises:
         ShardvizError: an unknown model, strategy, preset or topology (naming the fix).
     """
+    chosen = [] if isinstance(strategies, str) else list(strategies)
+    if not chosen:
+        raise ShardvizError(
+            problem(
+                "compare",
+                f"strategies={strategies!r} is not a list of strategies",
+                "pass a list of one or more, e.g. ['dp', 'fsdp']",
+            )
+        )
     entries = list(target) if isinstance(target, list | tuple) else [target]
     targets = [_target_entry(t) for t in entries]  # bad names fail before any work
     if "batch_per_device" in sizes:
@@ -388,7 +397,7 @@ def compare(
     }
     pipeline.update(schedule=schedule, checkpoint=checkpoint)
     # Unknown names fail before any work.
-    rule_sets = [_rule_set_for(m, s, pipeline) for s in strategies]
+    rule_sets = [_rule_set_for(m, s, pipeline) for s in chosen]
     opt = optimizer or optax.adam(1e-3)
     mesh_topo = topology_of(as_jax_mesh(mesh).devices.flat) if mesh is not None else None
     if mesh_topo is not None:  # the mesh is on a topology: that topology, on that mesh
