@@ -75,6 +75,6 @@ def predict_step(
         for name, seconds in transfers.items()
         if seconds > cover.get(name, 0.0)
     }
-    total = sum(exposed.values())
+    total = float(sum(exposed.values()))
     largest = sorted(exposed.items(), key=lambda kv: -kv[1])[:top]
     return Prediction(busy + total, busy, total, tuple(largest))

@@ -22,6 +22,7 @@ the search stops and returns what it has, saying so.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import time
 from collections.abc import Sequence
@@ -106,6 +107,19 @@ class SuggestedSearch(Search):
     """A :class:`~shardviz.model.search.Search` whose plans carry rule sets, and which can
     place the searched arguments with a plan's specs."""
 
+    @classmethod
+    def from_json(cls, text: str) -> SuggestedSearch:
+        """A search read back from :meth:`to_json`, equal to the one written: its plans keep
+        their rule sets (``search.best.rules``). Its arguments are not in the JSON:
+        :meth:`arguments` needs the search itself."""
+        base = Search.from_json(text)
+        plans = tuple(
+            SuggestedPlan(**{f.name: getattr(p, f.name) for f in dataclasses.fields(p)})
+            for p in base.plans
+        )
+        fields = {f.name: getattr(base, f.name) for f in dataclasses.fields(base)}
+        return cls(**{**fields, "plans": plans})
+
     def arguments(self, plan: Plan | str | None = None) -> tuple:
         """The searched function's arguments placed with ``plan``'s specs (default: the best
         plan): real arrays are put on the devices, ``ShapeDtypeStruct`` objects get the shardings,
@@ -125,7 +139,15 @@ class SuggestedSearch(Search):
                     "memory_limit or more devices",
                 )
             )
-        inputs: SearchInputs = object.__getattribute__(self, "_inputs")
+        inputs: SearchInputs | None = getattr(self, "_inputs", None)
+        if inputs is None:
+            raise ShardvizError(
+                problem(
+                    "search.arguments()",
+                    "this search was read back from JSON, which does not keep the arguments",
+                    "place them with the plan's specs yourself (plan.specs), or search again",
+                )
+            )
         return inputs.place(chosen.specs)
 
 

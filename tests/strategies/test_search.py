@@ -200,3 +200,9 @@ def test_the_search_round_trips_through_json(fsdp) -> None:
     assert back.plans[0].specs == fsdp.plans[0].specs
     assert back.best.label == fsdp.best.label
     assert str(back) == str(fsdp)
+    # Read back as what it was written from: an equal object, its plans keeping their rules.
+    again = type(fsdp).from_json(fsdp.to_json())
+    assert again == fsdp and type(again.best) is type(fsdp.best)
+    assert again.best.rules.name == fsdp.best.rules.name
+    with pytest.raises(ShardvizError, match="read back from JSON"):
+        again.arguments()
