@@ -19,6 +19,8 @@ from typing import Any
 import jax
 import numpy as np
 
+from shardviz.errors import ShardvizError, problem
+
 #: Leaves jax can trace as arguments (everything else must be static or closed over).
 _TRACEABLE = (jax.Array, np.ndarray, np.generic, jax.ShapeDtypeStruct, bool, int, float, complex)
 
@@ -55,6 +57,7 @@ class Filtered:
 
     def __init__(self, fn: Callable, args: tuple, kwargs: dict) -> None:
         functools.update_wrapper(self, fn, updated=())  # jit's name and signature: the user's
+        refuse_hidden_arrays(args, kwargs)
         self.fn = fn
         leaves, self._in_tree = _flatten((args, kwargs))
         self._in_static = [None if is_array(x) else x for x in leaves]
@@ -78,6 +81,74 @@ class Filtered:
         return jax.tree.unflatten(
             out_tree, [s if x is None else x for x, s in zip(leaves, static, strict=True)]
         )
+
+
+def _hidden(obj: Any) -> list[str]:
+    """The attributes of an object jax does not see into (not a pytree) that hold arrays."""
+    try:
+        attrs = dict(vars(obj))
+    except TypeError:  # no __dict__ (slots, builtins)
+        slots = getattr(type(obj), "__slots__", ())
+        attrs = {n: getattr(obj, n, None) for n in ([slots] if isinstance(slots, str) else slots)}
+    found = []
+    for name, value in attrs.items():
+        inner = value if isinstance(value, list | tuple | dict) else [value]
+        items = inner.values() if isinstance(inner, dict) else inner
+        if any(isinstance(v, jax.Array | jax.ShapeDtypeStruct) for v in items):
+            found.append(name)
+    return found
+
+
+def refuse_hidden_arrays(args: tuple, kwargs: dict) -> None:
+    """Refuse an argument jax cannot look into (an unregistered class) that holds arrays:
+    traced the filter way it would be compiled in as a constant, its arrays neither inputs
+    nor sharded. Names the argument, its fields and the fix."""
+    leaves, _ = jax.tree_util.tree_flatten_with_path((args, kwargs), is_leaf=_is_none)
+    for path, x in leaves:
+        if x is None or is_array(x) or isinstance(x, type) or callable(x):
+            continue
+        fields = _hidden(x)
+        if fields:
+            where = _argument_name(path)
+            raise ShardvizError(
+                problem(
+                    where,
+                    f"a {type(x).__name__} holds arrays in {', '.join(fields)}, but jax does not "
+                    "see into it (it is not a pytree): they would be compiled in as constants",
+                    f"register {type(x).__name__} as a pytree "
+                    "(@jax.tree_util.register_dataclass, or register_pytree_node_class), as "
+                    "jax's own error for such an argument says, or pass the arrays themselves",
+                )
+            )
+
+
+def refuse_deleted(args: tuple, kwargs: dict) -> None:
+    """Refuse an argument whose buffer is gone (donated to an earlier jitted call, or
+    ``.delete()``d) before anything runs, naming it."""
+    leaves, _ = jax.tree_util.tree_flatten_with_path((args, kwargs), is_leaf=_is_none)
+    for path, x in leaves:
+        if isinstance(x, jax.Array) and x.is_deleted():
+            raise ShardvizError(
+                problem(
+                    _argument_name(path),
+                    f"the {x.dtype}{list(x.shape)} array was deleted: donated to an earlier "
+                    "jitted call (donate_argnums) or .delete()d, so its buffer is gone",
+                    "pass a live array: the one the donating call returned, or a copy made "
+                    "before donating",
+                )
+            )
+
+
+def _argument_name(path: tuple) -> str:
+    """``argument 0.params['w']`` or ``keyword argument 'x'`` from a key path into
+    ``(args, kwargs)``."""
+    head, rest = path[0], path[1:]
+    first = rest[0] if rest else None
+    key = getattr(first, "idx", getattr(first, "key", "?"))
+    inner = jax.tree_util.keystr(tuple(rest[1:]))
+    if getattr(head, "idx", 0) == 0:
+        return f"argument {key}{inner}"
+    return f"keyword argument {key!r}{inner}"
 
 
 def needs_filter(args: tuple, kwargs: dict, static_argnums: Any, static_argnames: Any) -> bool:

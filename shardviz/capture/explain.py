@@ -34,6 +34,7 @@ from .calls import (
     needs_own_jit,
     nnx_jit,
     placed_for,
+    refuse_deleted,
     statics,
 )
 from .collective_why import collective_reasons
@@ -129,6 +130,14 @@ def _mesh_of(compiled: Any) -> MeshLayout | None:
     return _first_mesh(
         jax.tree.leaves(compiled.input_shardings) + jax.tree.leaves(compiled.output_shardings)
     )
+
+
+def _argument_shardings(args: tuple) -> list:
+    return [
+        x.sharding
+        for x in jax.tree.leaves(args)
+        if isinstance(x, jax.Array | jax.ShapeDtypeStruct) and getattr(x, "sharding", None)
+    ]
 
 
 def _first_mesh(shardings: list) -> MeshLayout | None:
@@ -341,6 +350,8 @@ def compile_program(fn: Any, args: tuple, jit_kwargs: dict, kwargs: dict | None 
     kwargs = kwargs or {}
     try:
         jitted, plan = _jit(fn, args, kwargs, jit_kwargs)
+    except ShardvizError:
+        raise  # already names the argument and the fix
     except Exception as err:
         raise CompileError(
             problem(f"function {name!r}", f"jax.jit refused it ({err})", "check the jit options")
@@ -369,7 +380,9 @@ def analyse_program(fn: Any, args: tuple, comp: Compiled) -> Report:
     the next program compiles.
     """
     name = _fn_name(fn)
-    mesh = _mesh_of(comp.compiled)
+    # A program that reads none of its sharded arguments (the compiler drops them) still
+    # runs on their mesh: it is never "one device" when its arguments span a mesh.
+    mesh = _mesh_of(comp.compiled) or _first_mesh(_argument_shardings(args))
     devices = program_devices(comp.compiled)
     ids = [int(d.id) for d in devices]
     notes: list[str] = []
@@ -703,6 +716,8 @@ def explain_run(
     """:func:`explain`, also returning the sharded outputs and the reference outputs (or None)."""
     _check_options(fn, steps, kwargs)
     kwargs = dict(kwargs or {})
+    if run:
+        refuse_deleted(args, kwargs)
     key = _key(fn, args, jit_kwargs, kwargs)
     if key in _cache:
         _cache.move_to_end(key)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import math
+import numbers
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
@@ -65,8 +66,17 @@ def layout_of(
     (a 256-chip transformer step: 155 leaves, 10 layouts), and each layout lists a tile per
     device.
     """
-    shape = tuple(int(s) for s in shape)
-    dt = np.dtype(dtype)
+    shape = _checked_shape(shape, name)
+    try:
+        dt = np.dtype(dtype)
+    except TypeError as err:
+        raise ShardvizError(
+            problem(
+                name,
+                f"dtype {dtype!r} is not a dtype ({err})",
+                "give a numpy/jax dtype such as 'float32' or jnp.bfloat16",
+            )  # fmt: skip
+        ) from err
     try:
         shared = _shared_layout(shape, dt, sharding)
     except ShardvizError:  # say it again with the leaf's name (failures are not kept)
@@ -74,6 +84,28 @@ def layout_of(
     except TypeError:  # a sharding that cannot be a key
         return _layout(shape, dt, sharding, name)
     return shared if shared.name == name else replace(shared, name=name)
+
+
+def _checked_shape(shape: Any, name: str) -> tuple[int, ...]:
+    """``shape`` as whole sizes >= 0, or a ShardvizError naming the dim."""
+    try:
+        dims = tuple(shape)
+    except TypeError as err:
+        raise ShardvizError(
+            problem(name, f"shape {shape!r} is not a sequence of sizes", "give e.g. (8, 128)")
+        ) from err
+    out = []
+    for d, size in enumerate(dims):
+        if isinstance(size, bool) or not isinstance(size, numbers.Integral) or size < 0:
+            raise ShardvizError(
+                problem(
+                    name,
+                    f"dim {d} of shape {dims} is {size!r}, not a size >= 0",
+                    "give whole sizes >= 0",
+                )  # fmt: skip
+            )
+        out.append(int(size))
+    return tuple(out)
 
 
 def _layout(shape: tuple[int, ...], dt: np.dtype, sharding: Any, name: str) -> ArrayLayout:

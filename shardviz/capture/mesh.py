@@ -310,7 +310,24 @@ def mark_sharding(x: Any, mesh: MeshLike, partition_spec: Any, *, name: str = "a
         return jax.lax.with_sharding_constraint(x, sharding)
     if isinstance(x, jax.ShapeDtypeStruct):  # a hypothetical array: the same, placed
         return jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=sharding)
+    if topology_devices(as_jax_mesh(mesh)):
+        raise MeshError(
+            problem(
+                name,
+                "the mesh is a topology's (deviceless): its devices hold no data, so a "
+                f"{type(x).__name__} cannot be placed on them",
+                f"pass jax.ShapeDtypeStruct({tuple(np.shape(x))}, {_canonical(x)!r}) "
+                "instead (mark_sharding gives it the sharding; nothing is allocated)",
+            )
+        )
     return jax.device_put(x, sharding)
+
+
+def topology_devices(mesh: jax.sharding.Mesh) -> bool:
+    """Whether ``mesh``'s devices are a deviceless topology's (compile-only: they hold no
+    data): devices jax's own backends do not list."""
+    device = mesh.devices.flat[0]
+    return all(device is not d for d in jax.devices())
 
 
 def mesh_split(x: Any, device_mesh: Any, dims_mapping: Sequence[int], *, name: str = "array"):
@@ -338,3 +355,8 @@ def mesh_split(x: Any, device_mesh: Any, dims_mapping: Sequence[int], *, name: s
             )
         spec.append(None if m == -1 else int(m))
     return mark_sharding(x, mesh, spec, name=name)
+
+
+def _canonical(x: Any) -> str:
+    """The dtype jax would give ``x`` (float64 becomes float32 unless x64 is on)."""
+    return str(jax.dtypes.canonicalize_dtype(np.asarray(x).dtype))
