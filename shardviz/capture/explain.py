@@ -132,6 +132,14 @@ def _mesh_of(compiled: Any) -> MeshLayout | None:
     )
 
 
+def _sub_byte(tree: Any) -> bool:
+    """Whether an array leaf has a type narrower than a byte (int4, uint2, float4...)."""
+    return any(
+        isinstance(x, jax.Array) and jax.dtypes.itemsize_bits(x.dtype) < 8
+        for x in jax.tree.leaves(tree)
+    )
+
+
 def _argument_shardings(args: tuple) -> list:
     return [
         x.sharding
@@ -299,6 +307,9 @@ class Program(Compiled):
     """A compiled program and how a call of the user's function maps onto it."""
 
     plan: CallPlan = field(default_factory=CallPlan)
+    #: The jitted function lowered: arrays of sub-byte types (int4, int2) run through it,
+    #: since jax's ahead-of-time call refuses their layouts (jax.jit itself takes them).
+    jitted: Any = field(default=None, repr=False, compare=False)
 
 
 def plan_of(comp: Compiled) -> CallPlan:
@@ -360,7 +371,9 @@ def compile_program(fn: Any, args: tuple, jit_kwargs: dict, kwargs: dict | None 
     early = functools.partial(_early_reading, entry=entry_of(fn))
     comp = lower_and_compile(jitted, lower_args, lower_kwargs, name, early=early)
     plan = replace(plan, donated=donated_flags(comp.lowered))
-    return Program(**{f.name: getattr(comp, f.name) for f in fields(comp) if f.init}, plan=plan)
+    return Program(
+        **{f.name: getattr(comp, f.name) for f in fields(comp) if f.init}, plan=plan, jitted=jitted
+    )
 
 
 def _remat_note(r: FullRemat) -> str:
@@ -760,9 +773,15 @@ def explain_run(
     # caller's arrays), made before the clock starts.
     fresh = plan.fresh(call_args, call_kwargs)
     name = base.function
-    raw, first, samples = run_steps(
-        comp.compiled, call_args, call_kwargs, max(1, steps), name, fresh=fresh
-    )
+    call = comp.compiled
+    jitted = comp.jitted if isinstance(comp, Program) else None
+    if _sub_byte((call_args, call_kwargs)) and jitted is not None:
+        call = jitted
+        notes.append(
+            "sub-byte arguments (int4, int2): run through jax.jit, the same program compiled "
+            "once more, since jax's ahead-of-time call refuses their layouts"
+        )
+    raw, first, samples = run_steps(call, call_args, call_kwargs, max(1, steps), name, fresh=fresh)
     timing = Timing(
         compile_seconds=comp.lower_seconds + comp.compile_seconds,
         first_run_seconds=first,

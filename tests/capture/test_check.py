@@ -161,3 +161,19 @@ def test_integers_compare_exactly() -> None:
 )  # fmt: skip
 def test_each_dtype_has_its_tolerance(dtype, rel) -> None:
     assert tolerance_rule(jnp.dtype(dtype))[0] == pytest.approx(rel)
+
+
+@pytest.mark.parametrize(
+    "dtype", ["int4", "int2", "uint4", "float8_e4m3fn", "float8_e5m2", "complex64", "bfloat16"]
+)
+def test_narrow_and_complex_types_run_and_are_checked(dtype) -> None:
+    a = placed(jnp.arange(128).reshape(16, 8).astype(dtype))
+    if "complex" in dtype:
+        fn = lambda q: (q * (1 + 2j)).sum(axis=0)  # noqa: E731
+    else:
+        fn = lambda q: (q.astype(jnp.float32) * 2).sum(axis=0)  # noqa: E731
+    r = sv.explain(fn, a, steps=1, diagnose=False)
+    assert r.ran and r.check is not None and r.check.matches
+    same = sv.explain(lambda q: q, a, steps=1, diagnose=False)
+    assert same.check is not None and same.check.matches
+    assert same.check.tolerance_rule.startswith(jnp.dtype(dtype).name)
