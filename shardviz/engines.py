@@ -268,9 +268,18 @@ class Cluster:
         """Whether the engines are still running (not stopped, none died)."""
         return self._cluster is not None and self._dead() is None
 
-    def _check_free(self) -> None:
-        """Refuse to send work while a live run uses the processes (from another thread):
-        the engines must all run the same steps in the same order."""
+    def _check_free(self, doing: str = "being sent work") -> None:
+        """Refuse to send work to a cluster that was stopped or lost a process (ipyparallel
+        itself would raise NoEnginesRegistered), or while a live run uses the processes (from
+        another thread): the engines must all run the same steps in the same order."""
+        if self._cluster is None:
+            raise ProcessError(
+                problem("the cluster", f"it was stopped, so it cannot be {doing}",
+                        "start a new one: sv.cluster(processes=..., devices_per_process=...)")
+            )  # fmt: skip
+        dead = self._dead()
+        if dead is not None:
+            raise self._died(dead, f"process {dead.process_index}", doing)
         run = self._live
         if run is not None and run.running and threading.current_thread() is not run.thread:
             raise ProcessError(
@@ -323,7 +332,7 @@ class Cluster:
 
     def execute(self, code: str) -> None:
         """Run ``code`` in every process at once (what a ``%%px`` cell does)."""
-        self._check_free()
+        self._check_free("running code")
         pending = [self.client[p.engine].execute(code, block=False) for p in self.processes]
         self._remember(pending)
         for p, ar in zip(self.processes, pending, strict=True):
@@ -342,7 +351,7 @@ class Cluster:
     def run(self, fn: Any, *args: Any, **kwargs: Any) -> list[Any]:
         """``fn(*args, **kwargs)`` in every process at once (as SPMD code must run); results
         in process order."""
-        self._check_free()
+        self._check_free(f"running {getattr(fn, '__name__', fn)}")
         pending = [self.client[p.engine].apply_async(fn, *args, **kwargs) for p in self.processes]
         self._remember(pending)
         return [
@@ -352,7 +361,7 @@ class Cluster:
 
     def pull(self, name: str, process: int = 0) -> Any:
         """The value ``name`` holds in ``process``'s namespace (after ``%%px`` cells)."""
-        self._check_free()
+        self._check_free(f"sending {name!r}")
         info = self._process(process)
         ar = self.client[info.engine].pull(name, block=False)
         return self._get(ar, f"process {process}", f"sending {name!r}")

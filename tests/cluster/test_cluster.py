@@ -108,6 +108,10 @@ def test_a_killed_engine_is_reported_and_the_cluster_stops():
             c.execute(code)
         assert "its last output: ready on 1" in str(err.value)
         assert time.monotonic() - start < 60
+        # Stopped, it says so (ipyparallel alone raised a raw NoEnginesRegistered).
+        for call in (lambda: c.execute("1"), lambda: c.run(len, ()), lambda: c.pull("x")):
+            with pytest.raises(ProcessError, match="it was stopped"):
+                call()
     finally:
         c.stop()
     for p in c.processes:
