@@ -391,8 +391,8 @@ class Check:
     tolerance: float
     matches: bool
     reference: str = "one device, no sharding"
-    #: The tolerance's rule for the leaf closest to failing, e.g. ``bfloat16: 0.02 x max(1,
-    #: |reference|)``, ``int32: exact``.
+    #: The tolerance's rule for the leaf closest to failing, e.g. ``int32: exact`` or
+    #: ``bfloat16: 0.02 x max(1, |reference|)``.
     tolerance_rule: str = ""
 
 
