@@ -16,7 +16,7 @@ def axis_name_problem(name: object) -> str | None:
     compiler inside its text, which aborts the whole process on a non-ASCII or control
     character (``absl::CUnescape``), so only printable ASCII is taken."""
     if not isinstance(name, str) or not name:
-        return f"axis name {name!r} is not a non-empty string"
+        return f"axis names must be non-empty strings, got {name!r}"
     odd = sorted({c for c in name if not (" " <= c <= "~")})
     if odd:
         shown = ", ".join(repr(c) for c in odd[:3])
