@@ -48,6 +48,7 @@ from .hlo_text import (
 __all__ = [
     "USER_COLLECTIVE_PRIMITIVES",
     "collective_parts",
+    "done_of",
     "collective_trip_counts",
     "collectives_of_hlo",
     "is_user_written",
@@ -171,8 +172,9 @@ def _stack(shapes: Sequence[ArrayShape]) -> tuple[str, tuple[int, ...], int]:
     return shapes[0].dtype, (sum(s.size for s in shapes),), nbytes
 
 
-def _done_of(module: HloModule, start: HloInstruction) -> HloInstruction | None:
-    """Follow ``start`` through any ``async-update`` to its ``-done``."""
+def done_of(module: HloModule, start: HloInstruction) -> HloInstruction | None:
+    """Follow an async ``start`` (a collective's, a copy's, a generic ``async-start``)
+    through any ``async-update`` to its ``-done``."""
     current = start.name
     for _ in range(16):
         nxt = None
@@ -291,9 +293,9 @@ def _found_collectives(module: HloModule) -> list[_Found]:
             inner = _wrapped_collective(module, ins)
             if inner is not None:
                 wrapped.add(inner.name)
-                found.append(_Found(inner.opcode, ins, inner, _done_of(module, ins), True))
+                found.append(_Found(inner.opcode, ins, inner, done_of(module, ins), True))
         elif op.endswith("-start") and op[: -len("-start")] in _KINDS:
-            found.append(_Found(op[: -len("-start")], ins, ins, _done_of(module, ins), True))
+            found.append(_Found(op[: -len("-start")], ins, ins, done_of(module, ins), True))
         elif op in _KINDS:
             found.append(_Found(op, ins, ins, None, False))
     return [f for f in found if f.is_async or f.named.name not in wrapped]

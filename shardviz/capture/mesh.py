@@ -24,6 +24,7 @@ from shardviz.errors import MeshError, SpecError, problem
 from shardviz.model import Device, MeshLayout
 from shardviz.model.mesh import ascii_hint, axis_name_problem
 
+from .compile import is_compile_only
 from .spec import normalize_spec
 
 MeshLike = Any  # shardviz.Mesh | jax.sharding.Mesh
@@ -310,7 +311,7 @@ def mark_sharding(x: Any, mesh: MeshLike, partition_spec: Any, *, name: str = "a
         return jax.lax.with_sharding_constraint(x, sharding)
     if isinstance(x, jax.ShapeDtypeStruct):  # a hypothetical array: the same, placed
         return jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=sharding)
-    if topology_devices(as_jax_mesh(mesh)):
+    if is_compile_only(as_jax_mesh(mesh).devices.flat[0]):
         raise MeshError(
             problem(
                 name,
@@ -321,13 +322,6 @@ def mark_sharding(x: Any, mesh: MeshLike, partition_spec: Any, *, name: str = "a
             )
         )
     return jax.device_put(x, sharding)
-
-
-def topology_devices(mesh: jax.sharding.Mesh) -> bool:
-    """Whether ``mesh``'s devices are a deviceless topology's (compile-only: they hold no
-    data): devices jax's own backends do not list."""
-    device = mesh.devices.flat[0]
-    return all(device is not d for d in jax.devices())
 
 
 def mesh_split(x: Any, device_mesh: Any, dims_mapping: Sequence[int], *, name: str = "array"):

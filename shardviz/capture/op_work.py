@@ -21,7 +21,7 @@ from collections.abc import Mapping
 
 from shardviz.model import OpWork
 
-from .hlo_collectives import collective_parts
+from .hlo_collectives import collective_parts, done_of
 from .hlo_matmuls import instruction_flops
 from .hlo_text import ArrayShape, HloComputation, HloInstruction, HloModule, array_leaves
 
@@ -81,8 +81,8 @@ class _Reader:
 
     def __init__(self, module: HloModule) -> None:
         self.module = module
-        self.parts = collective_parts(module)
-        self.part_of = {n: ledger for ledger, names in self.parts.items() for n in names}
+        parts = collective_parts(module)
+        self.part_of = {n: ledger for ledger, names in parts.items() for n in names}
         self._flops: dict[str, float] = {}
         self._collectives: dict[str, frozenset[str]] = {}
 
@@ -211,23 +211,6 @@ def _through_bitcasts(module: HloModule, name: str) -> list[tuple[HloInstruction
     return out
 
 
-def _dones(comp: HloComputation) -> dict[str, int]:
-    """Each transfer start's done (through any ``async-update``): start name -> position."""
-    nxt: dict[str, tuple[str, int]] = {}
-    for k, ins in enumerate(comp.instructions):
-        if ins.opcode in ("copy-done", "async-done", "async-update") and ins.operands:
-            nxt[ins.operands[0]] = (ins.name, k)
-    out: dict[str, int] = {}
-    for name in nxt:
-        current, k = nxt[name]
-        for _ in range(16):  # async-update chains are short
-            if current not in nxt:
-                break
-            current, k = nxt[current]
-        out[name] = k
-    return out
-
-
 def op_work(module: HloModule, runs: Mapping[str, int]) -> tuple[OpWork, ...]:
     """Every op the device runs per step (``runs``: each computation's runs per step, from
     :func:`shardviz.capture.hlo_loops.computation_runs`), in schedule order, with the
@@ -238,7 +221,7 @@ def op_work(module: HloModule, runs: Mapping[str, int]) -> tuple[OpWork, ...]:
     out: list[OpWork] = []
     for comp in schedule_computations(module):
         n = runs.get(comp.name, 1)
-        dones = _dones(comp)
+        position = {ins.name: k for k, ins in enumerate(comp.instructions)}
         windows: dict[str, list[int]] = {}  # transfer -> [first, last] positions
         rows: list[tuple[int, OpWork]] = []
         for k, ins in enumerate(comp.instructions):
@@ -254,7 +237,9 @@ def op_work(module: HloModule, runs: Mapping[str, int]) -> tuple[OpWork, ...]:
             hbm, host = reader.traffic(ins)
             transfer = ins.opcode in _TRANSFERS
             if transfer:
-                windows[ins.name] = [k, dones.get(ins.name, len(comp.instructions))]
+                done = done_of(module, ins)
+                end = position.get(done.name) if done is not None else None
+                windows[ins.name] = [k, len(comp.instructions) if end is None else end]
             rows.append((k, OpWork(ins.name, flops, float(hbm), n, transfer, (), float(host))))
         for k, op in rows:
             flying = tuple(
