@@ -104,7 +104,7 @@ def with_trips(collectives: tuple[Collective, ...], module: object) -> tuple[Col
     trips = hlo.collective_trip_counts(module)  # type: ignore[arg-type]
     out = []
     for c in collectives:
-        n = trips.get(c.name.split("#", 1)[0], 1)
+        n = trips.get(c.hlo_name, 1)
         out.append(c if n == c.trips else replace(c, trips=n))
     return tuple(out)
 

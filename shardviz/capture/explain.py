@@ -837,11 +837,7 @@ def estimated(comp: Compiled, report: Report, target: Any = None) -> Report:
         return report
     # Loops repeat their collectives: count them as many times as the loop runs (the report
     # read the trip counts already; without a loop every collective runs once).
-    trips = (
-        {c.name.split("#", 1)[0]: c.trips for c in report.collectives}
-        if " while(" in comp.hlo_text
-        else {}
-    )
+    trips = {c.hlo_name: c.trips for c in report.collectives} if " while(" in comp.hlo_text else {}
     try:
         return with_estimate(report, target, trip_counts=trips)
     except ShardvizError:

@@ -37,10 +37,6 @@ def op_seconds(op: OpWork, peak: float, hbm_bandwidth: float) -> float:
     return max(op.flops / peak, (op.hbm_bytes + op.host_bytes) / hbm_bandwidth)
 
 
-def _base(name: str) -> str:
-    return name.split("#", 1)[0]
-
-
 def predict_step(
     ops: tuple[OpWork, ...],
     collectives: tuple[Collective, ...],
@@ -67,9 +63,8 @@ def predict_step(
         for name in op.in_flight:
             cover[name] = cover.get(name, 0.0) + seconds
     for c in collectives:
-        runs = (trip_counts or {}).get(_base(c.name), 1) or 1
-        base = _base(c.name)
-        transfers[base] = transfers.get(base, 0.0) + (c.estimated_seconds or 0.0) * runs
+        runs = (trip_counts or {}).get(c.hlo_name, 1) or 1
+        transfers[c.hlo_name] = transfers.get(c.hlo_name, 0.0) + (c.estimated_seconds or 0.0) * runs
     exposed = {
         name: seconds - cover.get(name, 0.0)
         for name, seconds in transfers.items()

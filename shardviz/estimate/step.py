@@ -34,10 +34,6 @@ def resolve_target(report: Report, target: TargetLike | None = None) -> Target |
     return target_of_mesh(report.mesh)
 
 
-def _base(name: str) -> str:
-    return name.split("#", 1)[0]
-
-
 def estimate_collectives(
     collectives: tuple[Collective, ...], placement: Placement, target: Target
 ) -> tuple[Collective, ...]:
@@ -49,7 +45,7 @@ def estimate_collectives(
     combined: dict[str, list[Collective]] = {}
     for c in collectives:
         if c.combined is not None:
-            combined.setdefault(_base(c.name), []).append(c)
+            combined.setdefault(c.hlo_name, []).append(c)
     whole: dict[str, tuple[float, str, int]] = {}
     for base, parts in combined.items():
         total_in = sum(p.in_bytes for p in parts)
@@ -60,7 +56,7 @@ def estimate_collectives(
     out = []
     for c in collectives:
         if c.combined is not None:
-            seconds, formula, total = whole[_base(c.name)]
+            seconds, formula, total = whole[c.hlo_name]
             share = c.in_bytes / total
             out.append(dataclasses.replace(c, estimated_seconds=seconds * share,
                                            estimate_formula=f"{share:.0%} of {formula}"))  # fmt: skip
@@ -81,9 +77,9 @@ def _collective_total(
     for c in collectives:
         runs = 1
         if trip_counts is not None:
-            got = trip_counts.get(_base(c.name), 1)
+            got = trip_counts.get(c.hlo_name, 1)
             if got is None:
-                unknown.append(_base(c.name))
+                unknown.append(c.hlo_name)
             else:
                 runs = got
         total += (c.estimated_seconds or 0.0) * runs

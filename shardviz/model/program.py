@@ -145,6 +145,12 @@ class Collective:
     cross_host_groups: tuple[int, ...] = ()
 
     @property
+    def hlo_name(self) -> str:
+        """The compiled instruction's name: ``name`` without a combined part's ``#k`` (the
+        parts of one combined all-reduce run as one instruction)."""
+        return self.name.split("#", 1)[0]
+
+    @property
     def axes_label(self) -> str:
         return ", ".join(self.axes) if self.axes else "(no mesh axis)"
 
