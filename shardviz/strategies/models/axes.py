@@ -104,8 +104,7 @@ class SpecConstrain:
 def platform_of(constrain: Constrain) -> str:
     """The platform the hook's mesh is on (``tpu``, ``gpu``, ``cpu``); without a mesh,
     jax's default backend."""
-    platform = getattr(constrain, "platform", None)
-    return platform if isinstance(platform, str) else jax.default_backend()
+    return constrain.platform if isinstance(constrain, SpecConstrain) else jax.default_backend()
 
 
 def per_shard(
@@ -119,11 +118,11 @@ def per_shard(
     activation ``out`` (shaped as ``xs[0]``): how a kernel the compiler cannot partition (a
     Pallas kernel) runs in a sharded program. Without a mesh (the default hook) ``fn`` sees
     the whole arrays."""
-    spec = getattr(constrain, "spec", None)
-    mesh = getattr(constrain, "mesh", None)
-    if spec is None or mesh is None:
+    if not isinstance(constrain, SpecConstrain):
         return fn(*xs)
-    in_specs = tuple(spec(n, x.shape) for n, x in zip(names, xs, strict=True))
-    out_spec: Any = spec(out, xs[0].shape)
-    local = jax.shard_map(fn, mesh=mesh, in_specs=in_specs, out_specs=out_spec, check_vma=False)
+    in_specs = tuple(constrain.spec(n, tuple(x.shape)) for n, x in zip(names, xs, strict=True))
+    out_spec: Any = constrain.spec(out, tuple(xs[0].shape))
+    local = jax.shard_map(
+        fn, mesh=constrain.mesh, in_specs=in_specs, out_specs=out_spec, check_vma=False
+    )
     return local(*xs)

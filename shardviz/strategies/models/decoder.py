@@ -113,11 +113,10 @@ def _split(spec: Any, rank: int) -> tuple[Any, ...]:
     return tuple(spec) + (None,) * (rank - len(tuple(spec)))
 
 
-def _kernel_refusal(constrain: Constrain, q: jax.Array, k: jax.Array) -> str | None:
+def _kernel_refusal(constrain: Constrain, platform: str, q: jax.Array, k: jax.Array) -> str | None:
     """Why the Pallas kernels cannot run per shard here, or ``None``: on GPU, or a split
     sequence (each shard would attend to its own positions only), or query and key/value
     heads split differently (a shard's query heads would not find their kv heads)."""
-    platform = platform_of(constrain)
     if platform == "gpu":
         return "the Pallas attention kernels are TPU kernels; the mesh is on GPU"
     if not isinstance(constrain, SpecConstrain):
@@ -139,17 +138,16 @@ def _attend(
     q: jax.Array, k: jax.Array, v: jax.Array, block: int, kind: str, constrain: Constrain
 ) -> jax.Array:
     """Causal GQA attention of ``kind`` (:data:`ATTENTION_KINDS`)."""
-    refusal = _kernel_refusal(constrain, q, k) if kind != "blockwise" else None
+    platform = platform_of(constrain)
+    refusal = _kernel_refusal(constrain, platform, q, k) if kind != "blockwise" else None
     if kind == "pallas" and refusal is not None:
         raise ShardvizError(
             problem("attention='pallas'", refusal, "use attention='blockwise' (or 'auto')")
         )
-    use_kernel = kind == "pallas" or (
-        kind == "auto" and refusal is None and platform_of(constrain) == "tpu"
-    )
+    use_kernel = kind == "pallas" or (kind == "auto" and refusal is None and platform == "tpu")
     if not use_kernel:
         return blockwise_attention(q, k, v, block_q=block, block_kv=block)
-    interpret = platform_of(constrain) != "tpu"
+    interpret = platform != "tpu"
 
     def local(q: jax.Array, k: jax.Array, v: jax.Array) -> jax.Array:
         return pallas_attention(q, k, v, block_q=block, block_kv=block, interpret=interpret)
