@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import unicodedata
 from collections import OrderedDict
 from dataclasses import dataclass
 from functools import cached_property
@@ -29,8 +30,6 @@ def axis_name_problem(name: object) -> str | None:
 
 def ascii_hint(name: str) -> str:
     """``name`` with what XLA cannot take replaced (``données`` -> ``donnees``)."""
-    import unicodedata
-
     plain = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode()
     plain = "".join(c for c in plain if " " <= c <= "~")
     return plain or "axis"
