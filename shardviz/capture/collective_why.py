@@ -32,11 +32,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from shardviz.model import Collective, MeshLayout, ShardingOf, Source, Spec, format_spec
-from shardviz.model.why import AxisOrigin, CollectiveWhy, Origin
-
-from .hlo_text import HloModule, HloParseError, parse_hlo_module
-from .sharding_origins import (
+from shardviz.capture.hlo_text import HloModule, HloParseError, parse_hlo_module
+from shardviz.capture.sharding_origins import (
     UNKNOWN,
     ShardingGraph,
     Value,
@@ -49,6 +46,8 @@ from .sharding_origins import (
     where,
     without,
 )
+from shardviz.model import Collective, MeshLayout, ShardingOf, Source, Spec, format_spec
+from shardviz.model.why import AxisOrigin, CollectiveWhy, Origin
 
 __all__ = ["collective_reasons"]
 

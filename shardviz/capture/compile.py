@@ -18,11 +18,10 @@ from typing import Any
 
 import jax
 
+from shardviz.capture.compiler_log import compiler_log
+from shardviz.capture.dump_watch import PARTITIONED, PROPAGATED, DumpWatch, Stage, read_dump
+from shardviz.capture.hlo_text import HloModule, parse_hlo_module
 from shardviz.errors import CompileError, problem
-
-from .compiler_log import compiler_log
-from .dump_watch import PARTITIONED, PROPAGATED, DumpWatch, Stage, read_dump
-from .hlo_text import HloModule, parse_hlo_module
 
 # The module between sharding completion and the SPMD partitioner: XLA dumps a pipeline's
 # module between two passes when either name matches, so naming the partitioner's pass gets

@@ -12,7 +12,7 @@ from typing import Any
 
 import jax
 
-from .memory import analysis_bytes, memory_stats
+from shardviz.capture.memory import analysis_bytes, memory_stats
 
 
 def program_devices_by_id(compiled: Any) -> list[Any]:

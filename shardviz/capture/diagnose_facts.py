@@ -12,15 +12,14 @@ from dataclasses import replace
 
 import jax
 
+from shardviz.capture import hlo
+from shardviz.capture.compiler_log import full_rematerializations
+from shardviz.capture.hlo_sharding import hlo_sharding_to_spec
+from shardviz.capture.hlo_text import HloParseError
 from shardviz.detect import Facts, Remat
 from shardviz.detect.facts import leaf_named
 from shardviz.model import Collective, MeshLayout, Report
 from shardviz.model.array import Spec
-
-from . import hlo
-from .compiler_log import full_rematerializations
-from .hlo_sharding import hlo_sharding_to_spec
-from .hlo_text import HloParseError
 
 #: A parameter line of an HLO dump: its name, shape and sharding.
 _PARAM = re.compile(

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from shardviz.capture.explain import explain
 from shardviz.detect import candidates
 from shardviz.errors import ShardvizError, problem
 from shardviz.model import Report
 from shardviz.model.findings import Findings
-
-from .explain import explain
 
 
 def diagnose(program: Any, *args: Any, **explain_kwargs: Any) -> Findings:

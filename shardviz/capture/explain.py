@@ -16,13 +16,8 @@ from typing import Any
 import jax
 from jax.sharding import NamedSharding
 
-from shardviz.detect import Facts, candidates
-from shardviz.errors import CompileError, ShardvizError, problem
-from shardviz.estimate.step import with_estimate
-from shardviz.model import Cost, Frame, MeshLayout, Report, Source, Timing, TreeLayout
-
-from . import hlo
-from .calls import (
+from shardviz.capture import hlo
+from shardviz.capture.calls import (
     CallPlan,
     Filtered,
     arrays_only,
@@ -37,8 +32,8 @@ from .calls import (
     refuse_deleted,
     statics,
 )
-from .collective_why import collective_reasons
-from .compile import (
+from shardviz.capture.collective_why import collective_reasons
+from shardviz.capture.compile import (
     Compiled,
     EarlyWork,
     is_compile_only,
@@ -47,17 +42,26 @@ from .compile import (
     program_devices,
     text_cost,
 )
-from .compiler_log import FullRemat, full_rematerializations
-from .diagnose_facts import facts_for, with_trips
-from .fix_check import checked_later, on_target, outcome, tried_with
-from .host_split import host_split
-from .layout import layout_tree
-from .memory import device_stats, memory_report
-from .mesh import mesh_layout
-from .processes import host_figures
-from .run import CPU_MAX_PARTICIPANTS, check_against_one_device, profile_trace, run_steps
-from .step_cost import program_cost
-from .topology import topology_of
+from shardviz.capture.compiler_log import FullRemat, full_rematerializations
+from shardviz.capture.diagnose_facts import facts_for, with_trips
+from shardviz.capture.fix_check import checked_later, on_target, outcome, tried_with
+from shardviz.capture.host_split import host_split
+from shardviz.capture.layout import layout_tree
+from shardviz.capture.memory import device_stats, memory_report
+from shardviz.capture.mesh import mesh_layout
+from shardviz.capture.processes import host_figures
+from shardviz.capture.run import (
+    CPU_MAX_PARTICIPANTS,
+    check_against_one_device,
+    profile_trace,
+    run_steps,
+)
+from shardviz.capture.step_cost import program_cost
+from shardviz.capture.topology import topology_of
+from shardviz.detect import Facts, candidates
+from shardviz.errors import CompileError, ShardvizError, problem
+from shardviz.estimate.step import with_estimate
+from shardviz.model import Cost, Frame, MeshLayout, Report, Source, Timing, TreeLayout
 
 _CACHE_SIZE = 32
 _cache: OrderedDict[Any, tuple[Compiled, Report]] = OrderedDict()

@@ -10,11 +10,10 @@ import jax
 import numpy as np
 from jax.sharding import NamedSharding, PartitionSpec
 
+from shardviz.capture.constraint_edit import with_constraint_at, without_constraints
+from shardviz.capture.layout import path_str
 from shardviz.model.array import Spec
 from shardviz.model.findings import Fix
-
-from .constraint_edit import with_constraint_at, without_constraints
-from .layout import path_str
 
 
 class CannotApply(Exception):
@@ -46,7 +45,7 @@ def _mesh_of(args: tuple) -> Any:
 
 def _names(fn: Any, args: tuple) -> list[str]:
     """Each positional argument's name as the report's leaf paths start (see explain)."""
-    from .explain import _named_args
+    from shardviz.capture.explain import _named_args
 
     return list(_named_args(fn, args))
 

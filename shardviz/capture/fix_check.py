@@ -14,13 +14,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from shardviz.capture.fix_apply import CannotApply, apply_fix
 from shardviz.detect import Candidate, Facts, candidates, placement
 from shardviz.errors import ShardvizError
 from shardviz.model import Report
 from shardviz.model.findings import Finding, Findings, FixCheck, Outcome
 from shardviz.render.geometry import format_bytes
-
-from .fix_apply import CannotApply, apply_fix
 
 #: Fixes tried per finding at most (the first that helps is kept).
 MAX_TRIES = 3

@@ -34,7 +34,7 @@ Example::
 
 from __future__ import annotations
 
-from .hlo_collectives import (
+from shardviz.capture.hlo_collectives import (
     USER_COLLECTIVE_PRIMITIVES,
     collective_trip_counts,
     collectives_of_hlo,
@@ -43,19 +43,19 @@ from .hlo_collectives import (
     moved_bytes,
     with_partitioned,
 )
-from .hlo_groups import (
+from shardviz.capture.hlo_groups import (
     axes_of_groups,
     axes_of_pairs,
     expand_replica_groups,
     to_device_ids,
 )
-from .hlo_sharding import (
+from shardviz.capture.hlo_sharding import (
     HloSharding,
     hlo_sharding_to_spec,
     intermediates_of_hlo,
     parse_hlo_sharding,
 )
-from .hlo_text import (
+from shardviz.capture.hlo_text import (
     ArrayShape,
     HloComputation,
     HloInstruction,

@@ -24,17 +24,15 @@ import re
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from shardviz.model import Collective, MeshLayout, ShardingOf, Source
-
-from .hlo_groups import (
+from shardviz.capture.hlo_groups import (
     Groups,
     axes_of_groups,
     axes_of_pairs,
     expand_replica_groups,
     to_device_ids,
 )
-from .hlo_loops import computation_runs, loops_of
-from .hlo_text import (
+from shardviz.capture.hlo_loops import computation_runs, loops_of
+from shardviz.capture.hlo_text import (
     ArrayShape,
     HloInstruction,
     HloModule,
@@ -44,6 +42,7 @@ from .hlo_text import (
     parse_int_list,
     parse_int_lists,
 )
+from shardviz.model import Collective, MeshLayout, ShardingOf, Source
 
 __all__ = [
     "USER_COLLECTIVE_PRIMITIVES",

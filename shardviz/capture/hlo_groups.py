@@ -28,10 +28,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from shardviz.capture.hlo_text import HloParseError, parse_int_list, parse_int_lists
 from shardviz.errors import problem
 from shardviz.model import MeshLayout
-
-from .hlo_text import HloParseError, parse_int_list, parse_int_lists
 
 __all__ = [
     "Groups",

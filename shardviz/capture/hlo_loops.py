@@ -25,9 +25,8 @@ import math
 import re
 from collections.abc import Iterable, Mapping
 
+from shardviz.capture.hlo_text import HloComputation, HloInstruction, HloModule, parse_hlo_module
 from shardviz.model import Loop
-
-from .hlo_text import HloComputation, HloInstruction, HloModule, parse_hlo_module
 
 __all__ = [
     "computation_runs",

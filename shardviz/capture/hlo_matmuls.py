@@ -18,7 +18,13 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .hlo_text import ArrayShape, HloInstruction, HloModule, array_leaves, parse_int_list
+from shardviz.capture.hlo_text import (
+    ArrayShape,
+    HloInstruction,
+    HloModule,
+    array_leaves,
+    parse_int_list,
+)
 
 __all__ = ["DISPATCH_MARK", "REMAT_MARK", "MatmulFlops", "instruction_flops", "matmul_flops"]
 

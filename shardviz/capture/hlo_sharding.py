@@ -29,11 +29,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from shardviz.errors import problem
-from shardviz.model import MeshLayout, ShardingOf, Spec
-
-from .hlo_groups import _ids_of_array_text, mesh_form_device_array, reindex_mesh
-from .hlo_text import (
+from shardviz.capture.hlo_groups import _ids_of_array_text, mesh_form_device_array, reindex_mesh
+from shardviz.capture.hlo_text import (
     ArrayShape,
     HloComputation,
     HloInstruction,
@@ -43,6 +40,8 @@ from .hlo_text import (
     parse_int_list,
     split_top_level,
 )
+from shardviz.errors import problem
+from shardviz.model import MeshLayout, ShardingOf, Spec
 
 __all__ = [
     "HloSharding",

@@ -13,11 +13,10 @@ import jax
 import numpy as np
 from jax.sharding import NamedSharding, PartitionSpec, SingleDeviceSharding
 
+from shardviz.capture.mesh import Mesh, device_of, mesh_layout
+from shardviz.capture.spec import normalize_spec
 from shardviz.errors import LeafError, ShardvizError, problem
 from shardviz.model import ArrayLayout, Device, MeshLayout, Spec, Tile, TreeLayout
-
-from .mesh import Mesh, device_of, mesh_layout
-from .spec import normalize_spec
 
 
 def _device(d: Any) -> Device:

@@ -14,10 +14,9 @@ import jax
 import numpy as np
 from jax.sharding import NamedSharding
 
+from shardviz.capture.layout import path_str
+from shardviz.capture.spec import normalize_spec
 from shardviz.model import Spec
-
-from .layout import path_str
-from .spec import normalize_spec
 
 
 def named_leaves(tree: Any) -> tuple[list[tuple[str, Any]], Any]:

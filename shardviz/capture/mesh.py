@@ -20,12 +20,11 @@ import jax
 import numpy as np
 from jax.sharding import AxisType, NamedSharding, PartitionSpec
 
+from shardviz.capture.compile import is_compile_only
+from shardviz.capture.spec import normalize_spec
 from shardviz.errors import MeshError, SpecError, problem
 from shardviz.model import Device, MeshLayout
 from shardviz.model.mesh import ascii_hint, axis_name_problem
-
-from .compile import is_compile_only
-from .spec import normalize_spec
 
 MeshLike = Any  # shardviz.Mesh | jax.sharding.Mesh
 

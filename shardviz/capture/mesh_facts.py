@@ -11,8 +11,8 @@ from typing import Any
 import jax
 from jax.sharding import AxisType
 
-from .compile import is_compile_only
-from .topology import topology_of
+from shardviz.capture.compile import is_compile_only
+from shardviz.capture.topology import topology_of
 
 
 def mesh_shape_and_names(mesh: Any) -> tuple[tuple[int, ...], tuple[str, ...]]:

@@ -19,11 +19,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from shardviz.capture.hlo_collectives import collective_parts, done_of
+from shardviz.capture.hlo_matmuls import instruction_flops
+from shardviz.capture.hlo_text import (
+    ArrayShape,
+    HloComputation,
+    HloInstruction,
+    HloModule,
+    array_leaves,
+)
 from shardviz.model import OpWork
-
-from .hlo_collectives import collective_parts, done_of
-from .hlo_matmuls import instruction_flops
-from .hlo_text import ArrayShape, HloComputation, HloInstruction, HloModule, array_leaves
 
 __all__ = ["HBM", "HOST", "op_work", "schedule_computations"]
 

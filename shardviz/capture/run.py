@@ -17,11 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from shardviz.capture.processes import agreed_max, host_value, local_device, local_pieces
-from shardviz.errors import CompileError, problem
-from shardviz.model import Check, OpEvent, OpTiming
-
-from .calls import (
+from shardviz.capture.calls import (
     Filtered,
     arrays_only,
     context_mesh,
@@ -30,6 +26,9 @@ from .calls import (
     one_device_like,
     plain_function,
 )
+from shardviz.capture.processes import agreed_max, host_value, local_device, local_pieces
+from shardviz.errors import CompileError, problem
+from shardviz.model import Check, OpEvent, OpTiming
 
 #: Executing a collective with more participants than this on CPU aborts the whole process
 #: (a rendezvous timeout, then SIGABRT): a notebook kernel would die. Measured on jax 0.10.2.

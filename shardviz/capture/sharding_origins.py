@@ -25,11 +25,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 
+from shardviz.capture.hlo_sharding import hlo_sharding_to_spec, parse_hlo_sharding
+from shardviz.capture.hlo_text import ArrayShape, HloInstruction, HloModule, HloParseError
 from shardviz.model import MeshLayout, ShardingOf, Source, Spec
 from shardviz.model.why import AxisOrigin, Origin, OriginKind
-
-from .hlo_sharding import hlo_sharding_to_spec, parse_hlo_sharding
-from .hlo_text import ArrayShape, HloInstruction, HloModule, HloParseError
 
 __all__ = ["UNKNOWN", "ShardingGraph", "Value", "leaf_path", "reshape_pairs"]
 

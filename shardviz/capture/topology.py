@@ -17,9 +17,8 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any
 
+from shardviz.capture.gpu_targets import GPU_SPECS, target_config
 from shardviz.errors import ShardvizError, problem
-
-from .gpu_targets import GPU_SPECS, target_config
 
 #: TPU generations shardviz has hardware figures for (jax knows a few more, e.g. v3).
 TPU_KINDS = ("v4", "v5e", "v5p", "v6e")

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from shardviz.detect.facts import spec_code
 from shardviz.model.array import Spec
 from shardviz.model.findings import Finding, Fix
-
-from .facts import spec_code
 
 #: What a fix must improve to count as helping: the remats left, the bytes moved per step,
 #: the peak memory per device, or the flops per device.

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from shardviz.detect import placement, traffic
+from shardviz.detect.candidate import Candidate
+from shardviz.detect.facts import Facts
 from shardviz.model import Report
-
-from . import placement, traffic
-from .candidate import Candidate
-from .facts import Facts
 
 Detector = Callable[[Report, Facts], list[Candidate]]
 

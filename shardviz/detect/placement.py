@@ -6,12 +6,8 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 
-from shardviz.model import ArrayLayout, Report, ShardingOf
-from shardviz.model.findings import Finding, FindingCost, Where
-from shardviz.model.tiles import dtype_bits
-
-from .candidate import Candidate, drop_constraint_fix, mesh_fix, spec_fix
-from .facts import (
+from shardviz.detect.candidate import Candidate, drop_constraint_fix, mesh_fix, spec_fix
+from shardviz.detect.facts import (
     Facts,
     axis_sizes,
     format_bytes,
@@ -26,6 +22,9 @@ from .facts import (
     where_of,
     with_axis,
 )
+from shardviz.model import ArrayLayout, Report, ShardingOf
+from shardviz.model.findings import Finding, FindingCost, Where
+from shardviz.model.tiles import dtype_bits
 
 #: Ops that cut pieces out of (or into) a split array: the partitioner's own pieces of a
 #: roll, a shift or a concatenation carry the split along; uneven on paper, never computed

@@ -7,19 +7,14 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 
-from shardviz.model import ArrayLayout, Collective, Report, ShardingOf, Source
-from shardviz.model.array import Spec
-from shardviz.model.findings import Finding, FindingCost, Fix
-from shardviz.model.tiles import dtype_bits
-
-from .candidate import (
+from shardviz.detect.candidate import (
     Candidate,
     constraint_at_fix,
     constraint_fix,
     drop_constraint_fix,
     spec_fix,
 )
-from .facts import (
+from shardviz.detect.facts import (
     Facts,
     Remat,
     axis_sizes,
@@ -38,6 +33,10 @@ from .facts import (
     ways_of,
     where_of,
 )
+from shardviz.model import ArrayLayout, Collective, Report, ShardingOf, Source
+from shardviz.model.array import Spec
+from shardviz.model.findings import Finding, FindingCost, Fix
+from shardviz.model.tiles import dtype_bits
 
 #: Gathers of one weight per step a strategy needs at most: one forward, one backward.
 GATHERS_NEEDED = 2

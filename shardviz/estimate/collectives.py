@@ -38,11 +38,10 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from shardviz.estimate.placement import AXIS_NAMES, Placement
 from shardviz.model.estimate import format_seconds
 from shardviz.model.hardware import Target
 from shardviz.model.program import Collective
-
-from .placement import AXIS_NAMES, Placement
 
 
 @dataclass(frozen=True)

@@ -11,14 +11,13 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 
+from shardviz.estimate.collectives import collective_time
+from shardviz.estimate.placement import Placement, place
+from shardviz.estimate.predict import predict_step
+from shardviz.estimate.targets import target_for, target_of_mesh
 from shardviz.model.estimate import BOUNDS, Estimate
 from shardviz.model.hardware import Hardware, Target
 from shardviz.model.program import Collective, Report
-
-from .collectives import collective_time
-from .placement import Placement, place
-from .predict import predict_step
-from .targets import target_for, target_of_mesh
 
 TargetLike = Target | Hardware | str
 

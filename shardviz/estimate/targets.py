@@ -15,10 +15,9 @@ import re
 from collections import Counter
 
 from shardviz.errors import HardwareError, problem
+from shardviz.estimate.presets import PRESET_NAMES, hardware, preset_key
 from shardviz.model.hardware import Hardware, Target
 from shardviz.model.mesh import MeshLayout
-
-from .presets import PRESET_NAMES, hardware, preset_key
 
 _TOPOLOGY = re.compile(r"^\s*([^:]+?)\s*:\s*(\d+(?:\s*x\s*\d+)*)\s*$", re.IGNORECASE)
 

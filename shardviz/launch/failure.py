@@ -8,8 +8,7 @@ import re
 from collections.abc import Sequence
 
 from shardviz.errors import problem
-
-from .result import LaunchResult, ProcessResult
+from shardviz.launch.result import LaunchResult, ProcessResult
 
 #: Lines that say nothing to a user: native stack frames, crash-handler chatter, gloo's
 #: connection log, jax noting the launcher's own SIGTERM.

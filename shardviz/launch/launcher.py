@@ -18,12 +18,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from shardviz.errors import ProcessError, problem
-
-from .failure import failure_message
-from .ports import HOST, choose_port
-from .processes import LineSink, Outcome, ProcessGroup
-from .result import LaunchError, LaunchResult, ProcessResult
-from .worker import WorkerConfig
+from shardviz.launch.failure import failure_message
+from shardviz.launch.ports import HOST, choose_port
+from shardviz.launch.processes import LineSink, Outcome, ProcessGroup
+from shardviz.launch.result import LaunchError, LaunchResult, ProcessResult
+from shardviz.launch.worker import WorkerConfig
 
 #: Seconds a launch may run before everything is stopped.
 DEFAULT_TIMEOUT = 120.0

@@ -6,8 +6,7 @@ import signal
 from dataclasses import dataclass
 
 from shardviz.errors import ProcessError
-
-from .processes import describe_exit, exit_status
+from shardviz.launch.processes import describe_exit, exit_status
 
 #: The exit code of a launch stopped by its timeout (as GNU ``timeout`` reports one).
 TIMEOUT_EXIT = 124

@@ -22,8 +22,7 @@ from dataclasses import dataclass, replace
 
 from shardviz.errors import ShardvizError
 from shardviz.model import Spec, format_spec
-
-from .rules import RuleSet, spec_for_leaf
+from shardviz.strategies.rules import RuleSet, spec_for_leaf
 
 #: Parameter groups holding less than this fraction of the parameters' bytes are not moved
 #: on their own (their spec barely changes memory or traffic; the seeds still set them).

@@ -18,7 +18,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from .transformer import Params, decoder_layer, layer_norm
+from shardviz.strategies.transformer import Params, decoder_layer, layer_norm
 
 #: The mesh axis the stage dim is split over.
 STAGE_AXIS = "stage"
@@ -216,8 +216,7 @@ def pipelined_model(
     by_hand = None
     if schedule is not None:
         from shardviz.model.schedule import schedule as make_schedule
-
-        from .pipeline_shard_map import pipelined_value_and_grad
+        from shardviz.strategies.pipeline_shard_map import pipelined_value_and_grad
 
         order = make_schedule(schedule, stages, microbatches)
 
@@ -271,8 +270,7 @@ def pipeline_rules(
         ValueError: an unknown kind.
     """
     from shardviz.errors import ShardvizError, problem
-
-    from .rules import RuleSet
+    from shardviz.strategies.rules import RuleSet
 
     if schedule not in (None, "gpipe", "1f1b"):
         raise ShardvizError(

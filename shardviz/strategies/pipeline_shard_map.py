@@ -28,10 +28,9 @@ import numpy as np
 from jax.sharding import PartitionSpec as P
 
 from shardviz.model.schedule import Schedule
-
-from .pipeline import STAGE_AXIS, _stage
-from .pipeline_plan import BACKWARD, FORWARD, Plan, plan
-from .transformer import Params, layer_norm
+from shardviz.strategies.pipeline import STAGE_AXIS, _stage
+from shardviz.strategies.pipeline_plan import BACKWARD, FORWARD, Plan, plan
+from shardviz.strategies.transformer import Params, layer_norm
 
 #: The parameters the first stage uses (embedding) and the last (head); ``layers`` is staged.
 EMBED_KEYS = ("embed", "pos")

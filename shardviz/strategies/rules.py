@@ -230,7 +230,7 @@ def get_rule_set(strategy: str | RuleSet, **pipeline: Any) -> RuleSet:
     if isinstance(strategy, RuleSet):
         return strategy
     if strategy in PIPELINE_NAMES:
-        from .pipeline import pipeline_rules
+        from shardviz.strategies.pipeline import pipeline_rules
 
         return pipeline_rules(strategy, **pipeline)
     if strategy not in BUILTIN:

@@ -38,15 +38,14 @@ from shardviz.model import (
 from shardviz.model.pipeline_timing import measured_schedule
 from shardviz.model.schedule import Schedule, gpipe
 from shardviz.model.schedule import schedule as make_schedule
-
-from .pipeline import STAGE_AXIS, pipelined_model
-from .pipeline_shard_map import residual_bytes
-from .rules import (
+from shardviz.strategies.pipeline import STAGE_AXIS, pipelined_model
+from shardviz.strategies.pipeline_shard_map import residual_bytes
+from shardviz.strategies.rules import (
     RuleSet,
     get_rule_set,
 )
-from .step import StrategyStep, strategy_step
-from .zoo import ModelDef, get_model, make_train_step
+from shardviz.strategies.step import StrategyStep, strategy_step
+from shardviz.strategies.zoo import ModelDef, get_model, make_train_step
 
 _ROLES = {"params": "params", "opt_state": "optimizer", "batch": "batch"}
 
@@ -427,8 +426,8 @@ def _rule_set_for(m: ModelDef, strategy: str | RuleSet, pipeline: dict[str, Any]
     """A published architecture's strategies are its logical axis rules (MaxText's way:
     ``fsdp``, ``fsdp+tp``, ``tp``, ``dp+fsdp``, ``sp``, ``ep``, ``pp``); any other name, or
     any other model, the built-in rule set of that name."""
-    from .models.configs import ArchConfig
-    from .models.logical import LOGICAL_STRATEGIES, logical_rule_set
+    from shardviz.strategies.models.configs import ArchConfig
+    from shardviz.strategies.models.logical import LOGICAL_STRATEGIES, logical_rule_set
 
     if (
         isinstance(strategy, str)

@@ -35,13 +35,18 @@ from shardviz.errors import ShardvizError, problem
 from shardviz.model import Report, Spec
 from shardviz.model.estimate import format_gib, format_seconds
 from shardviz.model.search import Plan, Search
-
-from .candidates import Choice, Space, argument_role, mapping_words, role_mappings
-from .rules import RuleSet, get_rule_set
-from .search_inputs import SearchInputs, search_inputs
-from .search_progress import Progress, compiler_quiet, progress_for
-from .search_rank import better, ranked, ranking_words
-from .search_rules import rule_set_of
+from shardviz.strategies.candidates import (
+    Choice,
+    Space,
+    argument_role,
+    mapping_words,
+    role_mappings,
+)
+from shardviz.strategies.rules import RuleSet, get_rule_set
+from shardviz.strategies.search_inputs import SearchInputs, search_inputs
+from shardviz.strategies.search_progress import Progress, compiler_quiet, progress_for
+from shardviz.strategies.search_rank import better, ranked, ranking_words
+from shardviz.strategies.search_rules import rule_set_of
 
 __all__ = ["SuggestedPlan", "SuggestedSearch", "memory_bytes", "suggest"]
 

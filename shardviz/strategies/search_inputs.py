@@ -21,12 +21,11 @@ from shardviz.capture.leaves import first_named_mesh, from_leaves, is_placeable,
 from shardviz.capture.mesh import Mesh, as_jax_mesh
 from shardviz.errors import ShardvizError, problem
 from shardviz.model import Report, Spec
-
-from .candidates import Leaf, argument_role
-from .rules import BUILTIN, RuleSet, default_mesh_shape
-from .search_rules import jax_entries
-from .step import strategy_step
-from .zoo import ModelDef, get_model
+from shardviz.strategies.candidates import Leaf, argument_role
+from shardviz.strategies.rules import BUILTIN, RuleSet, default_mesh_shape
+from shardviz.strategies.search_rules import jax_entries
+from shardviz.strategies.step import strategy_step
+from shardviz.strategies.zoo import ModelDef, get_model
 
 
 @dataclass

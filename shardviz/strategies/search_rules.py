@@ -15,9 +15,8 @@ import re
 from collections.abc import Mapping, Sequence
 
 from shardviz.model import Spec
-
-from .candidates import argument_role
-from .rules import Rule, RuleSet
+from shardviz.strategies.candidates import argument_role
+from shardviz.strategies.rules import Rule, RuleSet
 
 
 def jax_entries(spec: Spec) -> tuple:

@@ -22,10 +22,15 @@ from jax.sharding import NamedSharding, PartitionSpec
 
 from shardviz.capture.layout import layout_of
 from shardviz.capture.mesh import Mesh, as_jax_mesh
-
-from .models.axes import SpecConstrain
-from .rules import RuleSet, axes_needed, check_rules_used, default_mesh_shape, spec_for_leaf
-from .zoo import ModelDef
+from shardviz.strategies.models.axes import SpecConstrain
+from shardviz.strategies.rules import (
+    RuleSet,
+    axes_needed,
+    check_rules_used,
+    default_mesh_shape,
+    spec_for_leaf,
+)
+from shardviz.strategies.zoo import ModelDef
 
 
 @dataclass(frozen=True)

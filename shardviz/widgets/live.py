@@ -41,9 +41,7 @@ import traitlets
 from shardviz.render.html import page
 from shardviz.render.svg import esc
 from shardviz.widgets.esm import widget_module
-from shardviz.widgets.static_bundle import with_static_html
-
-from .live_readouts import (
+from shardviz.widgets.live_readouts import (
     PART_OF_TRAIT,
     Json,
     head_readout,
@@ -51,9 +49,10 @@ from .live_readouts import (
     memory_readout,
     time_readout,
 )
-from .live_run import LiveRun
-from .live_steps import check_live_args
-from .live_svg import loss_svg, memory_svg, time_svg
+from shardviz.widgets.live_run import LiveRun
+from shardviz.widgets.live_steps import check_live_args
+from shardviz.widgets.live_svg import loss_svg, memory_svg, time_svg
+from shardviz.widgets.static_bundle import with_static_html
 
 __all__ = ["STATIC", "STATUSES", "LiveRun", "LiveView", "live"]
 

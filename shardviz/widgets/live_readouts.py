@@ -17,8 +17,13 @@ from typing import Any
 
 from shardviz.render.geometry import format_bytes
 from shardviz.render.traffic import ARROW_COLORS
-
-from .live_format import format_loss, format_ms, median_step_ms, progress_text, time_note
+from shardviz.widgets.live_format import (
+    format_loss,
+    format_ms,
+    median_step_ms,
+    progress_text,
+    time_note,
+)
 
 Json = dict[str, Any]
 

@@ -18,14 +18,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
 from shardviz.capture.calls import context_mesh, in_mesh
-
-from .live_format import format_loss, json_loss, median_step_ms, progress_text
-from .live_memory import Json
-from .live_stepper import Stepper
-from .live_steps import BatchesExhausted
+from shardviz.widgets.live_format import format_loss, json_loss, median_step_ms, progress_text
+from shardviz.widgets.live_memory import Json
+from shardviz.widgets.live_stepper import Stepper
+from shardviz.widgets.live_steps import BatchesExhausted
 
 if TYPE_CHECKING:
-    from .live import LiveView
+    from shardviz.widgets.live import LiveView
 
 #: The view is updated at most this often (seconds), however fast the steps are.
 SYNC_SECONDS = 0.1

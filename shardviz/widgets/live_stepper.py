@@ -20,9 +20,8 @@ from shardviz.capture.device_memory import (
 )
 from shardviz.capture.processes import is_multi_process, own_devices
 from shardviz.capture.train_step import abstract_arrays, call_blocking, compile_step, jitted_step
-
-from .live_memory import DEVICE_NOTE, Json, device_memory, estimated_memory
-from .live_steps import batch_source, split_output
+from shardviz.widgets.live_memory import DEVICE_NOTE, Json, device_memory, estimated_memory
+from shardviz.widgets.live_steps import batch_source, split_output
 
 
 class Stepper:

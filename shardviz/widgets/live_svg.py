@@ -11,8 +11,7 @@ import math
 from collections.abc import Sequence
 
 from shardviz.render.svg import esc, svg_num
-
-from .live_readouts import (
+from shardviz.widgets.live_readouts import (
     LOSS_H,
     LOSS_W,
     MAX_MEMORY_BARS,

@@ -17,9 +17,8 @@ from typing import Any
 import ipywidgets as widgets
 
 from shardviz.errors import ShardvizError
-
-from .background import COMPILING, DONE, ERROR, RUNNING, short_message
-from .pipeline_checks import (
+from shardviz.widgets.background import COMPILING, DONE, ERROR, RUNNING, short_message
+from shardviz.widgets.pipeline_checks import (
     SCHEDULE_TIPS,
     SCHEDULES,
     PipelineConfig,

@@ -23,13 +23,12 @@ from shardviz.model import Comparison
 from shardviz.strategies.rules import PIPELINE_NAMES
 from shardviz.strategies.runner import compare
 from shardviz.strategies.zoo import ModelDef, default_sizes, get_model
-
-from .background import COMPILING, Latest, Stage
-from .config_checks import invalid_words
-from .pipeline_checks import PipelineConfig, microbatch_options, stage_options
-from .pipeline_controls import PipelineControls
-from .pipeline_pane import RunFacts, pane_html, sweep_row
-from .session import ExplorerLike, _status_setter
+from shardviz.widgets.background import COMPILING, Latest, Stage
+from shardviz.widgets.config_checks import invalid_words
+from shardviz.widgets.pipeline_checks import PipelineConfig, microbatch_options, stage_options
+from shardviz.widgets.pipeline_controls import PipelineControls
+from shardviz.widgets.pipeline_pane import RunFacts, pane_html, sweep_row
+from shardviz.widgets.session import ExplorerLike, _status_setter
 
 __all__ = ["CACHE_SIZE", "PipelineConnection", "PipelineSession"]
 

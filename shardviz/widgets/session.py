@@ -37,11 +37,10 @@ from shardviz.errors import CompileError, problem
 from shardviz.model import Report
 from shardviz.model.findings import Finding, Fix
 from shardviz.strategies.rules import axes_needed, get_rule_set, spec_for_leaf
-
-from .background import COMPILING, RUNNING, Latest, Stage
-from .config_checks import invalid_words, unused_axes_note
-from .controls import AS_GIVEN, Config, Controls
-from .findings_payload import fix_route
+from shardviz.widgets.background import COMPILING, RUNNING, Latest, Stage
+from shardviz.widgets.config_checks import invalid_words, unused_axes_note
+from shardviz.widgets.controls import AS_GIVEN, Config, Controls
+from shardviz.widgets.findings_payload import fix_route
 
 __all__ = [
     "Connection",

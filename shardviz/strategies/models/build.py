@@ -17,12 +17,16 @@ import jax
 import jax.numpy as jnp
 
 from shardviz.errors import ShardvizError, problem
+from shardviz.strategies.models.axes import Constrain, no_constraint
+from shardviz.strategies.models.configs import ArchConfig, get_config, param_count
+from shardviz.strategies.models.decoder import (
+    ATTENTION_KINDS,
+    REMAT_POLICIES,
+    DecoderOptions,
+    decoder_loss,
+)
+from shardviz.strategies.models.params import init_params, param_axes
 from shardviz.strategies.transformer import make_batch as counting_batch
-
-from .axes import Constrain, no_constraint
-from .configs import ArchConfig, get_config, param_count
-from .decoder import ATTENTION_KINDS, REMAT_POLICIES, DecoderOptions, decoder_loss
-from .params import init_params, param_axes
 
 __all__ = ["RUN_DEFAULTS", "DecoderModel", "decoder_model", "default_overrides"]
 

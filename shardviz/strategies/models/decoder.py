@@ -25,16 +25,21 @@ import numpy as np
 from jax.ad_checkpoint import checkpoint_name
 
 from shardviz.errors import ShardvizError, problem
-
-from .attention import blockwise_attention
-from .attention_pallas import pallas_attention
-from .axes import Constrain, SpecConstrain, no_constraint, per_shard, platform_of
-from .configs import ArchConfig
-from .experts import moe_mlp
-from .loss import chunked_cross_entropy
-from .mlp import gated_mlp
-from .norm import rms_norm
-from .rope import apply_rope, rope_frequencies
+from shardviz.strategies.models.attention import blockwise_attention
+from shardviz.strategies.models.attention_pallas import pallas_attention
+from shardviz.strategies.models.axes import (
+    Constrain,
+    SpecConstrain,
+    no_constraint,
+    per_shard,
+    platform_of,
+)
+from shardviz.strategies.models.configs import ArchConfig
+from shardviz.strategies.models.experts import moe_mlp
+from shardviz.strategies.models.loss import chunked_cross_entropy
+from shardviz.strategies.models.mlp import gated_mlp
+from shardviz.strategies.models.norm import rms_norm
+from shardviz.strategies.models.rope import apply_rope, rope_frequencies
 
 __all__ = [
     "ATTENTION_KINDS",

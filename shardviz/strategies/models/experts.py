@@ -18,10 +18,9 @@ import jax
 import jax.numpy as jnp
 
 from shardviz.capture.hlo_matmuls import DISPATCH_MARK
+from shardviz.strategies.models.axes import Constrain, no_constraint
+from shardviz.strategies.models.mlp import ACTIVATIONS
 from shardviz.strategies.moe import expert_capacity, route
-
-from .axes import Constrain, no_constraint
-from .mlp import ACTIVATIONS
 
 __all__ = ["moe_mlp"]
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .configs import ArchConfig
+from shardviz.strategies.models.configs import ArchConfig
 
 __all__ = ["StepFlops", "training_flops"]
 

@@ -26,11 +26,10 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from shardviz.errors import ShardvizError, problem
+from shardviz.strategies.models.axes import ACTIVATION_AXES, LOGICAL_AXES, Constrain, SpecConstrain
+from shardviz.strategies.models.configs import ArchConfig
+from shardviz.strategies.models.params import nest, param_table
 from shardviz.strategies.rules import RuleSet
-
-from .axes import ACTIVATION_AXES, LOGICAL_AXES, Constrain, SpecConstrain
-from .configs import ArchConfig
-from .params import nest, param_table
 
 __all__ = [
     "LOGICAL_STRATEGIES",

@@ -11,7 +11,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from .axes import Constrain, no_constraint
+from shardviz.strategies.models.axes import Constrain, no_constraint
 
 __all__ = ["chunked_cross_entropy"]
 

@@ -7,7 +7,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from .axes import Constrain, no_constraint
+from shardviz.strategies.models.axes import Constrain, no_constraint
 
 __all__ = ["ACTIVATIONS", "gated_mlp"]
 

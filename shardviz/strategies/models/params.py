@@ -27,9 +27,8 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from shardviz.strategies.models.configs import ArchConfig
 from shardviz.strategies.transformer import split_normal
-
-from .configs import ArchConfig
 
 __all__ = ["ParamInfo", "init_params", "nest", "param_axes", "param_table"]
 

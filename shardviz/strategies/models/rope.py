@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .configs import Llama3RopeScaling
+from shardviz.strategies.models.configs import Llama3RopeScaling
 
 __all__ = ["apply_rope", "rope_frequencies"]
 
