@@ -39,8 +39,8 @@ import shardviz as sv  # noqa: E402
 
 sv.use_cpu_devices(8)
 
-import shardviz.capture.explain as explain_module  # noqa: E402
-from shardviz.model.estimate import format_percent  # noqa: E402
+import shardviz.explainer.explain as explain_module  # noqa: E402
+from shardviz.model.units import format_percent  # noqa: E402
 from shardviz.strategies.models.configs import get_config, param_count  # noqa: E402
 from shardviz.strategies.models.flops import training_flops  # noqa: E402
 

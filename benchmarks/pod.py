@@ -62,12 +62,13 @@ from jax.sharding import NamedSharding  # noqa: E402
 from jax.sharding import PartitionSpec as P  # noqa: E402
 
 import shardviz as sv  # noqa: E402
-from shardviz.capture import explain as ex  # noqa: E402
 from shardviz.capture import hlo  # noqa: E402
+from shardviz.capture.calls import named_args  # noqa: E402
 from shardviz.capture.compile import device_order, global_cost, per_device_cost  # noqa: E402
 from shardviz.capture.layout import layout_tree  # noqa: E402
 from shardviz.capture.memory import memory_report  # noqa: E402
-from shardviz.strategies.rules import get_rule_set  # noqa: E402
+from shardviz.explainer import explain as ex  # noqa: E402
+from shardviz.strategies.named import get_rule_set  # noqa: E402
 from shardviz.strategies.step import strategy_step  # noqa: E402
 from shardviz.strategies.zoo import get_model  # noqa: E402
 
@@ -221,7 +222,7 @@ def _phase_round(step, args, jit_kw) -> dict[str, float]:
     _, t["ledger_final"] = _timed(lambda: work.final(module))
     # Read after the compile.
     _, t["trip_counts"] = _timed(lambda: hlo.collective_trip_counts(module))
-    named = ex._named_args(fn, args)
+    named = named_args(fn, args)
     arguments, t["argument_layouts"] = _timed(lambda: layout_tree(named, skip_non_arrays=True))
     _, t["output_layouts"] = _timed(lambda: ex._outputs(comp.lowered, comp.compiled))
     outs = jax.tree.leaves(comp.lowered.out_info)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from shardviz import moved as _moved
 from shardviz.errors import CompileError as CompileError
 from shardviz.errors import DeviceSetupError as DeviceSetupError
 from shardviz.errors import HardwareError as HardwareError
@@ -45,9 +46,6 @@ from shardviz.model.search import Search as Search
 
 if TYPE_CHECKING:
     from shardviz.capture.devices import use_cpu_devices as use_cpu_devices
-    from shardviz.capture.diagnosis import diagnose as diagnose
-    from shardviz.capture.explain import clear_cache as clear_cache
-    from shardviz.capture.explain import explain as explain
     from shardviz.capture.layout import layout as layout
     from shardviz.capture.layout import layout_of as layout_of
     from shardviz.capture.layout import layout_tree as layout_tree
@@ -60,33 +58,38 @@ if TYPE_CHECKING:
     from shardviz.capture.topology import topology as topology
     from shardviz.engines import Cluster as Cluster
     from shardviz.engines import cluster as cluster
-    from shardviz.estimate.presets import hardware as hardware
+    from shardviz.explainer.cache import clear_cache as clear_cache
+    from shardviz.explainer.diagnose import diagnose as diagnose
+    from shardviz.explainer.explain import explain as explain
+    from shardviz.model.hardware_presets import hardware as hardware
     from shardviz.strategies.rules import RuleSet as RuleSet
     from shardviz.strategies.runner import compare as compare
-    from shardviz.strategies.search import suggest as suggest
+    from shardviz.strategies.search.suggest import suggest as suggest
     from shardviz.strategies.zoo import ModelDef as ModelDef
     from shardviz.widgets.app import Explorer as Explorer
-    from shardviz.widgets.live import LiveRun as LiveRun
-    from shardviz.widgets.live import live as live
+    from shardviz.widgets.live.widget import LiveRun as LiveRun
+    from shardviz.widgets.live.widget import live as live
     from shardviz.widgets.mesh_view import MeshView as MeshView
     from shardviz.widgets.session import ExplorerSession as ExplorerSession
 
 __version__ = "0.1.0"
 
+_moved.install()
+
 _LAZY = {
     "use_cpu_devices": "shardviz.capture.devices",
-    "explain": "shardviz.capture.explain",
+    "explain": "shardviz.explainer.explain",
     "compare": "shardviz.strategies.runner",
-    "suggest": "shardviz.strategies.search",
+    "suggest": "shardviz.strategies.search.suggest",
     "RuleSet": "shardviz.strategies.rules",
     "ModelDef": "shardviz.strategies.zoo",
     "MeshView": "shardviz.widgets.mesh_view",
     "Explorer": "shardviz.widgets.app",
     "ExplorerSession": "shardviz.widgets.session",
-    "live": "shardviz.widgets.live",
-    "LiveRun": "shardviz.widgets.live",
-    "clear_cache": "shardviz.capture.explain",
-    "diagnose": "shardviz.capture.diagnosis",
+    "live": "shardviz.widgets.live.widget",
+    "LiveRun": "shardviz.widgets.live.widget",
+    "clear_cache": "shardviz.explainer.cache",
+    "diagnose": "shardviz.explainer.diagnose",
     "cluster": "shardviz.engines",
     "Cluster": "shardviz.engines",
     "Mesh": "shardviz.capture.mesh",
@@ -96,7 +99,7 @@ _LAZY = {
     "layout": "shardviz.capture.layout",
     "layout_of": "shardviz.capture.layout",
     "layout_tree": "shardviz.capture.layout",
-    "hardware": "shardviz.estimate.presets",
+    "hardware": "shardviz.model.hardware_presets",
     "topology": "shardviz.capture.topology",
     "Topology": "shardviz.capture.topology",
     "TopologyError": "shardviz.capture.topology",

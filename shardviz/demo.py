@@ -14,11 +14,11 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 
-from shardviz.capture.explain import explain
 from shardviz.capture.layout import layout, layout_tree
 from shardviz.capture.mesh import Mesh, mark_sharding
+from shardviz.explainer.explain import explain
 from shardviz.model import TreeLayout
-from shardviz.render import format_bytes
+from shardviz.model.units import format_bytes
 from shardviz.render.html import page
 from shardviz.strategies import mlp
 from shardviz.strategies.runner import compare

@@ -321,7 +321,7 @@ class Cluster:
                 (the message names the process and the fix).
         """
         from shardviz.engines_live import ClusterLiveRun
-        from shardviz.widgets.live import LiveView
+        from shardviz.widgets.live.widget import LiveView
 
         self._check_free()
         view = LiveView(title=title or f"training {step} on {len(self.processes)} processes",

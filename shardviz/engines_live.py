@@ -3,7 +3,7 @@ the view (here, in the notebook's kernel) shows each host's step time and memory
 
 In a multi-process program every process must run the same steps (each one a collective), so
 :class:`ClusterLiveRun` asks every engine for the same steps in rounds: each engine runs them
-with its own :class:`~shardviz.widgets.live_stepper.Stepper` on the variables a ``%%px`` cell
+with its own :class:`~shardviz.widgets.live.stepper.Stepper` on the variables a ``%%px`` cell
 made there, and answers with its losses, its own step times and its devices' memory. A round
 grows while steps are fast (a round trip per step would be most of the time) and shrinks when
 slow, so the view moves about every :data:`ROUND_SECONDS`.
@@ -22,11 +22,11 @@ from typing import TYPE_CHECKING, Any
 import jax
 
 from shardviz.errors import ProcessError, problem
-from shardviz.widgets.live import LiveView
-from shardviz.widgets.live_memory import Json
-from shardviz.widgets.live_run import LiveRunBase
-from shardviz.widgets.live_stepper import Stepper
-from shardviz.widgets.live_steps import BatchesExhausted, check_live_args
+from shardviz.widgets.live.memory import Json
+from shardviz.widgets.live.run import LiveRunBase
+from shardviz.widgets.live.stepper import Stepper
+from shardviz.widgets.live.steps import BatchesExhausted, check_live_args
+from shardviz.widgets.live.widget import LiveView
 
 if TYPE_CHECKING:
     from shardviz.engines import Cluster
@@ -179,7 +179,7 @@ class ClusterLiveRun(LiveRunBase):
     """Training steps run in every process of a :class:`~shardviz.engines.Cluster`, drawn live
     in :attr:`view` here (see :meth:`shardviz.engines.Cluster.live`).
 
-    Besides a :class:`~shardviz.widgets.live_run.LiveRun`'s figures: :attr:`host_step_ms`
+    Besides a :class:`~shardviz.widgets.live.run.LiveRun`'s figures: :attr:`host_step_ms`
     (each process's own step times); the view's memory has every process's devices. The state
     stays in the engines, under the names given (updated when the run ends).
     """

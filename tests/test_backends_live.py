@@ -28,7 +28,7 @@ from jax.sharding import PartitionSpec as P  # noqa: E402
 
 import shardviz as sv  # noqa: E402
 from shardviz.capture import topology as topology_mod  # noqa: E402
-from shardviz.capture.hlo_collectives import FUSED_SCATTER_NOTE  # noqa: E402
+from shardviz.capture.hlo.collectives import FUSED_SCATTER_NOTE  # noqa: E402
 from shardviz.capture.topology import TopologyError, topology  # noqa: E402
 from shardviz.errors import ShardvizError  # noqa: E402
 from shardviz.model.program import CPU_PEAK, TPU_PEAK  # noqa: E402
@@ -366,7 +366,7 @@ def test_zero2_gradients_reduce_scatter_on_gpu_but_not_on_cpu(target, kinds) -> 
     the CPU compiler all-reduces and slices (a real full-reduce finding)."""
     if target is not None and not HAS_GPU:
         pytest.skip("needs the shardviz[gpu] extra (CUDA plugin)")
-    from shardviz.strategies.rules import get_rule_set
+    from shardviz.strategies.named import get_rule_set
     from shardviz.strategies.step import strategy_step
     from shardviz.strategies.zoo import get_model
 

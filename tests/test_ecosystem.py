@@ -14,7 +14,7 @@ from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 import shardviz as sv
-from shardviz.capture.explain import explain_run
+from shardviz.explainer.explain import explain_run
 from shardviz.strategies.zoo import ModelDef
 
 

@@ -177,7 +177,7 @@ def test_a_data_dependent_loop_makes_every_figure_a_lower_bound(backend) -> None
 
 
 def test_views_show_the_loops_the_model_flops_and_the_compilers_own_count() -> None:
-    from shardviz.render.report_html import report_html
+    from shardviz.render.report.html import report_html
 
     r = report("cpu", "scan_remat")
     text = str(r)

@@ -17,10 +17,10 @@ from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 import shardviz as sv
-from shardviz.capture.explain import explain_run
 from shardviz.capture.run import first_line
-from shardviz.render.report_html import report_html
-from shardviz.render.report_text import report_text
+from shardviz.explainer.explain import explain_run
+from shardviz.render.report.html import report_html
+from shardviz.render.report.text import report_text
 from shardviz.widgets.session import ExplorerSession
 
 D = 16  # w is D x D float32: 1024 bytes, replicated, so 1024 bytes on every device

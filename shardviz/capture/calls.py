@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -375,3 +376,30 @@ def one_device_like(mesh: jax.sharding.Mesh, device: Any) -> jax.sharding.Mesh:
     names = tuple(mesh.axis_names)
     devices = np.array([device], dtype=object).reshape((1,) * len(names))
     return jax.sharding.Mesh(devices, names, axis_types=tuple(mesh.axis_types))
+
+
+def user_function(fn: Any) -> Any:
+    """The user's own function inside a ``jax.jit`` or ``equinox.filter_jit`` wrapper."""
+    eqx = equinox_jit(fn)
+    return eqx[0] if eqx else (fn.__wrapped__ if is_jax_jit(fn) else fn)
+
+
+def function_name(fn: Any) -> str:
+    plain = user_function(fn)
+    return getattr(plain, "__qualname__", None) or getattr(plain, "__name__", None) or repr(fn)
+
+
+def named_args(fn: Any, args: tuple, kwargs: dict | None = None) -> dict[str, Any]:
+    """The arguments by parameter name (``params``, ``opt_state``, ``batch``...) for leaf paths;
+    keyword arguments by their keyword."""
+    try:
+        names = list(inspect.signature(user_function(fn)).parameters)
+    except (TypeError, ValueError):
+        names = []
+    out: dict[str, Any] = {}
+    for i, a in enumerate(args):
+        name = names[i] if i < len(names) and not names[i].startswith("*") else f"arg{i}"
+        out[name if name not in out else f"arg{i}"] = a
+    for name, value in (kwargs or {}).items():
+        out[name if name not in out else f"kwarg_{name}"] = value
+    return out

@@ -18,9 +18,9 @@ from typing import Any
 
 import jax
 
-from shardviz.capture.compiler_log import compiler_log
 from shardviz.capture.dump_watch import PARTITIONED, PROPAGATED, DumpWatch, Stage, read_dump
-from shardviz.capture.hlo_text import HloModule, parse_hlo_module
+from shardviz.capture.hlo.compiler_log import compiler_log
+from shardviz.capture.hlo.text import HloModule, parse_hlo_module
 from shardviz.errors import CompileError, problem
 
 # The module between sharding completion and the SPMD partitioner: XLA dumps a pipeline's

@@ -14,7 +14,7 @@ from typing import Any
 from shardviz.model.hosts import AxisSpan, axis_spans, process_map, with_host_split
 from shardviz.model.mesh import MeshLayout
 from shardviz.model.program import Collective
-from shardviz.render.geometry import format_bytes
+from shardviz.model.units import format_bytes
 
 
 def span_note(span: AxisSpan, platform: str) -> str:

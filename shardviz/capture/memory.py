@@ -6,7 +6,7 @@ from typing import Any
 
 import jax
 
-from shardviz.capture.hlo_memory import assigned_bytes, space_bytes
+from shardviz.capture.hlo.memory import assigned_bytes, space_bytes
 from shardviz.model import DeviceMemory, LeafBytes, MemoryReport, TreeLayout
 from shardviz.model.program import CPU_PEAK, TPU_PEAK
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from shardviz.capture.compile import Compiled, global_cost, per_device_cost, text_cost
-from shardviz.capture.hlo_loops import computation_runs, loop_body_module, loops_of
-from shardviz.capture.hlo_matmuls import matmul_flops
-from shardviz.capture.hlo_text import HloModule, parse_hlo_module
-from shardviz.capture.op_work import op_work
+from shardviz.capture.hlo.loops import computation_runs, loop_body_module, loops_of
+from shardviz.capture.hlo.matmuls import matmul_flops
+from shardviz.capture.hlo.op_work import op_work
+from shardviz.capture.hlo.text import HloModule, parse_hlo_module
 from shardviz.model import Cost, Loop
 
 __all__ = ["loop_extra", "per_step", "program_cost"]

@@ -66,7 +66,7 @@ class Topology:
     @property
     def hardware(self) -> Any:
         """The chip's :class:`~shardviz.model.Hardware` preset (``None`` if shardviz has none)."""
-        from shardviz.estimate.presets import hardware
+        from shardviz.model.hardware_presets import hardware
 
         try:
             return hardware(self.kind)
@@ -76,7 +76,7 @@ class Topology:
     @property
     def target(self) -> Any:
         """The :class:`~shardviz.Target` estimates on this topology are made for."""
-        from shardviz.estimate.targets import target_for
+        from shardviz.model.targets import target_for
 
         target = target_for(self.name)
         per_chip = len(self.devices) // max(1, target.chips)

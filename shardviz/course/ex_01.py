@@ -7,7 +7,7 @@ from typing import Any
 from shardviz.course.answers import collective_kinds
 from shardviz.course.exercise import exercise
 from shardviz.course.programs import data_parallel_step
-from shardviz.render.geometry import format_bytes
+from shardviz.model.units import format_bytes
 
 
 def _dp_kinds() -> tuple[frozenset[str], tuple[str, ...], int]:

@@ -8,7 +8,7 @@ from shardviz.course.answers import byte_count
 from shardviz.course.exercise import exercise
 from shardviz.course.programs import mesh as course_mesh
 from shardviz.model import ArrayLayout
-from shardviz.render.geometry import format_bytes
+from shardviz.model.units import format_bytes
 
 #: The notebook's small matrix: 8 x 16 float32, on a 2 x 4 mesh ('data', 'model').
 ROWS, COLS = 8, 16

@@ -8,7 +8,7 @@ from typing import Any
 from shardviz.course.answers import byte_count, specs_for
 from shardviz.course.exercise import exercise
 from shardviz.course.programs import mlp_step
-from shardviz.render.geometry import format_bytes
+from shardviz.model.units import format_bytes
 
 #: The SGD MLP of notebook 01 (128 -> 512 -> 128, float32) with a batch of 1024, on 8 devices.
 D, H, BATCH, N = 128, 512, 1024, 8

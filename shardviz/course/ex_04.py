@@ -8,7 +8,7 @@ from typing import Any
 from shardviz.course.answers import byte_count, specs_for
 from shardviz.course.exercise import exercise
 from shardviz.course.programs import mesh as course_mesh
-from shardviz.render.geometry import format_bytes
+from shardviz.model.units import format_bytes
 
 #: A small attention block: d_model 64, 8 heads of 8, a batch of 8 sequences of 16 tokens.
 D, HEADS, HEAD_DIM, B, T = 64, 8, 8, 8, 16

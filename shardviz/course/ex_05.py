@@ -7,7 +7,7 @@ from typing import Any
 from shardviz.course.answers import specs_for
 from shardviz.course.exercise import exercise
 from shardviz.course.programs import mlp_step
-from shardviz.render.geometry import format_bytes
+from shardviz.model.units import format_bytes
 
 #: 05.1's pod: a 7B model, mixed-precision Adam (16 B per parameter), 64 devices of 16 GiB.
 PARAMS, DEVICES, HBM = 7e9, 64, 16 * 2**30

@@ -7,7 +7,7 @@ from typing import Any
 from shardviz.course.answers import byte_count
 from shardviz.course.exercise import exercise
 from shardviz.course.programs import mesh as course_mesh
-from shardviz.render.geometry import format_bytes
+from shardviz.model.units import format_bytes
 
 #: The zoo's "moe" layer: experts, d_model, d_ff, capacity per expert per group, groups of
 #: 64 tokens (16 of them), in float32.

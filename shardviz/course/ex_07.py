@@ -23,12 +23,8 @@ def _ring_trips(stages: int, microbatches: int) -> tuple[int, tuple[tuple[int, i
     import jax
 
     import shardviz as sv
-    from shardviz.strategies.pipeline import (
-        STAGE_AXIS,
-        pipelined_loss,
-        stack_layers,
-        stage_constraint,
-    )
+    from shardviz.strategies.pipeline.gspmd import pipelined_loss, stage_constraint
+    from shardviz.strategies.pipeline.stages import STAGE_AXIS, stack_layers
     from shardviz.strategies.zoo import get_model
 
     model = get_model(

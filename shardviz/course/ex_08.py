@@ -14,7 +14,7 @@ from typing import Any
 from shardviz.course.answers import whole_number
 from shardviz.course.exercise import exercise
 from shardviz.course.programs import data_parallel_step
-from shardviz.render.geometry import format_bytes
+from shardviz.model.units import format_bytes
 
 #: 08.1: the notebook's data-parallel MLP step, its 8 devices on 4 hosts of 2.
 HOSTS_1, PER_HOST_1 = 4, 2

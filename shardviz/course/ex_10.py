@@ -8,7 +8,7 @@ from typing import Any
 from shardviz.course.answers import specs_for
 from shardviz.course.exercise import exercise
 from shardviz.course.programs import mesh as course_mesh
-from shardviz.render.geometry import format_bytes
+from shardviz.model.units import format_bytes
 
 #: The colleague's program of section 11: a two-layer forward pass, 128 -> 512 -> 128, on a
 #: batch of 64, on the 2 x 4 mesh ('data', 'model').

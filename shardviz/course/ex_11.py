@@ -8,7 +8,7 @@ from typing import Any
 
 from shardviz.course.answers import byte_count
 from shardviz.course.exercise import exercise
-from shardviz.render.geometry import format_bytes
+from shardviz.model.units import format_bytes
 
 #: The notebook's transformer: a one-million-token vocabulary, 1.08 billion parameters.
 SIZES = dict(vocab=2**20, d_model=512, heads=16, d_ff=2048, layers=2, seq=128, batch=256)

@@ -15,6 +15,7 @@ import importlib
 import pkgutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from shardviz.errors import ShardvizError
@@ -102,9 +103,7 @@ def exercise(
 
 def exercises() -> dict[str, Exercise]:
     """Every exercise of the course, by id, in course order."""
-    import shardviz.course as package
-
-    for module in pkgutil.iter_modules(package.__path__):
+    for module in pkgutil.iter_modules([str(Path(__file__).parent)]):
         if module.name.startswith("ex_"):
             importlib.import_module(f"shardviz.course.{module.name}")
     return dict(sorted(_REGISTRY.items(), key=lambda kv: _order(kv[0])))

@@ -1,6 +1,6 @@
 """An estimate of one step on a target: a roofline lower bound, as plain data.
 
-Made by :func:`shardviz.estimate.step.estimate_report` from the compiler's flops, bytes
+Made by :func:`shardviz.analysis.estimate.step.estimate_report` from the compiler's flops, bytes
 accessed, peak memory and collectives, and a :class:`~shardviz.model.hardware.Target`'s
 published figures. It is an estimate, never a measurement: the step cannot be faster than
 its slowest part (compute, HBM traffic, communication) even with perfect overlap, so
@@ -13,43 +13,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from shardviz.model._codec import JsonMixin
+from shardviz.model.units import format_bytes, format_percent, format_seconds
 
 GiB = 1024**3
 
 #: What limits the step, in the order ties are broken.
 BOUNDS: tuple[str, ...] = ("compute", "memory", "communication")
-
-
-def format_gib(n: float) -> str:
-    """Bytes in binary units with one decimal, whole numbers bare: ``21.3 GiB``, ``16 GiB``,
-    ``13.5 MiB`` (below a GiB)."""
-    unit, size = next(
-        ((u, z) for u, z in (("GiB", GiB), ("MiB", 1024**2)) if abs(n) >= z), ("KiB", 1024)
-    )
-    g = n / size
-    return f"{g:.0f} {unit}" if abs(g - round(g)) < 0.05 else f"{g:.1f} {unit}"
-
-
-def format_seconds(s: float) -> str:
-    """Seconds at a readable scale: ``377 us``, ``1.04 ms``, ``2.5 s``."""
-    if s >= 1:
-        return f"{s:.3g} s"
-    if s >= 1e-3:
-        return f"{s * 1e3:.3g} ms"
-    return f"{s * 1e6:.3g} us"
-
-
-def format_percent(fraction: float) -> str:
-    """A fraction as a percentage with enough digits to mean something: ``45.5%``,
-    ``3.07%``, ``0.0123%``, ``100%``, ``0%`` (three significant digits below 10%)."""
-    p = fraction * 100
-    if p == 0:
-        return "0%"
-    if abs(p) >= 99.95:
-        return f"{p:.0f}%"
-    if abs(p) >= 10:
-        return f"{p:.1f}%"
-    return f"{p:.3g}%"
 
 
 @dataclass(frozen=True)
@@ -59,7 +28,7 @@ class Estimate(JsonMixin):
     - ``compute_seconds``: flops per device / the device's peak bf16 FLOP/s.
     - ``memory_seconds``: bytes accessed per device / HBM bandwidth.
     - ``collective_seconds``: the collectives' estimated times added up (ring/torus model
-      with a per-hop latency floor; see :mod:`shardviz.estimate.collectives`).
+      with a per-hop latency floor; see :mod:`shardviz.analysis.estimate.collectives`).
     - ``step_seconds``: the largest of the three, a lower bound on the step (it assumes
       compute, memory traffic and communication overlap perfectly).
     - ``bound``: which of ``"compute"``, ``"memory"``, ``"communication"`` sets that bound.
@@ -102,7 +71,7 @@ class Estimate(JsonMixin):
     #: Where the loops of unknown count are (``file:line`` or HLO name): then the flops,
     #: bytes and times are lower bounds.
     lower_bound: tuple[str, ...] = ()
-    #: The step as the compiled schedule runs it (:mod:`shardviz.estimate.predict`): each
+    #: The step as the compiled schedule runs it (:mod:`shardviz.analysis.estimate.predict`): each
     #: op's own time (compute or HBM, whichever is longer) one after another, plus the
     #: communication and transfers the ops in flight beside them do not hide. A
     #: prediction, not a bound; ``None`` without the schedule.
@@ -145,8 +114,8 @@ class Estimate(JsonMixin):
     def fit_text(self) -> str:
         """``fits: 10.2 GiB of 16 GiB`` or ``does not fit: needs 21.3 GiB of 16 GiB``."""
         if self.peak_bytes is None:
-            return f"peak memory unknown ({format_gib(self.hbm_bytes)} HBM per device)"
-        need, have = format_gib(self.peak_bytes), format_gib(self.hbm_bytes)
+            return f"peak memory unknown ({format_bytes(self.hbm_bytes)} HBM per device)"
+        need, have = format_bytes(self.peak_bytes), format_bytes(self.hbm_bytes)
         if self.fits:
             return f"fits: {need} of {have}"
         return f"does not fit: needs {need} of {have}"

@@ -3,7 +3,7 @@
 :class:`Hardware` holds one chip's published figures (peak FLOP/s, HBM, link bandwidths) with
 the public source of each; :class:`Target` is that hardware wired into one physical topology
 (a TPU slice such as ``v5e:4x4``, or GPU hosts such as ``h100:2x8``). Estimates of time and
-memory are made against a target. Presets live in :mod:`shardviz.estimate.presets`; users can
+memory are made against a target. Presets live in :mod:`shardviz.model.hardware_presets`; users can
 build their own. No jax import.
 """
 

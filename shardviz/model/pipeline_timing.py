@@ -5,7 +5,7 @@ forward or the backward of one microbatch, or nothing). The profiled step's time
 (:attr:`~shardviz.model.Report.timeline`) gives every op each device ran, with its start and
 duration. Mapping one onto the other needs the tick each op belongs to:
 
-- ``shard_map`` pipelines (:mod:`shardviz.strategies.pipeline_shard_map`): every tick each
+- ``shard_map`` pipelines (:mod:`shardviz.strategies.pipeline.shard_map`): every tick each
   stage runs two conditionals, the forward's then the backward's. The conditionals that run
   once per tick are these two, and the k-th of each on a stage's device starts tick k's
   forward, then its backward. A conditional's own event does not always last as long as its
@@ -13,7 +13,7 @@ duration. Mapping one onto the other needs the tick each op belongs to:
   by the compute ops from its conditional's start to the next one's (the last: to the end of
   the loop's last op) that do not run every tick: the branch that ran, without the tick's
   fixed work (looking up the tables, storing into the buffers, passing along).
-- GSPMD's form (:mod:`shardviz.strategies.pipeline`): one loop of ``M + S - 1`` iterations
+- GSPMD's form (:mod:`shardviz.strategies.pipeline.gspmd`): one loop of ``M + S - 1`` iterations
   and autodiff's reversed loop of as many; every stage computes at each iteration, on a
   microbatch or, in the bubble, on nothing useful. A loop body without branches runs each of
   its ops once per iteration, so the k-th run of each body op is iteration k. Iteration k of

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 from shardviz.errors import ShardvizError, problem
 from shardviz.model import display
 from shardviz.model._codec import JsonMixin
+from shardviz.model.collective import COLLECTIVE_KINDS, Collective, collective_kind_named
 from shardviz.model.mesh import MeshLayout
-from shardviz.model.program import COLLECTIVE_KINDS, Collective, collective_kind_named
 
 if TYPE_CHECKING:
     from shardviz.model.program import Report

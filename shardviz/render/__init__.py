@@ -6,13 +6,13 @@ Importing this package registers every view with the model (:mod:`.views`), so `
 and ``report._repr_html_()`` find their renderer without the model naming one.
 """
 
+from shardviz.model.units import format_bytes as format_bytes
 from shardviz.render.colors import device_color as device_color
 from shardviz.render.colors import text_color_for as text_color_for
 from shardviz.render.geometry import ArrayGrid as ArrayGrid
 from shardviz.render.geometry import MeshGrid as MeshGrid
 from shardviz.render.geometry import array_grid as array_grid
 from shardviz.render.geometry import devices_label as devices_label
-from shardviz.render.geometry import format_bytes as format_bytes
 from shardviz.render.geometry import mesh_grid as mesh_grid
 from shardviz.render.html import array_html as array_html
 from shardviz.render.html import mesh_html as mesh_html

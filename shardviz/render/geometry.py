@@ -20,6 +20,7 @@ from typing import TypeVar
 
 from shardviz.model.array import ArrayLayout, Tile, format_index
 from shardviz.model.mesh import Device, MeshLayout
+from shardviz.model.units import format_bytes
 
 #: More slots than this along one page axis (or more panels) are elided.
 ELIDE_ABOVE = 12
@@ -611,24 +612,6 @@ def offsets(sizes: Sequence[float], start: float = 0.0) -> list[float]:
 
 # --------------------------------------------------------------------------------------------
 # Words and numbers both backends print
-
-_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
-
-
-def format_bytes(n: int, exact: bool = False) -> str:
-    """Bytes for people: ``512 B``, ``1.5 KiB``, ``64 MiB``; ``exact`` adds ``(1,536 B)``."""
-    value = float(n)
-    unit = 0
-    while abs(value) >= 1024 and unit < len(_UNITS) - 1:
-        value /= 1024
-        unit += 1
-    if unit == 0:
-        text = f"{n} B"
-    else:
-        text = f"{value:.1f}".removesuffix(".0") + f" {_UNITS[unit]}"
-        if exact:
-            text += f" ({n:,} B)"
-    return text
 
 
 def format_shape(shape: Sequence[int]) -> str:

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from shardviz.errors import ShardvizError, problem
 from shardviz.model.array import ArrayLayout, Tile, TreeLayout
 from shardviz.model.mesh import MeshLayout
+from shardviz.model.units import format_bytes
 from shardviz.render.colors import DARK_TEXT, device_color, text_color_for
 from shardviz.render.geometry import (
     MESH_CELL_H,
@@ -28,7 +29,6 @@ from shardviz.render.geometry import (
     array_facts,
     array_grid,
     devices_label,
-    format_bytes,
     format_shape,
     gap_notes,
     holder_lines,
@@ -344,7 +344,7 @@ BARS_W = 560.0
 BARS_H = 56.0
 
 
-def _bars_svg(per_device: dict[int, int], scale: int | None = None) -> str:
+def bars_svg(per_device: dict[int, int], scale: int | None = None) -> str:
     ids = sorted(per_device)
     n = len(ids)
     if not n:
@@ -510,7 +510,7 @@ def tree_html(tree: TreeLayout, scale: int | None = None) -> str:
             else "no devices"
         )
         body.append(f'<div class="sv-facts">{esc(summary)}</div>')
-        body.append(_bars_svg(per_device, scale))
+        body.append(bars_svg(per_device, scale))
     body.append(
         f'<div class="sv-note">total: {esc(format_bytes(tree.global_bytes, exact=True))} global '
         f"(each element once) · {esc(format_bytes(tree.total_bytes, exact=True))} on all devices</div>"

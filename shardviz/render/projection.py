@@ -18,10 +18,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from shardviz.model.projection import ProjectionRow
-from shardviz.render.compare_facts import format_count
-from shardviz.render.compare_mpl import displayable, mpl_text, require_matplotlib
-from shardviz.render.compare_plotly import require_plotly
-from shardviz.render.geometry import format_bytes
+from shardviz.model.units import format_bytes
+from shardviz.render.compare.mpl import displayable, mpl_text, require_matplotlib
+from shardviz.render.compare.plotly import require_plotly
+from shardviz.render.compare.view import format_count
 from shardviz.render.html import CSS, SANS
 from shardviz.render.svg import esc
 from shardviz.render.table import aligned_table

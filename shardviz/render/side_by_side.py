@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from shardviz.model.array import TreeLayout
 from shardviz.model.side_by_side import TreesOnOneScale
-from shardviz.render.geometry import format_bytes, mesh_summary
-from shardviz.render.html import STYLE, _bars_svg, leaf_table_html, page
+from shardviz.model.units import format_bytes
+from shardviz.render.geometry import mesh_summary
+from shardviz.render.html import STYLE, bars_svg, leaf_table_html, page
 from shardviz.render.svg import esc
 
 #: Characters of a full bar in the text view.
@@ -122,7 +123,7 @@ def side_by_side_html(picture: TreesOnOneScale) -> str:
             f'<figure class="sv-side-panel" data-title="{esc(title)}">',
             f"<figcaption>{esc(title)}</figcaption>",
             f'<div class="sv-facts">{facts}</div>',
-            _bars_svg(tree.bytes_per_device, scale) if leaves else "",
+            bars_svg(tree.bytes_per_device, scale) if leaves else "",
         ]
         if leaves:
             panel.append(

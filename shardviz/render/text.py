@@ -12,6 +12,7 @@ from typing import Any
 
 from shardviz.model.array import ArrayLayout, TreeLayout
 from shardviz.model.mesh import MeshLayout
+from shardviz.model.units import format_bytes
 from shardviz.render.geometry import (
     ArrayPanel,
     MeshPanel,
@@ -20,7 +21,6 @@ from shardviz.render.geometry import (
     array_facts,
     array_grid,
     devices_label,
-    format_bytes,
     format_shape,
     mesh_grid,
     mesh_shape_str,

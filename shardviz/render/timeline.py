@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 from shardviz.model.program import Report
 from shardviz.model.timeline import COMPUTE, Timeline, realness_label, timeline_of
+from shardviz.model.units import format_seconds
 from shardviz.render.colors import COMPUTE_COLOR, KIND_COLORS, OTHER_KIND
-from shardviz.render.report_facts import format_seconds
 from shardviz.render.svg import esc, svg_num, svg_text
 
 #: Width in px of the time axis, of the lane labels left of it, and of one lane.

@@ -27,8 +27,9 @@ from dataclasses import dataclass
 
 from shardviz.model.mesh import MeshLayout
 from shardviz.model.program import Collective
-from shardviz.render.geometry import MeshGrid, MeshPanel, PanelGap, format_bytes
-from shardviz.render.report_facts import permute_groups
+from shardviz.model.units import format_bytes
+from shardviz.render.geometry import MeshGrid, MeshPanel, PanelGap
+from shardviz.render.report.view import permute_groups
 from shardviz.render.svg import esc, mesh_panel_frame, svg_num, svg_rect, svg_text, text_width
 
 RING_KINDS = ("all-reduce", "all-gather", "reduce-scatter")

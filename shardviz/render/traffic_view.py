@@ -17,9 +17,10 @@ from __future__ import annotations
 import textwrap
 
 from shardviz.model.traffic import CollectiveTraffic
-from shardviz.render.geometry import format_bytes, mesh_grid
+from shardviz.model.units import format_bytes
+from shardviz.render.geometry import mesh_grid
 from shardviz.render.html import CSS, SANS, page
-from shardviz.render.report_facts import axes_repr, groups_str, operand_str
+from shardviz.render.report.view import axes_repr, groups_str, operand_str
 from shardviz.render.svg import esc
 from shardviz.render.table import aligned_table
 from shardviz.render.traffic import Traffic, traffic_css, traffic_of, traffic_svg

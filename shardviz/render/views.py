@@ -17,21 +17,21 @@ from shardviz.model.schedule import Schedule
 from shardviz.model.search import Search
 from shardviz.model.side_by_side import TreesOnOneScale
 from shardviz.model.traffic import CollectiveTraffic
-from shardviz.render.compare_html import comparison_html
-from shardviz.render.compare_mpl import comparison_mpl
-from shardviz.render.compare_plotly import comparison_figure
-from shardviz.render.compare_text import comparison_text
-from shardviz.render.findings_html import findings_html, findings_page
-from shardviz.render.findings_text import findings_text
+from shardviz.render.compare.html import comparison_html
+from shardviz.render.compare.mpl import comparison_mpl
+from shardviz.render.compare.plotly import comparison_figure
+from shardviz.render.compare.text import comparison_text
+from shardviz.render.findings.html import findings_html, findings_page
+from shardviz.render.findings.text import findings_text
 from shardviz.render.html import array_html, mesh_html, page, tree_html
-from shardviz.render.report_html import report_html
-from shardviz.render.report_text import report_text
-from shardviz.render.schedule_html import schedule_html, schedule_page
-from shardviz.render.schedule_mpl import schedule_mpl
-from shardviz.render.schedule_plotly import schedule_figure
-from shardviz.render.schedule_text import schedule_text
-from shardviz.render.search_html import search_html, search_page
-from shardviz.render.search_text import search_text
+from shardviz.render.report.html import report_html
+from shardviz.render.report.text import report_text
+from shardviz.render.schedule.html import schedule_html, schedule_page
+from shardviz.render.schedule.mpl import schedule_mpl
+from shardviz.render.schedule.plotly import schedule_figure
+from shardviz.render.schedule.text import schedule_text
+from shardviz.render.search.html import search_html, search_page
+from shardviz.render.search.text import search_text
 from shardviz.render.side_by_side import (
     side_by_side_html,
     side_by_side_page,

@@ -224,26 +224,6 @@ PIPELINE_NAMES = ("pp", "pp+dp")
 STRATEGY_NAMES = ("dp", "zero1", "zero2", "zero3", "fsdp", "tp", "2d", "sp", "ep", *PIPELINE_NAMES)
 
 
-def get_rule_set(strategy: str | RuleSet, **pipeline: Any) -> RuleSet:
-    """A built-in strategy by name, or the user's own rule set as it is. ``"pp"`` and
-    ``"pp+dp"`` take the pipeline's ``stages`` and ``microbatches``."""
-    if isinstance(strategy, RuleSet):
-        return strategy
-    if strategy in PIPELINE_NAMES:
-        from shardviz.strategies.pipeline import pipeline_rules
-
-        return pipeline_rules(strategy, **pipeline)
-    if strategy not in BUILTIN:
-        raise ShardvizError(
-            problem(
-                f"strategy {strategy!r}",
-                "no built-in strategy has this name",
-                f"use one of {', '.join(map(repr, STRATEGY_NAMES))}, or pass a RuleSet",
-            )
-        )
-    return BUILTIN[strategy]
-
-
 def default_mesh_shape(rule_set: RuleSet, devices: int) -> tuple[int, ...]:
     """One axis strategies use all devices on it; two-axis ones 2 x n/2 (1 x n if n is odd);
     a pipeline of S stages (``extra["stages"]``) S devices, or S x n/S with data parallel."""

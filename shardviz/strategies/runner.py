@@ -13,7 +13,13 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from shardviz.capture.explain import (
+from shardviz.analysis.estimate.step import with_estimate
+from shardviz.capture.mesh import as_jax_mesh, mesh_layout
+from shardviz.capture.processes import local_device
+from shardviz.capture.run import compare_outputs
+from shardviz.capture.topology import Topology, topology, topology_of
+from shardviz.errors import ShardvizError, problem
+from shardviz.explainer.explain import (
     analyse_program,
     compile_program,
     diagnosed,
@@ -21,13 +27,6 @@ from shardviz.capture.explain import (
     explain_run,
     remember_program,
 )
-from shardviz.capture.mesh import as_jax_mesh, mesh_layout
-from shardviz.capture.processes import local_device
-from shardviz.capture.run import compare_outputs
-from shardviz.capture.topology import Topology, topology, topology_of
-from shardviz.errors import ShardvizError, problem
-from shardviz.estimate.presets import hardware
-from shardviz.estimate.step import with_estimate
 from shardviz.model import (
     CollectiveSummary,
     Comparison,
@@ -35,15 +34,15 @@ from shardviz.model import (
     Report,
     StrategyResult,
 )
+from shardviz.model.hardware_presets import hardware
 from shardviz.model.pipeline_timing import measured_schedule
 from shardviz.model.schedule import Schedule, gpipe
 from shardviz.model.schedule import schedule as make_schedule
-from shardviz.strategies.pipeline import STAGE_AXIS, pipelined_model
-from shardviz.strategies.pipeline_shard_map import residual_bytes
-from shardviz.strategies.rules import (
-    RuleSet,
-    get_rule_set,
-)
+from shardviz.strategies.named import get_rule_set
+from shardviz.strategies.pipeline.gspmd import pipelined_model
+from shardviz.strategies.pipeline.shard_map import residual_bytes
+from shardviz.strategies.pipeline.stages import STAGE_AXIS
+from shardviz.strategies.rules import RuleSet
 from shardviz.strategies.step import StrategyStep, strategy_step
 from shardviz.strategies.zoo import ModelDef, get_model, make_train_step
 

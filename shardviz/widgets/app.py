@@ -19,10 +19,10 @@ import ipywidgets
 
 from shardviz.errors import CompileError, problem
 from shardviz.model import Comparison, Report
-from shardviz.render.report_facts import status_line
-from shardviz.widgets.explorer import ExplorerView
-from shardviz.widgets.live import LiveRun, live
-from shardviz.widgets.pipeline_session import PipelineConnection, PipelineSession
+from shardviz.render.report.view import status_line
+from shardviz.widgets.explorer.widget import ExplorerView
+from shardviz.widgets.live.widget import LiveRun, live
+from shardviz.widgets.pipeline.session import PipelineConnection, PipelineSession
 from shardviz.widgets.session import Connection, ExplorerSession, connect
 from shardviz.widgets.static_bundle import with_static_html
 

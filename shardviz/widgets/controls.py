@@ -17,7 +17,7 @@ import ipywidgets as widgets
 
 from shardviz.capture.spec_text import SpecEntries, format_spec_text, parse_spec_text
 from shardviz.errors import MeshError, ShardvizError, SpecError, problem
-from shardviz.widgets.background import short_message
+from shardviz.explainer.background import short_message
 from shardviz.widgets.config_checks import (
     AS_GIVEN,
     factorisations,

@@ -1,6 +1,6 @@
 """The Explorer's Findings pane as plain JSON: ready-made words and what each finding lights up.
 
-Pure (no jax, no anywidget). The words come from :mod:`shardviz.render.findings_facts`, the
+Pure (no jax, no anywidget). The words come from :mod:`shardviz.render.findings.view`, the
 helpers the text and HTML views print with, so a finding reads the same in ``print(report.
 findings)``, the saved HTML and the live widget; the front end derives none of them.
 
@@ -18,7 +18,8 @@ from typing import Any, Literal
 
 from shardviz.model.findings import SEVERITIES, Finding, Findings, Fix
 from shardviz.model.program import Report
-from shardviz.render.findings_facts import (
+from shardviz.render.findings.html import SEVERITY_COLORS
+from shardviz.render.findings.view import (
     check_rows,
     check_word,
     checks_str,
@@ -28,8 +29,7 @@ from shardviz.render.findings_facts import (
     severity_counts,
     where_rows,
 )
-from shardviz.render.findings_html import SEVERITY_COLORS
-from shardviz.widgets.explorer_payload import (
+from shardviz.widgets.explorer.payload import (
     ARGUMENT,
     INTERMEDIATE,
     OUTPUT,

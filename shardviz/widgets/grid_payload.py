@@ -15,6 +15,7 @@ from typing import Any
 
 from shardviz.model.array import ArrayLayout
 from shardviz.model.mesh import MeshLayout
+from shardviz.model.units import format_bytes
 from shardviz.render.geometry import (
     ArrayGrid,
     ArrayPanel,
@@ -26,7 +27,6 @@ from shardviz.render.geometry import (
     array_facts,
     array_grid,
     devices_label,
-    format_bytes,
     format_shape,
     gap_notes,
     gap_tip,

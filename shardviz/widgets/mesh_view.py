@@ -20,7 +20,7 @@ from shardviz.model.mesh import MeshLayout
 from shardviz.render.colors import device_color
 from shardviz.render.html import array_html, mesh_html
 from shardviz.widgets.esm import widget_module
-from shardviz.widgets.explorer_payload import dumps
+from shardviz.widgets.explorer.payload import dumps
 from shardviz.widgets.grid_payload import array_view_payload, mesh_grid_payload
 from shardviz.widgets.selection import NO_SELECTION, NO_SELECTION_CHOICE
 from shardviz.widgets.static_bundle import with_static_html

@@ -14,9 +14,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
-from shardviz.capture.calls import context_mesh, in_mesh
-from shardviz.capture.explain import _named_args, explain
-from shardviz.capture.fix_apply import CannotApply, apply_fix
+from shardviz.capture.calls import context_mesh, in_mesh, named_args
 from shardviz.capture.leaves import (
     first_named_mesh,
     from_leaves,
@@ -26,7 +24,7 @@ from shardviz.capture.leaves import (
     spec_on_mesh,
 )
 from shardviz.capture.mesh import Mesh, mark_sharding
-from shardviz.capture.mesh_facts import (
+from shardviz.capture.mesh_info import (
     device_pool,
     has_explicit_axes,
     mesh_devices,
@@ -34,10 +32,13 @@ from shardviz.capture.mesh_facts import (
 )
 from shardviz.capture.spec_text import SpecEntries
 from shardviz.errors import CompileError, problem
+from shardviz.explainer.background import COMPILING, RUNNING, Latest, Stage
+from shardviz.explainer.explain import explain
+from shardviz.explainer.fix_apply import CannotApply, apply_fix
 from shardviz.model import Report
 from shardviz.model.findings import Finding, Fix
-from shardviz.strategies.rules import axes_needed, get_rule_set, spec_for_leaf
-from shardviz.widgets.background import COMPILING, RUNNING, Latest, Stage
+from shardviz.strategies.named import get_rule_set
+from shardviz.strategies.rules import axes_needed, spec_for_leaf
 from shardviz.widgets.config_checks import invalid_words, unused_axes_note
 from shardviz.widgets.controls import AS_GIVEN, Config, Controls
 from shardviz.widgets.findings_payload import fix_route
@@ -121,7 +122,7 @@ class ExplorerSession:
         self.target = target
         self.args = args
         self.steps = steps
-        named = _named_args(fn, args)
+        named = named_args(fn, args)
         self.arg_names = tuple(named)
         self._flat, self._treedef = named_leaves(named)
         #: Leaf path -> shape of every array leaf, in argument order.
@@ -239,7 +240,7 @@ class ExplorerSession:
     def run(self, config: Config, stage: Stage | None = None) -> Report:
         """Place, compile and run: ``explain(fn, *placed, run=True, steps=steps)``.
 
-        With a :class:`~shardviz.widgets.background.Stage` (from :class:`Latest`), reports
+        With a :class:`~shardviz.explainer.background.Stage` (from :class:`Latest`), reports
         "compiling" then "running", and stops early once a newer request was submitted.
         """
         with self._lock, self.context(config):
@@ -271,7 +272,7 @@ class ExplorerSession:
         ``config`` says, or ``base`` (a fixed program already shown) for fixes on top of it.
 
         For the fixes the controls cannot express (a sharding constraint added or dropped, a
-        spec for a leaf no box controls); :func:`~shardviz.capture.fix_apply.apply_fix` makes
+        spec for a leaf no box controls); :func:`~shardviz.explainer.fix_apply.apply_fix` makes
         the fixed function and its abstract arguments.
 
         Raises:
@@ -331,7 +332,7 @@ def _strategy_note(strategy: str) -> str:
     )
 
 
-def _status_setter(explorer: ExplorerLike):
+def status_setter(explorer: ExplorerLike):
     """Set ``explorer.error`` and ``explorer.status``, touching each only when it changes."""
 
     def on_status(status: str, error: str) -> None:
@@ -384,7 +385,7 @@ class Connection:
         self.controls = controls
         self.config: Config | None = controls.config if controls is not None else None
         self.program: FixedProgram | None = None
-        self.latest = Latest(on_result=self._deliver, on_status=_status_setter(explorer))
+        self.latest = Latest(on_result=self._deliver, on_status=status_setter(explorer))
 
     def submit(self, config: Config) -> int:
         """Run ``config`` in the background; returns its generation number."""
@@ -448,7 +449,7 @@ def connect(
     ``explorer.error``. While a field is wrong, ``explorer.stale`` says which (the panes keep
     the last valid configuration). Nothing is raised into the kernel. With ``run_now``, the
     controls' current configuration runs at once. An explorer with ``set_fix_handler`` (the
-    :class:`~shardviz.widgets.explorer.ExplorerView`) gets :meth:`Connection.try_fix` for its
+    :class:`~shardviz.widgets.explorer.widget.ExplorerView`) gets :meth:`Connection.try_fix` for its
     "try this fix" buttons, and its ``fixed`` says when it shows a program shardviz fixed.
     """
     connection = Connection(explorer, session, controls)

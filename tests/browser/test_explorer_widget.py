@@ -16,8 +16,8 @@ import os
 
 import pytest
 
-from shardviz.widgets.explorer import ExplorerView
-from shardviz.widgets.explorer_payload import array_json
+from shardviz.widgets.explorer.payload import array_json
+from shardviz.widgets.explorer.widget import ExplorerView
 from tests.browser.conftest import SKIP_ENV
 from tests.browser.fake_model import mount_explorer as mount
 from tests.live_reports import megatron_mlp_report
@@ -477,8 +477,8 @@ def test_forgotten_and_unsent_arrays_are_picked_through_python(viewer, report):
 
 
 def test_estimated_times_and_the_hbm_line_are_shown_as_estimates(viewer):
-    from shardviz.estimate.step import with_estimate
-    from shardviz.render.report_facts import format_seconds
+    from shardviz.analysis.estimate.step import with_estimate
+    from shardviz.model.units import format_seconds
     from tests.render.compare_fixtures import small_hbm
     from tests.render.report_fixtures import dp_report
 

@@ -12,9 +12,10 @@ import os
 
 import pytest
 
-from shardviz.render.geometry import devices_label, format_bytes
-from shardviz.render.report_facts import operand_str
-from shardviz.widgets.explorer import ExplorerView
+from shardviz.model.units import format_bytes
+from shardviz.render.geometry import devices_label
+from shardviz.render.report.view import operand_str
+from shardviz.widgets.explorer.widget import ExplorerView
 from tests.browser.conftest import SKIP_ENV
 from tests.browser.fake_model import mount_explorer as mount
 from tests.render.report_fixtures import dp_report, shard_map_report

@@ -20,8 +20,8 @@ import pytest
 
 import shardviz as sv
 from shardviz.model import Finding, FindingCost, Findings, Where
-from shardviz.render.findings_facts import check_rows
-from shardviz.widgets.explorer import ExplorerView
+from shardviz.render.findings.view import check_rows
+from shardviz.widgets.explorer.widget import ExplorerView
 from tests.browser.conftest import SKIP_ENV
 from tests.browser.fake_model import EXPLORER_SYNCED, mount_module
 from tests.diagnose import planted

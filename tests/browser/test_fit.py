@@ -11,7 +11,7 @@ import os
 
 import pytest
 
-from shardviz.widgets.explorer import ExplorerView
+from shardviz.widgets.explorer.widget import ExplorerView
 from tests.browser.conftest import SKIP_ENV
 from tests.browser.fake_model import mount_explorer
 from tests.live_reports import megatron_mlp_report

@@ -15,7 +15,7 @@ import os
 import pytest
 
 from shardviz.render.colors import device_color
-from shardviz.widgets.live import LiveView
+from shardviz.widgets.live.widget import LiveView
 from tests.browser.conftest import SKIP_ENV
 from tests.browser.fake_model import mount_module
 

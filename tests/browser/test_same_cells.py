@@ -18,7 +18,7 @@ import pytest
 from shardviz.model import ArrayLayout, MeshLayout, TreeLayout
 from shardviz.render.html import array_html, mesh_html, page
 from shardviz.widgets import MeshView
-from shardviz.widgets.explorer import ExplorerView
+from shardviz.widgets.explorer.widget import ExplorerView
 from tests.browser.conftest import SKIP_ENV
 from tests.browser.fake_model import mount_explorer, mount_mesh_view
 from tests.render.fixtures import make_layout, make_mesh

@@ -23,8 +23,8 @@ from shardviz.capture.hlo import (
     moved_bytes,
     with_partitioned,
 )
-from shardviz.capture.hlo_collectives import FUSED_SCATTER_NOTE
-from shardviz.capture.hlo_memory import assigned_bytes, space_bytes
+from shardviz.capture.hlo.collectives import FUSED_SCATTER_NOTE
+from shardviz.capture.hlo.memory import assigned_bytes, space_bytes
 from shardviz.capture.memory import peak_bytes, peak_rule
 from shardviz.model import Collective, Device, MeshLayout
 from shardviz.model.program import CPU_PEAK, TPU_PEAK

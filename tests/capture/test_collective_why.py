@@ -24,7 +24,7 @@ from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 import shardviz as sv
-from shardviz.capture.collective_why import collective_reasons
+from shardviz.analysis.collective_why import collective_reasons
 from shardviz.model import Collective, MeshLayout, Report, ShardingOf
 from shardviz.model.mesh import Device
 from tests.without_jax import run_without_jax
@@ -389,7 +389,7 @@ def test_saved_fixtures_give_the_reasons_with_jax_blocked():
         import json
         from pathlib import Path
         from shardviz.capture.hlo import collectives_of_hlo, intermediates_of_hlo, link_reshards
-        from shardviz.capture.collective_why import collective_reasons
+        from shardviz.analysis.collective_why import collective_reasons
         from shardviz.model import Device, MeshLayout
 
         here = Path("tests/fixtures/hlo")

@@ -9,13 +9,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shardviz.capture.hlo_groups import (
+from shardviz.capture.hlo.groups import (
     axes_of_groups,
     axes_of_pairs,
     expand_replica_groups,
     to_device_ids,
 )
-from shardviz.capture.hlo_text import HloParseError
+from shardviz.capture.hlo.text import HloParseError
 
 from . import MESH_2X4, MESH_8_DATA, hlo_text, mesh_of
 

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from shardviz.capture.hlo_loops import (
+from shardviz.capture.hlo.loops import (
     computation_runs,
     loop_body_module,
     loops_of,
 )
-from shardviz.capture.hlo_matmuls import matmul_flops
-from shardviz.capture.hlo_text import parse_hlo_module
+from shardviz.capture.hlo.matmuls import matmul_flops
+from shardviz.capture.hlo.text import parse_hlo_module
 from shardviz.capture.step_cost import per_step
 
 HERE = Path(__file__).resolve().parent.parent / "fixtures" / "loops"

@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from shardviz.capture.compile import text_cost
-from shardviz.capture.hlo_matmuls import _valid_pairs, instruction_flops
-from shardviz.capture.hlo_text import parse_hlo_module
+from shardviz.capture.hlo.matmuls import _valid_pairs, instruction_flops
+from shardviz.capture.hlo.text import parse_hlo_module
 
 
 def one_op(lhs: str, rhs: str, out: str, op: str) -> str:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from shardviz.capture.hlo_sharding import (
+from shardviz.capture.hlo.sharding import (
     hlo_sharding_to_spec,
     intermediates_of_hlo,
     parse_hlo_sharding,
 )
-from shardviz.capture.hlo_text import HloParseError
+from shardviz.capture.hlo.text import HloParseError
 from shardviz.model import format_spec
 
 from . import MESH_2X4, MESH_8_DATA, MESH_8_I, hlo_text, marker_line, mesh_of

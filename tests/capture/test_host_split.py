@@ -25,7 +25,7 @@ from jax.sharding import PartitionSpec as P  # noqa: E402
 import shardviz as sv  # noqa: E402
 from shardviz.capture.host_split import host_split  # noqa: E402
 from shardviz.model import Collective, Device, MeshLayout, Report  # noqa: E402
-from shardviz.render.geometry import format_bytes  # noqa: E402
+from shardviz.model.units import format_bytes  # noqa: E402
 
 HAS_TPU = importlib.util.find_spec("libtpu") is not None
 HAS_GPU = importlib.util.find_spec("jax_plugins.xla_cuda12") is not None

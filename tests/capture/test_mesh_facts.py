@@ -6,7 +6,7 @@ import jax
 import numpy as np
 from jax.sharding import AxisType
 
-from shardviz.capture.mesh_facts import (
+from shardviz.capture.mesh_info import (
     device_pool,
     has_explicit_axes,
     mesh_devices,

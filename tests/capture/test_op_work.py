@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from shardviz.capture.hlo_loops import computation_runs, loops_of
-from shardviz.capture.hlo_matmuls import matmul_flops
-from shardviz.capture.hlo_text import parse_hlo_module, parse_shape
-from shardviz.capture.op_work import op_work, schedule_computations
+from shardviz.capture.hlo.loops import computation_runs, loops_of
+from shardviz.capture.hlo.matmuls import matmul_flops
+from shardviz.capture.hlo.op_work import op_work, schedule_computations
+from shardviz.capture.hlo.text import parse_hlo_module, parse_shape
 from shardviz.capture.step_cost import per_step
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "loops"

@@ -1,4 +1,4 @@
-"""Where a value's sharding came from (:mod:`shardviz.capture.sharding_origins`): checked
+"""Where a value's sharding came from (:mod:`shardviz.analysis.sharding_origins`): checked
 against Shardy's own record (``sdy.sharding_origins``, which jax 0.10.2 writes when the dump's
 pass regex contains ``shardy-verbose``) on live compiles, and on pure text."""
 
@@ -12,8 +12,8 @@ import jax
 import pytest
 from jax.sharding import PartitionSpec as P
 
-from shardviz.capture.hlo_text import parse_hlo_module
-from shardviz.capture.sharding_origins import ShardingGraph, leaf_path, reshape_pairs
+from shardviz.analysis.sharding_origins import ShardingGraph, leaf_path, reshape_pairs
+from shardviz.capture.hlo.text import parse_hlo_module
 from shardviz.model import MeshLayout
 from shardviz.model.mesh import Device
 

@@ -13,7 +13,7 @@ from jax.sharding import PartitionSpec as P
 
 import shardviz as sv
 from shardviz.capture.constraint_edit import with_constraint_at, without_constraints
-from shardviz.capture.fix_apply import CannotApply, apply_fix
+from shardviz.explainer.fix_apply import CannotApply, apply_fix
 from shardviz.model.findings import Fix
 
 from . import planted

@@ -7,7 +7,7 @@ import jax.numpy as jnp
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from shardviz.capture.diagnose_facts import parameter_specs, resident
+from shardviz.explainer.detector_inputs import parameter_specs, resident
 
 from . import planted
 

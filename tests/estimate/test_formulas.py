@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from shardviz.estimate import collective_time, place, target_for
-from shardviz.estimate.collectives import (
+from shardviz.analysis.estimate import collective_time, place, target_for
+from shardviz.analysis.estimate.collectives import (
     AxisSpan,
     switched_all_to_all,
     switched_gather,

@@ -14,8 +14,8 @@ os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from shardviz.estimate import collective_time, place, target_of_mesh  # noqa: E402
-from shardviz.estimate.placement import chip_of_index  # noqa: E402
+from shardviz.analysis.estimate import collective_time, place, target_of_mesh  # noqa: E402
+from shardviz.analysis.estimate.placement import chip_of_index  # noqa: E402
 from shardviz.model import Collective  # noqa: E402
 
 jax = pytest.importorskip("jax")

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from shardviz.estimate.predict import op_seconds, predict_step
+from shardviz.analysis.estimate.predict import op_seconds, predict_step
 from shardviz.model import Collective, OpWork
 
 PEAK, BW = 1e12, 1e9  # 1 TFLOP/s, 1 GB/s: a matmul of 1e9 flops takes 1 ms, 1e6 bytes 1 ms

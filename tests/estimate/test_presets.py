@@ -9,11 +9,11 @@ from __future__ import annotations
 import pytest
 
 import shardviz as sv
+from shardviz.analysis.estimate import hardware, target_for
 from shardviz.errors import HardwareError, ShardvizError
-from shardviz.estimate import hardware, target_for
-from shardviz.estimate.presets import PRESET_NAMES
-from shardviz.estimate.targets import standard_shape
 from shardviz.model import Hardware, Target
+from shardviz.model.hardware_presets import PRESET_NAMES
+from shardviz.model.targets import standard_shape
 
 GiB = 1024**3
 

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from shardviz.estimate import estimate_report, hardware, target_for, with_estimate
+from shardviz.analysis.estimate import estimate_report, hardware, target_for, with_estimate
 from shardviz.model import (
     Collective,
     Cost,
@@ -275,7 +275,7 @@ def test_estimates_need_no_jax():
     out = run_without_jax(
         """
         import shardviz as sv
-        from shardviz.estimate import with_estimate, target_for
+        from shardviz.analysis.estimate import with_estimate, target_for
         from tests.render.report_fixtures import dp_report
         r = with_estimate(dp_report(), "v5e")
         print(sv.hardware("h100").name, r.estimate.bound, target_for("v5p", 64).name)

@@ -31,7 +31,9 @@ def test_the_check_sees_imports_inside_functions_and_relative_ones(tmp_path: Pat
         "    import jax.numpy\n"
     )
     names = imported_modules(source, "shardviz.model")
-    assert {"shardviz.render.text", "shardviz.widgets.explorer", "shardviz.model.display"} <= set(
-        names
-    )
+    assert {
+        "shardviz.render.text",
+        "shardviz.widgets.explorer",
+        "shardviz.model.display",
+    } <= set(names)
     assert "jax.numpy" in names

@@ -14,12 +14,8 @@ from jax.sharding import PartitionSpec as P
 
 import shardviz as sv
 from shardviz.strategies import transformer as T
-from shardviz.strategies.pipeline import (
-    pipelined_forward,
-    pipelined_loss,
-    stack_layers,
-    stage_constraint,
-)
+from shardviz.strategies.pipeline.gspmd import pipelined_forward, pipelined_loss, stage_constraint
+from shardviz.strategies.pipeline.stages import stack_layers
 
 S, M, LAYERS, BATCH = 4, 8, 4, 16
 

@@ -13,9 +13,9 @@ from jax.sharding import AxisType
 
 from shardviz.model.schedule import schedule
 from shardviz.strategies import transformer
-from shardviz.strategies.pipeline import stack_layers
-from shardviz.strategies.pipeline_plan import BACKWARD, FORWARD, plan
-from shardviz.strategies.pipeline_shard_map import pipelined_value_and_grad, residual_bytes
+from shardviz.strategies.pipeline.plan import BACKWARD, FORWARD, plan
+from shardviz.strategies.pipeline.shard_map import pipelined_value_and_grad, residual_bytes
+from shardviz.strategies.pipeline.stages import stack_layers
 from shardviz.strategies.zoo import get_model
 
 S = 4

@@ -274,13 +274,13 @@ def comparison_nasty() -> Comparison:
 
 
 # --------------------------------------------------------------------------------------------
-# Estimated on targets (shardviz.estimate: no jax)
+# Estimated on targets (shardviz.analysis.estimate: no jax)
 
 
 def on_target(r: StrategyResult, target) -> StrategyResult:
     """The result with its report estimated on ``target`` (what ``compare(target=...)`` gives),
     with a cost analysis: 6 flops per parameter and example, split over the 8 devices."""
-    from shardviz.estimate.step import with_estimate
+    from shardviz.analysis.estimate.step import with_estimate
 
     flops = 6.0 * NUM_PARAMS * 64
     cost = Cost(flops / 8, 2.0 * r.memory.peak, flops, 16.0 * r.memory.peak)
@@ -290,7 +290,7 @@ def on_target(r: StrategyResult, target) -> StrategyResult:
 
 def small_hbm():
     """A made-up accelerator with 8 MiB of HBM: dp (12.2 MiB) does not fit, the others do."""
-    from shardviz.estimate.presets import hardware
+    from shardviz.model.hardware_presets import hardware
 
     return dataclasses.replace(hardware("v5e"), name="Tiny TPU", hbm_bytes=8 * MiB, preset="")
 

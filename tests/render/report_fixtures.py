@@ -658,26 +658,26 @@ def large_report(n_collectives: int = 200, sizes: tuple[int, int] = (8, 64)) -> 
 
 
 # --------------------------------------------------------------------------------------------
-# Estimated on a target (shardviz.estimate: no jax)
+# Estimated on a target (shardviz.analysis.estimate: no jax)
 
 
 def dp_v5e_report() -> Report:
     """The data-parallel step compiled on CPU devices, estimated as if on a TPU v5e 2x4."""
-    from shardviz.estimate.step import with_estimate
+    from shardviz.analysis.estimate.step import with_estimate
 
     return with_estimate(dp_report(), "v5e")
 
 
 def fsdp_h100_report() -> Report:
     """The FSDP step compiled on CPU devices, estimated as if on one host of 8 H100s."""
-    from shardviz.estimate.step import with_estimate
+    from shardviz.analysis.estimate.step import with_estimate
 
     return with_estimate(fsdp_report(), "h100")
 
 
 def deviceless_v5e_report() -> Report:
     """The big TPU program compiled for a deviceless TPU v5e 2x4 topology: nothing ran."""
-    from shardviz.estimate.step import with_estimate
+    from shardviz.analysis.estimate.step import with_estimate
 
     return with_estimate(dataclasses.replace(compile_only_report(), deviceless=True), "v5e")
 
@@ -685,8 +685,8 @@ def deviceless_v5e_report() -> Report:
 def nasty_estimate_report() -> Report:
     """Hostile strings on the estimate's side too: the target's hardware name, its placement
     note, the estimate's notes and each collective's formula."""
-    from shardviz.estimate.presets import hardware
-    from shardviz.estimate.step import with_estimate
+    from shardviz.analysis.estimate.step import with_estimate
+    from shardviz.model.hardware_presets import hardware
 
     hw = dataclasses.replace(hardware("v5e"), name=f"TPU {NASTY}", preset="")
     report = with_estimate(dataclasses.replace(nasty_report(), platform="cpu"), hw)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from shardviz.render.compare_facts import (
+from shardviz.render.compare.view import (
     COMPONENTS,
     byte_ticks,
     format_count,
@@ -64,7 +64,7 @@ def test_format_count() -> None:
 def test_an_estimate_with_a_loop_of_unknown_count_says_it_is_a_lower_bound() -> None:
     import dataclasses
 
-    from shardviz.render.compare_facts import estimate_line
+    from shardviz.render.compare.view import estimate_line
 
     from .compare_fixtures import comparison_v5e
 

@@ -7,7 +7,8 @@ import dataclasses
 import re
 from pathlib import Path
 
-from shardviz.render.compare_facts import (
+from shardviz.render.compare.html import comparison_html
+from shardviz.render.compare.view import (
     COMPONENT_BY_KEY,
     comparison_kinds,
     kind_count,
@@ -15,7 +16,6 @@ from shardviz.render.compare_facts import (
     memory_parts,
     memory_total,
 )
-from shardviz.render.compare_html import comparison_html
 
 from .compare_fixtures import NASTY, QUOTES, comparison, comparison_edges, comparison_nasty
 from .test_html import Doc

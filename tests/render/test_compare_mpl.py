@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from shardviz.render.compare_facts import (
+from shardviz.render.compare.view import (
     comparison_kinds,
     kind_moved,
     memory_parts,
@@ -21,7 +21,7 @@ from .compare_fixtures import comparison, comparison_nasty
 mpl = pytest.importorskip("matplotlib")
 mpl.use("Agg")
 
-from shardviz.render.compare_mpl import comparison_mpl  # noqa: E402
+from shardviz.render.compare.mpl import comparison_mpl  # noqa: E402
 
 
 def _bars(ax):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from shardviz.render.compare_facts import (
+from shardviz.render.compare.view import (
     axes_moved,
     comparison_axes,
     comparison_kinds,
@@ -18,7 +18,7 @@ from .compare_fixtures import NASTY, comparison, comparison_edges, comparison_na
 
 go = pytest.importorskip("plotly.graph_objects")
 
-from shardviz.render.compare_plotly import comparison_figure  # noqa: E402
+from shardviz.render.compare.plotly import comparison_figure  # noqa: E402
 
 
 def test_traces_one_per_component_then_one_per_kind_then_one_per_axes() -> None:

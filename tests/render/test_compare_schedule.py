@@ -8,10 +8,10 @@ import re
 
 from shardviz.model.compare import Comparison
 from shardviz.model.schedule import gpipe
-from shardviz.render.compare_facts import schedule_line
-from shardviz.render.compare_html import comparison_html
-from shardviz.render.compare_text import comparison_text
-from shardviz.render.schedule_html import schedule_html
+from shardviz.render.compare.html import comparison_html
+from shardviz.render.compare.text import comparison_text
+from shardviz.render.compare.view import schedule_line
+from shardviz.render.schedule.html import schedule_html
 
 from .compare_fixtures import NASTY, comparison
 from .schedule_fixtures import profiled

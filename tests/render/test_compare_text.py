@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from shardviz.model import Comparison
-from shardviz.render.compare_text import comparison_text
+from shardviz.render.compare.text import comparison_text
 from tests.without_jax import run_without_jax
 
 from .compare_fixtures import COMPARISONS, comparison, comparison_edges, comparison_nasty
@@ -122,8 +122,8 @@ def test_nasty_strings_pass_through_text_unchanged() -> None:
 def test_comparison_views_work_with_jax_blocked() -> None:
     out = run_without_jax(
         """
-        from shardviz.render.compare_html import comparison_html
-        from shardviz.render.compare_text import comparison_text
+        from shardviz.render.compare.html import comparison_html
+        from shardviz.render.compare.text import comparison_text
         from shardviz.render.projection import projection_html, projection_text
         from types import SimpleNamespace
         from tests.render.compare_fixtures import comparison

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from shardviz.model import FindingCost, Findings, FixCheck, Outcome, Where
 from shardviz.model.findings import FINDING_KINDS
-from shardviz.render.findings_facts import (
+from shardviz.render.findings.view import (
     check_rows,
     check_word,
     checks_str,

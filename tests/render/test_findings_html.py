@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 
 from shardviz.model import Findings
-from shardviz.render.findings_html import (
+from shardviz.render.findings.html import (
     findings_html,
     findings_page,
     findings_section_html,
 )
 from shardviz.render.html import page
-from shardviz.render.report_html import report_html
+from shardviz.render.report.html import report_html
 from tests.without_jax import run_without_jax
 
 from .findings_fixtures import (

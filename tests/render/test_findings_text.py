@@ -15,8 +15,8 @@ import pytest
 
 from shardviz.model import Findings, FixCheck, Outcome
 from shardviz.model.findings import FINDING_KINDS
-from shardviz.render.findings_text import WIDTH, findings_section_lines, findings_text
-from shardviz.render.report_text import report_text
+from shardviz.render.findings.text import WIDTH, findings_section_lines, findings_text
+from shardviz.render.report.text import report_text
 
 from .findings_fixtures import (
     findings,

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from shardviz.model import ArrayLayout, Tile
+from shardviz.model.units import format_bytes
 from shardviz.render.colors import DARK_TEXT, _luminance, device_color, text_color_for
 from shardviz.render.geometry import (
     GAP_PX,
@@ -24,7 +25,6 @@ from shardviz.render.geometry import (
     band_sizes,
     devices_label,
     elide,
-    format_bytes,
     gap_notes,
     gap_tip,
     mesh_band_sizes,

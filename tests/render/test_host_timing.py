@@ -6,8 +6,8 @@ import dataclasses
 import re
 
 from shardviz.model import HostFigures, Report, Timing
-from shardviz.render.report_html import report_html
-from shardviz.render.report_text import report_text
+from shardviz.render.report.html import report_html
+from shardviz.render.report.text import report_text
 
 from .host_fixtures import fsdp_two_hosts
 

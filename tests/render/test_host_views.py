@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 
 from shardviz.model import Comparison, Report
-from shardviz.render.compare_html import comparison_html
-from shardviz.render.compare_text import comparison_text
-from shardviz.render.report_facts import axes_groups
-from shardviz.render.report_html import HOSTS_STYLE, report_html
-from shardviz.render.report_text import report_text
+from shardviz.render.compare.html import comparison_html
+from shardviz.render.compare.text import comparison_text
+from shardviz.render.report.html import HOSTS_STYLE, report_html
+from shardviz.render.report.text import report_text
+from shardviz.render.report.view import axes_groups
 
 from .compare_fixtures import COMPARISONS
 from .host_fixtures import (

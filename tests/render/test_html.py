@@ -11,7 +11,8 @@ import pytest
 
 from shardviz.errors import ShardvizError
 from shardviz.model import MeshLayout, TreeLayout
-from shardviz.render import array_html, format_bytes, mesh_html, page, tree_html
+from shardviz.model.units import format_bytes
+from shardviz.render import array_html, mesh_html, page, tree_html
 from shardviz.render.colors import device_color
 
 from .fixtures import (

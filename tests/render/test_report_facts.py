@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import dataclasses
 
-from shardviz.render.report_facts import (
+from shardviz.model.units import format_flops, format_seconds, sig3
+from shardviz.render.report.view import (
     MAX_RESHARD_TILES,
     axes_groups,
-    format_flops,
     format_mfu,
-    format_seconds,
     groups_str,
     ids_str,
     intermediate_index,
@@ -20,7 +19,6 @@ from shardviz.render.report_facts import (
     reshard_links,
     reshard_tiles,
     shown_intermediates,
-    sig3,
 )
 
 from .report_fixtures import REPORTS, nasty_report
@@ -132,8 +130,8 @@ def test_layout_hint_only_when_some_value_has_tiles() -> None:
 
 def test_a_real_accelerator_run_shows_its_measured_mfu_beside_the_bound() -> None:
     from shardviz.model import Timing
-    from shardviz.render.report_facts import estimate_rows, measured_step
-    from shardviz.render.report_text import report_text
+    from shardviz.render.report.text import report_text
+    from shardviz.render.report.view import estimate_rows, measured_step
 
     base = REPORTS["dp_v5e"]()
     # On CPU devices the measured step says nothing about the target: no measured MFU.

@@ -11,8 +11,8 @@ from collections import defaultdict
 import pytest
 
 from shardviz.render.html import array_html, page
-from shardviz.render.report_facts import MAX_RESHARD_TILES
-from shardviz.render.report_html import report_html
+from shardviz.render.report.html import report_html
+from shardviz.render.report.view import MAX_RESHARD_TILES
 
 from .fixtures import make_mesh
 from .report_fixtures import (

@@ -8,15 +8,15 @@ import dataclasses
 import re
 
 from shardviz.model import Cost, Report
-from shardviz.render.report_facts import (
+from shardviz.render.report.html import report_html
+from shardviz.render.report.text import report_text
+from shardviz.render.report.view import (
     FOLD_ABOVE,
     folded_intermediates,
     no_source_words,
     on_one_device,
     source_words,
 )
-from shardviz.render.report_html import report_html
-from shardviz.render.report_text import report_text
 
 from .fixtures import make_mesh
 from .report_fixtures import dp_report, large_report, megatron_report

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from shardviz.model import Report
-from shardviz.render.report_facts import format_seconds
-from shardviz.render.report_text import report_text
+from shardviz.model.units import format_seconds
+from shardviz.render.report.text import report_text
 
 from .report_fixtures import REPORTS, large_report, nasty_report, shard_map_report
 

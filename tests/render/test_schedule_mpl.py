@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from shardviz.model.schedule import gpipe, one_f_one_b
-from shardviz.render.schedule_html import IDLE_FILL, slot_fill
+from shardviz.render.schedule.html import IDLE_FILL, slot_fill
 
 from .schedule_fixtures import KEPT, T0, profiled, wide
 
@@ -14,7 +14,7 @@ pytest.importorskip("matplotlib")
 
 from matplotlib.colors import to_hex  # noqa: E402
 
-from shardviz.render.schedule_mpl import schedule_mpl  # noqa: E402
+from shardviz.render.schedule.mpl import schedule_mpl  # noqa: E402
 
 
 def _patches(ax, gid: str) -> list:

@@ -6,13 +6,13 @@ from __future__ import annotations
 import pytest
 
 from shardviz.model.schedule import Schedule, gpipe, one_f_one_b
-from shardviz.render.schedule_html import IDLE_FILL, slot_fill
+from shardviz.render.schedule.html import IDLE_FILL, slot_fill
 
 from .schedule_fixtures import KEPT, MEASURED_BUBBLE, T0, profiled, wide
 
 go = pytest.importorskip("plotly.graph_objects")
 
-from shardviz.render.schedule_plotly import panels, schedule_figure  # noqa: E402
+from shardviz.render.schedule.plotly import panels, schedule_figure  # noqa: E402
 
 
 def _by_name(fig) -> dict:

@@ -19,7 +19,7 @@ import pytest
 
 from shardviz.model import display
 from shardviz.model.schedule import Schedule, gpipe, one_f_one_b
-from shardviz.render.schedule_html import (
+from shardviz.render.schedule.html import (
     IDLE_FILL,
     MAX_BODY,
     cell_width,
@@ -29,7 +29,7 @@ from shardviz.render.schedule_html import (
     slot_fill,
     tick_step,
 )
-from shardviz.render.schedule_text import (
+from shardviz.render.schedule.text import (
     TIME_ELIDE_ABOVE,
     TIME_KEEP,
     activation_lines,

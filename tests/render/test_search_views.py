@@ -8,8 +8,8 @@ import pytest
 
 from shardviz.model import display
 from shardviz.model.search import Plan, Search
-from shardviz.render.search_html import search_html, search_page
-from shardviz.render.search_text import search_text
+from shardviz.render.search.html import search_html, search_page
+from shardviz.render.search.text import search_text
 from tests.without_jax import run_without_jax
 
 from .fixtures import mesh_2x4

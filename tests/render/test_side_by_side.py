@@ -11,7 +11,7 @@ import pytest
 import shardviz as sv
 from shardviz.errors import LeafError, ShardvizError
 from shardviz.model import TreeLayout, TreesOnOneScale, on_one_scale
-from shardviz.render import format_bytes
+from shardviz.model.units import format_bytes
 from shardviz.render.side_by_side import side_by_side_html, side_by_side_page, side_by_side_text
 
 from .fixtures import make_layout, make_mesh, mesh_2x4, tree_uneven

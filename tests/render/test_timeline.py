@@ -7,8 +7,8 @@ import re
 
 from shardviz.model import OpEvent, Report
 from shardviz.model.timeline import COMPUTE, ILLUSTRATIVE_LABEL, op_kind, timeline_of
-from shardviz.render.report_html import report_html
-from shardviz.render.report_text import report_text
+from shardviz.render.report.html import report_html
+from shardviz.render.report.text import report_text
 from shardviz.render.timeline import layout, ticks, timeline_html, timeline_lines
 
 from .report_fixtures import (

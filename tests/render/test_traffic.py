@@ -8,7 +8,8 @@ from collections import Counter
 
 import pytest
 
-from shardviz.render.geometry import format_bytes, mesh_grid
+from shardviz.model.units import format_bytes
+from shardviz.render.geometry import mesh_grid
 from shardviz.render.traffic import MAX_ARROWS, drawable_links, traffic_of, traffic_svg
 
 from .fixtures import make_mesh

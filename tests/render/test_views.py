@@ -20,10 +20,10 @@ from shardviz.model.schedule import Schedule
 from shardviz.model.search import Search
 from shardviz.model.side_by_side import TreesOnOneScale
 from shardviz.model.traffic import CollectiveTraffic
-from shardviz.render.compare_html import comparison_html
+from shardviz.render.compare.html import comparison_html
 from shardviz.render.html import array_html, mesh_html, page, tree_html
-from shardviz.render.report_html import report_html
-from shardviz.render.report_text import report_text
+from shardviz.render.report.html import report_html
+from shardviz.render.report.text import report_text
 from shardviz.render.text import array_text, mesh_text, tree_text
 from shardviz.render.views import VIEWS, comparison_page, report_page
 

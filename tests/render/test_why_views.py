@@ -8,9 +8,9 @@ from dataclasses import replace
 
 from shardviz.model.program import Report
 from shardviz.model.why import CollectiveWhy, Origin
-from shardviz.render.report_html import report_html
-from shardviz.render.report_text import report_text
-from shardviz.widgets.explorer_payload import collective_text, report_payload
+from shardviz.render.report.html import report_html
+from shardviz.render.report.text import report_text
+from shardviz.widgets.explorer.payload import collective_text, report_payload
 
 from .report_fixtures import megatron_report
 

@@ -148,9 +148,9 @@ def test_built_in_names_alias():
 def test_each_strategy_compiles_once_and_runs_what_it_compiled(monkeypatch):
     """compare compiles from shapes (with the state and reference made on another thread),
     then runs with the real arrays: the run reuses the compiled program, never a second one."""
-    from shardviz.capture import explain as explain_mod
+    from shardviz.explainer import explain as explain_mod
 
-    explain_mod.clear_cache()
+    sv.clear_cache()
     calls = []
     real = explain_mod.lower_and_compile
 

@@ -6,13 +6,13 @@ from __future__ import annotations
 import jax
 import pytest
 
-from shardviz.capture.explain import explain
 from shardviz.capture.mesh import Mesh
 from shardviz.errors import CompileError, ShardvizError
+from shardviz.explainer.explain import explain
 from shardviz.model.search import NEAR, Search
 from shardviz.strategies.runner import compare
-from shardviz.strategies.search import SuggestedSearch, suggest
-from shardviz.strategies.search_rules import jax_entries
+from shardviz.strategies.search.rules import jax_entries
+from shardviz.strategies.search.suggest import SuggestedSearch, suggest
 from shardviz.strategies.zoo import get_model, init_train_state, make_train_step
 from shardviz.widgets.app import Explorer
 

@@ -21,16 +21,16 @@ from shardviz.strategies.candidates import (
     zero_split,
 )
 from shardviz.strategies.rules import BUILTIN, spec_for_leaf
-from shardviz.strategies.search import memory_bytes
-from shardviz.strategies.search_progress import (
+from shardviz.strategies.search.progress import (
     NotebookBar,
     Quiet,
     TerminalLine,
     compiler_quiet,
     progress_for,
 )
-from shardviz.strategies.search_rank import ranked
-from shardviz.strategies.search_rules import jax_entries, rule_set_of
+from shardviz.strategies.search.rank import ranked
+from shardviz.strategies.search.rules import jax_entries, rule_set_of
+from shardviz.strategies.search.suggest import memory_bytes
 
 AXES = {"data": 2, "model": 4}
 D, H, B = 128, 512, 64
@@ -367,7 +367,7 @@ def test_a_jupyter_kernel_is_told_apart_from_a_terminal_ipython(monkeypatch) -> 
     import sys
     import types
 
-    from shardviz.strategies.search_progress import in_notebook
+    from shardviz.strategies.search.progress import in_notebook
 
     shell = types.SimpleNamespace(config={})
     fake = types.ModuleType("IPython")

@@ -9,7 +9,7 @@ import threading
 import pytest
 
 from shardviz.errors import CompileError, SpecError
-from shardviz.widgets.background import Latest, Stage, Superseded, short_message
+from shardviz.explainer.background import Latest, Stage, Superseded, short_message
 
 WAIT = 30  # seconds: a ceiling against hangs, never a timing assertion
 
@@ -251,7 +251,7 @@ def test_a_script_with_work_in_progress_exits_cleanly_after_it(tmp_path):
     done = tmp_path / "done"
     script = (
         "import time\n"
-        "from shardviz.widgets.background import Latest\n"
+        "from shardviz.explainer.background import Latest\n"
         "def job(stage):\n"
         "    time.sleep(1.0)\n"
         f"    open({str(done)!r}, 'w').write('ok')\n"

@@ -43,8 +43,8 @@ def test_shared_exports_are_dropped_and_nothing_else_changes():
 
 
 def test_widgets_ship_their_module():
-    from shardviz.widgets.explorer import ExplorerView
-    from shardviz.widgets.live import LiveView
+    from shardviz.widgets.explorer.widget import ExplorerView
+    from shardviz.widgets.live.widget import LiveView
     from shardviz.widgets.mesh_view import MeshView
 
     assert ExplorerView._esm == widget_module("explorer.js")

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-import shardviz.widgets.explorer_payload as ep
+import shardviz.widgets.explorer.payload as ep
 import shardviz.widgets.grid_payload as gp
 from shardviz.model import Frame, LeafBytes, MeshLayout, Source, TreeLayout, tiles_from_spec
 from shardviz.model.array import format_index
-from shardviz.render.report_facts import no_source_words
-from shardviz.widgets.explorer_payload import (
+from shardviz.render.report.view import no_source_words
+from shardviz.widgets.explorer.payload import (
     array_entries,
     array_json,
     array_payload,
@@ -253,7 +253,7 @@ def test_payload_module_imports_no_jax_and_no_anywidget():
     out = run_without_jax(
         """
         import sys
-        from shardviz.widgets.explorer_payload import report_json, array_json
+        from shardviz.widgets.explorer.payload import report_json, array_json
         from tests.render.report_fixtures import dp_report
         r = dp_report()
         print(len(report_json(r)) > 0, len(array_json(r, "mid:dot.1")) > 0)
@@ -298,7 +298,7 @@ def test_without_a_target_the_payload_has_no_estimate():
 
 
 def test_payload_with_an_estimate_fits_one_megabyte_at_512_devices():
-    from shardviz.estimate.step import with_estimate
+    from shardviz.analysis.estimate.step import with_estimate
 
     report = with_estimate(report_512(), "v5e")
     assert report.estimate is not None and report.mesh.size == 512
@@ -324,8 +324,8 @@ def test_strategies_of_several_targets_have_distinct_ids():
 
 @pytest.mark.parametrize("make", [dp_report, shard_map_report, nasty_report])
 def test_ledger_words_are_the_static_views(make):
-    from shardviz.render.geometry import format_bytes
-    from shardviz.render.report_facts import axes_repr, ids_str, operand_str, value_str
+    from shardviz.model.units import format_bytes
+    from shardviz.render.report.view import axes_repr, ids_str, operand_str, value_str
 
     report = make()
     p = report_payload(report)
@@ -354,7 +354,8 @@ def test_ledger_words_are_the_static_views(make):
 
 
 def test_estimate_words_are_the_static_views():
-    from shardviz.render.report_facts import format_mfu, format_seconds
+    from shardviz.model.units import format_seconds
+    from shardviz.render.report.view import format_mfu
     from tests.render.report_fixtures import dp_v5e_report
 
     report = dp_v5e_report()
@@ -373,8 +374,8 @@ def test_estimate_words_are_the_static_views():
 
 
 def test_memory_words_and_scale():
-    from shardviz.estimate.step import with_estimate
-    from shardviz.render.geometry import format_bytes
+    from shardviz.analysis.estimate.step import with_estimate
+    from shardviz.model.units import format_bytes
     from tests.render.compare_fixtures import small_hbm
 
     report = dp_report()
@@ -400,7 +401,8 @@ def test_memory_words_and_scale():
 
 
 def test_tile_words_are_the_static_views():
-    from shardviz.render.geometry import devices_label, format_bytes, format_shape
+    from shardviz.model.units import format_bytes
+    from shardviz.render.geometry import devices_label, format_shape
 
     report = dp_report()
     p = array_payload(report, "arg:batch.x")

@@ -13,13 +13,13 @@ import pytest
 
 from shardviz.model import Report
 from shardviz.widgets import explorer
-from shardviz.widgets.explorer import PREFETCH, PREFETCHED, ExplorerView
-from shardviz.widgets.explorer_payload import (
+from shardviz.widgets.explorer.payload import (
     INTERMEDIATE,
     array_entries,
     array_json,
     prefetch_batches,
 )
+from shardviz.widgets.explorer.widget import PREFETCH, PREFETCHED, ExplorerView
 from tests.live_reports import megatron_mlp_report
 from tests.render.compare_fixtures import comparison
 from tests.render.report_fixtures import dp_report, nasty_report, shard_map_report

@@ -13,13 +13,13 @@ import traitlets
 
 import shardviz as sv
 from shardviz.model import Comparison, Report
-from shardviz.render.compare_html import comparison_html
-from shardviz.render.report_html import report_html
+from shardviz.render.compare.html import comparison_html
+from shardviz.render.report.html import report_html
 from shardviz.strategies import mlp
 from shardviz.widgets.esm import widget_module
-from shardviz.widgets.explorer import STATUSES, ExplorerView
-from shardviz.widgets.explorer_diff import collective_key
-from shardviz.widgets.explorer_payload import array_json, report_json, strategies_payload
+from shardviz.widgets.explorer.diff import collective_key
+from shardviz.widgets.explorer.payload import array_json, report_json, strategies_payload
+from shardviz.widgets.explorer.widget import STATUSES, ExplorerView
 from shardviz.widgets.mesh_view import STATIC
 from tests.live_reports import megatron_mlp_report
 from tests.render.compare_fixtures import comparison

@@ -9,9 +9,9 @@ import json
 import pytest
 
 from shardviz.model import Finding, FindingCost, Findings, Fix, Where
-from shardviz.render.findings_facts import check_rows, cost_str, count_str, where_rows
-from shardviz.render.findings_html import SEVERITY_COLORS
-from shardviz.widgets.explorer_payload import report_payload
+from shardviz.render.findings.html import SEVERITY_COLORS
+from shardviz.render.findings.view import check_rows, cost_str, count_str, where_rows
+from shardviz.widgets.explorer.payload import report_payload
 from shardviz.widgets.findings_payload import (
     FINDINGS_VERSION,
     NO_TRY_WORDS,

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from shardviz.widgets.live_format import (
+from shardviz.widgets.live.format import (
     format_loss,
     format_ms,
     json_loss,

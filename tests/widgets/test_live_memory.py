@@ -6,7 +6,7 @@ import json
 from types import SimpleNamespace
 
 from shardviz.render.colors import device_color
-from shardviz.widgets.live_memory import DEVICE_NOTE, device_memory, estimated_memory
+from shardviz.widgets.live.memory import DEVICE_NOTE, device_memory, estimated_memory
 
 DEVICES = [SimpleNamespace(id=i) for i in (3, 5)]
 

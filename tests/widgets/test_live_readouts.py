@@ -7,10 +7,9 @@ import math
 
 import pytest
 
-from shardviz.render.geometry import format_bytes
-from shardviz.widgets.live import LiveView
-from shardviz.widgets.live_format import time_note
-from shardviz.widgets.live_readouts import (
+from shardviz.model.units import format_bytes
+from shardviz.widgets.live.format import time_note
+from shardviz.widgets.live.readouts import (
     MAX_MEMORY_BARS,
     NO_MEMORY_NOTE,
     PART_OF_TRAIT,
@@ -24,6 +23,7 @@ from shardviz.widgets.live_readouts import (
     same_memory_words,
     time_readout,
 )
+from shardviz.widgets.live.widget import LiveView
 
 
 def test_head_readout_is_the_progress():

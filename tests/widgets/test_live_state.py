@@ -27,8 +27,8 @@ from shardviz.strategies.zoo import get_model, init_train_state, make_train_step
 from shardviz.widgets import live_run as live_run_mod
 from shardviz.widgets import live_stepper as live_stepper_mod
 from shardviz.widgets.esm import widget_module
-from shardviz.widgets.live import STATIC, LiveRun, LiveView, live
-from shardviz.widgets.live_format import time_note
+from shardviz.widgets.live.format import time_note
+from shardviz.widgets.live.widget import STATIC, LiveRun, LiveView, live
 
 D, H, B = 64, 256, 32
 WAIT = 120  # seconds: a bound for a hung test, never a timing assert

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from shardviz.widgets.live_steps import (
+from shardviz.widgets.live.steps import (
     BatchesExhausted,
     batch_source,
     check_live_args,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 import re
 
-from shardviz.render.geometry import format_bytes
-from shardviz.widgets.live_svg import (
+from shardviz.model.units import format_bytes
+from shardviz.widgets.live.svg import (
     LOSS_H,
     LOSS_W,
     MAX_MEMORY_BARS,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from shardviz.errors import ShardvizError
-from shardviz.widgets.pipeline_checks import PipelineConfig
-from shardviz.widgets.pipeline_controls import GSPMD, INVALID_COLOR, PipelineControls
+from shardviz.widgets.pipeline.checks import PipelineConfig
+from shardviz.widgets.pipeline.controls import GSPMD, INVALID_COLOR, PipelineControls
 
 START = PipelineConfig(2, 4)
 

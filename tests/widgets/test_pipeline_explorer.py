@@ -12,8 +12,8 @@ import pytest
 
 import shardviz as sv
 from shardviz.errors import ShardvizError
-from shardviz.widgets.pipeline_checks import PipelineConfig
-from shardviz.widgets.pipeline_session import PipelineConnection
+from shardviz.widgets.pipeline.checks import PipelineConfig
+from shardviz.widgets.pipeline.session import PipelineConnection
 
 SMALL = {"layers": 4, "batch": 16, "d_model": 32, "seq": 16, "d_ff": 64, "heads": 2, "vocab": 64}
 WAIT = 300  # seconds: a ceiling against hangs, never a timing assertion

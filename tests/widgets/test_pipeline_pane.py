@@ -10,7 +10,7 @@ import pytest
 from shardviz.model.compare import MemoryBreakdown, StrategyResult
 from shardviz.model.mesh import Device, MeshLayout
 from shardviz.model.schedule import gpipe, one_f_one_b
-from shardviz.widgets.pipeline_pane import RunFacts, SweepPoint, pane_html, stage_devices, sweep_row
+from shardviz.widgets.pipeline.pane import RunFacts, SweepPoint, pane_html, stage_devices, sweep_row
 
 MIB = 1 << 20
 

@@ -16,8 +16,8 @@ from shardviz.model.mesh import Device, MeshLayout
 from shardviz.model.schedule import gpipe
 from shardviz.model.schedule import schedule as make_schedule
 from shardviz.widgets import pipeline_session
-from shardviz.widgets.pipeline_checks import PipelineConfig
-from shardviz.widgets.pipeline_session import CACHE_SIZE, PipelineConnection, PipelineSession
+from shardviz.widgets.pipeline.checks import PipelineConfig
+from shardviz.widgets.pipeline.session import CACHE_SIZE, PipelineConnection, PipelineSession
 
 SMALL = {"layers": 4, "batch": 16, "d_model": 32, "seq": 16, "d_ff": 64, "heads": 2, "vocab": 64}
 WAIT = 60

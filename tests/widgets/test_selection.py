@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import traitlets
 
-from shardviz.widgets.explorer import ExplorerView
+from shardviz.widgets.explorer.widget import ExplorerView
 from shardviz.widgets.mesh_view import MeshView
 from shardviz.widgets.selection import NO_SELECTION, NO_SELECTION_CHOICE
 from tests.render.fixtures import mesh_2x4

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from shardviz.render.timeline import PLOT_WIDTH
-from shardviz.widgets.explorer_payload import report_payload, timeline_payload
+from shardviz.widgets.explorer.payload import report_payload, timeline_payload
 from tests.render.report_fixtures import (
     NASTY,
     STEP,

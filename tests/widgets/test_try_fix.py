@@ -13,7 +13,7 @@ import shardviz as sv
 from shardviz.errors import MeshError, SpecError
 from shardviz.model import Findings, Fix
 from shardviz.widgets.controls import AS_GIVEN
-from shardviz.widgets.explorer import ExplorerView
+from shardviz.widgets.explorer.widget import ExplorerView
 from shardviz.widgets.findings_payload import findings_json
 from shardviz.widgets.session import ExplorerSession, fixed_words
 from tests.render.findings_fixtures import findings, megatron_with_findings

@@ -26,7 +26,7 @@ import math
 import jax
 import jax.numpy as jnp
 
-from shardviz.capture.hlo_matmuls import REMAT_MARK
+from shardviz.capture.hlo.matmuls import REMAT_MARK
 
 __all__ = ["blockwise_attention", "naive_attention"]
 

@@ -38,7 +38,7 @@ from jax import lax
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
 
-from shardviz.capture.hlo_matmuls import REMAT_MARK
+from shardviz.capture.hlo.matmuls import REMAT_MARK
 
 __all__ = ["pallas_attention"]
 

@@ -17,7 +17,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from shardviz.capture.hlo_matmuls import DISPATCH_MARK
+from shardviz.capture.hlo.matmuls import DISPATCH_MARK
 from shardviz.strategies.models.axes import Constrain, no_constraint
 from shardviz.strategies.models.mlp import ACTIVATIONS
 from shardviz.strategies.moe import expert_capacity, route

@@ -17,7 +17,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from shardviz.capture.hlo_matmuls import REMAT_MARK  # noqa: E402
+from shardviz.capture.hlo.matmuls import REMAT_MARK  # noqa: E402
 from shardviz.strategies.models.attention import naive_attention  # noqa: E402
 from shardviz.strategies.models.attention_pallas import pallas_attention  # noqa: E402
 

@@ -53,7 +53,7 @@ def test_a_batch_given_two_ways_or_not_whole_is_refused(sizes, words) -> None:
 def test_the_explorer_opens_on_the_comparison(comparison) -> None:
     import json
 
-    from shardviz.widgets.explorer import ExplorerView
+    from shardviz.widgets.explorer.widget import ExplorerView
 
     w = ExplorerView(comparison)
     assert w.comparison is comparison

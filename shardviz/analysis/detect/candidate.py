@@ -1,0 +1,86 @@
+"""A finding as a detector first makes it: the problem, and the fixes worth trying."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from shardviz.analysis.detect.inputs import spec_code
+from shardviz.model.array import Spec
+from shardviz.model.findings import Finding, Fix
+
+#: What a fix must improve to count as helping: the remats left, the bytes moved per step,
+#: the peak memory per device, or the flops per device.
+Goal = str  # "remats" | "moved" | "peak" | "flops"
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A finding with the fixes to try, best first, and what they must improve."""
+
+    finding: Finding
+    fixes: tuple[Fix, ...] = ()
+    goal: Goal = "moved"
+    #: Report the finding only if one of its fixes helps (a cost the compiler may have had
+    #: good reason for, worth saying only when there is something better).
+    only_with_fix: bool = False
+
+
+def spec_fix(leaf: str, spec: Spec, why: str) -> Fix:
+    """Place an argument leaf with another spec."""
+    return Fix(
+        kind="spec",
+        description=f"place {leaf} as {spec_code(spec)} ({why})",
+        code=f"{spec_code(spec)}  # the spec for {leaf}, where it is placed (device_put or rules)",
+        leaf=leaf,
+        spec=spec,
+    )
+
+
+def constraint_fix(leaf: str, spec: Spec, function: str, why: str) -> Fix:
+    """Constrain an argument leaf to a spec at the top of the function."""
+    name = leaf.rsplit("/", 1)[-1]
+    return Fix(
+        kind="constraint",
+        description=f"constrain {leaf} to {spec_code(spec)} at the top of {function} ({why})",
+        code=f"{name} = jax.lax.with_sharding_constraint({name}, {spec_code(spec)})",
+        leaf=leaf,
+        spec=spec,
+    )
+
+
+def constraint_at_fix(
+    line: str, code: str, value: str, shape: tuple[int, ...], spec: Spec, why: str
+) -> Fix:
+    """Constrain the value made at ``line`` (of ``shape``) to a spec, right where it is made."""
+    name = code.split("=", 1)[0].strip() if "=" in code else "value"
+    if not name.isidentifier():
+        name = "value"
+    return Fix(
+        kind="constraint",
+        description=f"constrain {value} to {spec_code(spec)} where it is made, at {line} ({why})",
+        code=f"{name} = jax.lax.with_sharding_constraint({name}, {spec_code(spec)})  # after {line}",
+        leaf=value,
+        spec=spec,
+        line=line,
+        shape=shape,
+    )
+
+
+def drop_constraint_fix(line: str, code: str, why: str) -> Fix:
+    """Delete a sharding constraint the program has at ``line``."""
+    return Fix(
+        kind="drop-constraint",
+        description=f"remove the sharding constraint at {line} ({why})",
+        code=f"# delete: {code}" if code else f"# delete the with_sharding_constraint at {line}",
+        line=line,
+    )
+
+
+def mesh_fix(shape: tuple[int, ...], axes: tuple[str, ...], why: str) -> Fix:
+    """The same devices in a mesh of another shape (same axis names)."""
+    return Fix(
+        kind="mesh",
+        description=f"reshape the mesh to {dict(zip(axes, shape, strict=True))} ({why})",
+        code=f"mesh = jax.make_mesh({shape}, {axes})",
+        mesh_shape=shape,
+    )

@@ -1,0 +1,40 @@
+"""Run every detector on a report: the findings, most severe first, with fixes to try."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from shardviz.analysis.detect import placement, traffic
+from shardviz.analysis.detect.candidate import Candidate
+from shardviz.analysis.detect.inputs import Facts
+from shardviz.model import Report
+
+Detector = Callable[[Report, Facts], list[Candidate]]
+
+#: Every detector, by the kind of finding it makes.
+DETECTORS: dict[str, Detector] = {
+    "involuntary-remat": traffic.involuntary_remat,
+    "replicated": lambda r, f: placement.replicated(r),
+    "regather": lambda r, f: traffic.regather(r),
+    "reshard-chain": traffic.reshard_chain,
+    "uneven": lambda r, f: placement.uneven(r),
+    "loop-collective": lambda r, f: traffic.loop_collective(r),
+    "idle-axis": lambda r, f: placement.idle_axis(r),
+    "imbalance": placement.imbalance,
+    "over-hbm": lambda r, f: placement.over_hbm(r),
+    "full-reduce": lambda r, f: traffic.full_reduce(r),
+}
+
+_SEVERITY = {"error": 0, "warning": 1, "info": 2}
+
+
+def candidates(report: Report, facts: Facts | None = None) -> list[Candidate]:
+    """Every problem the detectors see in ``report``, most severe first (then the largest
+    cost), each with the fixes worth trying."""
+    facts = facts or Facts()
+    found: list[Candidate] = []
+    for detect in DETECTORS.values():
+        found += detect(report, facts)
+    return sorted(
+        found, key=lambda c: (_SEVERITY[c.finding.severity], -(c.finding.cost.bytes or 0))
+    )

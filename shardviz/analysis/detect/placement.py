@@ -1,0 +1,312 @@
+"""Findings about where the data sits: silent replication, uneven splits, imbalance, idle
+mesh axes and a peak over the target's HBM."""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+
+from shardviz.analysis.detect.candidate import Candidate, drop_constraint_fix, mesh_fix, spec_fix
+from shardviz.analysis.detect.inputs import (
+    Facts,
+    axis_sizes,
+    format_bytes,
+    full_bytes,
+    is_constraint,
+    leaf_group,
+    padded,
+    spec_axes,
+    spec_code,
+    split_dim_for,
+    ways_of,
+    where_of,
+    with_axis,
+)
+from shardviz.model import ArrayLayout, Report, ShardingOf
+from shardviz.model.findings import Finding, FindingCost, Where
+from shardviz.model.tiles import dtype_bits
+
+#: Ops that cut pieces out of (or into) a split array: the partitioner's own pieces of a
+#: roll, a shift or a concatenation carry the split along; uneven on paper, never computed
+#: on or kept, so no finding.
+SLICING = frozenset({"slice", "concatenate", "pad", "dynamic-slice", "dynamic-update-slice"})
+#: A replicated leaf is worth a finding when it is at least this share of its argument.
+LARGE_SHARE = 0.10
+#: ... and its peers split over the axis hold at least this share of the argument.
+PEERS_SHARE = 0.5
+#: Per-device memory differing by more than this ratio (largest over smallest) is imbalance.
+IMBALANCE_RATIO = 1.25
+#: ... and by at least this many bytes (small arrays on one device are noise).
+MIN_IMBALANCE_BYTES = 1 << 20
+
+
+def replicated(report: Report) -> list[Candidate]:
+    """[replicated] A large leaf replicated over an axis its peers are split over."""
+    sizes = axis_sizes(report)
+    groups: dict[str, list[ArrayLayout]] = defaultdict(list)
+    for leaf in report.arguments.leaves:
+        groups[leaf_group(leaf.name)].append(leaf)
+    out = []
+    for group, leaves in groups.items():
+        total = sum(full_bytes(x) for x in leaves)
+        for axis, size in sizes.items():
+            if size < 2 or not total:
+                continue
+            for leaf in leaves:
+                peers = [
+                    x for x in leaves
+                    if x is not leaf and len(x.shape) == len(leaf.shape) and x.shape
+                ]  # fmt: skip
+                split = sum(full_bytes(x) for x in peers if axis in spec_axes(x.spec))
+                mine = full_bytes(leaf)
+                if (
+                    axis in spec_axes(leaf.spec)
+                    or not leaf.shape
+                    or mine < LARGE_SHARE * total
+                    or split < PEERS_SHARE * total
+                ):
+                    continue
+                out.append(_replicated(report, leaf, axis, size, sizes, group))
+    return out
+
+
+def _replicated(
+    report: Report, leaf: ArrayLayout, axis: str, size: int, sizes: dict[str, int], group: str
+) -> Candidate:
+    spec = padded(leaf.spec or (), len(leaf.shape))
+    saved = leaf.max_bytes_per_device - leaf.max_bytes_per_device // size
+    dim = split_dim_for(leaf.shape, spec, axis, sizes)
+    fixes = []
+    if dim is not None:
+        new = with_axis(spec, dim, axis)
+        fixes.append(spec_fix(leaf.name, new, f"split dim {dim} over {axis!r} like its peers"))
+    finding = Finding(
+        kind="replicated",
+        severity="warning",
+        title=f"{leaf.name} is whole on every {axis!r} device while the rest of {group} is split",
+        why=(
+            f"{leaf.name} ({format_bytes(leaf.max_bytes_per_device)} per device, spec "
+            f"{spec_code(leaf.spec)}) is replicated over the {size} devices of mesh axis "
+            f"{axis!r}, while most of {group} is split over {axis!r}. Each of those devices "
+            f"keeps its own full copy: {format_bytes(saved)} per device that splitting it "
+            "would save. Nothing in the program asked for this; it is the spec it was placed "
+            "with."
+            + (
+                ""
+                if dim is not None
+                else f" No dim of {leaf.name} divides by {size}, so splitting it needs padding."
+            )
+        ),  # fmt: skip
+        cost=FindingCost(kind="memory", bytes=saved),
+        where=Where(leaf=leaf.name, spec=leaf.spec),
+    )
+    return Candidate(finding, tuple(fixes), goal="peak")
+
+
+def uneven(report: Report) -> list[Candidate]:
+    """[uneven] Arrays split over a dim the axes do not divide: padded tiles. jax refuses
+    such arguments, so these are values inside the program (a constraint, or propagation);
+    the values of one shape and spec are one finding (one split, carried along)."""
+    sizes = axis_sizes(report)
+    groups: dict[tuple, list[ShardingOf]] = defaultdict(list)
+    for s in report.intermediates:
+        if s.spec is None or not s.shape:
+            continue
+        spec = padded(s.spec, len(s.shape))
+        if any(e and n % ways_of(e, sizes) for n, e in zip(s.shape, spec, strict=True)):
+            groups[(s.shape, spec, s.dtype)].append(s)
+    return [
+        _uneven(report, shape, spec, vs, sizes)
+        for (shape, spec, _), vs in groups.items()
+        if not all(v.op in SLICING for v in vs)
+    ]
+
+
+def _uneven(
+    report: Report, shape: tuple, spec: tuple, vs: list[ShardingOf], sizes: dict[str, int]
+) -> Candidate:
+    constraints = [v for v in vs if is_constraint(v) and v.source is not None]
+    s = constraints[0] if constraints else vs[0]
+    bad = [
+        (d, n, ways_of(e, sizes)) for d, (n, e) in enumerate(zip(shape, spec, strict=True))
+        if e and n % ways_of(e, sizes)
+    ]  # fmt: skip
+    ways = math.prod(ways_of(e, sizes) for e in spec)
+    per_tile = math.prod(-(-n // ways_of(e, sizes)) for n, e in zip(shape, spec, strict=True))
+    padding = (per_tile * ways - math.prod(shape)) * _itemsize(s.dtype) // max(1, ways)
+    dims = ", ".join(f"dim {d} ({n} over {k} devices)" for d, n, k in bad)
+    fixes = [
+        drop_constraint_fix(v.source.location, v.source.text, "let the compiler choose")
+        for v in constraints
+        if v.source is not None
+    ]
+    lines = sorted({v.source.location for v in vs if v.source is not None})
+    finding = Finding(
+        kind="uneven",
+        severity="warning",
+        title=f"{s.dtype}{list(shape)} values are split unevenly: {dims}",
+        why=(
+            f"{len(vs)} value{'s' if len(vs) > 1 else ''} of shape {s.dtype}{list(shape)} "
+            f"(from {s.name}) have spec {spec_code(s.spec)}, which splits {dims}: that does "
+            "not divide evenly. Every device gets a tile of the largest size, padded "
+            f"({format_bytes(padding)} of padding per device on average), the devices "
+            "compute on the padding too, and putting the value back together needs a "
+            "gather and a slice." + (f" Lines: {', '.join(lines[:4])}." if len(lines) > 1 else "")
+        ),
+        cost=FindingCost(kind="memory", bytes=max(0, padding)),
+        where=where_of(s.source, leaf=s.name, spec=s.spec, values=tuple(v.name for v in vs)),
+    )
+    return Candidate(finding, tuple(fixes), goal="gone")
+
+
+def _itemsize(dtype: str) -> int:
+    return max(1, dtype_bits(dtype) // 8)
+
+
+def _constraint_at(report: Report, line: str) -> str:
+    """The code of a sharding constraint at ``line`` ("" when there is none)."""
+    for s in report.intermediates:
+        if s.source and s.source.location == line and is_constraint(s):
+            return s.source.text or "with_sharding_constraint"
+    return ""
+
+
+def imbalance(report: Report, facts: Facts) -> list[Candidate]:
+    """[imbalance] Some devices hold much more memory than others: by the devices' own
+    statistics (GPU/TPU), else by the arrays resident on each device when explained."""
+    stats = {d.device_id: d.bytes_in_use for d in report.memory.device_stats}
+    source, figures = "the devices' own memory statistics", stats
+    if len(stats) < 2:
+        source, figures = "the arrays alive on each device", dict(facts.resident)
+    if len(figures) < 2:
+        return []
+    most, least = max(figures.values()), min(figures.values())
+    if most <= IMBALANCE_RATIO * max(1, least) or most - least < MIN_IMBALANCE_BYTES:
+        return []
+    heavy = tuple(sorted(d for d, b in figures.items() if b == most))
+    lone = [a for a in facts.lone_arrays if a[2] in heavy]
+    what = "; ".join(f"{dtype}{list(shape)} on d{d}" for shape, dtype, d, _ in lone[:4])
+    finding = Finding(
+        kind="imbalance",
+        severity="warning",
+        title=(
+            f"device{'s' if len(heavy) > 1 else ''} {_ids(heavy)} "
+            f"hold{'' if len(heavy) > 1 else 's'} "
+            f"{most / max(1, least):.1f}x the memory of the lightest"
+        ),
+        why=(
+            f"By {source}, the fullest devices hold {format_bytes(most)} and the lightest "
+            f"{format_bytes(least)}. A program fits only if its fullest device fits, so the "
+            "difference is memory the other devices leave unused."
+            + (
+                f" Arrays that live on one device only: {what}"
+                f"{' and more' if len(lone) > 4 else ''}. Arrays made without a sharding "
+                "(jnp.ones, jax.random outside jit) land on the first device: make them "
+                "with a sharding (jax.jit(init, out_shardings=...)) or delete them once "
+                "placed."
+                if lone
+                else ""
+            )
+        ),
+        cost=FindingCost(kind="memory", bytes=most - least),
+        where=Where(devices=heavy),
+    )
+    return [Candidate(finding, (), goal="peak")]
+
+
+def _ids(ids: tuple[int, ...]) -> str:
+    shown = ", ".join(f"d{i}" for i in ids[:6])
+    return shown + (", …" if len(ids) > 6 else "")
+
+
+def idle_axis(report: Report) -> list[Candidate]:
+    """[idle-axis] A mesh axis nothing is split over: its devices repeat the same work."""
+    mesh = report.mesh
+    if mesh is None:
+        return []
+    used: set[str] = set()
+    for leaf in (*report.arguments.leaves, *report.outputs.leaves):
+        used |= spec_axes(leaf.spec)
+    for s in report.intermediates:
+        used |= spec_axes(s.spec)
+    for c in report.collectives:
+        used |= set(c.axes)
+    out = []
+    sizes = axis_sizes(report)
+    for axis, size in sizes.items():
+        if size < 2 or axis in used:
+            continue
+        flops = report.cost.flops_per_device if report.cost else None
+        repeated = flops * (size - 1) / size if flops else None  # 0: not counted
+        fixes = []
+        others = [a for a in mesh.axis_names if a != axis and a in used]
+        for other in sorted(others, key=lambda a: -sizes[a]):
+            shape = tuple(
+                sizes[a] * size if a == other else (1 if a == axis else sizes[a])
+                for a in mesh.axis_names
+            )
+            fixes.append(mesh_fix(shape, mesh.axis_names, f"fold {axis!r} into {other!r}"))
+        out.append(
+            Candidate(
+                Finding(
+                    kind="idle-axis",
+                    severity="warning",
+                    title=f"mesh axis {axis!r} ({size} devices) splits nothing",
+                    why=(
+                        f"No argument, output or value of the program is split over "
+                        f"{axis!r}, so the {size} devices along it each do the same work on "
+                        "the same data: the program runs as if the mesh were "
+                        f"{mesh.size // size} devices, with every result computed {size} "
+                        f"times. Split something over {axis!r} (e.g. the batch), or fold the "
+                        "axis into another."
+                    ),
+                    cost=FindingCost(kind="work", bytes=0, flops=repeated),
+                    where=Where(),
+                ),
+                tuple(fixes),
+                goal="flops",
+            )
+        )
+    return out
+
+
+def over_hbm(report: Report) -> list[Candidate]:
+    """[over-hbm] The peak per device is over the target's HBM."""
+    target = report.target
+    if target is None:
+        return []
+    hbm = target.hardware.hbm_bytes
+    peak = report.memory.peak_bytes
+    if peak <= hbm:
+        return []
+    sizes = axis_sizes(report)
+    fixes = []
+    leaves = sorted(report.arguments.leaves, key=lambda x: -x.max_bytes_per_device)
+    for leaf in leaves[:4]:
+        spec = padded(leaf.spec or (), len(leaf.shape))
+        for axis in sorted(sizes, key=lambda a: -sizes[a]):
+            if axis in spec_axes(spec) or sizes[axis] < 2:
+                continue
+            dim = split_dim_for(leaf.shape, spec, axis, sizes)
+            if dim is not None:
+                new = with_axis(spec, dim, axis)
+                fixes.append(spec_fix(leaf.name, new, f"split it over {axis!r} too"))
+                break
+    finding = Finding(
+        kind="over-hbm",
+        severity="error",
+        title=(
+            f"peak {format_bytes(peak)} per device is {format_bytes(peak - hbm)} over the "
+            f"{format_bytes(hbm)} of HBM a {target.hardware.name} has"
+        ),
+        why=(
+            f"The compiler's figures put one device's peak at {format_bytes(peak)} "
+            f"({report.memory.peak_definition}), {format_bytes(peak - hbm)} more than the "
+            f"{format_bytes(hbm)} of HBM on a {target.hardware.name}: the program would not "
+            "fit there. Split the largest replicated arrays over more devices (FSDP), or "
+            "rematerialize activations."
+        ),
+        cost=FindingCost(kind="memory", bytes=peak - hbm),
+        where=Where(leaf=leaves[0].name if leaves else "", spec=leaves[0].spec if leaves else None),
+    )
+    return [Candidate(finding, tuple(fixes), goal="peak")]

@@ -1,0 +1,222 @@
+"""A report's step estimated on a target: compute, HBM traffic and collectives, a lower bound.
+
+:func:`estimate_report` turns a :class:`~shardviz.model.program.Report` and a target into an
+:class:`~shardviz.model.estimate.Estimate` and the ledger with each collective's estimated
+seconds; :func:`with_estimate` returns the report with both filled in (what ``explain`` and
+``compare`` call). No jax import.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+
+from shardviz.analysis.estimate.collectives import collective_time
+from shardviz.analysis.estimate.placement import Placement, place
+from shardviz.analysis.estimate.predict import predict_step
+from shardviz.model.estimate import BOUNDS, Estimate
+from shardviz.model.hardware import Hardware, Target
+from shardviz.model.program import Collective, Report
+from shardviz.model.targets import target_for, target_of_mesh
+
+TargetLike = Target | Hardware | str
+
+
+def resolve_target(report: Report, target: TargetLike | None = None) -> Target | None:
+    """The target to estimate for: the one given (sized to the report's mesh), else the one the
+    mesh's own devices describe (real or deviceless TPU/GPU), else ``None`` (CPU, no target)."""
+    n = report.mesh.size if report.mesh is not None else 1  # no mesh: one device
+    if target is not None:
+        return target_for(target, n)
+    if report.target is not None:
+        return report.target
+    return target_of_mesh(report.mesh)
+
+
+def estimate_collectives(
+    collectives: tuple[Collective, ...], placement: Placement, target: Target
+) -> tuple[Collective, ...]:
+    """The ledger with ``estimated_seconds`` and ``estimate_formula`` filled in.
+
+    The parts of a combined all-reduce (``name#k``) run as one: the whole is estimated once
+    (one latency floor) and each part gets its share by bytes.
+    """
+    combined: dict[str, list[Collective]] = {}
+    for c in collectives:
+        if c.combined is not None:
+            combined.setdefault(c.hlo_name, []).append(c)
+    whole: dict[str, tuple[float, str, int]] = {}
+    for base, parts in combined.items():
+        total_in = sum(p.in_bytes for p in parts)
+        total_out = sum(p.out_bytes for p in parts)
+        merged = dataclasses.replace(parts[0], in_bytes=total_in, out_bytes=total_out)
+        t = collective_time(merged, placement, target)
+        whole[base] = (t.seconds, f"{len(parts)} combined: {t.formula}", max(total_in, 1))
+    out = []
+    for c in collectives:
+        if c.combined is not None:
+            seconds, formula, total = whole[c.hlo_name]
+            share = c.in_bytes / total
+            out.append(dataclasses.replace(c, estimated_seconds=seconds * share,
+                                           estimate_formula=f"{share:.0%} of {formula}"))  # fmt: skip
+        else:
+            t = collective_time(c, placement, target)
+            out.append(
+                dataclasses.replace(c, estimated_seconds=t.seconds, estimate_formula=t.formula)
+            )
+    return tuple(out)
+
+
+def _collective_total(
+    collectives: tuple[Collective, ...], trip_counts: Mapping[str, int | None] | None
+) -> tuple[float, list[str]]:
+    notes = []
+    total = 0.0
+    unknown = []
+    for c in collectives:
+        runs = 1
+        if trip_counts is not None:
+            got = trip_counts.get(c.hlo_name, 1)
+            if got is None:
+                unknown.append(c.hlo_name)
+            else:
+                runs = got
+        total += (c.estimated_seconds or 0.0) * runs
+    if trip_counts is None and collectives:
+        notes.append("each collective counted once (loop trip counts not given)")
+    if unknown:
+        names = ", ".join(sorted(set(unknown))[:3]) + ("..." if len(set(unknown)) > 3 else "")
+        notes.append(f"loop count unknown for {names}: counted once (a lower bound)")
+    return total, notes
+
+
+def estimate_report(
+    report: Report,
+    target: TargetLike | None = None,
+    *,
+    trip_counts: Mapping[str, int | None] | None = None,
+) -> tuple[Estimate | None, tuple[Collective, ...]]:
+    """Estimate ``report``'s step on ``target`` (a lower bound: perfect overlap, peak rates).
+
+    Args:
+        report: a report from ``explain`` (or built by hand).
+        target: a preset (``"v5e"``), a topology (``"v5e:4x4"``, ``"h100:2x8"``), a
+            :class:`Hardware` or a :class:`Target`; ``None`` uses the mesh's own devices
+            (real or deviceless TPU/GPU) and gives no estimate on plain CPU devices.
+        trip_counts: runs per execution by collective name, as
+            :func:`shardviz.capture.hlo.collectives.collective_trip_counts` gives them; without
+            it each collective counts once.
+
+    Returns:
+        The estimate (``None`` without a target) and the ledger with each collective's
+        ``estimated_seconds`` (unchanged without a target).
+    """
+    estimate, collectives, _ = _estimate(report, resolve_target(report, target), trip_counts)
+    return estimate, collectives
+
+
+def _estimate(
+    report: Report, resolved: Target | None, trip_counts: Mapping[str, int | None] | None
+) -> tuple[Estimate | None, tuple[Collective, ...], Target | None]:
+    if resolved is None:
+        return None, report.collectives, None
+    notes: list[str] = []
+    hw = resolved.hardware
+    per_chip = resolved.devices_per_chip
+    peak, hbm_bw, hbm = (
+        hw.peak_flops_bf16 / per_chip,
+        hw.hbm_bandwidth / per_chip,
+        hw.hbm_bytes // per_chip,
+    )
+    if per_chip > 1:
+        notes.append(
+            f"{per_chip} devices share each chip: peak, HBM and bandwidth split between them"
+        )
+    if report.platform == "cpu":
+        notes.append(f"compiled for CPU; estimated as if the same mesh ran on {resolved.label}")
+
+    collectives = report.collectives
+    if report.mesh is not None:
+        placement = place(report.mesh, resolved)
+        if placement.assumed:
+            resolved = resolved.with_placement(placement.assumed)
+            notes.append(placement.assumed)
+        collectives = estimate_collectives(collectives, placement, resolved)
+    elif collectives:
+        notes.append("no mesh in the report: collectives not estimated")
+    collective_seconds, more = _collective_total(collectives, trip_counts)
+    notes += more
+
+    n = report.mesh.size if report.mesh is not None else 1
+    flops = bytes_accessed = None
+    cost = report.cost
+    if cost is not None:
+        flops, bytes_accessed = cost.flops_per_device, cost.bytes_accessed_per_device
+        if flops is None and cost.flops_global is not None:
+            flops = cost.flops_global / n
+            notes.append(f"per-device flops unknown: global flops / {n} devices")
+        if bytes_accessed is None and cost.bytes_accessed_global is not None:
+            bytes_accessed = cost.bytes_accessed_global / n
+            notes.append(f"per-device bytes accessed unknown: global / {n} devices")
+    if flops is None:
+        notes.append("no flop count from the compiler: compute time unknown")
+    compute = None if flops is None else flops / peak
+    memory = None if bytes_accessed is None else bytes_accessed / hbm_bw
+
+    parts = {"compute": compute, "memory": memory, "communication": collective_seconds}
+    known = {k: v for k, v in parts.items() if v is not None}
+    step = max(known.values())
+    bound = next(k for k in BOUNDS if k in known and known[k] == step)
+    hfu = compute / step if compute is not None and step > 0 else None
+    model_flops = cost.model_flops_per_device if cost is not None else None
+    if model_flops is None and flops is not None:
+        model_flops = flops
+        notes.append("no matmul count: MFU from the compiler's flops (recomputation included)")
+    mfu = model_flops / (peak * step) if model_flops is not None and step > 0 else None
+    unknown = tuple(lp.where for lp in cost.unknown_loops) if cost is not None else ()
+
+    predicted = predict_step(
+        cost.ops if cost is not None else (), collectives, trip_counts, peak, hbm_bw
+    )
+    mem = report.memory
+    # The report's peak is already each backend's right figure (capture.memory.peak_rule):
+    # the TPU compiler's own peak, larger, also counts on-chip VMEM, which is not HBM.
+    peak_bytes = mem.peak_bytes
+    if report.platform == "cpu":
+        notes.append("memory and cost come from the CPU compile; the target's compiler may differ")
+    estimate = Estimate(
+        target=resolved.label,
+        compute_seconds=compute,
+        memory_seconds=memory,
+        collective_seconds=collective_seconds,
+        step_seconds=step,
+        bound=bound,
+        mfu=mfu,
+        hbm_bytes=hbm,
+        peak_bytes=peak_bytes,
+        hbm_headroom_bytes=hbm - peak_bytes,
+        notes=tuple(notes),
+        hfu=hfu,
+        model_flops=model_flops,
+        hardware_flops=flops,
+        peak_flops_per_second=peak,
+        lower_bound=unknown,
+        predicted_seconds=predicted.seconds if predicted else None,
+        predicted_exposed_seconds=predicted.exposed_seconds if predicted else None,
+        predicted_exposed=predicted.exposed if predicted else (),
+    )
+    return estimate, collectives, resolved
+
+
+def with_estimate(
+    report: Report,
+    target: TargetLike | None = None,
+    *,
+    trip_counts: Mapping[str, int | None] | None = None,
+) -> Report:
+    """``report`` with ``target``, ``estimate`` and each collective's estimate filled in
+    (unchanged when there is no target: CPU devices and none given)."""
+    estimate, collectives, resolved = _estimate(report, resolve_target(report, target), trip_counts)
+    if resolved is None:
+        return report
+    return dataclasses.replace(report, target=resolved, estimate=estimate, collectives=collectives)

@@ -1,0 +1,191 @@
+"""Matmul flops of a compiled HLO module per step, recomputation apart.
+
+The field counts a training step's useful work (MFU's numerator) as its matmuls' flops:
+every ``dot`` and ``convolution`` (the TPU compiler writes matmuls as convolutions), 2 per
+multiply-add, and a kernel's (a Pallas ``custom-call``) as its cost estimate declares them,
+each as often as its computation runs per step (loop trips multiplied out, see
+:mod:`.hlo_loops`). Ops jax marks as rematerialised (their ``op_name`` has
+``rematted_computation``: the forward ops ``jax.checkpoint`` runs again in the backward
+pass) are the hardware's extra work, not the model's: :func:`matmul_flops` counts them
+apart, and so the matmuls that only move data (an MoE layer's one-hot dispatch and combine,
+marked :data:`DISPATCH_MARK`). Pure text in, numbers out; no jax.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from shardviz.capture.hlo.text import (
+    ArrayShape,
+    HloInstruction,
+    HloModule,
+    array_leaves,
+    parse_int_list,
+)
+
+__all__ = ["DISPATCH_MARK", "REMAT_MARK", "MatmulFlops", "instruction_flops", "matmul_flops"]
+
+#: The name-stack marker jax gives the forward ops a ``jax.checkpoint`` recomputes.
+REMAT_MARK = "rematted_computation"
+#: The name scope of matmuls that move data rather than compute (an MoE layer's one-hot
+#: dispatch and combine einsums): the hardware runs them, the model's math has none.
+DISPATCH_MARK = "moe_dispatch"
+
+
+@dataclass(frozen=True)
+class MatmulFlops:
+    """Matmul flops per step on one device: ``total`` as the hardware runs them (recomputed
+    ones included), ``recomputed`` the part ``jax.checkpoint`` runs again, ``dispatch`` the
+    matmuls that only move data (:data:`DISPATCH_MARK`, recomputed or not); ``model`` is
+    ``total - recomputed - dispatch``. ``lower_bound``: a loop of unknown count holds some
+    of them (counted once)."""
+
+    total: float
+    recomputed: float
+    lower_bound: bool = False
+    dispatch: float = 0.0
+
+    @property
+    def model(self) -> float:
+        return self.total - self.recomputed - self.dispatch
+
+
+def _array(shape: object) -> ArrayShape | None:
+    leaves = array_leaves(shape) if shape is not None else ()  # type: ignore[arg-type]
+    return leaves[0] if leaves else None
+
+
+def _dot_flops(module: HloModule, ins: HloInstruction) -> float | None:
+    out = _array(ins.shape)
+    lhs = _array(module.operand_shapes(ins)[0]) if ins.operands else None
+    if out is None or lhs is None:
+        return None
+    dims = parse_int_list(ins.attrs.get("lhs_contracting_dims", "{}").strip("{}"))
+    contracted = math.prod(lhs.dims[d] for d in dims if d < len(lhs.dims))
+    return 2.0 * out.size * contracted
+
+
+_WINDOW_RE = re.compile(r"window=\{([^}]*)\}")
+
+
+def _window(attr_text: str, rank: int) -> list[dict[str, int]]:
+    """Per spatial dim: size, padding, stride and dilations of a convolution's window."""
+    dims = [{"size": 1, "lo": 0, "hi": 0, "stride": 1, "lhs": 1, "rhs": 1} for _ in range(rank)]
+    m = _WINDOW_RE.search(attr_text)
+    if m is None:
+        return dims
+    keys = {"size": ("size",), "stride": ("stride",), "lhs_dilate": ("lhs",),
+            "rhs_dilate": ("rhs",), "pad": ("lo", "hi")}  # fmt: skip
+    for part in m.group(1).split():
+        key, _, value = part.partition("=")
+        if key not in keys:
+            continue
+        for d, item in enumerate(value.split("x")[:rank]):
+            for name, number in zip(keys[key], item.split("_"), strict=False):
+                dims[d][name] = int(number)
+    return dims
+
+
+def _valid_pairs(size: int, out: int, w: dict[str, int]) -> int:
+    """(output position, window position) pairs of one spatial dim that read a real input
+    element, not padding nor a dilation hole: XLA's count of a windowed op's work."""
+    span = (size - 1) * w["lhs"] + 1 if size else 0
+    stride, pairs = max(1, w["stride"]), 0
+    for k in range(w["size"]):
+        base = k * w["rhs"] - w["lo"]  # input index at output position 0
+        if w["lhs"] == 1:  # o in [ceil(-base / stride), floor((span - 1 - base) / stride)]
+            lo = max(0, (-base + stride - 1) // stride)
+            hi = min(out - 1, (span - 1 - base) // stride) if span - 1 - base >= 0 else -1
+            pairs += max(0, hi - lo + 1)
+        else:
+            pairs += sum(
+                1
+                for o in range(out)
+                if 0 <= o * stride + base < span and (o * stride + base) % w["lhs"] == 0
+            )
+    return pairs
+
+
+def _conv_flops(module: HloModule, ins: HloInstruction) -> float | None:
+    """2 x (batch x output features) x input features per group x the window's valid
+    (output, kernel) position pairs per spatial dim: padding and dilation holes do no work.
+    Without padding that is 2 x output elements x the kernel's elements per output feature.
+    The TPU compiler writes matmuls as convolutions, some with padded windows."""
+    out = _array(ins.shape)
+    shapes = module.operand_shapes(ins)
+    lhs = _array(shapes[0]) if shapes else None
+    kernel = _array(shapes[1]) if len(shapes) > 1 else None
+    m = re.search(r"dim_labels=(\w+)_(\w+)->(\w+)", ins.attr_text)
+    if out is None or lhs is None or kernel is None or m is None:
+        return None
+    in_labels, k_labels, out_labels = m.groups()
+    if not (len(in_labels) == len(lhs.dims) and len(k_labels) == len(kernel.dims)
+            and len(out_labels) == len(out.dims) and "o" in k_labels):  # fmt: skip
+        return None
+    spatial = [c for c in k_labels if c.isdigit()]
+    window = _window(ins.attr_text, len(spatial))
+    features = kernel.dims[k_labels.index("o")]
+    per_output = kernel.size / max(1, features)  # input features per group x window
+    positions = 1
+    work = 1
+    for d, label in enumerate(sorted(spatial, key=int)):
+        size = lhs.dims[in_labels.index(label)] if label in in_labels else 1
+        o = out.dims[out_labels.index(label)] if label in out_labels else 1
+        ksize = kernel.dims[k_labels.index(label)]
+        w = dict(window[d], size=ksize) if d < len(window) else window[d]
+        positions *= o * ksize
+        work *= _valid_pairs(size, o, w)
+    if positions == 0:
+        return 0.0
+    return 2.0 * out.size * per_output * work / positions
+
+
+_KERNEL_FLOPS_RE = re.compile(r'"cost_estimate"\s*:\s*\{[^}]*?"flops"\s*:\s*"?(\d+)')
+
+
+def kernel_flops(ins: HloInstruction) -> float | None:
+    """The flops a kernel's author declared for a ``custom-call`` (a Pallas TPU kernel's
+    ``cost_estimate``, which the compiler's own cost model takes as is), else ``None``."""
+    if ins.opcode != "custom-call" or "cost_estimate" not in ins.body:
+        return None
+    m = _KERNEL_FLOPS_RE.search(ins.body)
+    return float(m.group(1)) if m else None
+
+
+def instruction_flops(module: HloModule, ins: HloInstruction) -> float | None:
+    """Flops of one ``dot`` or ``convolution``, or of a kernel that declares its own
+    (``None`` for any other op, or a shape that cannot be read)."""
+    if ins.opcode == "dot":
+        return _dot_flops(module, ins)
+    if ins.opcode == "convolution":
+        return _conv_flops(module, ins)
+    if ins.opcode == "custom-call":
+        return kernel_flops(ins)
+    return None
+
+
+def matmul_flops(
+    module: HloModule, runs: Mapping[str, int], lower_bound: bool = False
+) -> MatmulFlops:
+    """Every matmul's flops times the runs of its computation (``runs`` from
+    :func:`shardviz.capture.hlo.loops.computation_runs`); ``lower_bound`` when a loop's
+    count is unknown."""
+    total = recomputed = dispatch = 0.0
+    for ins in module.instructions():
+        if ins.opcode not in ("dot", "convolution", "custom-call"):
+            continue
+        flops = instruction_flops(module, ins)
+        if flops is None:
+            continue
+        n = runs.get(ins.computation, 1)
+        total += flops * n
+        # The op's own name stack, or the nearest one around it when the compiler dropped it.
+        name = module.named(ins).op_name
+        if DISPATCH_MARK in name:
+            dispatch += flops * n
+        elif REMAT_MARK in name:
+            recomputed += flops * n
+    return MatmulFlops(total, recomputed, lower_bound, dispatch)

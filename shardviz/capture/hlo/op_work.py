@@ -1,0 +1,255 @@
+"""Each op of a compiled step as a predicted step time needs it: flops, HBM bytes, overlap.
+
+A compiled module runs its entry computation and, from there, loop bodies, branches and
+called computations, each a list of ops in the order the compiler scheduled them. For every
+such op :func:`op_work` gives its matmul flops and the bytes it moves through the device's
+main memory per run, how often it runs per step, and which async transfers (collectives,
+prefetches, host offloads) are in flight while it runs: the ops between a transfer's start
+and its done, which the hardware runs while the transfer goes on.
+
+Bytes are counted as XLA's cost model counts a fusion, by the buffers it reads and writes,
+with the refinements that matter at scale: a fusion that only slices an operand reads the
+slice (a scanned layer's weights out of the stacked array), an in-place
+``dynamic-update-slice`` writes only the update (a scan's stacked residuals), and buffers
+the TPU compiler placed in on-chip VMEM (memory space 1) or in host memory (5) are not HBM
+traffic; bytes moved to or from host memory are counted apart. Pure text in, numbers out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from shardviz.capture.hlo.collectives import collective_parts, done_of
+from shardviz.capture.hlo.matmuls import instruction_flops
+from shardviz.capture.hlo.text import (
+    ArrayShape,
+    HloComputation,
+    HloInstruction,
+    HloModule,
+    array_leaves,
+)
+from shardviz.model import OpWork
+
+__all__ = ["HBM", "HOST", "op_work", "schedule_computations"]
+
+#: Memory spaces: the device's main memory, and host memory (TPU's pinned host).
+HBM, HOST = 0, 5
+
+#: Ops that move no data of their own: structure, the control ops whose computations are
+#: read on their own, and the second halves of async pairs (counted at their start).
+_FREE = frozenset(
+    (
+        "parameter", "constant", "get-tuple-element", "tuple", "bitcast", "while", "call",
+        "conditional", "after-all", "opt-barrier", "partition-id", "replica-id",
+        "add-dependency", "domain", "copy-done", "async-done", "async-update", "send-done",
+        "recv-done", "all-gather-done", "all-reduce-done", "collective-permute-done",
+        "reduce-scatter-done", "all-to-all-done",
+    )
+)  # fmt: skip
+#: Ops that call computations run in the schedule as lists of ops of their own.
+_CONTROL = frozenset(("while", "call", "conditional"))
+#: Ops through which a fusion reads only part of an operand.
+_SLICING = frozenset(("slice", "dynamic-slice", "gather"))
+_TRANSFERS = frozenset(("copy-start", "async-start"))
+
+
+def schedule_computations(module: HloModule) -> list[HloComputation]:
+    """The computations the device runs as scheduled lists of ops: the entry, and the
+    bodies, conditions, branches and called computations of its control ops, transitively
+    (not fusions, reducers or async wrappers, whose ops run inside one op)."""
+    out: list[HloComputation] = []
+    todo = [module.entry.name]
+    seen: set[str] = set()
+    while todo:
+        name = todo.pop(0)
+        comp = module.computation(name)
+        if name in seen or comp is None:
+            continue
+        seen.add(name)
+        out.append(comp)
+        for ins in comp.instructions:
+            if ins.opcode in _CONTROL:
+                todo.extend(ins.called_computations)
+    return out
+
+
+def _leaves(shape: object) -> tuple[ArrayShape, ...]:
+    return array_leaves(shape) if shape is not None else ()  # type: ignore[arg-type]
+
+
+def _bytes_in(leaves: tuple[ArrayShape, ...], space: int) -> int:
+    return sum(a.nbytes for a in leaves if a.memory_space == space)
+
+
+class _Reader:
+    """Per-module memo of what each computation holds (flops, collective parts)."""
+
+    def __init__(self, module: HloModule) -> None:
+        self.module = module
+        parts = collective_parts(module)
+        self.part_of = {n: ledger for ledger, names in parts.items() for n in names}
+        self._flops: dict[str, float] = {}
+        self._collectives: dict[str, frozenset[str]] = {}
+
+    def flops(self, ins: HloInstruction) -> float:
+        """Matmul flops of ``ins`` and of every computation it calls (not control ops)."""
+        own = instruction_flops(self.module, ins) or 0.0
+        if ins.opcode in _CONTROL:
+            return own
+        return own + sum(self._computation_flops(c) for c in ins.called_computations)
+
+    def _computation_flops(self, name: str) -> float:
+        if name not in self._flops:
+            self._flops[name] = 0.0  # a cycle guard; HLO has none
+            comp = self.module.computation(name)
+            total = sum(self.flops(i) for i in comp.instructions) if comp is not None else 0.0
+            self._flops[name] = total
+        return self._flops[name]
+
+    def collectives(self, ins: HloInstruction) -> frozenset[str]:
+        """The ledger collectives ``ins`` is part of (itself, or inside what it calls)."""
+        own = {self.part_of[ins.name]} if ins.name in self.part_of else set()
+        if ins.opcode in _CONTROL:
+            return frozenset(own)
+        for c in ins.called_computations:
+            own |= self._computation_collectives(c)
+        return frozenset(own)
+
+    def _computation_collectives(self, name: str) -> frozenset[str]:
+        if name not in self._collectives:
+            self._collectives[name] = frozenset()
+            comp = self.module.computation(name)
+            found: set[str] = set()
+            for i in comp.instructions if comp is not None else ():
+                found |= self.collectives(i)
+            self._collectives[name] = frozenset(found)
+        return self._collectives[name]
+
+    def _fused_reads(
+        self, ins: HloInstruction, operand_leaves: list[tuple[ArrayShape, ...]]
+    ) -> list[tuple[ArrayShape, ...]]:
+        """Per operand, the leaves a fusion really reads: a slice's result where the fused
+        computation only slices that parameter, nothing where it only updates it in place."""
+        called = ins.called_computations
+        comp = self.module.computation(called[0]) if called else None
+        if comp is None:
+            return operand_leaves
+        params = {
+            int(i.operand_text.strip() or -1): i
+            for i in comp.instructions
+            if i.opcode == "parameter"
+        }
+        out = list(operand_leaves)
+        for index, param in params.items():
+            if not 0 <= index < len(out):
+                continue
+            users = _through_bitcasts(self.module, param.name)
+            if not users:
+                continue
+            if all(u.opcode in _SLICING and u.operands[:1] == (src,) for u, src in users):
+                space = out[index][0].memory_space if len(out[index]) == 1 else HBM
+                out[index] = tuple(
+                    ArrayShape(a.type, a.dims, space) for u, _ in users for a in _leaves(u.shape)
+                )
+            elif all(
+                u.opcode == "dynamic-update-slice" and u.operands[:1] == (src,) for u, src in users
+            ):
+                out[index] = ()
+        return out
+
+    def _in_place_writes(
+        self, ins: HloInstruction, out_leaves: tuple[ArrayShape, ...]
+    ) -> tuple[ArrayShape, ...]:
+        """A fusion's written leaves: an in-place ``dynamic-update-slice`` root writes only
+        its update."""
+        called = ins.called_computations
+        comp = self.module.computation(called[0]) if called else None
+        root = comp.root if comp is not None else None
+        if root is None or len(out_leaves) == 0:
+            return out_leaves
+        roots = (
+            [self.module.instruction(n) for n in root.operands]
+            if root.opcode == "tuple"
+            else [root]
+        )
+        if len(roots) != len(out_leaves):
+            return out_leaves
+        written: list[ArrayShape] = []
+        for leaf, r in zip(out_leaves, roots, strict=True):
+            if r is not None and r.opcode == "dynamic-update-slice" and len(r.operands) > 1:
+                update = _leaves(self.module.shape_of(r.operands[1]))
+                written.extend(ArrayShape(a.type, a.dims, leaf.memory_space) for a in update)
+            else:
+                written.append(leaf)
+        return tuple(written)
+
+    def traffic(self, ins: HloInstruction) -> tuple[int, int]:
+        """(HBM bytes, host bytes) ``ins`` reads and writes per run."""
+        operands = [_leaves(s) for s in self.module.operand_shapes(ins)]
+        out = _leaves(ins.shape)
+        if ins.opcode == "fusion":
+            operands = self._fused_reads(ins, operands)
+            out = self._in_place_writes(ins, out)
+        elif ins.opcode == "copy-start":
+            out = _leaves(ins.shape[0]) if isinstance(ins.shape, tuple) and ins.shape else out
+        elif ins.opcode == "async-start":
+            operands = self._fused_reads(ins, operands)
+            shape = ins.shape
+            out = _leaves(shape[1]) if isinstance(shape, tuple) and len(shape) > 1 else out
+        elif ins.opcode in ("dynamic-update-slice",) and len(operands) > 1:
+            operands, out = operands[1:], operands[1]
+        leaves = [a for group in operands for a in group] + list(out)
+        return _bytes_in(tuple(leaves), HBM), _bytes_in(tuple(leaves), HOST)
+
+
+def _through_bitcasts(module: HloModule, name: str) -> list[tuple[HloInstruction, str]]:
+    """The users of ``name``, looking through bitcasts: (user, the operand it reads)."""
+    out: list[tuple[HloInstruction, str]] = []
+    todo = [name]
+    while todo:
+        current = todo.pop()
+        for u in module.users(current):
+            if u.opcode == "bitcast":
+                todo.append(u.name)
+            else:
+                out.append((u, current))
+    return out
+
+
+def op_work(module: HloModule, runs: Mapping[str, int]) -> tuple[OpWork, ...]:
+    """Every op the device runs per step (``runs``: each computation's runs per step, from
+    :func:`shardviz.capture.hlo.loops.computation_runs`), in schedule order, with the
+    transfers in flight around it. Collectives are not listed (their time is the ledger's);
+    an op holding both a collective and matmuls (a TPU collective matmul) is listed for its
+    matmuls."""
+    reader = _Reader(module)
+    out: list[OpWork] = []
+    for comp in schedule_computations(module):
+        n = runs.get(comp.name, 1)
+        position = {ins.name: k for k, ins in enumerate(comp.instructions)}
+        windows: dict[str, list[int]] = {}  # transfer -> [first, last] positions
+        rows: list[tuple[int, OpWork]] = []
+        for k, ins in enumerate(comp.instructions):
+            parts = reader.collectives(ins)
+            for name in parts:
+                span = windows.setdefault(name, [k, k])
+                span[1] = k
+            if ins.opcode in _FREE:
+                continue
+            flops = reader.flops(ins)
+            if parts and not flops:
+                continue  # a collective's own op: the ledger times it
+            hbm, host = reader.traffic(ins)
+            transfer = ins.opcode in _TRANSFERS
+            if transfer:
+                done = done_of(module, ins)
+                end = position.get(done.name) if done is not None else None
+                windows[ins.name] = [k, len(comp.instructions) if end is None else end]
+            rows.append((k, OpWork(ins.name, flops, float(hbm), n, transfer, (), float(host))))
+        for k, op in rows:
+            flying = tuple(
+                name for name, (lo, hi) in windows.items() if lo < k < hi and name != op.name
+            )
+            out.append(OpWork(op.name, op.flops, op.hbm_bytes, op.runs, op.transfer, flying,
+                              op.host_bytes))  # fmt: skip
+    return tuple(out)

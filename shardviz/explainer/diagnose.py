@@ -1,0 +1,47 @@
+"""``sv.diagnose``: what is wrong with a sharded program, each fix tried for real."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from shardviz.analysis.detect import candidates
+from shardviz.errors import ShardvizError, problem
+from shardviz.explainer.explain import explain
+from shardviz.model import Report
+from shardviz.model.findings import Findings
+
+
+def diagnose(program: Any, *args: Any, **explain_kwargs: Any) -> Findings:
+    """The findings of a report, or of a function compiled on its arguments.
+
+    ``diagnose(report)`` is ``report.findings`` (what :func:`~shardviz.explain` found, each
+    fix tried by compiling the fixed program). A report without findings (built by hand, or
+    explained with ``diagnose=False``) is looked at now, without fixes: those need the
+    program. ``diagnose(fn, *args, **kw)`` is ``explain(fn, *args, run=False, **kw).findings``
+    (compile-only; ``kw`` as for :func:`~shardviz.explain`).
+    """
+    if isinstance(program, Report):
+        if program.findings is not None:
+            return program.findings
+        found = [c.finding for c in candidates(program) if not c.only_with_fix]
+        return Findings(
+            function=program.function,
+            items=tuple(found),
+            notes=(
+                "fixes are tried on the program itself: call sv.diagnose(fn, *args) or "
+                "sv.explain(fn, *args) to get them",
+            ),
+        )
+    if not callable(program):
+        raise ShardvizError(
+            problem(
+                "diagnose",
+                f"{program!r} is neither a report nor a function",
+                "pass a Report (sv.diagnose(report)) or a function and its arguments "
+                "(sv.diagnose(fn, *args))",
+            )
+        )
+    explain_kwargs.setdefault("run", False)
+    return explain(program, *args, **explain_kwargs).findings or Findings(
+        function=getattr(program, "__name__", "program")
+    )

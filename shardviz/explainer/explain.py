@@ -1,0 +1,780 @@
+"""``explain(fn, *args)``: what the compiler did with the partition specs, then a live run."""
+
+from __future__ import annotations
+
+import functools
+import linecache
+import numbers
+import os
+import statistics
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
+
+import jax
+from jax.sharding import NamedSharding
+
+from shardviz.analysis.collective_why import collective_reasons
+from shardviz.analysis.detect import Facts, candidates
+from shardviz.analysis.estimate.step import with_estimate
+from shardviz.capture import hlo
+from shardviz.capture.calls import (
+    CallPlan,
+    Filtered,
+    arrays_only,
+    donated_flags,
+    equinox_jit,
+    function_name,
+    is_jax_jit,
+    named_args,
+    needs_filter,
+    needs_own_jit,
+    nnx_jit,
+    placed_for,
+    refuse_deleted,
+    statics,
+    user_function,
+)
+from shardviz.capture.compile import (
+    Compiled,
+    EarlyWork,
+    is_compile_only,
+    lower_and_compile,
+    platform_of,
+    program_devices,
+    text_cost,
+)
+from shardviz.capture.hlo.compiler_log import FullRemat, full_rematerializations
+from shardviz.capture.host_split import host_split
+from shardviz.capture.layout import layout_tree
+from shardviz.capture.memory import device_stats, memory_report
+from shardviz.capture.mesh import mesh_layout
+from shardviz.capture.processes import host_figures
+from shardviz.capture.run import (
+    CPU_MAX_PARTICIPANTS,
+    check_against_one_device,
+    profile_trace,
+    run_steps,
+)
+from shardviz.capture.step_cost import program_cost
+from shardviz.capture.topology import topology_of
+from shardviz.errors import CompileError, ShardvizError, problem
+from shardviz.explainer.cache import PROGRAMS, program_key, remember_program
+from shardviz.explainer.detector_inputs import facts_for, with_trips
+from shardviz.explainer.fix_check import checked_later, on_target, outcome, tried_with
+from shardviz.model import Cost, Frame, MeshLayout, Report, Source, Timing, TreeLayout
+
+
+def _is_abstract(args: tuple) -> bool:
+    return any(isinstance(x, jax.ShapeDtypeStruct) for x in jax.tree.leaves(args))
+
+
+def _mesh_of(compiled: Any) -> MeshLayout | None:
+    return _first_mesh(
+        jax.tree.leaves(compiled.input_shardings) + jax.tree.leaves(compiled.output_shardings)
+    )
+
+
+def _sub_byte(tree: Any) -> bool:
+    """Whether an array leaf has a type narrower than a byte (int4, uint2, float4...)."""
+    return any(
+        isinstance(x, jax.Array) and jax.dtypes.itemsize_bits(x.dtype) < 8
+        for x in jax.tree.leaves(tree)
+    )
+
+
+def _argument_shardings(args: tuple) -> list:
+    return [
+        x.sharding
+        for x in jax.tree.leaves(args)
+        if isinstance(x, jax.Array | jax.ShapeDtypeStruct) and getattr(x, "sharding", None)
+    ]
+
+
+def _first_mesh(shardings: list) -> MeshLayout | None:
+    for s in shardings:
+        if isinstance(s, NamedSharding):
+            return mesh_layout(s.mesh)
+    return None
+
+
+@dataclass(frozen=True)
+class _EarlyReading:
+    """Read from the dumps while the compiler still ran, for the mesh and device order of
+    the lowered program (used only if the compiled program's agree)."""
+
+    mesh: MeshLayout | None
+    device_ids: tuple[int, ...]
+    intermediates: tuple = ()
+    #: The ledger of the partitioned module (TPU/GPU) and of the final one (TPU).
+    partitioned: tuple | None = None
+    final: tuple | None = None
+    global_cost: dict | None = None
+    #: The program before SPMD partitioning, parsed (the reasons for collectives read it).
+    propagated: hlo.HloModule | None = None
+    #: The final ledger with each collective's reason, worked out on the dump thread.
+    reasoned: tuple | None = None
+
+
+def _agreeing(early: Any, mesh: MeshLayout | None, ids: list[int]) -> _EarlyReading | None:
+    """``early`` if it was read for this mesh and device order (else it is read again)."""
+    if isinstance(early, _EarlyReading) and early.mesh == mesh and early.device_ids == tuple(ids):
+        return early
+    return None
+
+
+def _early_reading(lowered: Any, entry: Entry | None = None) -> EarlyWork | None:
+    """The work :func:`lower_and_compile` may run on the dumps during the compile (``None``
+    when the lowered program does not say its shardings)."""
+    try:  # jax 0.10 keeps the shardings it will compile with in the lowering's arguments
+        args = lowered._lowering.compile_args
+        shardings = jax.tree.leaves(args["in_shardings"]) + jax.tree.leaves(args["out_shardings"])
+        assignment = next(
+            s._device_assignment for s in shardings if getattr(s, "_device_assignment", None)
+        )
+    except Exception:
+        return None
+    mesh = _first_mesh(shardings)
+    ids = tuple(int(d.id) for d in assignment)
+    accelerator = platform_of(assignment[0]) != "cpu"
+
+    state: dict[str, _EarlyReading] = {}
+
+    def work(propagated: str, partitioned: str) -> _EarlyReading:
+        module = hlo.parse_hlo_module(propagated) if propagated and mesh is not None else None
+        state["shardings"] = _EarlyReading(
+            mesh=mesh,
+            device_ids=ids,
+            intermediates=(
+                hlo.intermediates(module, mesh=mesh, device_ids=ids)
+                if module is not None and mesh is not None
+                else ()
+            ),
+            propagated=module,
+            partitioned=(
+                hlo.collectives(partitioned, device_ids=ids, mesh=mesh)
+                if accelerator and partitioned
+                else None
+            ),
+            global_cost=text_cost(propagated) if propagated else None,
+        )
+        return state["shardings"]
+
+    def final(module: hlo.HloModule) -> _EarlyReading:
+        ledger = hlo.collectives(module, device_ids=ids, mesh=mesh)
+        early = state.get("shardings")
+        reasoned = None
+        if early is not None and early.propagated is not None:  # the reasons, while it compiles
+            twins = early.partitioned  # what the backend's rewrites lost, as analyse_program
+            merged = hlo.with_partitioned(ledger, twins) if twins is not None else ledger
+            linked = hlo.link_reshards(merged, early.intermediates)
+            lines = _trim_sources(early.intermediates, entry)  # as analyse_program trims them
+            reasoned = collective_reasons(linked, lines, early.propagated, mesh, ids)
+        return _EarlyReading(mesh=mesh, device_ids=ids, final=ledger, reasoned=reasoned)
+
+    return EarlyWork(shardings=work, final=final)
+
+
+def _outputs(lowered: Any, compiled: Any) -> TreeLayout:
+    infos = jax.tree.leaves(lowered.out_info)
+    shardings = jax.tree.leaves(compiled.output_shardings)
+    if len(infos) != len(shardings):
+        return TreeLayout(())
+    outs = [
+        jax.ShapeDtypeStruct(i.shape, i.dtype, sharding=s)
+        for i, s in zip(infos, shardings, strict=True)
+    ]
+    struct = jax.tree.structure(lowered.out_info)
+    return layout_tree({"out": jax.tree.unflatten(struct, outs)})
+
+
+def _cost(comp: Compiled, early: _EarlyReading | None = None) -> Cost | None:
+    """Per device from the compiled program; global from the program before partitioning;
+    both per step, each loop body counted as often as it runs (:mod:`.step_cost`)."""
+    if early is None:
+        return program_cost(comp)
+    return program_cost(comp, early.global_cost, early.propagated)
+
+
+def _analyse(
+    fn: Any, args: tuple, jit_kwargs: dict, kwargs: dict | None = None, diagnose: bool = True
+) -> tuple[Compiled, Report]:
+    comp = compile_program(fn, args, jit_kwargs, kwargs)
+    report = analyse_program(fn, args, comp)
+    if diagnose:
+        report = diagnosed(fn, args, jit_kwargs, kwargs, comp, report)
+    return comp, report
+
+
+def diagnosed(
+    fn: Any, args: tuple, jit_kwargs: dict, kwargs: dict | None, comp: Compiled, report: Report
+) -> Report:
+    """``report`` with its findings, each fix tried by compiling the fixed program."""
+    ids = [int(d.id) for d in program_devices(comp.compiled)]
+    live = not report.deviceless and not _is_abstract((args, kwargs))
+    facts = facts_for(report, comp.compiler_log, comp.propagated_text, ids, live)
+    found = candidates(report, facts)
+    tried = _fix_trier(fn, args, jit_kwargs, kwargs, ids)
+    return replace(
+        report, findings=checked_later(found, outcome(report, facts), report.function, tried)
+    )
+
+
+def _fix_trier(fn: Any, args: tuple, jit_kwargs: dict, kwargs: dict | None, ids: list[int]):
+    """How a fix is tried: applied to ``fn``/``args``, compiled and read (compile-only)."""
+
+    def compile_and_read(new_fn: Any, new_args: tuple) -> tuple[Compiled, Report, Facts]:
+        new = compile_program(new_fn, new_args, jit_kwargs, kwargs)
+        rep = analyse_program(new_fn, new_args, new)
+        return new, rep, facts_for(rep, new.compiler_log, new.propagated_text, ids, False)
+
+    return tried_with(fn, args, compile_and_read)
+
+
+def _targeted(
+    fn: Any, args: tuple, jit_kwargs: dict, kwargs: dict, comp: Compiled, report: Report, target
+) -> Report:
+    """The findings with times on the target and a check of the peak against its HBM."""
+    if report.findings is None or report.estimate is None:
+        return report
+    ids = [int(d.id) for d in program_devices(comp.compiled)]
+    return on_target(
+        report,
+        lambda c, r: estimated(c, r, target),
+        _fix_trier(fn, args, jit_kwargs, kwargs, ids),
+    )
+
+
+@dataclass
+class Program(Compiled):
+    """A compiled program and how a call of the user's function maps onto it."""
+
+    plan: CallPlan = field(default_factory=CallPlan)
+    #: The jitted function lowered: arrays of sub-byte types (int4, int2) run through it,
+    #: since jax's ahead-of-time call refuses their layouts (jax.jit itself takes them).
+    jitted: Any = field(default=None, repr=False, compare=False)
+
+
+def plan_of(comp: Compiled) -> CallPlan:
+    """How to call ``comp`` (a program compiled elsewhere takes the arguments as they are)."""
+    return comp.plan if isinstance(comp, Program) else CallPlan()
+
+
+def _jit(fn: Any, args: tuple, kwargs: dict, jit_kwargs: dict) -> tuple[Any, CallPlan]:
+    """The jitted function to lower, and how to call it (the plan's ``donated`` not yet known).
+
+    A ``jax.jit`` function that donates or has static arguments, with no options given here,
+    is lowered as it is (so they hold); others are jitted again, as before. An
+    ``equinox.filter_jit`` function is unwrapped and jitted the filter way (array leaves
+    traced, every other leaf static), keeping its donation; so is a function whose arguments
+    hold leaves ``jax.jit`` cannot take (functions, strings). A
+    ``flax.nnx.jit`` function is unwrapped and made functional: the program also returns the
+    modules it was given, so their in-place updates are in it (its own jit options are not
+    used: pass them to ``explain``).
+    """
+    eqx, nnx = equinox_jit(fn), nnx_jit(fn)
+    target, options = (eqx[0], _eqx_donation(eqx[1], len(args))) if eqx else (nnx or fn, {})
+    options = {**options, **jit_kwargs}
+    # Another jit around a jax.jit function keeps its shardings (and its name in the HLO's
+    # metadata) but inlines away its donation and static arguments: those are lowered as is.
+    jitted = fn if needs_own_jit(fn) and not jit_kwargs else jax.jit(target, **options)
+    nums, names = statics(jitted, options)
+    plan = CallPlan(static_argnums=nums, static_argnames=names, returns_args=nnx is not None)
+    if eqx is None and not needs_filter(args, kwargs, nums, names):
+        return jitted, plan
+    plain = getattr(target, "__wrapped__", target) if is_jax_jit(target) else target
+    filtered = Filtered(plain, args, kwargs)
+    return jax.jit(filtered, **options), replace(plan, filtered=filtered)
+
+
+def _eqx_donation(donate: dict[str, bool], n_args: int) -> dict[str, Any]:
+    """``equinox.filter_jit``'s ``donate=`` as ``donate_argnums``."""
+    first = [0] if donate["donate_first"] and n_args else []
+    rest = list(range(1, n_args)) if donate["donate_rest"] else []
+    return {"donate_argnums": tuple(first + rest)} if first or rest else {}
+
+
+def compile_program(fn: Any, args: tuple, jit_kwargs: dict, kwargs: dict | None = None) -> Program:
+    """The first half of :func:`explain`: jit, lower and compile, with the dump captured.
+
+    The result also says how to call the program (a :class:`~shardviz.capture.calls.CallPlan`:
+    static arguments left out, non-array leaves closed over, which inputs are donated).
+    """
+    name = function_name(fn)
+    kwargs = kwargs or {}
+    try:
+        jitted, plan = _jit(fn, args, kwargs, jit_kwargs)
+    except ShardvizError:
+        raise  # already names the argument and the fix
+    except Exception as err:
+        raise CompileError(
+            problem(f"function {name!r}", f"jax.jit refused it ({err})", "check the jit options")
+        ) from err
+    lower_args, lower_kwargs = plan.lower_args(args, kwargs)
+    early = functools.partial(_early_reading, entry=entry_of(fn))
+    comp = lower_and_compile(jitted, lower_args, lower_kwargs, name, early=early)
+    plan = replace(plan, donated=donated_flags(comp.lowered))
+    return Program(
+        **{f.name: getattr(comp, f.name) for f in fields(comp) if f.init}, plan=plan, jitted=jitted
+    )
+
+
+def _remat_note(r: FullRemat) -> str:
+    what = f"{r.op_name!r} (HLO %{r.instruction})" if r.op_name else f"HLO %{r.instruction}"
+    return (
+        f"the compiler could not reshard {what} from {r.source_sharding} to "
+        f"{r.target_sharding} efficiently: it replicates the value and splits it again "
+        "(XLA's 'involuntary full rematerialization' warning, kept from the compile's log); "
+        "give the value the sharding its user needs, e.g. with a sharding constraint"
+    )
+
+
+def analyse_program(fn: Any, args: tuple, comp: Compiled) -> Report:
+    """The second half: read the compiled program into a (not yet run) report.
+
+    Pure reading of ``comp`` (no jax state changes), so it may run on another thread while
+    the next program compiles.
+    """
+    name = function_name(fn)
+    # A program that reads none of its sharded arguments (the compiler drops them) still
+    # runs on their mesh: it is never "one device" when its arguments span a mesh.
+    mesh = _mesh_of(comp.compiled) or _first_mesh(_argument_shardings(args))
+    devices = program_devices(comp.compiled)
+    ids = [int(d.id) for d in devices]
+    notes: list[str] = []
+    early = _agreeing(comp.early.shardings, mesh, ids)
+    final = _agreeing(comp.early.final, mesh, ids)
+    try:
+        collectives = (
+            final.final
+            if final is not None and final.final is not None
+            else hlo.collectives(comp.module(), device_ids=ids, mesh=mesh)
+        )
+        if comp.partitioned_text:  # TPU/GPU: what their rewrites lost (see with_partitioned)
+            twins = (
+                early.partitioned
+                if early is not None and early.partitioned is not None
+                else hlo.collectives(comp.partitioned_text, device_ids=ids, mesh=mesh)
+            )
+            collectives = hlo.with_partitioned(collectives, twins)
+    except hlo.HloParseError as err:  # a format this jax version prints that we do not know
+        collectives = ()
+        notes.append(f"the collective ledger is empty: shardviz could not read the HLO ({err})")
+    propagated: hlo.HloModule | str = comp.propagated_text
+    try:
+        if early is not None:
+            intermediates = early.intermediates
+            propagated = early.propagated or propagated
+        elif comp.propagated_text and mesh is not None:
+            propagated = hlo.parse_hlo_module(comp.propagated_text)
+            intermediates = hlo.intermediates(propagated, mesh=mesh, device_ids=ids)
+        else:
+            intermediates = ()
+    except hlo.HloParseError as err:
+        intermediates = ()
+        notes.append(f"no intermediate shardings: shardviz could not read the dump ({err})")
+    entry = entry_of(fn)
+    notes.extend(_remat_note(r) for r in full_rematerializations(comp.compiler_log))
+    collectives = _trim_sources(hlo.link_reshards(collectives, intermediates), entry)
+    intermediates = _trim_sources(intermediates, entry)
+    # Why the partitioner inserted each collective (from the program before partitioning).
+    collectives = _with_reasons(collectives, intermediates, propagated, mesh, ids, final)
+    if " while(" in comp.hlo_text:  # loops repeat their collectives
+        collectives = with_trips(collectives, comp.module())
+    platform = platform_of(devices[0])
+    collectives, host_notes = host_split(collectives, devices, mesh, platform)
+    notes.extend(host_notes)
+    arguments = layout_tree(named_args(fn, args), skip_non_arrays=True)
+    return Report(
+        function=name,
+        platform=platform,
+        mesh=mesh,
+        arguments=arguments,
+        outputs=_outputs(comp.lowered, comp.compiled),
+        collectives=collectives,
+        intermediates=intermediates,
+        memory=memory_report(
+            comp.compiled,
+            arguments,
+            platform,
+            comp.buffer_assignment,
+            comp.memory_usage_report,
+        ),
+        cost=_cost(comp, early),
+        timing=None,
+        check=None,
+        ran=False,
+        notes=tuple(notes),
+        deviceless=is_compile_only(devices[0]),
+    )
+
+
+def _with_reasons(
+    collectives: tuple,
+    intermediates: tuple,
+    propagated: Any,
+    mesh: MeshLayout | None,
+    ids: list[int],
+    final: _EarlyReading | None,
+) -> tuple:
+    """``collectives`` with their reasons: those worked out on the dump thread where the
+    collective is the same one (same name, kind, shapes, axes and reshard point), the rest
+    now."""
+    done = {_same_key(c): c.why for c in (final.reasoned or ()) if final} if final else {}
+    if done and all(c.user_written or _same_key(c) in done for c in collectives):
+        return tuple(
+            c if c.user_written else replace(c, why=done[_same_key(c)]) for c in collectives
+        )
+    return collective_reasons(collectives, intermediates, propagated, mesh, ids)
+
+
+def _same_key(c: Any) -> tuple:
+    return (c.name, c.kind, c.in_shape, c.out_shape, c.axes, c.reshard, c.user_written)
+
+
+_EXPLAINER_DIR = os.path.dirname(os.path.abspath(__file__))
+_PACKAGE_DIR = os.path.dirname(_EXPLAINER_DIR)
+#: shardviz's own machinery between the user and jax: capture (explain > _analyse > ...), the
+#: widgets that call it (Explorer > ExplorerSession.run > explain) and the strategy runner
+#: (compare > _run_here > _compile_strategy). Never where a collective comes from. (The model
+#: zoo and its training step in shardviz/strategies are the model's lines and stay.)
+_MACHINERY_DIRS = (
+    _EXPLAINER_DIR + os.sep,
+    os.path.join(_PACKAGE_DIR, "capture") + os.sep,
+    os.path.join(_PACKAGE_DIR, "widgets") + os.sep,
+    os.path.join(_PACKAGE_DIR, "strategies", "runner.py"),
+)
+#: Frames of the machinery that runs the user's code (a Jupyter kernel, the interpreter's
+#: module runner, test runners): never where a collective comes from.
+_RUNNER_PARTS = (
+    "/ipykernel/", "/ipykernel_launcher.py", "/IPython/", "/runpy.py", "/asyncio/",
+    "/tornado/", "/traitlets/", "/jupyter_client/", "/zmq/", "/threading.py", "/concurrent/",
+    "/_pytest/", "/pluggy/", "/nbclient/", "<frozen ",
+)  # fmt: skip
+#: The function name of a module's (or a notebook cell's) top level: the line there calls
+#: ``explain`` or ``compare``, outside the traced program, so it is no part of a call chain.
+_MODULE_LEVEL = "<module>"
+
+
+@functools.lru_cache(maxsize=4096)
+def _is_runner_frame(file: str) -> bool:
+    path = os.path.abspath(file) if not file.startswith("<") else file
+    return path.startswith(_MACHINERY_DIRS) or any(part in path for part in _RUNNER_PARTS)
+
+
+def _kept(frame: Frame) -> bool:
+    """A frame of the traced program: not shardviz's or the kernel's, not a module's top level."""
+    return frame.function != _MODULE_LEVEL and not _is_runner_frame(frame.file)
+
+
+def _line_text(frame: Frame) -> str:
+    """The code on ``frame``'s line, stripped (``""`` when the file cannot be read)."""
+    return linecache.getline(frame.file, frame.line).strip() if frame.line > 0 else ""
+
+
+#: Where the traced function's own frame is: its file and its (qualified) names.
+Entry = tuple[str, frozenset[str]]
+
+
+def entry_of(fn: Any) -> Entry | None:
+    """The frame ``fn`` (the function given to ``explain``) runs in, to start call chains at;
+    ``None`` when it has no code of its own (a ``functools.partial``, a callable object)."""
+    code = getattr(user_function(fn), "__code__", None)
+    if code is None:
+        return None
+    return code.co_filename, frozenset({code.co_name, getattr(code, "co_qualname", code.co_name)})
+
+
+def _trim(source: Source | None, entry: Entry | None = None) -> Source | None:
+    """A call chain as the views show it: from the traced function's own frame (``entry``)
+    inward, with shardviz's own machinery frames (capture, widgets, the strategy runner), the
+    frames of the kernel or runner around the user's code and module-level lines dropped, and
+    the innermost line's code read (:attr:`Source.text`). ``None`` when no frame of the
+    traced program is left (the caller's lines only)."""
+    if source is None:
+        return None
+    frames = source.frames
+    if entry is not None:
+        start = _entry_index(frames, entry)
+        if start is None:  # the caller's frames alone (e.g. an argument's copy)
+            return None
+        frames = frames[start:]
+    kept = tuple(f for f in frames if _kept(f))
+    if not kept:
+        return None
+    text = source.text or _line_text(kept[-1])
+    return Source(kept, text) if (kept, text) != (source.frames, source.text) else source
+
+
+def _entry_index(frames: tuple[Frame, ...], entry: Entry) -> int | None:
+    """Where the traced function's own frame is in ``frames`` (``None``: not there)."""
+    file, names = entry
+    return next((i for i, f in enumerate(frames) if f.file == file and f.function in names), None)
+
+
+def _trim_sources(items: tuple, entry: Entry | None = None) -> tuple:
+    """``items`` (collectives or intermediates) with their sources trimmed by :func:`_trim`.
+
+    ``entry`` is used only if some source passes through it (a wrapper shardviz does not know
+    may trace the function under another frame: then the chains are trimmed without it).
+    Files are read as they are now (a file edited since it was last read is read again); each
+    distinct source once per call, since thousands of values share a few lines.
+    """
+    distinct = {x.source for x in items if x.source is not None}
+    if entry is not None and not any(_entry_index(s.frames, entry) is not None for s in distinct):
+        entry = None
+    for file in {f.file for s in distinct for f in s.frames[-1:]}:
+        linecache.checkcache(file)
+    trimmed: dict[Source, Source | None] = {}
+    out = []
+    for x in items:
+        if x.source is None:
+            out.append(x)
+            continue
+        if x.source not in trimmed:
+            trimmed[x.source] = _trim(x.source, entry)
+        new = trimmed[x.source]
+        out.append(x if new is x.source else replace(x, source=new))
+    return tuple(out)
+
+
+def _participants(report: Report) -> int:
+    most = 0
+    for c in report.collectives:
+        n = len({d for p in c.pairs for d in p}) if c.pairs else c.group_size
+        most = max(most, n)
+    return most
+
+
+def explain(
+    fn: Any,
+    *args: Any,
+    run: bool = True,
+    steps: int = 5,
+    profile: bool = False,
+    check: bool = True,
+    reference: Any = None,
+    kwargs: dict[str, Any] | None = None,
+    target: Any = None,
+    diagnose: bool = True,
+    **jit_kwargs: Any,
+) -> Report:
+    """Compile ``fn`` on its (sharded) arguments, explain the result, and run it for real.
+
+    Training steps as users write them work as they are:
+
+    - **Donation** (``donate_argnums``/``donate_argnames`` here, or a ``jax.jit(step,
+      donate_argnums=0)`` passed as it is): every run gets fresh copies of the donated
+      arguments, made outside the timed region, so no buffer is donated twice and your arrays
+      stay alive. ``report.memory.alias_bytes`` shows the bytes the outputs reuse.
+    - **Static arguments** (``static_argnums``/``static_argnames``, or the jitted function's
+      own): compiled in; another value is another program. Pass keyword arguments of ``fn``
+      as ``kwargs={"n": 3}`` (``explain``'s own keywords are jit options).
+    - **``equinox.filter_jit``** functions, and arguments holding leaves ``jax.jit`` cannot
+      take (an activation function in an ``eqx.Module``): jitted the filter way, array leaves
+      traced and every other leaf static (its ``donate=`` is kept).
+    - **``with jax.set_mesh(mesh):``** around the call: the program compiles under it, and the
+      single-device check runs on a one-device mesh with the same axis names.
+
+    Args:
+        fn: a function or an already-jitted one (``jax.jit`` or ``equinox.filter_jit``).
+        *args: its arguments: real arrays (placed with shardings) or ``jax.ShapeDtypeStruct``
+            with shardings (then nothing can run; the report says so).
+        run: run the compiled program: first run, then ``steps`` timed steps.
+        steps: timed steady-state steps (the median is reported; the first run is apart).
+        profile: also trace a few steps with ``jax.profiler`` and time each ledger entry.
+        check: compare the outputs with an unsharded single-device run.
+        reference: the function to run for that check (default ``fn`` itself); give an
+            unconstrained twin when ``fn`` pins shardings inside (constraints, shard_map).
+        kwargs: keyword arguments for ``fn`` (their arrays are not listed in
+            ``report.arguments``: pass arrays positionally to see their layouts).
+        diagnose: look for problems (``report.findings``) and try each fix by compiling
+            the fixed program (compile-only; only when there is something to fix).
+        target: the hardware to estimate times and HBM fit on: a preset name (``"v5e"``,
+            ``"h100"``...), a topology name (``"v5e:4x4"``), a :class:`~shardviz.Hardware`
+            or :class:`~shardviz.Target`. Default: the devices' own (a topology's, or real
+            TPU/GPU devices); on fake CPU devices, none (``report.estimate`` is None). Given
+            on CPU devices, the estimate describes the same mesh on that hardware.
+        **jit_kwargs: passed to ``jax.jit`` (``in_shardings``, ``donate_argnums``,
+            ``static_argnums``, ...).
+
+    Returns:
+        A :class:`~shardviz.model.Report`. Repeated calls with the same function, shapes,
+        shardings and static values reuse the compiled program.
+    """
+    report, _, _ = explain_run(
+        fn, *args, run=run, steps=steps, profile=profile, check=check, reference=reference,
+        target=target, diagnose=diagnose,
+        kwargs=kwargs, **jit_kwargs,
+    )  # fmt: skip
+    return report
+
+
+def _check_options(fn: Any, steps: Any, kwargs: Any) -> None:
+    """Refuse what ``explain`` cannot use, naming it and the fix: a function that is not
+    callable, ``steps`` that is not a whole number >= 1, ``kwargs`` that is not a dict of
+    names."""
+    if not callable(fn):
+        raise ShardvizError(
+            problem(
+                "explain",
+                f"the first argument {fn!r} is not a function",
+                "pass the function to explain first, then its arguments",
+            )  # fmt: skip
+        )
+    if isinstance(steps, bool) or not isinstance(steps, numbers.Integral) or steps < 1:
+        raise ShardvizError(
+            problem(
+                "explain",
+                f"steps={steps!r} is not a whole number >= 1",
+                "pass steps as an int, e.g. steps=5",
+            )  # fmt: skip
+        )
+    if kwargs is not None and (
+        not isinstance(kwargs, Mapping) or not all(isinstance(k, str) for k in kwargs)
+    ):
+        raise ShardvizError(
+            problem(
+                "explain",
+                f"kwargs={kwargs!r} is not a dict of keyword arguments",
+                "pass the function's keyword arguments as kwargs={'name': value}",
+            )  # fmt: skip
+        )
+
+
+def explain_run(
+    fn: Any,
+    *args: Any,
+    run: bool = True,
+    steps: int = 5,
+    profile: bool = False,
+    check: bool = True,
+    reference: Any = None,
+    kwargs: dict[str, Any] | None = None,
+    target: Any = None,
+    diagnose: bool = True,
+    **jit_kwargs: Any,
+) -> tuple[Report, Any, Any]:
+    """:func:`explain`, also returning the sharded outputs and the reference outputs (or None)."""
+    _check_options(fn, steps, kwargs)
+    kwargs = dict(kwargs or {})
+    if run:
+        refuse_deleted(args, kwargs)
+    key = program_key(fn, args, jit_kwargs, kwargs)
+    if key in PROGRAMS:
+        PROGRAMS.move_to_end(key)
+        comp, base = PROGRAMS[key]
+        if diagnose and base.findings is None:  # kept from an explain(diagnose=False)
+            base = diagnosed(fn, args, jit_kwargs, kwargs, comp, base)
+            remember_program(fn, args, jit_kwargs, comp, base, kwargs)
+    else:
+        comp, base = _analyse(fn, args, jit_kwargs, kwargs, diagnose=diagnose)
+        remember_program(fn, args, jit_kwargs, comp, base, kwargs)
+    if not diagnose:
+        base = replace(base, findings=None)
+    base = _targeted(fn, args, jit_kwargs, kwargs, comp, estimated(comp, base, target), target)
+    if not run:
+        return base, None, None
+    notes: list[str] = list(base.notes)
+    if base.deviceless:  # the status line says what it was compiled for
+        return base, None, None
+    if _is_abstract((args, kwargs)):
+        return _compile_only(
+            base,
+            (
+                "compile-only: the arguments are ShapeDtypeStructs (hypothetical arrays), so "
+                "there is nothing to run; pass real arrays to time and check the program"
+            ),
+        )
+    most = _participants(base)
+    if base.platform == "cpu" and most > CPU_MAX_PARTICIPANTS:
+        return _compile_only(
+            base,
+            (
+                f"compile-only: a collective here has {most} participants; executing more "
+                f"than {CPU_MAX_PARTICIPANTS} on fake CPU devices aborts the whole process "
+                "(it would kill the kernel), so shardviz did not run it"
+            ),
+        )
+    plan = plan_of(comp)
+    call_args, call_kwargs = placed_for(comp.compiled, *plan.program_args(args, kwargs))
+    # A donating program kills its input buffers: each run gets fresh copies (never the
+    # caller's arrays), made before the clock starts.
+    fresh = plan.fresh(call_args, call_kwargs)
+    name = base.function
+    call = comp.compiled
+    jitted = comp.jitted if isinstance(comp, Program) else None
+    if _sub_byte((call_args, call_kwargs)) and jitted is not None:
+        call = jitted
+        notes.append(
+            "sub-byte arguments (int4, int2): run through jax.jit, the same program compiled "
+            "once more, since jax's ahead-of-time call refuses their layouts"
+        )
+    raw, first, samples = run_steps(call, call_args, call_kwargs, max(1, steps), name, fresh=fresh)
+    timing = Timing(
+        compile_seconds=comp.lower_seconds + comp.compile_seconds,
+        first_run_seconds=first,
+        step_seconds=statistics.median(samples),
+        steps=len(samples),
+        step_samples=tuple(samples),
+    )
+    chk, ref = None, None
+    if check:
+        chk, why, ref = check_against_one_device(reference or fn, args, kwargs, arrays_only(raw))
+        if why:
+            notes.append(why)
+    prof, events = None, None
+    if profile:
+        module = comp.hlo_text.split(None, 2)[1].rstrip(",") if comp.hlo_text else ""
+        prof, events = profile_trace(comp.compiled, call_args, call_kwargs, module, fresh=fresh)
+        if prof and prof[0].illustrative:
+            notes.append(
+                "profile on fake CPU devices: threads stand in for devices, so collective "
+                "times are mostly waiting; the timings are illustrative, not a prediction"
+            )
+    memory = base.memory
+    ids = [d.id for d in base.mesh.devices] if base.mesh else []
+    stats = device_stats(ids)
+    if stats:
+        memory = replace(memory, device_stats=stats)
+    peak = max((s.peak_bytes_in_use for s in stats), default=None)
+    report = replace(
+        base,
+        hosts=host_figures(timing.step_seconds, peak, ids),
+        timing=timing,
+        check=chk,
+        profile=prof,
+        timeline=events,
+        ran=True,
+        memory=memory,
+        notes=tuple(notes),
+    )
+    return report, plan.outputs(raw), ref
+
+
+def estimated(comp: Compiled, report: Report, target: Any = None) -> Report:
+    """``report`` with the estimate on ``target`` (see :func:`explain`), or on the devices'
+    own hardware; unchanged on fake CPU devices without a target.
+
+    A deviceless topology's own name is the target (its whole slice, so wraparound is judged
+    on the slice, not on the part of it a mesh uses).
+    """
+    if target is None:
+        topo = topology_of(program_devices(comp.compiled))
+        target = topo.target if topo is not None else None
+    if target is None and report.platform == "cpu":
+        return report
+    # Loops repeat their collectives: count them as many times as the loop runs (the report
+    # read the trip counts already; without a loop every collective runs once).
+    trips = {c.hlo_name: c.trips for c in report.collectives} if " while(" in comp.hlo_text else {}
+    try:
+        return with_estimate(report, target, trip_counts=trips)
+    except ShardvizError:
+        raise
+    except Exception as err:  # an estimate must never cost the user the report
+        note = f"no estimate: {type(err).__name__}: {err}"
+        return replace(report, notes=(*report.notes, note))
+
+
+def _compile_only(base: Report, note: str) -> tuple[Report, None, None]:
+    return replace(base, notes=(*base.notes, note)), None, None

@@ -1,0 +1,3 @@
+"""The findings' view: what they show (:mod:`.view`), as text (:mod:`.text`) and HTML
+(:mod:`.html`).
+"""

@@ -1,0 +1,193 @@
+"""A report's :class:`~shardviz.model.Findings` as a self-contained HTML fragment.
+
+Same content as :mod:`.findings_text`: a severity badge, the kind and title of each finding,
+why in a paragraph, its cost and place, the fix (its code in a ``<code>`` block) and the
+before/after of compiling with it as a table. Scoped ``<style>``, no script, no URL; every
+string from the model is escaped where it enters the markup.
+
+Testable hooks: the root is ``<div class="sv-root sv-findings" data-count="N">``; each finding
+is ``<section class="sv-finding" data-kind="…" data-severity="…">``; its badge is
+``<span class="sv-sev sv-sev-<severity>">``; its facts are ``<dl class="sv-fwhere">`` with one
+``<dt>`` per label; the fix is ``<div class="sv-fix" data-fix="<kind>">`` with
+``<pre class="sv-fixcode"><code>``; the check is ``<div class="sv-verdict sv-helps|sv-nohelp">``
+then ``<table class="sv-beforeafter">`` with one ``<tr class="sv-ba" data-row="<key>">`` per
+figure (``data-changed="1"`` where before and after differ); notes are ``sv-fnotes``.
+In a report, :func:`findings_section_html` gives the compact list (``<section
+class="sv-findings-list">``, one ``<li class="sv-fitem">`` per finding).
+"""
+
+from __future__ import annotations
+
+from shardviz.model.findings import Finding, Findings
+from shardviz.render.findings.view import (
+    check_rows,
+    check_word,
+    checks_str,
+    cost_str,
+    count_str,
+    fix_summary,
+    ledger_refs,
+    no_fix_words,
+    short_line,
+    where_rows,
+)
+from shardviz.render.html import CSS, MONO, SANS, page
+from shardviz.render.svg import esc
+
+#: Badge colours (text, background, border) by severity.
+SEVERITY_COLORS = {
+    "error": ("#a40e26", "#ffebe9", "#ff8182"),
+    "warning": ("#7d4e00", "#fff8c5", "#d4a72c"),
+    "info": ("#0550ae", "#ddf4ff", "#80ccff"),
+}
+
+_SEV_CSS = "".join(
+    f".sv-root .sv-sev-{s}{{color:{fg};background:{bg};border-color:{bd}}}"
+    f".sv-root section.sv-finding.sv-at-{s}{{border-left-color:{bd}}}"
+    for s, (fg, bg, bd) in SEVERITY_COLORS.items()
+)
+
+FINDINGS_CSS = f"""
+.sv-root .sv-sev{{display:inline-block;font:600 11px {SANS};border-radius:10px;padding:0 8px;
+margin-right:6px;border:1px solid transparent;white-space:nowrap;vertical-align:1px}}
+.sv-root .sv-fkind{{font:11px {MONO};color:#57606a;margin-right:6px}}
+.sv-root section.sv-finding{{border:1px solid #d0d7de;border-left:4px solid #d0d7de;
+border-radius:4px;padding:6px 12px 8px;margin:10px 0}}
+.sv-root .sv-ftitle{{font-weight:600;font-size:13px;overflow-wrap:anywhere}}
+.sv-root p.sv-why{{margin:4px 0 6px;max-width:760px}}
+.sv-root dl.sv-fwhere{{display:grid;grid-template-columns:auto minmax(0,1fr);gap:2px 12px;
+margin:0 0 6px}}
+.sv-root dl.sv-fwhere dt{{color:#57606a;white-space:nowrap}}
+.sv-root dl.sv-fwhere dd{{margin:0;overflow-wrap:anywhere}}
+.sv-root .sv-fix{{margin:6px 0 4px}}
+.sv-root pre.sv-fixcode{{margin:4px 0;padding:4px 8px;background:#f6f8fa;border:1px solid #d0d7de;
+border-radius:4px;white-space:pre-wrap;overflow-wrap:anywhere}}
+.sv-root pre.sv-fixcode code{{background:none;padding:0}}
+.sv-root .sv-verdict{{margin:4px 0}}
+.sv-root .sv-verdict b{{font-weight:600}}
+.sv-root .sv-verdict.sv-helps b{{color:#116329}}
+.sv-root .sv-verdict.sv-nohelp b{{color:#a40e26}}
+.sv-root table.sv-beforeafter td,.sv-root table.sv-beforeafter th{{padding:2px 14px 2px 0}}
+.sv-root tr.sv-ba[data-changed="1"] td{{font-weight:600}}
+.sv-root .sv-fnotes{{color:#57606a;margin:8px 0 0}}
+.sv-root ol.sv-flist{{margin:4px 0 6px;padding-left:1.8em}}
+.sv-root li.sv-fitem{{margin:3px 0}}
+.sv-root li.sv-fitem .sv-ffix{{color:#57606a}}
+""".strip()
+
+#: The findings' own CSS, without the base ``sv-root`` rules (the report already has those).
+FINDINGS_STYLE = "<style>" + (FINDINGS_CSS + _SEV_CSS).replace("\n", "") + "</style>"
+STYLE = "<style>" + (CSS + "\n" + FINDINGS_CSS + _SEV_CSS).replace("\n", "") + "</style>"
+
+
+def severity_badge(severity: str) -> str:
+    """``<span class="sv-sev sv-sev-error">error</span>``."""
+    return f'<span class="sv-sev sv-sev-{esc(severity)}">{esc(severity)}</span>'
+
+
+def _where(f: Finding) -> str:
+    items = [f"<dt>cost</dt><dd>{esc(cost_str(f.cost))}</dd>"]
+    for row in where_rows(f.where):
+        text = f"<code>{esc(row.text)}</code>" if row.label == "code" else esc(row.text)
+        items.append(f"<dt>{esc(row.label)}</dt><dd>{text}</dd>")
+    return '<dl class="sv-fwhere">' + "".join(items) + "</dl>"
+
+
+def _check(f: Finding) -> str:
+    c = f.check
+    if c is None:
+        return '<div class="sv-verdict sv-dim">check: not tried</div>'
+    cls = "sv-helps" if c.helps else "sv-nohelp"
+    verdict = f": {esc(c.verdict)}" if c.verdict else ""
+    rows = [
+        f'<tr class="sv-ba" data-row="{r.key}"'
+        + (' data-changed="1"' if r.before != r.after else "")
+        + f'><td>{esc(r.label)}</td><td class="sv-num">{esc(r.before)}</td>'
+        f'<td class="sv-num">{esc(r.after)}</td></tr>'
+        for r in check_rows(c)
+    ]
+    return (
+        f'<div class="sv-verdict {cls}"><b>{check_word(c)}</b>{verdict} '
+        '<span class="sv-dim">(compiled before and after, compile-only; per device)</span></div>'
+        '<table class="sv-beforeafter"><tr><th></th><th class="sv-num">before</th>'
+        '<th class="sv-num">after</th></tr>' + "".join(rows) + "</table>"
+    )
+
+
+def _fix(f: Finding) -> str:
+    if f.fix is None:
+        return f'<div class="sv-fix sv-nofix"><b>fix</b> {esc(no_fix_words())}</div>'
+    return (
+        f'<div class="sv-fix" data-fix="{esc(f.fix.kind)}"><b>fix</b> {esc(f.fix.description)}'
+        f'<pre class="sv-fixcode"><code>{esc(f.fix.code)}</code></pre></div>' + _check(f)
+    )
+
+
+def finding_html(f: Finding) -> str:
+    """One finding as a ``<section class="sv-finding">``."""
+    return (
+        f'<section class="sv-finding sv-at-{esc(f.severity)}" data-kind="{esc(f.kind)}" '
+        f'data-severity="{esc(f.severity)}"><div class="sv-ftitle">{severity_badge(f.severity)}'
+        f'<span class="sv-fkind">{esc(f.kind)}</span>{esc(f.title)}</div>'
+        f'<p class="sv-why">{esc(f.why)}</p>{_where(f)}{_fix(f)}</section>'
+    )
+
+
+def findings_html(findings: Findings) -> str:
+    """Findings as a self-contained HTML fragment.
+
+    Args:
+        findings: the findings (from a report or built by hand).
+
+    Returns:
+        One ``<div class="sv-root sv-findings">`` with its own ``<style>``: a header (the
+        function, how many of each severity, what was checked for), one section per finding
+        and the notes.
+    """
+    body = [
+        f'<div class="sv-head">Findings <span class="sv-dim">· {esc(findings.function)} · '
+        f"{esc(count_str(findings))}</span></div>",
+        f'<div class="sv-dim sv-checked">{esc(checks_str())}</div>',
+    ]
+    body.extend(finding_html(f) for f in findings)
+    if findings.notes:
+        body.append(
+            '<div class="sv-fnotes">'
+            + "".join(f"<div><b>note</b> {esc(n)}</div>" for n in findings.notes)
+            + "</div>"
+        )
+    return (
+        f'<div class="sv-root sv-findings" data-count="{len(findings)}">{STYLE}'
+        + "".join(body)
+        + "</div>"
+    )
+
+
+def findings_page(findings: Findings) -> str:
+    """The findings as one self-contained offline HTML document, titled by their function."""
+    return page(f"shardviz: findings of {findings.function}", [findings_html(findings)])
+
+
+def findings_section_html(findings: Findings | None) -> list[str]:
+    """The report's compact Findings section (severity, kind, title, ledger numbers, the fix
+    and its verdict per finding); ``[]`` when not diagnosed or nothing was found."""
+    if not findings:
+        return []
+    items = []
+    for f in findings:
+        refs = ledger_refs(f.where.collectives)
+        place = " · ".join(x for x in (short_line(f.where.line), refs) if x)
+        fix = fix_summary(f)
+        items.append(
+            f'<li class="sv-fitem" data-kind="{esc(f.kind)}" data-severity="{esc(f.severity)}">'
+            f'{severity_badge(f.severity)}<span class="sv-fkind">{esc(f.kind)}</span>'
+            f"{esc(f.title)}"
+            + (f' <span class="sv-dim">({esc(place)})</span>' if place else "")
+            + (f'<div class="sv-ffix">{esc(fix)}</div>' if fix else "")
+            + "</li>"
+        )
+    return [
+        f'<section class="sv-findings-list">{FINDINGS_STYLE}<h4>Findings<span class="sv-dim">'
+        f"{esc(count_str(findings))} · details: <code>report.findings</code></span></h4>"
+        f'<ol class="sv-flist">{"".join(items)}</ol></section>'
+    ]

@@ -1,0 +1,112 @@
+"""A report's :class:`~shardviz.model.Findings` as plain text: ``print(report.findings)``.
+
+Deterministic (no colour codes) so a golden file pins it down. One block per finding: what
+is wrong and why, what it costs, where it is, the fix and the before/after of compiling with
+it. The figures come from :mod:`.findings_facts`, which the HTML view reads too.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+from shardviz.model.findings import Finding, Findings
+from shardviz.render.findings.view import (
+    check_rows,
+    check_word,
+    checks_str,
+    cost_str,
+    count_str,
+    fix_summary,
+    ledger_refs,
+    no_fix_words,
+    short_line,
+    where_rows,
+)
+from shardviz.render.table import aligned_table
+
+#: Columns prose is wrapped at.
+WIDTH = 96
+#: Indent of a finding's body, and the width of its labels.
+BODY = "    "
+LABEL = 13
+
+
+def _wrap(text: str, indent: str, first: str | None = None) -> list[str]:
+    """``text`` wrapped at :data:`WIDTH` columns, every line indented (the first by ``first``)."""
+    return textwrap.wrap(
+        text,
+        width=WIDTH,
+        initial_indent=indent if first is None else first,
+        subsequent_indent=indent,
+        break_long_words=False,
+        break_on_hyphens=False,
+    ) or [(indent if first is None else first).rstrip()]
+
+
+def _labelled(label: str, text: str) -> str:
+    return (BODY + label.ljust(LABEL) + text).rstrip()
+
+
+def _finding_lines(i: int, f: Finding) -> list[str]:
+    lines = [f"{i}. {f.severity} · {f.kind} · {f.title}"]
+    lines.extend(_wrap(f.why, BODY))
+    lines.append(_labelled("cost", cost_str(f.cost)))
+    for row in where_rows(f.where):
+        lines.append(_labelled(row.label, row.text))
+    pad = BODY + " " * LABEL
+    if f.fix is None:
+        lines.append(_labelled("fix", no_fix_words()))
+        return lines
+    lines.extend(_wrap(f.fix.description, pad, first=BODY + "fix".ljust(LABEL)))
+    lines.extend(f"{pad}{code}".rstrip() for code in f.fix.code.splitlines())
+    c = f.check
+    if c is None:
+        lines.append(_labelled("check", "not tried"))
+        return lines
+    head = f"{check_word(c)}: {c.verdict}" if c.verdict else check_word(c)
+    lines.extend(_wrap(head, pad, first=BODY + "check".ljust(LABEL)))
+    lines.append(f"{pad}compiled before and after (compile-only), per device:")
+    rows = [[r.label, r.before, r.after] for r in check_rows(c)]
+    lines.extend(aligned_table(["", "before", "after"], rows, right={1, 2}, indent=pad))
+    return lines
+
+
+def findings_text(findings: Findings) -> str:
+    """Findings as text: a header (the function, how many of each severity, what was checked
+    for), one block per finding, then the notes.
+
+    Args:
+        findings: the findings (from a report or built by hand).
+
+    Returns:
+        Deterministic lines joined by newlines, no trailing newline.
+    """
+    head = [f"Findings · {findings.function} · {count_str(findings)}"]
+    head.extend(_wrap(checks_str(), "  "))
+    sections = [head]
+    sections.extend(_finding_lines(i, f) for i, f in enumerate(findings, 1))
+    if findings.notes:
+        notes = ["Notes"]
+        for n in findings.notes:
+            notes.extend(_wrap(n, "    ", first="  - "))
+        sections.append(notes)
+    return "\n\n".join("\n".join(s) for s in sections)
+
+
+def findings_section_lines(findings: Findings | None) -> list[str]:
+    """The report's compact Findings section: one line per finding (severity, kind, title,
+    ledger numbers) and its fix with the check's verdict; ``[]`` when there is nothing to
+    show (not diagnosed, or no findings) so reports without findings print as before."""
+    if not findings:
+        return []
+    lines = [f"Findings · {count_str(findings)} · details: print(report.findings)"]
+    for i, f in enumerate(findings, 1):
+        refs = ledger_refs(f.where.collectives)
+        place = " · ".join(x for x in (short_line(f.where.line), refs) if x)
+        lines.append(
+            f"  {i}. {f.severity} · {f.kind} · {f.title}" + (f" ({place})" if place else "")
+        )
+        fix = fix_summary(f)
+        if fix:
+            lines.append(f"     {fix}")
+    return lines

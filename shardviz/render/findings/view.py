@@ -1,0 +1,179 @@
+"""The words and figures the findings views print, computed once for text and HTML.
+
+:mod:`.findings_text`, :mod:`.findings_html` and the findings section of the report views
+read these, so a figure reads the same in ``print(report.findings)``, in a notebook and in
+the report.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from os.path import basename
+
+from shardviz.model.findings import (
+    FINDING_KINDS,
+    SEVERITIES,
+    Finding,
+    FindingCost,
+    Findings,
+    FixCheck,
+    Outcome,
+    Where,
+)
+from shardviz.model.units import format_bytes, format_flops, format_seconds
+from shardviz.render.geometry import device_runs
+from shardviz.render.report.view import estimate_seconds_str
+
+#: What each cost kind measures, as the views label it.
+COST_LABELS = {
+    "moved": "moved per step",
+    "memory": "memory per device",
+    "work": "flops repeated",
+}
+
+
+def severity_counts(findings: Findings) -> list[tuple[str, int]]:
+    """``[("error", 1), ("warning", 2)]``: the severities present, most severe first."""
+    counts = [(s, sum(1 for f in findings if f.severity == s)) for s in SEVERITIES]
+    return [(s, n) for s, n in counts if n]
+
+
+def count_str(findings: Findings) -> str:
+    """``3 findings: 1 error, 2 warnings`` or ``no findings``."""
+    n = len(findings)
+    if not n:
+        return "no findings"
+    parts = ", ".join(f"{k} {s}{'s' * (k != 1)}" for s, k in severity_counts(findings))
+    return f"{n} finding{'s' * (n != 1)}: {parts}"
+
+
+def checks_str() -> str:
+    """The checks every diagnosis runs, by kind: what "no findings" means."""
+    return f"checked for {len(FINDING_KINDS)} kinds: " + ", ".join(FINDING_KINDS)
+
+
+def cost_amount(cost: FindingCost) -> str:
+    """``1.5 MiB`` (bytes per device) or, for repeated work, ``16.9 MFLOP`` (``flops``)."""
+    if cost.kind == "work":
+        return format_flops(cost.flops) if cost.flops else "not counted by the compiler"
+    return format_bytes(cost.bytes)
+
+
+def cost_str(cost: FindingCost) -> str:
+    """``moved per step: 1.5 MiB per device · est. 120 µs per step`` (the estimate only with
+    a target)."""
+    text = f"{COST_LABELS[cost.kind]}: {cost_amount(cost)}"
+    if cost.kind != "memory":
+        text += " per device"
+    if cost.seconds is not None:
+        text += f" · est. {format_seconds(cost.seconds)} per step"
+    return text
+
+
+def ledger_refs(numbers: tuple[int, ...]) -> str:
+    """Ledger numbers as the report shows them: ``#3, #4``."""
+    return ", ".join(f"#{i}" for i in numbers)
+
+
+def devices_str(ids: tuple[int, ...]) -> str:
+    """``d0-d3, d6``: the devices in order, runs merged."""
+    return ", ".join(device_runs(sorted(ids)))
+
+
+def short_line(line: str) -> str:
+    """``/home/ada/train.py:42`` -> ``train.py:42``."""
+    return basename(line) if line else ""
+
+
+@dataclass(frozen=True)
+class WhereRow:
+    """One labelled fact of a finding's place: ``leaf``, ``params/w1 · P(None, None)``."""
+
+    label: str
+    text: str
+
+
+def where_rows(where: Where) -> list[WhereRow]:
+    """The facts a :class:`Where` holds, labelled, the empty ones left out.
+
+    The line of code (``code``) is a row of its own so views can set it as code.
+    """
+    rows = []
+    place = " · ".join(x for x in (where.line, where.chain) if x)
+    if place:
+        rows.append(WhereRow("line", place))
+    if where.code:
+        rows.append(WhereRow("code", where.code))
+    if where.leaf or where.spec is not None:
+        rows.append(WhereRow("leaf", " · ".join(x for x in (where.leaf, where.spec_str) if x)))
+    if where.collectives:
+        rows.append(WhereRow("collectives", ledger_refs(where.collectives)))
+    if where.values:
+        rows.append(WhereRow("values", ", ".join(where.values)))
+    if where.devices:
+        rows.append(WhereRow("devices", devices_str(where.devices)))
+    return rows
+
+
+@dataclass(frozen=True)
+class CheckRow:
+    """One row of a fix's before/after table; ``key`` names it for tests and HTML hooks."""
+
+    key: str
+    label: str
+    before: str
+    after: str
+
+
+def check_rows(check: FixCheck) -> list[CheckRow]:
+    """The before/after figures of a fix, per device; est. time only when either is known."""
+    b, a = check.before, check.after
+    rows = [
+        CheckRow("collectives", "collectives", str(b.collectives), str(a.collectives)),
+        CheckRow("moved", "bytes moved", format_bytes(b.moved_bytes), format_bytes(a.moved_bytes)),
+        CheckRow("peak", "peak memory", format_bytes(b.peak_bytes), format_bytes(a.peak_bytes)),
+        CheckRow(
+            "flops",
+            "flops per device",
+            format_flops(b.flops_per_device),
+            format_flops(a.flops_per_device),
+        ),
+        CheckRow("remats", "remats", str(b.remats), str(a.remats)),
+    ]
+    if _has_seconds(b) or _has_seconds(a):
+        rows.append(
+            CheckRow(
+                "seconds",
+                "est. time",
+                estimate_seconds_str(b.seconds),
+                estimate_seconds_str(a.seconds),
+            )
+        )
+    return rows
+
+
+def _has_seconds(o: Outcome) -> bool:
+    return o.seconds is not None
+
+
+def check_word(check: FixCheck) -> str:
+    """``helps`` or ``does not help``."""
+    return "helps" if check.helps else "does not help"
+
+
+def fix_summary(f: Finding) -> str:
+    """``fix: <description> (checked: <verdict>)`` for the report's compact list; ``""``
+    without a fix."""
+    if f.fix is None:
+        return ""
+    if f.check is None:
+        return f"fix: {f.fix.description} (not checked)"
+    verdict = f.check.verdict or check_word(f.check)
+    if not f.check.helps:
+        verdict = f"does not help: {verdict}"
+    return f"fix: {f.fix.description} (checked: {verdict})"
+
+
+def no_fix_words() -> str:
+    """What a finding without a fix means."""
+    return "none known: no change shardviz tried helps"

@@ -1,0 +1,3 @@
+"""A pipeline schedule as text (:mod:`.text`), HTML (:mod:`.html`), plotly (:mod:`.plotly`) and
+matplotlib (:mod:`.mpl`).
+"""

@@ -1,0 +1,115 @@
+"""What the views of a :class:`~shardviz.model.search.Search` print, computed once for the text
+and the HTML view: the status lines, one row of cells per plan, and the best plan's specs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from shardviz.model.array import format_spec
+from shardviz.model.search import Plan, Search
+from shardviz.model.units import format_bytes, format_seconds
+from shardviz.render.geometry import mesh_summary
+
+#: Plans listed in a view before the rest are summarised (the text) or folded (the HTML).
+SHOWN_PLANS = 25
+
+#: The plan table's columns; numbers are right-aligned.
+PLAN_HEADER = ("rank", "plan", "peak", "fits", "moved", "work/device", "est. step", "how")
+RIGHT = {0, 2, 4, 5, 6}
+
+
+def title(s: Search) -> str:
+    """``Plan search · mlp train step``."""
+    return f"Plan search · {s.function}"
+
+
+def status_lines(s: Search) -> list[str]:
+    """What was searched, for how long, under which limit, and how plans were ranked."""
+    n = s.tried
+    plans = f"{n} plan{'s' if n != 1 else ''}"
+    if s.budget_ran_out:
+        why = f"stopped: the budget of {s.budget_seconds:g} s ran out"
+    elif n == 0:
+        why = "nothing was left to compile"
+    else:
+        why = "stopped: no change of one knob ranked better (converged)"
+    lines = []
+    if s.mesh is not None:
+        lines.append(f"on {mesh_summary(s.mesh)}")
+    lines.append(f"{plans} compiled (compile-only) in {s.elapsed_seconds:.1f} s; {why}")
+    limit = (
+        f"memory limit {format_bytes(s.memory_limit)} per device (peak)"
+        if s.memory_limit is not None
+        else "no memory limit"
+    )
+    lines.append(limit + (f"; estimates on {s.target}" if s.target else "; no target"))
+    lines.append(s.ranking)
+    return lines
+
+
+def best_line(s: Search) -> str:
+    """The best plan in one line, or why there is none."""
+    b = s.best
+    if b is None:
+        return "best: none (no plan that compiled fits the memory limit; see the notes)"
+    return f"best: {b.label}, found after {b.found_seconds:.1f} s: {b.how}"
+
+
+def fits_word(p: Plan) -> str:
+    """``yes``, ``no`` or ``-`` (no limit)."""
+    return "-" if p.fits is None else "yes" if p.fits else "no"
+
+
+def work_str(p: Plan) -> str:
+    """Per-device flops against an even split: ``1.02x``; ``n/a`` when unknown."""
+    w = p.work_ratio
+    return "n/a" if w is None else f"{w:.2f}x"
+
+
+def plan_cells(rank: int, p: Plan) -> list[str]:
+    """One row of the plan table (in :data:`PLAN_HEADER` order)."""
+    if not p.compiled:
+        return [str(rank), p.label, "-", "-", "-", "-", "-", f"{p.how} (failed: {p.error})"]
+    return [
+        str(rank),
+        p.label,
+        format_bytes(p.peak_bytes) if p.peak_bytes is not None else "n/a",
+        fits_word(p),
+        format_bytes(p.moved_bytes) if p.moved_bytes is not None else "n/a",
+        work_str(p),
+        format_seconds(p.estimated_seconds) if p.estimated_seconds is not None else "-",
+        p.how,
+    ]
+
+
+@dataclass(frozen=True)
+class SpecRow:
+    """One leaf of the best plan: its spec, and its optimizer state's when that differs."""
+
+    path: str
+    spec: str
+    optimizer: str
+
+
+def _mirror(path: str, opt_paths: list[str]) -> str | None:
+    inner = path.partition("/")[2] or path
+    return next((o for o in opt_paths if o.endswith("/" + inner)), None)
+
+
+def spec_rows(s: Search, p: Plan) -> list[SpecRow]:
+    """The parameter and data leaves of ``p`` with their specs; a parameter's optimizer
+    state (the first optimizer leaf ending in its path) is shown when its spec differs."""
+    roles = s.roles or {}
+    role = {path: roles.get(path.partition("/")[0], "batch") for path in p.specs}
+    opt_paths = [x for x in p.specs if role[x] == "optimizer"]
+    rows = []
+    for path, spec in p.specs.items():
+        if role[path] == "optimizer":
+            continue
+        other = ""
+        if role[path] == "params":
+            mirror = _mirror(path, opt_paths)
+            if mirror is not None and p.specs[mirror] != spec:
+                other = format_spec(p.specs[mirror])
+        rows.append(SpecRow(path, format_spec(spec), other))
+    return rows

@@ -1,0 +1,134 @@
+"""What a plan search compiles: the function's arguments by name (or a zoo model's train
+state), the mesh, and how one assignment of specs becomes a compile-only report.
+
+A zoo model's step is built exactly as :func:`~.runner.compare` builds it (from the plan's
+rule set), so a plan and ``compare(model, [plan.rules])`` compile the same program; any other
+function is compiled on ``ShapeDtypeStruct`` objects carrying the plan's shardings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import numpy as np
+import optax
+from jax.sharding import NamedSharding, PartitionSpec
+
+from shardviz.capture.calls import named_args
+from shardviz.capture.leaves import first_named_mesh, from_leaves, is_placeable, named_leaves
+from shardviz.capture.mesh import Mesh, as_jax_mesh
+from shardviz.errors import ShardvizError, problem
+from shardviz.explainer.explain import explain
+from shardviz.model import Report, Spec
+from shardviz.strategies.candidates import Leaf, argument_role
+from shardviz.strategies.rules import BUILTIN, RuleSet, default_mesh_shape
+from shardviz.strategies.search.rules import jax_entries
+from shardviz.strategies.step import strategy_step
+from shardviz.strategies.zoo import ModelDef, get_model
+
+
+@dataclass
+class SearchInputs:
+    """The searched arguments, by name, and how to compile a choice of specs for them."""
+
+    name: str
+    fn: Any
+    named: dict[str, Any]
+    jmesh: jax.sharding.Mesh
+    model: ModelDef | None
+    optimizer: Any
+    target: Any
+
+    def __post_init__(self) -> None:
+        self.flat, self.treedef = named_leaves(self.named)
+
+    def leaves(self) -> list[Leaf]:
+        out = []
+        for path, x in self.flat:
+            if not is_placeable(x):
+                continue
+            arg, _, inner = path.partition("/")
+            out.append(
+                Leaf(
+                    path=path, arg=arg, inner=inner or arg, role=argument_role(arg),
+                    shape=tuple(int(n) for n in x.shape),
+                    itemsize=int(np.dtype(x.dtype).itemsize),
+                )
+            )  # fmt: skip
+        return out
+
+    def _sharding(self, spec: Spec) -> NamedSharding:
+        return NamedSharding(self.jmesh, PartitionSpec(*jax_entries(spec)))
+
+    def place(self, specs: dict[str, Spec], abstract: bool = False) -> tuple:
+        """The arguments with ``specs``: ``ShapeDtypeStruct`` objects (``abstract``, or when they
+        are abstract already) or arrays put on the devices."""
+        leaves = []
+        for path, x in self.flat:
+            if path not in specs:
+                leaves.append(x)
+                continue
+            sharding = self._sharding(specs[path])
+            if abstract or isinstance(x, jax.ShapeDtypeStruct):
+                leaves.append(jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=sharding))
+            else:
+                leaves.append(jax.device_put(x, sharding))
+        placed = from_leaves(self.treedef, leaves)  # a dict: jax orders its keys
+        return tuple(placed[name] for name in self.named)
+
+    def compile(self, specs: dict[str, Spec], rules: RuleSet) -> Report:
+        """The compile-only report of the arguments placed with ``specs``.
+
+        Without findings (``diagnose=False``): trying each finding's fix compiles again, and
+        that time is better spent on more plans; explain the plan you pick for its findings
+        (``sv.explain(fn, *search.arguments())``).
+        """
+        if self.model is not None:  # the zoo's step, exactly as compare builds it
+            built = strategy_step(self.model, rules, self.jmesh, optimizer=self.optimizer)
+            fn, args = built.step, built.abstract
+        else:
+            fn, args = self.fn, self.place(specs, abstract=True)
+        return explain(fn, *args, run=False, target=self.target, diagnose=False)
+
+
+def search_inputs(
+    fn: Any, args: tuple, mesh: Any, optimizer: Any, target: Any, seed: int
+) -> SearchInputs:
+    model = None
+    if not args and isinstance(fn, str | ModelDef):
+        model = get_model(fn) if isinstance(fn, str) else fn
+        opt = optimizer or optax.adam(1e-3)
+        key_p, key_b = jax.random.split(jax.random.key(seed))
+        params = jax.eval_shape(model.init_params, key_p)
+        named = {
+            "params": params,
+            "opt_state": jax.eval_shape(opt.init, params),
+            "batch": jax.eval_shape(model.make_batch, key_b),
+        }
+        name = f"{model.name} train step"
+    elif not callable(fn):
+        raise ShardvizError(
+            problem(
+                "suggest",
+                f"{type(fn).__name__} is neither a function nor a model",
+                "pass a train step and its arguments (sv.suggest(step, params, opt_state, "
+                "batch, mesh=...)), or a zoo model's name or ModelDef alone",
+            )
+        )
+    else:
+        named = named_args(fn, args)
+        name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn)
+    jm = _mesh(mesh, named)
+    return SearchInputs(name, fn, named, jm, model, optimizer, target)
+
+
+def _mesh(mesh: Any, named: dict[str, Any]) -> jax.sharding.Mesh:
+    if mesh is not None:
+        return as_jax_mesh(mesh)
+    placed = first_named_mesh(jax.tree.leaves(named))
+    if placed is not None:
+        return placed
+    shape = default_mesh_shape(BUILTIN["tp"], len(jax.devices()))
+    return Mesh(jax.devices(), shape, ("data", "model")).jax_mesh

@@ -1,0 +1,479 @@
+"""``suggest(fn, *args, mesh=..., memory_limit=...)``: search partition specs for a function's
+arguments, compile-only, and rank what was tried.
+
+The search walks the knobs of :mod:`.candidates` (the batch split, each parameter group's
+spec and its optimizer state's) on a mesh:
+
+1. **Seeds.** Every built-in strategy (or the ``strategies`` given), read onto the mesh in
+   every way its axes fit (DP over each axis and over all of them, Megatron's ``model`` on
+   either axis...), deduplicated, those needing the fewest bytes per device first; seeds that
+   leave a mesh axis idle (every device on it repeats the work) wait until the descents
+   from the others have converged.
+2. **Descent.** From the best plan so far, each knob in turn is changed one step (one mesh
+   axis moved, the batch split otherwise, the optimizer state split ZeRO-style or not); the
+   first change that ranks better is kept, and the sweeps go on until none helps. Then the
+   descent starts again from the next-best seed not yet descended from.
+
+Nothing is compiled twice, and an assignment whose arguments alone need more than the memory
+limit is skipped without compiling. Every plan is compiled compile-only (``explain(fn,
+*ShapeDtypeStructs, run=False)``), and ranked by :mod:`.search_rank`'s rule. At ``budget_s``
+the search stops and returns what it has, saying so.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import optax
+
+from shardviz.capture.mesh import mesh_layout
+from shardviz.errors import ShardvizError, problem
+from shardviz.model import Report, Spec
+from shardviz.model.search import Plan, Search
+from shardviz.model.units import format_bytes, format_seconds
+from shardviz.strategies.candidates import (
+    Choice,
+    Space,
+    argument_role,
+    mapping_words,
+    role_mappings,
+)
+from shardviz.strategies.named import get_rule_set
+from shardviz.strategies.rules import RuleSet
+from shardviz.strategies.search.inputs import SearchInputs, search_inputs
+from shardviz.strategies.search.progress import Progress, compiler_quiet, progress_for
+from shardviz.strategies.search.rank import better, ranked, ranking_words
+from shardviz.strategies.search.rules import rule_set_of
+
+__all__ = ["SuggestedPlan", "SuggestedSearch", "memory_bytes", "suggest"]
+
+_UNITS = {
+    "": 1, "b": 1,
+    "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+    "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40,
+}  # fmt: skip
+
+
+def memory_bytes(limit: int | float | str | None) -> int | None:
+    """A memory limit in bytes: an int, or a string such as ``"2 GiB"``, ``"512MiB"``,
+    ``"1.5 GB"`` (KiB/MiB/GiB are powers of 1024, KB/MB/GB of 1000).
+
+    Raises:
+        ShardvizError: not a size (the message shows how to write one).
+    """
+    if limit is None:
+        return None
+    if isinstance(limit, bool):
+        limit = str(limit)
+    if isinstance(limit, int | float) and limit > 0:
+        return int(limit)
+    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:e[0-9]+)?)\s*([a-zA-Z]*)\s*", str(limit))
+    unit = match.group(2).lower() if match else ""
+    if match is None or unit not in _UNITS or float(match.group(1)) <= 0:
+        raise ShardvizError(
+            problem(
+                f"memory_limit={limit!r}",
+                "it is not a size in bytes",
+                "give bytes per device as an int, or a string like '2 GiB', '512 MiB' or '1.5 GB'",
+            )
+        )
+    return int(float(match.group(1)) * _UNITS[unit])
+
+
+# --- the result ------------------------------------------------------------------------------
+
+
+class SuggestedPlan(Plan):
+    """A :class:`~shardviz.model.search.Plan` with its rule set (for ``compare`` and the
+    Explorer)."""
+
+    @property
+    def rules(self) -> RuleSet:
+        """A :class:`~shardviz.strategies.rules.RuleSet` that gives a train step's arguments
+        this plan's specs: ``sv.compare(model, [plan.rules], mesh=mesh)`` runs it for real
+        (on a mesh of the search's shape: ``rules.extra["mesh_shape"]``), and
+        ``sv.Explorer`` shows that comparison. Gradients follow the optimizer state."""
+        mesh = self.report.mesh if self.report is not None else None
+        axes = mesh.axis_names if mesh is not None else ()
+        return rule_set_of(
+            self.specs,
+            axes,
+            name=f"suggested {self.label}",
+            title=f"suggested plan {self.label}",
+            description=self.how,
+            mesh_shape=mesh.axis_sizes if mesh is not None else (),
+        )
+
+
+class SuggestedSearch(Search):
+    """A :class:`~shardviz.model.search.Search` whose plans carry rule sets, and which can
+    place the searched arguments with a plan's specs."""
+
+    @classmethod
+    def from_json(cls, text: str) -> SuggestedSearch:
+        """A search read back from :meth:`to_json`, equal to the one written: its plans keep
+        their rule sets (``search.best.rules``). Its arguments are not in the JSON:
+        :meth:`arguments` needs the search itself."""
+        base = Search.from_json(text)
+        plans = tuple(
+            SuggestedPlan(**{f.name: getattr(p, f.name) for f in dataclasses.fields(p)})
+            for p in base.plans
+        )
+        fields = {f.name: getattr(base, f.name) for f in dataclasses.fields(base)}
+        return cls(**{**fields, "plans": plans})
+
+    def arguments(self, plan: Plan | str | None = None) -> tuple:
+        """The searched function's arguments placed with ``plan``'s specs (default: the best
+        plan): real arrays are put on the devices, ``ShapeDtypeStruct`` objects get the shardings,
+        so ``sv.explain(fn, *search.arguments())`` or ``sv.Explorer(fn, *search.arguments())``
+        show that plan.
+
+        Raises:
+            ShardvizError: no plan fits (and none was named).
+        """
+        chosen = self.plan(plan) if isinstance(plan, str) else plan or self.best
+        if chosen is None:
+            raise ShardvizError(
+                problem(
+                    "search.arguments()",
+                    "no plan fits the memory limit, so there is no best plan to place",
+                    "name a plan (search.arguments('#1')), or search again with a larger "
+                    "memory_limit or more devices",
+                )
+            )
+        inputs: SearchInputs | None = getattr(self, "_inputs", None)
+        if inputs is None:
+            raise ShardvizError(
+                problem(
+                    "search.arguments()",
+                    "this search was read back from JSON, which does not keep the arguments",
+                    "place them with the plan's specs yourself (plan.specs), or search again",
+                )
+            )
+        return inputs.place(chosen.specs)
+
+
+# --- the search ------------------------------------------------------------------------------
+
+
+class _OutOfTime(Exception):
+    pass
+
+
+class _Runner:
+    """Compiles choices into plans (each once), within the budget and the memory limit."""
+
+    def __init__(
+        self,
+        space: Space,
+        inputs: SearchInputs,
+        limit: int | None,
+        budget: float,
+        progress: Progress,
+    ) -> None:
+        self.space, self.inputs, self.limit, self.budget = space, inputs, limit, budget
+        self.progress = progress
+        self.start = time.monotonic()
+        self.plans: list[SuggestedPlan] = []
+        self.choice_of: dict[str, Choice] = {}
+        self.seen: set[Choice] = set()
+        self.skipped = 0
+        self.least_skipped: int | None = None
+        self.ran_out = False
+        self.errors: list[ShardvizError] = []
+        self.target_name = ""
+        self._last = 0.0
+        self.with_target = inputs.target is not None
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.start
+
+    def _check_time(self) -> None:
+        """Stop before a compile that would end past the budget (judged by the last one);
+        the first plan is always compiled."""
+        if self.plans and self.elapsed() + self._last > self.budget:
+            self.ran_out = True
+            raise _OutOfTime
+
+    def over_memory(self, choice: Choice) -> bool:
+        return self.limit is not None and self.space.argument_bytes(choice) > self.limit
+
+    def try_choice(self, choice: Choice, how: str) -> SuggestedPlan | None:
+        """The plan for ``choice`` (``None`` if seen before or over the limit unseen)."""
+        if choice in self.seen:
+            return None
+        self.seen.add(choice)
+        if self.over_memory(choice):
+            self.skipped += 1
+            need = self.space.argument_bytes(choice)
+            self.least_skipped = min(self.least_skipped or need, need)
+            return None
+        self._check_time()
+        specs = self.space.specs(choice)
+        label = f"#{len(self.plans) + 1}"
+        began = time.monotonic()
+        rules = rule_set_of(specs, self.inputs.jmesh.axis_names)
+        try:
+            report = self.inputs.compile(specs, rules)
+        except ShardvizError as err:
+            self.errors.append(err)
+            plan = SuggestedPlan(
+                label=label, how=how, specs=specs, report=None, peak_bytes=None,
+                moved_bytes=None, error=str(err), found_seconds=self.elapsed(),
+            )  # fmt: skip
+        else:
+            plan = self._plan(label, how, specs, report)
+        self._last = time.monotonic() - began
+        self.plans.append(plan)
+        self.choice_of[label] = choice
+        best = self.best()
+        self.progress.update(len(self.plans), self.elapsed(), self.budget, _summary(best))
+        return plan
+
+    def _plan(self, label: str, how: str, specs: dict[str, Spec], report: Report) -> SuggestedPlan:
+        if self.limit is None and report.estimate is not None:  # the target's HBM
+            self.limit = report.estimate.hbm_bytes
+        if report.estimate is not None:
+            self.target_name = report.estimate.target
+        peak = report.memory.peak_bytes
+        cost = report.cost
+        return SuggestedPlan(
+            label=label, how=how, specs=specs, report=report, peak_bytes=peak,
+            moved_bytes=sum(c.moved_bytes * (c.trips or 1) for c in report.collectives),
+            estimated_seconds=report.estimate.step_seconds if report.estimate else None,
+            flops_per_device=cost.flops_per_device if cost else None,
+            flops_global=cost.flops_global if cost else None,
+            fits=None if self.limit is None else peak <= self.limit,
+            found_seconds=self.elapsed(),
+        )  # fmt: skip
+
+    def ranked(self) -> list[SuggestedPlan]:
+        return ranked(self.plans, self.with_target)  # type: ignore[return-value]
+
+    def best(self) -> SuggestedPlan | None:
+        plans = self.ranked()
+        return plans[0] if plans and plans[0].compiled else None
+
+    def better(self, a: Plan, b: Plan) -> bool:
+        return better(a, b, self.plans, self.with_target)
+
+    # --- descent -----------------------------------------------------------------------
+
+    def descend(self, start: SuggestedPlan) -> None:
+        """Change one knob at a time from ``start``, keeping the first change that ranks
+        better, until a whole sweep finds none."""
+        current = start
+        improved = True
+        while improved:
+            improved = False
+            knobs = [k for k, _ in self.space.moves(self.choice_of[current.label])]
+            for knob in knobs:
+                alts = dict(self.space.moves(self.choice_of[current.label]))[knob]
+                for choice, words in alts:
+                    plan = self.try_choice(choice, f"from {current.label}: {words}")
+                    if plan is not None and plan.compiled and self.better(plan, current):
+                        current = plan
+                        improved = True
+                        break
+
+
+def _summary(plan: Plan | None) -> str:
+    if plan is None:
+        return ""
+    if plan.estimated_seconds is not None:
+        return f"{plan.label} (est. {format_seconds(plan.estimated_seconds)})"
+    moved = format_bytes(plan.moved_bytes or 0)
+    return f"{plan.label} ({moved} moved, peak {format_bytes(plan.peak_bytes or 0)})"
+
+
+#: The built-in seeds. ZeRO-2 before ZeRO-1: a plan's gradients follow its optimizer state,
+#: so their common assignment compiles as ZeRO-2 and is named so; ``fsdp`` is ``zero3``.
+_SEED_NAMES = ("dp", "zero2", "zero1", "zero3", "tp", "2d", "sp", "ep")
+
+
+def _seeds(space: Space, strategies: Sequence[str | RuleSet] | None) -> list[tuple[Choice, str]]:
+    """The starting choices: each strategy on each reading of its axes, deduplicated, plus
+    replicated parameters with the batch split over every axis; ordered so that choices
+    with idle axes, then those needing the most bytes per device, come last."""
+    names = _SEED_NAMES if strategies is None else strategies
+    seeds: dict[Choice, str] = {}
+    for s in names:
+        rule_set = get_rule_set(s)
+        for mapping in role_mappings(rule_set, space.axes):
+            choice = space.from_rule_set(rule_set, mapping)
+            if choice is not None and choice not in seeds:
+                seeds[choice] = f"strategy {rule_set.name!r} ({mapping_words(mapping)})"
+    plain = space.replicated(space.batch_choices[0] if space.batch_choices else ())
+    seeds.setdefault(plain, "parameters replicated, batch split over every axis it divides")
+    order = sorted(seeds, key=lambda c: (space.idle_ways(c), space.argument_bytes(c)))
+    return [(c, seeds[c]) for c in order]
+
+
+def suggest(
+    fn: Any,
+    *args: Any,
+    mesh: Any = None,
+    memory_limit: int | float | str | None = None,
+    target: Any = None,
+    budget_s: float = 60.0,
+    strategies: Sequence[str | RuleSet] | None = None,
+    optimizer: optax.GradientTransformation | None = None,
+    progress: bool | Progress = True,
+    seed: int = 0,
+) -> SuggestedSearch:
+    """Search partition specs for ``fn``'s arguments, compile-only, and rank the plans.
+
+    Arguments are read by name as the Explorer reads them: ``params``-like names hold
+    parameters, ``opt*`` names optimizer state (leaves mirroring a parameter by path, like
+    Adam's ``mu``/``nu``, follow it), anything else is data whose dim 0 is the batch.
+
+    Args:
+        fn: a train step (plain or jitted) to call as ``fn(*args)``; or, with no ``args``, a
+            zoo model's name (``"transformer"``) or a :class:`~.zoo.ModelDef`: its Adam train
+            step, built exactly as :func:`~.runner.compare` builds it.
+        *args: the arguments: arrays or ``jax.ShapeDtypeStruct`` objects (their shardings are
+            ignored; nothing is run or allocated).
+        mesh: a ``shardviz.Mesh`` or jax mesh; default the arguments' mesh, else 2 x n/2
+            over all devices with axes ``('data', 'model')``.
+        memory_limit: bytes per device a plan's peak may reach (an int, or ``"2 GiB"``);
+            default the target's HBM, else no limit. Plans over it are listed, never best.
+        target: a hardware preset or topology name (``"v5e"``, ``"h100"``): plans are then
+            ranked by their estimated step there. Without one see :mod:`.search_rank`.
+        budget_s: seconds to search; at the end the best plan so far is returned.
+        strategies: the seeds (built-in names or rule sets); default every built-in one.
+            ``()`` starts from replicated parameters alone.
+        optimizer: the model's optimizer (model only; default Adam).
+        progress: show progress (a bar in a notebook, a line on a terminal), or an object
+            with ``update``/``finish`` (see :mod:`.search_progress`).
+
+    Returns:
+        A :class:`SuggestedSearch`: ``.plans`` best first, ``.best`` (``None`` when no plan
+        fits the memory limit: ``.notes`` say so), ``.best.rules`` for ``compare``, and
+        ``.arguments()`` placed as the best plan says. Plans are compiled without findings
+        (each finding's fix would compile again): ``sv.explain(fn, *search.arguments())``
+        gives the chosen plan's.
+
+    Raises:
+        ShardvizError: a bad memory limit, mesh, model or strategy; or no plan compiled at
+            all (the first compiler error, which names the cause).
+    """
+    limit = memory_bytes(memory_limit)
+    seeds_from = None if strategies is None else [get_rule_set(s) for s in strategies]
+    inputs = search_inputs(fn, args, mesh, optimizer, target, seed)
+    jm = inputs.jmesh
+    axes = dict(
+        zip((str(a) for a in jm.axis_names), (int(n) for n in jm.devices.shape), strict=True)
+    )
+    space = Space(inputs.leaves(), axes)
+    seeds = _seeds(space, seeds_from)
+    with compiler_quiet() as terminal:
+        reporter = progress_for(progress, terminal)
+        runner = _Runner(space, inputs, limit, float(budget_s), reporter)
+        _walk(runner, seeds)
+        return _result(runner, inputs, float(budget_s), reporter)
+
+
+def _walk(runner: _Runner, seeds: list[tuple[Choice, str]]) -> None:
+    """Compile the seeds that use every mesh axis, then descend from the best plan, then
+    from each next-best seed, until every start has converged; then the same with the seeds
+    that leave an axis idle (they duplicate work, so they rarely win). Stops when the budget
+    runs out."""
+    descended: set[str] = set()
+    busy = [s for s in seeds if runner.space.idle_ways(s[0]) == 1]
+    idle = [s for s in seeds if runner.space.idle_ways(s[0]) > 1]
+    try:
+        for batch in (busy, idle):
+            for choice, how in batch:
+                runner.try_choice(choice, how)
+            seed_set = {c for c, _ in seeds}
+            seed_labels = {label for label, c in runner.choice_of.items() if c in seed_set}
+            while True:
+                starts = [
+                    p for p in runner.ranked()
+                    if p.compiled and p.label in seed_labels | {_best_label(runner)}
+                    and p.label not in descended
+                ]  # fmt: skip
+                if not starts:
+                    break
+                descended.add(starts[0].label)
+                runner.descend(starts[0])
+    except _OutOfTime:
+        return
+
+
+def _best_label(runner: _Runner) -> str:
+    best = runner.best()
+    return best.label if best is not None else ""
+
+
+def _result(
+    runner: _Runner, inputs: SearchInputs, budget: float, reporter: Progress
+) -> SuggestedSearch:
+    plans = runner.ranked()
+    if plans and not any(p.compiled for p in plans):
+        raise runner.errors[0]
+    notes = _notes(runner, plans, budget)
+    search = SuggestedSearch(
+        function=inputs.name, mesh=mesh_layout(inputs.jmesh), plans=tuple(plans),
+        ranking=ranking_words(runner.target_name if runner.with_target else ""),
+        memory_limit=runner.limit, target=runner.target_name if runner.with_target else "",
+        budget_seconds=budget, elapsed_seconds=runner.elapsed(),
+        budget_ran_out=runner.ran_out, skipped=runner.skipped,
+        roles={name: argument_role(name) for name in inputs.named}, notes=tuple(notes),
+    )  # fmt: skip
+    object.__setattr__(search, "_inputs", inputs)
+    best = search.best
+    reporter.finish(
+        f"{search.tried} plans tried in {search.elapsed_seconds:.0f} s"
+        + (" (budget ran out)" if search.budget_ran_out else "")
+        + (f"; best: {_summary(best)}" if best is not None else "; no plan fits")
+    )
+    return search
+
+
+def _notes(runner: _Runner, plans: list[SuggestedPlan], budget: float) -> list[str]:
+    notes = []
+    n = len(plans)
+    if runner.ran_out:
+        notes.append(
+            f"the budget of {budget:g} s ran out after {n} plan{'s' if n != 1 else ''}: the "
+            "best so far is shown; give a larger budget_s to search further"
+        )
+    fitting = [p for p in plans if p.compiled and p.fits is not False]
+    if plans and not fitting and runner.limit is not None:
+        lowest = min((p for p in plans if p.compiled), key=lambda p: p.peak_bytes or 0)
+        notes.append(
+            f"no plan tried fits in {format_bytes(runner.limit)} per device: the lowest peak was "
+            f"{format_bytes(lowest.peak_bytes or 0)} ({lowest.label}); raise memory_limit, use "
+            "more devices, or a smaller batch or model"
+        )
+    if not plans and runner.least_skipped is not None:
+        notes.append(
+            f"no plan fits in {format_bytes(runner.limit or 0)} per device: every assignment "
+            f"tried needs at least {format_bytes(runner.least_skipped)} for its arguments "
+            "alone; raise memory_limit, use more devices, or a smaller batch or model"
+        )
+    if runner.skipped:
+        notes.append(
+            f"{runner.skipped} assignment{'s' if runner.skipped != 1 else ''} not compiled: "
+            f"{'their' if runner.skipped != 1 else 'its'} arguments alone need more than "
+            f"{format_bytes(runner.limit or 0)} per device"
+        )
+    failed = [p for p in plans if not p.compiled]
+    if failed:
+        notes.append(
+            f"{len(failed)} plan{'s' if len(failed) != 1 else ''} did not compile (listed last "
+            "with the compiler's words)"
+        )
+    if runner.inputs.model is None:
+        notes.append(
+            "a plan's rules (plan.rules) put gradients like the optimizer state; in this "
+            "function they are where the compiler chose"
+        )
+    if any(p.flops_per_device is None for p in plans if p.compiled) and not runner.with_target:
+        notes.append("no cost analysis on this backend: plans are ranked by bytes moved alone")
+    return notes

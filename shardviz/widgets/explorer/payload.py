@@ -1,0 +1,751 @@
+"""The :class:`~.explorer.ExplorerView`'s synced state as plain JSON, from the model.
+
+Pure: no jax and no anywidget, so every byte the widget syncs can be built and checked without
+a kernel or a browser. Two payloads:
+
+- :func:`report_payload`: everything about one report except tiles, sent once per report
+  (the mesh, device colours, the list of arrays, the ledger, per-device memory). Device groups
+  and source locations are deduplicated into tables that entries point into, so a 512-device
+  program with hundreds of collectives stays far below a megabyte.
+- :func:`array_payload`: the distinct tiles of *one* array and where each goes on the page
+  (the static view's own geometry), built when that array is picked, or ahead of time in
+  batches (:func:`prefetch_batches`) for the front end to keep.
+
+Arrays are named by an id that says where they come from: ``arg:<leaf path>``,
+``out:<leaf path>`` or ``mid:<intermediate name>`` (see :func:`array_id`). Intermediates carry
+a spec but no tiles; :func:`shardviz.model.tiles_from_spec` computes them the way a
+``NamedSharding`` places an array (and the way GSPMD pads a dim that does not divide evenly).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from shardviz.model._codec import to_data
+from shardviz.model.array import ArrayLayout, Spec, format_spec
+from shardviz.model.compare import Comparison
+from shardviz.model.mesh import MeshLayout
+from shardviz.model.program import Collective, Report, ShardingOf, Source
+from shardviz.model.tiles import layout_from_spec
+from shardviz.model.timeline import realness_label, timeline_of
+from shardviz.model.units import format_bytes, format_seconds
+from shardviz.render.colors import KIND_COLORS, OTHER_KIND, device_color
+from shardviz.render.geometry import MeshGrid, array_facts, format_shape, mesh_grid, mesh_summary
+from shardviz.render.report.html import MEMORY_COLORS, group_fill
+from shardviz.render.report.view import (
+    ESTIMATE_WORDS,
+    axes_repr,
+    estimate_notes,
+    estimate_rows,
+    estimate_seconds_str,
+    format_mfu,
+    hbm_str,
+    ids_str,
+    measured_step,
+    no_source_words,
+    operand_str,
+    short_location,
+    status_line,
+    target_line,
+    value_str,
+)
+from shardviz.render.timeline import PLOT_WIDTH, layout, legend, ticks
+from shardviz.render.traffic import drawable_links, traffic_of
+from shardviz.widgets.grid_payload import array_grid_payload, mesh_grid_payload, tiles_payload
+
+#: Bumped when the payload's shape changes, so the front end can refuse what it cannot read.
+#: 2: ready-made text (bytes, seconds, operands, device labels, sources) beside the numbers.
+#: 3: the mesh laid out (``mesh_grid``) as the static view lays it out; grids carry their notes
+#: and each elided band its hover text.
+VERSION = 3
+
+ARGUMENT, OUTPUT, INTERMEDIATE = "argument", "output", "intermediate"
+ROLES = (ARGUMENT, OUTPUT, INTERMEDIATE)
+PREFIXES = {ARGUMENT: "arg:", OUTPUT: "out:", INTERMEDIATE: "mid:"}
+
+#: The stacked parts of a memory bar, bottom first.
+MEMORY_PARTS = ("argument", "output", "temp")
+#: The target's HBM line joins the memory bars' scale when at most this many times the tallest.
+HBM_SCALE = 4
+#: Device groups named in a collective's legend before ``… N more groups``.
+LEGEND_GROUPS = 16
+
+
+# --------------------------------------------------------------------------------------------
+# The arrays a report names
+
+
+@dataclass(frozen=True)
+class ArrayEntry:
+    """One pickable array: an argument or output leaf (with tiles) or an intermediate."""
+
+    id: str
+    role: str
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+    spec: Spec | None
+    layout: ArrayLayout | None = None
+    value: ShardingOf | None = None
+
+
+def array_id(role: str, name: str) -> str:
+    """The id an array is picked by: ``arg:params/w1``, ``out:loss``, ``mid:dot.3``."""
+    return PREFIXES[role] + name
+
+
+def array_entries(report: Report) -> tuple[ArrayEntry, ...]:
+    """Every argument leaf, output leaf and intermediate, in that order, with unique ids.
+
+    A name repeated within one role (not expected, but not forbidden) gets ``#2``, ``#3``...
+    """
+    out: list[ArrayEntry] = []
+    seen: set[str] = set()
+
+    def unique(role: str, name: str) -> str:
+        base = array_id(role, name)
+        ident, k = base, 1
+        while ident in seen:
+            k += 1
+            ident = f"{base}#{k}"
+        seen.add(ident)
+        return ident
+
+    for role, tree in ((ARGUMENT, report.arguments), (OUTPUT, report.outputs)):
+        for leaf in tree:
+            ident = unique(role, leaf.name)
+            out.append(ArrayEntry(ident, role, leaf.name, leaf.shape, leaf.dtype, leaf.spec, leaf))
+    for s in report.intermediates:
+        ident = unique(INTERMEDIATE, s.name)
+        out.append(ArrayEntry(ident, INTERMEDIATE, s.name, s.shape, s.dtype, s.spec, value=s))
+    return tuple(out)
+
+
+def default_array(report: Report) -> str:
+    """The array shown first: the first argument leaf, else the first array at all, else ``""``."""
+    entries = array_entries(report)
+    return entries[0].id if entries else ""
+
+
+def entry_layout(entry: ArrayEntry, mesh: MeshLayout | None) -> ArrayLayout | None:
+    """The tiles of an entry as an ArrayLayout: the leaf's own, or computed from the spec.
+
+    ``None`` for an intermediate without a named spec (manual or unknown) or without a mesh.
+
+    Raises:
+        ValueError: from :func:`~shardviz.model.layout_from_spec` when the spec does not fit
+            the mesh.
+    """
+    if entry.layout is not None:
+        return entry.layout
+    if entry.spec is None or mesh is None:
+        return None
+    return layout_from_spec(entry.name, entry.shape, entry.dtype, entry.spec, mesh)
+
+
+# --------------------------------------------------------------------------------------------
+# Report payload
+
+
+class _Table:
+    """Interns JSON-able values: each distinct value once, referred to by its position."""
+
+    def __init__(self) -> None:
+        self.items: list[Any] = []
+        self._index: dict[str, int] = {}
+
+    def add(self, value: Any) -> int:
+        key = json.dumps(value, separators=(",", ":"))
+        if key not in self._index:
+            self._index[key] = len(self.items)
+            self.items.append(value)
+        return self._index[key]
+
+
+class _Sources:
+    """Call chains as ``[[file, line, function], ...]`` (outermost first), each chain and each
+    file path stored once: entries point at a chain, a frame's ``file`` at ``files``. Beside
+    each chain, its words (:func:`source_label`) in ``labels``. A missing source is a chain
+    of no frames whose words say why (so the Explorer's ``?`` explains itself)."""
+
+    def __init__(self) -> None:
+        self.files = _Table()
+        self.chains: list[list[list[Any]]] = []
+        self.labels: list[list[str]] = []
+        self._index: dict[str, int] = {}
+
+    def add(self, source: Source | None, what: str = "collective") -> int:
+        frames = (
+            [[self.files.add(f.file), f.line, f.function] for f in source.frames]
+            if source is not None
+            else []
+        )
+        label = source_label(source, what)
+        key = json.dumps([frames, label], separators=(",", ":"))
+        if key not in self._index:
+            self._index[key] = len(self.chains)
+            self.chains.append(frames)
+            self.labels.append(label)
+        return self._index[key]
+
+
+def source_label(source: Source | None, what: str = "collective") -> list[str]:
+    """``[location, short, chain]``: ``/src/train.py:42 · y = h @ w``, ``train.py:42 · y = h @
+    w`` (the line's code after its place, when it was read), ``step > loss``; for no source,
+    ``["no source: …", "?", "no source: …"]``."""
+    if source is None or source.innermost is None:
+        why = no_source_words(what)
+        return [why, "?", why]
+    line = f" · {source.text}" if source.text else ""
+    return [source.location + line, short_location(source) + line, source.chain]
+
+
+def _array_item(entry: ArrayEntry, sources: _Sources) -> dict[str, Any]:
+    s = entry.value
+    spec = [list(e) for e in entry.spec] if entry.spec is not None else None
+    return {
+        "id": entry.id,
+        "role": entry.role,
+        "name": entry.name,
+        "shape": list(entry.shape),
+        "dtype": entry.dtype,
+        "spec": spec,
+        "spec_str": s.spec_str if s is not None else format_spec(entry.spec),
+        "value": value_str(entry.dtype, entry.shape),
+        "op": s.op if s is not None else "",
+        "source": sources.add(s.source, "value") if s is not None else None,
+        "reshard": bool(s.reshard) if s is not None else False,
+    }
+
+
+def _collective_item(
+    index: int,
+    c: Collective,
+    groupings: _Table,
+    pairings: _Table,
+    sources: _Sources,
+    ids: set[str],
+) -> dict[str, Any]:
+    reshard = array_id(INTERMEDIATE, c.reshard) if c.reshard is not None else None
+    return {
+        "index": index,
+        "name": c.name,
+        "kind": c.kind,
+        "axes": list(c.axes),
+        "in_dtype": c.in_dtype,
+        "in_shape": list(c.in_shape),
+        "out_dtype": c.out_dtype,
+        "out_shape": list(c.out_shape),
+        "in_bytes": c.in_bytes,
+        "out_bytes": c.out_bytes,
+        "moved_bytes": c.moved_bytes,
+        "group_size": c.group_size,
+        "groups": groupings.add([list(g) for g in c.groups]) if c.groups else None,
+        "pairs": pairings.add([list(p) for p in c.pairs]) if c.pairs else None,
+        "source": sources.add(c.source),
+        "user_written": c.user_written,
+        "op_name": c.op_name,
+        "reshard": c.reshard,
+        "reshard_array": reshard if reshard in ids else None,
+        "estimated_seconds": c.estimated_seconds,
+        "estimate_formula": c.estimate_formula,
+        **collective_text(c),
+    }
+
+
+def collective_text(c: Collective) -> dict[str, Any]:
+    """A ledger entry's words, spelled as the static views spell them.
+
+    Keys: ``axes_text`` (``('data',)``), ``operand`` (``float32[64, 1024] → [512, 1024]``),
+    ``in_value`` and ``out_value`` (``float32[64, 1024]``), ``in_bytes_text`` and
+    ``moved_bytes_text`` (``4 KiB``), ``in_bytes_exact``, ``out_bytes_exact`` and
+    ``moved_bytes_exact`` (``4 KiB (4,096 B)``), ``estimated_text`` (``1.23 µs``, or ``None``
+    without an estimate), ``why_text`` (why the partitioner inserted it, one sentence) and
+    ``why_change`` (``P('data', None) → P(None, 'model')``), both ``None`` when unknown.
+    """
+    seconds = c.estimated_seconds
+    why = c.why
+    change = None
+    if why is not None and why.from_spec is not None and why.to_spec is not None:
+        partial = f" (partial sums over {axes_repr(why.partial_axes)})" if why.partial_axes else ""
+        change = f"{format_spec(why.from_spec)}{partial} → {format_spec(why.to_spec)}"
+    return {
+        "axes_text": axes_repr(c.axes),
+        "operand": operand_str(c),
+        "in_value": value_str(c.in_dtype, c.in_shape),
+        "out_value": value_str(c.out_dtype, c.out_shape),
+        "in_bytes_text": format_bytes(c.in_bytes),
+        "moved_bytes_text": format_bytes(c.moved_bytes),
+        "in_bytes_exact": format_bytes(c.in_bytes, exact=True),
+        "out_bytes_exact": format_bytes(c.out_bytes, exact=True),
+        "moved_bytes_exact": format_bytes(c.moved_bytes, exact=True),
+        "estimated_text": estimate_seconds_str(seconds) if seconds is not None else None,
+        "why_text": why.summary if why is not None else None,
+        "why_change": change,
+    }
+
+
+def traffic_item(
+    c: Collective, mesh: MeshLayout | None, grid: MeshGrid | None, links: _Table
+) -> dict[str, Any]:
+    """Who sends to whom in ``c`` (:func:`~shardviz.render.traffic.traffic_of`), for the mesh.
+
+    Keys: ``pattern`` (``ring``, ``all-pairs``, ``pairs`` or ``none``), ``words`` (the
+    sentence under the static picture), ``label`` (what one arrow carries, the same for every
+    arrow of the collective under the ring model), ``step_bytes``, ``steps``, ``device_bytes``
+    and ``links`` (a position in ``traffic_links``: per group, ``[source, target]`` device
+    ids of the arrows the mesh ``grid`` can draw (:func:`~shardviz.render.traffic.
+    drawable_links`); the same links are stored once for every collective that has them).
+    ``drawn`` says how many of the ``arrows`` those are.
+    """
+    t = traffic_of(c, mesh)
+    shown = drawable_links(t, grid) if grid is not None else ()
+    return {
+        "pattern": t.pattern,
+        "words": t.words,
+        "label": t.label,
+        "step_bytes": t.step_bytes,
+        "steps": t.steps,
+        "device_bytes": t.device_bytes,
+        "arrows": t.arrows,
+        "drawn": sum(len(g) for g in shown),
+        "links": links.add([[list(link) for link in group] for group in shown]),
+    }
+
+
+def memory_payload(report: Report) -> dict[str, Any]:
+    """Per-device bytes by part: ``argument``, ``output`` (the part not aliased), ``temp``.
+
+    Arguments and outputs are the bytes of the leaves each device holds (when the report has
+    leaves; else the compiler's figure); temp, alias and peak are the compiler's figures, the
+    same on every device. Words: ``peak_text``, ``note`` (:func:`memory_note`), and per device
+    a position in ``labels`` (``label_of``; each distinct :func:`memory_label` once).
+    ``same`` is ``"same on every device (8 devices)"`` when every bar would be the same (the
+    view then draws one bar, once), else ``""``.
+    """
+    m = report.memory
+    args, outs = report.arguments, report.outputs
+    if report.mesh is not None:
+        devices = list(report.mesh.device_ids)
+    else:
+        devices = sorted(set(args.device_ids) | set(outs.device_ids)) or [0]
+    arg_per, out_per = args.bytes_per_device, outs.bytes_per_device
+    rows = []
+    for d in devices:
+        a = arg_per.get(d, 0) if len(args) else m.argument_bytes
+        o = out_per.get(d, 0) if len(outs) else m.output_bytes
+        rows.append([a, max(0, o - m.alias_bytes), m.temp_bytes])
+    labels = _Table()
+    return {
+        "parts": list(MEMORY_PARTS),
+        "colors": [MEMORY_COLORS[p] for p in MEMORY_PARTS],
+        "devices": devices,
+        "bytes": rows,
+        "argument_bytes": m.argument_bytes,
+        "output_bytes": m.output_bytes,
+        "alias_bytes": m.alias_bytes,
+        "temp_bytes": m.temp_bytes,
+        "code_bytes": m.code_bytes,
+        "peak_bytes": m.peak_bytes,
+        "peak_definition": m.peak_definition,
+        "from_leaves": [bool(len(args)), bool(len(outs))],
+        "peak_text": format_bytes(m.peak_bytes),
+        "note": memory_note(report),
+        "label_of": [labels.add(memory_label(row)) for row in rows],
+        "labels": labels.items,
+        "same": same_words(rows),
+    }
+
+
+def same_words(rows: Sequence[Sequence[int]]) -> str:
+    """``same on every device (8 devices)`` when several devices' bars are identical, else ""."""
+    if len(rows) < 2 or any(list(r) != list(rows[0]) for r in rows):
+        return ""
+    return f"same on every device ({len(rows)} devices)"
+
+
+def memory_label(row: Sequence[int]) -> list[str]:
+    """One device's bar in words, after ``d<id>: ``: ``[hover text, readout]``.
+
+    The hover text is the total, then one line per part, exact (``1 KiB (1,024 B)``); the
+    readout one line: ``argument 1 KiB · output 0 B · temp 2 KiB · total 3 KiB``.
+    """
+    parts = list(zip(MEMORY_PARTS, row, strict=True))
+    total = sum(row)
+    hover = [format_bytes(total, exact=True)]
+    hover += [f"{part} {format_bytes(n, exact=True)}" for part, n in parts]
+    line = [f"{part} {format_bytes(n)}" for part, n in parts] + [f"total {format_bytes(total)}"]
+    return ["\n".join(hover), " · ".join(line)]
+
+
+def memory_note(report: Report) -> str:
+    """What the bars count: where the argument figures come from, and any aliased output."""
+    m = report.memory
+    notes = []
+    if m.alias_bytes:
+        notes.append(
+            f"output shown without the {format_bytes(m.alias_bytes)} aliased to arguments "
+            "(written in place)"
+        )
+    args = (
+        "arguments from the leaves each device holds"
+        if len(report.arguments)
+        else "arguments: the compiler's figure"
+    )
+    notes.append(f"{args}; temp is the compiler's figure, the same on every device")
+    return " · ".join(notes)
+
+
+def memory_scale(memory: dict[str, Any], estimate: dict[str, Any] | None) -> dict[str, Any]:
+    """The bytes at the top of the memory bars: the tallest bar or the peak, or the target's
+    HBM when it is near them (at most :data:`HBM_SCALE` times the tallest), as in the
+    comparison's charts.
+
+    Keys: ``bytes``, ``text`` (the tick label) and ``hbm_on_scale``.
+    """
+    tallest = max([1, memory["peak_bytes"], *(sum(row) for row in memory["bytes"])])
+    hbm = (estimate or {}).get("hbm_bytes") or 0
+    on_scale = 0 < hbm <= HBM_SCALE * tallest
+    top = max(tallest, hbm) if on_scale else tallest
+    return {"bytes": top, "text": format_bytes(top), "hbm_on_scale": on_scale}
+
+
+def estimate_payload(report: Report) -> dict[str, Any] | None:
+    """The report's estimate on its target, or ``None`` without one.
+
+    Keys: ``target`` (the target's label), ``target_name`` (``v5e:2x4``), ``words`` (what an
+    estimate is: a lower bound, not a measurement), ``target_line`` (what the figures describe,
+    e.g. "estimated as if this mesh were …", or ``None``), the :class:`Estimate`'s figures
+    (``compute_seconds``, ``memory_seconds``, ``collective_seconds``, ``step_seconds``,
+    ``bound``, ``mfu``, ``hfu``, ``lower_bound`` (where loops of unknown count are),
+    ``predicted_seconds`` and ``predicted_exposed_seconds`` (the step as the schedule runs it),
+    ``hbm_bytes``, ``peak_bytes``, ``hbm_headroom_bytes``, ``fits``, ``fit_text``,
+    ``hbm_text``), ``rows`` (``[key, name, value, meaning]`` as the static views
+    print them) and ``notes`` (``[kind, text]``: the placement, then the estimate's notes).
+    """
+    e = report.estimate
+    if e is None:
+        return None
+    t = report.target
+    return {
+        "target": e.target,
+        "target_name": t.name if t is not None else "",
+        "words": ESTIMATE_WORDS,
+        "target_line": target_line(report),
+        "compute_seconds": e.compute_seconds,
+        "memory_seconds": e.memory_seconds,
+        "collective_seconds": e.collective_seconds,
+        "step_seconds": e.step_seconds,
+        "bound": e.bound,
+        "mfu": e.mfu,
+        "hfu": e.hfu,
+        "lower_bound": list(e.lower_bound),
+        "predicted_seconds": e.predicted_seconds,
+        "predicted_exposed_seconds": e.predicted_exposed_seconds,
+        "hbm_bytes": e.hbm_bytes,
+        "peak_bytes": e.peak_bytes,
+        "hbm_headroom_bytes": e.hbm_headroom_bytes,
+        "fits": e.fits,
+        "fit_text": e.fit_text,
+        "hbm_text": hbm_str(e),
+        "rows": [
+            [r.key, r.name, r.value, r.meaning] for r in estimate_rows(e, measured_step(report))
+        ],
+        "notes": [list(n) for n in estimate_notes(report)],
+        **estimate_text(report),
+    }
+
+
+def estimate_text(report: Report) -> dict[str, str]:
+    """The estimate's words for the Explorer's header and memory pane.
+
+    Keys: ``headline`` (``step ≥ 1.23 ms on <target> (compute-bound, MFU ≤ 42%) · <fit>``),
+    ``tooltip`` (the estimate's rows, then its notes, one per line), ``hbm_bytes_text`` and
+    ``hbm_bytes_exact``.
+    """
+    e = report.estimate
+    assert e is not None
+    mfu = f", MFU ≤ {format_mfu(e.mfu)}" if e.mfu is not None else ""
+    rows = [
+        f"{r.name} {r.value}" + (f": {r.meaning}" if r.meaning else "")
+        for r in estimate_rows(e, measured_step(report))
+    ]
+    notes = [f"{kind}: {text}" for kind, text in estimate_notes(report)]
+    return {
+        "headline": (
+            f"step ≥ {format_seconds(e.step_seconds)} on {e.target} ({e.bound}-bound{mfu})"
+            f" · {e.fit_text}"
+        ),
+        "tooltip": "\n".join(rows + notes),
+        "hbm_bytes_text": format_bytes(e.hbm_bytes),
+        "hbm_bytes_exact": format_bytes(e.hbm_bytes, exact=True),
+    }
+
+
+def timeline_payload(report: Report) -> dict[str, Any] | None:
+    """The timeline pane's data, or None when the report was not profiled: the report's
+    HTML timeline (:mod:`shardviz.render.timeline`) laid out, so the front end only draws it.
+
+    Keys: ``label`` (illustrative on CPU, real elsewhere), ``illustrative``, ``heading``,
+    ``width`` (px of the time axis), ``kinds`` (``[kind, colour, total text]``, compute
+    first), ``lanes`` (``{device, bars}``, each bar ``[x, width, kind position, tooltip]``)
+    and ``ticks`` (``[x, text]``).
+    """
+    t = timeline_of(report)
+    if t is None:
+        return None
+    kinds = legend(t)
+    position = {k: i for i, (k, _, _) in enumerate(kinds)}
+    scale = PLOT_WIDTH / t.span if t.span > 0 else 0.0
+    return {
+        "label": realness_label(t),
+        "illustrative": t.illustrative,
+        "heading": (
+            f"Timeline · one profiled step · {len(t.lanes)} devices · {t.bars} ops · "
+            f"{format_seconds(t.span)}"
+        ),
+        "width": PLOT_WIDTH,
+        "kinds": [[k, c, format_seconds(total)] for k, c, total in kinds],
+        "lanes": [
+            {
+                "device": device,
+                "bars": [
+                    [
+                        round(b.x, 2),
+                        round(b.w, 2),
+                        position[b.kind],
+                        f"{b.name} · {b.kind} · {format_seconds(b.seconds)} "
+                        f"at {format_seconds(b.start)}",
+                    ]
+                    for b in bars
+                ],
+            }
+            for device, bars in layout(t)
+        ],
+        "ticks": [[round(s * scale, 2), format_seconds(s)] for s in ticks(t.span)],
+    }
+
+
+def report_payload(report: Report) -> dict[str, Any]:
+    """Everything the Explorer draws of one report, except tiles (see :func:`array_payload`).
+
+    Keys: ``version``, ``function``, ``platform``, ``status_line``, ``ran``, ``notes``,
+    ``mesh`` (``MeshLayout`` data or ``None``), ``mesh_grid`` (the mesh laid out,
+    :func:`~.grid_payload.mesh_grid_payload`, or ``None``), ``mesh_summary``, ``colors``
+    (device id -> colour), ``arrays`` (one item per :func:`array_entries` entry), ``collectives`` (the ledger
+    in order, with its words from :func:`collective_text`; ``groups``/``pairs``/``source``
+    are positions in ``groupings``/``pairings``/``sources``), ``sources`` (call chains,
+    outermost frame first, each frame ``[file, line, function]`` with ``file`` a position in
+    ``files``), ``source_labels`` (per chain, :func:`source_label`), ``files``,
+    ``traffic_links`` (per collective's ``traffic``, :func:`traffic_item`),
+    ``group_labels`` (per grouping, its first :data:`LEGEND_GROUPS` groups' device ids in
+    words), ``group_colors``, ``kind_colors``, ``memory`` (:func:`memory_payload`, with
+    ``scale`` from :func:`memory_scale`) and ``estimate`` (:func:`estimate_payload`, ``None``
+    without a target; each collective then carries its ``estimated_seconds`` and
+    ``estimate_formula``) and ``timeline`` (:func:`timeline_payload`,
+    ``None`` without a profile). An array's ``source`` points into ``sources`` too.
+
+    The words are spelled here, by the static views' own helpers, so the front end derives
+    none of them and the live widget reads as the saved HTML does.
+    """
+    sources, groupings, pairings = _Sources(), _Table(), _Table()
+    entries = array_entries(report)
+    ids = {e.id for e in entries}
+    arrays = [_array_item(e, sources) for e in entries]
+    collectives = [
+        _collective_item(i, c, groupings, pairings, sources, ids)
+        for i, c in enumerate(report.collectives)
+    ]
+    most = max((len(g) for g in groupings.items), default=0)
+    mesh = report.mesh
+    links = _Table()
+    grid = mesh_grid(report.mesh) if report.mesh is not None else None
+    for item, c in zip(collectives, report.collectives, strict=True):
+        item["traffic"] = traffic_item(c, report.mesh, grid, links)
+    memory = memory_payload(report)
+    estimate = estimate_payload(report)
+    memory["scale"] = memory_scale(memory, estimate)
+    device_ids = mesh.device_ids if mesh is not None else memory["devices"]
+    return {
+        "version": VERSION,
+        "function": report.function,
+        "platform": report.platform,
+        "status_line": status_line(report),
+        "ran": report.ran,
+        "notes": list(report.notes),
+        "mesh": to_data(mesh) if mesh is not None else None,
+        "mesh_grid": mesh_grid_payload(mesh) if mesh is not None else None,
+        "mesh_summary": mesh_summary(mesh) if mesh is not None else "no mesh (one device)",
+        "colors": {str(d): device_color(d) for d in device_ids},
+        "arrays": arrays,
+        "collectives": collectives,
+        "groupings": groupings.items,
+        "pairings": pairings.items,
+        "traffic_links": links.items,
+        "sources": sources.chains,
+        "source_labels": sources.labels,
+        "files": sources.files.items,
+        "group_labels": [[ids_str(g) for g in gs[:LEGEND_GROUPS]] for gs in groupings.items],
+        "group_colors": [group_fill(i) for i in range(most)],
+        "kind_colors": {k: list(v) for k, v in KIND_COLORS.items()} | {"": list(OTHER_KIND)},
+        "memory": memory,
+        "estimate": estimate,
+        "timeline": timeline_payload(report),
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# Array payload: one array's tiles and their places on the page
+
+
+def find_entry(report: Report, ident: str) -> ArrayEntry:
+    """The entry with this id.
+
+    Raises:
+        KeyError: no array of the report has this id.
+    """
+    for e in array_entries(report):
+        if e.id == ident:
+            return e
+    raise KeyError(ident)
+
+
+def array_payload(report: Report, ident: str) -> dict[str, Any] | None:
+    """The tiles of one array and their layout, or ``None`` for ``ident == ""``.
+
+    Keys: ``id``, ``role``, ``name``, ``shape``, ``dtype``, ``spec``, ``spec_str``, ``value``,
+    ``message`` (why there are no tiles, else ``None``), ``facts`` (kind, tiles and bytes in
+    words, and the shard shape as ``shard_text``), ``tiles`` and ``shards``
+    (:func:`~.grid_payload.tiles_payload`) and ``grid`` (:func:`~.grid_payload.array_grid_payload`).
+
+    Raises:
+        KeyError: no array of the report has this id.
+    """
+    if not ident:
+        return None
+    return entry_payload(report, find_entry(report, ident))
+
+
+def entry_payload(report: Report, entry: ArrayEntry) -> dict[str, Any]:
+    """:func:`array_payload` of an entry already looked up (no search through the report)."""
+    out: dict[str, Any] = {
+        "id": entry.id,
+        "role": entry.role,
+        "name": entry.name,
+        "shape": list(entry.shape),
+        "dtype": entry.dtype,
+        "spec": [list(e) for e in entry.spec] if entry.spec is not None else None,
+        "spec_str": entry.value.spec_str if entry.value is not None else format_spec(entry.spec),
+        "value": value_str(entry.dtype, entry.shape),
+        "message": None,
+        "facts": None,
+        "tiles": [],
+        "shards": [],
+        "grid": None,
+    }
+    try:
+        layout = entry_layout(entry, report.mesh)
+    except ValueError as err:
+        out["message"] = f"cannot place this value: {err}"
+        return out
+    if layout is None:
+        hlo = entry.value.hlo_sharding if entry.value is not None else ""
+        out["message"] = (
+            "no named sharding (manual or unknown to the mesh), so no tiles to draw"
+            + (f"; the compiler's sharding is {hlo}" if hlo else "")
+        )
+        return out
+    facts = array_facts(layout)
+    out["facts"] = {
+        "kind": facts.kind,
+        "shard_shape": list(facts.shard_shape),
+        "shard_text": format_shape(facts.shard_shape),
+        "tiles": facts.tiles_str,
+        "bytes": facts.bytes_str,
+        "computed": entry.role == INTERMEDIATE,
+    }
+    out["tiles"], out["shards"] = tiles_payload(layout)
+    out["grid"] = array_grid_payload(layout)
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Comparisons and JSON text
+
+
+def strategies_payload(comparison: Comparison) -> list[dict[str, str]]:
+    """One ``{"id", "title", "description", "mesh", "target"}`` per result, for the selector.
+
+    ``id`` is the comparison's label for it (the strategy, or ``fsdp @ TPU v5e 2x4`` when the
+    results span several targets), ``target`` its target's label (``""`` without one).
+    """
+    return [
+        {
+            "id": comparison.label(r),
+            "title": r.title,
+            "description": r.description,
+            "mesh": mesh_summary(r.mesh),
+            "target": r.target.label if r.target is not None else "",
+        }
+        for r in comparison.results
+    ]
+
+
+#: Characters written as JSON escapes, so the text is inert wherever a page embeds it (e.g. a
+#: saved notebook's widget state inside a ``<script>`` element). ``JSON.parse`` reads them back.
+#: (``str.replace`` per character, not ``str.translate``: 40x faster on a 40 KB payload.)
+_INERT = (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"))
+
+
+def dumps(payload: Any) -> str:
+    """Compact JSON text ("" for ``None``), what the widget syncs; ``<``, ``>``, ``&`` escaped."""
+    if payload is None:
+        return ""
+    text = json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
+    for char, escape in _INERT:
+        text = text.replace(char, escape)
+    return text
+
+
+def report_json(report: Report) -> str:
+    """:func:`report_payload` as JSON text."""
+    return dumps(report_payload(report))
+
+
+def array_json(report: Report, ident: str) -> str:
+    """:func:`array_payload` as JSON text (``""`` for no array)."""
+    return dumps(array_payload(report, ident))
+
+
+def prefetch_batches(
+    report: Report, skip: str, budget: int, batch_bytes: int
+) -> Iterator[list[tuple[str, str]]]:
+    """The arrays to send ahead of any pick: ``(id, JSON text)`` pairs in batches.
+
+    Order: :func:`array_entries`' (argument leaves, output leaves, then intermediates in
+    program order), without ``skip`` (the array already synced). Each text is exactly
+    :func:`array_json` of its id. A batch holds arrays until the next would take it over
+    ``batch_bytes`` (one array at least); the arrays end before the one that would take their
+    total over ``budget``. Sizes are bytes of UTF-8 JSON text. Lazy: each array is built when
+    its batch is asked for, so a consumer that stops early builds no more.
+    """
+    batch: list[tuple[str, str]] = []
+    size = total = 0
+    for entry in array_entries(report):
+        if entry.id == skip:
+            continue
+        text = dumps(entry_payload(report, entry))
+        n = len(text.encode())
+        if total + n > budget:
+            break
+        total += n
+        if batch and size + n > batch_bytes:
+            yield batch
+            batch, size = [], 0
+        batch.append((entry.id, text))
+        size += n
+    if batch:
+        yield batch
