@@ -12,7 +12,7 @@ from collections.abc import Callable
 import pytest
 
 from shardviz.model import Report
-from shardviz.widgets import explorer
+from shardviz.widgets.explorer import widget as explorer
 from shardviz.widgets.explorer.payload import (
     INTERMEDIATE,
     array_entries,

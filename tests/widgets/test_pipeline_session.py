@@ -15,7 +15,7 @@ from shardviz.model.compare import Comparison, MemoryBreakdown, StrategyResult
 from shardviz.model.mesh import Device, MeshLayout
 from shardviz.model.schedule import gpipe
 from shardviz.model.schedule import schedule as make_schedule
-from shardviz.widgets import pipeline_session
+from shardviz.widgets.pipeline import session as pipeline_session
 from shardviz.widgets.pipeline.checks import PipelineConfig
 from shardviz.widgets.pipeline.session import CACHE_SIZE, PipelineConnection, PipelineSession
 
