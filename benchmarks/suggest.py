@@ -36,7 +36,7 @@ from shardviz.capture.mesh import Mesh  # noqa: E402
 from shardviz.model.search import Plan  # noqa: E402
 from shardviz.strategies.runner import compare  # noqa: E402
 from shardviz.strategies.search.rank import bests, rank_key, ranked  # noqa: E402
-from shardviz.strategies.search.suggest import suggest  # noqa: E402
+from shardviz.strategies.search.suggestions import suggest  # noqa: E402
 from shardviz.strategies.zoo import get_model  # noqa: E402
 
 BUILTINS = ("dp", "zero3", "tp", "2d")

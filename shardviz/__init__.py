@@ -1,8 +1,9 @@
 """shardviz: see how arrays and programs are split across devices.
 
-The public API. Names that need jax (``use_cpu_devices``, ``Mesh``, ``mark_sharding``,
-``mesh_split``, ``layout``, ``layout_tree``) load it on first use, so ``import shardviz.model``
-and the renderers work without jax.
+The public API, listed once in :data:`API`: ``__all__``, the loading and the type checker's
+imports all come from that table. The model's classes and the errors load with the package;
+every other name loads its module on first use, so ``import shardviz`` and the renderers work
+without jax, and ``sv.explain`` loads jax when first called.
 """
 
 from __future__ import annotations
@@ -11,40 +12,88 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from shardviz import moved as _moved
-from shardviz.errors import CompileError as CompileError
-from shardviz.errors import DeviceSetupError as DeviceSetupError
-from shardviz.errors import HardwareError as HardwareError
-from shardviz.errors import LeafError as LeafError
-from shardviz.errors import MeshError as MeshError
-from shardviz.errors import ShardvizError as ShardvizError
-from shardviz.errors import ShardvizWarning as ShardvizWarning
-from shardviz.errors import SpecError as SpecError
-from shardviz.model import ArrayLayout as ArrayLayout
-from shardviz.model import Check as Check
-from shardviz.model import Collective as Collective
-from shardviz.model import CollectiveTraffic as CollectiveTraffic
-from shardviz.model import Comparison as Comparison
-from shardviz.model import Cost as Cost
-from shardviz.model import Device as Device
-from shardviz.model import Estimate as Estimate
-from shardviz.model import Finding as Finding
-from shardviz.model import Findings as Findings
-from shardviz.model import Hardware as Hardware
-from shardviz.model import MemoryReport as MemoryReport
-from shardviz.model import MeshLayout as MeshLayout
-from shardviz.model import Report as Report
-from shardviz.model import ShardingOf as ShardingOf
-from shardviz.model import Target as Target
-from shardviz.model import Tile as Tile
-from shardviz.model import Timing as Timing
-from shardviz.model import TreeLayout as TreeLayout
-from shardviz.model import TreesOnOneScale as TreesOnOneScale
-from shardviz.model import format_spec as format_spec
-from shardviz.model import on_one_scale as on_one_scale
-from shardviz.model.search import Plan as Plan
-from shardviz.model.search import Search as Search
 
+__version__ = "0.1.0"
+
+#: Every public name and the module it comes from. Names from :data:`EAGER` modules load
+#: with the package (plain data, no jax); the others on first use.
+API: dict[str, str] = {
+    "CompileError": "shardviz.errors",
+    "DeviceSetupError": "shardviz.errors",
+    "HardwareError": "shardviz.errors",
+    "LeafError": "shardviz.errors",
+    "MeshError": "shardviz.errors",
+    "ShardvizError": "shardviz.errors",
+    "ShardvizWarning": "shardviz.errors",
+    "SpecError": "shardviz.errors",
+    "ArrayLayout": "shardviz.model",
+    "Check": "shardviz.model",
+    "Collective": "shardviz.model",
+    "CollectiveTraffic": "shardviz.model",
+    "Comparison": "shardviz.model",
+    "Cost": "shardviz.model",
+    "Device": "shardviz.model",
+    "Estimate": "shardviz.model",
+    "Finding": "shardviz.model",
+    "Findings": "shardviz.model",
+    "format_spec": "shardviz.model",
+    "Hardware": "shardviz.model",
+    "MemoryReport": "shardviz.model",
+    "MeshLayout": "shardviz.model",
+    "on_one_scale": "shardviz.model",
+    "Report": "shardviz.model",
+    "ShardingOf": "shardviz.model",
+    "Target": "shardviz.model",
+    "Tile": "shardviz.model",
+    "Timing": "shardviz.model",
+    "TreeLayout": "shardviz.model",
+    "TreesOnOneScale": "shardviz.model",
+    "hardware": "shardviz.model.hardware_presets",
+    "Plan": "shardviz.model.search",
+    "Search": "shardviz.model.search",
+    "use_cpu_devices": "shardviz.capture.devices",
+    "layout": "shardviz.capture.layout",
+    "layout_of": "shardviz.capture.layout",
+    "layout_tree": "shardviz.capture.layout",
+    "mark_sharding": "shardviz.capture.mesh",
+    "Mesh": "shardviz.capture.mesh",
+    "mesh_split": "shardviz.capture.mesh",
+    "named_sharding": "shardviz.capture.mesh",
+    "Topology": "shardviz.capture.topology",
+    "topology": "shardviz.capture.topology",
+    "TopologyError": "shardviz.capture.topology",
+    "Cluster": "shardviz.engines",
+    "cluster": "shardviz.engines",
+    "clear_cache": "shardviz.explainer.cache",
+    "diagnose": "shardviz.explainer.diagnose",
+    "explain": "shardviz.explainer.explain",
+    "RuleSet": "shardviz.strategies.rules",
+    "compare": "shardviz.strategies.runner",
+    "suggest": "shardviz.strategies.search.suggestions",
+    "ModelDef": "shardviz.strategies.zoo",
+    "Explorer": "shardviz.widgets.app",
+    "live": "shardviz.widgets.live.widget",
+    "LiveRun": "shardviz.widgets.live.widget",
+    "MeshView": "shardviz.widgets.mesh_view",
+    "ExplorerSession": "shardviz.widgets.session",
+}
+
+#: The modules whose names load with the package: no jax, nothing heavy.
+EAGER = frozenset(
+    {
+        "shardviz.errors",
+        "shardviz.model",
+        "shardviz.model.hardware_presets",
+        "shardviz.model.search",
+    }
+)
+
+__all__ = list(API)
+
+# The type checker cannot read a table: the same imports, written out. A test keeps them equal
+# to API (tests/test_public_api.py prints the block to paste when they differ).
 if TYPE_CHECKING:
+    # --- generated from API ---
     from shardviz.capture.devices import use_cpu_devices as use_cpu_devices
     from shardviz.capture.layout import layout as layout
     from shardviz.capture.layout import layout_of as layout_of
@@ -58,114 +107,59 @@ if TYPE_CHECKING:
     from shardviz.capture.topology import topology as topology
     from shardviz.engines import Cluster as Cluster
     from shardviz.engines import cluster as cluster
+    from shardviz.errors import CompileError as CompileError
+    from shardviz.errors import DeviceSetupError as DeviceSetupError
+    from shardviz.errors import HardwareError as HardwareError
+    from shardviz.errors import LeafError as LeafError
+    from shardviz.errors import MeshError as MeshError
+    from shardviz.errors import ShardvizError as ShardvizError
+    from shardviz.errors import ShardvizWarning as ShardvizWarning
+    from shardviz.errors import SpecError as SpecError
     from shardviz.explainer.cache import clear_cache as clear_cache
     from shardviz.explainer.diagnose import diagnose as diagnose
     from shardviz.explainer.explain import explain as explain
+    from shardviz.model import ArrayLayout as ArrayLayout
+    from shardviz.model import Check as Check
+    from shardviz.model import Collective as Collective
+    from shardviz.model import CollectiveTraffic as CollectiveTraffic
+    from shardviz.model import Comparison as Comparison
+    from shardviz.model import Cost as Cost
+    from shardviz.model import Device as Device
+    from shardviz.model import Estimate as Estimate
+    from shardviz.model import Finding as Finding
+    from shardviz.model import Findings as Findings
+    from shardviz.model import Hardware as Hardware
+    from shardviz.model import MemoryReport as MemoryReport
+    from shardviz.model import MeshLayout as MeshLayout
+    from shardviz.model import Report as Report
+    from shardviz.model import ShardingOf as ShardingOf
+    from shardviz.model import Target as Target
+    from shardviz.model import Tile as Tile
+    from shardviz.model import Timing as Timing
+    from shardviz.model import TreeLayout as TreeLayout
+    from shardviz.model import TreesOnOneScale as TreesOnOneScale
+    from shardviz.model import format_spec as format_spec
+    from shardviz.model import on_one_scale as on_one_scale
     from shardviz.model.hardware_presets import hardware as hardware
+    from shardviz.model.search import Plan as Plan
+    from shardviz.model.search import Search as Search
     from shardviz.strategies.rules import RuleSet as RuleSet
     from shardviz.strategies.runner import compare as compare
-    from shardviz.strategies.search.suggest import suggest as suggest
+    from shardviz.strategies.search.suggestions import suggest as suggest
     from shardviz.strategies.zoo import ModelDef as ModelDef
     from shardviz.widgets.app import Explorer as Explorer
     from shardviz.widgets.live.widget import LiveRun as LiveRun
     from shardviz.widgets.live.widget import live as live
     from shardviz.widgets.mesh_view import MeshView as MeshView
     from shardviz.widgets.session import ExplorerSession as ExplorerSession
+    # --- end generated ---
 
-__version__ = "0.1.0"
+for _name, _module in API.items():
+    if _module in EAGER:
+        globals()[_name] = getattr(importlib.import_module(_module), _name)
+del _name, _module
 
 _moved.install()
-
-_LAZY = {
-    "use_cpu_devices": "shardviz.capture.devices",
-    "explain": "shardviz.explainer.explain",
-    "compare": "shardviz.strategies.runner",
-    "suggest": "shardviz.strategies.search.suggest",
-    "RuleSet": "shardviz.strategies.rules",
-    "ModelDef": "shardviz.strategies.zoo",
-    "MeshView": "shardviz.widgets.mesh_view",
-    "Explorer": "shardviz.widgets.app",
-    "ExplorerSession": "shardviz.widgets.session",
-    "live": "shardviz.widgets.live.widget",
-    "LiveRun": "shardviz.widgets.live.widget",
-    "clear_cache": "shardviz.explainer.cache",
-    "diagnose": "shardviz.explainer.diagnose",
-    "cluster": "shardviz.engines",
-    "Cluster": "shardviz.engines",
-    "Mesh": "shardviz.capture.mesh",
-    "mark_sharding": "shardviz.capture.mesh",
-    "mesh_split": "shardviz.capture.mesh",
-    "named_sharding": "shardviz.capture.mesh",
-    "layout": "shardviz.capture.layout",
-    "layout_of": "shardviz.capture.layout",
-    "layout_tree": "shardviz.capture.layout",
-    "hardware": "shardviz.model.hardware_presets",
-    "topology": "shardviz.capture.topology",
-    "Topology": "shardviz.capture.topology",
-    "TopologyError": "shardviz.capture.topology",
-}
-
-__all__ = [
-    "ArrayLayout",
-    "Check",
-    "Collective",
-    "CollectiveTraffic",
-    "CompileError",
-    "Cost",
-    "MemoryReport",
-    "MeshView",
-    "Explorer",
-    "ExplorerSession",
-    "LiveRun",
-    "live",
-    "Plan",
-    "Report",
-    "Search",
-    "ShardingOf",
-    "Timing",
-    "Comparison",
-    "ModelDef",
-    "RuleSet",
-    "clear_cache",
-    "cluster",
-    "Cluster",
-    "compare",
-    "diagnose",
-    "suggest",
-    "explain",
-    "Device",
-    "DeviceSetupError",
-    "Estimate",
-    "Finding",
-    "Findings",
-    "Hardware",
-    "HardwareError",
-    "LeafError",
-    "Mesh",
-    "MeshError",
-    "MeshLayout",
-    "ShardvizError",
-    "ShardvizWarning",
-    "SpecError",
-    "Target",
-    "Tile",
-    "Topology",
-    "TopologyError",
-    "TreeLayout",
-    "TreesOnOneScale",
-    "format_spec",
-    "hardware",
-    "layout",
-    "layout_of",
-    "layout_tree",
-    "mark_sharding",
-    "mesh_split",
-    "named_sharding",
-    "on_one_scale",
-    "topology",
-    "use_cpu_devices",
-]
-
 
 #: Subpackages loaded on first access (``sv.strategies.model_state_bytes`` with no import of
 #: ``shardviz.strategies`` first), as jax does for its own; the ones needing jax load it then.
@@ -181,7 +175,7 @@ def __getattr__(name: str) -> Any:
         value = importlib.import_module(f"shardviz.{name}")
         globals()[name] = value
         return value
-    module = _LAZY.get(name)
+    module = API.get(name)
     if module is None:
         renamed = _RENAMED.get(name)
         hint = f"; it was renamed shardviz.{renamed}" if renamed else ""

@@ -117,7 +117,9 @@ class MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 def install() -> None:
     """Let the old paths import (once per interpreter)."""
     if not any(isinstance(f, MovedModules) for f in sys.meta_path):
-        sys.meta_path.append(MovedModules())
+        # First: an old package's path is its new home, where the path finder would load a
+        # second copy of a moved submodule under its old name.
+        sys.meta_path.insert(0, MovedModules())
 
 
 def names_of(modules: str | tuple[str, ...], package: str) -> Callable[[str], Any]:

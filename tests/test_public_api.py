@@ -7,6 +7,7 @@ import importlib
 import pkgutil
 import subprocess
 import sys
+from pathlib import Path
 
 import shardviz
 
@@ -31,3 +32,20 @@ def test_importing_every_module_leaves_the_public_functions_in_place():
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=300)
     assert importlib.import_module("shardviz.engines").cluster is shardviz.cluster
+
+
+def test_the_type_checkers_imports_are_the_api_table():
+    """``shardviz.API`` is the one list: the TYPE_CHECKING imports repeat it for mypy."""
+    source = Path(shardviz.__file__).read_text(encoding="utf-8")
+    block = source.split("# --- generated from API ---\n")[1].split("    # --- end generated ---")[
+        0
+    ]
+    by_module = sorted(shardviz.API.items(), key=lambda item: (item[1], item[0]))
+    expected = "".join(f"    from {module} import {n} as {n}\n" for n, module in by_module)
+    assert block == expected, "paste this block into shardviz/__init__.py:\n" + expected
+    assert shardviz.__all__ == list(shardviz.API)
+
+
+def test_names_load_from_the_module_the_table_names():
+    for name, module in shardviz.API.items():
+        assert getattr(shardviz, name) is getattr(importlib.import_module(module), name), name

@@ -19,6 +19,8 @@ from typing import Any
 
 from shardviz.capture.gpu_targets import GPU_SPECS, target_config
 from shardviz.errors import ShardvizError, problem
+from shardviz.model.hardware_presets import hardware
+from shardviz.model.targets import target_for
 
 #: TPU generations shardviz has hardware figures for (jax knows a few more, e.g. v3).
 TPU_KINDS = ("v4", "v5e", "v5p", "v6e")
@@ -66,8 +68,6 @@ class Topology:
     @property
     def hardware(self) -> Any:
         """The chip's :class:`~shardviz.model.Hardware` preset (``None`` if shardviz has none)."""
-        from shardviz.model.hardware_presets import hardware
-
         try:
             return hardware(self.kind)
         except ShardvizError:
@@ -76,8 +76,6 @@ class Topology:
     @property
     def target(self) -> Any:
         """The :class:`~shardviz.Target` estimates on this topology are made for."""
-        from shardviz.model.targets import target_for
-
         target = target_for(self.name)
         per_chip = len(self.devices) // max(1, target.chips)
         return replace(target, devices_per_chip=per_chip) if per_chip > 1 else target

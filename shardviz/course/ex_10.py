@@ -42,12 +42,13 @@ def _placed(specs: dict[str, Any]) -> tuple[dict[str, Any], Any]:
 
 
 def _diagnosed(specs: dict[str, Any]) -> tuple[Any, list[Any]]:
-    """The forward pass with its arguments placed as ``specs``, explained compile-only: the
-    report and its findings (without the one that depends on the process's other arrays)."""
+    """The forward pass with its arguments placed as ``specs``, explained compile-only with its
+    fixes tried (what ``sv.diagnose`` gives): the report and its findings (without the one
+    that depends on the process's other arrays)."""
     import shardviz as sv
 
     params, x = _placed(specs)
-    report = sv.explain(colleague_forward, params, x, run=False)
+    report = sv.explain(colleague_forward, params, x, run=False).try_fixes()
     found = [f for f in (report.findings or ()) if f.kind != PROCESS_STATE]
     return report, found
 

@@ -5,6 +5,11 @@ requests faster than they finish. :class:`Latest` numbers every request (its gen
 a result, an error or a status from a request older than the newest one submitted is dropped,
 so what the user sees always belongs to what they typed last. Nothing is ever raised into the
 kernel: errors become a status ``"error"`` and a short message.
+
+Every object that starts threads (a :class:`Latest`, a live run, a process group) is
+:func:`own`-ed here: before the interpreter shuts down, :func:`close_all` tells each to stop and
+joins its threads, since a thread still inside XLA while the interpreter tears down aborts the
+whole process ("FATAL: exception not rethrown").
 """
 
 from __future__ import annotations
@@ -14,11 +19,21 @@ import contextlib
 import threading
 import weakref
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from shardviz.errors import ShardvizError
 
-__all__ = ["IDLE", "STATUSES", "Latest", "Stage", "Superseded", "short_message"]
+__all__ = [
+    "IDLE",
+    "STATUSES",
+    "Closable",
+    "Latest",
+    "Stage",
+    "Superseded",
+    "close_all",
+    "own",
+    "short_message",
+]
 
 IDLE, COMPILING, RUNNING, DONE, ERROR = "", "compiling", "running", "done", "error"
 #: Every status a request reports, in the order it goes through them.
@@ -102,7 +117,7 @@ class Latest:
         self.status = IDLE
         self.error = ""
         self.result: Any = None
-        _LIVE.add(self)
+        own(self)
 
     @property
     def generation(self) -> int:
@@ -194,17 +209,37 @@ class Latest:
             self._on_status(status, error)
 
 
-#: Every Latest not yet collected: their threads are waited for before the interpreter exits.
-_LIVE: weakref.WeakSet[Latest] = weakref.WeakSet()
+class Closable(Protocol):
+    """Owns threads: ``close(timeout)`` tells them to stop, joins them, and says whether they
+    all ended within ``timeout`` seconds."""
+
+    def close(self, timeout: float | None = None) -> bool: ...
+
+
+#: Every owner of threads not yet collected: closed before the interpreter exits.
+_OWNERS: weakref.WeakSet[Any] = weakref.WeakSet()
+_exit_hooked = threading.Lock()
+_hooked: list[bool] = []
 
 #: Longest wait at exit for one owner's work in progress (a compile cannot be interrupted).
 EXIT_WAIT_SECONDS = 120.0
 
 
-@atexit.register
-def _close_all() -> None:
-    """At exit, stop and wait for every background job: a daemon thread still inside XLA
-    while the interpreter shuts down aborts the whole process ("FATAL: exception not
-    rethrown"), so a script that made an Explorer would not exit cleanly."""
-    for owner in list(_LIVE):
-        owner.close(EXIT_WAIT_SECONDS)
+def own(owner: Closable) -> None:
+    """Close ``owner`` (stop and join its threads) before the interpreter exits."""
+    _OWNERS.add(owner)
+    with _exit_hooked:
+        if _hooked:
+            return
+        # threading's own exit hooks run before any atexit function (jax's included, which
+        # tears its backends down) and before the interpreter stops daemon threads.
+        register = getattr(threading, "_register_atexit", atexit.register)
+        with contextlib.suppress(RuntimeError):  # already shutting down: nothing to add
+            register(close_all)
+            _hooked.append(True)
+
+
+def close_all(timeout: float | None = EXIT_WAIT_SECONDS) -> bool:
+    """Close every owner (what runs at exit); False if some thread was still running after
+    ``timeout`` seconds."""
+    return all([owner.close(timeout) for owner in list(_OWNERS)])

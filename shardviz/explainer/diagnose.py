@@ -14,19 +14,21 @@ from shardviz.model.findings import Findings
 def diagnose(program: Any, *args: Any, **explain_kwargs: Any) -> Findings:
     """The findings of a report, or of a function compiled on its arguments.
 
-    ``diagnose(report)`` is ``report.findings`` (what :func:`~shardviz.explain` found, each
-    fix tried by compiling the fixed program). A report without findings (built by hand, or
-    explained with ``diagnose=False``) is looked at now, without fixes: those need the
-    program. ``diagnose(fn, *args, **kw)`` is ``explain(fn, *args, run=False, **kw).findings``
-    (compile-only; ``kw`` as for :func:`~shardviz.explain`).
+    ``diagnose(report)`` is ``report.try_fixes().findings`` (what :func:`~shardviz.explain`
+    found, each fix tried by compiling the fixed program). A report without findings (built
+    by hand, or explained with ``diagnose=False``) is looked at now, without fixes: those need
+    the program. ``diagnose(fn, *args, **kw)`` is
+    ``explain(fn, *args, run=False, **kw).try_fixes().findings`` (compile-only; ``kw`` as
+    for :func:`~shardviz.explain`).
     """
     if isinstance(program, Report):
-        if program.findings is not None:
-            return program.findings
-        found = [c.finding for c in candidates(program) if not c.only_with_fix]
+        tried = program.try_fixes().findings
+        if tried is not None:
+            return tried
+        detected = [c.finding for c in candidates(program) if not c.only_with_fix]
         return Findings(
             function=program.function,
-            items=tuple(found),
+            items=tuple(detected),
             notes=(
                 "fixes are tried on the program itself: call sv.diagnose(fn, *args) or "
                 "sv.explain(fn, *args) to get them",
@@ -42,6 +44,5 @@ def diagnose(program: Any, *args: Any, **explain_kwargs: Any) -> Findings:
             )
         )
     explain_kwargs.setdefault("run", False)
-    return explain(program, *args, **explain_kwargs).findings or Findings(
-        function=getattr(program, "__name__", "program")
-    )
+    found = explain(program, *args, **explain_kwargs).try_fixes().findings
+    return found if found is not None else Findings(getattr(program, "__name__", "program"))

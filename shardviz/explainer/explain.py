@@ -61,7 +61,13 @@ from shardviz.capture.topology import topology_of
 from shardviz.errors import CompileError, ShardvizError, problem
 from shardviz.explainer.cache import PROGRAMS, program_key, remember_program
 from shardviz.explainer.detector_inputs import facts_for, with_trips
-from shardviz.explainer.fix_check import checked_later, on_target, outcome, tried_with
+from shardviz.explainer.fix_check import (
+    FixTrial,
+    outcome,
+    tried_with,
+    untried_findings,
+    with_target,
+)
 from shardviz.model import Cost, Frame, MeshLayout, Report, Source, Timing, TreeLayout
 
 
@@ -209,15 +215,15 @@ def _analyse(
 def diagnosed(
     fn: Any, args: tuple, jit_kwargs: dict, kwargs: dict | None, comp: Compiled, report: Report
 ) -> Report:
-    """``report`` with its findings, each fix tried by compiling the fixed program."""
+    """``report`` with its findings, their fixes kept to be tried (see
+    :meth:`~shardviz.Report.try_fixes`): nothing more is compiled here."""
     ids = [int(d.id) for d in program_devices(comp.compiled)]
     live = not report.deviceless and not _is_abstract((args, kwargs))
     facts = facts_for(report, comp.compiler_log, comp.propagated_text, ids, live)
     found = candidates(report, facts)
     tried = _fix_trier(fn, args, jit_kwargs, kwargs, ids)
-    return replace(
-        report, findings=checked_later(found, outcome(report, facts), report.function, tried)
-    )
+    trial = FixTrial(report.function, ((tuple(found), outcome(report, facts)),), tried)
+    return replace(report, findings=untried_findings(trial))
 
 
 def _fix_trier(fn: Any, args: tuple, jit_kwargs: dict, kwargs: dict | None, ids: list[int]):
@@ -238,7 +244,7 @@ def _targeted(
     if report.findings is None or report.estimate is None:
         return report
     ids = [int(d.id) for d in program_devices(comp.compiled)]
-    return on_target(
+    return with_target(
         report,
         lambda c, r: estimated(c, r, target),
         _fix_trier(fn, args, jit_kwargs, kwargs, ids),
@@ -588,8 +594,9 @@ def explain(
             unconstrained twin when ``fn`` pins shardings inside (constraints, shard_map).
         kwargs: keyword arguments for ``fn`` (their arrays are not listed in
             ``report.arguments``: pass arrays positionally to see their layouts).
-        diagnose: look for problems (``report.findings``) and try each fix by compiling
-            the fixed program (compile-only; only when there is something to fix).
+        diagnose: look for problems (``report.findings``). Their fixes are not tried here
+            (each is a compile): ``report.try_fixes()`` applies each, compiles it
+            (compile-only) and keeps those that help; :func:`~shardviz.diagnose` does both.
         target: the hardware to estimate times and HBM fit on: a preset name (``"v5e"``,
             ``"h100"``...), a topology name (``"v5e:4x4"``), a :class:`~shardviz.Hardware`
             or :class:`~shardviz.Target`. Default: the devices' own (a topology's, or real

@@ -4,21 +4,26 @@ A fix is offered only if the program it gives is better at what the finding is a
 full rematerializations, fewer bytes moved per step, a lower peak, fewer flops per device,
 or the problem gone without anything getting worse). The before/after figures are kept on
 the finding (:class:`~shardviz.model.findings.FixCheck`) for the views.
+
+Trying is work done when asked for: explaining a program keeps a :class:`FixTrial` (what to
+try, on which program) under a key its findings carry, and :func:`try_fixes` (what
+``report.try_fixes()`` calls) does it. Reading findings never compiles.
 """
 
 from __future__ import annotations
 
 import time
+import uuid
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
 from shardviz.analysis.detect import Candidate, Facts, candidates, placement
-from shardviz.errors import ShardvizError
+from shardviz.errors import ShardvizError, problem
 from shardviz.explainer.fix_apply import CannotApply, apply_fix
 from shardviz.model import Report
-from shardviz.model.findings import Finding, Findings, FixCheck, Outcome
+from shardviz.model.findings import Finding, Findings, FixCheck, Outcome, register_fix_trier
 from shardviz.model.units import format_bytes
 
 #: Fixes tried per finding at most (the first that helps is kept).
@@ -97,9 +102,10 @@ def check_fixes(
     function: str,
     tried_fix: Any,
     budget_s: float = BUDGET_SECONDS,
-) -> Findings:
+) -> tuple[Findings, dict[Any, Tried]]:
     """Try each candidate's fixes with ``tried_fix(fix) -> Tried`` (cached per fix), keep
-    the first that helps on each finding, and return the findings."""
+    the first that helps on each finding; the findings, and the fixed program of each fix
+    offered."""
     start = time.perf_counter()
     cache: dict[Any, Tried] = {}
     items: list[Finding] = []
@@ -139,37 +145,7 @@ def check_fixes(
         notes.append(f"{skipped} fix(es) not tried: checking fixes stopped after {budget_s:.0f} s")
     found = Findings(function=function, items=tuple(items), notes=tuple(notes))
     kept = {f.fix: cache[f.fix] for f in items if f.fix is not None and f.fix in cache}
-    if kept:
-        _recent[id(found)] = (found, kept)
-        while len(_recent) > RECENT:
-            _recent.popitem(last=False)
-    return found
-
-
-def checked_later(
-    cands: list[Candidate], before: Outcome, function: str, tried_fix: Any
-) -> Findings:
-    """:func:`check_fixes`, run the first time the findings are looked at (no compile at all
-    when no finding has a fix to try)."""
-    if not any(c.fixes for c in cands):
-        return check_fixes(cands, before, function, tried_fix)
-
-    def work() -> Findings:
-        done = check_fixes(cands, before, function, tried_fix)
-        _remember_as(later, done)
-        return done
-
-    later = Findings.later(function, work)
-    return later
-
-
-def _remember_as(alias: Findings, found: Findings) -> None:
-    """The fixed programs of ``found`` are also ``alias``'s (a lazy twin)."""
-    entry = _recent.get(id(found))
-    if entry is not None and entry[0] is found:
-        mine = _recent.get(id(alias))
-        kept = {**(mine[1] if mine is not None and mine[0] is alias else {}), **entry[1]}
-        _recent[id(alias)] = (alias, kept)
+    return found, kept
 
 
 def tried_with(fn: Any, args: tuple, compile_and_read: Any) -> Any:
@@ -191,19 +167,6 @@ def tried_with(fn: Any, args: tuple, compile_and_read: Any) -> Any:
     return tried
 
 
-#: The fixed programs of recent diagnoses (by their findings), so an estimate on a target
-#: can time them too.
-_recent: OrderedDict[int, tuple[Findings, dict[Any, Tried]]] = OrderedDict()
-RECENT = 64
-
-
-def _fixed_program(found: Findings, fix: Any) -> Tried | None:
-    entry = _recent.get(id(found))
-    if entry is None or entry[0] is not found:
-        return None
-    return entry[1].get(fix)
-
-
 def _with_seconds(report: Report, finding: Finding) -> Finding:
     """``finding``'s cost with its time on the report's target: the estimated seconds of
     its collectives, in proportion to the bytes the finding is about."""
@@ -218,62 +181,121 @@ def _with_seconds(report: Report, finding: Finding) -> Finding:
     return replace(finding, cost=replace(finding.cost, seconds=seconds * share))
 
 
-def on_target(
-    report: Report,
-    estimate: Callable[[Any, Report], Report],
-    tried_fix: Callable[[Any], Tried],
+@dataclass(frozen=True)
+class FixTrial:
+    """The work of trying one program's fixes, kept until asked for.
+
+    ``groups``: candidates and the outcome they are judged against (the over-HBM check's
+    are judged against the report without the compiler's remats, as it was written).
+    ``estimate(compiled, report)`` times a fixed program on the report's target.
+    """
+
+    function: str
+    groups: tuple[tuple[tuple[Candidate, ...], Outcome], ...]
+    tried_fix: Callable[[Any], Tried]
+    estimate: Callable[[Any, Report], Report] | None = None
+
+
+#: Trials of recently explained programs, by the key their findings carry, newest last.
+TRIALS: OrderedDict[str, FixTrial] = OrderedDict()
+#: Trials kept at most (a report explained longer ago is explained again to try its fixes).
+KEPT_TRIALS = 64
+
+
+def _keep(trial: FixTrial) -> str:
+    key = uuid.uuid4().hex
+    TRIALS[key] = trial
+    while len(TRIALS) > KEPT_TRIALS:
+        TRIALS.popitem(last=False)
+    return key
+
+
+def untried_findings(trial: FixTrial, report: Report | None = None) -> Findings:
+    """The findings as the detectors found them, no fix tried yet (nothing compiled); the
+    trial is kept under the key they carry. With ``report`` (it has an estimate), each cost
+    is timed on its target. A finding offered only with a fix that helps is left out until
+    its fixes are tried."""
+    items: list[Finding] = []
+    untried = 0
+    for cands, _ in trial.groups:
+        for cand in cands:
+            has_fixes = bool(cand.fixes[:MAX_TRIES])
+            untried += has_fixes
+            if not cand.only_with_fix:
+                items.append(replace(cand.finding, untried=has_fixes))
+    if report is not None and report.estimate is not None:
+        items = [_with_seconds(report, f) for f in items]
+    return Findings(trial.function, tuple(items), untried=untried, trial=_keep(trial))
+
+
+def with_target(
+    report: Report, estimate: Callable[[Any, Report], Report], tried_fix: Callable[[Any], Tried]
 ) -> Report:
-    """``report``'s findings with times on its target (costs, and each fix's before/after
-    step time), plus an ``over-hbm`` finding when the peak is over the target's HBM; worked
-    out when the findings are first looked at."""
+    """``report`` (estimated on a target) with its findings timed there, an ``over-hbm``
+    finding when the peak is over the target's HBM, and fixed programs to be timed there
+    too once tried."""
     found = report.findings
     if found is None or report.estimate is None:
         return report
+    trial = TRIALS.get(found.trial)
+    if trial is None:  # findings made elsewhere: time what is there
+        timed = tuple(_with_seconds(report, f) for f in found.items)
+        return replace(report, findings=replace(found, items=timed))
+    hbm = tuple(placement.over_hbm(report))
+    groups = ((hbm, outcome(report, Facts())), *trial.groups) if hbm else trial.groups
+    targeted = FixTrial(trial.function, groups, tried_fix, estimate)
+    return replace(report, findings=untried_findings(targeted, report))
 
-    def work() -> Findings:
-        done = _on_target_now(report, found, estimate, tried_fix)
-        _remember_as(later, done)
-        return done
 
-    later = Findings.later(found.function, work)
-    return replace(report, findings=later)
-
-
-def _on_target_now(
-    report: Report,
-    found: Findings,
-    estimate: Callable[[Any, Report], Report],
-    tried_fix: Callable[[Any], Tried],
-) -> Findings:
-    assert report.estimate is not None
-    step = report.estimate.step_seconds
-    sources = [found]
-    items = list(found.items)
-    notes = found.notes
-    hbm = placement.over_hbm(report)
-    if hbm:
-        extra = check_fixes(hbm, outcome(report, Facts()), found.function, tried_fix)
-        sources.append(extra)
-        items = [*extra.items, *items]
-        notes = (*notes, *extra.notes)
-    timed = []
-    for finding in items:
-        finding = _with_seconds(report, finding)
-        fixed = next(
-            (t for src in sources if (t := _fixed_program(src, finding.fix)) is not None), None
-        )
-        if finding.check is not None and fixed is not None and fixed.report is not None:
-            after = estimate(fixed.compiled, fixed.report)
-            secs = after.estimate.step_seconds if after.estimate else None
-            check = replace(
-                finding.check,
-                before=replace(finding.check.before, seconds=step),
-                after=replace(finding.check.after, seconds=secs),
+def try_fixes(report: Report) -> Report:
+    """``report`` with every finding's fixes tried (see :meth:`shardviz.Report.try_fixes`)."""
+    found = report.findings
+    if found is None or not found.pending:
+        return report
+    trial = TRIALS.get(found.trial)
+    if trial is None:
+        raise ShardvizError(
+            problem(
+                f"the fixes of {report.function!r}",
+                "the program they apply to is no longer kept in this process (a report "
+                f"loaded from JSON, or one of more than {KEPT_TRIALS} explained since)",
+                "explain it again and try them then: sv.explain(fn, *args).try_fixes(), or "
+                "sv.diagnose(fn, *args)",
             )
-            finding = replace(finding, check=check)
-        timed.append(finding)
-    items = timed
-    out = Findings(function=found.function, items=tuple(items), notes=tuple(notes))
-    for src in sources:
-        _remember_as(out, src)
-    return out
+        )
+    items: list[Finding] = []
+    notes: list[str] = []
+    fixed: dict[Any, Tried] = {}
+    for cands, before in trial.groups:
+        got, kept = check_fixes(list(cands), before, trial.function, trial.tried_fix)
+        items += got.items
+        notes += got.notes
+        fixed.update(kept)
+    if report.estimate is not None:
+        items = [_timed(report, f, fixed.get(f.fix), trial.estimate) for f in items]
+    return replace(report, findings=Findings(trial.function, tuple(items), tuple(notes)))
+
+
+def _timed(
+    report: Report,
+    finding: Finding,
+    fixed: Tried | None,
+    estimate: Callable[[Any, Report], Report] | None,
+) -> Finding:
+    """``finding``'s cost timed on the report's target, and its fix's before/after step."""
+    assert report.estimate is not None
+    finding = _with_seconds(report, finding)
+    if finding.check is None or fixed is None or fixed.report is None or estimate is None:
+        return finding
+    after = estimate(fixed.compiled, fixed.report)
+    check = replace(
+        finding.check,
+        before=replace(finding.check.before, seconds=report.estimate.step_seconds),
+        after=replace(
+            finding.check.after, seconds=after.estimate.step_seconds if after.estimate else None
+        ),
+    )
+    return replace(finding, check=check)
+
+
+register_fix_trier(try_fixes)

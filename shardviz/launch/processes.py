@@ -25,6 +25,7 @@ from enum import Enum
 from typing import IO
 
 from shardviz.errors import ProcessError, problem
+from shardviz.explainer.background import own
 
 #: Called for every line a process writes: (process index, "stdout" or "stderr", the line
 #: without its newline). Called from reader threads, one per stream.
@@ -99,7 +100,10 @@ class ProcessGroup:
     # --- starting -------------------------------------------------------------------------
 
     def start(self) -> ProcessGroup:
-        """Start every process; if one cannot start, stop those already started and raise."""
+        """Start every process; if one cannot start, stop those already started and raise.
+
+        The group is closed before the interpreter exits (no process outlives it)."""
+        own(self)
         for i, command in enumerate(self.commands):
             try:
                 proc = subprocess.Popen(
@@ -235,6 +239,11 @@ class ProcessGroup:
         self.returncodes()
         for reader in self._readers:
             reader.join(timeout=2.0)
+
+    def close(self, timeout: float | None = None) -> bool:
+        """:meth:`stop` (what happens before the interpreter exits); True once all ended."""
+        self.stop()
+        return not self.running()
 
     def _exited(self, index: int) -> bool:
         """Whether a process exited, without reaping it (its pid stays reserved)."""

@@ -5,16 +5,20 @@ its peers are split, a collective repeated inside a loop, a reshard the compiler
 do by replicating...). Its :class:`Fix` is a concrete change (a spec for a named argument
 leaf, a sharding constraint, a mesh reshape); shardviz applies it, compiles the program
 again and keeps the before/after in :class:`FixCheck`. A fix that did not help is not
-offered. Plain data: capture fills these in, renderers draw them.
+offered. Plain data: the explainer fills these in, renderers draw them.
+
+Trying fixes compiles programs, so it is work done when asked for, never on reading:
+``sv.explain`` gives the findings with their fixes not tried yet (:attr:`Findings.untried`),
+``report.try_fixes()`` or ``sv.diagnose`` tries them.
 """
 
 from __future__ import annotations
 
-import threading
+import importlib
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from shardviz.model import display
 from shardviz.model._codec import JsonMixin
@@ -138,7 +142,8 @@ class Finding(JsonMixin):
     """One problem in a sharded program, with what it costs, where it is and how to fix it.
 
     ``fix`` is ``None`` when shardviz knows no change that helps (tried changes that did not
-    help are left out); ``check`` holds the before/after of the fix offered.
+    help are left out), or, while ``untried``, when its fixes have not been tried yet;
+    ``check`` holds the before/after of the fix offered.
     """
 
     kind: FindingKind
@@ -149,6 +154,8 @@ class Finding(JsonMixin):
     where: Where
     fix: Fix | None = None
     check: FixCheck | None = None
+    #: Fixes for this finding are known but not tried yet (``report.try_fixes()`` tries them).
+    untried: bool = False
 
 
 @dataclass(frozen=True, eq=False)
@@ -157,36 +164,34 @@ class Findings(JsonMixin, display.Shown):
     :func:`shardviz.diagnose` give this. Iterates and indexes like a tuple of
     :class:`Finding`.
 
-    :meth:`later` makes one whose fixes are tried (compiled) the first time it is looked
-    at, so explaining a program costs no extra compile until its findings are read.
+    Trying the fixes is work (each is compiled): while ``untried`` is not 0, some findings'
+    fixes have not been tried, and ``report.try_fixes()`` gives a report whose findings have.
     """
 
     function: str
     items: tuple[Finding, ...] = ()
     #: Checks that did not run or fixes that could not be tried, in plain words.
     notes: tuple[str, ...] = ()
-
-    @staticmethod
-    def later(function: str, work: Callable[[], Findings]) -> Findings:
-        """Findings that ``work()`` gives, run once, on first use of ``items`` or ``notes``."""
-        return _Later(function, work=work)
+    #: Findings whose fixes are not tried yet (some are shown only once a fix helps).
+    untried: int = 0
+    #: Which kept program the untried fixes apply to (a key the explainer gave; ``""``: none).
+    trial: str = ""
 
     @property
     def pending(self) -> bool:
-        """Whether reading ``items`` would still do work (try fixes by compiling them)."""
-        return False
+        """Whether fixes are still to be tried (reading the findings never tries them)."""
+        return self.untried > 0
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Findings):
             return NotImplemented
-        return (self.function, self.items, self.notes) == (
-            other.function,
-            other.items,
-            other.notes,
-        )
+        return self._key() == other._key()
 
     def __hash__(self) -> int:
-        return hash((self.function, self.items, self.notes))
+        return hash(self._key())
+
+    def _key(self) -> tuple:
+        return (self.function, self.items, self.notes, self.untried)
 
     def __iter__(self):
         return iter(self.items)
@@ -209,44 +214,25 @@ class Findings(JsonMixin, display.Shown):
         return tuple(f.kind for f in self.items)
 
 
-class _Later(Findings):
-    """:class:`Findings` worked out on first use (see :meth:`Findings.later`)."""
-
-    def __init__(
-        self,
-        function: str,
-        items: tuple[Finding, ...] = (),
-        notes: tuple[str, ...] = (),
-        *,
-        work: Callable[[], Findings] | None = None,
-    ) -> None:
-        # ``dataclasses.replace`` calls this with the fields (already worked out): then it
-        # is plain findings.
-        object.__setattr__(self, "function", function)
-        object.__setattr__(self, "items", items)
-        object.__setattr__(self, "notes", notes)
-        object.__setattr__(self, "_work", work)
-        object.__setattr__(self, "_lock", threading.Lock())
-
-    def __getattribute__(self, name: str):
-        if name in ("items", "notes") and object.__getattribute__(self, "_work") is not None:
-            with object.__getattribute__(self, "_lock"):
-                work = object.__getattribute__(self, "_work")
-                if work is not None:
-                    done = work()
-                    object.__setattr__(self, "items", done.items)
-                    object.__setattr__(self, "notes", done.notes)
-                    object.__setattr__(self, "_work", None)
-        return object.__getattribute__(self, name)
-
-    @property
-    def pending(self) -> bool:
-        return object.__getattribute__(self, "_work") is not None
-
-    def __reduce__(self):
-        return (Findings, (self.function, self.items, self.notes))
-
-
 def severity_rank(f: Finding) -> int:
     """Sort key: errors first, then warnings, then info."""
     return SEVERITIES.index(f.severity)
+
+
+#: The module that tries fixes (it registers :func:`register_fix_trier` on import): the model
+#: names it and never imports it, as :mod:`.display` names the renderers.
+FIX_TRIER = "shardviz.explainer.fix_check"
+
+_trier: list[Callable[[Any], Any]] = []
+
+
+def register_fix_trier(trier: Callable[[Any], Any]) -> None:
+    """Make ``trier(report) -> report`` what :meth:`~shardviz.Report.try_fixes` calls."""
+    _trier[:] = [trier]
+
+
+def fix_trier() -> Callable[[Any], Any]:
+    """What tries a report's fixes, loading it on first use."""
+    if not _trier:
+        importlib.import_module(FIX_TRIER)
+    return _trier[0]

@@ -19,7 +19,7 @@ from shardviz.model.collective import Frame as Frame
 from shardviz.model.collective import Source as Source
 from shardviz.model.collective import collective_kind_named as collective_kind_named
 from shardviz.model.estimate import Estimate
-from shardviz.model.findings import Findings
+from shardviz.model.findings import Findings, fix_trier
 from shardviz.model.hardware import Target
 from shardviz.model.mesh import MeshLayout
 from shardviz.model.tiles import layout_from_spec
@@ -406,6 +406,24 @@ class Report(JsonMixin, display.Shown):
                     where, f"cannot place {s.name!r}: {err}", "check the value's spec and dtype"
                 )
             ) from err
+
+    def try_fixes(self) -> Report:
+        """This report with each finding's fix tried: applied to the program, compiled again
+        (compile-only) and offered only if it helps, timed on the report's target if it has
+        one. Returns a new report (this one is left as it is); one with no fix left to try
+        comes back as it is.
+
+        ``sv.explain`` leaves the fixes untried, since each costs a compile;
+        ``sv.diagnose`` tries them.
+
+        Raises:
+            ShardvizError: the program the fixes apply to is no longer kept in this process
+                (a report loaded from JSON, or explained long ago): explain it again.
+        """
+        if self.findings is None or not self.findings.pending:
+            return self
+        result: Report = fix_trier()(self)
+        return result
 
     def traffic(
         self, which: str | int, axes: str | tuple[str, ...] | None = None

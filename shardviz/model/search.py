@@ -1,6 +1,6 @@
 """A plan search as plain data: every assignment of specs tried, its figures, and the ranking.
 
-Filled in by :func:`shardviz.strategies.search.suggest` from compile-only reports; read by the
+Filled in by :func:`shardviz.strategies.search.suggestions` from compile-only reports; read by the
 text and HTML views. No jax import (and no strategies import: the rule set of a plan lives on
 the strategies layer's subclass).
 """

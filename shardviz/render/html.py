@@ -40,6 +40,7 @@ from shardviz.render.geometry import (
     page_summary,
     process_runs,
 )
+from shardviz.render.stylesheets import stylesheet
 from shardviz.render.svg import (
     Frame,
     esc,
@@ -53,42 +54,7 @@ from shardviz.render.svg import (
 MONO = 'ui-monospace,SFMono-Regular,Menlo,Consolas,"DejaVu Sans Mono","Liberation Mono",monospace'
 SANS = 'system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans","Liberation Sans",sans-serif'
 
-CSS = f"""
-.sv-root{{font:12px/1.45 {SANS};color:#1b1f24;background:#fff;border:1px solid #d0d7de;
-border-radius:6px;padding:10px 12px;display:inline-block;max-width:100%;box-sizing:border-box;
-overflow-x:auto;text-align:left;vertical-align:top}}
-.sv-root .sv-head{{font-size:13px;font-weight:600;margin:0 0 2px}}
-.sv-root .sv-head .sv-dim{{font-weight:400;color:#57606a}}
-.sv-root .sv-kind{{font-size:11px;font-weight:500;color:#0550ae;background:#ddf4ff;
-border-radius:9px;padding:1px 7px;margin-left:4px}}
-.sv-root code{{font:11.5px {MONO};background:#f2f4f7;border-radius:3px;padding:0 3px}}
-.sv-root .sv-facts{{color:#57606a;margin:0 0 8px}}
-.sv-root .sv-note{{color:#57606a;margin:6px 0 0;font-size:11px}}
-.sv-root .sv-panels{{display:flex;flex-wrap:wrap;gap:12px 18px;align-items:flex-start}}
-.sv-root figure{{margin:0}}
-.sv-root figcaption{{font:600 11px {MONO};color:#24292f;margin:0 0 2px}}
-.sv-root svg{{display:block;overflow:visible}}
-.sv-root svg text{{font-family:{MONO};fill:#1b1f24}}
-.sv-root .sv-tick{{font-size:10px;fill:#57606a}}
-.sv-root .sv-axis{{font:11px {SANS};fill:#24292f}}
-.sv-root .sv-lbl{{font-size:11px;text-anchor:middle;dominant-baseline:central}}
-.sv-root .sv-sub{{font-size:9px;fill:#424a53;dominant-baseline:central}}
-.sv-root .sv-tile>rect,.sv-root .sv-device>rect{{stroke:#fff;stroke-width:1}}
-.sv-root .sv-tile:hover>rect:first-of-type,.sv-root .sv-device:hover>rect{{stroke:#1b1f24;
-stroke-width:2}}
-.sv-root .sv-tile>rect.sv-chip{{stroke:#1b1f24;stroke-width:.5}}
-.sv-root g.sv-elided>rect{{fill:#f6f8fa;stroke:#afb8c1;stroke-dasharray:3 2}}
-.sv-root g.sv-elided>text{{fill:#57606a;text-anchor:middle;dominant-baseline:central;font-size:11px}}
-.sv-root div.sv-elided{{color:#57606a;padding:8px 12px;border:1px dashed #afb8c1;
-border-radius:4px;align-self:center;background:#f6f8fa}}
-.sv-root .sv-proc{{fill:none;stroke:#24292f;stroke-width:2.5;stroke-linecap:square}}
-.sv-root table{{border-collapse:collapse;font-size:12px;margin:0 0 8px}}
-.sv-root th,.sv-root td{{padding:3px 14px 3px 0;text-align:left;border-bottom:1px solid #eaeef2;
-white-space:nowrap}}
-.sv-root th{{font-weight:600;color:#57606a;border-bottom:1px solid #d0d7de}}
-.sv-root td.sv-num,.sv-root th.sv-num{{text-align:right;font-variant-numeric:tabular-nums}}
-.sv-root .sv-bar:hover{{stroke:#1b1f24;stroke-width:1}}
-""".strip()
+CSS = stylesheet("base.css", SANS=SANS, MONO=MONO)
 
 STYLE = "<style>" + CSS.replace("\n", "") + "</style>"
 

@@ -23,6 +23,7 @@ from shardviz.render.compare.mpl import displayable, mpl_text, require_matplotli
 from shardviz.render.compare.plotly import require_plotly
 from shardviz.render.compare.view import format_count
 from shardviz.render.html import CSS, SANS
+from shardviz.render.stylesheets import stylesheet
 from shardviz.render.svg import esc
 from shardviz.render.table import aligned_table
 
@@ -177,27 +178,7 @@ def _share(total: int, hbm: int) -> str:
 # --------------------------------------------------------------------------------------------
 # HTML
 
-PROJECTION_CSS = f"""
-.sv-root.sv-projection{{padding:12px 14px}}
-.sv-projection .sv-prj-title{{font-size:14px;font-weight:600;margin:0 0 2px}}
-.sv-projection .sv-prj-dim{{color:#57606a;font-weight:400}}
-.sv-projection .sv-prj-groups{{display:flex;flex-wrap:wrap;gap:4px 28px;align-items:flex-start}}
-.sv-projection .sv-prj-group{{margin:12px 0 4px;font:600 12px {SANS}}}
-.sv-projection table.sv-prj-t{{border-collapse:collapse;margin:0 0 6px}}
-.sv-projection table.sv-prj-t th,.sv-projection table.sv-prj-t td{{padding:3px 10px;
-border:1px solid #fff;white-space:nowrap;text-align:right;font-variant-numeric:tabular-nums}}
-.sv-projection table.sv-prj-t th{{font-size:11px;color:#57606a;background:#f6f8fa}}
-.sv-projection table.sv-prj-t th.sv-prj-rowh{{text-align:right}}
-.sv-projection td.sv-prj-cell{{background:#f6f8fa;min-width:72px}}
-.sv-projection td.sv-prj-cell[data-fits="1"]{{background:#dafbe1;color:#116329}}
-.sv-projection td.sv-prj-cell[data-fits="0"]{{background:#ffebe9;color:#a40e26}}
-.sv-projection td.sv-prj-cell b{{font-weight:600;display:block}}
-.sv-projection td.sv-prj-cell span{{font-size:10px;opacity:.85}}
-.sv-projection .sv-prj-key{{display:flex;gap:14px;font-size:11px;color:#57606a;margin:4px 0}}
-.sv-projection .sv-prj-sw{{display:inline-block;width:10px;height:10px;border-radius:2px;
-vertical-align:-1px;margin-right:4px}}
-.sv-projection .sv-prj-note{{color:#57606a;font-size:11px;margin-top:4px}}
-""".strip()
+PROJECTION_CSS = stylesheet("projection.css", SANS=SANS)
 PROJECTION_STYLE = "<style>" + (CSS + "\n" + PROJECTION_CSS).replace("\n", "") + "</style>"
 
 

@@ -38,6 +38,8 @@ from shardviz.model.hardware_presets import hardware
 from shardviz.model.pipeline_timing import measured_schedule
 from shardviz.model.schedule import Schedule, gpipe
 from shardviz.model.schedule import schedule as make_schedule
+from shardviz.strategies.models.configs import ArchConfig
+from shardviz.strategies.models.logical import LOGICAL_STRATEGIES, logical_rule_set
 from shardviz.strategies.named import get_rule_set
 from shardviz.strategies.pipeline.gspmd import pipelined_model
 from shardviz.strategies.pipeline.shard_map import residual_bytes
@@ -425,9 +427,6 @@ def _rule_set_for(m: ModelDef, strategy: str | RuleSet, pipeline: dict[str, Any]
     """A published architecture's strategies are its logical axis rules (MaxText's way:
     ``fsdp``, ``fsdp+tp``, ``tp``, ``dp+fsdp``, ``sp``, ``ep``, ``pp``); any other name, or
     any other model, the built-in rule set of that name."""
-    from shardviz.strategies.models.configs import ArchConfig
-    from shardviz.strategies.models.logical import LOGICAL_STRATEGIES, logical_rule_set
-
     if (
         isinstance(strategy, str)
         and isinstance(m.info.get("config"), ArchConfig)

@@ -27,6 +27,7 @@ from shardviz.render.findings.view import (
     count_str,
     no_fix_words,
     severity_counts,
+    untried_str,
     where_rows,
 )
 from shardviz.widgets.explorer.payload import (
@@ -66,9 +67,8 @@ NO_TRY_WORDS = "to try it here, open the Explorer on the function: shardviz.Expl
 
 
 def findings_pending(findings: Findings | None) -> bool:
-    """Whether reading ``findings.items`` would still compile the fixes (lazy findings from
-    :meth:`Findings.later` not yet worked out). Reading this never compiles."""
-    # _Later keeps its work until the first read of ``items``; plain Findings have none.
+    """Whether some of ``findings``' fixes are not tried yet (``report.try_fixes()`` tries
+    them, compiling each). Reading findings never compiles."""
     return findings is not None and findings.pending
 
 
@@ -182,7 +182,7 @@ def finding_item(
         "cost": cost_str(f.cost),
         "where": [[row.label, row.text] for row in where_rows(f.where)],
         "fix": _fix_item(f, boxes),
-        "no_fix": no_fix_words() if f.fix is None else "",
+        "no_fix": no_fix_words(f.untried) if f.fix is None else "",
         "check": _check_item(f),
         "highlight": highlights(f, report, ids),
     }
@@ -205,8 +205,8 @@ def _base(state: str, text: str, generation: int) -> dict[str, Any]:
 def findings_payload(
     report: Report, generation: int = 0, boxes: Collection[str] | None = None
 ) -> dict[str, Any]:
-    """The Findings pane of ``report`` (reads ``report.findings``: may compile the fixes the
-    first time, so call it off the kernel's thread when :func:`findings_pending`).
+    """The Findings pane of ``report`` as it is (nothing is compiled: fixes not tried yet show
+    as such; the Explorer tries them first, off the kernel's thread).
 
     Args:
         report: the report shown.
@@ -235,7 +235,7 @@ def findings_payload(
     ids = _ids_by_name(report)
     out["counts"] = [[s, n] for s, n in severity_counts(findings)]
     out["items"] = [finding_item(i, f, report, ids, boxes) for i, f in enumerate(findings)]
-    out["notes"] = list(findings.notes)
+    out["notes"] = [n for n in (untried_str(findings),) if n] + list(findings.notes)
     return out
 
 

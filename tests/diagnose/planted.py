@@ -1,7 +1,8 @@
 """Planted mistakes, one per finding kind: small programs that make each problem for real.
 
-Each returns the report of ``sv.explain`` and the line the finding must point at (found by a
-``# planted:<kind>`` marker in this file, so the tests never hard-code line numbers).
+Each returns the report of ``sv.explain`` with its fixes tried (``report.try_fixes()``); the
+line the finding must point at is found by a ``# planted:<kind>`` marker in this file, so the
+tests never hard-code line numbers.
 """
 
 from __future__ import annotations
@@ -40,13 +41,13 @@ def involuntary_remat():
     a = put(m, jnp.ones((16, 32)), "data", None)
     out = NamedSharding(m, P(None, "model"))
     f = jax.jit(lambda a: a * 2, out_shardings=out)  # planted:involuntary-remat
-    return sv.explain(f, a, run=False)
+    return sv.explain(f, a, run=False).try_fixes()
 
 
 def replicated():
     """An FSDP-style model with one large weight left replicated."""
     forward, args = replicated_program()
-    return sv.explain(forward, *args, run=False)
+    return sv.explain(forward, *args, run=False).try_fixes()
 
 
 def replicated_program():
@@ -83,13 +84,13 @@ def regather():
 
         return jax.grad(loss)(w)
 
-    return sv.explain(step, w, x, run=False)
+    return sv.explain(step, w, x, run=False).try_fixes()
 
 
 def reshard_chain():
     """A constraint asks for P(None, 'model') and the next one for P('data', None) again."""
     step, args = reshard_chain_program()
-    return sv.explain(step, *args, run=False)
+    return sv.explain(step, *args, run=False).try_fixes()
 
 
 def reshard_chain_program():
@@ -121,7 +122,7 @@ def uneven():
         y = jax.lax.with_sharding_constraint(y, rows)  # planted:uneven
         return y * 2
 
-    return sv.explain(step, x, run=False)
+    return sv.explain(step, x, run=False).try_fixes()
 
 
 def loop_collective():
@@ -139,7 +140,7 @@ def loop_collective():
 
         return jax.lax.fori_loop(0, 4, body, h)
 
-    return sv.explain(layers, h, w, run=False)
+    return sv.explain(layers, h, w, run=False).try_fixes()
 
 
 def loop_accumulation():
@@ -159,13 +160,13 @@ def loop_accumulation():
         g, _ = jax.lax.scan(body, jnp.zeros_like(w), x)
         return g
 
-    return sv.explain(step, w, x, run=False)
+    return sv.explain(step, w, x, run=False).try_fixes()
 
 
 def idle_axis():
     """A (2, 4) mesh whose 'data' axis nothing is split over."""
     forward, args = idle_axis_program()
-    return sv.explain(forward, *args, run=False)
+    return sv.explain(forward, *args, run=False).try_fixes()
 
 
 def idle_axis_program():
@@ -193,7 +194,7 @@ def over_hbm():
     def forward(params, x):
         return (x @ params["w"]) @ params["v"].T
 
-    return sv.explain(forward, params, x, target="v5e")
+    return sv.explain(forward, params, x, target="v5e").try_fixes()
 
 
 def full_reduce():
@@ -206,4 +207,4 @@ def full_reduce():
         g = jax.grad(lambda w: jnp.tanh(x @ w).sum())(w)  # planted:full-reduce
         return jax.lax.with_sharding_constraint(g, NamedSharding(m, P("data", None)))
 
-    return sv.explain(step, w, x, run=False)
+    return sv.explain(step, w, x, run=False).try_fixes()

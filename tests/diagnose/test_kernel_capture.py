@@ -18,7 +18,7 @@ from jax.sharding import NamedSharding, PartitionSpec as P
 mesh = jax.make_mesh((2, 4), ("data", "model"), axis_types=(jax.sharding.AxisType.Auto,) * 2)
 a = jax.device_put(jnp.ones((16, 32)), NamedSharding(mesh, P("data", None)))
 f = jax.jit(lambda a: a * 2, out_shardings=NamedSharding(mesh, P(None, "model")))""",
-    """report = sv.explain(f, a, run=False)
+    """report = sv.explain(f, a, run=False).try_fixes()
 (finding,) = report.findings.of("involuntary-remat")
 print(finding.kind, finding.where.line.rsplit(":", 1)[-1], finding.fix.leaf, finding.check.helps)""",
 ]

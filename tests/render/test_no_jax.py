@@ -17,7 +17,7 @@ ALLOWED_SHARDVIZ = ("shardviz.model", "shardviz.render", "shardviz.errors")
 
 
 def test_render_modules_import_only_stdlib_numpy_and_model() -> None:
-    files = sorted(RENDER_DIR.glob("*.py"))
+    files = sorted(RENDER_DIR.rglob("*.py"))
     assert {f.stem for f in files} >= {"__init__", "colors", "geometry", "text", "html"}
     for path in files:
         outside = imports_outside(path, "shardviz.render", ALLOWED, ALLOWED_SHARDVIZ)

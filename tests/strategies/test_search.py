@@ -12,7 +12,7 @@ from shardviz.explainer.explain import explain
 from shardviz.model.search import NEAR, Search
 from shardviz.strategies.runner import compare
 from shardviz.strategies.search.rules import jax_entries
-from shardviz.strategies.search.suggest import SuggestedSearch, suggest
+from shardviz.strategies.search.suggestions import SuggestedSearch, suggest
 from shardviz.strategies.zoo import get_model, init_train_state, make_train_step
 from shardviz.widgets.app import Explorer
 

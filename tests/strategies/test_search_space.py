@@ -30,7 +30,7 @@ from shardviz.strategies.search.progress import (
 )
 from shardviz.strategies.search.rank import ranked
 from shardviz.strategies.search.rules import jax_entries, rule_set_of
-from shardviz.strategies.search.suggest import memory_bytes
+from shardviz.strategies.search.suggestions import memory_bytes
 
 AXES = {"data": 2, "model": 4}
 D, H, B = 128, 512, 64

@@ -156,18 +156,13 @@ def test_user_strings_are_inert_json_and_come_back_unchanged():
     assert json.loads(text)["notes"] == [f"note {NASTY}"]
 
 
-def test_pending_is_read_without_working_the_findings_out():
-    calls = []
-
-    def work():
-        calls.append(1)
-        return findings()
-
-    later = Findings.later("mlp_block", work)
-    assert findings_pending(later) and not calls
+def test_pending_means_fixes_not_tried_yet_and_the_payload_says_so():
+    untried = Findings("mlp_block", items=(findings()[0],), untried=2, trial="t")
+    assert findings_pending(untried)
     assert not findings_pending(findings()) and not findings_pending(None)
-    assert len(later) == 3 and calls == [1]
-    assert not findings_pending(later)
+    payload = findings_payload(megatron_with_findings(untried))
+    assert payload["notes"][0].startswith("fixes not tried yet for 2 findings")
+    assert not findings_pending(dataclasses.replace(untried, untried=0))
 
 
 def test_the_payload_module_needs_no_jax():

@@ -12,6 +12,7 @@ import pytest
 import shardviz as sv
 from shardviz.errors import MeshError, SpecError
 from shardviz.model import Findings, Fix
+from shardviz.model import findings as findings_module
 from shardviz.widgets.controls import AS_GIVEN
 from shardviz.widgets.explorer.widget import ExplorerView
 from shardviz.widgets.findings_payload import findings_json
@@ -22,6 +23,26 @@ from tests.render.report_fixtures import megatron_report
 from . import findings_programs
 
 WAIT = 120  # seconds: a ceiling against hangs, never a timing assertion
+
+
+@pytest.fixture
+def pending(monkeypatch):
+    """``pending(work)``: a report whose fixes are not tried yet, and whose
+    ``try_fixes()`` gives ``work()``'s findings (the test's own work, in place of compiles)."""
+    works = {}
+
+    def tried(report):
+        return dataclasses.replace(report, findings=works[report.findings.trial]())
+
+    monkeypatch.setattr(findings_module, "_trier", [tried])
+
+    def make(work):
+        key = f"trial-{len(works)}"
+        works[key] = work
+        untried = Findings("mlp_block", untried=1, trial=key)
+        return dataclasses.replace(megatron_report(), findings=untried)
+
+    return make
 
 
 def _state(explorer: ExplorerView) -> dict:
@@ -50,7 +71,7 @@ def _try(explorer, kind: str) -> dict:
 # Findings are worked out off the kernel's thread
 
 
-def test_lazy_findings_are_worked_out_in_the_background_then_shown():
+def test_fixes_are_tried_in_the_background_then_shown(pending):
     ran_on: list[threading.Thread] = []
     gate = threading.Event()
 
@@ -59,25 +80,24 @@ def test_lazy_findings_are_worked_out_in_the_background_then_shown():
         assert gate.wait(WAIT)
         return findings()
 
-    report = dataclasses.replace(megatron_report(), findings=Findings.later("mlp_block", work))
-    w = ExplorerView(report)
+    w = ExplorerView(pending(work))
     assert _state(w)["state"] == "pending"  # shown at once, nothing compiled on this thread
     gate.set()
     assert w._diagnoser.join(WAIT)
     assert ran_on and ran_on[0] is not threading.current_thread()
+    assert not w.report.findings.pending  # the Explorer shows the tried report now
     assert w.findings == findings_json(w.report, w.generation)
     assert _state(w)["count_text"] == "3 findings: 1 error, 1 warning, 1 info"
 
 
-def test_findings_of_a_report_no_longer_shown_never_land():
+def test_findings_of_a_report_no_longer_shown_never_land(pending):
     gate = threading.Event()
 
     def slow() -> Findings:
         assert gate.wait(WAIT)
         return findings()
 
-    old = dataclasses.replace(megatron_report(), findings=Findings.later("mlp_block", slow))
-    w = ExplorerView(old)
+    w = ExplorerView(pending(slow))
     w.show(megatron_with_findings(Findings("mlp_block")))  # ready: shown at once
     assert _state(w)["count_text"] == "no findings"
     gate.set()
@@ -85,30 +105,26 @@ def test_findings_of_a_report_no_longer_shown_never_land():
     assert _state(w)["count_text"] == "no findings" and _state(w)["generation"] == w.generation
 
 
-def test_findings_that_fail_to_work_out_say_so_in_the_pane():
+def test_findings_that_fail_to_work_out_say_so_in_the_pane(pending):
     def broken() -> Findings:
         raise RuntimeError("the fixed program did not compile")
 
-    report = dataclasses.replace(megatron_report(), findings=Findings.later("mlp_block", broken))
-    w = ExplorerView(report)
+    w = ExplorerView(pending(broken))
     assert w._diagnoser.join(WAIT)
     state = _state(w)
     assert state["state"] == "error"
     assert "RuntimeError: the fixed program did not compile" in state["count_text"]
 
 
-def test_the_notebook_display_does_not_wait_for_pending_findings():
+def test_the_notebook_display_does_not_wait_for_fixes_to_be_tried(pending):
     gate = threading.Event()
-    report = dataclasses.replace(
-        megatron_report(),
-        findings=Findings.later("mlp_block", lambda: gate.wait(WAIT) and findings()),
-    )
-    w = ExplorerView(report)
+    w = ExplorerView(pending(lambda: gate.wait(WAIT) and findings()))
     html = w.static_html(wait=False)  # would block until the gate opens if it waited
-    assert "sv-findings-list" not in html
+    assert "fixes not tried yet" in html and 'class="sv-fitem"' not in html
     gate.set()
     assert w._diagnoser.join(WAIT)
-    assert "sv-findings-list" in w.static_html()
+    html = w.static_html()
+    assert "fixes not tried yet" not in html and html.count('class="sv-fitem"') == 3
 
 
 def test_selected_finding_is_checked_and_reset_by_a_new_report():

@@ -79,76 +79,10 @@ from shardviz.render.geometry import mesh_summary
 from shardviz.render.html import CSS, MONO, SANS
 from shardviz.render.report.view import ESTIMATE_WORDS, estimate_seconds_str, format_mfu
 from shardviz.render.schedule.html import schedule_html
+from shardviz.render.stylesheets import stylesheet
 from shardviz.render.svg import esc, svg_num, svg_text, text_width
 
-COMPARE_CSS = f"""
-.sv-root.sv-compare{{display:block;max-width:1180px;padding:14px 16px}}
-.sv-compare h4.sv-cmp-h{{font:600 13px {SANS};margin:20px 0 8px;padding-bottom:4px;
-border-bottom:1px solid #d0d7de}}
-.sv-compare h4.sv-cmp-h .sv-cmp-dim{{font-weight:400;font-size:12px;margin-left:6px}}
-.sv-compare .sv-cmp-title{{font-size:16px;font-weight:600;margin:0 0 2px;word-break:break-word}}
-.sv-compare .sv-cmp-dim{{color:#57606a;font-weight:400}}
-.sv-compare .sv-cmp-line{{color:#57606a}}
-.sv-compare .sv-cmp-notes{{background:#fff8c5;border:1px solid #d4a72c;
-border-left:4px solid #bf8700;border-radius:4px;padding:6px 10px;margin:10px 0 4px;color:#3b2300}}
-.sv-compare .sv-cmp-notes div+div{{margin-top:2px}}
-.sv-compare table.sv-cmp-t{{border-collapse:collapse;margin:4px 0 6px}}
-.sv-compare table.sv-cmp-t th,.sv-compare table.sv-cmp-t td{{padding:4px 10px 4px 0;
-border-bottom:1px solid #eaeef2;white-space:nowrap;text-align:left;vertical-align:top}}
-.sv-compare table.sv-cmp-t th{{font-size:11px;color:#57606a;border-bottom:1px solid #d0d7de}}
-.sv-compare table.sv-cmp-t th.sv-cmp-group{{text-align:center;color:#24292f;
-border-bottom:2px solid #d0d7de;padding:2px 12px 2px 0}}
-.sv-compare table.sv-cmp-t .sv-cmp-r{{text-align:right;font-variant-numeric:tabular-nums}}
-.sv-compare table.sv-cmp-t td.sv-cmp-peak{{font-weight:600}}
-.sv-compare table.sv-cmp-t td.sv-cmp-sep,.sv-compare table.sv-cmp-t th.sv-cmp-sep{{
-border-left:1px solid #d0d7de;padding-left:10px}}
-.sv-compare table.sv-cmp-table th.sv-cmp-comp{{white-space:normal;max-width:76px;
-vertical-align:bottom}}
-.sv-compare tr.sv-strategy:hover>td{{background:#f6f8fa}}
-.sv-compare .sv-cmp-name{{font-weight:600}}
-.sv-compare .sv-cmp-sched{{margin:4px 0 12px}}
-.sv-compare .sv-cmp-sched>.sv-root{{margin-top:4px}}
-.sv-compare .sv-cmp-sub{{display:block;color:#57606a;font-size:11px;max-width:170px;
-white-space:normal;line-height:1.3;min-width:9em}}
-.sv-compare .sv-cmp-mesh{{display:block;font:11px {MONO};color:#424a53;margin-top:1px}}
-.sv-compare .sv-cmp-axes{{display:block;font-size:11px;color:#424a53}}
-.sv-compare .sv-cmp-badge{{display:inline-block;font:600 11px {SANS};border-radius:10px;
-padding:1px 8px;border:1px solid transparent;white-space:nowrap}}
-.sv-compare .sv-cmp-badge.sv-ok{{background:#dafbe1;color:#116329;border-color:#4ac26b}}
-.sv-compare .sv-cmp-badge.sv-bad{{background:#ffebe9;color:#a40e26;border-color:#ff8182}}
-.sv-compare .sv-cmp-badge.sv-none{{background:#f6f8fa;color:#57606a;border-color:#d0d7de}}
-.sv-compare .sv-cmp-minibar{{display:block;height:4px;border-radius:2px;background:#8c959f;
-margin:3px 0 0 auto}}
-.sv-compare .sv-cmp-legend{{display:flex;flex-wrap:wrap;gap:3px 14px;margin:0 0 6px;
-font-size:11px}}
-.sv-compare .sv-cmp-sw{{display:inline-block;width:10px;height:10px;border-radius:2px;
-vertical-align:-1px;margin-right:4px;border:1px solid rgba(0,0,0,.2)}}
-.sv-compare svg.sv-cmp-chart text{{font-family:{SANS}}}
-.sv-compare svg.sv-cmp-chart .sv-cmp-lab{{font-size:12px;font-weight:600;text-anchor:end;
-dominant-baseline:central}}
-.sv-compare svg.sv-cmp-chart .sv-cmp-val{{font-size:11px;dominant-baseline:central}}
-.sv-compare svg.sv-cmp-chart .sv-cmp-in{{font-size:10px;dominant-baseline:central;
-text-anchor:middle;pointer-events:none}}
-.sv-compare svg.sv-cmp-chart .sv-cmp-grid{{stroke:#eaeef2}}
-.sv-compare svg.sv-cmp-chart rect.sv-mem,.sv-compare svg.sv-cmp-chart rect.sv-moved{{
-stroke:#fff;stroke-width:1}}
-.sv-compare svg.sv-cmp-chart rect.sv-mem:hover,.sv-compare svg.sv-cmp-chart rect.sv-moved:hover{{
-stroke:#1b1f24;stroke-width:1.5}}
-.sv-compare .sv-cmp-cards{{display:flex;flex-wrap:wrap;gap:10px 32px;align-items:flex-start}}
-.sv-compare .sv-cmp-card .sv-cmp-name{{margin:0 0 2px}}
-.sv-compare .sv-cmp-pill{{display:inline-block;border-radius:10px;padding:0 7px;font-size:11px;
-font-weight:600;white-space:nowrap}}
-.sv-compare details.sv-cmp-report{{margin:6px 0}}
-.sv-compare details.sv-cmp-report>summary{{cursor:pointer;font-weight:600;padding:3px 0}}
-.sv-compare details.sv-cmp-report>summary .sv-cmp-dim{{margin-left:6px}}
-.sv-compare details.sv-cmp-report>.sv-root{{margin:6px 0 10px}}
-.sv-compare .sv-cmp-target{{display:block;font-size:11px;color:#0550ae}}
-.sv-compare td.sv-cmp-est{{color:#0550ae}}
-.sv-compare .sv-cmp-estbar{{background:#80ccff}}
-.sv-compare th.sv-cmp-tgroup{{color:#0550ae;font-size:12px;padding-top:8px}}
-.sv-compare svg.sv-cmp-chart .sv-cmp-hbm{{stroke:#cf222e;stroke-width:2;stroke-dasharray:4 3}}
-.sv-compare svg.sv-cmp-chart .sv-cmp-hbmlab{{font-size:10px;fill:#cf222e}}
-""".strip()
+COMPARE_CSS = stylesheet("compare.css", SANS=SANS, MONO=MONO)
 
 _KIND_CSS = "".join(
     f".sv-compare .sv-cmp-k{i}{{color:{fg};background:{bg}}}"

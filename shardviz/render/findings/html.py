@@ -29,9 +29,11 @@ from shardviz.render.findings.view import (
     ledger_refs,
     no_fix_words,
     short_line,
+    untried_str,
     where_rows,
 )
 from shardviz.render.html import CSS, MONO, SANS, page
+from shardviz.render.stylesheets import stylesheet
 from shardviz.render.svg import esc
 
 #: Badge colours (text, background, border) by severity.
@@ -47,33 +49,7 @@ _SEV_CSS = "".join(
     for s, (fg, bg, bd) in SEVERITY_COLORS.items()
 )
 
-FINDINGS_CSS = f"""
-.sv-root .sv-sev{{display:inline-block;font:600 11px {SANS};border-radius:10px;padding:0 8px;
-margin-right:6px;border:1px solid transparent;white-space:nowrap;vertical-align:1px}}
-.sv-root .sv-fkind{{font:11px {MONO};color:#57606a;margin-right:6px}}
-.sv-root section.sv-finding{{border:1px solid #d0d7de;border-left:4px solid #d0d7de;
-border-radius:4px;padding:6px 12px 8px;margin:10px 0}}
-.sv-root .sv-ftitle{{font-weight:600;font-size:13px;overflow-wrap:anywhere}}
-.sv-root p.sv-why{{margin:4px 0 6px;max-width:760px}}
-.sv-root dl.sv-fwhere{{display:grid;grid-template-columns:auto minmax(0,1fr);gap:2px 12px;
-margin:0 0 6px}}
-.sv-root dl.sv-fwhere dt{{color:#57606a;white-space:nowrap}}
-.sv-root dl.sv-fwhere dd{{margin:0;overflow-wrap:anywhere}}
-.sv-root .sv-fix{{margin:6px 0 4px}}
-.sv-root pre.sv-fixcode{{margin:4px 0;padding:4px 8px;background:#f6f8fa;border:1px solid #d0d7de;
-border-radius:4px;white-space:pre-wrap;overflow-wrap:anywhere}}
-.sv-root pre.sv-fixcode code{{background:none;padding:0}}
-.sv-root .sv-verdict{{margin:4px 0}}
-.sv-root .sv-verdict b{{font-weight:600}}
-.sv-root .sv-verdict.sv-helps b{{color:#116329}}
-.sv-root .sv-verdict.sv-nohelp b{{color:#a40e26}}
-.sv-root table.sv-beforeafter td,.sv-root table.sv-beforeafter th{{padding:2px 14px 2px 0}}
-.sv-root tr.sv-ba[data-changed="1"] td{{font-weight:600}}
-.sv-root .sv-fnotes{{color:#57606a;margin:8px 0 0}}
-.sv-root ol.sv-flist{{margin:4px 0 6px;padding-left:1.8em}}
-.sv-root li.sv-fitem{{margin:3px 0}}
-.sv-root li.sv-fitem .sv-ffix{{color:#57606a}}
-""".strip()
+FINDINGS_CSS = stylesheet("findings.css", SANS=SANS, MONO=MONO)
 
 #: The findings' own CSS, without the base ``sv-root`` rules (the report already has those).
 FINDINGS_STYLE = "<style>" + (FINDINGS_CSS + _SEV_CSS).replace("\n", "") + "</style>"
@@ -116,7 +92,7 @@ def _check(f: Finding) -> str:
 
 def _fix(f: Finding) -> str:
     if f.fix is None:
-        return f'<div class="sv-fix sv-nofix"><b>fix</b> {esc(no_fix_words())}</div>'
+        return f'<div class="sv-fix sv-nofix"><b>fix</b> {esc(no_fix_words(f.untried))}</div>'
     return (
         f'<div class="sv-fix" data-fix="{esc(f.fix.kind)}"><b>fix</b> {esc(f.fix.description)}'
         f'<pre class="sv-fixcode"><code>{esc(f.fix.code)}</code></pre></div>' + _check(f)
@@ -149,6 +125,8 @@ def findings_html(findings: Findings) -> str:
         f"{esc(count_str(findings))}</span></div>",
         f'<div class="sv-dim sv-checked">{esc(checks_str())}</div>',
     ]
+    if findings.pending:
+        body.append(f'<div class="sv-untried">{esc(untried_str(findings))}</div>')
     body.extend(finding_html(f) for f in findings)
     if findings.notes:
         body.append(
@@ -171,8 +149,9 @@ def findings_page(findings: Findings) -> str:
 def findings_section_html(findings: Findings | None) -> list[str]:
     """The report's compact Findings section (severity, kind, title, ledger numbers, the fix
     and its verdict per finding); ``[]`` when not diagnosed or nothing was found."""
-    if not findings:
+    if findings is None or not (findings or findings.pending):
         return []
+    untried = untried_str(findings)
     items = []
     for f in findings:
         refs = ledger_refs(f.where.collectives)
@@ -189,5 +168,6 @@ def findings_section_html(findings: Findings | None) -> list[str]:
     return [
         f'<section class="sv-findings-list">{FINDINGS_STYLE}<h4>Findings<span class="sv-dim">'
         f"{esc(count_str(findings))} · details: <code>report.findings</code></span></h4>"
-        f'<ol class="sv-flist">{"".join(items)}</ol></section>'
+        + (f'<div class="sv-untried">{esc(untried)}</div>' if untried else "")
+        + f'<ol class="sv-flist">{"".join(items)}</ol></section>'
     ]

@@ -20,6 +20,7 @@ from shardviz.render.findings.view import (
     ledger_refs,
     no_fix_words,
     short_line,
+    untried_str,
     where_rows,
 )
 from shardviz.render.table import aligned_table
@@ -55,7 +56,7 @@ def _finding_lines(i: int, f: Finding) -> list[str]:
         lines.append(_labelled(row.label, row.text))
     pad = BODY + " " * LABEL
     if f.fix is None:
-        lines.append(_labelled("fix", no_fix_words()))
+        lines.append(_labelled("fix", no_fix_words(f.untried)))
         return lines
     lines.extend(_wrap(f.fix.description, pad, first=BODY + "fix".ljust(LABEL)))
     lines.extend(f"{pad}{code}".rstrip() for code in f.fix.code.splitlines())
@@ -83,6 +84,8 @@ def findings_text(findings: Findings) -> str:
     """
     head = [f"Findings · {findings.function} · {count_str(findings)}"]
     head.extend(_wrap(checks_str(), "  "))
+    if findings.pending:
+        head.extend(_wrap(untried_str(findings), "  "))
     sections = [head]
     sections.extend(_finding_lines(i, f) for i, f in enumerate(findings, 1))
     if findings.notes:
@@ -97,9 +100,11 @@ def findings_section_lines(findings: Findings | None) -> list[str]:
     """The report's compact Findings section: one line per finding (severity, kind, title,
     ledger numbers) and its fix with the check's verdict; ``[]`` when there is nothing to
     show (not diagnosed, or no findings) so reports without findings print as before."""
-    if not findings:
+    if findings is None or not (findings or findings.pending):
         return []
     lines = [f"Findings · {count_str(findings)} · details: print(report.findings)"]
+    if findings.pending:
+        lines.append(f"  {untried_str(findings)}")
     for i, f in enumerate(findings, 1):
         refs = ledger_refs(f.where.collectives)
         place = " · ".join(x for x in (short_line(f.where.line), refs) if x)

@@ -165,7 +165,7 @@ def fix_summary(f: Finding) -> str:
     """``fix: <description> (checked: <verdict>)`` for the report's compact list; ``""``
     without a fix."""
     if f.fix is None:
-        return ""
+        return "fix: not tried yet (report.try_fixes())" if f.untried else ""
     if f.check is None:
         return f"fix: {f.fix.description} (not checked)"
     verdict = f.check.verdict or check_word(f.check)
@@ -174,6 +174,24 @@ def fix_summary(f: Finding) -> str:
     return f"fix: {f.fix.description} (checked: {verdict})"
 
 
-def no_fix_words() -> str:
-    """What a finding without a fix means."""
-    return "none known: no change shardviz tried helps"
+#: What a finding whose fixes are not tried yet says where its fix would be.
+UNTRIED_WORDS = (
+    "not tried yet: report.try_fixes() applies each fix, compiles it (compile-only) and "
+    "offers the ones that help"
+)
+
+
+def no_fix_words(untried: bool = False) -> str:
+    """What a finding without a fix means: none helps, or (``untried``) none tried yet."""
+    return UNTRIED_WORDS if untried else "none known: no change shardviz tried helps"
+
+
+def untried_str(findings: Findings) -> str:
+    """``fixes not tried yet for 2 findings: report.try_fixes() ...``; ``""`` once tried."""
+    n = findings.untried
+    if not n:
+        return ""
+    return (
+        f"fixes not tried yet for {n} finding{'s' * (n != 1)}: report.try_fixes() compiles "
+        "each (compile-only) and offers those that help; sv.diagnose(fn, *args) does both"
+    )

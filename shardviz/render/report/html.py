@@ -93,6 +93,7 @@ from shardviz.render.report.view import (
     target_line,
     value_str,
 )
+from shardviz.render.stylesheets import stylesheet
 from shardviz.render.svg import (
     esc,
     mesh_panel_frame,
@@ -130,115 +131,7 @@ ROLE_COLORS = ("#8250df", "#0969da", "#1a7f37", "#bf8700", "#cf222e", "#1b7c83",
 
 _COLS = "3.4em 10.5em minmax(7em,1.4fr) 5.6em 5.6em 3.6em 6.8em minmax(8em,1.6fr)"
 
-REPORT_CSS = f"""
-.sv-root.sv-report{{display:block;max-width:1180px;padding:14px 16px}}
-.sv-report h4{{font:600 13px {SANS};margin:20px 0 8px;padding-bottom:4px;
-border-bottom:1px solid #d0d7de}}
-.sv-report h4 .sv-dim{{font-weight:400;color:#57606a;font-size:12px;margin-left:6px}}
-.sv-report .sv-title{{font-size:16px;font-weight:600;margin:0 0 2px;word-break:break-all}}
-.sv-report .sv-line{{color:#57606a}}
-.sv-report .sv-dim{{color:#57606a;font-weight:400}}
-.sv-report .sv-badge{{display:inline-block;font:600 11px {SANS};border-radius:10px;
-padding:1px 8px;margin-left:8px;vertical-align:2px;border:1px solid transparent;
-white-space:nowrap}}
-.sv-report .sv-badge.sv-ok{{background:#dafbe1;color:#116329;border-color:#4ac26b}}
-.sv-report .sv-badge.sv-bad{{background:#ffebe9;color:#a40e26;border-color:#ff8182}}
-.sv-report .sv-badge.sv-ran{{background:#ddf4ff;color:#0550ae;border-color:#80ccff}}
-.sv-report .sv-badge.sv-compile{{background:#fff8c5;color:#7d4e00;border-color:#d4a72c}}
-.sv-report .sv-badge.sv-none{{background:#f6f8fa;color:#57606a;border-color:#d0d7de}}
-.sv-report .sv-notes{{background:#fff8c5;border:1px solid #d4a72c;border-left:4px solid #bf8700;
-border-radius:4px;padding:6px 10px;margin:10px 0 4px;color:#3b2300}}
-.sv-report .sv-notes div+div{{margin-top:2px}}
-.sv-report .sv-stats{{display:flex;flex-wrap:wrap;gap:8px;margin:12px 0 4px}}
-.sv-report .sv-stat{{border:1px solid #d0d7de;border-radius:6px;padding:6px 12px;
-background:#f6f8fa;min-width:130px}}
-.sv-report .sv-stat b{{display:block;font-size:16px;line-height:1.3}}
-.sv-report .sv-stat span{{color:#57606a;font-size:11px}}
-.sv-report .sv-stat.sv-ok{{background:#dafbe1;border-color:#4ac26b}}
-.sv-report .sv-stat.sv-ok b{{color:#116329}}
-.sv-report .sv-stat.sv-bad{{background:#ffebe9;border-color:#ff8182}}
-.sv-report .sv-stat.sv-bad b{{color:#a40e26}}
-.sv-report .sv-kinds{{display:flex;flex-wrap:wrap;gap:6px;margin:0 0 6px}}
-.sv-report .sv-pill{{display:inline-block;border-radius:10px;padding:0 7px;font-size:11px;
-font-weight:600;white-space:nowrap}}
-.sv-report .sv-kinds .sv-pill{{font-weight:400;padding:1px 8px}}
-.sv-report .sv-kinds .sv-pill b{{font-weight:600}}
-.sv-report .sv-axes{{margin:12px 0 2px;font-weight:600;display:flex;gap:10px;
-align-items:baseline}}
-.sv-report .sv-axes code{{font-size:12px}}
-.sv-report .sv-axes .sv-dim{{font-weight:400;color:#57606a}}
-.sv-report .sv-lrow{{display:grid;grid-template-columns:{_COLS};column-gap:10px;
-align-items:baseline;padding:4px 6px;border-bottom:1px solid #eaeef2}}
-.sv-report .sv-lrow>span{{overflow:hidden;text-overflow:ellipsis;white-space:nowrap}}
-.sv-report .sv-lhead{{font-weight:600;color:#57606a;border-bottom:1px solid #d0d7de;
-font-size:11px}}
-.sv-report .sv-r{{text-align:right;font-variant-numeric:tabular-nums}}
-.sv-report details.sv-collective>summary{{list-style:none;cursor:pointer}}
-.sv-report details.sv-collective>summary::-webkit-details-marker{{display:none}}
-.sv-report details.sv-collective>summary:hover{{background:#f6f8fa}}
-.sv-report details.sv-collective[open]>summary{{background:#f6f8fa;border-bottom-color:#f6f8fa}}
-.sv-report .sv-caret::before{{content:"\\25B8";color:#8c959f;display:inline-block;width:1.1em}}
-.sv-report details[open]>summary .sv-caret::before{{content:"\\25BE"}}
-.sv-report .sv-chain{{display:block;color:#57606a;font-size:11px;overflow-wrap:anywhere}}
-.sv-report .sv-origin-user{{background:#fbefff;color:#8250df}}
-.sv-report .sv-origin-partitioner{{color:#57606a}}
-.sv-report .sv-body{{display:flex;flex-wrap:wrap;gap:12px 28px;align-items:flex-start;
-padding:8px 10px 12px 2.4em;background:#f6f8fa;border-bottom:1px solid #d0d7de}}
-.sv-report dl.sv-facts2{{display:grid;grid-template-columns:auto minmax(0,1fr);gap:2px 12px;
-margin:0;flex:0 1 500px;min-width:0}}
-.sv-report dl.sv-facts2 dt{{color:#57606a;white-space:nowrap}}
-.sv-report dl.sv-facts2 dd{{margin:0;overflow-wrap:anywhere}}
-.sv-report .sv-frames{{margin:0;padding:0;list-style:none;font:11px {MONO}}}
-.sv-report .sv-frames li{{overflow-wrap:anywhere}}
-.sv-report .sv-frames li+li::before{{content:"\\21B3 ";color:#8c959f}}
-.sv-report .sv-map figcaption,.sv-report .sv-traffic figcaption{{font:600 11px {SANS};color:#57606a}}
-.sv-report .sv-gdev>rect{{stroke:#fff;stroke-width:1}}
-.sv-report .sv-gdev.sv-out>rect{{fill:#eef1f4}}
-.sv-report .sv-gdev.sv-out>text{{fill:#8c959f}}
-.sv-report .sv-gdev:hover>rect{{stroke:#1b1f24;stroke-width:2}}
-.sv-report .sv-arrow{{fill:none;stroke:#24292f;stroke-width:1.4;opacity:.8}}
-.sv-report .sv-arrowhead{{fill:#24292f;opacity:.8}}
-.sv-report .sv-legend{{display:flex;flex-wrap:wrap;gap:3px 10px;margin-top:4px;font:11px {MONO};
-max-width:520px}}
-.sv-report .sv-sw{{display:inline-block;width:10px;height:10px;border-radius:2px;
-vertical-align:-1px;margin-right:4px;border:1px solid rgba(0,0,0,.25)}}
-.sv-report table.sv-t{{border-collapse:collapse;margin:0 0 6px}}
-.sv-report table.sv-t th,.sv-report table.sv-t td{{padding:3px 14px 3px 0;
-border-bottom:1px solid #eaeef2;white-space:nowrap;text-align:left}}
-.sv-report table.sv-t th{{font-size:11px;color:#57606a;border-bottom:1px solid #d0d7de}}
-.sv-report table.sv-t td.sv-r,.sv-report table.sv-t th.sv-r{{text-align:right}}
-.sv-report tr.sv-intermediate[data-reshard="1"]{{background:#fff8c5}}
-.sv-report tr.sv-intermediate[data-reshard="1"]>td:first-child{{box-shadow:inset 3px 0 #bf8700}}
-.sv-report .sv-rs{{background:#bf8700;color:#fff}}
-.sv-report tr.sv-gap td{{color:#57606a;font-style:italic}}
-.sv-report a{{color:#0969da;text-decoration:none}}
-.sv-report a:hover{{text-decoration:underline}}
-.sv-report :target{{outline:2px solid #d4a72c;outline-offset:-2px}}
-.sv-report .sv-stack{{display:flex;height:26px;border-radius:4px;overflow:hidden;
-border:1px solid #d0d7de;background:#f6f8fa;max-width:720px}}
-.sv-report .sv-seg{{height:100%;font-size:11px;line-height:26px;color:#1b1f24;padding:0 6px;
-overflow:hidden;white-space:nowrap;box-sizing:border-box;border-right:1px solid #fff}}
-.sv-report .sv-axisline{{display:flex;justify-content:space-between;max-width:720px;
-font-size:10px;color:#57606a;margin:1px 0 8px}}
-.sv-report .sv-minibar{{display:inline-block;height:8px;border-radius:2px;vertical-align:0}}
-.sv-report .sv-cards{{display:flex;flex-wrap:wrap;gap:12px 36px;align-items:flex-start}}
-.sv-report .sv-cards>div{{min-width:220px}}
-.sv-report .sv-cards h4{{margin-top:16px}}
-.sv-report .sv-big{{font-size:15px;font-weight:600}}
-.sv-report .sv-illus{{background:#fff8c5;border:1px solid #d4a72c;border-radius:4px;
-padding:3px 8px;margin:0 0 6px;display:inline-block}}
-.sv-report details.sv-trees>summary{{cursor:pointer;font-weight:600;margin:18px 0 6px}}
-.sv-report details.sv-trees .sv-root{{margin:0 12px 10px 0}}
-.sv-report details.sv-itiles>summary{{cursor:pointer;color:#57606a}}
-.sv-report details.sv-itiles>.sv-root{{margin:4px 0 6px}}
-.sv-report details.sv-irest>summary{{cursor:pointer;color:#57606a;margin:0 0 4px}}
-.sv-report code.sv-spec,.sv-report td>code,.sv-report .sv-head>code{{white-space:nowrap}}
-.sv-report .sv-srcline{{font:11px {MONO};color:#24292f;overflow-wrap:anywhere}}
-.sv-report .sv-lrow>span.sv-srccell,.sv-report .sv-lrow>span.sv-opcell,
-.sv-report table.sv-t td.sv-srccell{{white-space:normal;overflow-wrap:anywhere}}
-.sv-report table.sv-t td.sv-srccell{{min-width:6em}}
-.sv-report table.sv-inter td{{white-space:normal}}
-""".strip()
+REPORT_CSS = stylesheet("report.css", SANS=SANS, _COLS=_COLS, MONO=MONO)
 
 _KIND_CSS = "".join(
     f".sv-report .sv-k{i}{{color:{fg};background:{bg}}}"
@@ -254,26 +147,7 @@ STYLE = (
 _EST_COLS = "3.4em 10.5em minmax(7em,1.4fr) 5.6em 5.6em 5.6em 3.6em 6.8em minmax(8em,1.6fr)"
 
 #: Added only to reports with an estimate, so the others stay as they were.
-ESTIMATE_CSS = f"""
-.sv-report .sv-ledger.sv-est .sv-lrow{{grid-template-columns:{_EST_COLS}}}
-.sv-report .sv-est-cell{{color:#0550ae}}
-.sv-report .sv-target{{color:#0550ae}}
-.sv-report .sv-stat.sv-est{{background:#ddf4ff;border-color:#80ccff}}
-.sv-report .sv-stat.sv-est b{{color:#0550ae}}
-.sv-report section.sv-estimate{{border:1px solid #80ccff;border-radius:6px;padding:2px 12px 10px;
-margin:14px 0 4px;background:#f6fbff}}
-.sv-report section.sv-estimate h4{{margin-top:10px}}
-.sv-report .sv-estword{{display:inline-block;font:600 11px {SANS};border-radius:10px;
-padding:0 7px;background:#ddf4ff;color:#0550ae;border:1px solid #80ccff;margin-left:6px}}
-.sv-report .sv-hbm{{position:relative;height:18px;max-width:720px;border:1px solid #d0d7de;
-border-radius:4px;background:#f6f8fa;margin:8px 0 2px}}
-.sv-report .sv-hbm>.sv-hbm-peak{{position:absolute;left:0;top:0;bottom:0;background:#54aeff}}
-.sv-report .sv-hbm.sv-over>.sv-hbm-peak{{background:#ff8182}}
-.sv-report .sv-hbm>.sv-hbm-line{{position:absolute;top:-4px;bottom:-4px;width:0;
-border-left:2px dashed #cf222e}}
-.sv-report .sv-fit-ok{{color:#116329;font-weight:600}}
-.sv-report .sv-fit-bad{{color:#a40e26;font-weight:600}}
-""".strip()
+ESTIMATE_CSS = stylesheet("estimate.css", _EST_COLS=_EST_COLS, SANS=SANS)
 EST_STYLE = "<style>" + ESTIMATE_CSS.replace("\n", "") + "</style>"
 
 _HOST_COLS = "3.4em 10.5em minmax(7em,1.4fr) 5.6em 5.6em 5.6em 3.6em 6.8em minmax(8em,1.6fr)"

@@ -787,8 +787,6 @@ def check_word(report: Report) -> str:
 def host_rows(report: Report) -> list[tuple[str, str, str, str]]:
     """``(process, its devices, its median step, its live peak)`` for each host of a
     multi-process run (empty otherwise), as every view shows them."""
-    from shardviz.model.units import format_bytes
-
     rows = []
     for h in report.hosts:
         devices = f"{len(h.devices)} devices"

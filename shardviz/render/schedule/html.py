@@ -43,6 +43,7 @@ from shardviz.render.schedule.text import (
     slot_label,
     title_str,
 )
+from shardviz.render.stylesheets import stylesheet
 from shardviz.render.svg import esc, svg_num, svg_rect, svg_text, text_width
 
 #: Widest (px) a time unit is drawn; narrowest before the chart overflows and scrolls.
@@ -56,22 +57,7 @@ MAX_BODY = 900.0
 DARKEN = 0.55
 IDLE_FILL = "#f6f8fa"
 
-SCHEDULE_CSS = """
-.sv-root rect.sv-slot{stroke:#fff;stroke-width:.5}
-.sv-root rect.sv-slot:hover{stroke:#1b1f24;stroke-width:1.5}
-.sv-root rect.sv-idle{fill:#f6f8fa;stroke:#eaeef2;stroke-width:.5}
-.sv-root .sv-slbl{font-size:10px;text-anchor:middle;dominant-baseline:central;
-pointer-events:none}
-.sv-root svg text.sv-on-dark{fill:#fff}
-.sv-root .sv-bubble b,.sv-root .sv-inflight b,.sv-root .sv-activation b{font-weight:600;
-color:#24292f}
-.sv-root rect.sv-mslot{stroke:#fff;stroke-width:.3}
-.sv-root rect.sv-mslot:hover{stroke:#1b1f24;stroke-width:1.5}
-.sv-root .sv-realness{font-size:11px;margin:8px 0 2px;color:#24292f}
-.sv-root .sv-realness.sv-illustrative{color:#9a6700}
-.sv-root .sv-swatch{display:inline-block;width:18px;height:11px;border-radius:2px;
-vertical-align:-1px;margin:0 4px 0 10px;border:1px solid #d0d7de}
-""".strip()
+SCHEDULE_CSS = stylesheet("schedule.css")
 
 STYLE = "<style>" + (CSS + "\n" + SCHEDULE_CSS).replace("\n", "") + "</style>"
 

@@ -27,19 +27,10 @@ from shardviz.render.search.view import (
     status_lines,
     title,
 )
+from shardviz.render.stylesheets import stylesheet
 from shardviz.render.svg import esc
 
-SEARCH_CSS = (
-    ".sv-root.sv-search{display:block;max-width:1180px}"
-    ".sv-search .sv-search-best{font-weight:600;margin:4px 0 8px}"
-    ".sv-search tr.sv-best>td{background:#dafbe1}"
-    ".sv-search tr.sv-unfit>td{color:#8c959f}"
-    ".sv-search td.sv-how{white-space:normal;max-width:520px}"
-    ".sv-search .sv-search-notes{background:#fff8c5;border:1px solid #d4a72c;"
-    "border-radius:4px;padding:6px 10px;margin:8px 0}"
-    ".sv-search details>summary{cursor:pointer;font-weight:600;padding:3px 0}"
-    ".sv-search h4{font-size:13px;margin:14px 0 6px}"
-)
+SEARCH_CSS = stylesheet("search.css")
 
 
 def _fits_attr(p: Plan) -> str:

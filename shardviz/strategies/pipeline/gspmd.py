@@ -18,6 +18,8 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from shardviz.errors import ShardvizError, problem
+from shardviz.model.schedule import schedule as make_schedule
 from shardviz.strategies.pipeline.shard_map import pipelined_value_and_grad
 from shardviz.strategies.pipeline.stages import STAGE_AXIS, stack_layers, stage_forward
 from shardviz.strategies.transformer import Params, layer_norm
@@ -155,8 +157,6 @@ def pipelined_model(
     """
     from dataclasses import replace
 
-    from shardviz.errors import ShardvizError, problem
-
     shape = jax.eval_shape(model.init_params, jax.random.key(0))
     layers = shape.get("layers") if isinstance(shape, dict) else None
     if not isinstance(layers, list) or not layers:
@@ -188,8 +188,6 @@ def pipelined_model(
 
     by_hand = None
     if schedule is not None:
-        from shardviz.model.schedule import schedule as make_schedule
-
         order = make_schedule(schedule, stages, microbatches)
 
         def by_hand(params: Params, batch: dict, mesh: Any) -> tuple[jax.Array, Params]:

@@ -19,9 +19,9 @@ each JSON text exactly what ``array`` would carry for that id: arguments and out
 then intermediates, up to :data:`PREFETCH_BUDGET`. ``generation`` is bumped with every new
 report; a prefetch for an older one stops, and the front end drops what it still receives.
 
-Findings (``findings``, :mod:`~shardviz.widgets.findings_payload`) may compile the fixed
-programs the first time they are read, so a report whose findings are not worked out yet
-gets a "pending" payload at once and the real one from a background thread. A view's "try
+Findings (``findings``, :mod:`~shardviz.widgets.findings_payload`) whose fixes are not tried
+yet get a "pending" payload at once; the Explorer tries them (``report.try_fixes()``, a
+compile each) in a background thread it owns, then shows the tried report's findings. A view's "try
 this fix" is a custom message ``{"type": "try-fix", "generation": g, "finding": i}``,
 handed to the handler :func:`~shardviz.widgets.session.connect` installs (an Explorer built
 from a function); errors show in ``error``, never raise into the kernel.
@@ -29,15 +29,16 @@ from a function); errors show in ``error``, never raise into the kernel.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from collections.abc import Callable, Collection, Iterable
-from dataclasses import replace
 from typing import Any
 
 import anywidget
 import traitlets
 
+from shardviz.errors import ShardvizError
 from shardviz.explainer.background import Latest, Stage, short_message
 from shardviz.model.array import ArrayLayout, TreeLayout
 from shardviz.model.compare import Comparison, StrategyResult
@@ -349,17 +350,21 @@ class ExplorerView(anywidget.AnyWidget):
             self.findings = findings_json(report, generation, boxes)
         else:
             self.findings = pending_json(generation)
-            self._diagnoser.submit(lambda stage: self._diagnose(stage, generation, report))
+            self._diagnoser.submit(lambda stage: self._try_fixes(stage, generation, report))
 
-    def _diagnose(self, stage: Stage, generation: int, report: Report) -> None:
-        """Work out ``report``'s findings (compiling each fix) in a background thread, and
-        show them unless another report or request has come since."""
+    def _try_fixes(self, stage: Stage, generation: int, report: Report) -> None:
+        """Try ``report``'s fixes (compiling each) in a background thread, and show the tried
+        report's findings unless another report or request has come since."""
+        tried: Report | None = None
         try:
-            text = findings_json(report, generation, self._fix_boxes)
+            tried = report.try_fixes()
+            text = findings_json(tried, generation, self._fix_boxes)
         except Exception as err:  # never raise into the kernel: say it in the pane
             text = error_json(generation, short_message(err))
         with self._findings_lock:
             if not stage.stale and self.generation == generation:
+                if tried is not None and self._report is report:
+                    self._report = tried
                 self.findings = text
 
     def set_fix_handler(
@@ -528,15 +533,16 @@ class ExplorerView(anywidget.AnyWidget):
     def static_html(self, *, wait: bool = True) -> str:
         """The static HTML view of what is shown (escaped, no script, no URL).
 
-        With ``wait=False`` findings still being worked out are left out rather than waited
-        for (their fixes compile): what a notebook's display uses, so showing the widget
-        never blocks the kernel on them.
+        With ``wait=True`` fixes not tried yet are tried first (each is a compile); with
+        ``wait=False`` the findings show as they are, fixes not tried yet: what a notebook's
+        display uses, so showing the widget never blocks the kernel on them.
         """
         if self._comparison is not None:
             return comparison_html(self._comparison)
         report = self._report
-        if not wait and findings_pending(report.findings):
-            report = replace(report, findings=None)
+        if wait and findings_pending(report.findings):
+            with contextlib.suppress(ShardvizError):  # no longer kept: shown untried
+                report = report.try_fixes()
         return report_html(report)
 
     def _title(self) -> str:

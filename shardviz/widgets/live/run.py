@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
 from shardviz.capture.calls import context_mesh, in_mesh
+from shardviz.explainer.background import own
 from shardviz.widgets.live.format import format_loss, json_loss, median_step_ms, progress_text
 from shardviz.widgets.live.memory import Json
 from shardviz.widgets.live.stepper import Stepper
@@ -114,6 +115,14 @@ class LiveRunBase:
                 self.view.status = "stopping"
         return self
 
+    def close(self, timeout: float | None = None) -> bool:
+        """Stop the run and wait for its thread; False if it still runs after ``timeout``
+        seconds (what happens before the interpreter exits)."""
+        self.stop()
+        if self._thread.ident is not None:
+            self._thread.join(timeout)
+        return not self._thread.is_alive()
+
     def save_html(self, path: str | Path) -> str:
         """Write the view's current state as a self-contained offline HTML file."""
         return self.view.save_html(path)
@@ -132,6 +141,7 @@ class LiveRunBase:
     def start(self) -> Self:
         """Start the thread (once); :func:`shardviz.live` does this."""
         self.view.status = "compiling"
+        own(self)
         self._thread.start()
         return self
 
