@@ -1,7 +1,7 @@
 """The Explorer's Findings pane as plain JSON: ready-made words and what each finding lights up.
 
-Pure (no jax, no anywidget). The words come from :mod:`shardviz.render.findings.view`, the
-helpers the text and HTML views print with, so a finding reads the same in ``print(report.
+Pure (no jax, no anywidget). The words come from :func:`shardviz.render.findings.view.
+findings_view`, the view the text and HTML print, so a finding reads the same in ``print(report.
 findings)``, the saved HTML and the live widget; the front end derives none of them.
 
 Each finding also says what to highlight in the other panes, as positions and ids of the
@@ -19,17 +19,7 @@ from typing import Any, Literal
 from shardviz.model.findings import SEVERITIES, Finding, Findings, Fix
 from shardviz.model.program import Report
 from shardviz.render.findings.html import SEVERITY_COLORS
-from shardviz.render.findings.view import (
-    check_rows,
-    check_word,
-    checks_str,
-    cost_str,
-    count_str,
-    no_fix_words,
-    severity_counts,
-    untried_str,
-    where_rows,
-)
+from shardviz.render.findings.view import FindingView, checks_str, findings_view
 from shardviz.widgets.explorer.payload import (
     ARGUMENT,
     INTERMEDIATE,
@@ -153,37 +143,38 @@ def _fix_item(f: Finding, boxes: Collection[str] | None) -> dict[str, Any] | Non
     }
 
 
-def _check_item(f: Finding) -> dict[str, Any] | None:
-    c = f.check
+def _check_item(view: FindingView) -> dict[str, Any] | None:
+    c = view.check
     if c is None:
         return None
     return {
         "helps": c.helps,
-        "word": check_word(c),
+        "word": c.word,
         "verdict": c.verdict,
-        "rows": [[r.key, r.label, r.before, r.after, r.before != r.after] for r in check_rows(c)],
+        "rows": [[r.key, r.label, r.before, r.after, r.before != r.after] for r in c.rows],
     }
 
 
 def finding_item(
     index: int,
     f: Finding,
+    view: FindingView,
     report: Report,
     ids: dict[tuple[str, str], str],
     boxes: Collection[str] | None,
 ) -> dict[str, Any]:
-    """One finding's words and links (see :func:`findings_payload`)."""
+    """One finding's words (its :class:`FindingView`) and links (see :func:`findings_payload`)."""
     return {
         "index": index,
-        "kind": f.kind,
-        "severity": f.severity,
-        "title": f.title,
-        "why": f.why,
-        "cost": cost_str(f.cost),
-        "where": [[row.label, row.text] for row in where_rows(f.where)],
+        "kind": view.kind,
+        "severity": view.severity,
+        "title": view.title,
+        "why": view.why,
+        "cost": view.cost,
+        "where": [[row.label, row.text] for row in view.where],
         "fix": _fix_item(f, boxes),
-        "no_fix": no_fix_words(f.untried) if f.fix is None else "",
-        "check": _check_item(f),
+        "no_fix": view.no_fix,
+        "check": _check_item(view),
         "highlight": highlights(f, report, ids),
     }
 
@@ -231,11 +222,15 @@ def findings_payload(
     findings = report.findings
     if findings is None:
         return _base("none", NOT_DIAGNOSED_WORDS, generation)
-    out = _base("done", count_str(findings), generation)
+    view = findings_view(findings)
+    out = _base("done", view.count, generation)
     ids = _ids_by_name(report)
-    out["counts"] = [[s, n] for s, n in severity_counts(findings)]
-    out["items"] = [finding_item(i, f, report, ids, boxes) for i, f in enumerate(findings)]
-    out["notes"] = [n for n in (untried_str(findings),) if n] + list(findings.notes)
+    out["counts"] = [[s, n] for s, n in view.counts]
+    out["items"] = [
+        finding_item(i, f, v, report, ids, boxes)
+        for i, (f, v) in enumerate(zip(findings, view.items, strict=True))
+    ]
+    out["notes"] = [n for n in (view.untried,) if n] + list(view.notes)
     return out
 
 

@@ -1,6 +1,6 @@
 """A report's :class:`~shardviz.model.Findings` as a self-contained HTML fragment.
 
-Same content as :mod:`.findings_text`: a severity badge, the kind and title of each finding,
+Same content as :mod:`.text`, from the same :func:`~.view.findings_view`: a severity badge, the kind and title of each finding,
 why in a paragraph, its cost and place, the fix (its code in a ``<code>`` block) and the
 before/after of compiling with it as a table. Scoped ``<style>``, no script, no URL; every
 string from the model is escaped where it enters the markup.
@@ -18,20 +18,8 @@ class="sv-findings-list">``, one ``<li class="sv-fitem">`` per finding).
 
 from __future__ import annotations
 
-from shardviz.model.findings import Finding, Findings
-from shardviz.render.findings.view import (
-    check_rows,
-    check_word,
-    checks_str,
-    cost_str,
-    count_str,
-    fix_summary,
-    ledger_refs,
-    no_fix_words,
-    short_line,
-    untried_str,
-    where_rows,
-)
+from shardviz.model.findings import Findings
+from shardviz.render.findings.view import FindingsView, FindingView, findings_view
 from shardviz.render.html import CSS, MONO, SANS, page
 from shardviz.render.stylesheets import stylesheet
 from shardviz.render.svg import esc
@@ -61,15 +49,15 @@ def severity_badge(severity: str) -> str:
     return f'<span class="sv-sev sv-sev-{esc(severity)}">{esc(severity)}</span>'
 
 
-def _where(f: Finding) -> str:
-    items = [f"<dt>cost</dt><dd>{esc(cost_str(f.cost))}</dd>"]
-    for row in where_rows(f.where):
+def _where(f: FindingView) -> str:
+    items = [f"<dt>cost</dt><dd>{esc(f.cost)}</dd>"]
+    for row in f.where:
         text = f"<code>{esc(row.text)}</code>" if row.label == "code" else esc(row.text)
         items.append(f"<dt>{esc(row.label)}</dt><dd>{text}</dd>")
     return '<dl class="sv-fwhere">' + "".join(items) + "</dl>"
 
 
-def _check(f: Finding) -> str:
+def _check(f: FindingView) -> str:
     c = f.check
     if c is None:
         return '<div class="sv-verdict sv-dim">check: not tried</div>'
@@ -80,26 +68,26 @@ def _check(f: Finding) -> str:
         + (' data-changed="1"' if r.before != r.after else "")
         + f'><td>{esc(r.label)}</td><td class="sv-num">{esc(r.before)}</td>'
         f'<td class="sv-num">{esc(r.after)}</td></tr>'
-        for r in check_rows(c)
+        for r in c.rows
     ]
     return (
-        f'<div class="sv-verdict {cls}"><b>{check_word(c)}</b>{verdict} '
+        f'<div class="sv-verdict {cls}"><b>{esc(c.word)}</b>{verdict} '
         '<span class="sv-dim">(compiled before and after, compile-only; per device)</span></div>'
         '<table class="sv-beforeafter"><tr><th></th><th class="sv-num">before</th>'
         '<th class="sv-num">after</th></tr>' + "".join(rows) + "</table>"
     )
 
 
-def _fix(f: Finding) -> str:
+def _fix(f: FindingView) -> str:
     if f.fix is None:
-        return f'<div class="sv-fix sv-nofix"><b>fix</b> {esc(no_fix_words(f.untried))}</div>'
+        return f'<div class="sv-fix sv-nofix"><b>fix</b> {esc(f.no_fix)}</div>'
     return (
         f'<div class="sv-fix" data-fix="{esc(f.fix.kind)}"><b>fix</b> {esc(f.fix.description)}'
         f'<pre class="sv-fixcode"><code>{esc(f.fix.code)}</code></pre></div>' + _check(f)
     )
 
 
-def finding_html(f: Finding) -> str:
+def finding_html(f: FindingView) -> str:
     """One finding as a ``<section class="sv-finding">``."""
     return (
         f'<section class="sv-finding sv-at-{esc(f.severity)}" data-kind="{esc(f.kind)}" '
@@ -109,33 +97,34 @@ def finding_html(f: Finding) -> str:
     )
 
 
-def findings_html(findings: Findings) -> str:
+def findings_html(findings: Findings | FindingsView) -> str:
     """Findings as a self-contained HTML fragment.
 
     Args:
-        findings: the findings (from a report or built by hand).
+        findings: the findings (from a report or built by hand), or their view.
 
     Returns:
         One ``<div class="sv-root sv-findings">`` with its own ``<style>``: a header (the
         function, how many of each severity, what was checked for), one section per finding
         and the notes.
     """
+    view = findings if isinstance(findings, FindingsView) else findings_view(findings)
     body = [
-        f'<div class="sv-head">Findings <span class="sv-dim">· {esc(findings.function)} · '
-        f"{esc(count_str(findings))}</span></div>",
-        f'<div class="sv-dim sv-checked">{esc(checks_str())}</div>',
+        f'<div class="sv-head">Findings <span class="sv-dim">· {esc(view.function)} · '
+        f"{esc(view.count)}</span></div>",
+        f'<div class="sv-dim sv-checked">{esc(view.checked)}</div>',
     ]
-    if findings.pending:
-        body.append(f'<div class="sv-untried">{esc(untried_str(findings))}</div>')
-    body.extend(finding_html(f) for f in findings)
-    if findings.notes:
+    if view.untried:
+        body.append(f'<div class="sv-untried">{esc(view.untried)}</div>')
+    body.extend(finding_html(f) for f in view.items)
+    if view.notes:
         body.append(
             '<div class="sv-fnotes">'
-            + "".join(f"<div><b>note</b> {esc(n)}</div>" for n in findings.notes)
+            + "".join(f"<div><b>note</b> {esc(n)}</div>" for n in view.notes)
             + "</div>"
         )
     return (
-        f'<div class="sv-root sv-findings" data-count="{len(findings)}">{STYLE}'
+        f'<div class="sv-root sv-findings" data-count="{len(view.items)}">{STYLE}'
         + "".join(body)
         + "</div>"
     )
@@ -151,23 +140,19 @@ def findings_section_html(findings: Findings | None) -> list[str]:
     and its verdict per finding); ``[]`` when not diagnosed or nothing was found."""
     if findings is None or not (findings or findings.pending):
         return []
-    untried = untried_str(findings)
-    items = []
-    for f in findings:
-        refs = ledger_refs(f.where.collectives)
-        place = " · ".join(x for x in (short_line(f.where.line), refs) if x)
-        fix = fix_summary(f)
-        items.append(
-            f'<li class="sv-fitem" data-kind="{esc(f.kind)}" data-severity="{esc(f.severity)}">'
-            f'{severity_badge(f.severity)}<span class="sv-fkind">{esc(f.kind)}</span>'
-            f"{esc(f.title)}"
-            + (f' <span class="sv-dim">({esc(place)})</span>' if place else "")
-            + (f'<div class="sv-ffix">{esc(fix)}</div>' if fix else "")
-            + "</li>"
-        )
+    view = findings_view(findings)
+    items = [
+        f'<li class="sv-fitem" data-kind="{esc(f.kind)}" data-severity="{esc(f.severity)}">'
+        f'{severity_badge(f.severity)}<span class="sv-fkind">{esc(f.kind)}</span>'
+        f"{esc(f.title)}"
+        + (f' <span class="sv-dim">({esc(f.place)})</span>' if f.place else "")
+        + (f'<div class="sv-ffix">{esc(f.summary)}</div>' if f.summary else "")
+        + "</li>"
+        for f in view.items
+    ]
     return [
         f'<section class="sv-findings-list">{FINDINGS_STYLE}<h4>Findings<span class="sv-dim">'
-        f"{esc(count_str(findings))} · details: <code>report.findings</code></span></h4>"
-        + (f'<div class="sv-untried">{esc(untried)}</div>' if untried else "")
+        f"{esc(view.count)} · details: <code>report.findings</code></span></h4>"
+        + (f'<div class="sv-untried">{esc(view.untried)}</div>' if view.untried else "")
         + f'<ol class="sv-flist">{"".join(items)}</ol></section>'
     ]

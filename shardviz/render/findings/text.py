@@ -2,27 +2,15 @@
 
 Deterministic (no colour codes) so a golden file pins it down. One block per finding: what
 is wrong and why, what it costs, where it is, the fix and the before/after of compiling with
-it. The figures come from :mod:`.findings_facts`, which the HTML view reads too.
+it. The words come from :func:`~.view.findings_view`, which the HTML view reads too.
 """
 
 from __future__ import annotations
 
 import textwrap
 
-from shardviz.model.findings import Finding, Findings
-from shardviz.render.findings.view import (
-    check_rows,
-    check_word,
-    checks_str,
-    cost_str,
-    count_str,
-    fix_summary,
-    ledger_refs,
-    no_fix_words,
-    short_line,
-    untried_str,
-    where_rows,
-)
+from shardviz.model.findings import Findings
+from shardviz.render.findings.view import FindingsView, FindingView, findings_view
 from shardviz.render.table import aligned_table
 
 #: Columns prose is wrapped at.
@@ -48,15 +36,15 @@ def _labelled(label: str, text: str) -> str:
     return (BODY + label.ljust(LABEL) + text).rstrip()
 
 
-def _finding_lines(i: int, f: Finding) -> list[str]:
+def _finding_lines(i: int, f: FindingView) -> list[str]:
     lines = [f"{i}. {f.severity} · {f.kind} · {f.title}"]
     lines.extend(_wrap(f.why, BODY))
-    lines.append(_labelled("cost", cost_str(f.cost)))
-    for row in where_rows(f.where):
+    lines.append(_labelled("cost", f.cost))
+    for row in f.where:
         lines.append(_labelled(row.label, row.text))
     pad = BODY + " " * LABEL
     if f.fix is None:
-        lines.append(_labelled("fix", no_fix_words(f.untried)))
+        lines.append(_labelled("fix", f.no_fix))
         return lines
     lines.extend(_wrap(f.fix.description, pad, first=BODY + "fix".ljust(LABEL)))
     lines.extend(f"{pad}{code}".rstrip() for code in f.fix.code.splitlines())
@@ -64,33 +52,34 @@ def _finding_lines(i: int, f: Finding) -> list[str]:
     if c is None:
         lines.append(_labelled("check", "not tried"))
         return lines
-    head = f"{check_word(c)}: {c.verdict}" if c.verdict else check_word(c)
+    head = f"{c.word}: {c.verdict}" if c.verdict else c.word
     lines.extend(_wrap(head, pad, first=BODY + "check".ljust(LABEL)))
     lines.append(f"{pad}compiled before and after (compile-only), per device:")
-    rows = [[r.label, r.before, r.after] for r in check_rows(c)]
+    rows = [[r.label, r.before, r.after] for r in c.rows]
     lines.extend(aligned_table(["", "before", "after"], rows, right={1, 2}, indent=pad))
     return lines
 
 
-def findings_text(findings: Findings) -> str:
+def findings_text(findings: Findings | FindingsView) -> str:
     """Findings as text: a header (the function, how many of each severity, what was checked
     for), one block per finding, then the notes.
 
     Args:
-        findings: the findings (from a report or built by hand).
+        findings: the findings (from a report or built by hand), or their view.
 
     Returns:
         Deterministic lines joined by newlines, no trailing newline.
     """
-    head = [f"Findings · {findings.function} · {count_str(findings)}"]
-    head.extend(_wrap(checks_str(), "  "))
-    if findings.pending:
-        head.extend(_wrap(untried_str(findings), "  "))
+    view = findings if isinstance(findings, FindingsView) else findings_view(findings)
+    head = [f"Findings · {view.function} · {view.count}"]
+    head.extend(_wrap(view.checked, "  "))
+    if view.untried:
+        head.extend(_wrap(view.untried, "  "))
     sections = [head]
-    sections.extend(_finding_lines(i, f) for i, f in enumerate(findings, 1))
-    if findings.notes:
+    sections.extend(_finding_lines(i, f) for i, f in enumerate(view.items, 1))
+    if view.notes:
         notes = ["Notes"]
-        for n in findings.notes:
+        for n in view.notes:
             notes.extend(_wrap(n, "    ", first="  - "))
         sections.append(notes)
     return "\n\n".join("\n".join(s) for s in sections)
@@ -102,16 +91,14 @@ def findings_section_lines(findings: Findings | None) -> list[str]:
     show (not diagnosed, or no findings) so reports without findings print as before."""
     if findings is None or not (findings or findings.pending):
         return []
-    lines = [f"Findings · {count_str(findings)} · details: print(report.findings)"]
-    if findings.pending:
-        lines.append(f"  {untried_str(findings)}")
-    for i, f in enumerate(findings, 1):
-        refs = ledger_refs(f.where.collectives)
-        place = " · ".join(x for x in (short_line(f.where.line), refs) if x)
+    view = findings_view(findings)
+    lines = [f"Findings · {view.count} · details: print(report.findings)"]
+    if view.untried:
+        lines.append(f"  {view.untried}")
+    for i, f in enumerate(view.items, 1):
         lines.append(
-            f"  {i}. {f.severity} · {f.kind} · {f.title}" + (f" ({place})" if place else "")
+            f"  {i}. {f.severity} · {f.kind} · {f.title}" + (f" ({f.place})" if f.place else "")
         )
-        fix = fix_summary(f)
-        if fix:
-            lines.append(f"     {fix}")
+        if f.summary:
+            lines.append(f"     {f.summary}")
     return lines

@@ -16,6 +16,7 @@ from shardviz.model.findings import (
     Finding,
     FindingCost,
     Findings,
+    Fix,
     FixCheck,
     Outcome,
     Where,
@@ -194,4 +195,88 @@ def untried_str(findings: Findings) -> str:
     return (
         f"fixes not tried yet for {n} finding{'s' * (n != 1)}: report.try_fixes() compiles "
         "each (compile-only) and offers those that help; sv.diagnose(fn, *args) does both"
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# The view: every word and figure above, computed once per finding and read by the text, the
+# HTML and the Explorer's payload.
+
+
+@dataclass(frozen=True)
+class CheckView:
+    """A fix's before/after, as every view shows it."""
+
+    helps: bool
+    word: str  # "helps" / "does not help"
+    verdict: str
+    rows: tuple[CheckRow, ...]
+
+
+@dataclass(frozen=True)
+class FindingView:
+    """One finding's words: what the text block, the HTML section and the pane item show."""
+
+    kind: str
+    severity: str
+    title: str
+    why: str
+    cost: str
+    where: tuple[WhereRow, ...]
+    #: ``file:line`` and ledger numbers, for the report's one-line list.
+    place: str
+    #: The fix (``None``: none helps, or none tried yet: :attr:`no_fix` says which).
+    fix: Fix | None
+    no_fix: str
+    check: CheckView | None
+    #: ``fix: <description> (checked: <verdict>)`` for the report's one-line list.
+    summary: str
+
+
+@dataclass(frozen=True)
+class FindingsView:
+    """What every view of a :class:`Findings` shows, computed once (:func:`findings_view`)."""
+
+    function: str
+    count: str
+    counts: tuple[tuple[str, int], ...]
+    checked: str
+    #: ``fixes not tried yet for 2 findings: ...``, or ``""`` once tried.
+    untried: str
+    items: tuple[FindingView, ...]
+    notes: tuple[str, ...]
+
+
+def check_view(check: FixCheck) -> CheckView:
+    return CheckView(check.helps, check_word(check), check.verdict, tuple(check_rows(check)))
+
+
+def finding_view(f: Finding) -> FindingView:
+    """The words of one finding."""
+    refs = ledger_refs(f.where.collectives)
+    return FindingView(
+        kind=f.kind,
+        severity=f.severity,
+        title=f.title,
+        why=f.why,
+        cost=cost_str(f.cost),
+        where=tuple(where_rows(f.where)),
+        place=" · ".join(x for x in (short_line(f.where.line), refs) if x),
+        fix=f.fix,
+        no_fix=no_fix_words(f.untried) if f.fix is None else "",
+        check=check_view(f.check) if f.check is not None else None,
+        summary=fix_summary(f),
+    )
+
+
+def findings_view(findings: Findings) -> FindingsView:
+    """Everything the findings views show, from the findings alone."""
+    return FindingsView(
+        function=findings.function,
+        count=count_str(findings),
+        counts=tuple(severity_counts(findings)),
+        checked=checks_str(),
+        untried=untried_str(findings),
+        items=tuple(finding_view(f) for f in findings),
+        notes=findings.notes,
     )
