@@ -48,20 +48,18 @@ from shardviz.render.report.view import (
     MAX_LEAVES,
     MAX_OPS,
     AxesGroup,
+    LedgerRow,
     assignment_str,
     axes_groups,
     axes_repr,
     check_word,
     compiler_peak_str,
     cost_rows,
-    cross_groups_str,
     estimate_notes,
     estimate_rows,
-    estimate_seconds_str,
     folded_intermediates,
     format_diff,
     format_float_bytes,
-    groups_str,
     has_estimates,
     hbm_str,
     host_rows,
@@ -80,8 +78,6 @@ from shardviz.render.report.view import (
     no_source_words,
     on_one_device,
     one_device_cost,
-    operand_str,
-    pairs_str,
     permute_groups,
     profile_rows,
     reshard_links,
@@ -471,14 +467,14 @@ def _stats(report: Report) -> str:
 
 def _ledger_row(
     report: Report,
-    index: int,
-    c: Collective,
+    row: LedgerRow,
     prefix: str,
     maps: _Maps,
     inter: dict[str, int],
     est: bool = False,
 ) -> str:
-    facts = _collective_facts(report, c, prefix, inter)
+    index, c = row.index, row.collective
+    facts = _collective_facts(report, row, prefix, inter)
     dl = '<dl class="sv-facts2">' + "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in facts) + "</dl>"
     fig = _groups_figure(report, index, c, prefix, maps)
     axes = esc(",".join(c.axes))
@@ -487,21 +483,23 @@ def _ledger_row(
         f'<details class="sv-collective" id="{prefix}-c{index}" data-kind="{esc(c.kind)}" '
         f'data-axes="{axes}"'
         + (f' data-cross-host="{c.cross_host_bytes}"' if hosts else "")
-        + f'>{_row_summary(index, c, est, hosts)}<div class="sv-body">{dl}{fig}</div>'
+        + f'>{_row_summary(row, est, hosts)}<div class="sv-body">{dl}{fig}</div>'
         "</details>"
     )
 
 
-def _host_cell(c: Collective) -> str:
+def _host_cell(row: LedgerRow) -> str:
+    c = row.collective
     return (
         f'<span class="sv-r sv-host-cell" title="{c.cross_host_bytes:,} B of '
-        f'{c.moved_bytes:,} B moved cross hosts">{esc(format_bytes(c.cross_host_bytes))}</span>'
+        f'{c.moved_bytes:,} B moved cross hosts">{esc(row.across_hosts)}</span>'
     )
 
 
-def _row_summary(index: int, c: Collective, est: bool, hosts: bool = False) -> str:
+def _row_summary(row: LedgerRow, est: bool, hosts: bool = False) -> str:
     """A ledger row's one line (its ``<summary>``): number, kind, operand, bytes (and those
     across hosts, on several hosts), group size, origin and source."""
+    index, c = row.index, row.collective
     kind = _kind_pill(
         c.kind,
         f" <span class='sv-dim'>{c.combined[0]}/{c.combined[1]}</span>" if c.combined else "",
@@ -510,11 +508,11 @@ def _row_summary(index: int, c: Collective, est: bool, hosts: bool = False) -> s
         '<summary class="sv-lrow">'
         f'<span><span class="sv-caret"></span>{index}</span>'
         f"<span>{kind}</span>"
-        f'<span class="sv-opcell" title="{esc(operand_str(c))}">{esc(operand_str(c))}</span>'
-        f'<span class="sv-r" title="{c.in_bytes:,} B">{esc(format_bytes(c.in_bytes))}</span>'
-        f'<span class="sv-r" title="{c.moved_bytes:,} B">{esc(format_bytes(c.moved_bytes))}</span>'
-        + (_host_cell(c) if hosts else "")
-        + (_est_cell(c) if est else "")
+        f'<span class="sv-opcell" title="{esc(row.operand)}">{esc(row.operand)}</span>'
+        f'<span class="sv-r" title="{c.in_bytes:,} B">{esc(row.in_bytes)}</span>'
+        f'<span class="sv-r" title="{c.moved_bytes:,} B">{esc(row.moved)}</span>'
+        + (_host_cell(row) if hosts else "")
+        + (_est_cell(row) if est else "")
         + f'<span class="sv-r">{c.group_size}</span>'
         f'<span><span class="sv-pill sv-origin-{c.origin}">{esc(c.origin)}</span></span>'
         f'<span class="sv-srccell">{_source_cell(c.source)}</span>'
@@ -523,9 +521,10 @@ def _row_summary(index: int, c: Collective, est: bool, hosts: bool = False) -> s
 
 
 def _collective_facts(
-    report: Report, c: Collective, prefix: str, inter: dict[str, int]
+    report: Report, row: LedgerRow, prefix: str, inter: dict[str, int]
 ) -> list[tuple[str, str]]:
     """What an open ledger row lists about its collective: ``(term, HTML)`` pairs."""
+    c = row.collective
     facts = [
         ("instruction", f"<code>{esc(c.name)}</code>" + (" (async)" if c.is_async else "")),
         ("operand", esc(value_str(c.in_dtype, c.in_shape))),
@@ -539,12 +538,9 @@ def _collective_facts(
         ),
         ("mesh axes", f"<code>{esc(axes_repr(c.axes))}</code>" if c.axes else "none matched"),
     ]
-    if c.pairs:
-        facts.append(("pairs", esc(pairs_str(c.pairs))))
-    else:
-        facts.append(("groups", esc(groups_str(c.groups))))
-    if multi_host(report):
-        facts.append(("hosts", esc(cross_groups_str(c))))
+    facts.append(("pairs" if c.pairs else "groups", esc(row.devices)))
+    if row.hosts:
+        facts.append(("hosts", esc(row.hosts)))
     if c.dimension is not None:
         facts.append(("dimension", str(c.dimension)))
     if c.combined:
@@ -562,7 +558,7 @@ def _collective_facts(
         facts.append(
             (
                 "estimated",
-                f"{esc(estimate_seconds_str(c.estimated_seconds))} on "
+                f"{esc(row.estimate)} on "
                 f"{esc(report.target.label if report.target else 'the target')} "
                 f"<span class='sv-dim'>({ESTIMATE_WORDS})</span>"
                 + (f"<br><code>{esc(c.estimate_formula)}</code>" if c.estimate_formula else ""),
@@ -605,14 +601,15 @@ def _traffic_words(report: Report, c: Collective) -> str:
     return f'<div class="sv-twords sv-dim">who sends to whom: {esc(words)}</div>'
 
 
-def _est_cell(c: Collective) -> str:
+def _est_cell(row: LedgerRow) -> str:
+    c = row.collective
     s = c.estimated_seconds
     if s is None:
         return '<span class="sv-r sv-dim">—</span>'
     return (
         f'<span class="sv-r sv-est-cell" data-seconds="{s!r}" '
         f'title="estimated, {ESTIMATE_WORDS}: {esc(c.estimate_formula)}">'
-        f"{esc(estimate_seconds_str(s))}</span>"
+        f"{esc(row.estimate)}</span>"
     )
 
 
@@ -659,8 +656,8 @@ def _ledger(report: Report, prefix: str) -> list[str]:
         out.append(_axes_header(group))
         out.append(f'<div class="{cls}" data-axes="' + esc(",".join(group.axes)) + '">')
         out.append(head)
-        for i, c in group.rows:
-            out.append(_ledger_row(report, i, c, prefix, maps, inter, est))
+        for row in group.ledger:
+            out.append(_ledger_row(report, row, prefix, maps, inter, est))
         out.append("</div>")
     return out
 

@@ -20,14 +20,11 @@ from shardviz.render.report.view import (
     check_word,
     compiler_peak_str,
     cost_rows,
-    cross_groups_str,
     estimate_notes,
     estimate_rows,
-    estimate_seconds_str,
     estimate_title,
     format_diff,
     format_float_bytes,
-    groups_str,
     has_estimates,
     host_rows,
     host_spread,
@@ -42,8 +39,6 @@ from shardviz.render.report.view import (
     no_source_words,
     on_one_device,
     one_device_cost,
-    operand_str,
-    pairs_str,
     profile_rows,
     reshard_links,
     role_totals,
@@ -90,34 +85,31 @@ def _ledger_lines(report: Report) -> list[str]:
     sub = " " * 6
     for group in axes_groups(report):
         rows.append(f"  {group.title} · {group.summary}")
-        for i, c in group.rows:
+        for lr in group.ledger:
+            c = lr.collective
             kind = c.kind + (f" #{c.combined[0]}/{c.combined[1]}" if c.combined else "")
             row = [
-                str(i),
+                str(lr.index),
                 kind,
-                operand_str(c),
-                format_bytes(c.in_bytes),
-                format_bytes(c.moved_bytes),
+                lr.operand,
+                lr.in_bytes,
+                lr.moved,
                 str(c.group_size),
                 c.origin,
-                short_location(c.source),
-                c.source.chain if c.source else "",
+                lr.location,
+                lr.chain,
             ]
             if hosts:
-                row.insert(5, format_bytes(c.cross_host_bytes))
+                row.insert(5, lr.across_hosts)
             if est:
-                row.insert(5 + hosts, estimate_seconds_str(c.estimated_seconds))
+                row.insert(5 + hosts, lr.estimate)
             rows.append(row)
-            detail = [f"{c.name}"]
-            if c.pairs:
-                detail.append(pairs_str(c.pairs))
-            else:
-                detail.append(groups_str(c.groups))
+            detail = [f"{c.name}", lr.devices]
             if hosts:
-                detail.append(cross_groups_str(c))
-            if c.source is None or c.source.innermost is None:
-                detail.append(no_source_words())
-            elif c.source.text:
+                detail.append(lr.hosts)
+            if lr.no_source:
+                detail.append(lr.no_source)
+            elif c.source is not None and c.source.text:
                 detail.append(f"line: {c.source.text}")
             if c.reshard:
                 detail.append(f"reshards {c.reshard}")

@@ -276,13 +276,57 @@ def permute_groups(c: Collective) -> tuple[tuple[int, ...], ...]:
 
 
 @dataclass(frozen=True)
+class LedgerRow:
+    """One collective's words in the ledger, computed once: the text and the HTML read them.
+
+    ``across_hosts`` is ``""`` unless the mesh spans several hosts; ``estimate`` is the
+    estimated time (``unknown`` when the collective has none); ``devices`` its pairs or
+    groups; ``hosts`` which of them cross hosts (``""`` on one host); ``no_source`` why no
+    line is known (``""`` when one is).
+    """
+
+    index: int
+    collective: Collective
+    operand: str
+    in_bytes: str
+    moved: str
+    across_hosts: str
+    estimate: str
+    location: str
+    chain: str
+    devices: str
+    hosts: str
+    no_source: str
+
+
+def ledger_row(index: int, c: Collective, hosts: bool) -> LedgerRow:
+    """The words of the ``index``-th collective (1-based) of the ledger."""
+    return LedgerRow(
+        index=index,
+        collective=c,
+        operand=operand_str(c),
+        in_bytes=format_bytes(c.in_bytes),
+        moved=format_bytes(c.moved_bytes),
+        across_hosts=format_bytes(c.cross_host_bytes) if hosts else "",
+        estimate=estimate_seconds_str(c.estimated_seconds),
+        location=short_location(c.source),
+        chain=c.source.chain if c.source else "",
+        devices=pairs_str(c.pairs) if c.pairs else groups_str(c.groups),
+        hosts=cross_groups_str(c) if hosts else "",
+        no_source=no_source_words() if c.source is None or c.source.innermost is None else "",
+    )
+
+
+@dataclass(frozen=True)
 class AxesGroup:
-    """The collectives over one tuple of mesh axes, with their ledger numbers (1-based);
-    ``hosts`` when the mesh has several hosts (the summary then says what crosses them)."""
+    """The collectives over one tuple of mesh axes, with their ledger numbers (1-based) and
+    their words (``ledger``); ``hosts`` when the mesh has several hosts (the summary then says
+    what crosses them)."""
 
     axes: tuple[str, ...]
     rows: tuple[tuple[int, Collective], ...]
     hosts: bool = False
+    ledger: tuple[LedgerRow, ...] = ()
 
     @property
     def count(self) -> int:
@@ -330,7 +374,10 @@ def axes_groups(report: Report) -> list[AxesGroup]:
     for i, c in enumerate(report.collectives, 1):
         groups.setdefault(tuple(c.axes), []).append((i, c))
     hosts = multi_host(report)
-    return [AxesGroup(axes, tuple(rows), hosts) for axes, rows in groups.items()]
+    return [
+        AxesGroup(axes, tuple(rows), hosts, tuple(ledger_row(i, c, hosts) for i, c in rows))
+        for axes, rows in groups.items()
+    ]
 
 
 def runs_per_step(c: Collective) -> int:

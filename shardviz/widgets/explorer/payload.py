@@ -40,13 +40,12 @@ from shardviz.render.report.view import (
     axes_repr,
     estimate_notes,
     estimate_rows,
-    estimate_seconds_str,
     format_mfu,
     hbm_str,
     ids_str,
+    ledger_row,
     measured_step,
     no_source_words,
-    operand_str,
     short_location,
     status_line,
     target_line,
@@ -266,6 +265,7 @@ def collective_text(c: Collective) -> dict[str, Any]:
     without an estimate), ``why_text`` (why the partitioner inserted it, one sentence) and
     ``why_change`` (``P('data', None) → P(None, 'model')``), both ``None`` when unknown.
     """
+    row = ledger_row(0, c, hosts=False)  # the words the text and HTML ledgers print
     seconds = c.estimated_seconds
     why = c.why
     change = None
@@ -274,15 +274,15 @@ def collective_text(c: Collective) -> dict[str, Any]:
         change = f"{format_spec(why.from_spec)}{partial} → {format_spec(why.to_spec)}"
     return {
         "axes_text": axes_repr(c.axes),
-        "operand": operand_str(c),
+        "operand": row.operand,
         "in_value": value_str(c.in_dtype, c.in_shape),
         "out_value": value_str(c.out_dtype, c.out_shape),
-        "in_bytes_text": format_bytes(c.in_bytes),
-        "moved_bytes_text": format_bytes(c.moved_bytes),
+        "in_bytes_text": row.in_bytes,
+        "moved_bytes_text": row.moved,
         "in_bytes_exact": format_bytes(c.in_bytes, exact=True),
         "out_bytes_exact": format_bytes(c.out_bytes, exact=True),
         "moved_bytes_exact": format_bytes(c.moved_bytes, exact=True),
-        "estimated_text": estimate_seconds_str(seconds) if seconds is not None else None,
+        "estimated_text": row.estimate if seconds is not None else None,
         "why_text": why.summary if why is not None else None,
         "why_change": change,
     }
