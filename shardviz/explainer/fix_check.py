@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 import uuid
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -196,18 +197,21 @@ class FixTrial:
     estimate: Callable[[Any, Report], Report] | None = None
 
 
-#: Trials of recently explained programs, by the key their findings carry, newest last.
+#: Trials of recently explained programs, by the key their findings carry, newest last. A
+#: trial holds the user's arguments, so it is kept only while the findings carrying its key
+#: live, and at most :data:`KEPT_TRIALS` of them.
 TRIALS: OrderedDict[str, FixTrial] = OrderedDict()
 #: Trials kept at most (a report explained longer ago is explained again to try its fixes).
 KEPT_TRIALS = 64
 
 
-def _keep(trial: FixTrial) -> str:
-    key = uuid.uuid4().hex
-    TRIALS[key] = trial
+def _kept(trial: FixTrial, findings: Findings) -> Findings:
+    """``findings``, with ``trial`` kept under the key they carry while they live."""
+    TRIALS[findings.trial] = trial
+    weakref.finalize(findings, TRIALS.pop, findings.trial, None)
     while len(TRIALS) > KEPT_TRIALS:
         TRIALS.popitem(last=False)
-    return key
+    return findings
 
 
 def untried_findings(trial: FixTrial, report: Report | None = None) -> Findings:
@@ -219,13 +223,14 @@ def untried_findings(trial: FixTrial, report: Report | None = None) -> Findings:
     untried = 0
     for cands, _ in trial.groups:
         for cand in cands:
-            has_fixes = bool(cand.fixes[:MAX_TRIES])
+            has_fixes = bool(cand.fixes)
             untried += has_fixes
             if not cand.only_with_fix:
                 items.append(replace(cand.finding, untried=has_fixes))
     if report is not None and report.estimate is not None:
         items = [_with_seconds(report, f) for f in items]
-    return Findings(trial.function, tuple(items), untried=untried, trial=_keep(trial))
+    found = Findings(trial.function, tuple(items), untried=untried, trial=uuid.uuid4().hex)
+    return _kept(trial, found)
 
 
 def with_target(

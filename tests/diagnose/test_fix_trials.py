@@ -3,6 +3,7 @@ fixes is work started explicitly (``report.try_fixes()``, ``sv.diagnose``)."""
 
 from __future__ import annotations
 
+import gc
 import pickle
 from dataclasses import replace
 
@@ -90,8 +91,21 @@ def test_only_the_newest_trials_are_kept(monkeypatch):
     monkeypatch.setattr(fix_check, "KEPT_TRIALS", 2)
     monkeypatch.setattr(fix_check, "TRIALS", type(fix_check.TRIALS)())
     trial = fix_check.FixTrial("f", (), lambda fix: None)
-    keys = [fix_check.untried_findings(trial).trial for _ in range(3)]
-    assert list(fix_check.TRIALS) == keys[1:]
+    found = [fix_check.untried_findings(trial) for _ in range(3)]  # all three still alive
+    assert list(fix_check.TRIALS) == [f.trial for f in found[1:]]
+
+
+def test_a_trial_and_the_arguments_it_holds_go_with_its_findings(monkeypatch):
+    monkeypatch.setattr(fix_check, "TRIALS", type(fix_check.TRIALS)())
+    report = _explained()
+    key = report.findings.trial
+    assert key in fix_check.TRIALS
+    del report
+    gc.collect()
+    assert key in fix_check.TRIALS  # explain's program cache still holds the report
+    sv.clear_cache()
+    gc.collect()
+    assert key not in fix_check.TRIALS
 
 
 def test_findings_without_fixes_to_try_are_not_pending():

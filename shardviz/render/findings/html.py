@@ -19,7 +19,7 @@ class="sv-findings-list">``, one ``<li class="sv-fitem">`` per finding).
 from __future__ import annotations
 
 from shardviz.model.findings import Findings
-from shardviz.render.findings.view import FindingsView, FindingView, findings_view
+from shardviz.render.findings.view import FindingsView, FindingView, findings_view, section_view
 from shardviz.render.html import CSS, MONO, SANS, page
 from shardviz.render.stylesheets import stylesheet
 from shardviz.render.svg import esc
@@ -138,9 +138,9 @@ def findings_page(findings: Findings) -> str:
 def findings_section_html(findings: Findings | None) -> list[str]:
     """The report's compact Findings section (severity, kind, title, ledger numbers, the fix
     and its verdict per finding); ``[]`` when not diagnosed or nothing was found."""
-    if findings is None or not (findings or findings.pending):
+    view = section_view(findings)
+    if view is None:
         return []
-    view = findings_view(findings)
     items = [
         f'<li class="sv-fitem" data-kind="{esc(f.kind)}" data-severity="{esc(f.severity)}">'
         f'{severity_badge(f.severity)}<span class="sv-fkind">{esc(f.kind)}</span>'

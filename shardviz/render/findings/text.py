@@ -10,7 +10,7 @@ from __future__ import annotations
 import textwrap
 
 from shardviz.model.findings import Findings
-from shardviz.render.findings.view import FindingsView, FindingView, findings_view
+from shardviz.render.findings.view import FindingsView, FindingView, findings_view, section_view
 from shardviz.render.table import aligned_table
 
 #: Columns prose is wrapped at.
@@ -89,9 +89,9 @@ def findings_section_lines(findings: Findings | None) -> list[str]:
     """The report's compact Findings section: one line per finding (severity, kind, title,
     ledger numbers) and its fix with the check's verdict; ``[]`` when there is nothing to
     show (not diagnosed, or no findings) so reports without findings print as before."""
-    if findings is None or not (findings or findings.pending):
+    view = section_view(findings)
+    if view is None:
         return []
-    view = findings_view(findings)
     lines = [f"Findings · {view.count} · details: print(report.findings)"]
     if view.untried:
         lines.append(f"  {view.untried}")

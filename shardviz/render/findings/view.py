@@ -269,6 +269,14 @@ def finding_view(f: Finding) -> FindingView:
     )
 
 
+def section_view(findings: Findings | None) -> FindingsView | None:
+    """What a report's Findings section shows; ``None`` when there is nothing to show (not
+    diagnosed, or nothing found and no fix left to try), so such reports print as before."""
+    if findings is None or not (findings or findings.pending):
+        return None
+    return findings_view(findings)
+
+
 def findings_view(findings: Findings) -> FindingsView:
     """Everything the findings views show, from the findings alone."""
     return FindingsView(
