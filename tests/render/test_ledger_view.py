@@ -18,13 +18,14 @@ def test_text_html_and_payload_print_the_rows_words(monkeypatch):
         return dataclasses.replace(row, operand=f"OPERAND{index}", moved=f"MOVED{index}")
 
     monkeypatch.setattr(view, "ledger_row", marked)
-    monkeypatch.setattr(payload, "ledger_row", marked)
     report = fsdp_report()
     text, html = str(report), report._repr_html_()
+    items = payload.report_payload(report)["collectives"]
     for i in range(1, len(report.collectives) + 1):
         for words in (f"OPERAND{i}", f"MOVED{i}"):
             assert words in text and words in html, words
-    assert payload.collective_text(report.collectives[0])["operand"] == "OPERAND0"
+        assert items[i - 1]["operand"] == f"OPERAND{i}"
+        assert items[i - 1]["moved_bytes_text"] == f"MOVED{i}"
 
 
 def test_a_row_holds_what_its_collective_says():

@@ -9,6 +9,7 @@ from dataclasses import replace
 from shardviz.model.program import Report
 from shardviz.model.why import CollectiveWhy, Origin
 from shardviz.render.report.html import report_html
+from shardviz.render.report.sections import ledger_section
 from shardviz.render.report.text import report_text
 from shardviz.widgets.explorer.payload import collective_text, report_payload
 
@@ -53,9 +54,9 @@ def test_html_ledger_lists_why_escaped():
 
 def test_explorer_payload_carries_the_words():
     report = _with_why()
-    words = collective_text(report.collectives[0])
+    words = collective_text(ledger_section(report).rows[0])
     assert words["why_text"] == SUMMARY
     assert words["why_change"] == "P('data', None) (partial sums over ('model',)) → P('data', None)"
     assert report_payload(report)["collectives"][0]["why_text"] == SUMMARY
-    plain = collective_text(megatron_report().collectives[0])
+    plain = collective_text(ledger_section(megatron_report()).rows[0])
     assert plain["why_text"] is None and plain["why_change"] is None

@@ -135,10 +135,10 @@ def findings_page(findings: Findings) -> str:
     return page(f"shardviz: findings of {findings.function}", [findings_html(findings)])
 
 
-def findings_section_html(findings: Findings | None) -> list[str]:
+def findings_section_html(findings: Findings | FindingsView | None) -> list[str]:
     """The report's compact Findings section (severity, kind, title, ledger numbers, the fix
     and its verdict per finding); ``[]`` when not diagnosed or nothing was found."""
-    view = section_view(findings)
+    view = findings if isinstance(findings, FindingsView) else section_view(findings)
     if view is None:
         return []
     items = [

@@ -85,11 +85,11 @@ def findings_text(findings: Findings | FindingsView) -> str:
     return "\n\n".join("\n".join(s) for s in sections)
 
 
-def findings_section_lines(findings: Findings | None) -> list[str]:
+def findings_section_lines(findings: Findings | FindingsView | None) -> list[str]:
     """The report's compact Findings section: one line per finding (severity, kind, title,
     ledger numbers) and its fix with the check's verdict; ``[]`` when there is nothing to
     show (not diagnosed, or no findings) so reports without findings print as before."""
-    view = section_view(findings)
+    view = findings if isinstance(findings, FindingsView) else section_view(findings)
     if view is None:
         return []
     lines = [f"Findings · {view.count} · details: print(report.findings)"]

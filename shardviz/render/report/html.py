@@ -36,57 +36,37 @@ from collections.abc import Sequence
 
 from shardviz.model.array import ArrayLayout
 from shardviz.model.mesh import MeshLayout
-from shardviz.model.program import Collective, MemoryReport, Report, ShardingOf, Source
-from shardviz.model.units import format_bytes, format_flops, format_seconds, sig3
+from shardviz.model.program import Collective, Report, Source
+from shardviz.model.units import format_bytes, format_seconds
 from shardviz.render.colors import KIND_COLORS, OTHER_KIND
 from shardviz.render.findings.html import findings_section_html
 from shardviz.render.geometry import MeshGrid, MeshPanel, PanelGap, mesh_grid
 from shardviz.render.html import CSS, MONO, SANS, array_html, tree_html
+from shardviz.render.report.sections import (
+    CheckSection,
+    CostSection,
+    EstimateSection,
+    HeaderSection,
+    IntermediateRow,
+    IntermediatesSection,
+    LedgerSection,
+    MemorySection,
+    ProfileSection,
+    ReportView,
+    TimingSection,
+    report_view,
+)
 from shardviz.render.report.view import (
     ESTIMATE_WORDS,
     MAX_GROUPS,
-    MAX_LEAVES,
-    MAX_OPS,
     AxesGroup,
     LedgerRow,
-    assignment_str,
-    axes_groups,
     axes_repr,
-    check_word,
-    compiler_peak_str,
-    cost_rows,
-    estimate_notes,
-    estimate_rows,
-    folded_intermediates,
-    format_diff,
-    format_float_bytes,
-    has_estimates,
-    hbm_str,
-    host_rows,
-    host_spread,
-    hosts_headline,
     ids_str,
     intermediate_index,
-    kind_totals,
-    layout_hint,
-    ledger_headline,
-    measured_step,
-    memory_parts,
-    mesh_line,
-    moved_per_step,
-    multi_host,
     no_source_words,
-    on_one_device,
-    one_device_cost,
     permute_groups,
-    profile_rows,
-    reshard_links,
-    reshard_tiles,
-    role_totals,
     short_location,
-    status_line,
-    sum_rule_str,
-    target_line,
     value_str,
 )
 from shardviz.render.stylesheets import stylesheet
@@ -389,67 +369,58 @@ def _group_map(mesh: MeshLayout, grid: MeshGrid, c: Collective, anchor: str) -> 
 # Sections
 
 
-def _header(report: Report) -> list[str]:
+def _header(h: HeaderSection) -> list[str]:
     status = (
         '<span class="sv-badge sv-ran">ran</span>'
-        if report.ran
+        if h.ran
         else '<span class="sv-badge sv-compile">compile-only</span>'
     )
     out = [
-        f'<div class="sv-title">{esc(report.function)}{status}{_check_badge(report)}</div>',
-        f'<div class="sv-line">{esc(report.platform)} · {esc(mesh_line(report))} · '
-        f"{esc(status_line(report))}</div>",
+        f'<div class="sv-title">{esc(h.function)}{status}{_check_badge(h)}</div>',
+        f'<div class="sv-line">{esc(h.platform)} · {esc(h.mesh)} · {esc(h.status)}</div>',
     ]
-    target = target_line(report)
-    if target:
-        out.append(f'<div class="sv-line sv-target">{esc(target)}</div>')
-    if report.notes:
+    if h.target:
+        out.append(f'<div class="sv-line sv-target">{esc(h.target)}</div>')
+    if h.notes:
         out.append(
             '<div class="sv-notes">'
-            + "".join(f"<div><b>note</b> {esc(n)}</div>" for n in report.notes)
+            + "".join(f"<div><b>note</b> {esc(n)}</div>" for n in h.notes)
             + "</div>"
         )
     return out
 
 
-def _check_badge(report: Report) -> str:
-    c = report.check
-    if c is None:
+def _check_badge(h: HeaderSection) -> str:
+    if h.matches is None:
         return '<span class="sv-badge sv-check sv-none">not checked</span>'
-    cls = "sv-ok" if c.matches else "sv-bad"
-    return f'<span class="sv-badge sv-check {cls}">{check_word(report)}</span>'
+    cls = "sv-ok" if h.matches else "sv-bad"
+    return f'<span class="sv-badge sv-check {cls}">{h.check}</span>'
 
 
-def _stats(report: Report) -> str:
-    n = len(report.collectives)
-    moved = moved_per_step(report.collectives)
+def _stats(v: ReportView) -> str:
+    n = v.ledger.count
     tiles = [
-        (f"{n} collective{'s' * (n != 1)}", f"{format_bytes(moved)} moved per device per step", ""),
-        (format_bytes(report.memory.peak_bytes), "peak memory per device", ""),
+        (f"{n} collective{'s' * (n != 1)}", f"{v.ledger.moved} moved per device per step", ""),
+        (v.memory.peak, "peak memory per device", ""),
     ]
-    if multi_host(report):
-        crossing = sum(c.cross_host_bytes for c in report.collectives)
+    if v.ledger.multi_host:
         tiles.insert(
-            1,
-            (format_bytes(crossing), f"across hosts per device ({hosts_headline(report)})", ""),
+            1, (v.ledger.across_hosts, f"across hosts per device ({v.ledger.hosts_headline})", "")
         )
-    t = report.timing
-    if t is not None:
-        tiles.append((format_seconds(t.step_seconds), f"step, median of {t.steps}", ""))
+    t = v.timing
+    if t.measured:
+        tiles.append((t.step, f"step, median of {t.steps}", ""))
     else:
         tiles.append(("—", "step time: not measured", ""))
-    e = report.estimate
+    e = v.estimate
     if e is not None:
-        tiles.append(
-            (f"≥ {format_seconds(e.step_seconds)}",
-             f"estimated step, {e.bound}-bound (a lower bound)", "sv-est")
-        )  # fmt: skip
-    c = report.check
-    if c is not None:
+        tiles.append((f"≥ {e.step}", f"estimated step, {e.bound}-bound (a lower bound)", "sv-est"))
+    c = v.check
+    if c.checked:
         tiles.append(
             (
-                check_word(report),
-                f"max |diff| {format_diff(c.max_abs_diff)} (tol {format_diff(c.tolerance)})",
+                c.word,
+                f"max |diff| {c.max_abs} (tol {c.tolerance})",
                 "sv-ok" if c.matches else "sv-bad",
             )
         )
@@ -472,13 +443,13 @@ def _ledger_row(
     maps: _Maps,
     inter: dict[str, int],
     est: bool = False,
+    hosts: bool = False,
 ) -> str:
     index, c = row.index, row.collective
     facts = _collective_facts(report, row, prefix, inter)
     dl = '<dl class="sv-facts2">' + "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in facts) + "</dl>"
     fig = _groups_figure(report, index, c, prefix, maps)
     axes = esc(",".join(c.axes))
-    hosts = multi_host(report)
     return (
         f'<details class="sv-collective" id="{prefix}-c{index}" data-kind="{esc(c.kind)}" '
         f'data-axes="{axes}"'
@@ -613,13 +584,12 @@ def _est_cell(row: LedgerRow) -> str:
     )
 
 
-def _ledger(report: Report, prefix: str) -> list[str]:
-    cs = report.collectives
+def _ledger(report: Report, ledger: LedgerSection, prefix: str) -> list[str]:
     out = [
-        f'<h4>Collectives<span class="sv-dim">{esc(ledger_headline(report))} · bytes are per '
+        f'<h4>Collectives<span class="sv-dim">{esc(ledger.headline)} · bytes are per '
         "device, moved by the ring model · click a row for its device groups</span></h4>"
     ]
-    if not cs:
+    if not ledger.count:
         out.append('<div class="sv-dim">none: every value stays where the specs put it</div>')
         return out
     out.append(
@@ -627,12 +597,12 @@ def _ledger(report: Report, prefix: str) -> list[str]:
         + "".join(
             f'<span class="sv-pill sv-k{_kind_index(t.kind)}" data-kind="{esc(t.kind)}">'
             f"<b>{esc(t.kind)}</b> {esc(t.summary)}</span>"
-            for t in kind_totals(cs)
+            for t in ledger.kinds
         )
         + "</div>"
     )
-    est = has_estimates(report)
-    hosts = multi_host(report)
+    est = ledger.estimates
+    hosts = ledger.multi_host
     head = (
         '<div class="sv-lrow sv-lhead"><span>#</span><span>kind</span><span>operand → result'
         '</span><span class="sv-r">in</span><span class="sv-r">moved</span>'
@@ -652,12 +622,12 @@ def _ledger(report: Report, prefix: str) -> list[str]:
     maps = _Maps(report)
     inter = intermediate_index(report)
     cls = "sv-ledger" + (" sv-est" if est else "") + (" sv-hosts" if hosts else "")
-    for group in axes_groups(report):
+    for group in ledger.groups:
         out.append(_axes_header(group))
         out.append(f'<div class="{cls}" data-axes="' + esc(",".join(group.axes)) + '">')
         out.append(head)
         for row in group.ledger:
-            out.append(_ledger_row(report, row, prefix, maps, inter, est))
+            out.append(_ledger_row(report, row, prefix, maps, inter, est, hosts))
         out.append("</div>")
     return out
 
@@ -667,66 +637,59 @@ def _axes_header(group: AxesGroup) -> str:
     return f'<div class="sv-axes">{title}<span class="sv-dim">{esc(group.summary)}</span></div>'
 
 
-def _intermediates(report: Report, prefix: str) -> list[str]:
-    ins = report.intermediates
-    r = len(report.reshards)
-    shown, rest = folded_intermediates(report)
-    folded = " · the others folded below" if rest else ""
+def _intermediates(ins: IntermediatesSection, prefix: str) -> list[str]:
+    r = ins.reshards
+    folded = " · the others folded below" if ins.rest else ""
     out = [
-        f'<h4>Intermediates<span class="sv-dim">{len(ins)} in program order · {r} reshard '
+        f'<h4>Intermediates<span class="sv-dim">{ins.count} in program order · {r} reshard '
         f"point{'s' * (r != 1)}, where the partitioner moves data (highlighted){folded}"
         "</span></h4>"
     ]
-    if not ins:
+    if not ins.count:
         out.append('<div class="sv-dim">none recorded</div>')
         return out
-    links = reshard_links(report)
-    tiles = reshard_tiles(report)
-    kinds = {i: c.kind for i, c in enumerate(report.collectives, 1)}
     head = _th(
         ["", "#", "name", "op", "value", "sharding", "source · call chain", "by collective"], [1]
     )
 
-    def row(j: int, s: ShardingOf) -> str:
-        by = ", ".join(
-            f'<a href="#{prefix}-c{i}">#{i} {esc(kinds[i])}</a>' for i in links.get(s.name, [])
-        )
+    def row(item: IntermediateRow) -> str:
+        s, j = item.value, item.index
+        by = ", ".join(f'<a href="#{prefix}-c{i}">#{i} {esc(kind)}</a>' for i, kind in item.by)
         mark = '<span class="sv-pill sv-rs">reshard</span>' if s.reshard else ""
         attrs = ' data-reshard="1"' if s.reshard else ""
         return (
             f'<tr class="sv-intermediate" id="{prefix}-i{j}"{attrs}>'
             f"<td>{mark}</td><td class='sv-r'>{j}</td><td><code>{esc(s.name)}</code></td>"
-            f"<td>{esc(s.op)}</td><td>{esc(value_str(s.dtype, s.shape))}</td>"
+            f"<td>{esc(s.op)}</td><td>{esc(item.shape)}</td>"
             f"<td><code class='sv-spec' title='{esc(s.hlo_sharding)}'>{esc(s.spec_str)}</code></td>"
-            f'<td class="sv-srccell">{_source_cell(s.source, "value")}</td><td>{by}</td></tr>'
+            f'<td class="sv-srccell">{_source_cell(item.source, "value")}</td><td>{by}</td></tr>'
         )
 
     out.append('<table class="sv-t sv-inter">' + head)
-    for item in shown:
+    for item in ins.first:
         if isinstance(item, int):
-            where = " (listed below)" if rest else ""
+            where = " (listed below)" if ins.rest else ""
             out.append(
                 f'<tr class="sv-gap"><td></td><td colspan="7">… {item} more without a reshard'
                 f"{where}</td></tr>"
             )
             continue
-        out.append(row(*item))
-        if item[0] in tiles:
-            out.append(_tiles_row(tiles[item[0]]))
+        out.append(row(item))
+        if item.tiles is not None:
+            out.append(_tiles_row(item.tiles))
     out.append("</table>")
-    if rest:
+    if ins.rest:
+        n = len(ins.rest)
         out.append(
-            f'<details class="sv-irest"><summary>the other {len(rest)} intermediate'
-            f"{'s' * (len(rest) != 1)}, without a reshard</summary>"
-            f'<table class="sv-t sv-inter">{head}{"".join(row(j, s) for j, s in rest)}</table>'
+            f'<details class="sv-irest"><summary>the other {n} intermediate'
+            f"{'s' * (n != 1)}, without a reshard</summary>"
+            f'<table class="sv-t sv-inter">{head}{"".join(row(x) for x in ins.rest)}</table>'
             "</details>"
         )
-    hint = layout_hint(report)
-    if hint:
-        words, code = hint
-        if tiles:
-            r = len(report.reshards)
-            some = "" if len(tiles) == r else f" (drawn for {len(tiles)} of the {r})"
+    if ins.hint:
+        words, code = ins.hint
+        if ins.tiles:
+            some = "" if ins.tiles == r else f" (drawn for {ins.tiles} of the {r})"
             words = f"open a reshard point's tiles under its row{some} · {words}"
         out.append(f'<div class="sv-dim">{esc(words)}: <code>{esc(code)}</code></div>')
     return out
@@ -753,24 +716,20 @@ def _seg(part: str, nbytes: int, total: int, color: str, label: str, cls: str = 
     )
 
 
-def _memory(m: MemoryReport, platform: str) -> list[str]:
+def _memory(m: MemorySection) -> list[str]:
     out = [
-        f'<h4>Memory per device<span class="sv-dim">peak {esc(format_bytes(m.peak_bytes))} = '
+        f'<h4>Memory per device<span class="sv-dim">peak {esc(m.peak)} = '
         f"{esc(m.peak_definition)}</span></h4>"
     ]
-    shown_out = max(0, m.output_bytes - m.alias_bytes)
-    total = max(m.peak_bytes, m.argument_bytes + shown_out + m.temp_bytes, 1)
+    total = max(m.peak_bytes, sum(b for _, b in m.bar), 1)
     out.append(
         '<div class="sv-stack sv-mem">'
-        + _seg("argument", m.argument_bytes, total, MEMORY_COLORS["argument"], "argument")
-        + _seg("output", shown_out, total, MEMORY_COLORS["output"], "output")
-        + _seg("temp", m.temp_bytes, total, MEMORY_COLORS["temp"], "temp")
+        + "".join(_seg(part, b, total, MEMORY_COLORS[part], part) for part, b in m.bar)
         + "</div>"
-        f'<div class="sv-axisline"><span>0</span><span>peak {esc(format_bytes(m.peak_bytes))}'
-        "</span></div>"
+        f'<div class="sv-axisline"><span>0</span><span>peak {esc(m.peak)}</span></div>'
     )
     rows = []
-    for p in memory_parts(m):
+    for p in m.parts[:-1]:
         color = MEMORY_COLORS.get(p.name)
         sw = f'<span class="sv-sw" style="background:{color}"></span>' if color else ""
         meaning = p.meaning
@@ -778,78 +737,76 @@ def _memory(m: MemoryReport, platform: str) -> list[str]:
             meaning += " (the bar shows the part not aliased)"
         rows.append(
             f'<tr class="sv-mempart" data-part="{p.name}" data-bytes="{p.bytes}"><td>{sw}{p.name}'
-            f'</td><td class="sv-r">{esc(format_bytes(p.bytes))}</td><td class="sv-r">'
-            f"{p.bytes:,} B</td><td>{esc(meaning)}</td></tr>"
+            f'</td><td class="sv-r">{esc(p.text)}</td><td class="sv-r">'
+            f"{p.exact}</td><td>{esc(meaning)}</td></tr>"
         )
+    peak = m.parts[-1]
     rows.append(
-        f'<tr class="sv-mempart" data-part="peak" data-bytes="{m.peak_bytes}"><td><b>peak</b>'
-        f'</td><td class="sv-r"><b>{esc(format_bytes(m.peak_bytes))}</b></td><td class="sv-r">'
-        f"{m.peak_bytes:,} B</td><td>{esc(m.peak_definition)}</td></tr>"
+        f'<tr class="sv-mempart" data-part="peak" data-bytes="{peak.bytes}"><td><b>peak</b>'
+        f'</td><td class="sv-r"><b>{esc(peak.text)}</b></td><td class="sv-r">'
+        f"{peak.exact}</td><td>{esc(peak.meaning)}</td></tr>"
     )
     out.append('<table class="sv-t">' + _th(["part", "bytes", "exact", ""], [1, 2]))
     out.extend(rows)
     out.append("</table>")
-    if m.compiler_peak_bytes is not None and m.compiler_peak_bytes != m.peak_bytes:
-        out.append(f'<div class="sv-note">{esc(compiler_peak_str(m, platform))}</div>')
-    out.extend(
-        f'<div class="sv-note">{esc(x)}</div>' for x in (sum_rule_str(m), assignment_str(m)) if x
-    )
-    if m.by_leaf:
+    if m.compiler_peak:
+        out.append(f'<div class="sv-note">{esc(m.compiler_peak)}</div>')
+    out.extend(f'<div class="sv-note">{esc(x)}</div>' for x in m.notes)
+    if m.leaves:
         out.extend(_by_leaf(m))
-    if m.device_stats:
+    if m.devices:
         out.append(
             '<table class="sv-t">' + _th(["device", "in use", "peak in use", "limit"], [1, 2, 3])
         )
-        for d in m.device_stats:
-            limit = format_bytes(d.bytes_limit) if d.bytes_limit is not None else "n/a"
+        for d, in_use, peak_in_use, limit in m.devices:
             out.append(
-                f"<tr><td>d{d.device_id}</td><td class='sv-r'>{esc(format_bytes(d.bytes_in_use))}"
-                f"</td><td class='sv-r'>{esc(format_bytes(d.peak_bytes_in_use))}</td>"
+                f"<tr><td>{d}</td><td class='sv-r'>{esc(in_use)}"
+                f"</td><td class='sv-r'>{esc(peak_in_use)}</td>"
                 f"<td class='sv-r'>{esc(limit)}</td></tr>"
             )
         out.append("</table>")
     return out
 
 
-def _by_leaf(m: MemoryReport) -> list[str]:
-    roles = role_totals(m)
-    color = {r: ROLE_COLORS[i % len(ROLE_COLORS)] for i, (r, _, _) in enumerate(roles)}
-    total = sum(b for _, _, b in roles) or 1
+def _by_leaf(m: MemorySection) -> list[str]:
+    color = {r.role: ROLE_COLORS[i % len(ROLE_COLORS)] for i, r in enumerate(m.roles)}
+    total = sum(r.bytes for r in m.roles) or 1
     out = [
         '<div class="sv-line" style="margin:10px 0 4px">arguments by role and by leaf '
         "(the largest device's share)</div>",
         '<div class="sv-stack sv-roles">'
         + "".join(
-            _seg(f"role:{r}", b, total, color[r] + "88", f"{r} ({n})", "sv-role")
-            for r, n, b in roles
-        )
+            _seg(
+                f"role:{r.role}",
+                r.bytes,
+                total,
+                color[r.role] + "88",
+                f"{r.role} ({r.leaves})",
+                "sv-role",
+            )
+            for r in m.roles
+        )  # fmt: skip
         + "</div>",
         '<table class="sv-t sv-leaves" style="margin-top:6px">'
         + _th(["leaf", "role", "bytes", ""], [2]),
     ]
-    top = max(x.bytes for x in m.by_leaf) or 1
-    for leaf in m.by_leaf[:MAX_LEAVES]:
+    top = max(x.bytes for x in m.leaves) or 1
+    for leaf in m.leaves:
         w = 120.0 * leaf.bytes / top
         out.append(
             f'<tr class="sv-leafrow"><td><code>{esc(leaf.path)}</code></td><td>'
             f'<span class="sv-sw" style="background:{color[leaf.role]}"></span>{esc(leaf.role)}'
-            f'</td><td class="sv-r" title="{leaf.bytes:,} B">{esc(format_bytes(leaf.bytes))}</td>'
+            f'</td><td class="sv-r" title="{leaf.bytes:,} B">{esc(leaf.text)}</td>'
             f'<td><span class="sv-minibar" style="width:{w:.1f}px;background:{color[leaf.role]}">'
             "</span></td></tr>"
         )
-    if len(m.by_leaf) > MAX_LEAVES:
-        rest = m.by_leaf[MAX_LEAVES:]
-        out.append(
-            f'<tr class="sv-gap"><td colspan="4">… {len(rest)} more leaves, '
-            f"{esc(format_bytes(sum(x.bytes for x in rest)))}</td></tr>"
-        )
+    if m.more_leaves:
+        out.append(f'<tr class="sv-gap"><td colspan="4">{esc(m.more_leaves)}</td></tr>')
     out.append("</table>")
     return out
 
 
-def _estimate(report: Report) -> list[str]:
-    e = report.estimate
-    assert e is not None
+def _estimate(e: EstimateSection) -> list[str]:
     fits = e.fits
     attrs = f' data-fits="{int(fits)}"' if fits is not None else ""
     out = [
@@ -859,7 +816,7 @@ def _estimate(report: Report) -> list[str]:
         "target's published peak rates</span></h4>"
     ]
     rows = []
-    for r in estimate_rows(e, measured_step(report)):
+    for r in e.rows:
         value = esc(r.value)
         if r.key == "hbm" and fits is not None:
             value = f'<span class="{"sv-fit-ok" if fits else "sv-fit-bad"}">{value}</span>'
@@ -877,58 +834,53 @@ def _estimate(report: Report) -> list[str]:
         over = " sv-over" if not fits else ""
         out.append(
             f'<div class="sv-hbm{over}" data-peak="{e.peak_bytes}" data-hbm="{e.hbm_bytes}" '
-            f'title="{esc(hbm_str(e))}"><div class="sv-hbm-peak" style="width:{peak_w:.2f}%">'
+            f'title="{esc(e.hbm_text)}"><div class="sv-hbm-peak" style="width:{peak_w:.2f}%">'
             f'</div><div class="sv-hbm-line" style="left:calc({line_x:.2f}% - 1px)"></div></div>'
-            f'<div class="sv-axisline"><span>0</span><span>peak {esc(format_bytes(e.peak_bytes))}'
-            f" · HBM {esc(format_bytes(e.hbm_bytes))} per device (dashed)</span></div>"
+            f'<div class="sv-axisline"><span>0</span><span>peak {esc(e.peak)}'
+            f" · HBM {esc(e.hbm)} per device (dashed)</span></div>"
         )
-    notes = estimate_notes(report)
-    if notes:
+    if e.notes:
         out.append(
             '<div class="sv-note">'
-            + "<br>".join(f"<b>{esc(k)}</b> {esc(n)}" for k, n in notes)
+            + "<br>".join(f"<b>{esc(k)}</b> {esc(n)}" for k, n in e.notes)
             + "</div>"
         )
     out.append("</section>")
     return out
 
 
-def _cost(report: Report) -> list[str]:
+def _cost(c: CostSection) -> list[str]:
     out = [
         "<h4>Cost<span class='sv-dim'>per step: the compiler's estimate, loops counted</span></h4>"
     ]
-    c = report.cost
-    if c is None:
+    if not c.available:
         out.append('<div class="sv-dim">not available from this backend</div>')
         return out
-    if on_one_device(report):
-        flops, accessed = one_device_cost(c)
+    if c.one_device:
         out.append(
             '<table class="sv-t">'
             + _th(["", "on the one device"], [1])
-            + f"<tr><td>flops</td><td class='sv-r'>{esc(format_flops(flops))}</td></tr>"
-            f"<tr><td>bytes accessed</td><td class='sv-r'>{esc(format_float_bytes(accessed))}"
+            + f"<tr><td>flops</td><td class='sv-r'>{esc(c.flops)}</td></tr>"
+            f"<tr><td>bytes accessed</td><td class='sv-r'>{esc(c.accessed)}"
             "</td></tr></table>"
         )
     else:
         out.append('<table class="sv-t">' + _th(["", "per device", "global"], [1, 2]))
         out.append(
-            f"<tr><td>flops</td><td class='sv-r'>{esc(format_flops(c.flops_per_device))}</td>"
-            f"<td class='sv-r'>{esc(format_flops(c.flops_global))}</td></tr>"
+            f"<tr><td>flops</td><td class='sv-r'>{esc(c.flops)}</td>"
+            f"<td class='sv-r'>{esc(c.flops_global)}</td></tr>"
             f"<tr><td>bytes accessed</td><td class='sv-r'>"
-            f"{esc(format_float_bytes(c.bytes_accessed_per_device))}</td><td class='sv-r'>"
-            f"{esc(format_float_bytes(c.bytes_accessed_global))}</td></tr></table>"
+            f"{esc(c.accessed)}</td><td class='sv-r'>"
+            f"{esc(c.accessed_global)}</td></tr></table>"
         )
-    if c.flops_per_device and c.bytes_accessed_per_device:
-        ratio = c.flops_per_device / c.bytes_accessed_per_device
-        out.append(f'<div class="sv-note">{sig3(ratio)} FLOP per byte accessed, per device</div>')
-    extra = cost_rows(c)
-    if extra:
+    if c.intensity:
+        out.append(f'<div class="sv-note">{c.intensity} FLOP per byte accessed, per device</div>')
+    if c.more:
         out.append('<table class="sv-t sv-cost-more">')
         out.extend(
             f'<tr data-row="{esc(name)}"><td>{esc(name)}</td><td class="sv-r">{esc(value)}</td>'
             f'<td class="sv-dim">{esc(meaning)}</td></tr>'
-            for name, value, meaning in extra
+            for name, value, meaning in c.more
         )
         out.append("</table>")
     return out
@@ -961,32 +913,31 @@ def _samples_svg(samples: Sequence[float], median: float) -> str:
     return "".join(parts)
 
 
-def _timing(report: Report) -> list[str]:
+def _timing(t: TimingSection) -> list[str]:
     out = ["<h4>Timing<span class='sv-dim'>wall clock</span></h4>"]
-    t = report.timing
-    if t is None:
-        why = "compile-only" if not report.ran else "not measured"
+    if not t.measured:
+        why = "compile-only" if not t.ran else "not measured"
         out.append(f'<div class="sv-dim">not measured ({why})</div>')
         return out
     out.append(
         '<table class="sv-t">'
-        f"<tr><td>compile</td><td class='sv-r'>{esc(format_seconds(t.compile_seconds))}</td></tr>"
-        f"<tr><td>first run</td><td class='sv-r'>{esc(format_seconds(t.first_run_seconds))}"
+        f"<tr><td>compile</td><td class='sv-r'>{esc(t.compile)}</td></tr>"
+        f"<tr><td>first run</td><td class='sv-r'>{esc(t.first_run)}"
         "</td></tr>"
-        f"<tr><td><b>step</b></td><td class='sv-r'><b>{esc(format_seconds(t.step_seconds))}</b>"
+        f"<tr><td><b>step</b></td><td class='sv-r'><b>{esc(t.step)}</b>"
         f"</td><td class='sv-dim'>median of {t.steps} steps</td></tr></table>"
     )
-    if t.step_samples:
-        out.append(_samples_svg(t.step_samples, t.step_seconds))
-    if report.hosts:
-        spread = host_spread(report)
+    if t.samples:
+        out.append(_samples_svg(t.samples, t.step_seconds))
+    if t.hosts:
+        spread = t.host_spread
         out.append(
             '<table class="sv-t sv-hosts-timing"><tr><th>host</th><th>devices</th>'
             "<th>step (its own)</th><th>live peak</th></tr>"
             + "".join(
                 f'<tr data-process="{esc(p.split()[-1])}"><td>{esc(p)}</td><td>{esc(d)}</td>'
                 f"<td class='sv-r'>{esc(st)}</td><td class='sv-r'>{esc(pk)}</td></tr>"
-                for p, d, st, pk in host_rows(report)
+                for p, d, st, pk in t.hosts
             )
             + "</table>"
             + (f'<div class="sv-dim">{esc(spread)}</div>' if spread else "")
@@ -994,59 +945,50 @@ def _timing(report: Report) -> list[str]:
     return out
 
 
-def _check(report: Report) -> list[str]:
+def _check(c: CheckSection) -> list[str]:
     out = ["<h4>Check<span class='sv-dim'>against a single-device run</span></h4>"]
-    c = report.check
-    if c is None:
-        why = "compile-only" if not report.ran else "not run"
+    if not c.checked:
+        why = "compile-only" if not c.ran else "not run"
         out.append(f'<div class="sv-dim">not checked ({why})</div>')
         return out
     cls = "sv-ok" if c.matches else "sv-bad"
     out.append(
         f'<div class="sv-big"><span class="sv-badge sv-check {cls}" style="margin:0 6px 0 0;'
-        f'font-size:13px">{check_word(report)}</span><span class="sv-dim">vs {esc(c.reference)}</span></div>'
+        f'font-size:13px">{c.word}</span><span class="sv-dim">vs {esc(c.reference)}</span></div>'
         '<table class="sv-t" style="margin-top:6px">'
-        f"<tr><td>max abs diff</td><td class='sv-r'>{esc(format_diff(c.max_abs_diff))}</td></tr>"
-        f"<tr><td>max rel diff</td><td class='sv-r'>{esc(format_diff(c.max_rel_diff))}</td></tr>"
-        f"<tr><td>tolerance</td><td class='sv-r'>{esc(format_diff(c.tolerance))}</td></tr>"
-        + (
-            f"<tr><td>rule</td><td class='sv-r'>{esc(c.tolerance_rule)}</td></tr>"
-            if c.tolerance_rule
-            else ""
-        )
+        f"<tr><td>max abs diff</td><td class='sv-r'>{esc(c.max_abs)}</td></tr>"
+        f"<tr><td>max rel diff</td><td class='sv-r'>{esc(c.max_rel)}</td></tr>"
+        f"<tr><td>tolerance</td><td class='sv-r'>{esc(c.tolerance)}</td></tr>"
+        + (f"<tr><td>rule</td><td class='sv-r'>{esc(c.rule)}</td></tr>" if c.rule else "")
         + "</table>"
     )
     return out
 
 
-def _profile(report: Report) -> list[str]:
-    profile = report.profile or ()
-    out = [f"<h4>Profile<span class='sv-dim'>{len(profile)} ops measured</span></h4>"]
-    if any(op.illustrative for op in profile):
+def _profile(p: ProfileSection, platform: str) -> list[str]:
+    out = [f"<h4>Profile<span class='sv-dim'>{p.count} ops measured</span></h4>"]
+    if p.illustrative:
         out.append(
             '<div class="sv-illus sv-illustrative"><b>Illustrative</b>: measured on '
-            f"{esc(report.platform)}; these durations show the shape of the program, they do "
+            f"{esc(platform)}; these durations show the shape of the program, they do "
             "not predict accelerator time</div>"
         )
-    if not profile:
+    if not p.count:
         return out
     out.append(
         '<table class="sv-t sv-profile">'
         + _th(["op", "count", "median", "total", "share", ""], [1, 2, 3, 4])
     )
-    ranked = profile_rows(profile)
-    for op, total, share in ranked[:MAX_OPS]:
+    for op in p.rows:
         out.append(
             f'<tr class="sv-op"><td><code>{esc(op.name)}</code></td><td class="sv-r">{op.count}'
-            f'</td><td class="sv-r">{esc(format_seconds(op.seconds))}</td><td class="sv-r">'
-            f'{esc(format_seconds(total))}</td><td class="sv-r">{share * 100:.1f}%</td><td>'
-            f'<span class="sv-minibar" style="width:{160 * share:.1f}px;background:#0969da">'
+            f'</td><td class="sv-r">{esc(op.median)}</td><td class="sv-r">'
+            f'{esc(op.total)}</td><td class="sv-r">{op.percent}</td><td>'
+            f'<span class="sv-minibar" style="width:{160 * op.share:.1f}px;background:#0969da">'
             "</span></td></tr>"
         )
-    if len(ranked) > MAX_OPS:
-        out.append(
-            f'<tr class="sv-gap"><td colspan="6">… {len(ranked) - MAX_OPS} more ops</td></tr>'
-        )
+    if p.more:
+        out.append(f'<tr class="sv-gap"><td colspan="6">… {p.more} more ops</td></tr>')
     out.append("</table>")
     return out
 
@@ -1062,11 +1004,12 @@ def _trees(report: Report) -> list[str]:
     ]
 
 
-def report_html(report: Report) -> str:
+def report_html(report: Report, view: ReportView | None = None) -> str:
     """A report as a self-contained HTML fragment.
 
     Args:
         report: the report (live or hand-built).
+        view: its :func:`~.sections.report_view`, when the caller has it already.
 
     Returns:
         One ``<div class="sv-root sv-report">`` with its own ``<style>``: the header (function,
@@ -1076,24 +1019,25 @@ def report_html(report: Report) -> str:
         collectives, memory per device as stacked bars, cost, timing, the check, the profile
         and its per-device timeline when there is one, and the argument and output trees (collapsed).
     """
+    v = view if view is not None else report_view(report)
     prefix = _prefix(report)
-    body = [*_header(report), _stats(report), *findings_section_html(report.findings)]
-    body += _ledger(report, prefix)
-    body += _intermediates(report, prefix)
-    body += _memory(report.memory, report.platform)
-    if report.estimate is not None:
-        body += _estimate(report)
-    cards = [_cost(report), _timing(report), _check(report)]
+    body = [*_header(v.header), _stats(v), *findings_section_html(v.findings)]
+    body += _ledger(report, v.ledger, prefix)
+    body += _intermediates(v.intermediates, prefix)
+    body += _memory(v.memory)
+    if v.estimate is not None:
+        body += _estimate(v.estimate)
+    cards = [_cost(v.cost), _timing(v.timing), _check(v.check)]
     body.append(
         '<div class="sv-cards">'
         + "".join("<div>" + "".join(c) + "</div>" for c in cards)
         + "</div>"
     )
-    if report.profile is not None:
-        body += _profile(report)
+    if v.profile is not None:
+        body += _profile(v.profile, v.header.platform)
     if report.timeline:
         body.append(timeline_html(report))
     body += _trees(report)
-    style = STYLE + (EST_STYLE if report.estimate is not None or has_estimates(report) else "")
-    style += HOSTS_STYLE if multi_host(report) else ""
+    style = STYLE + (EST_STYLE if v.estimate is not None or v.ledger.estimates else "")
+    style += HOSTS_STYLE if v.ledger.multi_host else ""
     return f'<div class="sv-root sv-report" id="{prefix}">{style}' + "".join(body) + "</div>"

@@ -1,8 +1,9 @@
-"""The facts of a compiled program's :class:`~shardviz.model.Report` that every view shows.
+"""How a compiled program's :class:`~shardviz.model.Report` is put into words.
 
 Number formatting, the ledger grouped by mesh axes, per-kind totals, reshard links, memory
-parts, the status and estimate lines: :mod:`.report_text` and :mod:`.report_html` (and the
-Explorer's payload) read them here, so every view agrees.
+parts, the status and estimate lines. :func:`.sections.report_view` assembles them into the
+one view that :mod:`.text`, :mod:`.html` and the Explorer's payload read, so every view
+agrees.
 """
 
 from __future__ import annotations

@@ -27,6 +27,7 @@ from typing import Any
 from shardviz.model._codec import to_data
 from shardviz.model.array import ArrayLayout, Spec, format_spec
 from shardviz.model.compare import Comparison
+from shardviz.model.estimate import Estimate
 from shardviz.model.mesh import MeshLayout
 from shardviz.model.program import Collective, Report, ShardingOf, Source
 from shardviz.model.tiles import layout_from_spec
@@ -35,19 +36,20 @@ from shardviz.model.units import format_bytes, format_seconds
 from shardviz.render.colors import KIND_COLORS, OTHER_KIND, device_color
 from shardviz.render.geometry import MeshGrid, array_facts, format_shape, mesh_grid, mesh_summary
 from shardviz.render.report.html import MEMORY_COLORS, group_fill
+from shardviz.render.report.sections import (
+    EstimateSection,
+    estimate_section,
+    header_section,
+    ledger_section,
+)
 from shardviz.render.report.view import (
     ESTIMATE_WORDS,
+    LedgerRow,
     axes_repr,
-    estimate_notes,
-    estimate_rows,
     format_mfu,
-    hbm_str,
     ids_str,
-    ledger_row,
-    measured_step,
     no_source_words,
     short_location,
-    status_line,
     target_line,
     value_str,
 )
@@ -222,12 +224,13 @@ def _array_item(entry: ArrayEntry, sources: _Sources) -> dict[str, Any]:
 
 def _collective_item(
     index: int,
-    c: Collective,
+    row: LedgerRow,
     groupings: _Table,
     pairings: _Table,
     sources: _Sources,
     ids: set[str],
 ) -> dict[str, Any]:
+    c = row.collective
     reshard = array_id(INTERMEDIATE, c.reshard) if c.reshard is not None else None
     return {
         "index": index,
@@ -251,12 +254,12 @@ def _collective_item(
         "reshard_array": reshard if reshard in ids else None,
         "estimated_seconds": c.estimated_seconds,
         "estimate_formula": c.estimate_formula,
-        **collective_text(c),
+        **collective_text(row),
     }
 
 
-def collective_text(c: Collective) -> dict[str, Any]:
-    """A ledger entry's words, spelled as the static views spell them.
+def collective_text(row: LedgerRow) -> dict[str, Any]:
+    """A ledger entry's words: its :class:`LedgerRow`'s, which the text and HTML ledgers print.
 
     Keys: ``axes_text`` (``('data',)``), ``operand`` (``float32[64, 1024] → [512, 1024]``),
     ``in_value`` and ``out_value`` (``float32[64, 1024]``), ``in_bytes_text`` and
@@ -265,7 +268,7 @@ def collective_text(c: Collective) -> dict[str, Any]:
     without an estimate), ``why_text`` (why the partitioner inserted it, one sentence) and
     ``why_change`` (``P('data', None) → P(None, 'model')``), both ``None`` when unknown.
     """
-    row = ledger_row(0, c, hosts=False)  # the words the text and HTML ledgers print
+    c = row.collective
     seconds = c.estimated_seconds
     why = c.why
     change = None
@@ -427,7 +430,8 @@ def estimate_payload(report: Report) -> dict[str, Any] | None:
     print them) and ``notes`` (``[kind, text]``: the placement, then the estimate's notes).
     """
     e = report.estimate
-    if e is None:
+    section = estimate_section(report)
+    if e is None or section is None:
         return None
     t = report.target
     return {
@@ -450,37 +454,27 @@ def estimate_payload(report: Report) -> dict[str, Any] | None:
         "hbm_headroom_bytes": e.hbm_headroom_bytes,
         "fits": e.fits,
         "fit_text": e.fit_text,
-        "hbm_text": hbm_str(e),
-        "rows": [
-            [r.key, r.name, r.value, r.meaning] for r in estimate_rows(e, measured_step(report))
-        ],
-        "notes": [list(n) for n in estimate_notes(report)],
-        **estimate_text(report),
+        "hbm_text": section.hbm_text,
+        "rows": [[r.key, r.name, r.value, r.meaning] for r in section.rows],
+        "notes": [list(n) for n in section.notes],
+        **estimate_text(e, section),
     }
 
 
-def estimate_text(report: Report) -> dict[str, str]:
+def estimate_text(e: Estimate, section: EstimateSection) -> dict[str, str]:
     """The estimate's words for the Explorer's header and memory pane.
 
     Keys: ``headline`` (``step ≥ 1.23 ms on <target> (compute-bound, MFU ≤ 42%) · <fit>``),
     ``tooltip`` (the estimate's rows, then its notes, one per line), ``hbm_bytes_text`` and
     ``hbm_bytes_exact``.
     """
-    e = report.estimate
-    assert e is not None
     mfu = f", MFU ≤ {format_mfu(e.mfu)}" if e.mfu is not None else ""
-    rows = [
-        f"{r.name} {r.value}" + (f": {r.meaning}" if r.meaning else "")
-        for r in estimate_rows(e, measured_step(report))
-    ]
-    notes = [f"{kind}: {text}" for kind, text in estimate_notes(report)]
+    rows = [f"{r.name} {r.value}" + (f": {r.meaning}" if r.meaning else "") for r in section.rows]
+    notes = [f"{kind}: {text}" for kind, text in section.notes]
     return {
-        "headline": (
-            f"step ≥ {format_seconds(e.step_seconds)} on {e.target} ({e.bound}-bound{mfu})"
-            f" · {e.fit_text}"
-        ),
+        "headline": (f"step ≥ {section.step} on {e.target} ({e.bound}-bound{mfu}) · {e.fit_text}"),
         "tooltip": "\n".join(rows + notes),
-        "hbm_bytes_text": format_bytes(e.hbm_bytes),
+        "hbm_bytes_text": section.hbm,
         "hbm_bytes_exact": format_bytes(e.hbm_bytes, exact=True),
     }
 
@@ -556,8 +550,8 @@ def report_payload(report: Report) -> dict[str, Any]:
     ids = {e.id for e in entries}
     arrays = [_array_item(e, sources) for e in entries]
     collectives = [
-        _collective_item(i, c, groupings, pairings, sources, ids)
-        for i, c in enumerate(report.collectives)
+        _collective_item(i, row, groupings, pairings, sources, ids)
+        for i, row in enumerate(ledger_section(report).rows)
     ]
     most = max((len(g) for g in groupings.items), default=0)
     mesh = report.mesh
@@ -573,7 +567,7 @@ def report_payload(report: Report) -> dict[str, Any]:
         "version": VERSION,
         "function": report.function,
         "platform": report.platform,
-        "status_line": status_line(report),
+        "status_line": header_section(report).status,
         "ran": report.ran,
         "notes": list(report.notes),
         "mesh": to_data(mesh) if mesh is not None else None,

@@ -1,0 +1,555 @@
+"""A report's view: one frozen object per section, computed once by :func:`report_view`.
+
+:mod:`.text` and :mod:`.html` print these fields and the Explorer's payload reads the
+ledger's and the estimate's, so a figure is worked out in one place and reads the same in
+``print(report)``, in the saved HTML and in the widget. The words themselves are spelled by
+the helpers of :mod:`.view`; pictures (group maps, traffic, tiles) stay with the HTML, which
+draws them from the report.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from shardviz.model.array import ArrayLayout
+from shardviz.model.program import Report, ShardingOf, Source
+from shardviz.model.units import format_bytes, format_flops, format_seconds, sig3
+from shardviz.render.findings.view import FindingsView, section_view
+from shardviz.render.report.view import (
+    MAX_LEAVES,
+    MAX_OPS,
+    AxesGroup,
+    EstimateRow,
+    KindTotal,
+    LedgerRow,
+    assignment_str,
+    axes_groups,
+    check_word,
+    compiler_peak_str,
+    cost_rows,
+    estimate_notes,
+    estimate_rows,
+    estimate_title,
+    folded_intermediates,
+    format_diff,
+    format_float_bytes,
+    has_estimates,
+    hbm_str,
+    host_rows,
+    host_spread,
+    hosts_headline,
+    kind_totals,
+    layout_hint,
+    ledger_headline,
+    measured_step,
+    memory_parts,
+    mesh_line,
+    moved_per_step,
+    multi_host,
+    no_source_words,
+    on_one_device,
+    one_device_cost,
+    profile_rows,
+    reshard_links,
+    reshard_tiles,
+    role_totals,
+    short_location,
+    shown_intermediates,
+    status_line,
+    sum_rule_str,
+    target_line,
+    value_str,
+)
+
+# --------------------------------------------------------------------------------------------
+# Header
+
+
+@dataclass(frozen=True)
+class HeaderSection:
+    """Function, platform, mesh, what was done (ran or compile-only), target and notes."""
+
+    function: str
+    platform: str
+    mesh: str
+    status: str
+    target: str | None
+    notes: tuple[str, ...]
+    ran: bool
+    #: ``OK``, ``MISMATCH`` or ``not checked``; ``matches`` is ``None`` when not checked.
+    check: str
+    matches: bool | None
+
+
+def header_section(report: Report) -> HeaderSection:
+    c = report.check
+    return HeaderSection(
+        function=report.function,
+        platform=report.platform,
+        mesh=mesh_line(report),
+        status=status_line(report),
+        target=target_line(report),
+        notes=report.notes,
+        ran=report.ran,
+        check=check_word(report),
+        matches=c.matches if c is not None else None,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Ledger
+
+
+@dataclass(frozen=True)
+class LedgerSection:
+    """The collectives, grouped by mesh axes, with their totals by kind."""
+
+    headline: str
+    #: ``3 MiB across hosts (2 hosts)`` on several hosts, else ``""``.
+    hosts_headline: str
+    estimates: bool
+    multi_host: bool
+    groups: tuple[AxesGroup, ...]
+    kinds: tuple[KindTotal, ...]
+    count: int
+    #: Bytes moved per device per step (each collective times its runs), and across hosts.
+    moved: str
+    across_hosts: str
+
+    @property
+    def rows(self) -> tuple[LedgerRow, ...]:
+        """Every ledger row, in ledger order (row ``i`` is collective ``i + 1``)."""
+        return tuple(sorted((r for g in self.groups for r in g.ledger), key=lambda r: r.index))
+
+
+def ledger_section(report: Report) -> LedgerSection:
+    cs = report.collectives
+    hosts = multi_host(report)
+    return LedgerSection(
+        headline=ledger_headline(report),
+        hosts_headline=hosts_headline(report) if hosts else "",
+        estimates=has_estimates(report),
+        multi_host=hosts,
+        groups=tuple(axes_groups(report)),
+        kinds=tuple(kind_totals(cs)),
+        count=len(cs),
+        moved=format_bytes(moved_per_step(cs)),
+        across_hosts=format_bytes(sum(c.cross_host_bytes for c in cs)),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Intermediates
+
+
+@dataclass(frozen=True)
+class IntermediateRow:
+    """One value in program order: its number, words, the collectives that produce it and,
+    for the first few reshard points, its tiles."""
+
+    index: int
+    value: ShardingOf
+    shape: str
+    location: str
+    source: Source | None
+    #: ``(ledger number, kind)`` of each collective that reshards into this value.
+    by: tuple[tuple[int, str], ...]
+    tiles: ArrayLayout | None
+
+
+#: A run of rows left out, as its length.
+Gap = int
+
+
+@dataclass(frozen=True)
+class IntermediatesSection:
+    """The values in program order, as the text lists them (``listed``) and as the HTML
+    shows them at first (``first``) with the others one click away (``rest``)."""
+
+    count: int
+    reshards: int
+    listed: tuple[IntermediateRow | Gap, ...]
+    first: tuple[IntermediateRow | Gap, ...]
+    rest: tuple[IntermediateRow, ...]
+    tiles: int
+    #: ``(words, code)``: how to draw a value's tiles; ``None`` when no value has a spec.
+    hint: tuple[str, str] | None
+    #: Why a value has no source line.
+    no_source: str
+
+
+def intermediates_section(report: Report) -> IntermediatesSection:
+    links = reshard_links(report)
+    kinds = {i: c.kind for i, c in enumerate(report.collectives, 1)}
+    tiles = reshard_tiles(report)
+    rows: dict[int, IntermediateRow] = {}
+
+    def row(j: int, s: ShardingOf) -> IntermediateRow:
+        if j not in rows:
+            rows[j] = IntermediateRow(
+                index=j,
+                value=s,
+                shape=value_str(s.dtype, s.shape),
+                location=short_location(s.source),
+                source=s.source,
+                by=tuple((i, kinds[i]) for i in links.get(s.name, [])),
+                tiles=tiles.get(j),
+            )
+        return rows[j]
+
+    def rows_of(items: list[tuple[int, ShardingOf] | int]) -> tuple[IntermediateRow | Gap, ...]:
+        return tuple(item if isinstance(item, int) else row(*item) for item in items)
+
+    first, rest = folded_intermediates(report)
+    return IntermediatesSection(
+        count=len(report.intermediates),
+        reshards=len(report.reshards),
+        listed=rows_of(shown_intermediates(report)),
+        first=rows_of(first),
+        rest=tuple(row(j, s) for j, s in rest),
+        tiles=len(tiles),
+        hint=layout_hint(report),
+        no_source=no_source_words("value"),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Memory
+
+
+@dataclass(frozen=True)
+class PartRow:
+    """One part of a device's memory: ``argument 2 MiB (2,097,152 B) · inputs held …``."""
+
+    name: str
+    bytes: int
+    text: str
+    exact: str
+    meaning: str
+
+
+@dataclass(frozen=True)
+class LeafRow:
+    path: str
+    role: str
+    bytes: int
+    text: str
+
+
+@dataclass(frozen=True)
+class RoleTotal:
+    role: str
+    leaves: int
+    bytes: int
+    text: str
+
+
+@dataclass(frozen=True)
+class MemorySection:
+    """Memory per device: the parts, the compiler's own figures, the leaves by role and the
+    live device statistics."""
+
+    peak_bytes: int
+    peak: str
+    peak_definition: str
+    #: Argument, output, alias, temp and code, then the peak.
+    parts: tuple[PartRow, ...]
+    alias_bytes: int
+    #: ``(part, bytes)`` of the stacked bar: argument, output not aliased, temp.
+    bar: tuple[tuple[str, int], ...]
+    compiler_peak: str | None
+    #: The sum rule (TPU/GPU) and the compiler's buffer assignment, those that apply.
+    notes: tuple[str, ...]
+    leaves: tuple[LeafRow, ...]
+    #: ``… 12 more leaves, 3 MiB`` past :data:`MAX_LEAVES`, else ``""``.
+    more_leaves: str
+    roles: tuple[RoleTotal, ...]
+    #: ``(d0, in use, peak in use, limit)`` per device, when the run read them.
+    devices: tuple[tuple[str, str, str, str], ...]
+
+
+def memory_section(report: Report) -> MemorySection:
+    m = report.memory
+    parts = [
+        PartRow(p.name, p.bytes, format_bytes(p.bytes), f"{p.bytes:,} B", p.meaning)
+        for p in memory_parts(m)
+    ]
+    parts.append(
+        PartRow("peak", m.peak_bytes, format_bytes(m.peak_bytes), f"{m.peak_bytes:,} B",
+                m.peak_definition)
+    )  # fmt: skip
+    compiler = (
+        compiler_peak_str(m, report.platform)
+        if m.compiler_peak_bytes is not None and m.compiler_peak_bytes != m.peak_bytes
+        else None
+    )
+    rest = m.by_leaf[MAX_LEAVES:]
+    more = f"… {len(rest)} more leaves, {format_bytes(sum(x.bytes for x in rest))}" if rest else ""
+    return MemorySection(
+        peak_bytes=m.peak_bytes,
+        peak=format_bytes(m.peak_bytes),
+        peak_definition=m.peak_definition,
+        parts=tuple(parts),
+        alias_bytes=m.alias_bytes,
+        bar=(
+            ("argument", m.argument_bytes),
+            ("output", max(0, m.output_bytes - m.alias_bytes)),
+            ("temp", m.temp_bytes),
+        ),
+        compiler_peak=compiler,
+        notes=tuple(x for x in (sum_rule_str(m), assignment_str(m)) if x),
+        leaves=tuple(
+            LeafRow(x.path, x.role, x.bytes, format_bytes(x.bytes)) for x in m.by_leaf[:MAX_LEAVES]
+        ),
+        more_leaves=more,
+        roles=tuple(RoleTotal(r, n, b, format_bytes(b)) for r, n, b in role_totals(m)),
+        devices=tuple(
+            (
+                f"d{d.device_id}",
+                format_bytes(d.bytes_in_use),
+                format_bytes(d.peak_bytes_in_use),
+                format_bytes(d.bytes_limit) if d.bytes_limit is not None else "n/a",
+            )
+            for d in m.device_stats
+        ),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Cost, estimate, timing, check, profile
+
+
+@dataclass(frozen=True)
+class CostSection:
+    """The compiler's cost per step: flops and bytes accessed per device and global (one
+    figure each on one device), the intensity and the figures beyond them."""
+
+    available: bool
+    one_device: bool
+    flops: str
+    accessed: str
+    #: The global figures (``""`` on one device).
+    flops_global: str
+    accessed_global: str
+    #: FLOP per byte accessed per device, three significant digits (``""`` when unknown).
+    intensity: str
+    #: ``(figure, value, meaning)``: model flops, remat, loops, the lower-bound warning.
+    more: tuple[tuple[str, str, str], ...]
+
+
+def cost_section(report: Report) -> CostSection:
+    c = report.cost
+    if c is None:
+        return CostSection(False, False, "", "", "", "", "", ())
+    one = on_one_device(report)
+    if one:
+        flops, accessed = one_device_cost(c)
+        figures = (format_flops(flops), format_float_bytes(accessed), "", "")
+    else:
+        figures = (
+            format_flops(c.flops_per_device),
+            format_float_bytes(c.bytes_accessed_per_device),
+            format_flops(c.flops_global),
+            format_float_bytes(c.bytes_accessed_global),
+        )
+    intensity = (
+        sig3(c.flops_per_device / c.bytes_accessed_per_device)
+        if c.flops_per_device and c.bytes_accessed_per_device
+        else ""
+    )
+    return CostSection(True, one, *figures, intensity, tuple(cost_rows(c)))
+
+
+@dataclass(frozen=True)
+class EstimateSection:
+    """The estimate on the report's target: its rows, notes and the HBM line."""
+
+    title: str
+    target: str
+    bound: str
+    fits: bool | None
+    rows: tuple[EstimateRow, ...]
+    #: ``(kind, text)``: the placement, then the estimate's own notes.
+    notes: tuple[tuple[str, str], ...]
+    peak_bytes: int | None
+    hbm_bytes: int
+    peak: str
+    hbm: str
+    #: ``fits: 6.3 MiB of 16 GiB per device · 16 GiB headroom``.
+    hbm_text: str
+    step: str
+
+
+def estimate_section(report: Report) -> EstimateSection | None:
+    e = report.estimate
+    if e is None:
+        return None
+    return EstimateSection(
+        title=estimate_title(report),
+        target=e.target,
+        bound=e.bound,
+        fits=e.fits,
+        rows=tuple(estimate_rows(e, measured_step(report))),
+        notes=tuple(estimate_notes(report)),
+        peak_bytes=e.peak_bytes,
+        hbm_bytes=e.hbm_bytes,
+        peak=format_bytes(e.peak_bytes) if e.peak_bytes is not None else "",
+        hbm=format_bytes(e.hbm_bytes),
+        hbm_text=hbm_str(e),
+        step=format_seconds(e.step_seconds),
+    )
+
+
+@dataclass(frozen=True)
+class TimingSection:
+    """Wall-clock timing of the run (``measured`` false: compile-only or not timed)."""
+
+    measured: bool
+    ran: bool
+    compile: str
+    first_run: str
+    step: str
+    steps: int
+    samples: tuple[float, ...]
+    #: ``(min …, max …)`` of the samples, ``""`` without samples.
+    spread: str
+    #: ``(process, devices, step, live peak)`` per host of a multi-process run.
+    hosts: tuple[tuple[str, str, str, str], ...]
+    host_spread: str
+    step_seconds: float
+
+
+def timing_section(report: Report) -> TimingSection:
+    t = report.timing
+    hosts = tuple(host_rows(report))
+    if t is None:
+        return TimingSection(False, report.ran, "", "", "", 0, (), "", hosts, "", 0.0)
+    samples = tuple(t.step_samples)
+    spread = (
+        f"min {format_seconds(min(samples))}, max {format_seconds(max(samples))}" if samples else ""
+    )
+    return TimingSection(
+        measured=True,
+        ran=report.ran,
+        compile=format_seconds(t.compile_seconds),
+        first_run=format_seconds(t.first_run_seconds),
+        step=format_seconds(t.step_seconds),
+        steps=t.steps,
+        samples=samples,
+        spread=spread,
+        hosts=hosts,
+        host_spread=host_spread(report) if report.hosts else "",
+        step_seconds=t.step_seconds,
+    )
+
+
+@dataclass(frozen=True)
+class CheckSection:
+    """The check against one device (``word`` is ``not checked`` when none ran)."""
+
+    checked: bool
+    ran: bool
+    word: str
+    matches: bool
+    reference: str
+    max_abs: str
+    max_rel: str
+    tolerance: str
+    rule: str
+
+
+def check_section(report: Report) -> CheckSection:
+    c = report.check
+    if c is None:
+        return CheckSection(False, report.ran, check_word(report), False, "", "", "", "", "")
+    return CheckSection(
+        checked=True,
+        ran=report.ran,
+        word=check_word(report),
+        matches=c.matches,
+        reference=c.reference,
+        max_abs=format_diff(c.max_abs_diff),
+        max_rel=format_diff(c.max_rel_diff),
+        tolerance=format_diff(c.tolerance),
+        rule=c.tolerance_rule or "",
+    )
+
+
+@dataclass(frozen=True)
+class OpRow:
+    """One profiled op: its median, total (median × count) and share of the total."""
+
+    name: str
+    count: int
+    median: str
+    total: str
+    share: float
+    percent: str
+
+
+@dataclass(frozen=True)
+class ProfileSection:
+    count: int
+    illustrative: bool
+    rows: tuple[OpRow, ...]
+    #: Ops past :data:`MAX_OPS`, left out.
+    more: int
+
+
+def profile_section(report: Report) -> ProfileSection | None:
+    profile = report.profile
+    if profile is None:
+        return None
+    ranked = profile_rows(profile)
+    return ProfileSection(
+        count=len(profile),
+        illustrative=any(op.illustrative for op in profile),
+        rows=tuple(
+            OpRow(
+                op.name,
+                op.count,
+                format_seconds(op.seconds),
+                format_seconds(total),
+                share,
+                f"{share * 100:.1f}%",
+            )
+            for op, total, share in ranked[:MAX_OPS]
+        ),  # fmt: skip
+        more=max(0, len(ranked) - MAX_OPS),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# The whole view
+
+
+@dataclass(frozen=True)
+class ReportView:
+    """Every section of a report's views, computed once (:func:`report_view`)."""
+
+    header: HeaderSection
+    findings: FindingsView | None
+    ledger: LedgerSection
+    intermediates: IntermediatesSection
+    memory: MemorySection
+    cost: CostSection
+    estimate: EstimateSection | None
+    timing: TimingSection
+    check: CheckSection
+    profile: ProfileSection | None
+
+
+def report_view(report: Report) -> ReportView:
+    """What every view of ``report`` shows, from the report alone."""
+    return ReportView(
+        header=header_section(report),
+        findings=section_view(report.findings),
+        ledger=ledger_section(report),
+        intermediates=intermediates_section(report),
+        memory=memory_section(report),
+        cost=cost_section(report),
+        estimate=estimate_section(report),
+        timing=timing_section(report),
+        check=check_section(report),
+        profile=profile_section(report),
+    )
