@@ -318,6 +318,29 @@ def placed_for(compiled: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
     return jax.tree.unflatten(treedef, moved)
 
 
+def abstract_placed(compiled: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """The program's arguments as ``ShapeDtypeStruct`` objects, each with the sharding the
+    program was compiled for: what a compile-only retrial needs, holding no array (so no
+    buffer is kept alive, donated twice or read from the wrong call). Arrays jax would move
+    at the call (an uncommitted step counter on the default device) get the program's
+    sharding, as :func:`placed_for` moves them; without the program's shardings each keeps
+    its own, and an uncommitted one none."""
+    leaves, treedef = jax.tree.flatten((args, kwargs))
+    try:
+        wanted: list[Any] = list(jax.tree.leaves(compiled.input_shardings))
+    except Exception:  # no shardings to read: each array's own
+        wanted = []
+    if len(wanted) != len(leaves):
+        wanted = [None] * len(leaves)
+    out = []
+    for x, s in zip(leaves, wanted, strict=True):
+        if isinstance(x, jax.Array | jax.ShapeDtypeStruct):
+            own = x.sharding if getattr(x, "committed", True) else None
+            x = jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=s if s is not None else own)
+        out.append(x)
+    return jax.tree.unflatten(treedef, out)
+
+
 def _copy(x: jax.Array) -> jax.Array:
     return jax.device_put(x, x.sharding, may_alias=False)
 

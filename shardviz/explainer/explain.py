@@ -21,6 +21,7 @@ from shardviz.capture import hlo
 from shardviz.capture.calls import (
     CallPlan,
     Filtered,
+    abstract_placed,
     arrays_only,
     donated_flags,
     equinox_jit,
@@ -221,13 +222,19 @@ def diagnosed(
     live = not report.deviceless and not _is_abstract((args, kwargs))
     facts = facts_for(report, comp.compiler_log, comp.propagated_text, ids, live)
     found = candidates(report, facts)
-    tried = _fix_trier(fn, args, jit_kwargs, kwargs, ids)
+    tried = _fix_trier(fn, args, jit_kwargs, kwargs, ids, comp)
     trial = FixTrial(report.function, ((tuple(found), outcome(report, facts)),), tried)
     return replace(report, findings=untried_findings(trial))
 
 
-def _fix_trier(fn: Any, args: tuple, jit_kwargs: dict, kwargs: dict | None, ids: list[int]):
-    """How a fix is tried: applied to ``fn``/``args``, compiled and read (compile-only)."""
+def _fix_trier(
+    fn: Any, args: tuple, jit_kwargs: dict, kwargs: dict | None, ids: list[int], comp: Compiled
+):
+    """How a fix is tried: applied to ``fn`` and the arguments, compiled and read
+    (compile-only). The arguments are kept abstract, placed as ``comp`` was compiled for
+    them: a kept trial holds none of the caller's arrays, and a program explained again
+    with other arrays of the same shapes tries its fixes the same way."""
+    args, kwargs = abstract_placed(comp.compiled, args, dict(kwargs or {}))
 
     def compile_and_read(new_fn: Any, new_args: tuple) -> tuple[Compiled, Report, Facts]:
         new = compile_program(new_fn, new_args, jit_kwargs, kwargs)
@@ -247,7 +254,7 @@ def _targeted(
     return with_target(
         report,
         lambda c, r: estimated(c, r, target),
-        _fix_trier(fn, args, jit_kwargs, kwargs, ids),
+        _fix_trier(fn, args, jit_kwargs, kwargs, ids, comp),
     )
 
 
