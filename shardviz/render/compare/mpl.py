@@ -1,6 +1,6 @@
 """A :class:`~shardviz.model.Comparison` as a static matplotlib figure, for slides.
 
-The same two panels as :mod:`.compare_plotly`: memory per device stacked by component, and
+The same two panels as :mod:`.plotly`: memory per device stacked by component, and
 bytes moved per step by collective kind. Built on ``matplotlib.figure.Figure`` directly (no
 pyplot, no global state), so it works under any backend, Agg included; matplotlib is
 imported when a figure is asked for.
@@ -12,20 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from shardviz.model.compare import Comparison
-from shardviz.model.units import format_bytes, format_seconds
-from shardviz.render.compare.html import kind_color
-from shardviz.render.compare.view import (
-    byte_ticks,
-    comparison_kinds,
-    estimate_of,
-    fit_word,
-    format_count,
-    kind_moved,
-    memory_chart_top,
-    memory_parts,
-    memory_total,
-    shown_components,
-)
+from shardviz.render.compare.view import ComparisonView, Scale, byte_scale, comparison_view
 
 
 def require_matplotlib() -> Any:
@@ -66,9 +53,13 @@ def mpl_text(value: object) -> str:
 
 def set_byte_axis(ax: Any, top: int) -> None:
     """Linear y ticks in binary units, from 0 to just above ``top``."""
-    ticks = byte_ticks(top)
-    ax.set_yticks(ticks, ["0" if v == 0 else format_bytes(v) for v in ticks])
-    ax.set_ylim(0, ticks[-1] * 1.08)
+    set_scale(ax, byte_scale(top))
+
+
+def set_scale(ax: Any, scale: Scale) -> None:
+    """Linear y ticks at a byte scale's ticks, labelled, up to just above the last."""
+    ax.set_yticks(list(scale.ticks), list(scale.labels))
+    ax.set_ylim(0, scale.ticks[-1] * 1.08)
 
 
 def _style(ax: Any) -> None:
@@ -78,44 +69,45 @@ def _style(ax: Any) -> None:
     ax.tick_params(axis="both", labelsize=9)
 
 
-def _names(c: Comparison) -> list[str]:
+def _names(view: ComparisonView) -> list[str]:
     """Bar labels: the strategy, and its target on a second line when targets differ."""
-    return [mpl_text(x.replace(" @ ", "\n@ ")) for x in c.labels]
+    return [mpl_text(s.label.replace(" @ ", "\n@ ")) for s in view.strategies]
 
 
-def _estimates(ax: Any, c: Comparison, xs: list[int], y_top: float) -> None:
+def _estimates(ax: Any, view: ComparisonView, xs: list[int], y_top: float) -> None:
     """Each estimate over its memory bar (``gid="estimate"``), and its target's HBM per device
     as a dashed line over the bar (``gid="hbm"``), or, far above the bars, a note at the top
     of the panel (``gid="hbm-off"``)."""
-    for x, r in zip(xs, c.results, strict=True):
-        e = estimate_of(r)
+    for x, s in zip(xs, view.strategies, strict=True):
+        e = s.estimate
         if e is None:
             continue
-        word = fit_word(r)
         ax.annotate(
-            f"est. ≥ {format_seconds(e.step_seconds)}\n{word}",
-            (x, memory_total(r.memory)),
+            f"est. {e.at_least}\n{e.fit_word}",
+            (x, s.memory_total),
             xytext=(0, 14),
             textcoords="offset points",
             ha="center",
             va="bottom",
             fontsize=6.5,
-            color="#a40e26" if word == "does not fit" else "#0550ae",
+            color="#a40e26" if e.fit_word == "does not fit" else "#0550ae",
             gid="estimate",
         )
         if e.hbm_bytes <= y_top:
             ax.hlines(e.hbm_bytes, x - 0.42, x + 0.42, colors="#cf222e", linestyles="dashed",
                       linewidth=1.5, gid="hbm")  # fmt: skip
         else:
-            ax.text(x, y_top, f"HBM ↑\n{format_bytes(e.hbm_bytes)}", ha="center", va="top",
+            ax.text(x, y_top, f"HBM ↑\n{e.hbm_str}", ha="center", va="top",
                     fontsize=6.5, color="#cf222e", gid="hbm-off")  # fmt: skip
 
 
-def comparison_mpl(c: Comparison, *, figsize: Sequence[float] = (12.0, 4.6)) -> Any:
+def comparison_mpl(
+    c: Comparison | ComparisonView, *, figsize: Sequence[float] = (12.0, 4.6)
+) -> Any:
     """Memory per device and bytes moved per step for each strategy, as a matplotlib figure.
 
     Args:
-        c: the comparison (live or hand-built).
+        c: the comparison (live or hand-built), or its view (:func:`comparison_view`).
         figsize: the figure size in inches.
 
     Returns:
@@ -128,36 +120,30 @@ def comparison_mpl(c: Comparison, *, figsize: Sequence[float] = (12.0, 4.6)) -> 
         with ``fig.savefig("compare.png", dpi=200)``.
     """
     Figure = require_matplotlib()
+    view = c if isinstance(c, ComparisonView) else comparison_view(c)
     fig = Figure(figsize=tuple(figsize), layout="constrained")
     ax_mem, ax_moved = fig.subplots(1, 2)
-    names = _names(c)
-    xs = list(range(len(c.results)))
-    _memory_panel(ax_mem, c, names, xs)
-    _moved_panel(ax_moved, c, names, xs)
-    n = len(c.results)
-    fig.suptitle(
-        f"{mpl_text(c.model)} · {format_count(c.num_params)} parameters · "
-        f"{mpl_text(c.param_dtype)} · {n} strateg{'ies' if n != 1 else 'y'}",
-        x=0.01,
-        ha="left",
-        fontsize=12,
-    )
+    names = _names(view)
+    xs = list(range(len(view.strategies)))
+    _memory_panel(ax_mem, view, names, xs)
+    _moved_panel(ax_moved, view, names, xs)
+    fig.suptitle(mpl_text(view.title), x=0.01, ha="left", fontsize=12)
     return displayable(fig)
 
 
-def _memory_panel(ax: Any, c: Comparison, names: list[str], xs: list[int]) -> None:
+def _memory_panel(ax: Any, view: ComparisonView, names: list[str], xs: list[int]) -> None:
     """Stacked bars of memory per device by component, the peak written over each bar, and
     the estimates (with room made for them above the bars)."""
-    bottoms = [0] * len(c.results)
-    for comp in shown_components(c):
-        heights = [dict(memory_parts(r.memory))[comp] for r in c.results]
+    bottoms = [0] * len(view.strategies)
+    for i, comp in enumerate(view.components):
+        heights = [s.memory[i].bytes for s in view.strategies]
         ax.bar(xs, heights, 0.6, bottom=bottoms, color=comp.color, label=comp.label,
                edgecolor="white", linewidth=0.6)  # fmt: skip
         bottoms = [b + h for b, h in zip(bottoms, heights, strict=True)]
-    for x, r in zip(xs, c.results, strict=True):
+    for x, s in zip(xs, view.strategies, strict=True):
         ax.annotate(
-            format_bytes(r.memory.peak),
-            (x, memory_total(r.memory)),
+            s.peak_str,
+            (x, s.memory_total),
             xytext=(0, 3),
             textcoords="offset points",
             ha="center",
@@ -166,11 +152,11 @@ def _memory_panel(ax: Any, c: Comparison, names: list[str], xs: list[int]) -> No
             gid="peak",
         )
     ax.set_xticks(xs, names)
-    set_byte_axis(ax, memory_chart_top(c))
-    if any(estimate_of(r) is not None for r in c.results):
+    set_scale(ax, view.memory_scale)
+    if view.has_estimates:
         bottom, top = ax.get_ylim()
         ax.set_ylim(bottom, top * 1.25)  # room for the estimates over the bars
-        _estimates(ax, c, xs, top * 1.25)
+        _estimates(ax, view, xs, top * 1.25)
     ax.set_ylabel("bytes per device")
     ax.set_title("Memory per device by component, peak on top", fontsize=11)
     _style(ax)
@@ -178,17 +164,16 @@ def _memory_panel(ax: Any, c: Comparison, names: list[str], xs: list[int]) -> No
               reverse=True)  # fmt: skip
 
 
-def _moved_panel(ax: Any, c: Comparison, names: list[str], xs: list[int]) -> None:
+def _moved_panel(ax: Any, view: ComparisonView, names: list[str], xs: list[int]) -> None:
     """Grouped bars of bytes moved per device per step, one per strategy and kind."""
-    kinds = comparison_kinds(c)
+    kinds = view.kinds
     width = 0.8 / max(1, len(kinds))
     for j, kind in enumerate(kinds):
         offs = [x - 0.4 + (j + 0.5) * width for x in xs]
-        heights = [kind_moved(r, kind) for r in c.results]
-        ax.bar(offs, heights, width * 0.92, color=kind_color(kind), label=mpl_text(kind))
-    top_moved = max((kind_moved(r, k) for r in c.results for k in kinds), default=1)
+        heights = [s.by_kind[j].moved for s in view.strategies]
+        ax.bar(offs, heights, width * 0.92, color=kind.color, label=mpl_text(kind.label))
     ax.set_xticks(xs, names)
-    set_byte_axis(ax, top_moved)
+    set_scale(ax, view.kinds_scale)
     ax.set_ylabel("bytes moved per device")
     ax.set_title("Bytes moved per step, by kind", fontsize=11)
     _style(ax)

@@ -13,26 +13,14 @@ import html
 from typing import Any
 
 from shardviz.model.compare import Comparison
-from shardviz.model.units import format_bytes, format_seconds
-from shardviz.render.compare.html import kind_color
 from shardviz.render.compare.view import (
-    axes_color,
-    axes_count,
-    axes_label,
-    axes_moved,
-    byte_ticks,
-    comparison_axes,
-    comparison_kinds,
-    estimate_of,
-    fit_word,
-    format_count,
-    kind_count,
-    kind_moved,
-    kind_rows,
-    memory_chart_top,
-    memory_parts,
-    memory_total,
-    shown_components,
+    ComparisonView,
+    Scale,
+    Series,
+    StrategyView,
+    Traffic,
+    byte_scale,
+    comparison_view,
 )
 
 
@@ -57,39 +45,43 @@ def plotly_text(value: object) -> str:
 
 def byte_axis(top: int) -> dict[str, Any]:
     """Linear y-axis settings with ticks in binary units (``0``, ``2 MiB``, ``4 MiB``…)."""
-    ticks = byte_ticks(top)
+    return scale_axis(byte_scale(top))
+
+
+def scale_axis(scale: Scale) -> dict[str, Any]:
+    """Linear y-axis settings with a byte scale's ticks and labels."""
     return {
         "tickmode": "array",
-        "tickvals": ticks,
-        "ticktext": ["0" if v == 0 else format_bytes(v) for v in ticks],
-        "range": [0, ticks[-1] * 1.08],
+        "tickvals": list(scale.ticks),
+        "ticktext": list(scale.labels),
+        "range": [0, scale.ticks[-1] * 1.08],
         "rangemode": "tozero",
     }
 
 
-def _estimates(fig: Any, c: Comparison, names: list[str], y_top: float) -> None:
+def _estimates(fig: Any, view: ComparisonView, y_top: float) -> None:
     """Each estimate over its memory bar, and its target's HBM per device as a dashed line."""
-    for i, (r, name) in enumerate(zip(c.results, names, strict=True)):
-        e = estimate_of(r)
+    for i, s in enumerate(view.strategies):
+        e = s.estimate
         if e is None:
             continue
-        word = fit_word(r)
+        name = plotly_text(s.label)
         fig.add_annotation(
             x=name,
-            y=memory_total(r.memory),
-            text=f"est. ≥ {format_seconds(e.step_seconds)}<br>{word}",
+            y=s.memory_total,
+            text=f"est. {e.at_least}<br>{e.fit_word}",
             hovertext=plotly_text(
-                f"estimated on {e.target} (a lower bound, not a measurement): step ≥ "
-                f"{format_seconds(e.step_seconds)}, {e.bound}-bound; {e.fit_text}"
+                f"estimated on {e.target} (a lower bound, not a measurement): step "
+                f"{e.at_least}, {e.bound}-bound; {e.fit_text}"
             ),
             name="estimate",
             showarrow=False,
             yshift=30,
-            font={"size": 9, "color": "#a40e26" if word == "does not fit" else "#0550ae"},
+            font={"size": 9, "color": "#a40e26" if e.fit_word == "does not fit" else "#0550ae"},
             xref="x",
             yref="y",
         )
-        tip = f"HBM per device on {plotly_text(e.target)}: {format_bytes(e.hbm_bytes, exact=True)}"
+        tip = f"HBM per device on {plotly_text(e.target)}: {e.hbm_exact}"
         if e.hbm_bytes <= y_top:
             fig.add_shape(
                 type="line",
@@ -101,14 +93,14 @@ def _estimates(fig: Any, c: Comparison, names: list[str], y_top: float) -> None:
                 xref="x",
                 yref="y",
                 line={"color": "#cf222e", "width": 2, "dash": "dash"},
-                label={"text": f"HBM {format_bytes(e.hbm_bytes)}", "font": {"size": 9},
+                label={"text": f"HBM {e.hbm_str}", "font": {"size": 9},
                        "textposition": "end"},
             )  # fmt: skip
         else:
             fig.add_annotation(
                 x=name,
                 y=y_top,
-                text=f"HBM ↑<br>{format_bytes(e.hbm_bytes)}",
+                text=f"HBM ↑<br>{e.hbm_str}",
                 hovertext=tip + " (above this scale)",
                 name="hbm",
                 showarrow=False,
@@ -119,11 +111,11 @@ def _estimates(fig: Any, c: Comparison, names: list[str], y_top: float) -> None:
             )
 
 
-def comparison_figure(c: Comparison) -> Any:
+def comparison_figure(c: Comparison | ComparisonView) -> Any:
     """Memory per device and bytes moved per step for each strategy, as a plotly figure.
 
     Args:
-        c: the comparison (live or hand-built).
+        c: the comparison (live or hand-built), or its view (:func:`comparison_view`).
 
     Returns:
         A ``plotly.graph_objects.Figure`` with three subplots: on the top left one stacked
@@ -140,8 +132,8 @@ def comparison_figure(c: Comparison) -> Any:
         bars are labelled ``fsdp @ TPU v5e 2x4``.
     """
     go, make_subplots = require_plotly()
-    names = [plotly_text(x) for x in c.labels]
-    kinds = comparison_kinds(c)
+    view = c if isinstance(c, ComparisonView) else comparison_view(c)
+    names = [plotly_text(s.label) for s in view.strategies]
     fig = make_subplots(
         rows=2,
         cols=2,
@@ -155,49 +147,41 @@ def comparison_figure(c: Comparison) -> Any:
             "Bytes moved per step, by mesh axes: which axis carries the traffic",
         ),
     )
-    for bar in _memory_bars(go, c, names):
+    for bar in _memory_bars(go, view, names):
         fig.add_trace(bar, row=1, col=1)
-    for bar in _moved_bars(go, c, names, kinds):
-        fig.add_trace(bar, row=1, col=2)
-    all_axes = comparison_axes(c)
-    for bar in _axes_bars(go, c, names, all_axes):
-        fig.add_trace(bar, row=2, col=1)
-    top_mem = memory_chart_top(c)
-    top_moved = max((kind_moved(r, k) for r in c.results for k in kinds), default=1)
-    top_axes = max((axes_moved(r, a) for r in c.results for a in all_axes), default=1)
-    _peak_labels(fig, c, names)
-    mem_axis = byte_axis(top_mem)
-    if any(estimate_of(r) is not None for r in c.results):
+    for j, kind in enumerate(view.kinds):
+        fig.add_trace(_kind_bar(go, view, names, kind, j), row=1, col=2)
+    for j, axes in enumerate(view.axes):
+        fig.add_trace(_axes_bar(go, view, names, axes, j), row=2, col=1)
+    _peak_labels(fig, view, names)
+    mem_axis = scale_axis(view.memory_scale)
+    if view.has_estimates:
         mem_axis["range"][1] *= 1.3  # room for the estimates over the bars
-        _estimates(fig, c, names, mem_axis["range"][1])
+        _estimates(fig, view, mem_axis["range"][1])
     fig.update_yaxes(mem_axis, title_text="bytes per device", row=1, col=1)
-    fig.update_yaxes(byte_axis(top_moved), title_text="bytes moved per device", row=1, col=2)
-    fig.update_yaxes(byte_axis(top_axes), title_text="bytes moved per device", row=2, col=1)
+    fig.update_yaxes(scale_axis(view.kinds_scale), title_text="bytes moved per device", row=1,
+                     col=2)  # fmt: skip
+    fig.update_yaxes(scale_axis(view.axes_scale), title_text="bytes moved per device", row=2,
+                     col=1)  # fmt: skip
     fig.update_xaxes(type="category")
-    _lay_out(fig, c)
+    _lay_out(fig, view)
     return fig
 
 
-def _memory_bars(go: Any, c: Comparison, names: list[str]) -> list[Any]:
+def _memory_bars(go: Any, view: ComparisonView, names: list[str]) -> list[Any]:
     """One bar trace per memory component, stacked in offset group ``memory``."""
     bars = []
-    for comp in shown_components(c):
-        ys, hover = [], []
-        for r in c.results:
-            b = dict(memory_parts(r.memory))[comp]
-            ys.append(b)
-            hover.append(
-                [
-                    plotly_text(r.strategy),
-                    format_bytes(b, exact=True),
-                    format_bytes(r.memory.peak, exact=True),
-                ]
-            )
+    for i, comp in enumerate(view.components):
+        parts = [s.memory[i] for s in view.strategies]
+        hover = [
+            [plotly_text(s.strategy), p.exact, s.peak_exact]
+            for s, p in zip(view.strategies, parts, strict=True)
+        ]
         bars.append(
             go.Bar(
                 name=comp.label,
                 x=names,
-                y=ys,
+                y=[p.bytes for p in parts],
                 marker={"color": comp.color, "line": {"color": "#ffffff", "width": 0.5}},
                 offsetgroup="memory",
                 legend="legend",
@@ -211,104 +195,68 @@ def _memory_bars(go: Any, c: Comparison, names: list[str]) -> list[Any]:
     return bars
 
 
-def _moved_bars(go: Any, c: Comparison, names: list[str], kinds: list[str]) -> list[Any]:
-    """One bar trace per collective kind, each its own offset group (side by side), with the
-    split by mesh axes in the hover text."""
-    bars = []
-    for kind in kinds:
-        ys, hover = [], []
-        for r in c.results:
-            b = kind_moved(r, kind)
-            n = kind_count(r, kind)
-            rows = {kr.kind: kr for kr in kind_rows(r)}
-            axes = (
-                "<br>".join(
-                    f"{plotly_text(axes_label(a))}: ×{k} · {format_bytes(m)}"
-                    for a, k, m in rows[kind].by_axes
-                )
-                if kind in rows
-                else "none"
-            )
-            ys.append(b)
-            hover.append(
-                [
-                    plotly_text(r.strategy),
-                    plotly_text(kind),
-                    str(n),
-                    format_bytes(b, exact=True),
-                    axes,
-                ]  # fmt: skip
-            )
-        bars.append(
-            go.Bar(
-                name=plotly_text(kind),
-                x=names,
-                y=ys,
-                marker={"color": kind_color(kind)},
-                offsetgroup=kind,
-                legend="legend2",
-                customdata=hover,
-                hovertemplate=(
-                    "<b>%{customdata[0]}</b> · %{customdata[1]}<br>%{customdata[2]} per step · "
-                    "moved %{customdata[3]}<br>by mesh axes:<br>%{customdata[4]}<extra></extra>"
-                ),
-            )
-        )
-    return bars
+def _hover(s: StrategyView, label: str, t: Traffic, split: list[str]) -> list[str]:
+    """A transfer bar's hover data: the strategy, the series, the count, the exact bytes and
+    the other split (``none`` when empty)."""
+    return [plotly_text(s.strategy), label, str(t.count), t.moved_exact,
+            "<br>".join(split) or "none"]  # fmt: skip
 
 
-def _axes_bars(
-    go: Any, c: Comparison, names: list[str], all_axes: list[tuple[str, ...]]
-) -> list[Any]:
-    """One bar trace per tuple of mesh axes (the lower panel), each its own offset group,
-    with the split by kind in the hover text."""
-    bars = []
-    for axes in all_axes:
-        label = plotly_text(axes_label(axes))
-        ys, hover = [], []
-        for r in c.results:
-            kinds = [
-                f"{plotly_text(kr.kind)}: ×{n} · {format_bytes(m)}"
-                for kr in kind_rows(r)
-                for a, n, m in kr.by_axes
-                if a == axes
-            ]
-            ys.append(axes_moved(r, axes))
-            hover.append(
-                [
-                    plotly_text(r.strategy),
-                    label,
-                    str(axes_count(r, axes)),
-                    format_bytes(axes_moved(r, axes), exact=True),
-                    "<br>".join(kinds) or "none",
-                ]
-            )
-        bars.append(
-            go.Bar(
-                name=label,
-                x=names,
-                y=ys,
-                marker={"color": axes_color(c, axes)},
-                offsetgroup=f"axes {label}",
-                legend="legend3",
-                customdata=hover,
-                hovertemplate=(
-                    "<b>%{customdata[0]}</b> · over %{customdata[1]}<br>%{customdata[2]} per "
-                    "step · moved %{customdata[3]}<br>by kind:<br>%{customdata[4]}<extra></extra>"
-                ),
-            )
-        )
-    return bars
+def _kind_bar(go: Any, view: ComparisonView, names: list[str], kind: Series, j: int) -> Any:
+    """The bar trace of one collective kind (its own offset group, side by side with the
+    others), with the split by mesh axes in the hover text."""
+    hover = []
+    for s in view.strategies:
+        t = s.by_kind[j]
+        split = [f"{plotly_text(x.axes_label)}: ×{x.count} · {x.moved_str}" for x in s.split(t)]
+        hover.append(_hover(s, plotly_text(kind.label), t, split))
+    return go.Bar(
+        name=plotly_text(kind.label),
+        x=names,
+        y=[s.by_kind[j].moved for s in view.strategies],
+        marker={"color": kind.color},
+        offsetgroup=kind.key,
+        legend="legend2",
+        customdata=hover,
+        hovertemplate=(
+            "<b>%{customdata[0]}</b> · %{customdata[1]}<br>%{customdata[2]} per step · "
+            "moved %{customdata[3]}<br>by mesh axes:<br>%{customdata[4]}<extra></extra>"
+        ),
+    )
 
 
-def _peak_labels(fig: Any, c: Comparison, names: list[str]) -> None:
+def _axes_bar(go: Any, view: ComparisonView, names: list[str], axes: Series, j: int) -> Any:
+    """The bar trace of one tuple of mesh axes (the lower panel), its own offset group, with
+    the split by kind in the hover text."""
+    label = plotly_text(axes.label)
+    hover = []
+    for s in view.strategies:
+        t = s.by_axes[j]
+        split = [f"{plotly_text(x.kind)}: ×{x.count} · {x.moved_str}" for x in s.split(t)]
+        hover.append(_hover(s, label, t, split))
+    return go.Bar(
+        name=label,
+        x=names,
+        y=[s.by_axes[j].moved for s in view.strategies],
+        marker={"color": axes.color},
+        offsetgroup=f"axes {label}",
+        legend="legend3",
+        customdata=hover,
+        hovertemplate=(
+            "<b>%{customdata[0]}</b> · over %{customdata[1]}<br>%{customdata[2]} per "
+            "step · moved %{customdata[3]}<br>by kind:<br>%{customdata[4]}<extra></extra>"
+        ),
+    )
+
+
+def _peak_labels(fig: Any, view: ComparisonView, names: list[str]) -> None:
     """Each strategy's peak written over its memory bar (annotations named ``peak``)."""
-    for r, name in zip(c.results, names, strict=True):
+    for s, name in zip(view.strategies, names, strict=True):
         fig.add_annotation(
             x=name,
-            y=memory_total(r.memory),
-            text=format_bytes(r.memory.peak),
-            hovertext=f"peak {format_bytes(r.memory.peak, exact=True)}",
+            y=s.memory_total,
+            text=s.peak_str,
+            hovertext=f"peak {s.peak_exact}",
             name="peak",
             showarrow=False,
             yshift=10,
@@ -318,9 +266,8 @@ def _peak_labels(fig: Any, c: Comparison, names: list[str]) -> None:
         )
 
 
-def _lay_out(fig: Any, c: Comparison) -> None:
+def _lay_out(fig: Any, view: ComparisonView) -> None:
     """The title, the bar spacing and each panel's legend to its right."""
-    n = len(c.results)
     fig.update_layout(
         barmode="stack",
         bargap=0.3,
@@ -328,13 +275,7 @@ def _lay_out(fig: Any, c: Comparison) -> None:
         template="plotly_white",
         height=760,
         margin={"t": 90, "b": 50, "l": 70, "r": 150},
-        title={
-            "text": (
-                f"{plotly_text(c.model)} · {format_count(c.num_params)} parameters · "
-                f"{plotly_text(c.param_dtype)} · {n} strateg{'ies' if n != 1 else 'y'}"
-            ),
-            "x": 0.01,
-        },
+        title={"text": plotly_text(view.title), "x": 0.01},
         # Each panel's legend to its right: the first in the gap between the panels.
         legend={"x": 0.37, "y": 1.0, "xanchor": "left", "yanchor": "top",
                 "title": {"text": "memory"}, "traceorder": "reversed"},

@@ -1,9 +1,10 @@
-"""The facts of a :class:`~shardviz.model.Comparison` that every comparison view shows.
+"""The words and figures of a :class:`~shardviz.model.Comparison`, computed once for every view.
 
 Memory by component, collectives by kind and by mesh axes, the step time, the loss check,
-estimates on targets and byte ticks for charts: :mod:`.compare_text`, :mod:`.compare_html`,
-:mod:`.compare_plotly` and :mod:`.compare_mpl` read them here, so every view shows the same
-numbers.
+estimates on targets and byte ticks for charts. :func:`comparison_view` gathers them into one
+:class:`ComparisonView` (a :class:`StrategyView` per result); :mod:`.text`, :mod:`.html`,
+:mod:`.plotly` and :mod:`.mpl` read that view, so every view shows the same numbers. The
+functions it is built from stay public so tests can check each fact on its own.
 """
 
 from __future__ import annotations
@@ -15,9 +16,17 @@ from dataclasses import dataclass
 from shardviz.model.compare import Comparison, MemoryBreakdown, StrategyResult
 from shardviz.model.estimate import Estimate
 from shardviz.model.mesh import MeshLayout
-from shardviz.model.program import COLLECTIVE_KINDS
+from shardviz.model.program import COLLECTIVE_KINDS, Report
+from shardviz.model.schedule import Schedule
 from shardviz.model.units import format_bytes, format_seconds, sig3
-from shardviz.render.report.view import ESTIMATE_WORDS, format_mfu, headroom_str
+from shardviz.render.colors import KIND_COLORS, OTHER_KIND
+from shardviz.render.geometry import mesh_summary
+from shardviz.render.report.view import (
+    ESTIMATE_WORDS,
+    estimate_seconds_str,
+    format_mfu,
+    headroom_str,
+)
 from shardviz.render.schedule.text import short_how
 
 # --------------------------------------------------------------------------------------------
@@ -183,6 +192,11 @@ def axes_color(c: Comparison, axes: tuple[str, ...]) -> str:
     named = [a for a in comparison_axes(c) if a]
     i = named.index(axes) if axes in named else len(named)
     return AXES_COLORS[i % len(AXES_COLORS)]
+
+
+def kind_color(kind: str) -> str:
+    """The bar colour of a collective kind (the report view's colour for it)."""
+    return KIND_COLORS.get(kind, OTHER_KIND)[0]
 
 
 def axes_moved(r: StrategyResult, axes: tuple[str, ...]) -> int:
@@ -468,6 +482,28 @@ def byte_ticks(top: int, most: int = 6) -> list[int]:
     return [i * step_bytes for i in range(n + 1)]
 
 
+def tick_label(v: int) -> str:
+    """A byte tick as charts label it: ``0``, ``2 MiB``."""
+    return "0" if v == 0 else format_bytes(v)
+
+
+@dataclass(frozen=True)
+class Scale:
+    """A chart's byte scale: the tallest value it must hold, its ticks and their labels."""
+
+    top: int
+    ticks: tuple[int, ...]
+    labels: tuple[str, ...]
+    #: The last tick (at least 1): the bytes at the chart's edge.
+    end: int
+
+
+def byte_scale(top: int) -> Scale:
+    """The scale of a chart whose tallest value is ``top`` bytes (:func:`byte_ticks`)."""
+    ticks = tuple(byte_ticks(top))
+    return Scale(top, ticks, tuple(tick_label(v) for v in ticks), ticks[-1] or 1)
+
+
 def finding_lines(c: Comparison) -> list[tuple[str, str]]:
     """``(strategy label, "severity · kind · title")`` for every finding of every strategy's
     report (what :func:`shardviz.diagnose` says about it; nothing for undiagnosed reports)."""
@@ -491,4 +527,415 @@ def schedule_line(r: StrategyResult) -> str:
         f"pipeline: {short_how(s)} · {s.stages} stages x {s.microbatches} microbatches · bubble "
         f"{s.schedule_bubble_fraction:.1%} of the schedule (theory (S-1)/(M+S-1) "
         f"{s.theory_bubble_fraction:.1%}){measured}"
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# The view: every word and figure above, computed once per comparison and read by the text,
+# the HTML, the plotly and the matplotlib views.
+
+
+@dataclass(frozen=True)
+class PartView:
+    """One component of a strategy's memory: its bytes, short and exact."""
+
+    component: Component
+    bytes: int
+    text: str  # ``3 MiB``
+    exact: str  # ``3 MiB (3,145,728 B)``
+
+
+@dataclass(frozen=True)
+class CollectiveRow:
+    """A strategy's collectives of one kind over one tuple of mesh axes (a row of its table)."""
+
+    kind: str
+    axes: tuple[str, ...]
+    axes_label: str
+    count: int
+    in_bytes: int
+    in_str: str
+    moved: int
+    moved_str: str
+    cross: int
+    #: Bytes across hosts, or ``—`` on a mesh within one host.
+    cross_str: str
+
+
+@dataclass(frozen=True)
+class Traffic:
+    """A strategy's collectives of one kind, or over one tuple of mesh axes: a bar of a
+    transfer chart, a cell of the by-axes table. ``rows`` is the other split (by axes for a
+    kind, by kind for axes): places in :attr:`StrategyView.rows`, read with
+    :meth:`StrategyView.split`."""
+
+    label: str
+    count: int
+    moved: int
+    moved_str: str
+    moved_exact: str
+    cross: int
+    #: Bytes across hosts, or ``—`` on a mesh within one host.
+    cross_str: str
+    rows: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Series:
+    """A collective kind, or a tuple of mesh axes, some strategy moves bytes by: one bar per
+    strategy on a transfer chart. ``key`` is its data attribute's value (``all-reduce``,
+    ``data,model``; ``""``: no axis)."""
+
+    key: str
+    label: str
+    color: str
+    axes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class EstimateView:
+    """A strategy's estimate on its target, as every view words it."""
+
+    target: str
+    step_seconds: float
+    step_str: str  # ``144 µs``
+    at_least: str  # ``≥ 144 µs``
+    bound: str
+    mfu_str: str
+    compute_str: str
+    memory_str: str
+    collectives_str: str
+    fits: bool | None
+    fit_word: str  # fits / does not fit / unknown
+    fit_text: str  # ``fits: 6.3 MiB of 16 GiB``
+    fit_figures: str  # ``6.3 MiB of 16 GiB``
+    #: :func:`estimate_line`: the whole estimate in one line.
+    line: str
+    hbm_bytes: int
+    hbm_str: str
+    hbm_exact: str
+
+
+@dataclass(frozen=True)
+class StrategyView:
+    """One strategy's words and figures: its rows, bars, cards and lines in every view."""
+
+    strategy: str
+    label: str  # ``fsdp``, or ``fsdp @ TPU v5e 2x4`` across targets
+    heading: str  # the label, and the title when it differs from the strategy
+    title: str
+    description: str
+    target_name: str | None  # ``v5e:2x4`` (the data attribute), ``None`` without a target
+    target_label: str  # ``TPU v5e 2x4``, or ``""``
+    mesh: str
+    #: Whether its mesh spans several hosts.
+    hosts: bool
+    #: The shown components (:attr:`ComparisonView.components`), in stacking order.
+    memory: tuple[PartView, ...]
+    memory_total: int
+    peak: int
+    peak_str: str
+    peak_exact: str
+    temp: int
+    temp_str: str
+    temp_line: str
+    #: The temp is smaller than the gradients (the views then say what it holds).
+    temp_below_grads: bool
+    reconciled: bool
+    reconciled_str: str
+    reconcile_line: str
+    arguments_leaves: str  # ``1,234 B``
+    arguments_compiler: str
+    count: int
+    moved: int
+    moved_str: str
+    cross: int
+    cross_str: str
+    #: By kind, then axes (each strategy's table and cards).
+    rows: tuple[CollectiveRow, ...]
+    #: One per :attr:`ComparisonView.kinds`, in its order.
+    by_kind: tuple[Traffic, ...]
+    #: One per :attr:`ComparisonView.axes`, in its order.
+    by_axes: tuple[Traffic, ...]
+    #: The tuples of axes this strategy's collectives run over, in order of first appearance.
+    axes_used: tuple[Traffic, ...]
+    step_seconds: float | None
+    step_str: str
+    loss_word: str
+    loss_str: str
+    estimate: EstimateView | None
+    schedule: Schedule | None
+    schedule_line: str
+    notes: tuple[str, ...]
+    report: Report
+    #: What the collapsed full report is captioned with: title, description, "the full report".
+    report_caption: str
+
+    def split(self, t: Traffic) -> tuple[CollectiveRow, ...]:
+        """The rows a cell of :attr:`by_kind`, :attr:`by_axes` or :attr:`axes_used` splits
+        into, in the order of :attr:`rows`."""
+        return tuple(self.rows[i] for i in t.rows)
+
+
+@dataclass(frozen=True)
+class TargetGroup:
+    """The strategies estimated on one target (its full label), by their place in
+    :attr:`ComparisonView.strategies` (so a view holds each strategy's words once)."""
+
+    target: str
+    indices: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class ComparisonView:
+    """What every view of a :class:`Comparison` shows, computed once (:func:`comparison_view`)."""
+
+    model: str
+    params: str  # ``786,432``
+    params_short: str  # ``786K``
+    dtype: str
+    strategies_word: str  # ``3 strategies``
+    header: str  # the text view's header line
+    title: str  # the charts' title
+    #: ``every strategy on …``; ``None`` when the strategies' meshes differ.
+    mesh_line: str | None
+    bytes_note: str
+    estimate_header: tuple[str, ...]
+    has_estimates: bool
+    #: Some strategy's mesh spans several hosts (the views then add what crosses hosts).
+    multi_host: bool
+    #: The results are on several targets (labelled by it).
+    by_target: bool
+    components: tuple[Component, ...]
+    kinds: tuple[Series, ...]
+    axes: tuple[Series, ...]
+    strategies: tuple[StrategyView, ...]
+    target_groups: tuple[TargetGroup, ...]
+    #: Labels of the strategies without an estimate (when some have one).
+    no_estimate: tuple[str, ...]
+    memory_scale: Scale
+    kinds_scale: Scale
+    axes_scale: Scale
+    hbm_lines: tuple[int, ...]
+    #: Some target's HBM is above the memory scale's last tick.
+    hbm_off_scale: bool
+    slowest_step: float
+    slowest_estimate: float
+    notes: tuple[str, ...]
+    #: ``(strategy label, "severity · kind · title")`` per finding.
+    findings: tuple[tuple[str, str], ...]
+
+    def members(self, group: TargetGroup) -> tuple[StrategyView, ...]:
+        """The strategies of one of :attr:`target_groups`, in their order."""
+        return tuple(self.strategies[i] for i in group.indices)
+
+
+def part_view(component: Component, n: int) -> PartView:
+    """A component's ``n`` bytes, short and exact."""
+    return PartView(component, n, format_bytes(n), format_bytes(n, exact=True))
+
+
+def collective_rows(r: StrategyResult) -> tuple[CollectiveRow, ...]:
+    """The strategy's collectives by kind (:func:`kind_rows`), each split by mesh axes."""
+    rows = []
+    for kr in kind_rows(r):
+        for axes, count, moved in kr.by_axes:
+            same = [s for s in r.collectives if s.kind == kr.kind and tuple(s.axes) == axes]
+            ins = sum(s.in_bytes for s in same)
+            cross = sum(s.cross_host_bytes for s in same)
+            rows.append(
+                CollectiveRow(kr.kind, axes, axes_label(axes), count, ins, format_bytes(ins),
+                              moved, format_bytes(moved), cross, cross_str(r, cross))
+            )  # fmt: skip
+    return tuple(rows)
+
+
+def traffic(
+    r: StrategyResult, label: str, count: int, moved: int, cross: int, rows: Sequence[int]
+) -> Traffic:
+    """A :class:`Traffic` cell of the strategy with its words (``rows``: places in its rows)."""
+    return Traffic(label, count, moved, format_bytes(moved), format_bytes(moved, exact=True),
+                   cross, cross_str(r, cross), tuple(rows))  # fmt: skip
+
+
+def kind_traffic(r: StrategyResult, kind: str, rows: Sequence[CollectiveRow]) -> Traffic:
+    """The strategy's collectives of ``kind``, split by mesh axes (``rows``: the strategy's)."""
+    cross = sum(s.cross_host_bytes for s in r.collectives if s.kind == kind)
+    split = [i for i, x in enumerate(rows) if x.kind == kind]
+    return traffic(r, kind, kind_count(r, kind), kind_moved(r, kind), cross, split)
+
+
+def axes_traffic(
+    r: StrategyResult, axes: tuple[str, ...], rows: Sequence[CollectiveRow]
+) -> Traffic:
+    """The strategy's collectives over exactly ``axes``, split by kind (``rows``: the
+    strategy's)."""
+    split = [i for i, x in enumerate(rows) if x.axes == axes]
+    count, moved, cross = axes_count(r, axes), axes_moved(r, axes), axes_cross(r, axes)
+    return traffic(r, axes_label(axes), count, moved, cross, split)
+
+
+def estimate_view(r: StrategyResult) -> EstimateView | None:
+    """The words of the strategy's estimate, or ``None`` without one."""
+    e = estimate_of(r)
+    if e is None:
+        return None
+    return EstimateView(
+        target=e.target,
+        step_seconds=e.step_seconds,
+        step_str=format_seconds(e.step_seconds),
+        at_least=est_step_str(r),
+        bound=e.bound,
+        mfu_str=format_mfu(e.mfu),
+        compute_str=estimate_seconds_str(e.compute_seconds),
+        memory_str=estimate_seconds_str(e.memory_seconds),
+        collectives_str=format_seconds(e.collective_seconds),
+        fits=e.fits,
+        fit_word=fit_word(r),
+        fit_text=hbm_fit_str(r),
+        fit_figures=hbm_fit_str(r).split(": ", 1)[-1],
+        line=estimate_line(r) or "",
+        hbm_bytes=e.hbm_bytes,
+        hbm_str=format_bytes(e.hbm_bytes),
+        hbm_exact=format_bytes(e.hbm_bytes, exact=True),
+    )
+
+
+def heading_str(c: Comparison, r: StrategyResult) -> str:
+    """``dp``, or ``dp · Data parallel`` when the title says more than the strategy's name."""
+    name = c.label(r)
+    return name if r.title == r.strategy else f"{name} · {r.title}"
+
+
+def report_caption(r: StrategyResult) -> str:
+    """``Data parallel · everything replicated · the full report``."""
+    what = [x for x in (r.title, r.description) if x and x != r.strategy]
+    return " · ".join([*what, "the full report"])
+
+
+def strategy_view(
+    c: Comparison,
+    r: StrategyResult,
+    components: Sequence[Component],
+    kinds: Sequence[str],
+    all_axes: Sequence[tuple[str, ...]],
+) -> StrategyView:
+    """One strategy's words and figures; ``components``, ``kinds`` and ``all_axes`` are the
+    comparison's (its memory parts and transfer cells line up with them)."""
+    m = r.memory
+    parts = dict(memory_parts(m))
+    rows = collective_rows(r)
+    moved, cross = moved_total(r), cross_total(r)
+    return StrategyView(
+        strategy=r.strategy,
+        label=c.label(r),
+        heading=heading_str(c, r),
+        title=r.title,
+        description=r.description,
+        target_name=r.target.name if r.target is not None else None,
+        target_label=r.target_label,
+        mesh=mesh_str(r.mesh),
+        hosts=r.mesh.num_processes > 1,
+        memory=tuple(part_view(comp, parts[comp]) for comp in components),
+        memory_total=memory_total(m),
+        peak=m.peak,
+        peak_str=format_bytes(m.peak),
+        peak_exact=format_bytes(m.peak, exact=True),
+        temp=m.temp,
+        temp_str=format_bytes(m.temp),
+        temp_line=temp_line(m),
+        temp_below_grads=m.temp < m.grads,
+        reconciled=m.reconciled,
+        reconciled_str=reconciled_str(m),
+        reconcile_line=reconcile_line(m),
+        arguments_leaves=f"{m.arguments_from_leaves:,} B",
+        arguments_compiler=f"{m.arguments_from_compiler:,} B",
+        count=collective_count(r),
+        moved=moved,
+        moved_str=format_bytes(moved),
+        cross=cross,
+        cross_str=cross_str(r, cross),
+        rows=rows,
+        by_kind=tuple(kind_traffic(r, k, rows) for k in kinds),
+        by_axes=tuple(axes_traffic(r, a, rows) for a in all_axes),
+        axes_used=tuple(axes_traffic(r, a, rows) for a, _, _ in axes_totals(r)),
+        step_seconds=step_time(r),
+        step_str=step_str(r),
+        loss_word=loss_word(r),
+        loss_str=loss_str(r),
+        estimate=estimate_view(r),
+        schedule=r.schedule,
+        schedule_line=schedule_line(r),
+        notes=r.notes,
+        report=r.report,
+        report_caption=report_caption(r),
+    )
+
+
+def kind_series(kinds: Sequence[str]) -> tuple[Series, ...]:
+    """The collective kinds as chart series, each in the report view's colour for it."""
+    return tuple(Series(k, k, kind_color(k), ()) for k in kinds)
+
+
+def axes_series(c: Comparison, all_axes: Sequence[tuple[str, ...]]) -> tuple[Series, ...]:
+    """The tuples of mesh axes as chart series, in :func:`axes_color` colours."""
+    return tuple(Series(",".join(a), axes_label(a), axes_color(c, a), a) for a in all_axes)
+
+
+def view_groups(strategies: Sequence[StrategyView]) -> tuple[TargetGroup, ...]:
+    """The strategies with an estimate grouped by target, as :func:`target_groups` groups
+    the results: targets in order of first appearance, strategies in their order."""
+    out: dict[str, list[int]] = {}
+    for i, s in enumerate(strategies):
+        if s.estimate is not None:
+            out.setdefault(s.estimate.target, []).append(i)
+    return tuple(TargetGroup(t, tuple(ii)) for t, ii in out.items())
+
+
+def strategies_word(n: int) -> str:
+    """``3 strategies``, ``1 strategy``."""
+    return f"{n} strateg{'ies' if n != 1 else 'y'}"
+
+
+def comparison_view(c: Comparison) -> ComparisonView:
+    """Everything the comparison views show, from the comparison alone."""
+    components = tuple(shown_components(c))
+    kinds = comparison_kinds(c)
+    all_axes = comparison_axes(c)
+    strategies = tuple(strategy_view(c, r, components, kinds, all_axes) for r in c.results)
+    mesh = common_mesh(c)
+    memory = byte_scale(memory_chart_top(c))
+    hbm = tuple(hbm_lines(c))
+    word = strategies_word(len(c.results))
+    short = format_count(c.num_params)
+    estimates = [s.estimate for s in strategies if s.estimate is not None]
+    return ComparisonView(
+        model=c.model,
+        params=f"{c.num_params:,}",
+        params_short=short,
+        dtype=c.param_dtype,
+        strategies_word=word,
+        header=header_str(c),
+        title=f"{c.model} · {short} parameters · {c.param_dtype} · {word}",
+        mesh_line=f"every strategy on {mesh_summary(mesh)}" if mesh is not None else None,
+        bytes_note=BYTES_NOTE,
+        estimate_header=tuple(estimate_header(c)),
+        has_estimates=has_estimates(c),
+        multi_host=multi_host(c),
+        by_target=c.by_target,
+        components=components,
+        kinds=kind_series(kinds),
+        axes=axes_series(c, all_axes),
+        strategies=strategies,
+        target_groups=view_groups(strategies),
+        no_estimate=tuple(s.label for s in strategies if s.estimate is None),
+        memory_scale=memory,
+        kinds_scale=byte_scale(max((t.moved for s in strategies for t in s.by_kind), default=1)),
+        axes_scale=byte_scale(max((t.moved for s in strategies for t in s.by_axes), default=1)),
+        hbm_lines=hbm,
+        hbm_off_scale=any(h > memory.end for h in hbm),
+        slowest_step=max((s.step_seconds or 0.0 for s in strategies), default=0.0),
+        slowest_estimate=max((e.step_seconds for e in estimates), default=0.0),
+        notes=c.notes,
+        findings=tuple(finding_lines(c)),
     )
