@@ -7,7 +7,9 @@ One import graph of every module (imports inside functions count; those under
 - no module imports from a layer below it in the list (``capture`` never imports ``analysis``);
 - no module imports another module's private name (``from a import _b``);
 - the layers that must work without jax (model, the HLO parsers, analysis, render) import
-  neither jax nor a layer that does.
+  neither jax nor a layer that does;
+- a module loaded by name (``importlib.import_module``) is one of the known plug-ins, a
+  later layer that registers itself with the loader.
 """
 
 from __future__ import annotations
@@ -222,6 +224,73 @@ def test_no_module_imports_another_modules_private_names() -> None:
 
 def test_jax_free_layers_import_neither_jax_nor_a_layer_that_does() -> None:
     assert sorted(jax_in_jax_free_layers(IMPORTS)) == []
+
+
+#: Modules a lower layer loads by name, never by import, so the upper one can register itself
+#: (the views, the fix trier): ``(loader, loaded, what the loaded package calls to register)``.
+PLUGINS = {
+    ("shardviz.model.display", "shardviz.render", "register"),
+    ("shardviz.model.findings", "shardviz.explainer.fix_check", "register_fix_trier"),
+}
+
+
+def loaded_by_name(name: str, path: Path) -> set[str]:
+    """The package modules ``path`` loads with ``importlib.import_module`` of a fixed name (a
+    string, or a module-level constant holding one); names built at run time (the lazy
+    ``__getattr__`` of a package's own modules) are left out."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    constants = {
+        t.id: node.value.value
+        for node in tree.body
+        if isinstance(node, ast.Assign | ast.AnnAssign)
+        and isinstance(node.value, ast.Constant)
+        and isinstance(node.value.value, str)
+        for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        if isinstance(t, ast.Name)
+    }
+    out = set()
+    for node in ast.walk(tree):
+        if not (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "import_module"
+            and node.args
+        ):
+            continue
+        arg = node.args[0]
+        target = (
+            arg.value if isinstance(arg, ast.Constant) else constants.get(getattr(arg, "id", ""))
+        )
+        if isinstance(target, str) and target.startswith("shardviz"):
+            out.add(target)
+    return out
+
+
+def calls_in(package: str, function: str) -> bool:
+    """Whether a module at or under ``package`` calls ``function`` (by that name)."""
+    for name, path in KNOWN.items():
+        if name == package or name.startswith(package + "."):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.Call):
+                    f = node.func
+                    called = f.id if isinstance(f, ast.Name) else getattr(f, "attr", None)
+                    if called == function:
+                        return True
+    return False
+
+
+def test_modules_loaded_by_name_are_the_known_plugins_and_register_themselves() -> None:
+    found = {
+        (name, target)
+        for name, path in KNOWN.items()
+        for target in loaded_by_name(name, path)
+        if name != "shardviz.moved"  # the old paths' forwarding table
+    }
+    assert found == {(a, b) for a, b, _ in PLUGINS}
+    for loader, loaded, register in PLUGINS:
+        assert loaded in KNOWN, loaded
+        assert layer_of(loaded) > layer_of(loader)  # why it is loaded by name
+        assert calls_in(loaded, register), (loaded, register)
 
 
 # --- the checks catch what they are for -------------------------------------------------------
