@@ -106,23 +106,36 @@ def check_fixes(
 ) -> tuple[Findings, dict[Any, Tried]]:
     """Try each candidate's fixes with ``tried_fix(fix) -> Tried`` (cached per fix), keep
     the first that helps on each finding; the findings, and the fixed program of each fix
-    offered."""
+    offered.
+
+    A finding keeps, in ``unfixed``, why none is offered: none of the changes measured
+    helped, none could be compiled, or time ran out. One that is reported only with a fix
+    (``only_with_fix``) is left out only when its changes were measured and none helped.
+    """
     start = time.perf_counter()
     cache: dict[Any, Tried] = {}
     items: list[Finding] = []
+    failed: dict[str, list[str]] = {}
     notes: list[str] = []
     skipped = 0
     for cand in cands:
         chosen: tuple[Any, FixCheck] | None = None
+        verdicts: list[str] = []
+        errors: list[str] = []
+        out_of_time = False
         for fix in cand.fixes[:MAX_TRIES]:
             if fix not in cache:
                 if time.perf_counter() - start > budget_s:
                     skipped += 1
+                    out_of_time = True
                     break
                 cache[fix] = tried_fix(fix)
             t = cache[fix]
             if t.report is None or t.facts is None:
-                notes.append(f"could not try '{fix.description}': {t.error}")
+                errors.append(t.error)
+                failed.setdefault(t.error, [])
+                if fix.description not in failed[t.error]:
+                    failed[t.error].append(fix.description)
                 continue
             after = outcome(t.report, t.facts)
             still = any(
@@ -132,21 +145,48 @@ def check_fixes(
             if helps:
                 chosen = (fix, FixCheck(before=before, after=after, helps=True, verdict=verdict))
                 break
-            notes.append(
+            verdicts.append(verdict)
+            note = (
                 f"tried '{fix.description}' for {cand.finding.kind}: it did not help "
                 f"({verdict}), so it is not offered"
             )
+            if note not in notes:
+                notes.append(note)
         finding = cand.finding
         if chosen is not None:
             finding = replace(finding, fix=chosen[0], check=chosen[1])
-        elif cand.only_with_fix:
-            continue
+        elif verdicts:
+            if cand.only_with_fix:
+                continue
+            n = len(verdicts)
+            finding = replace(
+                finding,
+                unfixed=f"none of the {n} change{'s' * (n != 1)} tried helped ({verdicts[0]})"
+                if n > 1
+                else f"the change tried did not help ({verdicts[0]})",
+            )
+        elif errors:
+            finding = replace(finding, unfixed=f"could not try: {errors[0]}")
+        elif out_of_time:
+            finding = replace(
+                finding, unfixed=f"not tried: checking fixes stopped after {budget_s:.0f} s"
+            )
         items.append(finding)
+    notes = [_could_not_try(error, fixes) for error, fixes in failed.items()] + notes
     if skipped:
         notes.append(f"{skipped} fix(es) not tried: checking fixes stopped after {budget_s:.0f} s")
     found = Findings(function=function, items=tuple(items), notes=tuple(notes))
     kept = {f.fix: cache[f.fix] for f in items if f.fix is not None and f.fix in cache}
     return found, kept
+
+
+def _could_not_try(error: str, fixes: list[str]) -> str:
+    """One note for every fix that failed the same way: ``could not try 3 fixes ('…', '…',
+    …): <error>``."""
+    if len(fixes) == 1:
+        return f"could not try '{fixes[0]}': {error}"
+    named = ", ".join(f"'{d}'" for d in fixes[:2]) + (", …" if len(fixes) > 2 else "")
+    return f"could not try {len(fixes)} fixes ({named}): {error}"
 
 
 def tried_with(fn: Any, args: tuple, compile_and_read: Any) -> Any:
@@ -274,7 +314,7 @@ def try_fixes(report: Report) -> Report:
     for cands, before in trial.groups:
         got, kept = check_fixes(list(cands), before, trial.function, trial.tried_fix)
         items += got.items
-        notes += got.notes
+        notes += [n for n in got.notes if n not in notes]
         fixed.update(kept)
     if report.estimate is not None:
         items = [_timed(report, f, fixed.get(f.fix), trial.estimate) for f in items]

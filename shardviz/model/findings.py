@@ -142,8 +142,8 @@ class Finding(JsonMixin):
     """One problem in a sharded program, with what it costs, where it is and how to fix it.
 
     ``fix`` is ``None`` when shardviz knows no change that helps (tried changes that did not
-    help are left out), or, while ``untried``, when its fixes have not been tried yet;
-    ``check`` holds the before/after of the fix offered.
+    help are left out; ``unfixed`` says what happened), or, while ``untried``, when its
+    fixes have not been tried yet; ``check`` holds the before/after of the fix offered.
     """
 
     kind: FindingKind
@@ -156,6 +156,10 @@ class Finding(JsonMixin):
     check: FixCheck | None = None
     #: Fixes for this finding are known but not tried yet (``report.try_fixes()`` tries them).
     untried: bool = False
+    #: Why no fix is offered once fixes were looked for: ``could not try: …`` (no change
+    #: could be compiled), ``not tried: …`` (out of time) or ``none of 2 changes helped: …``;
+    #: ``""`` when a fix is offered, or shardviz knows no change to try.
+    unfixed: str = ""
 
 
 @dataclass(frozen=True, eq=False)

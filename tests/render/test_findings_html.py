@@ -99,7 +99,7 @@ def test_fix_code_block_and_before_after_table() -> None:
     assert _text_of(out, "sv-verdict")[0].startswith(
         "helps: peak 21 GiB -> 9 GiB per device, under the 16 GiB of HBM"
     )
-    assert "none known" in _text_of(out, "sv-nofix")[0]
+    assert "none offered: the change tried did not help" in _text_of(out, "sv-nofix")[0]
 
 
 def test_check_not_tried_and_not_helping() -> None:

@@ -169,7 +169,13 @@ def test_fix_without_check_and_a_check_that_does_not_help() -> None:
     text = findings_text(Findings("f", (dataclasses.replace(f, check=worse),)))
     assert "    check        does not help\n" in text
     assert _table(text, "does not help")[3].split() == ["flops", "per", "device", "n/a", "n/a"]
-    assert "    fix          none known" in findings_text(Findings("f", (idle_axis(),)))
+    unfixed = idle_axis()
+    assert "    fix          none offered: the change tried did not help" in findings_text(
+        Findings("f", (unfixed,))
+    )
+    known = dataclasses.replace(unfixed, unfixed="")
+    text = findings_text(Findings("f", (known,)))
+    assert "    fix          none known: shardviz has no change to try for this" in text
 
 
 def test_notes_are_listed_at_the_end() -> None:

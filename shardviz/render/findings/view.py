@@ -182,9 +182,16 @@ UNTRIED_WORDS = (
 )
 
 
-def no_fix_words(untried: bool = False) -> str:
-    """What a finding without a fix means: none helps, or (``untried``) none tried yet."""
-    return UNTRIED_WORDS if untried else "none known: no change shardviz tried helps"
+#: A finding for which shardviz knows no change to try.
+NO_CHANGE_WORDS = "none known: shardviz has no change to try for this"
+
+
+def no_fix_words(untried: bool = False, unfixed: str = "") -> str:
+    """What a finding without a fix means: none tried yet (``untried``), what happened to
+    the changes tried (``unfixed``: none helped, or none could be tried), or none known."""
+    if untried:
+        return UNTRIED_WORDS
+    return f"none offered: {unfixed}" if unfixed else NO_CHANGE_WORDS
 
 
 def untried_str(findings: Findings) -> str:
@@ -263,7 +270,7 @@ def finding_view(f: Finding) -> FindingView:
         where=tuple(where_rows(f.where)),
         place=" · ".join(x for x in (short_line(f.where.line), refs) if x),
         fix=f.fix,
-        no_fix=no_fix_words(f.untried) if f.fix is None else "",
+        no_fix=no_fix_words(f.untried, f.unfixed) if f.fix is None else "",
         check=check_view(f.check) if f.check is not None else None,
         summary=fix_summary(f),
     )
