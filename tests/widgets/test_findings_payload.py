@@ -101,7 +101,9 @@ def test_the_words_are_the_findings_views_words():
     # 21 GiB -> 9 GiB is the only figure the fix changed.
     assert [r[0] for r in over_hbm["check"]["rows"] if r[4]] == ["peak"]
     assert over_hbm["check"]["word"] == "helps"
-    assert idle["fix"] is None and idle["check"] is None and idle["no_fix"].startswith("none offered")
+    assert (
+        idle["fix"] is None and idle["check"] is None and idle["no_fix"].startswith("none offered")
+    )
     assert idle["highlight"]["devices"] == [4, 5, 6, 7]
 
 
