@@ -318,13 +318,20 @@ def placed_for(compiled: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
     return jax.tree.unflatten(treedef, moved)
 
 
-def abstract_placed(compiled: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+def abstract_placed(
+    compiled: Any, args: tuple, kwargs: dict, committed_too: bool = True
+) -> tuple[tuple, dict]:
     """The program's arguments as ``ShapeDtypeStruct`` objects, each with the sharding the
     program was compiled for: what a compile-only retrial needs, holding no array (so no
     buffer is kept alive, donated twice or read from the wrong call). Arrays jax would move
     at the call (an uncommitted step counter on the default device) get the program's
     sharding, as :func:`placed_for` moves them; without the program's shardings each keeps
-    its own, and an uncommitted one none."""
+    its own, and an uncommitted one none.
+
+    ``committed_too=False`` turns only the uncommitted arrays into placed
+    ``ShapeDtypeStruct`` objects and leaves the others as they are: what the program holds,
+    for the report's argument layouts.
+    """
     leaves, treedef = jax.tree.flatten((args, kwargs))
     try:
         wanted: list[Any] = list(jax.tree.leaves(compiled.input_shardings))
@@ -335,7 +342,11 @@ def abstract_placed(compiled: Any, args: tuple, kwargs: dict) -> tuple[tuple, di
     out = []
     for x, s in zip(leaves, wanted, strict=True):
         if isinstance(x, jax.Array | jax.ShapeDtypeStruct):
-            own = x.sharding if getattr(x, "committed", True) else None
+            committed = getattr(x, "committed", True)
+            if not committed_too and (committed or s is None):
+                out.append(x)
+                continue
+            own = x.sharding if committed else None
             x = jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=s if s is not None else own)
         out.append(x)
     return jax.tree.unflatten(treedef, out)

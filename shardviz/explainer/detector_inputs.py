@@ -1,16 +1,13 @@
-"""What the detectors need beyond the report, read from the compile and the live devices:
-the partitioner's full rematerializations as specs, the parameters' specs, how many times
-each collective runs, and the memory resident on each device."""
+"""What the detectors need beyond the report, read from the compile: the partitioner's full
+rematerializations as specs, the parameters' specs and how many times each collective runs.
+Nothing is read from the live devices: a finding is about the program, not about what else
+the process keeps on them."""
 
 from __future__ import annotations
 
-import math
 import re
-from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import replace
-
-import jax
 
 from shardviz.analysis.detect import Facts, Remat
 from shardviz.analysis.detect.inputs import leaf_named
@@ -27,8 +24,6 @@ _PARAM = re.compile(
     r"parameter\(\d+\)(?:, sharding=(?P<sharding>\{[^}]*\}))?",
     re.MULTILINE,
 )
-#: Arrays on one device smaller than this are not named in an imbalance finding.
-LONE_ARRAY_BYTES = 1 << 20
 
 
 def _spec(text: str, dims: Sequence[int], mesh: MeshLayout, ids: Sequence[int]) -> Spec | None:
@@ -75,29 +70,6 @@ def parameter_specs(text: str, mesh: MeshLayout | None, ids: Sequence[int]) -> d
     return out
 
 
-def resident(device_ids: Sequence[int]) -> tuple[dict[int, int], tuple]:
-    """Bytes of live jax arrays on each of ``device_ids``, and the largest arrays that live
-    on one device only (shape, dtype, device id, bytes)."""
-    wanted = set(device_ids)
-    per_device: dict[int, int] = defaultdict(int)
-    lone = []
-    for a in jax.live_arrays():
-        try:  # the sharding's own (cached) figures: no Shard objects made
-            sharding = a.sharding
-            ids = {int(d.id) for d in sharding.device_set} & wanted
-            piece = math.prod(sharding.shard_shape(a.shape)) * a.dtype.itemsize
-        except Exception:  # a deleted or donated array
-            continue
-        for d in ids:
-            per_device[d] += piece
-        if len(ids) == 1 and len(wanted) > 1 and piece >= LONE_ARRAY_BYTES:
-            lone.append((tuple(a.shape), str(a.dtype), next(iter(ids)), int(piece)))
-    for d in wanted:
-        per_device.setdefault(d, 0)
-    lone.sort(key=lambda x: -x[3])
-    return dict(per_device), tuple(lone[:8])
-
-
 def with_trips(collectives: tuple[Collective, ...], module: object) -> tuple[Collective, ...]:
     """``collectives`` with ``trips`` set from the loops around them."""
     trips = hlo.collective_trip_counts(module)  # type: ignore[arg-type]
@@ -108,13 +80,10 @@ def with_trips(collectives: tuple[Collective, ...], module: object) -> tuple[Col
     return tuple(out)
 
 
-def facts_for(report: Report, log: str, propagated: str, ids: Sequence[int], live: bool) -> Facts:
+def facts_for(report: Report, log: str, propagated: str, ids: Sequence[int]) -> Facts:
     """Everything :func:`shardviz.analysis.detect.candidates` reads beyond ``report``."""
     chains = sum(1 for s in report.intermediates if s.reshard) >= 2
-    res, lone = resident(ids) if live else ({}, ())
     return Facts(
         remats=remats(log, report, ids),
         parameter_specs=parameter_specs(propagated, report.mesh, ids) if chains else {},
-        resident=res,
-        lone_arrays=lone,
     )

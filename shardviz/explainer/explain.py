@@ -219,8 +219,7 @@ def diagnosed(
     """``report`` with its findings, their fixes kept to be tried (see
     :meth:`~shardviz.Report.try_fixes`): nothing more is compiled here."""
     ids = [int(d.id) for d in program_devices(comp.compiled)]
-    live = not report.deviceless and not _is_abstract((args, kwargs))
-    facts = facts_for(report, comp.compiler_log, comp.propagated_text, ids, live)
+    facts = facts_for(report, comp.compiler_log, comp.propagated_text, ids)
     found = candidates(report, facts)
     tried = _fix_trier(fn, args, jit_kwargs, kwargs, ids, comp)
     trial = FixTrial(report.function, ((tuple(found), outcome(report, facts)),), tried)
@@ -239,7 +238,7 @@ def _fix_trier(
     def compile_and_read(new_fn: Any, new_args: tuple) -> tuple[Compiled, Report, Facts]:
         new = compile_program(new_fn, new_args, jit_kwargs, kwargs)
         rep = analyse_program(new_fn, new_args, new)
-        return new, rep, facts_for(rep, new.compiler_log, new.propagated_text, ids, False)
+        return new, rep, facts_for(rep, new.compiler_log, new.propagated_text, ids)
 
     return tried_with(fn, args, compile_and_read)
 
@@ -397,7 +396,9 @@ def analyse_program(fn: Any, args: tuple, comp: Compiled) -> Report:
     platform = platform_of(devices[0])
     collectives, host_notes = host_split(collectives, devices, mesh, platform)
     notes.extend(host_notes)
-    arguments = layout_tree(named_args(fn, args), skip_non_arrays=True)
+    # What the program holds: an uncommitted array (optax's step counter) as jit places it.
+    held, _ = abstract_placed(comp.compiled, args, {}, committed_too=False)
+    arguments = layout_tree(named_args(fn, held), skip_non_arrays=True)
     return Report(
         function=name,
         platform=platform,

@@ -120,16 +120,15 @@ def test_idle_axis_is_folded_into_the_used_one():
     assert f.cost.flops == pytest.approx(check.before.flops_per_device / 2)
 
 
-def test_memory_left_on_one_device_is_imbalance():
+def test_arrays_outside_the_program_are_not_its_imbalance():
+    """A 64 MiB array left on d0 that the program never reads is not the program's
+    imbalance (it was, by the live arrays, until the issue's notebook showed it wrong)."""
     m = planted.mesh((8,), ("data",))
     lone = jax.device_put(jnp.ones((64, 1024, 1024), jnp.uint8), jax.devices()[0])
     try:
         x = planted.put(m, jnp.ones((64, 128)), "data", None)
         report = sv.explain(lambda x: x * 2, x, run=False)
-        f = only(report, "imbalance")
-        assert f.where.devices == (0,)
-        assert "uint8[64, 1024, 1024] on d0" in f.why
-        assert f.cost.bytes >= 64 << 20
+        assert "imbalance" not in {f.kind for f in report.findings}
     finally:
         lone.delete()
 

@@ -20,7 +20,7 @@ DETECTORS: dict[str, Detector] = {
     "uneven": lambda r, f: placement.uneven(r),
     "loop-collective": lambda r, f: traffic.loop_collective(r),
     "idle-axis": lambda r, f: placement.idle_axis(r),
-    "imbalance": placement.imbalance,
+    "imbalance": lambda r, f: placement.imbalance(r),
     "over-hbm": lambda r, f: placement.over_hbm(r),
     "full-reduce": lambda r, f: traffic.full_reduce(r),
 }

@@ -34,16 +34,11 @@ class Remat:
 
 @dataclass(frozen=True)
 class Facts:
-    """What capture knows beyond the report: the compile log's rematerializations, the
-    specs of the program's parameters in the partitioner's input (by HLO value name), and
-    the memory resident on each device."""
+    """What capture knows beyond the report: the compile log's rematerializations and the
+    specs of the program's parameters in the partitioner's input (by HLO value name)."""
 
     remats: tuple[Remat, ...] = ()
     parameter_specs: dict[str, Spec | None] = field(default_factory=dict)
-    #: Bytes of live jax arrays on each device when the program was explained (real devices).
-    resident: dict[int, int] = field(default_factory=dict)
-    #: The largest arrays living on one device only: (shape, dtype, device id, bytes).
-    lone_arrays: tuple[tuple[tuple[int, ...], str, int, int], ...] = ()
 
 
 def axis_sizes(report: Report) -> dict[str, int]:

@@ -8,7 +8,6 @@ from collections import defaultdict
 
 from shardviz.analysis.detect.candidate import Candidate, drop_constraint_fix, mesh_fix, spec_fix
 from shardviz.analysis.detect.inputs import (
-    Facts,
     axis_sizes,
     format_bytes,
     full_bytes,
@@ -171,45 +170,56 @@ def _constraint_at(report: Report, line: str) -> str:
     return ""
 
 
-def imbalance(report: Report, facts: Facts) -> list[Candidate]:
-    """[imbalance] Some devices hold much more memory than others: by the devices' own
-    statistics (GPU/TPU), else by the arrays resident on each device when explained."""
-    stats = {d.device_id: d.bytes_in_use for d in report.memory.device_stats}
-    source, figures = "the devices' own memory statistics", stats
-    if len(stats) < 2:
-        source, figures = "the arrays alive on each device", dict(facts.resident)
+def held_per_device(report: Report) -> dict[int, int]:
+    """Bytes of the program's own arguments and outputs on each of its devices: what it
+    holds, whatever else lives on the devices."""
+    ids = report.mesh.device_ids if report.mesh is not None else ()
+    held = dict.fromkeys(ids, 0)
+    for tree in (report.arguments, report.outputs):
+        for d, b in tree.bytes_per_device.items():
+            held[d] = held.get(d, 0) + b
+    return held
+
+
+def imbalance(report: Report) -> list[Candidate]:
+    """[imbalance] The program's arguments and outputs take much more memory on some of
+    its devices than on others. Arrays outside the program are not counted: they are not
+    the program's doing (the memory view's live device statistics show them)."""
+    figures = held_per_device(report)
     if len(figures) < 2:
         return []
     most, least = max(figures.values()), min(figures.values())
     if most <= IMBALANCE_RATIO * max(1, least) or most - least < MIN_IMBALANCE_BYTES:
         return []
     heavy = tuple(sorted(d for d, b in figures.items() if b == most))
-    lone = [a for a in facts.lone_arrays if a[2] in heavy]
-    what = "; ".join(f"{dtype}{list(shape)} on d{d}" for shape, dtype, d, _ in lone[:4])
+    light = tuple(sorted(d for d, b in figures.items() if b == least))
+    leaves = sorted(
+        (leaf for tree in (report.arguments, report.outputs) for leaf in tree),
+        key=lambda leaf: (
+            -(leaf.bytes_per_device.get(heavy[0], 0) - leaf.bytes_per_device.get(light[0], 0))
+        ),
+    )
+    named = [
+        leaf.name
+        for leaf in leaves[:3]
+        if leaf.bytes_per_device.get(heavy[0], 0) > leaf.bytes_per_device.get(light[0], 0)
+    ]
     finding = Finding(
         kind="imbalance",
         severity="warning",
         title=(
             f"device{'s' if len(heavy) > 1 else ''} {_ids(heavy)} "
             f"hold{'' if len(heavy) > 1 else 's'} "
-            f"{most / max(1, least):.1f}x the memory of the lightest"
+            f"{most / max(1, least):.1f}x the program's memory of the lightest"
         ),
         why=(
-            f"By {source}, the fullest devices hold {format_bytes(most)} and the lightest "
-            f"{format_bytes(least)}. A program fits only if its fullest device fits, so the "
-            "difference is memory the other devices leave unused."
-            + (
-                f" Arrays that live on one device only: {what}"
-                f"{' and more' if len(lone) > 4 else ''}. Arrays made without a sharding "
-                "(jnp.ones, jax.random outside jit) land on the first device: make them "
-                "with a sharding (jax.jit(init, out_shardings=...)) or delete them once "
-                "placed."
-                if lone
-                else ""
-            )
+            f"The program's arguments and outputs take {format_bytes(most)} on the fullest "
+            f"devices and {format_bytes(least)} on the lightest. A program fits only if its "
+            "fullest device fits, so the difference is memory the other devices leave unused."
+            + (f" Most of it: {', '.join(named)}." if named else "")
         ),
         cost=FindingCost(kind="memory", bytes=most - least),
-        where=Where(devices=heavy),
+        where=Where(devices=heavy, leaf=named[0] if named else ""),
     )
     return [Candidate(finding, (), goal="peak")]
 

@@ -434,45 +434,93 @@ def _without(spec: Spec | None, axes: tuple[str, ...]) -> Spec:
     return tuple(tuple(a for a in e if a not in axes) for e in spec or ())
 
 
+def loop_body(c: Collective) -> str:
+    """The name stack of the innermost loop body ``c`` sits in (``jit(f)/while/body/``), or
+    ``""`` when its name says none."""
+    cut = c.op_name.rfind("/body/")
+    return c.op_name[: cut + 6] if cut >= 0 else ""
+
+
+def _loop_where(report: Report, body: str, cs: list[Collective]) -> str:
+    """``model.py:88``: where the loop was written (its ``scan`` or ``fori_loop``), else the
+    line of its heaviest collective."""
+    loops = report.cost.loops if report.cost is not None else ()
+    for lp in loops:
+        if body and lp.op_name and body == lp.op_name.rstrip("/") + "/body/":
+            return lp.where
+    heaviest = max(cs, key=step_bytes)
+    return heaviest.source.location if heaviest.source else heaviest.name
+
+
+def _kinds_words(cs: list[Collective]) -> str:
+    """``all-gather over data x6, reduce-scatter over data x2``."""
+    counts: dict[tuple[str, tuple[str, ...]], int] = defaultdict(int)
+    for c in cs:
+        counts[(c.kind, c.axes)] += 1
+    return ", ".join(
+        f"{kind} over {', '.join(axes) or 'no mesh axis'}" + (f" x{n}" if n > 1 else "")
+        for (kind, axes), n in counts.items()
+    )
+
+
 def loop_collective(report: Report) -> list[Candidate]:
-    """[loop-collective] Collectives inside loops, with their per-step totals."""
+    """[loop-collective] Collectives inside loops, with their per-step totals: one finding
+    per loop, whatever the number of collectives in its body (a scanned model's per-layer
+    gathers are one fact, not one per weight)."""
     total = sum(step_bytes(c) for c in report.collectives)
     groups: dict[tuple, list[Collective]] = defaultdict(list)
     for c in report.collectives:
         if c.trips is None or c.trips > 1:
-            key = (c.source.location if c.source else c.name, c.kind, c.axes)
-            groups[key].append(c)
+            body = loop_body(c)
+            groups[
+                (body, c.trips)
+                if body
+                else ("", c.trips, c.source.location if c.source else c.name)
+            ].append(c)
     out = []
-    for (line, kind, axes), cs in groups.items():
+    for key, cs in groups.items():
         per_step = sum(step_bytes(c) for c in cs)
         trips = {c.trips for c in cs}
         known = None not in trips
         count = max(t or 0 for t in trips) if known else None
         share = per_step / total if total else 0.0
         runs = f"{count} times" if known else "an unknown number of times"
+        where = _loop_where(report, key[0], cs)
+        once = sum(c.moved_bytes for c in cs)
+        n = len(cs)
+        what = (
+            f"{cs[0].kind} over {', '.join(cs[0].axes) or 'no mesh axis'}"
+            if n == 1
+            else f"{n} collectives"
+        )
         finding = Finding(
             kind="loop-collective",
             severity="warning" if share >= LOOP_SHARE else "info",
-            title=(
-                f"{kind} over {', '.join(axes) or 'no mesh axis'} runs {runs} per step inside "
-                f"a loop ({line})"
-            ),
+            title=f"{what} run{'s' * (n == 1)} {runs} per step inside the loop at {where}",
             why=(
-                f"The {kind} at {line} sits in a loop body that runs {runs} per step, so the "
-                f"ledger's single entry stands for {format_bytes(per_step)} moved per device "
-                f"per step ({share:.0%} of all the program moves), not "
-                f"{format_bytes(sum(c.moved_bytes for c in cs))}. That is expected for a "
-                "loop over layers or microbatches; if the value is the same every "
-                "iteration, move the collective out of the loop, and check the loop's "
-                "sharding constraints: one that changes the form of the carried value "
-                "makes every trip move it back."
+                f"The loop at {where} runs its body {runs} per step, and "
+                + (
+                    f"the {_kinds_words(cs)} in it"
+                    if n == 1
+                    else f"its {n} collectives ({_kinds_words(cs)})"
+                )
+                + f" move {format_bytes(per_step)} per device per step ({share:.0%} of all "
+                f"the program moves), where the ledger lists {format_bytes(once)} once. That "
+                "is expected for a loop over layers or microbatches (a layer's weights "
+                "gathered in its own iteration); if a value is the same every iteration, "
+                "move its collective out of the loop, and check the loop's sharding "
+                "constraints: one that changes the form of the carried value makes every "
+                "trip move it back."
             ),
             cost=FindingCost(
                 kind="moved",
                 bytes=per_step,
                 seconds=sum_seconds([step_seconds(c) for c in cs]),
             ),  # fmt: skip
-            where=where_of(cs[0].source, collectives=tuple(number_of(report, c) for c in cs)),
+            where=where_of(
+                max(cs, key=step_bytes).source,
+                collectives=tuple(number_of(report, c) for c in cs),
+            ),
         )
         out.append(Candidate(finding, _loop_fixes(report, cs), goal="moved"))
     return out
