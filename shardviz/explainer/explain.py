@@ -16,6 +16,7 @@ from jax.sharding import NamedSharding
 
 from shardviz.analysis.collective_why import collective_reasons
 from shardviz.analysis.detect import Facts, candidates
+from shardviz.analysis.detect.fix_code import CodeNames, with_code
 from shardviz.analysis.estimate.step import with_estimate
 from shardviz.capture import hlo
 from shardviz.capture.calls import (
@@ -59,6 +60,7 @@ from shardviz.capture.run import (
 )
 from shardviz.capture.step_cost import program_cost
 from shardviz.capture.topology import topology_of
+from shardviz.capture.user_names import caller_namespace, leaf_expressions, mesh_name
 from shardviz.errors import CompileError, ShardvizError, problem
 from shardviz.explainer.cache import PROGRAMS, program_key, remember_program
 from shardviz.explainer.detector_inputs import facts_for, with_trips
@@ -204,25 +206,45 @@ def _cost(comp: Compiled, early: _EarlyReading | None = None) -> Cost | None:
 
 
 def _analyse(
-    fn: Any, args: tuple, jit_kwargs: dict, kwargs: dict | None = None, diagnose: bool = True
+    fn: Any,
+    args: tuple,
+    jit_kwargs: dict,
+    kwargs: dict | None = None,
+    diagnose: bool = True,
+    names: CodeNames | None = None,
 ) -> tuple[Compiled, Report]:
     comp = compile_program(fn, args, jit_kwargs, kwargs)
     report = analyse_program(fn, args, comp)
     if diagnose:
-        report = diagnosed(fn, args, jit_kwargs, kwargs, comp, report)
+        report = diagnosed(fn, args, jit_kwargs, kwargs, comp, report, names)
     return comp, report
 
 
+def code_names(fn: Any, args: tuple) -> CodeNames:
+    """How the code that called shardviz names the arguments' mesh and leaves."""
+    namespace = caller_namespace()
+    inside, outside = leaf_expressions(fn, args, namespace)
+    return CodeNames(mesh_name(args, namespace), inside, outside)
+
+
 def diagnosed(
-    fn: Any, args: tuple, jit_kwargs: dict, kwargs: dict | None, comp: Compiled, report: Report
+    fn: Any,
+    args: tuple,
+    jit_kwargs: dict,
+    kwargs: dict | None,
+    comp: Compiled,
+    report: Report,
+    names: CodeNames | None = None,
 ) -> Report:
     """``report`` with its findings, their fixes kept to be tried (see
-    :meth:`~shardviz.Report.try_fixes`): nothing more is compiled here."""
+    :meth:`~shardviz.Report.try_fixes`): nothing more is compiled here. ``names``: how the
+    user's code names the mesh and the leaves, so each fix's code runs as pasted."""
     ids = [int(d.id) for d in program_devices(comp.compiled)]
     facts = facts_for(report, comp.compiler_log, comp.propagated_text, ids)
-    found = candidates(report, facts)
+    names = names or CodeNames()
+    found = [with_code(c, names) for c in candidates(report, facts)]
     tried = _fix_trier(fn, args, jit_kwargs, kwargs, ids, comp)
-    trial = FixTrial(report.function, ((tuple(found), outcome(report, facts)),), tried)
+    trial = FixTrial(report.function, ((tuple(found), outcome(report, facts)),), tried, None, names)
     return replace(report, findings=untried_findings(trial))
 
 
@@ -676,14 +698,15 @@ def explain_run(
     if run:
         refuse_deleted(args, kwargs)
     key = program_key(fn, args, jit_kwargs, kwargs)
+    names = code_names(fn, args) if diagnose else None
     if key in PROGRAMS:
         PROGRAMS.move_to_end(key)
         comp, base = PROGRAMS[key]
         if diagnose and base.findings is None:  # kept from an explain(diagnose=False)
-            base = diagnosed(fn, args, jit_kwargs, kwargs, comp, base)
+            base = diagnosed(fn, args, jit_kwargs, kwargs, comp, base, names)
             remember_program(fn, args, jit_kwargs, comp, base, kwargs)
     else:
-        comp, base = _analyse(fn, args, jit_kwargs, kwargs, diagnose=diagnose)
+        comp, base = _analyse(fn, args, jit_kwargs, kwargs, diagnose=diagnose, names=names)
         remember_program(fn, args, jit_kwargs, comp, base, kwargs)
     if not diagnose:
         base = replace(base, findings=None)

@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from shardviz.analysis.detect import Candidate, Facts, candidates, placement
+from shardviz.analysis.detect.fix_code import CodeNames, with_code
 from shardviz.errors import ShardvizError, problem
 from shardviz.explainer.fix_apply import CannotApply, apply_fix
 from shardviz.model import Report
@@ -235,6 +236,8 @@ class FixTrial:
     groups: tuple[tuple[tuple[Candidate, ...], Outcome], ...]
     tried_fix: Callable[[Any], Tried]
     estimate: Callable[[Any, Report], Report] | None = None
+    #: The names the user's code gives the mesh and the leaves, for the fixes' code.
+    names: CodeNames = CodeNames()
 
 
 #: Trials of recently explained programs, by the key their findings carry, newest last. A
@@ -286,9 +289,9 @@ def with_target(
     if trial is None:  # findings made elsewhere: time what is there
         timed = tuple(_with_seconds(report, f) for f in found.items)
         return replace(report, findings=replace(found, items=timed))
-    hbm = tuple(placement.over_hbm(report))
+    hbm = tuple(with_code(c, trial.names) for c in placement.over_hbm(report))
     groups = ((hbm, outcome(report, Facts())), *trial.groups) if hbm else trial.groups
-    targeted = FixTrial(trial.function, groups, tried_fix, estimate)
+    targeted = FixTrial(trial.function, groups, tried_fix, estimate, trial.names)
     return replace(report, findings=untried_findings(targeted, report))
 
 

@@ -66,12 +66,51 @@ def constraint_at_fix(
     )
 
 
+def without_constraint(code: str) -> str | None:
+    """``code`` with its ``with_sharding_constraint(x, s)`` call replaced by ``x``
+    (``return h`` for ``return jax.lax.with_sharding_constraint(h, s)``); ``None`` when the
+    line has no such call that can be read."""
+    text = code.split("  #", 1)[0].rstrip()
+    start = text.find("with_sharding_constraint(")
+    if start < 0:
+        return None
+    head = text[:start]
+    for prefix in ("jax.lax.", "lax."):
+        if head.endswith(prefix):
+            head = head[: -len(prefix)]
+    depth, i = 0, start + len("with_sharding_constraint(")
+    arg_start, arg_end = i, None
+    while i < len(text):
+        ch = text[i]
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            if depth == 0:
+                break
+            depth -= 1
+        elif ch == "," and depth == 0 and arg_end is None:
+            arg_end = i
+        i += 1
+    if arg_end is None or i >= len(text):
+        return None
+    return head + text[arg_start:arg_end].strip() + text[i + 1 :]
+
+
 def drop_constraint_fix(line: str, code: str, why: str) -> Fix:
-    """Delete a sharding constraint the program has at ``line``."""
+    """Remove a sharding constraint the program has at ``line``: the line deleted when it
+    only constrains a value in place (``y = wsc(y, s)``), else the call replaced by its
+    value (``return h`` for ``return wsc(h, s)``)."""
+    plain = without_constraint(code) if code else None
+    if plain is None:
+        text = f"# delete: {code}" if code else f"# delete the with_sharding_constraint at {line}"
+    elif "=" in plain and plain.split("=", 1)[0].strip() == plain.split("=", 1)[1].strip():
+        text = f"# delete: {code}"
+    else:
+        text = f"{plain.strip()}  # instead of: {code.strip()}"
     return Fix(
         kind="drop-constraint",
         description=f"remove the sharding constraint at {line} ({why})",
-        code=f"# delete: {code}" if code else f"# delete the with_sharding_constraint at {line}",
+        code=text,
         line=line,
     )
 
