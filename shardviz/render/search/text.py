@@ -1,5 +1,8 @@
 """A :class:`~shardviz.model.search.Search` as plain text: what was searched, the plans tried
-(best first), the best plan's specs and the notes. Deterministic, no colour codes."""
+(best first), the best plan's specs and the notes. Deterministic, no colour codes.
+
+The words come from :func:`~.view.search_view`, which the HTML view reads too.
+"""
 
 from __future__ import annotations
 
@@ -7,61 +10,47 @@ from collections.abc import Sequence
 
 from shardviz.model.search import Search
 from shardviz.render.search.view import (
-    PLAN_HEADER,
     RIGHT,
     SHOWN_PLANS,
-    best_line,
-    plan_cells,
-    spec_rows,
-    status_lines,
-    title,
+    SearchView,
+    SpecsView,
+    search_view,
 )
 from shardviz.render.table import aligned_table
 
 
-def _plan_table(s: Search, shown: int) -> list[str]:
-    rows: list[Sequence[str] | str] = [
-        plan_cells(rank, p) for rank, p in enumerate(s.plans[:shown], start=1)
-    ]
-    rest = len(s.plans) - shown
+def _plan_table(view: SearchView, shown: int) -> list[str]:
+    rows: list[Sequence[str] | str] = [p.cells for p in view.plans[:shown]]
+    rest = len(view.plans) - shown
     if rest > 0:
         rows.append(f"  … {rest} more plan{'s' if rest != 1 else ''} (search.plans lists all)")
-    lines = ["Plans tried, best first (peak and bytes moved per device, per step)"]
-    lines.extend(aligned_table(PLAN_HEADER, rows, right=RIGHT, indent="  "))
+    lines = [view.plans_title]
+    lines.extend(aligned_table(view.header, rows, right=RIGHT, indent="  "))
     return lines
 
 
-def _spec_table(s: Search) -> list[str]:
-    b = s.best
-    if b is None:
-        return []
-    rows = spec_rows(s, b)
-    with_opt = any(r.optimizer for r in rows)
-    header = ["leaf", "spec", *(["optimizer state"] if with_opt else [])]
-    cells: list[Sequence[str] | str] = [
-        [r.path, r.spec, *([r.optimizer or "like the leaf"] if with_opt else [])] for r in rows
-    ]
-    lines = [f"Best plan {b.label}: the specs (use search.best.rules with compare)"]
-    lines.extend(aligned_table(header, cells, right=set(), indent="  "))
+def _spec_table(specs: SpecsView) -> list[str]:
+    lines = [f"{specs.title} {specs.hint}"]
+    lines.extend(aligned_table(specs.header, specs.cells, right=set(), indent="  "))
     return lines
 
 
-def search_text(s: Search, shown: int = SHOWN_PLANS) -> str:
+def search_text(s: Search | SearchView, shown: int = SHOWN_PLANS) -> str:
     """A plan search as text.
 
     Args:
-        s: the search (live or hand-built).
+        s: the search (live or hand-built), or its view.
         shown: plans listed before the rest are counted.
 
     Returns:
         Lines joined by newlines, no trailing newline.
     """
-    sections = [[title(s), *(f"  {x}" for x in status_lines(s)), f"  {best_line(s)}"]]
-    if s.plans:
-        sections.append(_plan_table(s, shown))
-    specs = _spec_table(s)
-    if specs:
-        sections.append(specs)
-    if s.notes:
-        sections.append(["Notes", *(f"  {n}" for n in s.notes)])
+    view = s if isinstance(s, SearchView) else search_view(s)
+    sections = [[view.title, *(f"  {x}" for x in view.status), f"  {view.best}"]]
+    if view.plans:
+        sections.append(_plan_table(view, shown))
+    if view.specs is not None:
+        sections.append(_spec_table(view.specs))
+    if view.notes:
+        sections.append(["Notes", *(f"  {n}" for n in view.notes)])
     return "\n\n".join("\n".join(x) for x in sections)

@@ -1,11 +1,16 @@
 """What the views of a :class:`~shardviz.model.search.Search` print, computed once for the text
-and the HTML view: the status lines, one row of cells per plan, and the best plan's specs."""
+and the HTML view: the status lines, one row of cells per plan, and the best plan's specs.
+
+:func:`search_view` gathers them into one :class:`SearchView`; :mod:`.text` and :mod:`.html`
+build it once per render and read only its fields, so a figure reads the same in both.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from shardviz.model.array import format_spec
+from shardviz.model.program import Report
 from shardviz.model.search import Plan, Search
 from shardviz.model.units import format_bytes, format_seconds
 from shardviz.render.geometry import mesh_summary
@@ -16,6 +21,12 @@ SHOWN_PLANS = 25
 #: The plan table's columns; numbers are right-aligned.
 PLAN_HEADER = ("rank", "plan", "peak", "fits", "moved", "work/device", "est. step", "how")
 RIGHT = {0, 2, 4, 5, 6}
+#: The heading of the plan table in text.
+PLANS_TITLE = "Plans tried, best first (peak and bytes moved per device, per step)"
+#: What to do with the best plan's specs, after their heading.
+SPECS_HINT = "(use search.best.rules with compare)"
+#: What a leaf whose optimizer state is split like it shows in the optimizer column.
+LIKE_THE_LEAF = "like the leaf"
 
 
 def title(s: Search) -> str:
@@ -113,3 +124,106 @@ def spec_rows(s: Search, p: Plan) -> list[SpecRow]:
                 other = format_spec(p.specs[mirror])
         rows.append(SpecRow(path, format_spec(spec), other))
     return rows
+
+
+# --------------------------------------------------------------------------------------------
+# The view: every word above, computed once per search and read by the text and the HTML.
+
+
+@dataclass(frozen=True)
+class PlanView:
+    """One plan's row: its cells (in :data:`PLAN_HEADER` order) and what the HTML marks."""
+
+    rank: int
+    label: str
+    cells: tuple[str, ...]
+    #: The search's best plan.
+    best: bool
+    #: Over the memory limit, or not compiled.
+    unfit: bool
+    #: ``"1"``, ``"0"`` or ``""`` (no limit): the HTML's ``data-fits``.
+    fits: str
+    peak_bytes: int | None
+    moved_bytes: int | None
+
+
+@dataclass(frozen=True)
+class SpecsView:
+    """The best plan's specs: a heading, the column names and one row of cells per leaf."""
+
+    #: ``Best plan #3: the specs``.
+    title: str
+    hint: str
+    header: tuple[str, ...]
+    rows: tuple[SpecRow, ...]
+    #: Each row's cells, in :attr:`header` order (the optimizer column only when any differs).
+    cells: tuple[tuple[str, ...], ...]
+
+
+@dataclass(frozen=True)
+class SearchView:
+    """What every view of a :class:`Search` shows, computed once (:func:`search_view`)."""
+
+    function: str
+    title: str
+    status: tuple[str, ...]
+    best: str
+    plans_title: str
+    header: tuple[str, ...]
+    #: Every plan, best first (the views show the first ``shown`` and count or fold the rest).
+    plans: tuple[PlanView, ...]
+    #: The best plan's specs, ``None`` when no plan is best.
+    specs: SpecsView | None
+    notes: tuple[str, ...]
+    #: The best plan's label and compile-only report (folded under the HTML), when it has one.
+    best_label: str
+    best_report: Report | None
+
+
+def fits_attr(p: Plan) -> str:
+    """``1``, ``0`` or ``""`` (no limit): whether the plan fits, for the HTML's ``data-fits``."""
+    return "" if p.fits is None else "1" if p.fits else "0"
+
+
+def plan_view(rank: int, p: Plan, best: Plan | None) -> PlanView:
+    """One plan's row at ``rank``; ``best`` is the search's best plan (or ``None``)."""
+    return PlanView(
+        rank=rank,
+        label=p.label,
+        cells=tuple(plan_cells(rank, p)),
+        best=p is best,
+        unfit=p.fits is False or not p.compiled,
+        fits=fits_attr(p),
+        peak_bytes=p.peak_bytes,
+        moved_bytes=p.moved_bytes,
+    )
+
+
+def specs_view(s: Search, p: Plan) -> SpecsView:
+    """The specs of ``p`` (the best plan): the optimizer column only when some leaf's optimizer
+    state is split unlike the leaf."""
+    rows = tuple(spec_rows(s, p))
+    with_opt = any(r.optimizer for r in rows)
+    header = ("leaf", "spec", *(("optimizer state",) if with_opt else ()))
+    cells = tuple(
+        (r.path, r.spec, *((r.optimizer or LIKE_THE_LEAF,) if with_opt else ())) for r in rows
+    )
+    return SpecsView(f"Best plan {p.label}: the specs", SPECS_HINT, header, rows, cells)
+
+
+def search_view(s: Search) -> SearchView:
+    """Everything the search views show, from the search alone."""
+    b = s.best
+    return SearchView(
+        function=s.function,
+        title=title(s),
+        status=tuple(status_lines(s)),
+        best=best_line(s),
+        plans_title=PLANS_TITLE,
+        header=PLAN_HEADER,
+        plans=tuple(plan_view(rank, p, b) for rank, p in enumerate(s.plans, start=1)),
+        specs=specs_view(s, b) if b is not None else None,
+        notes=s.notes,
+        best_label=b.label if b is not None else "",
+        best_report=b.report if b is not None else None,
+    )
