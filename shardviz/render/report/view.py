@@ -218,15 +218,25 @@ def _piece_len(piece: str) -> int:
     return 1
 
 
-def groups_str(groups: Sequence[Sequence[int]], cap: int = MAX_GROUPS, max_chars: int = 120) -> str:
-    """``4 groups of 2: {d0,d4} {d1,d5} {d2,d6} {d3,d7}``: at most ``cap`` groups spelled out,
-    fewer when they would run past ``max_chars`` (at least one)."""
+def groups_count_str(groups: Sequence[Sequence[int]]) -> str:
+    """``4 groups of 2`` when every group has the same size, ``4 groups of 1 to 3 devices``
+    when they differ (a collective-permute's connected groups), ``no replica groups``."""
     if not groups:
         return "no replica groups"
-    sizes = sorted({len(g) for g in groups})
     n = len(groups)
-    size = str(sizes[0]) if len(sizes) == 1 else "/".join(map(str, sizes))
-    head = f"{n} group{'s' * (n != 1)} of {size}"
+    low, high = min(len(g) for g in groups), max(len(g) for g in groups)
+    size = str(low) if low == high else f"{low} to {high} devices"
+    return f"{n} group{'s' * (n != 1)} of {size}"
+
+
+def groups_str(groups: Sequence[Sequence[int]], cap: int = MAX_GROUPS, max_chars: int = 120) -> str:
+    """``4 groups of 2: {d0,d4} {d1,d5} {d2,d6} {d3,d7}`` (the count as
+    :func:`groups_count_str` words it): at most ``cap`` groups spelled out, fewer when they
+    would run past ``max_chars`` (at least one)."""
+    if not groups:
+        return "no replica groups"
+    n = len(groups)
+    head = groups_count_str(groups)
     shown: list[str] = []
     for g in groups[:cap]:
         text = ids_str(g)

@@ -47,6 +47,7 @@ from shardviz.render.report.view import (
     LedgerRow,
     axes_repr,
     format_mfu,
+    groups_count_str,
     ids_str,
     no_source_words,
     short_location,
@@ -246,6 +247,7 @@ def _collective_item(
         "moved_bytes": c.moved_bytes,
         "group_size": c.group_size,
         "groups": groupings.add([list(g) for g in c.groups]) if c.groups else None,
+        "groups_text": groups_count_str(c.groups),
         "pairs": pairings.add([list(p) for p in c.pairs]) if c.pairs else None,
         "source": sources.add(c.source),
         "user_written": c.user_written,
@@ -531,7 +533,8 @@ def report_payload(report: Report) -> dict[str, Any]:
     :func:`~.grid_payload.mesh_grid_payload`, or ``None``), ``mesh_summary``, ``colors``
     (device id -> colour), ``arrays`` (one item per :func:`array_entries` entry), ``collectives`` (the ledger
     in order, with its words from :func:`collective_text`; ``groups``/``pairs``/``source``
-    are positions in ``groupings``/``pairings``/``sources``), ``sources`` (call chains,
+    are positions in ``groupings``/``pairings``/``sources``; ``groups_text`` counts the
+    groups in words, :func:`groups_count_str`), ``sources`` (call chains,
     outermost frame first, each frame ``[file, line, function]`` with ``file`` a position in
     ``files``), ``source_labels`` (per chain, :func:`source_label`), ``files``,
     ``traffic_links`` (per collective's ``traffic``, :func:`traffic_item`),

@@ -56,7 +56,6 @@ import {
   isActivation,
   node,
   parse,
-  plural,
   selectTilesOf,
   setPressed,
   svg,
@@ -87,7 +86,7 @@ import {
  * @typedef {{ index: number, name: string, kind: string, axes: string[],
  *   in_dtype: string, in_shape: number[], out_dtype: string, out_shape: number[],
  *   in_bytes: number, out_bytes: number, moved_bytes: number, group_size: number,
- *   groups: number | null, pairs: number | null, source: number | null,
+ *   groups: number | null, groups_text: string, pairs: number | null, source: number | null,
  *   user_written: boolean, op_name: string, reshard: string | null,
  *   reshard_array: string | null, estimated_seconds: number | null, estimate_formula: string,
  *   axes_text: string, operand: string, in_value: string, out_value: string,
@@ -771,7 +770,7 @@ function details(report, position) {
   if (collective.groups !== null) {
     const groups = report.payload.groupings[collective.groups];
     groupLegend(report, legend, groups.length, report.payload.group_labels[collective.groups]);
-    add("groups", `${plural(groups.length, "group")} of ${collective.group_size}`);
+    add("groups", collective.groups_text);
   } else if (collective.pairs !== null) {
     const pairs = report.payload.pairings[collective.pairs];
     const shown = pairs.slice(0, MAX_PAIRS).map(([source, target]) => `d${source}→d${target}`);
