@@ -87,6 +87,43 @@ class Where:
         return format_spec(self.spec) if self.spec is not None else ""
 
 
+#: Pieces (``#3`` or a run ``#3-#9``) :func:`ledger_refs` writes before ``and N more``.
+MAX_LEDGER_REFS = 8
+
+
+def _number_runs(numbers: list[int]) -> list[list[int]]:
+    """Sorted numbers cut into runs of consecutive ones: ``[3, 4, 5, 9]`` -> ``[[3, 4, 5], [9]]``."""
+    runs: list[list[int]] = []
+    for n in numbers:
+        if runs and n == runs[-1][-1] + 1:
+            runs[-1].append(n)
+        else:
+            runs.append([n])
+    return runs
+
+
+def _ref_pieces(numbers: tuple[int, ...]) -> list[tuple[str, int]]:
+    """``("#3-#9", 7)``, ``("#12", 1)``: three or more consecutive numbers as one run, each
+    piece with how many numbers it stands for."""
+    pieces: list[tuple[str, int]] = []
+    for run in _number_runs(sorted(set(numbers))):
+        if len(run) >= 3:
+            pieces.append((f"#{run[0]}-#{run[-1]}", len(run)))
+        else:
+            pieces.extend((f"#{n}", 1) for n in run)
+    return pieces
+
+
+def ledger_refs(numbers: tuple[int, ...], cap: int = MAX_LEDGER_REFS) -> str:
+    """Ledger numbers as findings show them: ``#3, #4`` or ``#3-#9, #12`` (runs of three or
+    more merged), at most ``cap`` pieces, then how many numbers are left out: ``#1, #3, …,
+    #15 and 80 more``. ``""`` for none."""
+    pieces = _ref_pieces(numbers)
+    text = ", ".join(piece for piece, _ in pieces[:cap])
+    more = sum(k for _, k in pieces[cap:])
+    return f"{text} and {more} more" if more else text
+
+
 #: A spec for an argument leaf (placed that way before the call); a sharding constraint on
 #: an argument leaf at the top of the function; a sharding constraint removed at a line; a
 #: mesh of another shape over the same devices.

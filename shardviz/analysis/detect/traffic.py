@@ -35,7 +35,7 @@ from shardviz.analysis.detect.inputs import (
 )
 from shardviz.model import ArrayLayout, Collective, Report, ShardingOf, Source
 from shardviz.model.array import Spec
-from shardviz.model.findings import Finding, FindingCost, Fix
+from shardviz.model.findings import Finding, FindingCost, Fix, ledger_refs
 from shardviz.model.tiles import dtype_bits
 
 #: Gathers of one weight per step a strategy needs at most: one forward, one backward.
@@ -561,7 +561,7 @@ def full_reduce(report: Report) -> list[Candidate]:
         waste = sum(step_bytes(c) for c in cs) // 2
         first, r = pairs[0]
         numbers = tuple(number_of(report, c) for c in cs)
-        some = ", ".join(f"#{n}" for n in numbers[:6]) + (", …" if len(numbers) > 6 else "")
+        some = ledger_refs(numbers)
         finding = Finding(
             kind="full-reduce",
             severity="info",

@@ -20,6 +20,7 @@ from shardviz.model.findings import (
     FixCheck,
     Outcome,
     Where,
+    ledger_refs,
 )
 from shardviz.model.units import format_bytes, format_flops, format_seconds
 from shardviz.render.geometry import device_runs
@@ -69,11 +70,6 @@ def cost_str(cost: FindingCost) -> str:
     if cost.seconds is not None:
         text += f" · est. {format_seconds(cost.seconds)} per step"
     return text
-
-
-def ledger_refs(numbers: tuple[int, ...]) -> str:
-    """Ledger numbers as the report shows them: ``#3, #4``."""
-    return ", ".join(f"#{i}" for i in numbers)
 
 
 def devices_str(ids: tuple[int, ...]) -> str:
