@@ -40,23 +40,17 @@ from shardviz.analysis.sharding_origins import (
     is_prefix,
     last_op,
     noun,
+    op_noun,
     short_where,
     spec_axes,
     where,
     without,
 )
 from shardviz.capture.hlo.text import HloModule, HloParseError, parse_hlo_module
-from shardviz.model import Collective, MeshLayout, ShardingOf, Source, Spec, format_spec
-from shardviz.model.why import AxisOrigin, CollectiveWhy, Origin
+from shardviz.model import Collective, MeshLayout, ShardingOf, Source, Spec
+from shardviz.model.why import AxisOrigin, CollectiveWhy, Origin, why_axes, why_spec
 
 __all__ = ["collective_reasons"]
-
-
-def _axes_words(axes: Sequence[str]) -> str:
-    names = [f"'{a}'" for a in axes]
-    if not names:
-        return "no mesh axis"
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
 def _elements(shape: Sequence[int]) -> int:
@@ -262,12 +256,12 @@ def _axis_words(a: AxisOrigin) -> str:
 def _side_words(o: Origin, value: str) -> str:
     """Where the sharding of ``value`` came from, for the summary's parentheses."""
     if o.kind == "unknown":
-        return "origin unknown"
+        return "where it comes from is not known"
     if o.kind == "propagation":
         by_axis: dict[str, list[str]] = {}
         for a in o.axes:
             by_axis.setdefault(a.axis, []).append(_axis_words(a))
-        parts = [f"'{axis}' from {' and '.join(w)}" for axis, w in by_axis.items()]
+        parts = [f"{why_axes((axis,))} from {' and '.join(w)}" for axis, w in by_axis.items()]
         return o.detail + (": " + ", ".join(parts) if parts else "")
     if o.value == value:
         return "its argument spec" if o.kind == "argument" else f"set by {noun(o.kind, o.detail)}"
@@ -277,12 +271,12 @@ def _side_words(o: Origin, value: str) -> str:
 def _summary(
     program: ShardingGraph, c: Collective, r: Value | None, conv: _Conversion | None, needed: str
 ) -> str:
-    axes = _axes_words(c.axes)
+    axes = why_axes(c.axes)
     if conv is None:
         if r is not None:
             return (
                 f"The partitioner inserted this {c.kind} over {axes} while splitting "
-                f"{needed}, whose result is {format_spec(r.spec)}; shardviz cannot tell "
+                f"{needed}, whose result is {why_spec(r.spec)}; shardviz cannot tell "
                 "which conversion it makes."
             )
         if needed:
@@ -295,7 +289,7 @@ def _summary(
             "which op needed it."
         )
     value = program.value_words(conv.value)
-    frm, to = format_spec(conv.from_spec), format_spec(conv.to_spec)
+    frm, to = why_spec(conv.from_spec), why_spec(conv.to_spec)
     if conv.partial:
         parts = []
         for name, o in zip(conv.holders, (conv.from_origin, *conv.others), strict=True):
@@ -303,8 +297,8 @@ def _summary(
             assert node is not None
             side = _side_words(o, name)
             if o.kind != "propagation" and o.value != name:
-                side = f"{_axes_words(conv.partial)} {side}"
-            parts.append(f"{program.value_words(name)} is {format_spec(node.spec)}, {side}")
+                side = f"{why_axes(conv.partial)} {side}"
+            parts.append(f"{program.value_words(name)} is {why_spec(node.spec)}, {side}")
         how = "adds them into" if c.kind == "all-reduce" else "adds them and splits the sum into"
         return (
             f"{needed} sums over a dim split over {axes} ({'; '.join(parts)}), so each device "
@@ -323,18 +317,21 @@ def _summary(
         ask = f"{noun(r.fixed, r.label)} asks for {value} as {to}"
     elif conv.to_spec is None:
         ask = f"{needed} needs {value} split another way than {frm} (its result is "
-        ask += f"{format_spec(r.spec)}, {to_side})"
+        ask += f"{why_spec(r.spec)}, {to_side})"
     elif conv.to_spec == r.spec:
         ask = f"{needed} needs {value} as {to} ({to_side})"
     else:
-        ask = f"{needed} needs {value} as {to} (its result is {format_spec(r.spec)}, {to_side})"
+        ask = f"{needed} needs {value} as {to} (its result is {why_spec(r.spec)}, {to_side})"
     return f"{ask}, but it is {frm} ({from_side}), so the partitioner {verb} over {axes}."
 
 
 def _needed_words(op: str, source: Source | None) -> str:
+    """``the matmul at model.py:25 (`y = h @ w2`)``: the op in plain words, its line, its code."""
     where = short_where(source)
     text = source.text if source is not None else ""
-    return f"the {op}" + (f" at {where}" if where else "") + (f" ({text})" if text else "")
+    return (
+        f"the {op_noun(op)}" + (f" at {where}" if where else "") + (f" (`{text}`)" if text else "")
+    )
 
 
 def _why(program: ShardingGraph, c: Collective) -> CollectiveWhy:

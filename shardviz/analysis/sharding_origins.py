@@ -560,15 +560,22 @@ class ShardingGraph:
     # --- words --------------------------------------------------------------------------
 
     def _op_words(self, node: Value | None) -> str:
+        """The op that made ``node`` in plain words, with its line: ``a matmul at
+        model.py:12`` (a source of shardings by its label: ``argument x``)."""
         if node is None:
             return ""
         if node.fixed:
             return noun(node.fixed, node.label)
-        op = last_op(node.op_name) or node.op
+        op = a_op(last_op(node.op_name) or node.op)
         where = short_where(node.source)
         return f"{op} at {where}" if where else op
 
     def value_words(self, name: str) -> str:
+        """The value ``name`` in the user's terms: an argument's leaf path, the value of a
+        constraint, ``the value made at model.py:12 (`h = jnp.tanh(x @ w1)`)`` when its
+        line's code is known (``the result of the transpose at model.py:14 (`y = h.T @ w`)``
+        when the line uses it again: a step of the line, not what it makes), else ``the
+        result of a matmul at model.py:12``."""
         node = self.node(name)
         if node is None:
             return f"value {name}"
@@ -576,7 +583,22 @@ class ShardingGraph:
             return node.label.removeprefix("argument ")
         if node.fixed:
             return f"the value of {noun(node.fixed, node.label)}"
-        return f"the result of {self._op_words(node)}"
+        where = short_where(node.source)
+        if not where or node.source is None or not node.source.text:
+            return f"the result of {self._op_words(node)}"
+        code = f"at {where} (`{node.source.text}`)"
+        if self._used_on_its_line(node):
+            return f"the result of the {op_noun(last_op(node.op_name) or node.op)} {code}"
+        return f"the value made {code}"
+
+    def _used_on_its_line(self, node: Value) -> bool:
+        """Whether an op of the same line uses ``node`` (it is a step inside the line)."""
+        line = where(node.source)
+        for user in self.users(node.name):
+            other = self.node(user)
+            if other is not None and other.source is not None and where(other.source) == line:
+                return True
+        return False
 
     def tile(self, dims: Sequence[int], spec: Spec) -> tuple[int, ...]:
         return tuple(
@@ -606,6 +628,60 @@ def reshape_pairs(out: Sequence[int], operand: Sequence[int]) -> tuple[tuple[int
             pairs.append((d, starts[(before, n)]))
         before *= n
     return tuple(pairs)
+
+
+#: Plain words for the primitives (and HLO opcodes) whose names are the compiler's, not the
+#: user's; any other op is named as it is (``tanh``, ``transpose``).
+OP_NOUNS = {
+    "select_n": "jnp.where",
+    "select": "jnp.where",
+    **dict.fromkeys(("gt", "lt", "ge", "le", "eq", "ne", "compare"), "comparison"),
+    "dot_general": "matmul",
+    "dot": "matmul",
+    "add": "addition",
+    "add_any": "addition",
+    "sub": "subtraction",
+    "subtract": "subtraction",
+    "mul": "multiplication",
+    "multiply": "multiplication",
+    "div": "division",
+    "divide": "division",
+    "neg": "negation",
+    "negate": "negation",
+    "max": "maximum",
+    "min": "minimum",
+    "integer_pow": "power",
+    "pow": "power",
+    "power": "power",
+    "logistic": "sigmoid",
+    "reduce_sum": "sum",
+    "reduce_max": "max over an axis",
+    "reduce_min": "min over an axis",
+    "reduce_prod": "product over an axis",
+    "reduce": "reduction",
+    "broadcast_in_dim": "broadcast",
+    "convert_element_type": "dtype conversion",
+    "convert": "dtype conversion",
+    "dynamic_slice": "slice",
+    "dynamic_update_slice": "slice update",
+    "concatenate": "concatenation",
+    "conv_general_dilated": "convolution",
+    "cumsum": "cumulative sum",
+    "iota": "jnp.arange",
+    "sharding_constraint": "sharding constraint",
+}
+
+
+def op_noun(op: str) -> str:
+    """An op in plain words: ``select_n`` -> ``jnp.where``, ``gt`` -> ``comparison``,
+    ``dot_general`` -> ``matmul``; an op with no plainer name as it is (``tanh``)."""
+    return OP_NOUNS.get(op, op)
+
+
+def a_op(op: str) -> str:
+    """``a matmul``, ``an addition``: :func:`op_noun` with its article."""
+    word = op_noun(op)
+    return ("an " if word[:1] in tuple("aeiou") else "a ") + word
 
 
 def noun(kind: str | None, label: str) -> str:

@@ -25,6 +25,7 @@ from jax.sharding import PartitionSpec as P
 
 import shardviz as sv
 from shardviz.analysis.collective_why import collective_reasons
+from shardviz.analysis.sharding_origins import a_op, op_noun
 from shardviz.model import Collective, MeshLayout, Report, ShardingOf
 from shardviz.model.mesh import Device
 from tests.without_jax import run_without_jax
@@ -78,6 +79,11 @@ def make_chain(mesh: Mesh):
 
 def double(a):
     return a * 2  # double
+
+
+def masked(x, w):
+    h = jnp.where(x > 0, x, 0.1 * x)  # masked-h
+    return h.T @ w  # masked-y
 
 
 def _mesh_2x4() -> Mesh:
@@ -144,7 +150,7 @@ def test_megatron_all_reduce_adds_partial_sums_of_the_second_dot(megatron_report
     assert why.from_origin.kind == "argument"
     assert why.from_origin.detail == "argument params/w1"
     assert why.from_origin.spec == ((), ("model",))
-    assert why.from_origin.via == f"dot_general at {short('megatron-h')}"
+    assert why.from_origin.via == f"a matmul at {short('megatron-h')}"
     # ... and params/w2 is split over 'model' on the contracted dim by its own spec.
     (w2,) = why.other_origins
     assert (w2.kind, w2.detail, w2.spec) == ("argument", "argument params/w2", (("model",), ()))
@@ -152,9 +158,19 @@ def test_megatron_all_reduce_adds_partial_sums_of_the_second_dot(megatron_report
     assert why.to_origin.kind == "argument"
     assert why.to_origin.detail == "argument x"
     assert why.to_origin.spec == (("data",), ())
-    assert why.to_origin.via == f"max at {short('megatron-h')}"
+    assert why.to_origin.via == f"a maximum at {short('megatron-h')}"
     assert "partial sums" in why.summary and "params/w1" in why.summary
-    assert why.summary.startswith(f"The dot_general at {short('megatron-y')}")
+    # In the user's terms: the op in plain words, the lines and their code, axes and specs as
+    # written in jax (no compiler op names, no tuples).
+    assert why.summary.startswith(
+        f'The matmul at {short("megatron-y")} (`return h @ params["w2"]  # megatron-y`) '
+        "sums over a dim split over 'model' (the value made at "
+        f'{short("megatron-h")} (`h = jnp.maximum(x @ params["w1"], 0)  # megatron-h`) is '
+        "P('data', 'model'), 'model' from argument params/w1 through a matmul at "
+        f"{short('megatron-h')}; "
+    )
+    assert "dot_general" not in why.summary and "max " not in why.summary
+    assert "over ('" not in why.summary and ",)" not in why.summary
 
 
 # --- FSDP: each weight gathered whole before its dot -----------------------------------------
@@ -184,7 +200,7 @@ def test_fsdp_gathers_each_weight_for_its_dot(fsdp_report, leaf, marker):
 
 def test_fsdp_second_dot_gets_its_split_through_the_tanh(fsdp_report):
     (c,) = [c for c in _inserted(fsdp_report) if c.why.value == "params/w2"]
-    assert c.why.to_origin.via == f"tanh at {short('fsdp-h')}"
+    assert c.why.to_origin.via == f"a tanh at {short('fsdp-h')}"
 
 
 # --- a reshard chain: constrained P('data', None) -> P(None, 'model') -> back ---------------
@@ -233,7 +249,29 @@ def test_declared_output_resharding():
         "data": ("argument", "argument a"),
         "model": ("output", "declared output sharding"),
     }
-    assert why.value == f"the result of mul at {short('double')}"
+    assert why.value == f"the value made at {short('double')} (`return a * 2  # double`)"
+
+
+# --- the words: the user's ops and lines, not the compiler's names ----------------------------
+
+
+def test_a_where_reads_as_jnp_where_and_unknown_origins_say_so():
+    """``jnp.where`` is ``select_n`` (after a ``gt``) to the compiler: the why texts name it as
+    the user wrote it, and a side whose origin is not found says so in words."""
+    mesh = _mesh_2x4()
+    x, w = _put(mesh, (64, 128), P("data", None)), _put(mesh, (64, 32), P("model", None))
+    report = sv.explain(masked, x, w, run=False)
+    summaries = [c.why.summary for c in _inserted(report)]
+    assert summaries
+    for text in summaries:
+        assert text.startswith(f"The matmul at {short('masked-y')} (`return h.T @ w  # masked-y`)")
+        assert "(where it comes from is not known)" in text
+        for compiler_word in ("select_n", "gt ", "dot_general", "origin unknown", "of transpose"):
+            assert compiler_word not in text
+    joined = " ".join(summaries)
+    assert f"(from argument x through a jnp.where at {short('masked-h')})" in joined
+    # The value a line makes on its way (h.T, used by the same line's matmul) is named by its op.
+    assert f"the result of the transpose at {short('masked-y')} (`return h.T @ w" in joined
 
 
 def test_user_written_collectives_have_no_why():
@@ -306,6 +344,15 @@ def _facts(why) -> tuple:
 
 
 # --- pure text: no jax ---------------------------------------------------------------------
+
+
+def test_ops_in_plain_words():
+    assert [op_noun(op) for op in ("select_n", "gt", "ne", "dot_general", "mul", "tanh")] == [
+        "jnp.where", "comparison", "comparison", "matmul", "multiplication", "tanh",
+    ]  # fmt: skip
+    assert [a_op(op) for op in ("add", "dot_general", "exp", "select_n")] == [
+        "an addition", "a matmul", "an exp", "a jnp.where",
+    ]  # fmt: skip
 
 
 _MEGATRON_HLO = """HloModule jit_mlp, entry_computation_layout={(f32[64,256]{1,0}, f32[256,64]{1,0}, f32[32,64]{1,0})->f32[32,64]{1,0}}, allow_spmd_sharding_propagation_to_parameters={false,false,false}, allow_spmd_sharding_propagation_to_output={true}, num_partitions=8

@@ -56,7 +56,20 @@ def test_explorer_payload_carries_the_words():
     report = _with_why()
     words = collective_text(ledger_section(report).rows[0])
     assert words["why_text"] == SUMMARY
-    assert words["why_change"] == "P('data', None) (partial sums over ('model',)) → P('data', None)"
+    assert words["why_change"] == "P('data', None) (partial sums over 'model') → P('data', None)"
     assert report_payload(report)["collectives"][0]["why_text"] == SUMMARY
     plain = collective_text(ledger_section(megatron_report()).rows[0])
     assert plain["why_text"] is None and plain["why_change"] is None
+
+
+def test_explorer_change_writes_axes_and_one_dim_specs_as_jax_code():
+    """No tuple of axes, no one-dim spec's tuple comma (``P('model',)``)."""
+    report = _with_why()
+    (c,) = report.collectives
+    assert c.why is not None
+    why = replace(
+        c.why, from_spec=(("data", "model"),), to_spec=((),), partial_axes=("data", "model")
+    )
+    row = ledger_section(replace(report, collectives=(replace(c, why=why),))).rows[0]
+    change = collective_text(row)["why_change"]
+    assert change == "P(('data', 'model')) (partial sums over 'data', 'model') → P(None)"

@@ -33,6 +33,7 @@ from shardviz.model.program import Collective, Report, ShardingOf, Source
 from shardviz.model.tiles import layout_from_spec
 from shardviz.model.timeline import realness_label, timeline_of
 from shardviz.model.units import format_bytes, format_seconds
+from shardviz.model.why import why_axes, why_spec
 from shardviz.render.colors import KIND_COLORS, OTHER_KIND, device_color
 from shardviz.render.geometry import MeshGrid, array_facts, format_shape, mesh_grid, mesh_summary
 from shardviz.render.report.html import MEMORY_COLORS, group_fill
@@ -268,15 +269,17 @@ def collective_text(row: LedgerRow) -> dict[str, Any]:
     ``moved_bytes_text`` (``4 KiB``), ``in_bytes_exact``, ``out_bytes_exact`` and
     ``moved_bytes_exact`` (``4 KiB (4,096 B)``), ``estimated_text`` (``1.23 µs``, or ``None``
     without an estimate), ``why_text`` (why the partitioner inserted it, one sentence) and
-    ``why_change`` (``P('data', None) → P(None, 'model')``), both ``None`` when unknown.
+    ``why_change`` (``P('data', None) → P(None, 'model')``, ``P('data', None) (partial sums
+    over 'model') → P('data', None)``, specs and axes as the why texts write them), both
+    ``None`` when unknown.
     """
     c = row.collective
     seconds = c.estimated_seconds
     why = c.why
     change = None
     if why is not None and why.from_spec is not None and why.to_spec is not None:
-        partial = f" (partial sums over {axes_repr(why.partial_axes)})" if why.partial_axes else ""
-        change = f"{format_spec(why.from_spec)}{partial} → {format_spec(why.to_spec)}"
+        partial = f" (partial sums over {why_axes(why.partial_axes)})" if why.partial_axes else ""
+        change = f"{why_spec(why.from_spec)}{partial} → {why_spec(why.to_spec)}"
     return {
         "axes_text": axes_repr(c.axes),
         "operand": row.operand,
