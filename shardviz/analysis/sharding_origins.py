@@ -19,7 +19,6 @@ contains ``shardy-verbose``; the tests check the two agree.
 from __future__ import annotations
 
 import math
-import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -101,9 +100,10 @@ def last_op(op_name: str) -> str:
 
 
 def short_where(source: Source | None) -> str:
-    """``model.py:12`` (the innermost frame, file basename), or "" without a source."""
+    """``model.py:12`` or ``In [12], line 12`` (the innermost frame as a person names its
+    file), or "" without a source."""
     f = source.innermost if source is not None else None
-    return f"{os.path.basename(f.file)}:{f.line}" if f is not None else ""
+    return f.place if f is not None else ""
 
 
 def where(source: Source | None) -> str:

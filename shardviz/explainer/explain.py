@@ -51,6 +51,7 @@ from shardviz.capture.host_split import host_split
 from shardviz.capture.layout import layout_tree
 from shardviz.capture.memory import device_stats, memory_report
 from shardviz.capture.mesh import mesh_layout
+from shardviz.capture.places import labelled, without_repeats
 from shardviz.capture.processes import host_figures
 from shardviz.capture.run import (
     CPU_MAX_PARTICIPANTS,
@@ -199,10 +200,22 @@ def _outputs(lowered: Any, compiled: Any) -> TreeLayout:
 
 def _cost(comp: Compiled, early: _EarlyReading | None = None) -> Cost | None:
     """Per device from the compiled program; global from the program before partitioning;
-    both per step, each loop body counted as often as it runs (:mod:`.step_cost`)."""
+    both per step, each loop body counted as often as it runs (:mod:`.step_cost`); each
+    loop's source named as a person names it."""
     if early is None:
-        return program_cost(comp)
-    return program_cost(comp, early.global_cost, early.propagated)
+        cost = program_cost(comp)
+    else:
+        cost = program_cost(comp, early.global_cost, early.propagated)
+    if cost is None or not cost.loops:
+        return cost
+    labels: dict[str, str] = {}
+    loops = tuple(
+        replace(lp, source=Source(labelled(lp.source.frames, labels), lp.source.text))
+        if lp.source is not None
+        else lp
+        for lp in cost.loops
+    )
+    return replace(cost, loops=loops)
 
 
 def _analyse(
@@ -521,7 +534,9 @@ def entry_of(fn: Any) -> Entry | None:
     return code.co_filename, frozenset({code.co_name, getattr(code, "co_qualname", code.co_name)})
 
 
-def _trim(source: Source | None, entry: Entry | None = None) -> Source | None:
+def _trim(
+    source: Source | None, entry: Entry | None = None, labels: dict[str, str] | None = None
+) -> Source | None:
     """A call chain as the views show it: from the traced function's own frame (``entry``)
     inward, with shardviz's own machinery frames (capture, widgets, the strategy runner), the
     frames of the kernel or runner around the user's code and module-level lines dropped, and
@@ -535,9 +550,10 @@ def _trim(source: Source | None, entry: Entry | None = None) -> Source | None:
         if start is None:  # the caller's frames alone (e.g. an argument's copy)
             return None
         frames = frames[start:]
-    kept = tuple(f for f in frames if _kept(f))
+    kept = without_repeats(f for f in frames if _kept(f))
     if not kept:
         return None
+    kept = labelled(kept, labels if labels is not None else {})
     text = source.text or _line_text(kept[-1])
     return Source(kept, text) if (kept, text) != (source.frames, source.text) else source
 
@@ -562,13 +578,14 @@ def _trim_sources(items: tuple, entry: Entry | None = None) -> tuple:
     for file in {f.file for s in distinct for f in s.frames[-1:]}:
         linecache.checkcache(file)
     trimmed: dict[Source, Source | None] = {}
+    labels: dict[str, str] = {}
     out = []
     for x in items:
         if x.source is None:
             out.append(x)
             continue
         if x.source not in trimmed:
-            trimmed[x.source] = _trim(x.source, entry)
+            trimmed[x.source] = _trim(x.source, entry, labels)
         new = trimmed[x.source]
         out.append(x if new is x.source else replace(x, source=new))
     return tuple(out)

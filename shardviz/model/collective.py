@@ -41,6 +41,15 @@ class Frame:
     line: int
     function: str
     column: int = 0
+    #: How a person names the file (``In [12]`` for a notebook cell, ``models/llama.py``
+    #: relative to the working directory); ``""``: its basename.
+    label: str = ""
+
+    @property
+    def place(self) -> str:
+        """``In [12], line 45``, ``models/llama.py:45`` or ``train.py:45``."""
+        name = self.label or self.file.replace("\\", "/").rsplit("/", 1)[-1]
+        return f"{name}, line {self.line}" if name.startswith("In [") else f"{name}:{self.line}"
 
 
 @dataclass(frozen=True)
@@ -63,6 +72,12 @@ class Source:
         """``file:line`` of the innermost frame (the line that caused it)."""
         f = self.innermost
         return f"{f.file}:{f.line}" if f else "?"
+
+    @property
+    def place(self) -> str:
+        """The innermost frame as a person reads it (:attr:`Frame.place`), or ``?``."""
+        f = self.innermost
+        return f.place if f else "?"
 
     @property
     def chain(self) -> str:

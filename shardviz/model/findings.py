@@ -66,7 +66,7 @@ class FindingCost:
 class Where:
     """Where the problem is: a line, a value or argument leaf and its spec, ledger entries.
 
-    ``line`` is ``file:line`` and ``chain`` the call chain (``step > loss > mlp``) of the
+    ``line`` is ``file:line`` (``place`` the same as a person reads it) and ``chain`` the call chain (``step > loss > mlp``) of the
     code that made the value; ``code`` that line's text. ``leaf`` is an argument's leaf path
     (``params/w1``) or a value's name, ``spec`` its spec. ``collectives`` are ledger numbers
     as the views show them (1 is ``report.collectives[0]``); ``values`` HLO value names
@@ -81,6 +81,9 @@ class Where:
     collectives: tuple[int, ...] = ()
     values: tuple[str, ...] = ()
     devices: tuple[int, ...] = ()
+    #: ``line`` as a person reads it (``In [12], line 45``, ``models/llama.py:45``); ``""``:
+    #: the file's basename.
+    place: str = ""
 
     @property
     def spec_str(self) -> str:

@@ -156,9 +156,10 @@ class Loop:
 
     @property
     def where(self) -> str:
-        """``file:line`` of the jax code that made the loop, else its HLO name."""
+        """``train.py:41`` (or ``In [12], line 41``): the jax code that made the loop, else its
+        HLO name."""
         f = self.source.innermost if self.source is not None else None
-        return f"{f.file.rsplit('/', 1)[-1]}:{f.line}" if f is not None else self.name
+        return f.place if f is not None else self.name
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ from tests.without_jax import run_without_jax
 from . import marker_line
 
 HERE = os.path.abspath(__file__)
-NAME = os.path.basename(HERE)
+NAME = os.path.relpath(HERE)  # as the views name a file under the working directory
 
 
 def line(marker: str) -> int:

@@ -49,7 +49,13 @@ def constraint_fix(leaf: str, spec: Spec, function: str, why: str) -> Fix:
 
 
 def constraint_at_fix(
-    line: str, code: str, value: str, shape: tuple[int, ...], spec: Spec, why: str
+    line: str,
+    code: str,
+    value: str,
+    shape: tuple[int, ...],
+    spec: Spec,
+    why: str,
+    place: str = "",
 ) -> Fix:
     """Constrain the value made at ``line`` (of ``shape``) to a spec, right where it is made."""
     name = code.split("=", 1)[0].strip() if "=" in code else "value"
@@ -57,8 +63,8 @@ def constraint_at_fix(
         name = "value"
     return Fix(
         kind="constraint",
-        description=f"constrain {value} to {spec_code(spec)} where it is made, at {line} ({why})",
-        code=f"{name} = jax.lax.with_sharding_constraint({name}, {spec_code(spec)})  # after {line}",
+        description=f"constrain {value} to {spec_code(spec)} where it is made, at {place or line} ({why})",
+        code=f"{name} = jax.lax.with_sharding_constraint({name}, {spec_code(spec)})  # after {place or line}",
         leaf=value,
         spec=spec,
         line=line,
@@ -96,7 +102,7 @@ def without_constraint(code: str) -> str | None:
     return head + text[arg_start:arg_end].strip() + text[i + 1 :]
 
 
-def drop_constraint_fix(line: str, code: str, why: str) -> Fix:
+def drop_constraint_fix(line: str, code: str, why: str, place: str = "") -> Fix:
     """Remove a sharding constraint the program has at ``line``: the line deleted when it
     only constrains a value in place (``y = wsc(y, s)``), else the call replaced by its
     value (``return h`` for ``return wsc(h, s)``)."""
@@ -109,7 +115,7 @@ def drop_constraint_fix(line: str, code: str, why: str) -> Fix:
         text = f"{plain.strip()}  # instead of: {code.strip()}"
     return Fix(
         kind="drop-constraint",
-        description=f"remove the sharding constraint at {line} ({why})",
+        description=f"remove the sharding constraint at {place or line} ({why})",
         code=text,
         line=line,
     )

@@ -78,7 +78,9 @@ def where_of(source: Source | None, **kw) -> Where:
     """A :class:`Where` at ``source``'s innermost line (empty line fields without one)."""
     if source is None or source.innermost is None:
         return Where(**kw)
-    return Where(line=source.location, chain=source.chain, code=source.text, **kw)
+    return Where(
+        line=source.location, place=source.place, chain=source.chain, code=source.text, **kw
+    )
 
 
 def leaf_group(path: str) -> str:

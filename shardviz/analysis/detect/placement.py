@@ -135,11 +135,13 @@ def _uneven(
     padding = (per_tile * ways - math.prod(shape)) * _itemsize(s.dtype) // max(1, ways)
     dims = ", ".join(f"dim {d} ({n} over {k} devices)" for d, n, k in bad)
     fixes = [
-        drop_constraint_fix(v.source.location, v.source.text, "let the compiler choose")
+        drop_constraint_fix(
+            v.source.location, v.source.text, "let the compiler choose", v.source.place
+        )
         for v in constraints
         if v.source is not None
     ]
-    lines = sorted({v.source.location for v in vs if v.source is not None})
+    lines = sorted({v.source.place for v in vs if v.source is not None})
     finding = Finding(
         kind="uneven",
         severity="warning",

@@ -90,12 +90,16 @@ def _remat(report: Report, remats: list[Remat], values: dict[str, ShardingOf]) -
     ]  # fmt: skip
     fixes = list(_remat_fixes(report, remats, s))
     if s is not None and is_constraint(s) and s.source is not None:
-        fixes.append(drop_constraint_fix(s.source.location, s.source.text, "let the value be"))
+        fixes.append(
+            drop_constraint_fix(
+                s.source.location, s.source.text, "let the value be", s.source.place
+            )
+        )
     elif s is not None and s.source is not None and first.to_spec is not None:
         fixes.append(
             constraint_at_fix(
                 s.source.location, s.source.text, s.name, s.shape, first.to_spec,
-                "make it in the form its user needs",
+                "make it in the form its user needs", s.source.place,
             )
         )  # fmt: skip
     if s is not None:
@@ -280,17 +284,19 @@ def _there_and_back(
     for v in _between(r, back, users, values):
         if is_constraint(v) and v.source is not None:
             fixes.append(
-                drop_constraint_fix(v.source.location, v.source.text, "keep the value as it was")
+                drop_constraint_fix(
+                    v.source.location, v.source.text, "keep the value as it was", v.source.place
+                )
             )
     asked = bool(fixes)  # the user's own constraint asked for the move
     if r.source is not None:
         fixes.append(
             constraint_at_fix(
                 r.source.location, r.source.text, r.name, r.shape, before,
-                "keep it as it arrived",
+                "keep it as it arrived", r.source.place,
             )
         )  # fmt: skip
-    line_b = back.source.location if back.source else back.name
+    line_b = back.source.place if back.source else back.name
     finding = Finding(
         kind="reshard-chain",
         severity="warning",
@@ -299,7 +305,7 @@ def _there_and_back(
             f"(at {line_b})"
         ),
         why=(
-            f"The value made at {r.source.location if r.source else r.name} arrives as "
+            f"The value made at {r.source.place if r.source else r.name} arrives as "
             f"{spec_code(before)}, is resharded to {spec_code(r.spec)}, and later ({line_b}) "
             f"back to {spec_code(before)}: two moves ({format_bytes(moved)} per device per "
             f"step) that end where they started. Usually a sharding constraint asks for "
@@ -330,7 +336,9 @@ def _transposed(a: Spec, b: Spec) -> bool:
 def _transpose_pair(report: Report, cs: list[Collective], r: ShardingOf, before: Spec) -> Candidate:
     fixes = []
     if is_constraint(r) and r.source is not None:
-        fixes.append(drop_constraint_fix(r.source.location, r.source.text, "keep its order"))
+        fixes.append(
+            drop_constraint_fix(r.source.location, r.source.text, "keep its order", r.source.place)
+        )
     for o in r.operands:  # an argument placed for the transposed array
         leaf = leaf_named(report, o.rsplit(".", 1)[0]) if o not in by_name(report) else None
         if leaf is not None and leaf.shape == r.shape and r.spec is not None:
@@ -449,7 +457,7 @@ def _loop_where(report: Report, body: str, cs: list[Collective]) -> str:
         if body and lp.op_name and body == lp.op_name.rstrip("/") + "/body/":
             return lp.where
     heaviest = max(cs, key=step_bytes)
-    return heaviest.source.location if heaviest.source else heaviest.name
+    return heaviest.source.place if heaviest.source else heaviest.name
 
 
 def _kinds_words(cs: list[Collective]) -> str:
@@ -538,7 +546,9 @@ def _loop_fixes(report: Report, cs: list[Collective]) -> tuple[Fix, ...]:
             and any(s.op_name.startswith(b) for b in bodies)
         ):
             fixes.append(
-                drop_constraint_fix(s.source.location, s.source.text, "keep the loop's values")
+                drop_constraint_fix(
+                    s.source.location, s.source.text, "keep the loop's values", s.source.place
+                )
             )
     return tuple(dict.fromkeys(fixes))
 

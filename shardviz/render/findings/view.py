@@ -96,7 +96,7 @@ def where_rows(where: Where) -> list[WhereRow]:
     The line of code (``code``) is a row of its own so views can set it as code.
     """
     rows = []
-    place = " · ".join(x for x in (where.line, where.chain) if x)
+    place = " · ".join(x for x in (where.place or where.line, where.chain) if x)
     if place:
         rows.append(WhereRow("line", place))
     if where.code:
@@ -264,7 +264,7 @@ def finding_view(f: Finding) -> FindingView:
         why=f.why,
         cost=cost_str(f.cost),
         where=tuple(where_rows(f.where)),
-        place=" · ".join(x for x in (short_line(f.where.line), refs) if x),
+        place=" · ".join(x for x in (f.where.place or short_line(f.where.line), refs) if x),
         fix=f.fix,
         no_fix=no_fix_words(f.untried, f.unfixed) if f.fix is None else "",
         check=check_view(f.check) if f.check is not None else None,

@@ -87,11 +87,11 @@ def basename(path: str) -> str:
 
 
 def short_location(source: Source | None) -> str:
-    """``train.py:42`` (the innermost frame, file basename), or ``?``."""
+    """``train.py:42`` or ``In [12], line 42`` (the innermost frame as a person names its
+    file: :attr:`~shardviz.model.Source.place`), or ``?``."""
     if source is None or source.innermost is None:
         return "?"
-    f = source.innermost
-    return f"{basename(f.file)}:{f.line}"
+    return source.place
 
 
 def on_one_device(report: Report) -> bool:
