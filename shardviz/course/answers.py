@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from shardviz.model.program import COLLECTIVE_KINDS, collective_kind_named
+from shardviz.model.units import format_bytes
 
 #: jax's names for the same collectives (what a shard_map program calls them).
 _JAX_NAMES = {
@@ -101,3 +102,15 @@ def specs_for(answer: Any, names: Iterable[str]) -> dict[str, Any]:
         )
         raise ValueError(f"the dict must have exactly {', '.join(names)}: {'; '.join(parts)}")
     return {n: answer[n] for n in names}
+
+
+def bytes_verdict(got: float, right: bool, truth: int, what: str, context: str = "") -> str:
+    """A number-of-bytes answer judged like with like: right, ``what`` with its figure and
+    ``context`` (how it comes about); wrong, the learner's own figure and whether ``what``
+    is more or less, and no other figure (one would give half the answer away)."""
+    said = format_bytes(int(got), exact=True)
+    if right:
+        return f"{what}: {format_bytes(truth, exact=True)}, as you said" + (
+            f"; {context}" if context else ""
+        )
+    return f"you said {said}; {what} is {'more' if truth > got else 'less'} than that"

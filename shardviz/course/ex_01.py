@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from shardviz.course.answers import collective_kinds
+from shardviz.course.answers import bytes_verdict, collective_kinds
 from shardviz.course.exercise import exercise
 from shardviz.course.programs import data_parallel_step
 from shardviz.model.units import format_bytes
@@ -62,10 +62,10 @@ def moved_bytes(answer: Any) -> tuple[bool, str, str]:
     in_bytes, n, moved = _dp_allreduce()
     got = float(answer)
     right = abs(got - moved) <= 0.01 * moved
-    message = (
-        f"the compiled step all-reduces {format_bytes(in_bytes, exact=True)} of gradients over "
-        f"{n} devices; you said {format_bytes(int(got), exact=True)}"
-    )
+    message = bytes_verdict(
+        got, right, moved, "what the compiled step's gradient all-reduce moves per device",
+        f"it all-reduces {format_bytes(in_bytes, exact=True)} over {n} devices",
+    )  # fmt: skip
     hint = (
         "start from the wider model's gradients, one float32 per parameter of w1, b1, w2 and "
         "b2 (the notebook's model has 128 features and 512 hidden units, so its figure is not "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from shardviz.course.answers import byte_count
+from shardviz.course.answers import byte_count, bytes_verdict
 from shardviz.course.exercise import exercise
 from shardviz.course.programs import mesh as course_mesh
 from shardviz.model import ArrayLayout
@@ -85,10 +85,10 @@ def partial_bytes(answer: Any) -> tuple[bool, str, str]:
     layout = _laid_out(planned, "the [4096, 8192] array")
     per_device = layout.max_bytes_per_device
     right = got == per_device
-    message = (
-        f"the whole array is {format_bytes(layout.nbytes)}; shardviz laid it out without "
-        f"allocating it; you said {format_bytes(int(got), exact=True)} per device"
-    )
+    message = bytes_verdict(
+        got, right, per_device, "what each device holds (laid out without allocating it)",
+        f"the whole array is {format_bytes(layout.nbytes)}",
+    )  # fmt: skip
     hint = (
         "count the pieces: the spec cuts dim 0 over 'data' only; the mesh axis it does not "
         "name holds copies, so how many different tiles are there, and how big is each?"

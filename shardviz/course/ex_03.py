@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
-from shardviz.course.answers import byte_count, specs_for
+from shardviz.course.answers import byte_count, bytes_verdict, specs_for
 from shardviz.course.exercise import exercise
 from shardviz.course.programs import mlp_step
 from shardviz.model.units import format_bytes
@@ -82,11 +82,11 @@ def gather_bytes(answer: Any) -> tuple[bool, str, str]:
     got = byte_count(answer)
     out, moved, whole = _gather_moved()
     right = abs(got - moved) <= 0.01 * moved
-    message = (
-        f"the parameters are {format_bytes(whole, exact=True)}; the compiled step's all-gathers "
-        f"hand back {format_bytes(out, exact=True)} per device; you said "
-        f"{format_bytes(int(got), exact=True)} moved"
-    )
+    message = bytes_verdict(
+        got, right, moved, "what the compiled step's all-gathers move per device",
+        f"the parameters are {format_bytes(whole, exact=True)} and the all-gathers hand back "
+        f"{format_bytes(out, exact=True)} per device",
+    )  # fmt: skip
     hint = (
         "an all-gather starts from one eighth on each device and ends with the whole; in a "
         "ring each device receives the 7 pieces it lacks (and sends as many): no reduction "

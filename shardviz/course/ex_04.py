@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
-from shardviz.course.answers import byte_count, specs_for
+from shardviz.course.answers import byte_count, bytes_verdict, specs_for
 from shardviz.course.exercise import exercise
 from shardviz.course.programs import mesh as course_mesh
 from shardviz.model.units import format_bytes
@@ -106,10 +106,10 @@ def reversed_bytes(answer: Any) -> tuple[bool, str, str]:
     got = byte_count(answer)
     kind, _, in_bytes, moved = _reversed_split()
     right = got == in_bytes
-    message = (
-        f"the compiled forward has one {kind}, moving {format_bytes(moved, exact=True)} per "
-        f"device; you said {format_bytes(int(got), exact=True)} in"
-    )
+    message = bytes_verdict(
+        got, right, in_bytes, f"what each device puts into the forward's one {kind}",
+        f"it moves {format_bytes(moved, exact=True)} per device in a ring",
+    )  # fmt: skip
     hint = (
         "cutting w1 by rows cuts the contracting dimension of x @ w1: each device's product is "
         "a partial sum of the whole hidden activation. Which shape is that on one device "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from shardviz.course.answers import byte_count
+from shardviz.course.answers import byte_count, bytes_verdict
 from shardviz.course.exercise import exercise
 from shardviz.course.programs import mesh as course_mesh
 from shardviz.model.units import format_bytes
@@ -113,15 +113,10 @@ def dispatch_bytes(answer: Any) -> tuple[bool, str, str]:
     dispatch = report.traffic("all-to-all", axes="expert").collective
     moved = dispatch.moved_bytes
     right = abs(predicted - moved) <= 0.005 * moved
-    message = (
-        f"compiled on the 1 x 8 mesh: the dispatch all-to-all's operand is "
-        f"{format_bytes(dispatch.in_bytes)} per device; you said {format_bytes(int(predicted))}"
-        + (
-            f" and it sends {format_bytes(moved)} ({moved:,} B)"
-            if right
-            else f", {'more' if predicted > moved else 'less'} than it sends"
-        )
-    )
+    message = bytes_verdict(
+        predicted, right, moved, "what one device sends in the dispatch all-to-all (1 x 8 mesh)",
+        f"its operand is {format_bytes(dispatch.in_bytes, exact=True)} per device",
+    )  # fmt: skip
     hint = (
         "each device still holds 2 groups' slots for all 8 experts (16 groups over 8 devices): "
         "an all-to-all over n devices keeps 1/n of that and sends 1/n to each of the n - 1 others"

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from shardviz.course.solutions import solutions
 from shardviz.errors import ShardvizError
 from shardviz.render.svg import esc
 
@@ -34,12 +35,14 @@ class Verdict:
         right: True (right), False (wrong), None (not answered yet).
         message: one or two sentences: what was run and what came out.
         hint: for a wrong answer, where to look (never the answer itself).
+        why: for a right answer, why it is right (the solution's reasoning).
     """
 
     exercise: str
     right: bool | None
     message: str
     hint: str = ""
+    why: str = ""
 
     def __bool__(self) -> bool:
         return bool(self.right)
@@ -47,13 +50,17 @@ class Verdict:
     def __str__(self) -> str:
         mark = {True: "right", False: "not yet", None: "not answered yet"}[self.right]
         text = f"exercise {self.exercise}: {mark}. {self.message}"
-        return text + (f"\nhint: {self.hint}" if self.hint else "")
+        text += f"\nhint: {self.hint}" if self.hint else ""
+        return text + (f"\nwhy: {self.why}" if self.why else "")
 
     def _repr_html_(self) -> str:
         state = {True: "right", False: "wrong", None: "open"}[self.right]
         mark = {True: "✓ right", False: "✗ not yet", None: "… not answered yet"}[self.right]
         colors = {True: "#1a7f37", False: "#cf222e", None: "#57606a"}
         hint = f'<div class="sv-ex-hint"><b>hint:</b> {esc(self.hint)}</div>' if self.hint else ""
+        if self.why:
+            hint += f'<div class="sv-ex-why"><b>why:</b> {esc(self.why)}</div>'
+
         return (
             f'<div class="sv-ex sv-ex-{state}" style="border-left:4px solid '
             f'{colors[self.right]};padding:4px 10px;font-family:sans-serif;font-size:13px">'
@@ -140,4 +147,6 @@ def check(exercise_id: str, answer: Any) -> Verdict:
             f"this answer has the wrong form ({type(err).__name__}: {err}).",
             ex.prompt,
         )
-    return Verdict(exercise_id, bool(right), message, "" if right else hint)
+    if not right:
+        return Verdict(exercise_id, False, message, hint)
+    return Verdict(exercise_id, True, message, why=solutions().get(exercise_id, (None, ""))[1])

@@ -11,6 +11,7 @@ import pytest
 
 from shardviz.course import UNANSWERED, Verdict, check, exercises
 from shardviz.course.solutions import solutions
+from shardviz.model.units import format_bytes
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent.parent / "notebooks"
 EXERCISES = exercises()
@@ -40,6 +41,35 @@ def test_a_wrong_answer_is_wrong_with_a_hint(exercise_id, answer):
     assert verdict.right is False, str(verdict)
     assert verdict.hint, "a wrong answer gets a hint"
     assert repr(SOLUTIONS[exercise_id][0]) not in verdict.hint, "the hint gives the answer away"
+
+
+#: A figure with a unit, as the verdicts print bytes (``2,102,276 B``, ``2 MiB``).
+FIGURE = re.compile(r"(?<![\w.])\d[\d,.]*\s?(?:B|KiB|MiB|GiB|TiB)\b")
+
+
+@pytest.mark.parametrize(
+    ("exercise_id", "answer"),
+    [(k, w) for k, ex in EXERCISES.items() for w in ex.wrong
+     if "bytes" in ex.prompt and isinstance(w, int | float)],
+    ids=lambda v: str(v)[:30],
+)  # fmt: skip
+def test_a_wrong_number_is_compared_like_with_like_and_nothing_given_away(exercise_id, answer):
+    """A wrong number of bytes is told more or less, with no figure but the learner's own:
+    another figure (the bytes in, when moved was asked) would give half the answer away."""
+    verdict = check(exercise_id, answer)
+    own = {format_bytes(int(answer), exact=True), format_bytes(int(answer))}
+    text = verdict.message
+    for mine in sorted(own, key=len, reverse=True):
+        text = text.replace(mine, "")
+    assert FIGURE.findall(text) == [], verdict.message
+    assert any(f" {w} " in f" {verdict.message} " for w in ("more", "less", "fewer", "high", "low"))
+
+
+@pytest.mark.parametrize("exercise_id", list(EXERCISES))
+def test_a_right_answer_says_why(exercise_id):
+    verdict = check(exercise_id, SOLUTIONS[exercise_id][0])
+    assert verdict.why == SOLUTIONS[exercise_id][1]
+    assert f"why: {verdict.why}" in str(verdict) and "sv-ex-why" in verdict._repr_html_()
 
 
 def test_every_exercise_lists_wrong_answers():

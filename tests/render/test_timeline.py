@@ -7,7 +7,7 @@ import re
 
 from shardviz.model import OpEvent, Report
 from shardviz.model.timeline import COMPUTE, ILLUSTRATIVE_LABEL, op_kind, timeline_of
-from shardviz.render.report.html import report_html
+from shardviz.render.report.html import report_html, timeline_section
 from shardviz.render.report.text import report_text
 from shardviz.render.timeline import layout, ticks, timeline_html, timeline_lines
 
@@ -110,3 +110,11 @@ def test_json_round_trip_keeps_the_timeline():
     # a report saved before timelines existed still loads
     data = r.to_json().replace('"timeline"', '"unused_key"')
     assert Report.from_json(data).timeline is None
+
+
+def test_the_timeline_alone_is_styled_as_in_the_report():
+    report = timeline_report()
+    alone = timeline_section(report)
+    assert alone.startswith('<div class="sv-root sv-report"') and "<style>" in alone
+    assert timeline_html(report) in alone and ".sv-report h4" in alone
+    assert timeline_section(profile_report()) == ""  # no timeline

@@ -1004,6 +1004,15 @@ def _trees(report: Report) -> list[str]:
     ]
 
 
+def timeline_section(report: Report) -> str:
+    """The report's profiled timeline alone, styled as in the report (a notebook cell can
+    show it without the rest); ``""`` without a timeline."""
+    body = timeline_html(report)
+    if not body:
+        return ""
+    return f'<div class="sv-root sv-report" id="{_prefix(report)}-tl">{STYLE}{body}</div>'
+
+
 def report_html(report: Report, view: ReportView | None = None) -> str:
     """A report as a self-contained HTML fragment.
 
