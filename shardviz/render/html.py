@@ -40,6 +40,7 @@ from shardviz.render.geometry import (
     page_summary,
     process_runs,
 )
+from shardviz.render.leaf_rows import leaf_rows
 from shardviz.render.stylesheets import stylesheet
 from shardviz.render.svg import (
     Frame,
@@ -413,15 +414,18 @@ def leaf_table_html(tree: TreeLayout, kind: bool = True) -> str:
     """A tree's leaves as a table: path, shape, dtype, spec, shard, bytes per device and
     (with ``kind``) the placement's kind."""
     rows = []
-    for leaf in tree:
+    for row in leaf_rows(tree):
+        leaf = row.leaf
         facts = array_facts(leaf)
         per = format_bytes(facts.max_bytes)
         title = f"{facts.max_bytes:,} B"
         if facts.uneven:
             per = "max " + per
             title += f" (uneven: min {facts.min_bytes:,} B)"
+        if row.count > 1:
+            per += " each"
         cells = [
-            f"<td><code>{esc(leaf.name)}</code></td>",
+            f"<td><code>{esc(row.label)}</code></td>",
             f"<td>{esc(format_shape(leaf.shape))}</td>",
             f"<td>{esc(leaf.dtype)}</td>",
             f"<td><code>{esc(facts.spec)}</code></td>",

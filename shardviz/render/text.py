@@ -28,6 +28,7 @@ from shardviz.render.geometry import (
     page_summary,
     process_runs,
 )
+from shardviz.render.leaf_rows import leaf_rows
 from shardviz.render.table import aligned_table
 
 ROW_GAP = "⋮"
@@ -233,15 +234,16 @@ def tree_text(tree: TreeLayout) -> str:
         return "\n".join(lines)
     rows = []
     uneven = False
-    for leaf in tree:
+    for row in leaf_rows(tree):
+        leaf = row.leaf
         facts = array_facts(leaf)
-        per = format_bytes(facts.max_bytes)
+        per = format_bytes(facts.max_bytes) + (" each" if row.count > 1 else "")
         if facts.uneven:
             per += " *"
             uneven = True
         rows.append(
             [
-                leaf.name,
+                row.label,
                 format_shape(leaf.shape),
                 leaf.dtype,
                 facts.spec,

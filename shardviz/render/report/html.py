@@ -441,7 +441,7 @@ def _ledger_row(
     row: LedgerRow,
     prefix: str,
     maps: _Maps,
-    inter: dict[str, int],
+    inter: dict[str, tuple[int, int]],
     est: bool = False,
     hosts: bool = False,
 ) -> str:
@@ -473,7 +473,8 @@ def _row_summary(row: LedgerRow, est: bool, hosts: bool = False) -> str:
     index, c = row.index, row.collective
     kind = _kind_pill(
         c.kind,
-        f" <span class='sv-dim'>{c.combined[0]}/{c.combined[1]}</span>" if c.combined else "",
+        (f" <span class='sv-dim'>{c.combined[0]}/{c.combined[1]}</span>" if c.combined else "")
+        + (f" <b class='sv-times'>{esc(row.times.strip())}</b>" if row.times else ""),
     )
     return (
         '<summary class="sv-lrow">'
@@ -492,7 +493,7 @@ def _row_summary(row: LedgerRow, est: bool, hosts: bool = False) -> str:
 
 
 def _collective_facts(
-    report: Report, row: LedgerRow, prefix: str, inter: dict[str, int]
+    report: Report, row: LedgerRow, prefix: str, inter: dict[str, tuple[int, int]]
 ) -> list[tuple[str, str]]:
     """What an open ledger row lists about its collective: ``(term, HTML)`` pairs."""
     c = row.collective
@@ -517,9 +518,11 @@ def _collective_facts(
     if c.combined:
         facts.append(("combined", f"operand {c.combined[0]} of {c.combined[1]} in one all-reduce"))
     if c.reshard:
-        j = inter.get(c.reshard)
+        j, shown = inter.get(c.reshard, (0, 0))
         target = esc(c.reshard)
-        link = f'<a href="#{prefix}-i{j}">{target}</a> (#{j})' if j else f"<code>{target}</code>"
+        link = (
+            f'<a href="#{prefix}-i{shown}">{target}</a> (#{j})' if j else f"<code>{target}</code>"
+        )
         facts.append(("reshards", link))
     if c.why is not None:
         facts.append(("why", esc(c.why.summary)))
@@ -535,6 +538,8 @@ def _collective_facts(
                 + (f"<br><code>{esc(c.estimate_formula)}</code>" if c.estimate_formula else ""),
             )
         )
+    if row.same:
+        facts.append(("like it", esc(row.like_it)))
     if c.op_name:
         facts.append(("op name", f"<code>{esc(c.op_name)}</code>"))
     facts.append(
@@ -584,7 +589,10 @@ def _est_cell(row: LedgerRow) -> str:
     )
 
 
-def _ledger(report: Report, ledger: LedgerSection, prefix: str) -> list[str]:
+def _ledger(
+    report: Report, ledger: LedgerSection, prefix: str, shown_as: dict[int, int] | None = None
+) -> list[str]:
+    """The ledger; ``shown_as`` maps a value's number to the row that shows it (links)."""
     out = [
         f'<h4>Collectives<span class="sv-dim">{esc(ledger.headline)} · bytes are per '
         "device, moved by the ring model · click a row for its device groups</span></h4>"
@@ -620,7 +628,8 @@ def _ledger(report: Report, ledger: LedgerSection, prefix: str) -> list[str]:
         + '<span class="sv-r">group</span><span>origin</span><span>source · call chain</span></div>'
     )
     maps = _Maps(report)
-    inter = intermediate_index(report)
+    to = shown_as or {}
+    inter = {name: (j, to.get(j, j)) for name, j in intermediate_index(report).items()}
     cls = "sv-ledger" + (" sv-est" if est else "") + (" sv-hosts" if hosts else "")
     for group in ledger.groups:
         out.append(_axes_header(group))
@@ -637,7 +646,9 @@ def _axes_header(group: AxesGroup) -> str:
     return f'<div class="sv-axes">{title}<span class="sv-dim">{esc(group.summary)}</span></div>'
 
 
-def _intermediates(ins: IntermediatesSection, prefix: str) -> list[str]:
+def _intermediates(
+    ins: IntermediatesSection, prefix: str, shown_as: dict[int, int] | None = None
+) -> list[str]:
     r = ins.reshards
     folded = " · the others folded below" if ins.rest else ""
     out = [
@@ -654,12 +665,15 @@ def _intermediates(ins: IntermediatesSection, prefix: str) -> list[str]:
 
     def row(item: IntermediateRow) -> str:
         s, j = item.value, item.index
-        by = ", ".join(f'<a href="#{prefix}-c{i}">#{i} {esc(kind)}</a>' for i, kind in item.by)
+        to = shown_as or {}
+        by = ", ".join(
+            f'<a href="#{prefix}-c{to.get(i, i)}">#{i} {esc(kind)}</a>' for i, kind in item.by
+        )
         mark = '<span class="sv-pill sv-rs">reshard</span>' if s.reshard else ""
         attrs = ' data-reshard="1"' if s.reshard else ""
         return (
             f'<tr class="sv-intermediate" id="{prefix}-i{j}"{attrs}>'
-            f"<td>{mark}</td><td class='sv-r'>{j}</td><td><code>{esc(s.name)}</code></td>"
+            f"<td>{mark}</td><td class='sv-r'>{j}</td><td><code>{esc(s.name)}</code>{_times(item)}</td>"
             f"<td>{esc(s.op)}</td><td>{esc(item.shape)}</td>"
             f"<td><code class='sv-spec' title='{esc(s.hlo_sharding)}'>{esc(s.spec_str)}</code></td>"
             f'<td class="sv-srccell">{_source_cell(item.source, "value")}</td><td>{by}</td></tr>'
@@ -693,6 +707,14 @@ def _intermediates(ins: IntermediatesSection, prefix: str) -> list[str]:
             words = f"open a reshard point's tiles under its row{some} · {words}"
         out.append(f'<div class="sv-dim">{esc(words)}: <code>{esc(code)}</code></div>')
     return out
+
+
+def _times(item: IntermediateRow) -> str:
+    """`` ×8`` after a row that stands for several values (their numbers on hover)."""
+    if not item.same:
+        return ""
+    refs = ", ".join(f"#{j}" for j in item.same[:12]) + (" …" if len(item.same) > 12 else "")
+    return f' <b class="sv-times" title="also {esc(refs)}">{esc(item.times.strip())}</b>'
 
 
 def _tiles_row(layout: ArrayLayout) -> str:
@@ -1031,8 +1053,8 @@ def report_html(report: Report, view: ReportView | None = None) -> str:
     v = view if view is not None else report_view(report)
     prefix = _prefix(report)
     body = [*_header(v.header), _stats(v), *findings_section_html(v.findings)]
-    body += _ledger(report, v.ledger, prefix)
-    body += _intermediates(v.intermediates, prefix)
+    body += _ledger(report, v.ledger, prefix, v.intermediates.shown_as)
+    body += _intermediates(v.intermediates, prefix, v.ledger.shown_as)
     body += _memory(v.memory)
     if v.estimate is not None:
         body += _estimate(v.estimate)

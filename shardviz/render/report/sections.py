@@ -9,7 +9,7 @@ draws them from the report.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from shardviz.model.array import ArrayLayout
 from shardviz.model.program import Report, ShardingOf, Source
@@ -117,9 +117,16 @@ class LedgerSection:
     across_hosts: str
 
     @property
+    def shown_as(self) -> dict[int, int]:
+        """Ledger number -> the number of the row it is shown in (itself, or the row it is
+        folded into): where a link to it goes."""
+        return {j: r.index for g in self.groups for r in g.ledger for j in (r.index, *r.same)}
+
+    @property
     def rows(self) -> tuple[LedgerRow, ...]:
-        """Every ledger row, in ledger order (row ``i`` is collective ``i + 1``)."""
-        return tuple(sorted((r for g in self.groups for r in g.ledger), key=lambda r: r.index))
+        """Every collective's row, in ledger order (row ``i`` is collective ``i + 1``), none
+        folded."""
+        return tuple(sorted((r for g in self.groups for r in g.all_rows), key=lambda r: r.index))
 
 
 def ledger_section(report: Report) -> LedgerSection:
@@ -155,10 +162,59 @@ class IntermediateRow:
     #: ``(ledger number, kind)`` of each collective that reshards into this value.
     by: tuple[tuple[int, str], ...]
     tiles: ArrayLayout | None
+    #: Numbers of the values folded into this row: made by the same line and op, of the
+    #: same shape and spec (a layer's value, once per layer).
+    same: tuple[int, ...] = ()
+
+    @property
+    def times(self) -> str:
+        """`` ×8`` when other values are folded into the row, else ``""``."""
+        return f" ×{1 + len(self.same)}" if self.same else ""
 
 
 #: A run of rows left out, as its length.
 Gap = int
+
+
+def value_key(r: IntermediateRow) -> tuple:
+    """What makes two values one row: line, op, dtype, shape, spec and whether it reshards."""
+    s = r.value
+    where = s.source.location if s.source is not None else s.name
+    return (where, s.op, s.dtype, s.shape, s.spec_str, s.reshard, tuple(k for _, k in r.by))
+
+
+#: Listings of more rows than this fold their repeated reshard points (:func:`folded_values`).
+FOLD_VALUES = 48
+
+
+def folded_values(items: tuple[IntermediateRow | Gap, ...]) -> tuple[IntermediateRow | Gap, ...]:
+    """``items`` with each reshard point that repeats an earlier one's :func:`value_key`
+    folded into it (``same``), and the gaps that then meet added up. Values without a
+    reshard are left alone: a short listing shows each."""
+    if sum(1 for x in items if not isinstance(x, int)) <= FOLD_VALUES:
+        return items
+    first: dict[tuple, int] = {}
+    same: dict[int, list[int]] = {}
+    kept: list[IntermediateRow | Gap] = []
+    for item in items:
+        if isinstance(item, int):
+            if kept and isinstance(kept[-1], int):
+                kept[-1] += item
+            else:
+                kept.append(item)
+            continue
+        key = value_key(item)
+        if item.value.reshard and key in first:
+            same[first[key]].append(item.index)
+            continue
+        first.setdefault(key, item.index)
+        same.setdefault(item.index, [])
+        kept.append(item)
+    return tuple(
+        replace(x, same=tuple(same[x.index])) if not isinstance(x, int) and same.get(x.index)
+        else x
+        for x in kept
+    )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -176,6 +232,13 @@ class IntermediatesSection:
     hint: tuple[str, str] | None
     #: Why a value has no source line.
     no_source: str
+
+    @property
+    def shown_as(self) -> dict[int, int]:
+        """Value number -> the number of the row it is shown in (itself, or the row it is
+        folded into), for the HTML's first rows and the others: where a link to it goes."""
+        rows = [x for x in (*self.first, *self.rest) if not isinstance(x, int)]
+        return {j: r.index for r in rows for j in (r.index, *r.same)}
 
 
 def intermediates_section(report: Report) -> IntermediatesSection:
@@ -198,7 +261,7 @@ def intermediates_section(report: Report) -> IntermediatesSection:
         return rows[j]
 
     def rows_of(items: list[tuple[int, ShardingOf] | int]) -> tuple[IntermediateRow | Gap, ...]:
-        return tuple(item if isinstance(item, int) else row(*item) for item in items)
+        return folded_values(tuple(item if isinstance(item, int) else row(*item) for item in items))
 
     first, rest = folded_intermediates(report)
     return IntermediatesSection(

@@ -59,7 +59,7 @@ def _ledger_lines(ledger: LedgerSection) -> list[str]:
         rows.append(f"  {group.title} · {group.summary}")
         for lr in group.ledger:
             c = lr.collective
-            kind = c.kind + (f" #{c.combined[0]}/{c.combined[1]}" if c.combined else "")
+            kind = c.kind + (f" #{c.combined[0]}/{c.combined[1]}" if c.combined else "") + lr.times
             row = [
                 str(lr.index),
                 kind,
@@ -89,6 +89,8 @@ def _ledger_lines(ledger: LedgerSection) -> list[str]:
                 detail.append(c.note)
             if c.estimate_formula:
                 detail.append(f"est. {c.estimate_formula}")
+            if lr.like_it:
+                detail.append(lr.like_it)
             rows.append(sub + " · ".join(detail))
             if c.why is not None:
                 rows.append(sub + f"why: {c.why.summary}")
@@ -120,7 +122,7 @@ def _intermediate_lines(ins: IntermediatesSection) -> list[str]:
             [
                 "*" if s.reshard else "",
                 str(item.index),
-                s.name,
+                s.name + item.times,
                 s.op,
                 item.shape,
                 s.spec_str,

@@ -9,10 +9,11 @@ agrees.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from shardviz.model.array import ArrayLayout
 from shardviz.model.estimate import Estimate
+from shardviz.model.findings import ledger_refs
 from shardviz.model.program import (
     COLLECTIVE_KINDS,
     CPU_PEAK,
@@ -308,6 +309,51 @@ class LedgerRow:
     devices: str
     hosts: str
     no_source: str
+    #: Ledger numbers of the collectives folded into this row: the same kind, axes, line,
+    #: values and device groups (a layer's collective, once per layer).
+    same: tuple[int, ...] = ()
+
+    @property
+    def times(self) -> str:
+        """`` ×12`` when other collectives are folded into the row, else ``""``."""
+        return f" ×{1 + len(self.same)}" if self.same else ""
+
+    @property
+    def like_it(self) -> str:
+        """``11 more like it: #5-#9, #12, …`` (``""`` when none is folded in)."""
+        n = len(self.same)
+        return f"{n} more like it: {ledger_refs(self.same)}" if n else ""
+
+
+def fold_key(c: Collective) -> tuple:
+    """What makes two collectives one ledger row: kind, axes, line, values, device groups."""
+    where = c.source.location if c.source is not None else c.name
+    return (
+        c.kind, c.axes, where, c.in_dtype, c.in_shape, c.out_dtype, c.out_shape, c.groups,
+        c.pairs, c.user_written, c.combined is not None, c.trips,
+    )  # fmt: skip
+
+
+#: Ledgers of more collectives than this fold their repeats (:func:`folded`); shorter ones
+#: list every collective.
+FOLD_COLLECTIVES = 24
+
+
+def folded(rows: tuple[LedgerRow, ...]) -> tuple[LedgerRow, ...]:
+    """``rows`` (in ledger order) with each row that repeats an earlier one's
+    :func:`fold_key` folded into the earlier one's ``same``."""
+    first: dict[tuple, int] = {}
+    same: dict[int, list[int]] = {}
+    kept: list[LedgerRow] = []
+    for r in rows:
+        k = fold_key(r.collective)
+        if k in first:
+            same[first[k]].append(r.index)
+            continue
+        first[k] = r.index
+        same[r.index] = []
+        kept.append(r)
+    return tuple(replace(r, same=tuple(same[r.index])) if same[r.index] else r for r in kept)
 
 
 def ledger_row(index: int, c: Collective, hosts: bool) -> LedgerRow:
@@ -337,7 +383,10 @@ class AxesGroup:
     axes: tuple[str, ...]
     rows: tuple[tuple[int, Collective], ...]
     hosts: bool = False
+    #: The rows shown, repeats folded (:func:`folded`); every collective's row is in
+    #: ``all_rows``.
     ledger: tuple[LedgerRow, ...] = ()
+    all_rows: tuple[LedgerRow, ...] = ()
 
     @property
     def count(self) -> int:
@@ -385,10 +434,12 @@ def axes_groups(report: Report) -> list[AxesGroup]:
     for i, c in enumerate(report.collectives, 1):
         groups.setdefault(tuple(c.axes), []).append((i, c))
     hosts = multi_host(report)
-    return [
-        AxesGroup(axes, tuple(rows), hosts, tuple(ledger_row(i, c, hosts) for i, c in rows))
-        for axes, rows in groups.items()
-    ]
+    fold = len(report.collectives) > FOLD_COLLECTIVES
+    out = []
+    for axes, rows in groups.items():
+        every = tuple(ledger_row(i, c, hosts) for i, c in rows)
+        out.append(AxesGroup(axes, tuple(rows), hosts, folded(every) if fold else every, every))
+    return out
 
 
 def runs_per_step(c: Collective) -> int:

@@ -52,6 +52,7 @@ from shardviz.render.report.view import (
     ids_str,
     no_source_words,
     short_location,
+    shown_intermediates,
     target_line,
     value_str,
 )
@@ -100,8 +101,17 @@ def array_id(role: str, name: str) -> str:
     return PREFIXES[role] + name
 
 
+def picked_intermediates(report: Report) -> list[ShardingOf]:
+    """The intermediates the array picker offers: all of them, or past
+    :data:`~shardviz.render.report.view.MAX_INTERMEDIATES`, the reshard points and the values
+    a collective links to, as the report's own listing keeps them (a 6,000-value program
+    otherwise sends megabytes nobody scrolls through)."""
+    return [item[1] for item in shown_intermediates(report) if not isinstance(item, int)]
+
+
 def array_entries(report: Report) -> tuple[ArrayEntry, ...]:
-    """Every argument leaf, output leaf and intermediate, in that order, with unique ids.
+    """Every argument leaf and output leaf, then the intermediates of
+    :func:`picked_intermediates`, in that order, with unique ids.
 
     A name repeated within one role (not expected, but not forbidden) gets ``#2``, ``#3``...
     """
@@ -121,7 +131,7 @@ def array_entries(report: Report) -> tuple[ArrayEntry, ...]:
         for leaf in tree:
             ident = unique(role, leaf.name)
             out.append(ArrayEntry(ident, role, leaf.name, leaf.shape, leaf.dtype, leaf.spec, leaf))
-    for s in report.intermediates:
+    for s in picked_intermediates(report):
         ident = unique(INTERMEDIATE, s.name)
         out.append(ArrayEntry(ident, INTERMEDIATE, s.name, s.shape, s.dtype, s.spec, value=s))
     return tuple(out)
@@ -534,7 +544,8 @@ def report_payload(report: Report) -> dict[str, Any]:
     Keys: ``version``, ``function``, ``platform``, ``status_line``, ``ran``, ``notes``,
     ``mesh`` (``MeshLayout`` data or ``None``), ``mesh_grid`` (the mesh laid out,
     :func:`~.grid_payload.mesh_grid_payload`, or ``None``), ``mesh_summary``, ``colors``
-    (device id -> colour), ``arrays`` (one item per :func:`array_entries` entry), ``collectives`` (the ledger
+    (device id -> colour), ``arrays`` (one item per :func:`array_entries` entry;
+    ``arrays_left_out`` counts the intermediates the picker leaves out), ``collectives`` (the ledger
     in order, with its words from :func:`collective_text`; ``groups``/``pairs``/``source``
     are positions in ``groupings``/``pairings``/``sources``; ``groups_text`` counts the
     groups in words, :func:`groups_count_str`), ``sources`` (call chains,
@@ -581,6 +592,7 @@ def report_payload(report: Report) -> dict[str, Any]:
         "mesh_summary": mesh_summary(mesh) if mesh is not None else "no mesh (one device)",
         "colors": {str(d): device_color(d) for d in device_ids},
         "arrays": arrays,
+        "arrays_left_out": len(report.intermediates) - len(picked_intermediates(report)),
         "collectives": collectives,
         "groupings": groupings.items,
         "pairings": pairings.items,
