@@ -49,3 +49,11 @@ def test_the_type_checkers_imports_are_the_api_table():
 def test_names_load_from_the_module_the_table_names():
     for name, module in shardviz.API.items():
         assert getattr(shardviz, name) is getattr(importlib.import_module(module), name), name
+
+
+def test_the_explorer_shows_its_own_signature() -> None:
+    """Not traitlets' ``(*args, **kwargs)``: what ``help`` and the docs print."""
+    import inspect
+
+    params = list(inspect.signature(shardviz.Explorer).parameters)
+    assert params == ["shown", "args", "steps", "target", "kwargs"]

@@ -343,44 +343,65 @@ def _submodules(package: Any) -> list[Any]:
     return [m for name, m in sorted(sys.modules.items()) if name.startswith(prefix) and m]
 
 
-def _kind(obj: Any) -> str:
-    if inspect.isclass(obj) and issubclass(obj, BaseException):
-        return "errors"
-    if inspect.isclass(obj):
-        return "classes"
-    return "functions"
-
-
-KIND_TITLES = {
-    "functions": "Functions",
-    "classes": "Classes",
-    "errors": "Errors and warnings",
+#: The API page's topics, in page order: each public name goes under the first topic whose
+#: module prefix its home module (``shardviz.API``) starts with; a few are placed by name.
+TOPICS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("Devices, meshes and layouts", ("shardviz.capture",)),
+    ("Explaining a program", ("shardviz.explainer",)),
+    ("Strategies, comparison and planning", ("shardviz.strategies", "shardviz.model.search")),
+    ("Widgets", ("shardviz.widgets",)),
+    ("Several processes", ("shardviz.engines",)),
+    ("Hardware and targets", ("shardviz.model.hardware_presets",)),
+    ("What the views show: the model objects", ("shardviz.model",)),
+)
+#: Names whose topic is not their module's.
+TOPIC_OF = {
+    "Hardware": "Hardware and targets",
+    "Target": "Hardware and targets",
+    "Estimate": "Hardware and targets",
+    "Topology": "Hardware and targets",
+    "topology": "Hardware and targets",
 }
+ERRORS = "Errors and warnings"
+
+
+def api_topic(name: str, obj: Any, module: str) -> str:
+    """The API page's section for a public name."""
+    if inspect.isclass(obj) and issubclass(obj, BaseException):
+        return ERRORS
+    if name in TOPIC_OF:
+        return TOPIC_OF[name]
+    for title, prefixes in TOPICS:
+        if module.startswith(prefixes):
+            return title
+    return TOPICS[-1][0]
 
 
 class ApiDirective(SphinxDirective):
-    """A summary and the docstrings of every name in ``shardviz.__all__``, grouped by kind."""
+    """A summary and the docstrings of every name in ``shardviz.__all__``, by topic."""
 
     has_content = False
 
     def run(self) -> list[nodes.Node]:
         import shardviz
 
-        groups: dict[str, list[str]] = {kind: [] for kind in KIND_TITLES}
+        groups: dict[str, list[str]] = {title: [] for title, _ in TOPICS}
+        groups[ERRORS] = []
         for name in sorted(shardviz.__all__, key=str.lower):
-            groups[_kind(getattr(shardviz, name))].append(name)
+            obj = getattr(shardviz, name)
+            groups[api_topic(name, obj, shardviz.API[name])].append(name)
         lines: list[str] = []
-        for kind, names in groups.items():
+        for title, names in groups.items():
             if not names:
                 continue
-            title = KIND_TITLES[kind]
+            names.sort(key=lambda n: (inspect.isclass(getattr(shardviz, n)), n.lower()))
             lines += [title, "-" * len(title), "", ".. autosummary::", ""]
             lines += [f"   shardviz.{name}" for name in names]
             lines.append("")
             for name in names:
-                directive = "autofunction" if kind == "functions" else "autoclass"
-                lines += [f".. {directive}:: shardviz.{name}"]
-                if kind == "classes":
+                cls = inspect.isclass(getattr(shardviz, name))
+                lines += [f".. {'autoclass' if cls else 'autofunction'}:: shardviz.{name}"]
+                if cls and title != ERRORS:
                     lines.append("   :members:")
                 lines.append("")
         node = nodes.section()

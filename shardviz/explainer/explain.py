@@ -623,10 +623,10 @@ def explain(
     - **Static arguments** (``static_argnums``/``static_argnames``, or the jitted function's
       own): compiled in; another value is another program. Pass keyword arguments of ``fn``
       as ``kwargs={"n": 3}`` (``explain``'s own keywords are jit options).
-    - **``equinox.filter_jit``** functions, and arguments holding leaves ``jax.jit`` cannot
+    - ``equinox.filter_jit`` **functions**, and arguments holding leaves ``jax.jit`` cannot
       take (an activation function in an ``eqx.Module``): jitted the filter way, array leaves
       traced and every other leaf static (its ``donate=`` is kept).
-    - **``with jax.set_mesh(mesh):``** around the call: the program compiles under it, and the
+    - ``with jax.set_mesh(mesh):`` **around the call**: the program compiles under it, and the
       single-device check runs on a one-device mesh with the same axis names.
 
     Args:

@@ -11,6 +11,7 @@ reruns the comparison in the background the same way.
 
 from __future__ import annotations
 
+import inspect
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -217,3 +218,12 @@ def _paced(batch: Any, pace: float) -> Callable[[int], Any]:
         return batch
 
     return batch_for
+
+
+# traitlets gives the class a ``__new__(*args, **kwargs)``, which ``inspect.signature`` (and the
+# docs) would show instead of the constructor's own parameters.
+setattr(  # noqa: B010 (a class attribute the type checker does not know)
+    Explorer,
+    "__signature__",
+    inspect.Signature(list(inspect.signature(Explorer.__init__).parameters.values())[1:]),
+)

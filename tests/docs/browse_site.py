@@ -40,6 +40,13 @@ def pages_of(html: Path) -> list[str]:
     )
 
 
+#: How many code blocks of the page are wider than the column they sit in.
+CODE_SCROLLS = (
+    "() => [...document.querySelectorAll('div.highlight pre')]"
+    ".filter(e => e.scrollWidth > e.clientWidth + 1).length"
+)
+
+
 def browse(html: Path) -> dict:
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), partial(_Quiet, directory=str(html)))
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
@@ -77,6 +84,9 @@ def browse(html: Path) -> dict:
             for name in pages:
                 current["page"] = name
                 page.goto(root + name, wait_until="load", timeout=LOAD_MS)
+                wide = page.evaluate(CODE_SCROLLS)
+                if wide:
+                    note(f"{wide} code block(s) scroll sideways at 1280 px (cut off)")
                 graphs = page.locator(".plotly-graph-div")
                 for i in range(graphs.count()):
                     try:

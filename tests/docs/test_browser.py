@@ -1,5 +1,6 @@
 """Every page of the docs site opened in Chromium, served from 127.0.0.1: no JS error, no console
-error, no request leaving the machine, no missing file, and plotly figures drawn offline.
+error, no request leaving the machine, no missing file, plotly figures drawn offline, and no
+code block scrolling sideways at 1280 px (code wraps in the text column).
 
 The browser setup is the one of ``tests/browser`` (Debian's ``/usr/bin/chromium``; never
 ``playwright install``; ``SHARDVIZ_SKIP_BROWSER=1`` skips). The pages are opened by

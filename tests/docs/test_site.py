@@ -115,6 +115,19 @@ def test_the_api_reference_covers_every_public_name(built: Site) -> None:
     assert not missing, f"no entry in api.html for {missing}"
 
 
+def test_the_api_reference_reads_as_prose_by_topic(built: Site) -> None:
+    """No reST markup left raw (``**``x``**`` nests, which reST cannot), sections by topic,
+    and the Explorer's own signature rather than traitlets' ``(*args, **kwargs)``."""
+    html = built.page("api.html")
+    text = _text(html)
+    assert "``" not in text, text[max(0, text.find("``") - 80) : text.find("``") + 80]
+    for topic in ("Devices, meshes and layouts", "Explaining a program", "Widgets",
+                  "Errors and warnings"):  # fmt: skip
+        assert f">{topic}<" in html.replace('<a class="headerlink"', "<"), topic
+    entry = html[html.find('id="shardviz.Explorer"') :][:1500]
+    assert "shown" in entry and "steps" in entry and "target" in entry
+
+
 def test_the_benchmarks_page_is_the_benchmarks_readme(built: Site) -> None:
     text = _text(built.page("benchmarks.html"))
     readme = (ROOT / "benchmarks" / "README.md").read_text(encoding="utf-8")
