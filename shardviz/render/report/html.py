@@ -459,6 +459,16 @@ def _ledger_row(
     )
 
 
+def _runs(row: LedgerRow) -> str:
+    """`` x32`` under a collective in a loop: its runs a step (the bytes are one run's)."""
+    if not row.runs:
+        return ""
+    what = (
+        "an unknown number of times (counted once)" if row.runs == "x?" else row.runs[1:] + " times"
+    )
+    return f' <span class="sv-runs" title="runs {what} a step">{esc(row.runs)}</span>'
+
+
 def _host_cell(row: LedgerRow) -> str:
     c = row.collective
     return (
@@ -482,7 +492,7 @@ def _row_summary(row: LedgerRow, est: bool, hosts: bool = False) -> str:
         f"<span>{kind}</span>"
         f'<span class="sv-opcell" title="{esc(row.operand)}">{esc(row.operand)}</span>'
         f'<span class="sv-r" title="{c.in_bytes:,} B">{esc(row.in_bytes)}</span>'
-        f'<span class="sv-r" title="{c.moved_bytes:,} B">{esc(row.moved)}</span>'
+        f'<span class="sv-r" title="{c.moved_bytes:,} B">{esc(row.moved)}{_runs(row)}</span>'
         + (_host_cell(row) if hosts else "")
         + (_est_cell(row) if est else "")
         + f'<span class="sv-r">{c.group_size}</span>'

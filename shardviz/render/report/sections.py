@@ -38,6 +38,7 @@ from shardviz.render.report.view import (
     host_rows,
     host_spread,
     hosts_headline,
+    in_loops,
     kind_totals,
     layout_hint,
     ledger_headline,
@@ -109,6 +110,8 @@ class LedgerSection:
     hosts_headline: str
     estimates: bool
     multi_host: bool
+    #: Some collective runs other than once a step (the text ledger has a runs column).
+    loops: bool
     groups: tuple[AxesGroup, ...]
     kinds: tuple[KindTotal, ...]
     count: int
@@ -137,6 +140,7 @@ def ledger_section(report: Report) -> LedgerSection:
         hosts_headline=hosts_headline(report) if hosts else "",
         estimates=has_estimates(report),
         multi_host=hosts,
+        loops=in_loops(report),
         groups=tuple(axes_groups(report)),
         kinds=tuple(kind_totals(cs)),
         count=len(cs),

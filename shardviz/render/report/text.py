@@ -46,13 +46,17 @@ def _ledger_lines(ledger: LedgerSection) -> list[str]:
         return lines
     est = ledger.estimates
     hosts = ledger.multi_host
+    loops = ledger.loops
     header = ["#", "kind", "operand", "in", "moved", "group", "origin", "source", "chain"]
+    if loops:
+        lines[0] += " · runs: a step's runs of each, moved counts one"
+        header.insert(5, "runs")
     if hosts:
         lines[0] += f" · {ledger.hosts_headline}"
-        header.insert(5, "across hosts")
+        header.insert(5 + loops, "across hosts")
     if est:
         lines[0] += " · est.: estimated seconds on the target, a lower bound"
-        header.insert(5 + hosts, "est.")
+        header.insert(5 + loops + hosts, "est.")
     rows: list[Sequence[str] | str] = []
     sub = " " * 6
     for group in ledger.groups:
@@ -71,10 +75,12 @@ def _ledger_lines(ledger: LedgerSection) -> list[str]:
                 lr.location,
                 lr.chain,
             ]
+            if loops:
+                row.insert(5, lr.runs)
             if hosts:
-                row.insert(5, lr.across_hosts)
+                row.insert(5 + loops, lr.across_hosts)
             if est:
-                row.insert(5 + hosts, lr.estimate)
+                row.insert(5 + loops + hosts, lr.estimate)
             rows.append(row)
             detail = [f"{c.name}", lr.devices]
             if hosts:
@@ -94,7 +100,7 @@ def _ledger_lines(ledger: LedgerSection) -> list[str]:
             rows.append(sub + " · ".join(detail))
             if c.why is not None:
                 rows.append(sub + f"why: {c.why.summary}")
-    right = set(range(3, 6 + est + hosts)) | {0}
+    right = set(range(3, 6 + est + hosts + loops)) | {0}
     lines.extend(aligned_table(header, rows, right=right, indent="  "))
     lines.append("  by kind:")
     totals = ledger.kinds

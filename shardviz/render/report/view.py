@@ -309,6 +309,9 @@ class LedgerRow:
     devices: str
     hosts: str
     no_source: str
+    #: ``x32`` for a collective in a loop that runs 32 times a step, ``x?`` for an unknown
+    #: count (counted once), ``""`` for one run.
+    runs: str = ""
     #: Ledger numbers of the collectives folded into this row: the same kind, axes, line,
     #: values and device groups (a layer's collective, once per layer).
     same: tuple[int, ...] = ()
@@ -371,7 +374,20 @@ def ledger_row(index: int, c: Collective, hosts: bool) -> LedgerRow:
         devices=pairs_str(c.pairs) if c.pairs else groups_str(c.groups),
         hosts=cross_groups_str(c) if hosts else "",
         no_source=no_source_words() if c.source is None or c.source.innermost is None else "",
+        runs=runs_str(c),
     )
+
+
+def runs_str(c: Collective) -> str:
+    """``x32`` (its loops' trips a step), ``x?`` (unknown, counted once) or ``""`` (once)."""
+    if c.trips is None:
+        return "x?"
+    return "" if c.trips == 1 else f"x{c.trips}"
+
+
+def in_loops(report: Report) -> bool:
+    """Whether some collective runs other than once a step: the ledger then has a runs column."""
+    return any(c.trips != 1 for c in report.collectives)
 
 
 @dataclass(frozen=True)
@@ -405,17 +421,24 @@ class AxesGroup:
         return sum(c.cross_host_bytes for _, c in self.rows)
 
     @property
+    def step_bytes(self) -> int:
+        """Bytes moved per device per step: each collective times its runs."""
+        return moved_per_step([c for _, c in self.rows])
+
+    @property
     def title(self) -> str:
         """``over ('data',)``, or ``over no mesh axis``."""
         return f"over {axes_repr(self.axes)}" if self.axes else "over no mesh axis"
 
     @property
     def summary(self) -> str:
-        """``2 collectives · in 3 MiB · moved 3 MiB per device``."""
+        """``2 collectives · in 3 MiB · moved 3 MiB per device``; with collectives in loops,
+        ``… moved 96 MiB per device per step (66 runs)``: each counted as often as it runs."""
         n = self.count
         text = (
             f"{n} collective{'s' * (n != 1)} · in {format_bytes(self.in_bytes)} · "
-            f"moved {format_bytes(self.moved_bytes)} per device"
+            f"moved {format_bytes(self.step_bytes)} per device"
+            + step_words([c for _, c in self.rows])
         )
         if self.hosts:
             text += f" · {format_bytes(self.cross_host_bytes)} across hosts"
@@ -487,6 +510,15 @@ def cross_groups_str(c: Collective) -> str:
     )
 
 
+def step_words(cs: Sequence[Collective]) -> str:
+    """`` per step (66 runs)`` (``at least`` where a loop's count is unknown) when some of
+    ``cs`` run more than once a step, else ``""``."""
+    if all(c.trips == 1 for c in cs):
+        return ""
+    least = "at least " if any(c.trips is None for c in cs) else ""
+    return f" per step ({least}{sum(runs_per_step(c) for c in cs)} runs)"
+
+
 @dataclass(frozen=True)
 class KindTotal:
     kind: str
@@ -494,13 +526,18 @@ class KindTotal:
     in_bytes: int
     moved_bytes: int
     user: int
+    #: Bytes moved per step (each collective times its runs), and the runs words
+    #: (:func:`step_words`).
+    step_bytes: int = 0
+    steps: str = ""
 
     @property
     def summary(self) -> str:
-        """``× 2 · in 3 MiB · moved 3 MiB per device · 1 user-written``."""
+        """``× 2 · in 3 MiB · moved 3 MiB per device · 1 user-written``; in loops, ``moved
+        96 MiB per device per step (64 runs)``."""
         text = (
             f"× {self.count} · in {format_bytes(self.in_bytes)} · "
-            f"moved {format_bytes(self.moved_bytes)} per device"
+            f"moved {format_bytes(self.step_bytes or self.moved_bytes)} per device{self.steps}"
         )
         if self.user:
             text += f" · {self.user} user-written"
@@ -521,6 +558,8 @@ def kind_totals(collectives: Sequence[Collective]) -> list[KindTotal]:
                 sum(c.in_bytes for c in cs),
                 sum(c.moved_bytes for c in cs),
                 sum(c.user_written for c in cs),
+                moved_per_step(cs),
+                step_words(cs),
             )
         )
     return out

@@ -277,7 +277,8 @@ def collective_text(row: LedgerRow) -> dict[str, Any]:
     Keys: ``axes_text`` (``('data',)``), ``operand`` (``float32[64, 1024] → [512, 1024]``),
     ``in_value`` and ``out_value`` (``float32[64, 1024]``), ``in_bytes_text`` and
     ``moved_bytes_text`` (``4 KiB``), ``in_bytes_exact``, ``out_bytes_exact`` and
-    ``moved_bytes_exact`` (``4 KiB (4,096 B)``), ``estimated_text`` (``1.23 µs``, or ``None``
+    ``moved_bytes_exact`` (``4 KiB (4,096 B)``), ``runs_text`` (``x32`` in a loop, ``x?``
+    for an unknown count, ``""`` once a step), ``estimated_text`` (``1.23 µs``, or ``None``
     without an estimate), ``why_text`` (why the partitioner inserted it, one sentence) and
     ``why_change`` (``P('data', None) → P(None, 'model')``, ``P('data', None) (partial sums
     over 'model') → P('data', None)``, specs and axes as the why texts write them), both
@@ -301,6 +302,7 @@ def collective_text(row: LedgerRow) -> dict[str, Any]:
         "out_bytes_exact": format_bytes(c.out_bytes, exact=True),
         "moved_bytes_exact": format_bytes(c.moved_bytes, exact=True),
         "estimated_text": row.estimate if seconds is not None else None,
+        "runs_text": row.runs,
         "why_text": why.summary if why is not None else None,
         "why_change": change,
     }
