@@ -11,6 +11,7 @@ import os
 
 import pytest
 
+import shardviz as sv
 from shardviz.widgets.explorer.widget import ExplorerView
 from tests.browser.conftest import SKIP_ENV
 from tests.browser.fake_model import mount_explorer
@@ -95,4 +96,37 @@ def test_a_saved_reports_open_ledger_row_fits_at_800_px(viewer, report, tmp_path
         details.evaluate("d => { d.open = true; }")
     assert viewer.page.evaluate(_OVERFLOW_JS, ".sv-report") == []
     viewer.screenshot("fit-static-report-800")
+    viewer.assert_clean()
+
+
+#: Elements past the root's right edge that no box of their own scrolls (``sv-cmp-scroll``),
+#: and such boxes taller than the window (their scrollbar out of view).
+_CUT_JS = """(scroller) => {
+  const root = document.querySelector('.sv-root');
+  const edge = root.getBoundingClientRect().right;
+  const out = [];
+  if (root.scrollWidth > root.clientWidth + 1)
+    out.push(`root scrolls: ${root.scrollWidth} px in ${root.clientWidth} px`);
+  for (const e of root.querySelectorAll('*')) {
+    const r = e.getBoundingClientRect();
+    if (r.width > 0 && r.right > edge + 1 && !e.closest(scroller))
+      out.push(`${e.tagName} ends ${Math.round(r.right - edge)} px past the root`);
+  }
+  for (const box of root.querySelectorAll(scroller))
+    if (box.scrollWidth > box.clientWidth + 1 && box.getBoundingClientRect().height > innerHeight)
+      out.push(`a box taller than the window scrolls sideways: ${box.className}`);
+  return out;
+}"""
+
+
+def test_a_comparison_fits_an_820_px_output(viewer, tmp_path):
+    """Notebook 03's comparison in JupyterLab's output column at 1280 px (about 820 px): the
+    wide tables scroll in boxes of their own, with their scrollbar right under them."""
+    viewer.page.set_viewport_size({"width": 820, "height": 900})
+    c = sv.compare("mlp", ["dp", "zero1", "zero2", "zero3"], batch=1024, steps=1)
+    path = tmp_path / "compare.html"
+    c.save_html(str(path))
+    viewer.page.goto(path.as_uri())
+    assert viewer.page.evaluate(_CUT_JS, ".sv-cmp-scroll") == []
+    viewer.screenshot("fit-compare-820")
     viewer.assert_clean()

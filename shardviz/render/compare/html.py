@@ -204,6 +204,12 @@ def _table_row(view: ComparisonView, s: StrategyView, with_mesh: bool) -> str:
     )
 
 
+def _scrolled(table: str) -> str:
+    """A wide table in a box of its own that scrolls sideways, so its scrollbar sits right
+    under it in a narrow notebook column, not under the whole comparison."""
+    return f'<div class="sv-cmp-scroll">{table}</div>'
+
+
 def _comparison_table(view: ComparisonView) -> str:
     with_mesh = view.mesh_line is None  # one mesh for all is named above the table
     out = _table_head(view, with_mesh)
@@ -630,7 +636,7 @@ def _reports(view: ComparisonView) -> list[str]:
     return [
         f'<details class="sv-cmp-report" data-strategy="{esc(s.strategy)}"{_target_attr(s)}>'
         f'<summary>{esc(s.label)}<span class="sv-cmp-dim">{esc(s.report_caption)}</span>'
-        f"</summary>{s.report._repr_html_()}</details>"
+        f'</summary><div class="sv-cmp-scroll">{s.report._repr_html_()}</div></details>'
         for s in view.strategies
     ]
 
@@ -666,14 +672,14 @@ def comparison_html(c: Comparison | ComparisonView) -> str:
     if not view.strategies:
         body.append('<div class="sv-cmp-dim">no strategies</div>')
         return f'<div class="sv-root sv-compare">{STYLE}' + "".join(body) + "</div>"
-    body.append(_comparison_table(view))
+    body.append(_scrolled(_comparison_table(view)))
     if view.has_estimates:
         body.append(
             '<h4 class="sv-cmp-h">Estimated step on the target<span class="sv-cmp-dim">'
             f"{ESTIMATE_WORDS}: from the compiler's figures and the target's published peak "
             "rates; HBM: the peak against the target's, per device</span></h4>"
         )
-        body.append(_estimate_table(view))
+        body.append(_scrolled(_estimate_table(view)))
     body.append(
         '<h4 class="sv-cmp-h">Memory per device<span class="sv-cmp-dim">stacked by component, '
         "one scale for every strategy; hover for exact bytes</span></h4>"
