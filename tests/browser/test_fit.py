@@ -15,6 +15,7 @@ import shardviz as sv
 from shardviz.widgets.explorer.widget import ExplorerView
 from tests.browser.conftest import SKIP_ENV
 from tests.browser.fake_model import mount_explorer
+from tests.fixtures import user_llama
 from tests.live_reports import megatron_mlp_report
 
 pytestmark = pytest.mark.skipif(
@@ -129,4 +130,18 @@ def test_a_comparison_fits_an_820_px_output(viewer, tmp_path):
     viewer.page.goto(path.as_uri())
     assert viewer.page.evaluate(_CUT_JS, ".sv-cmp-scroll") == []
     viewer.screenshot("fit-compare-820")
+    viewer.assert_clean()
+
+
+def test_a_big_models_ledger_fits_an_820_px_output(viewer):
+    """The issue's own model (a plain-jax Llama, 274 state leaves, at its small size): its
+    operands, axes and source lines wrap, so the Explorer's ledger does not scroll sideways."""
+    step, state, batch = user_llama.make(user_llama.SMALL)
+    report = sv.explain(step, state, batch, run=False)
+    viewer.page.set_viewport_size({"width": 820, "height": 900})
+    page = mount_explorer(viewer, ExplorerView(report))
+    wrap = page.locator(".sv-x-ledgerwrap")
+    assert wrap.evaluate("e => e.scrollWidth <= e.clientWidth + 1")
+    assert page.evaluate(_OVERFLOW_JS, ".sv-x-ledgerwrap") == []
+    viewer.screenshot("fit-explorer-llama-820")
     viewer.assert_clean()

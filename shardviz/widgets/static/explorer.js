@@ -686,7 +686,7 @@ function ledgerRow(report, collective, estimate) {
     node("td", "sv-x-mark"),
     node("td", "sv-x-r", String(collective.index + 1)),
     kindCell,
-    node("td", "", collective.axes.length ? collective.axes.join(", ") : "(no mesh axis)"),
+    node("td", "sv-x-axes", collective.axes.length ? collective.axes.join(", ") : "(no mesh axis)"),
     node("td", "sv-x-mono", collective.operand),
     inCell,
     movedCell,
