@@ -12,6 +12,9 @@ import os
 import pytest
 
 import shardviz as sv
+from shardviz.model.schedule import gpipe
+from shardviz.render.html import page
+from shardviz.render.schedule.html import schedule_html
 from shardviz.widgets.explorer.widget import ExplorerView
 from tests.browser.conftest import SKIP_ENV
 from tests.browser.fake_model import mount_explorer
@@ -144,4 +147,17 @@ def test_a_big_models_ledger_fits_an_820_px_output(viewer):
     assert wrap.evaluate("e => e.scrollWidth <= e.clientWidth + 1")
     assert page.evaluate(_OVERFLOW_JS, ".sv-x-ledgerwrap") == []
     viewer.screenshot("fit-explorer-llama-820")
+    viewer.assert_clean()
+
+
+def test_a_long_pipeline_schedule_fits_an_820_px_output(viewer, tmp_path):
+    """GPipe over 8 stages and 32 microbatches is about 1,000 px of slots: the chart scrolls
+    in a box of its own, its scrollbar right under it."""
+    viewer.page.set_viewport_size({"width": 820, "height": 900})
+    path = tmp_path / "schedule.html"
+    path.write_text(page("schedule", [schedule_html(gpipe(8, 32))]), encoding="utf-8")
+    viewer.page.goto(path.as_uri())
+    assert viewer.page.evaluate(_CUT_JS, ".sv-sched-scroll") == []
+    box = viewer.page.locator(".sv-sched-scroll").first
+    assert box.evaluate("e => e.scrollWidth > e.clientWidth")  # it does scroll, in its box
     viewer.assert_clean()

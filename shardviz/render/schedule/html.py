@@ -132,7 +132,10 @@ def _chart(view: ScheduleView) -> tuple[str, bool]:
     width = left + body_w + right
     height = top + ROW_H * view.stages + 4
     w, h = svg_num(width), svg_num(height)
-    out = [f'<svg class="sv-sched" width="{w}" height="{h}" viewBox="0 0 {w} {h}" role="img">']
+    out = [
+        '<div class="sv-sched-scroll">'
+        f'<svg class="sv-sched" width="{w}" height="{h}" viewBox="0 0 {w} {h}" role="img">'
+    ]
     out.append(svg_text(left, 12, "time (one unit = one stage's forward or backward) →", "sv-axis"))
     step = tick_step(length, cell_w)
     for t in range(0, length, step):
@@ -166,7 +169,7 @@ def _chart(view: ScheduleView) -> tuple[str, bool]:
             )
         )
         out.append("</g>")
-    out.append("</svg>")
+    out.append("</svg></div>")
     return "".join(out), labelled
 
 
@@ -180,6 +183,7 @@ def _measured_chart(view: ScheduleView, body_w: float) -> str:
     height = top + ROW_H * view.stages + 4
     w, h = svg_num(width), svg_num(height)
     out = [
+        '<div class="sv-sched-scroll">'
         f'<svg class="sv-sched-measured" data-platform="{esc(view.platform)}" '
         f'width="{w}" height="{h}" viewBox="0 0 {w} {h}" role="img">',
         svg_text(left, 12, "seconds since the step's first measured slot →", "sv-axis"),
@@ -194,7 +198,7 @@ def _measured_chart(view: ScheduleView, body_w: float) -> str:
     for m in sorted(view.measured_slots, key=lambda m: (m.stage, m.start)):
         out.append(_measured_slot_svg(m, left + body_w * m.offset / top_s,
                                       top + m.stage * ROW_H, body_w / top_s))  # fmt: skip
-    out.append("</svg>")
+    out.append("</svg></div>")
     return "".join(out)
 
 
