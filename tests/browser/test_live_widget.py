@@ -281,3 +281,23 @@ def test_each_process_is_a_line_and_a_key_the_same_live_and_static(viewer):
     page.set_content(f"<!doctype html><html><body>{view.static_html()}</body></html>")
     assert page.evaluate(_PICTURE_JS) == live
     viewer.assert_clean()
+
+
+def test_the_live_view_fits_an_820_px_output(viewer):
+    """32 devices' memory bars, the loss and the step times, in JupyterLab's output column at
+    1280 px: nothing runs past the view's edge."""
+    viewer.page.set_viewport_size({"width": 820, "height": 900})
+    view = live_view(status="running", step=5, losses=LOSSES, step_ms=STEP_MS, memory=_memory(32))
+    page = mount(viewer, view)
+    past = page.evaluate(
+        """() => {
+          const root = document.querySelector('.sv-l-root');
+          const edge = Math.min(root.getBoundingClientRect().right, innerWidth);
+          return [...root.querySelectorAll('*')].filter(e => {
+            const r = e.getBoundingClientRect();
+            return r.width > 0 && r.right > edge + 1;
+          }).map(e => e.tagName);
+        }"""
+    )
+    assert past == []
+    viewer.assert_clean()
