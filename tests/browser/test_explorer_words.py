@@ -63,6 +63,6 @@ def test_selected_collective_says_why_the_partitioner_inserted_it(viewer):
     report = _with_why()
     page = mount(viewer, ExplorerView(report, selected_collective=0))
     why = page.locator(".sv-x-details dd.sv-x-why").inner_text()
-    assert "P('data', None) (partial sums over ('model',)) → P('data', None)" in why
+    assert "P('data', None) (partial sums over 'model') → P('data', None)" in why
     assert SUMMARY in why  # the markup in the words stays text
     viewer.assert_clean()
