@@ -23,6 +23,7 @@ from tests.browser.fake_model import mount_explorer as mount
 from tests.live_reports import megatron_mlp_report
 from tests.render.compare_fixtures import comparison
 from tests.render.report_fixtures import NASTY, nasty_report, shard_map_report
+from tests.render.test_folding import layered_report
 
 pytestmark = pytest.mark.skipif(
     os.environ.get(SKIP_ENV) == "1", reason=f"{SKIP_ENV}=1: browser tests skipped on request"
@@ -556,4 +557,19 @@ def test_a_profiled_report_shows_a_timeline_lane_per_device(viewer, report):
     box = page.locator(".sv-x-tlsvg").bounding_box()
     assert box is not None and box["width"] > 600 and box["height"] > 8 * 14
     viewer.screenshot("explorer-timeline")
+    viewer.assert_clean()
+
+
+def test_a_big_programs_picker_says_how_many_values_it_leaves_out(viewer):
+    """600 intermediates: the picker lists the reshard points and linked values, and its
+    group's label says how many others there are (the payload would be megabytes)."""
+    report = layered_report(300)
+    page = mount(viewer, ExplorerView(report))
+    label = page.locator(".sv-x-pick optgroup").last.get_attribute("label") or ""
+    listed = page.locator(".sv-x-pick optgroup").last.locator("option").count()
+    assert listed < len(report.intermediates)
+    assert label == (
+        f"intermediates ({listed} listed: the reshard points; "
+        f"{len(report.intermediates) - listed} more not listed)"
+    )
     viewer.assert_clean()

@@ -14,7 +14,7 @@ from tests.render.fixtures import make_layout, mesh_2x4
 from tests.render.report_fixtures import fsdp_report, large_report
 
 
-def _layered(n: int):
+def layered_report(n: int):
     """:func:`large_report` as a layered model makes it: every sixth collective (and value)
     comes from the same line, once per layer."""
     r = large_report(n, (2, 4))
@@ -30,7 +30,7 @@ def _layered(n: int):
 
 
 def test_a_long_ledger_folds_repeats_and_keeps_every_number():
-    report = _layered(120)
+    report = layered_report(120)
     v = report_view(report)
     shown = [r for g in v.ledger.groups for r in g.ledger]
     assert len(shown) < len(report.collectives)
@@ -55,7 +55,7 @@ def test_a_short_ledger_lists_every_collective():
 
 
 def test_reshard_points_fold_in_a_long_listing():
-    report = _layered(300)
+    report = layered_report(300)
     v = report_view(report).intermediates
     rows = [x for x in v.listed if not isinstance(x, int)]
     assert any(r.same for r in rows)

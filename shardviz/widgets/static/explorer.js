@@ -123,7 +123,8 @@ import {
  * @typedef {{ version: number, function: string, platform: string, status_line: string,
  *   notes: string[], mesh: MeshJson | null, mesh_grid: GridJson<MeshCellJson> | null,
  *   mesh_summary: string,
- *   colors: Record<string, string>, arrays: ArrayItem[], collectives: CollectiveItem[],
+ *   colors: Record<string, string>, arrays: ArrayItem[], arrays_left_out?: number,
+ *   collectives: CollectiveItem[],
  *   groupings: number[][][], pairings: [number, number][][],
  *   traffic_links: [number, number][][][],
  *   sources: [number, number, string][][], source_labels: [string, string, string][],
@@ -526,7 +527,8 @@ function trafficWords(collective) {
 // Arrays pane
 
 /**
- * The picker: every argument leaf, output leaf and intermediate.
+ * The picker: every argument leaf, output leaf and intermediate (past a few hundred, the
+ * reshard points and the values a collective links to: the label says how many are left out).
  * @param {Report} report
  * @returns {HTMLSelectElement}
  */
@@ -538,7 +540,10 @@ function arrayPicker(report) {
     const items = report.payload.arrays.filter((item) => item.role === role);
     if (!items.length) continue;
     const group = /** @type {HTMLOptGroupElement} */ (node("optgroup", ""));
-    group.label = `${title} (${items.length})`;
+    const left = role === "intermediate" ? report.payload.arrays_left_out || 0 : 0;
+    group.label = left
+      ? `${title} (${items.length} listed: the reshard points; ${left} more not listed)`
+      : `${title} (${items.length})`;
     for (const item of items) {
       const extra = item.op ? ` · ${item.op}` : "";
       const reshard = item.reshard ? " · reshard" : "";
