@@ -161,3 +161,22 @@ def test_a_long_pipeline_schedule_fits_an_820_px_output(viewer, tmp_path):
     box = viewer.page.locator(".sv-sched-scroll").first
     assert box.evaluate("e => e.scrollWidth > e.clientWidth")  # it does scroll, in its box
     viewer.assert_clean()
+
+
+def test_a_ledger_rows_source_line_is_one_line_with_the_whole_on_hover(viewer, report, tmp_path):
+    """The static ledger's source cell shows the line's code on one line (cut with an
+    ellipsis), the whole line in its title, instead of wrapping it over several lines."""
+    viewer.page.set_viewport_size({"width": 800, "height": 900})
+    path = tmp_path / "report.html"
+    report.save_html(str(path))
+    viewer.page.goto(path.as_uri())
+    lines = viewer.page.locator(".sv-lrow .sv-srcline")
+    assert lines.count() > 0
+    for i in range(lines.count()):
+        line = lines.nth(i)
+        assert line.get_attribute("title")
+        assert line.evaluate("e => getComputedStyle(e).whiteSpace") == "nowrap"
+        height = line.evaluate("e => e.getBoundingClientRect().height")
+        one = line.evaluate("e => parseFloat(getComputedStyle(e).lineHeight) || 16")
+        assert height <= one * 1.5
+    viewer.assert_clean()
