@@ -715,14 +715,14 @@ def explain_run(
     if run:
         refuse_deleted(args, kwargs)
     key = program_key(fn, args, jit_kwargs, kwargs)
-    names = code_names(fn, args) if diagnose else None
     if key in PROGRAMS:
         PROGRAMS.move_to_end(key)
         comp, base = PROGRAMS[key]
         if diagnose and base.findings is None:  # kept from an explain(diagnose=False)
-            base = diagnosed(fn, args, jit_kwargs, kwargs, comp, base, names)
+            base = diagnosed(fn, args, jit_kwargs, kwargs, comp, base, code_names(fn, args))
             remember_program(fn, args, jit_kwargs, comp, base, kwargs)
     else:
+        names = code_names(fn, args) if diagnose else None
         comp, base = _analyse(fn, args, jit_kwargs, kwargs, diagnose=diagnose, names=names)
         remember_program(fn, args, jit_kwargs, comp, base, kwargs)
     if not diagnose:

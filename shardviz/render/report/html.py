@@ -686,7 +686,7 @@ def _intermediates(
             f"<td>{mark}</td><td class='sv-r'>{j}</td><td><code>{esc(s.name)}</code>{_times(item)}</td>"
             f"<td>{esc(s.op)}</td><td>{esc(item.shape)}</td>"
             f"<td><code class='sv-spec' title='{esc(s.hlo_sharding)}'>{esc(s.spec_str)}</code></td>"
-            f'<td class="sv-srccell">{_source_cell(item.source, "value")}</td><td>{by}</td></tr>'
+            f'<td class="sv-srccell">{_source_cell(item.value.source, "value")}</td><td>{by}</td></tr>'
         )
 
     out.append('<table class="sv-t sv-inter">' + head)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from shardviz.model.array import ArrayLayout
-from shardviz.model.program import Report, ShardingOf, Source
+from shardviz.model.program import Report, ShardingOf
 from shardviz.model.units import format_bytes, format_flops, format_seconds, sig3
 from shardviz.render.findings.view import FindingsView, section_view
 from shardviz.render.report.view import (
@@ -162,7 +162,6 @@ class IntermediateRow:
     value: ShardingOf
     shape: str
     location: str
-    source: Source | None
     #: ``(ledger number, kind)`` of each collective that reshards into this value.
     by: tuple[tuple[int, str], ...]
     tiles: ArrayLayout | None
@@ -258,7 +257,6 @@ def intermediates_section(report: Report) -> IntermediatesSection:
                 value=s,
                 shape=value_str(s.dtype, s.shape),
                 location=short_location(s.source),
-                source=s.source,
                 by=tuple((i, kinds[i]) for i in links.get(s.name, [])),
                 tiles=tiles.get(j),
             )

@@ -594,7 +594,8 @@ def report_payload(report: Report) -> dict[str, Any]:
         "mesh_summary": mesh_summary(mesh) if mesh is not None else "no mesh (one device)",
         "colors": {str(d): device_color(d) for d in device_ids},
         "arrays": arrays,
-        "arrays_left_out": len(report.intermediates) - len(picked_intermediates(report)),
+        "arrays_left_out": len(report.intermediates)
+        - sum(1 for e in entries if e.role == INTERMEDIATE),
         "collectives": collectives,
         "groupings": groupings.items,
         "pairings": pairings.items,
