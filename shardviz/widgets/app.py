@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import inspect
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import ipywidgets
@@ -38,6 +38,9 @@ class Explorer(ExplorerView):
         steps: steps each (re)run times, for a function.
         target: hardware to estimate on, for a function (see :func:`shardviz.explain`):
             e.g. ``"v5e"`` on fake CPU devices; a topology's devices are their own target.
+        logical_axes: for a function, leaf pattern -> logical dim names (``{"layers/*/wq":
+            ("embed", "heads")}``): the controls then offer logical rules (``embed=data,
+            heads=model``) that set every leaf a pattern names.
         **kwargs: initial selections (``selected_array``, ``selected_device``, ...).
 
     Raises:
@@ -47,17 +50,23 @@ class Explorer(ExplorerView):
     """
 
     def __init__(
-        self, shown: Any, *args: Any, steps: int = 2, target: Any = None, **kwargs: Any
+        self,
+        shown: Any,
+        *args: Any,
+        steps: int = 2,
+        target: Any = None,
+        logical_axes: Mapping[str, Sequence[str | None]] | None = None,
+        **kwargs: Any,
     ) -> None:
         self.session: ExplorerSession | None = None
         self.controls: Any = None
         self.connection: Connection | PipelineConnection | None = None
         self._box: ipywidgets.Widget | None = None
         if isinstance(shown, Report | Comparison):
-            if args:
+            if args or logical_axes is not None:
                 raise TypeError(
-                    "Explorer(report) and Explorer(comparison) take no arguments; to explore "
-                    "a function pass it first: Explorer(fn, *args)"
+                    "Explorer(report) and Explorer(comparison) take no arguments or "
+                    "logical_axes; to explore a function pass it first: Explorer(fn, *args)"
                 )
             super().__init__(shown, **kwargs)
             return
@@ -69,7 +78,7 @@ class Explorer(ExplorerView):
         session = ExplorerSession(shown, *args, steps=steps, target=target)
         super().__init__(session.run(session.initial_config()), **kwargs)
         self.session = session
-        self.controls = session.controls()
+        self.controls = session.controls(logical_axes)
         self.connection = connect(self, self.controls, session, run_now=False)
         self._box = ipywidgets.VBox([self.controls, self])
 

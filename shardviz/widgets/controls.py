@@ -29,6 +29,16 @@ from shardviz.widgets.config_checks import (
     unused_axes_note,
     validate_spec,
 )
+from shardviz.widgets.spec_folds import Fold, box_layout, folds_for, leaf_row, path_row
+from shardviz.widgets.spec_tree import (
+    Group,
+    group_tree,
+    logical_specs,
+    matches,
+    mirrors,
+    parse_rules,
+    sections,
+)
 
 __all__ = ["AS_GIVEN", "Config", "Controls"]
 
@@ -101,6 +111,14 @@ class Controls(widgets.VBox):
         strategy_specs: computes a strategy's specs, to show them in the (then read-only)
             boxes and check that the strategy fits; without it a strategy's specs are left to
             whoever receives the config.
+        logical_axes: leaf pattern -> logical dim names (``{"layers/*/wq": ("embed",
+            "heads")}``); with it a "logical rules" box (``embed=data, heads=model``) sets
+            every leaf a pattern names at once.
+
+    For hundreds of leaves the boxes stand in folders by module path (:mod:`.spec_tree`),
+    the parameters' first and open; optimizer leaves that mirror a parameter (Adam's ``mu``
+    and ``nu``) follow its box while ``follow`` is ticked (untick it for boxes of their own);
+    the filter (``layers/*/wq``) lists the matching boxes and sets them all at once.
     """
 
     def __init__(
@@ -110,6 +128,7 @@ class Controls(widgets.VBox):
         *,
         devices: int | None = None,
         strategy_specs: StrategySpecs | None = None,
+        logical_axes: Mapping[str, Sequence[str | None]] | None = None,
     ) -> None:
         self.shapes = {p: tuple(int(n) for n in s) for p, s in shapes.items()}
         self.devices = devices or math.prod(initial.mesh_shape)
@@ -143,28 +162,65 @@ class Controls(widgets.VBox):
         self.message = widgets.HTML()
         #: What the controls changed for the user (a rename carried, specs fitted to a mesh).
         self.note = widgets.HTML()
-        width = f"{min(40, max((len(p) for p in self.shapes), default=4)) + 2}ch"
+        #: Optimizer leaf -> the parameter it mirrors (Adam's mu and nu, :func:`mirrors`).
+        self.mirrors = mirrors(self.shapes)
+        #: The mirrors that follow their parameter's box now (no box of their own).
+        self.following = {m for m, p in self.mirrors.items() if self._typed[m] == self._typed[p]}
+        self._logical = dict(logical_axes or {})
+        self._made: dict[str, tuple[widgets.Text, widgets.HTML]] = {}
         self.spec_boxes: dict[str, widgets.Text] = {}
         self.spec_messages: dict[str, widgets.HTML] = {}
-        rows = []
-        for path, shape in self.shapes.items():
-            box = widgets.Text(
-                value=self._typed[path], description=path, continuous_update=True,
-                placeholder="None (replicated)", tooltip=f"{path}: shape {shape}",
-                style={"description_width": width},
-            )  # fmt: skip
-            self.spec_boxes[path] = box
-            self.spec_messages[path] = widgets.HTML()
-            rows.append(widgets.VBox([box, self.spec_messages[path]]))
-            box.observe(self._on_spec, names="value")
+        self.folds: dict[str, Fold] = {}
+        self.follow = widgets.Checkbox(
+            value=bool(self.following), indent=False,
+            description=f"optimizer state follows the parameters ({len(self.mirrors)} leaves)",
+            layout=widgets.Layout(width="auto", display="" if self.mirrors else "none"),
+        )  # fmt: skip
+        self.filter = widgets.Text(
+            description="filter", placeholder="layers/*/wq", continuous_update=True,
+            tooltip="show only the leaves whose path ends like this (* within one name)",
+            **box_layout(),
+        )  # fmt: skip
+        self.bulk_spec = widgets.Text(
+            description="set to", placeholder="data, model", continuous_update=True,
+            **box_layout(),
+        )  # fmt: skip
+        self.bulk_button = widgets.Button(description="set on the matches", disabled=True)
+        self.bulk_message = widgets.HTML()
+        self.rules = widgets.Text(
+            description="logical rules", placeholder="embed=data, mlp=model",
+            **box_layout(),
+        )  # fmt: skip
+        self.rules_button = widgets.Button(description="apply the rules")
+        self.rules_message = widgets.HTML()
+        self.tree = widgets.VBox(
+            layout=widgets.Layout(max_height="420px", overflow="auto", flex="0 0 auto")
+        )
+        self.matches = widgets.VBox(
+            layout=widgets.Layout(max_height="420px", overflow="auto", display="none")
+        )
+        self._sync_boxes()
         self.mesh_shape.observe(self._on_shape, names="value")
         self.axis_names.observe(self._on_names, names="value")
         self.strategy.observe(self._on_field, names="value")
+        self.follow.observe(self._on_follow, names="value")
+        self.filter.observe(self._on_filter, names="value")
+        self.bulk_spec.observe(self._on_filter, names="value")
+        self.bulk_button.on_click(lambda _: self._bulk_clicked())
+        self.rules_button.on_click(lambda _: self._rules_clicked())
         header = widgets.HTML("<b>Partition specs</b> (one entry per dim; empty = replicated)")
+        wrap = widgets.Layout(flex_flow="row wrap", align_items="center")
+        logical = widgets.VBox(
+            [widgets.HBox([self.rules, self.rules_button], layout=wrap), self.rules_message],
+            layout=widgets.Layout(display="" if self._logical else "none"),
+        )
         super().__init__(
             [
-                self.mesh_shape, self.axis_names, self.axis_message, self.strategy,
-                self.strategy_message, header, self.note, *rows, self.message,
+                widgets.HBox([self.mesh_shape, self.axis_names, self.strategy], layout=wrap),
+                self.axis_message, self.strategy_message, header,
+                widgets.HBox([self.filter, self.bulk_spec, self.bulk_button], layout=wrap),
+                self.bulk_message, logical, self.note, self.follow, self.tree, self.matches,
+                self.message,
             ]
         )  # fmt: skip
         _say(self.note, "")
@@ -207,6 +263,186 @@ class Controls(widgets.VBox):
             )
         )
 
+    # --- the spec tree ----------------------------------------------------------------------
+
+    #: At most this many boxes open at the start (a small program shows every box).
+    OPEN_ALL = 24
+    #: At most this many boxes listed by the filter (the rest are counted).
+    LISTED = 200
+
+    def _box(self, path: str) -> tuple[widgets.Text, widgets.HTML]:
+        """The spec box and message of ``path``, made the first time it is shown."""
+        if path not in self._made:
+            shape = self.shapes[path]
+            box = widgets.Text(
+                value=self._typed[path], description=path.rsplit("/", 1)[-1],
+                continuous_update=True, placeholder="None (replicated)",
+                tooltip=f"{path}: shape {shape}", **box_layout(),
+            )  # fmt: skip
+            box.observe(self._on_spec, names="value")
+            self._made[path] = (box, widgets.HTML())
+        return self._made[path]
+
+    def _sync_boxes(self) -> None:
+        """Boxes for every leaf that does not follow a parameter, in the leaves' order, and
+        the folders that hold them."""
+        shown = [p for p in self.shapes if p not in self.following]
+        self.spec_boxes = {p: self._box(p)[0] for p in shown}
+        self.spec_messages = {p: self._box(p)[1] for p in shown}
+        groups = sections(group_tree(shown))
+        top, self.folds = folds_for(
+            groups, self._row, self._title, open_first=True,
+            open_all=len(shown) <= self.OPEN_ALL,
+        )  # fmt: skip
+        self.tree.children = top
+
+    def _row(self, path: str) -> widgets.Widget:
+        box, message = self._box(path)
+        return leaf_row(box, message)
+
+    def _title(self, group: Group) -> str:
+        """``layers/3 · 11 leaves``, and how many optimizer leaves follow the folder's."""
+        leaves = group.all_leaves()
+        words = f"{group.name} · {len(leaves)} lea{'f' if len(leaves) == 1 else 'ves'}"
+        followers = sum(self.mirrors.get(m) in leaves for m in self.following)
+        return words + (f" (+{followers} optimizer leaves follow)" if followers else "")
+
+    def _on_follow(self, change: dict) -> None:
+        """Tick: every mirror follows its parameter; untick: each gets a box of its own,
+        holding the parameter's spec to start from."""
+        if change["new"]:
+            self.following = set(self.mirrors)
+        else:
+            for mirror in self.following:
+                self._typed[mirror] = self._typed[self.mirrors[mirror]]
+                self._quietly(self._box(mirror)[0], "value", self._typed[mirror])
+            self.following = set()
+        self._sync_boxes()
+        self._on_filter({})
+        self._update()
+
+    def matching(self, pattern: str) -> list[str]:
+        """The leaves with a box whose path ends like ``pattern`` (:func:`matches`)."""
+        return [p for p in self.spec_boxes if matches(pattern, p)]
+
+    def _on_filter(self, _change: dict) -> None:
+        """List the boxes the filter matches in place of the folders (all when empty)."""
+        pattern = self.filter.value.strip()
+        filtering = bool(pattern)
+        self.tree.layout.display = "none" if filtering else ""
+        self.matches.layout.display = "" if filtering else "none"
+        if not filtering:
+            self.matches.children = ()
+            self.bulk_button.disabled = True
+            _say(self.bulk_message, "")
+            return
+        found = self.matching(pattern)
+        rows = [path_row(p.rpartition("/")[0], *self._box(p)) for p in found[: self.LISTED]]
+        self.matches.children = rows
+        self.bulk_button.disabled = not found or not self.bulk_spec.value.strip()
+        self.bulk_button.description = f"set on the {len(found)} matches"
+        followers = sum(self.mirrors[m] in found for m in self.following)
+        words = f"{len(found)} of {len(self.spec_boxes)} boxes match {pattern!r}"
+        if len(found) > self.LISTED:
+            words += f" (the first {self.LISTED} listed)"
+        if followers:
+            words += f"; {followers} optimizer leaves follow them"
+        _say(self.bulk_message, words)
+
+    def set_matching(self, pattern: str, spec_text: str) -> list[str]:
+        """Type ``spec_text`` into every box whose leaf ``pattern`` matches, at once (one
+        recompile), as the filter's button does; return the leaves set.
+
+        Raises:
+            SpecError: no box matches, the spec does not parse, or it does not fit one of
+                the matches (names it); nothing is changed then.
+        """
+        found = self.matching(pattern)
+        if not found:
+            raise SpecError(
+                problem(
+                    "set the matches",
+                    f"no spec box matches {pattern!r}",
+                    "give a path ending such as layers/*/wq (* matches within one name)",
+                )
+            )
+        spec = parse_spec_text(spec_text, name=pattern)
+        self._set_many({p: spec for p in found}, f"{len(found)} leaves matching {pattern!r}")
+        return found
+
+    def apply_rules(self, text: str) -> list[str]:
+        """Set every leaf a logical pattern names from the logical rules ``text``
+        (``embed=data, mlp=model``); dims whose name has no rule are kept whole (said in
+        the note). Returns the leaves set.
+
+        Raises:
+            SpecError: no logical axes were given, a rule does not parse, or a spec made
+                does not fit its leaf (names it); nothing is changed then.
+        """
+        if not self._logical:
+            raise SpecError(
+                problem(
+                    "logical rules",
+                    "no leaf has logical axis names",
+                    "pass logical_axes={'layers/*/wq': ('embed', 'heads'), ...} to the Explorer",
+                )
+            )
+        rules = parse_rules(text)
+        specs, unmapped = logical_specs(self.spec_boxes, self._logical, rules)
+        if not specs:
+            raise SpecError(
+                problem(
+                    "logical rules",
+                    "no spec box matches a pattern of logical_axes",
+                    f"use patterns that end like the leaves' paths, e.g. {next(iter(self.shapes))}",
+                )
+            )
+        what = f"{len(specs)} leaves by the logical rules"
+        if unmapped:
+            what += f" (no rule for {', '.join(unmapped)}: kept whole)"
+        self._set_many(specs, what)
+        return list(specs)
+
+    def _bulk_clicked(self) -> None:
+        try:
+            self.set_matching(self.filter.value, self.bulk_spec.value)
+        except ShardvizError as err:
+            _show(self.bulk_message, str(err))
+
+    def _rules_clicked(self) -> None:
+        try:
+            self.apply_rules(self.rules.value)
+            _show(self.rules_message, "")
+        except ShardvizError as err:
+            _show(self.rules_message, str(err))
+
+    def _set_many(self, specs: Mapping[str, SpecEntries], what: str) -> None:
+        """Type every spec of ``specs`` into its box with one check and one change; all or
+        nothing: a spec that does not fit its leaf raises before any box changes."""
+        shape = tuple(self.mesh_shape.value)
+        names = parse_axis_names(self.axis_names.value, shape)
+        for path, spec in specs.items():
+            validate_spec(path, self.shapes[path], spec, shape, names)
+        strategy = self._typed_from_strategy()
+        for path, spec in specs.items():
+            self._typed[path] = format_spec_text(spec)
+            self._quietly(self.spec_boxes[path], "value", self._typed[path])
+        texts = sorted({format_spec_text(s) for s in specs.values()})
+        note = f"set {texts[0] if len(texts) == 1 else 'specs'} on {what}"
+        if strategy != AS_GIVEN:
+            note += f"; the other boxes keep strategy {strategy!r}'s specs, now typed"
+        _say(self.note, note)
+        self._update()
+
+    def _typed_from_strategy(self) -> str:
+        """Under a builtin strategy, make its specs (shown in the boxes) the typed ones and
+        switch to "as given", so an edit changes only what it names; return the strategy."""
+        strategy = self.strategy.value
+        if strategy != AS_GIVEN:
+            self._typed.update({p: box.value for p, box in self.spec_boxes.items()})
+            self._quietly(self.strategy, "value", AS_GIVEN)
+        return strategy
+
     # --- setting from code (e.g. "try this fix" in the Explorer) ----------------------------
 
     def apply_spec(self, path: str, spec: SpecEntries) -> None:
@@ -221,18 +457,15 @@ class Controls(widgets.VBox):
             SpecError: no box controls ``path`` (the message lists the boxes).
         """
         if path not in self.spec_boxes:
-            raise SpecError(
-                problem(
-                    "Controls.apply_spec",
-                    f"no spec box controls {path!r}",
-                    f"use one of {', '.join(map(repr, self.spec_boxes)) or '(none)'}",
+            fix = f"use one of {', '.join(map(repr, self.spec_boxes)) or '(none)'}"
+            if path in self.following:
+                fix = (
+                    f"it follows {self.mirrors[path]!r}: set that box, or untick "
+                    "'optimizer state follows the parameters' for a box of its own"
                 )
-            )
+            raise SpecError(problem("Controls.apply_spec", f"no spec box controls {path!r}", fix))
         text = format_spec_text(spec)
-        strategy = self.strategy.value
-        if strategy != AS_GIVEN:
-            self._typed = {p: box.value for p, box in self.spec_boxes.items()}
-            self._quietly(self.strategy, "value", AS_GIVEN)
+        strategy = self._typed_from_strategy()
         self._typed[path] = text
         self._quietly(self.spec_boxes[path], "value", text)
         note = f"{path} set to {text}"
@@ -326,7 +559,8 @@ class Controls(widgets.VBox):
                 continue  # a box with a typo keeps its text
             new = fit_spec(spec, self.shapes[path], shape, names)
             self._typed[path] = format_spec_text(new)
-            fitted.append(f"{path} {format_spec_text(spec)} → {self._typed[path]}")
+            if path not in self.following:  # a follower changes with its parameter
+                fitted.append(f"{path} {format_spec_text(spec)} → {self._typed[path]}")
         label = _shape_label(shape)
         _say(self.note, f"fitted to the {label} mesh: {'; '.join(fitted)}" if fitted else "")
 
@@ -417,7 +651,10 @@ class Controls(widgets.VBox):
             _show(self.spec_messages[path], "")
             _mark(box, False)
             specs[path] = spec
-        return specs
+        for mirror in self.following:
+            if self.mirrors[mirror] in specs:  # a wrong parameter box is already said
+                specs[mirror] = specs[self.mirrors[mirror]]
+        return {p: specs[p] for p in self.shapes if p in specs}
 
     def _strategy_boxes(
         self, shape: tuple[int, ...], names: tuple[str, ...] | None, strategy: str

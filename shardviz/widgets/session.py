@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
@@ -42,6 +42,7 @@ from shardviz.strategies.rules import axes_needed, spec_for_leaf
 from shardviz.widgets.config_checks import invalid_words, unused_axes_note
 from shardviz.widgets.controls import AS_GIVEN, Config, Controls
 from shardviz.widgets.findings_payload import fix_route
+from shardviz.widgets.spec_tree import leaf_role, role_of
 
 __all__ = [
     "Connection",
@@ -65,22 +66,6 @@ class ExplorerLike(Protocol):
     fixed: str
 
     def show(self, report: Any) -> None: ...
-
-
-#: Argument names that hold a model's parameters in Flax NNX and Equinox steps.
-_MODEL_NAMES = ("model", "module", "net", "network")
-
-
-def role_of(arg_name: str) -> str:
-    """Which rules of a strategy place an argument: ``params``-like and model-like names
-    (``model``, ``net``: an NNX or Equinox module) get the parameter rules, ``opt``-names the
-    optimizer rules, everything else (inputs) the batch rules."""
-    name = arg_name.lower()
-    if "param" in name or name in _MODEL_NAMES or name.endswith("_model"):
-        return "params"
-    if name.startswith("opt"):
-        return "optimizer"
-    return "batch"
 
 
 def _entries(spec: tuple[tuple[str, ...], ...]) -> SpecEntries:
@@ -177,7 +162,8 @@ class ExplorerSession:
     def strategy_specs(
         self, mesh_shape: tuple[int, ...], axis_names: tuple[str, ...], strategy: str
     ) -> dict[str, SpecEntries]:
-        """Each array leaf's spec under a builtin strategy (by :func:`role_of` its argument).
+        """Each array leaf's spec under a builtin strategy (by its role, :func:`leaf_role`:
+        ``state/params/...`` gets the parameter rules, ``state/opt/...`` the optimizer's).
 
         Raises:
             ShardvizError: unknown strategy, or the mesh lacks an axis the strategy needs.
@@ -189,7 +175,7 @@ class ExplorerSession:
         out: dict[str, SpecEntries] = {}
         for path, shape in self.shapes.items():
             arg, _, inner = path.partition("/")
-            role = role_of(arg)
+            role = leaf_role(path)
             if not shape:
                 out[path] = ()  # a scalar has no dim to split
                 continue
@@ -297,11 +283,12 @@ class ExplorerSession:
         fixes = (*(base.fixes if base is not None else ()), fix)
         return FixedProgram(report, new_fn, new_args, fixes)
 
-    def controls(self) -> Controls:
-        """:class:`Controls` for this session's leaves, starting from :meth:`initial_config`."""
+    def controls(self, logical_axes: Mapping[str, Sequence[str | None]] | None = None) -> Controls:
+        """:class:`Controls` for this session's leaves, starting from :meth:`initial_config`
+        (``logical_axes``: leaf pattern -> logical dim names, for the logical rules box)."""
         return Controls(
             self.shapes, self.initial_config(), devices=len(self.device_ids),
-            strategy_specs=self.strategy_specs,
+            strategy_specs=self.strategy_specs, logical_axes=logical_axes,
         )  # fmt: skip
 
     def connect(

@@ -1,0 +1,97 @@
+"""The spec tree drawn with ipywidgets: folders that open and close, one row per spec box.
+
+:mod:`.spec_tree` decides the folders; this module only lays them out, so that a state of
+hundreds of leaves shows a few folder lines until one is opened (each opens on its own, unlike
+an ``Accordion``), and every box keeps a width a spec fits in.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable, Sequence
+
+import ipywidgets as widgets
+
+from shardviz.widgets.spec_tree import Group
+
+__all__ = ["BOX_WIDTH", "Fold", "box_layout", "folds_for", "leaf_row", "path_row"]
+
+#: A spec box's whole width and its label's: the input keeps at least 240 px.
+BOX_WIDTH, LABEL_WIDTH = "380px", "130px"
+#: A folder's lines are indented by this much per level.
+INDENT = "18px"
+
+
+def box_layout() -> dict:
+    """The layout and style keywords of one spec box."""
+    return {
+        "layout": widgets.Layout(width=BOX_WIDTH, min_width=BOX_WIDTH),
+        "style": {"description_width": LABEL_WIDTH},
+    }
+
+
+class Fold(widgets.VBox):
+    """A folder: a header button (``▸ layers/3 · 11 leaves``) that shows or hides its body."""
+
+    def __init__(self, title: str, body: Sequence[widgets.Widget], *, expanded: bool) -> None:
+        self.title = title
+        self.header = widgets.Button(
+            layout=widgets.Layout(width="auto", max_width="100%"), tooltip=title
+        )
+        self.header.add_class("sv-spec-fold")
+        self.body = widgets.VBox(list(body), layout=widgets.Layout(margin=f"0 0 0 {INDENT}"))
+        self.header.on_click(lambda _: self.toggle())
+        super().__init__([self.header, self.body])
+        self.expanded = expanded
+
+    @property
+    def expanded(self) -> bool:
+        """Whether the body shows."""
+        return self.body.layout.display != "none"
+
+    @expanded.setter
+    def expanded(self, value: bool) -> None:
+        self.body.layout.display = "" if value else "none"
+        self.header.description = f"{'▾' if value else '▸'} {self.title}"
+
+    def toggle(self) -> None:
+        self.expanded = not self.expanded
+
+
+def leaf_row(box: widgets.Widget, message: widgets.Widget) -> widgets.VBox:
+    """A spec box and the message under it."""
+    return widgets.VBox([box, message])
+
+
+def path_row(folder: str, box: widgets.Widget, message: widgets.Widget) -> widgets.VBox:
+    """A spec box with its folder's path before it (the filtered list, where boxes of many
+    folders stand together), and its message."""
+    where = widgets.HTML(
+        f'<span style="color:#57606a">{html.escape(folder)}/</span>',
+        layout=widgets.Layout(min_width="0", overflow="hidden"),
+    )
+    line = widgets.HBox([where, box], layout=widgets.Layout(flex_flow="row wrap"))
+    return widgets.VBox([line, message])
+
+
+def folds_for(
+    groups: Sequence[Group],
+    row: Callable[[str], widgets.Widget],
+    title: Callable[[Group], str],
+    *,
+    open_first: bool,
+    open_all: bool,
+) -> tuple[list[Fold], dict[str, Fold]]:
+    """One :class:`Fold` per group (sub-folders nested, leaves' rows first); returns the top
+    folds and every fold by its group's path. ``open_all`` opens every folder (a small
+    program); ``open_first`` opens only the first top folder (the parameters)."""
+    by_path: dict[str, Fold] = {}
+
+    def build(group: Group, is_open: bool) -> Fold:
+        children = [build(c, open_all) for c in group.children]
+        fold = Fold(title(group), [*map(row, group.leaves), *children], expanded=is_open)
+        by_path[group.path or group.name] = fold
+        return fold
+
+    top = [build(g, open_all or (open_first and i == 0)) for i, g in enumerate(groups)]
+    return top, by_path
