@@ -29,7 +29,14 @@ from shardviz.widgets.config_checks import (
     unused_axes_note,
     validate_spec,
 )
-from shardviz.widgets.spec_folds import Fold, box_layout, folds_for, leaf_row, path_row
+from shardviz.widgets.spec_folds import (
+    Fold,
+    box_layout,
+    folds_for,
+    leaf_label,
+    leaf_row,
+    path_row,
+)
 from shardviz.widgets.spec_tree import (
     Group,
     group_tree,
@@ -185,13 +192,17 @@ class Controls(widgets.VBox):
             description="set to", placeholder="data, model", continuous_update=True,
             **box_layout(),
         )  # fmt: skip
-        self.bulk_button = widgets.Button(description="set on the matches", disabled=True)
+        self.bulk_button = widgets.Button(
+            description="set on the matches", disabled=True, layout=widgets.Layout(width="auto")
+        )
         self.bulk_message = widgets.HTML()
         self.rules = widgets.Text(
             description="logical rules", placeholder="embed=data, mlp=model",
             **box_layout(),
         )  # fmt: skip
-        self.rules_button = widgets.Button(description="apply the rules")
+        self.rules_button = widgets.Button(
+            description="apply the rules", layout=widgets.Layout(width="auto")
+        )
         self.rules_message = widgets.HTML()
         self.tree = widgets.VBox(
             layout=widgets.Layout(max_height="420px", overflow="auto", flex="0 0 auto")
@@ -274,10 +285,11 @@ class Controls(widgets.VBox):
         """The spec box and message of ``path``, made the first time it is shown."""
         if path not in self._made:
             shape = self.shapes[path]
+            where = f"{path}: shape {shape}"
             box = widgets.Text(
-                value=self._typed[path], description=path.rsplit("/", 1)[-1],
-                continuous_update=True, placeholder="None (replicated)",
-                tooltip=f"{path}: shape {shape}", **box_layout(),
+                value=self._typed[path], description=leaf_label(path, where),
+                description_allow_html=True, continuous_update=True,
+                placeholder="None (replicated)", tooltip=where, **box_layout(),
             )  # fmt: skip
             box.observe(self._on_spec, names="value")
             self._made[path] = (box, widgets.HTML())

@@ -14,7 +14,7 @@ import ipywidgets as widgets
 
 from shardviz.widgets.spec_tree import Group
 
-__all__ = ["BOX_WIDTH", "Fold", "box_layout", "folds_for", "leaf_row", "path_row"]
+__all__ = ["BOX_WIDTH", "Fold", "box_layout", "folds_for", "leaf_label", "leaf_row", "path_row"]
 
 #: A spec box's whole width and its label's: the input keeps at least 240 px.
 BOX_WIDTH, LABEL_WIDTH = "380px", "130px"
@@ -56,6 +56,13 @@ class Fold(widgets.VBox):
 
     def toggle(self) -> None:
         self.expanded = not self.expanded
+
+
+def leaf_label(path: str, title: str) -> str:
+    """A box's label: the leaf's own name, with its path and shape on hover (escaped HTML;
+    the browser tests find a box by its path there)."""
+    name = path.rsplit("/", 1)[-1]
+    return f'<span title="{html.escape(title)}">{html.escape(name, quote=False)}</span>'
 
 
 def leaf_row(box: widgets.Widget, message: widgets.Widget) -> widgets.VBox:

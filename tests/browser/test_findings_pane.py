@@ -292,7 +292,7 @@ def test_try_this_fix_in_jupyterlab(lab, viewer, tmp_path):  # noqa: F811
             timeout=120_000
         )
         assert cell.locator('.sv-x-finding[data-kind="replicated"]').count() == 0
-        box = cell.locator(".widget-text", has_text="params/w3").locator("input")
+        box = cell.locator(".widget-text:has([title^='params/w3:'])").locator("input")
         assert box.input_value() == "P('data', None)"
         page.run_cell_with(
             "assert explorer.report.arguments['params/w3'].spec == (('data',), ())\nprint('fixed')"

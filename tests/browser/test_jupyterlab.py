@@ -88,7 +88,7 @@ def test_explorer_notebook_end_to_end(lab, viewer, artifacts):  # noqa: F811
         assert "picked" in viewer.page.locator(".jp-Notebook .jp-CodeCell").last.inner_text()
 
         # A misspelt axis: flagged inline, and the kernel still runs the next cell.
-        w1 = cell.locator(".widget-text", has_text="params/w1").locator("input")
+        w1 = cell.locator(".widget-text:has([title^='params/w1:'])").locator("input")
         w1.fill("P('modle', None)")
         cell.get_by_text("modle", exact=False).last.wait_for(timeout=10_000)
         # ... and the panes say they show the last valid configuration, naming the box.

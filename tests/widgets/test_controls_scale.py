@@ -110,7 +110,7 @@ def test_a_small_program_shows_every_box():
 
 def test_boxes_are_wide_enough_for_a_spec_and_labelled_by_leaf_name(controls):
     box = controls.spec_boxes["state/params/layers/3/wq"]
-    assert box.description == "wq"
+    assert ">wq</span>" in box.description and "state/params/layers/3/wq: shape" in box.description
     assert box.tooltip.startswith("state/params/layers/3/wq: shape (32, 32)")
     width = int(BOX_WIDTH.removesuffix("px")) - int(LABEL_WIDTH.removesuffix("px"))
     assert width >= 220 and box.layout.min_width == BOX_WIDTH
