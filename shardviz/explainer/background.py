@@ -152,12 +152,22 @@ class Latest:
         with self._settled:
             return self._settled.wait_for(lambda: not self._threads, timeout)
 
+    def supersede(self) -> None:
+        """Make every request stale without starting another, and return at once: a job
+        stops at its next stage (or ``stage.stale`` check), and its outcome is dropped.
+
+        For work a caller wants out of the way now (e.g. fix trials while the user's next
+        edit compiles), not only when it next submits.
+        """
+        with self._settled:
+            self._generation += 1
+            self._finished = self._generation
+            self._settled.notify_all()
+
     def close(self, timeout: float | None = None) -> bool:
         """Supersede every request (a job stops at its next stage; its outcome is dropped)
         and wait for their threads; False if some were still running after ``timeout``."""
-        with self._lock:
-            self._generation += 1
-            self._finished = self._generation
+        self.supersede()
         return self.join(timeout)
 
     # --- in the background thread -------------------------------------------------------

@@ -7,7 +7,9 @@ the finding (:class:`~shardviz.model.findings.FixCheck`) for the views.
 
 Trying is work done when asked for: explaining a program keeps a :class:`FixTrial` (what to
 try, on which program) under a key its findings carry, and :func:`try_fixes` (what
-``report.try_fixes()`` calls) does it. Reading findings never compiles.
+``report.try_fixes()`` calls) does it. Reading findings never compiles. A caller in the
+background passes ``stop``, asked before each trial compile, to end the trying early once
+nobody will see its result (the Explorer, when the user edits again).
 """
 
 from __future__ import annotations
@@ -25,13 +27,31 @@ from shardviz.analysis.detect.fix_code import CodeNames, with_code
 from shardviz.errors import ShardvizError, problem
 from shardviz.explainer.fix_apply import CannotApply, apply_fix
 from shardviz.model import Report
-from shardviz.model.findings import Finding, Findings, FixCheck, Outcome, register_fix_trier
+from shardviz.model.findings import (
+    Finding,
+    Findings,
+    FixCheck,
+    Outcome,
+    StopTrying,
+    register_fix_trier,
+)
 from shardviz.model.units import format_bytes
 
 #: Fixes tried per finding at most (the first that helps is kept).
 MAX_TRIES = 3
 #: Seconds of recompiling all fixes of one program may take before the rest are skipped.
 BUDGET_SECONDS = 30.0
+
+
+class _Stopped(Exception):
+    """Raised between two trials once the caller's ``stop()`` says so; :func:`try_fixes`
+    then gives the report back untried."""
+
+
+def _check_stop(stop: StopTrying | None) -> None:
+    """Raise :class:`_Stopped` if ``stop`` says the trying should end here."""
+    if stop is not None and stop():
+        raise _Stopped
 
 
 @dataclass(frozen=True)
@@ -104,10 +124,11 @@ def check_fixes(
     function: str,
     tried_fix: Any,
     budget_s: float = BUDGET_SECONDS,
+    stop: StopTrying | None = None,
 ) -> tuple[Findings, dict[Any, Tried]]:
     """Try each candidate's fixes with ``tried_fix(fix) -> Tried`` (cached per fix), keep
     the first that helps on each finding; the findings, and the fixed program of each fix
-    offered.
+    offered. ``stop`` is asked before each trial (raises :class:`_Stopped` when it says so).
 
     A finding keeps, in ``unfixed``, why none is offered: none of the changes measured
     helped, none could be compiled, or time ran out. One that is reported only with a fix
@@ -130,6 +151,7 @@ def check_fixes(
                     skipped += 1
                     out_of_time = True
                     break
+                _check_stop(stop)
                 cache[fix] = tried_fix(fix)
             t = cache[fix]
             if t.report is None or t.facts is None:
@@ -295,8 +317,17 @@ def with_target(
     return replace(report, findings=untried_findings(targeted, report))
 
 
-def try_fixes(report: Report) -> Report:
-    """``report`` with every finding's fixes tried (see :meth:`shardviz.Report.try_fixes`)."""
+def try_fixes(report: Report, stop: StopTrying | None = None) -> Report:
+    """``report`` with every finding's fixes tried (see :meth:`shardviz.Report.try_fixes`);
+    ``report`` as it is if ``stop()`` said so before one of the trials."""
+    try:
+        return _tried(report, stop)
+    except _Stopped:
+        return report
+
+
+def _tried(report: Report, stop: StopTrying | None) -> Report:
+    """:func:`try_fixes`' work; raises :class:`_Stopped` when ``stop`` ends it early."""
     found = report.findings
     if found is None or not found.pending:
         return report
@@ -315,7 +346,7 @@ def try_fixes(report: Report) -> Report:
     notes: list[str] = []
     fixed: dict[Any, Tried] = {}
     for cands, before in trial.groups:
-        got, kept = check_fixes(list(cands), before, trial.function, trial.tried_fix)
+        got, kept = check_fixes(list(cands), before, trial.function, trial.tried_fix, stop=stop)
         items += got.items
         notes += [n for n in got.notes if n not in notes]
         fixed.update(kept)

@@ -18,7 +18,7 @@ import importlib
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from shardviz.model import display
 from shardviz.model._codec import JsonMixin
@@ -267,15 +267,26 @@ def severity_rank(f: Finding) -> int:
 #: names it and never imports it, as :mod:`.display` names the renderers.
 FIX_TRIER = "shardviz.explainer.fix_check"
 
-_trier: list[Callable[[Any], Any]] = []
+#: Asked between two fix trials (each a compile): ``True`` stops the trying there.
+StopTrying = Callable[[], bool]
 
 
-def register_fix_trier(trier: Callable[[Any], Any]) -> None:
-    """Make ``trier(report) -> report`` what :meth:`~shardviz.Report.try_fixes` calls."""
+class FixTrier(Protocol):
+    """``trier(report, stop=None) -> report``: the report with its fixes tried, or, once
+    ``stop()`` says so between two trials, the report as it was (its fixes still untried)."""
+
+    def __call__(self, report: Any, stop: StopTrying | None = None) -> Any: ...
+
+
+_trier: list[FixTrier] = []
+
+
+def register_fix_trier(trier: FixTrier) -> None:
+    """Make ``trier`` what :meth:`~shardviz.Report.try_fixes` calls."""
     _trier[:] = [trier]
 
 
-def fix_trier() -> Callable[[Any], Any]:
+def fix_trier() -> FixTrier:
     """What tries a report's fixes, loading it on first use."""
     if not _trier:
         importlib.import_module(FIX_TRIER)

@@ -19,7 +19,7 @@ from shardviz.model.collective import Frame as Frame
 from shardviz.model.collective import Source as Source
 from shardviz.model.collective import collective_kind_named as collective_kind_named
 from shardviz.model.estimate import Estimate
-from shardviz.model.findings import Findings, fix_trier
+from shardviz.model.findings import Findings, StopTrying, fix_trier
 from shardviz.model.hardware import Target
 from shardviz.model.mesh import MeshLayout
 from shardviz.model.tiles import layout_from_spec
@@ -408,7 +408,7 @@ class Report(JsonMixin, display.Shown):
                 )
             ) from err
 
-    def try_fixes(self) -> Report:
+    def try_fixes(self, stop: StopTrying | None = None) -> Report:
         """This report with each finding's fix tried: applied to the program, compiled again
         (compile-only) and offered only if it helps, timed on the report's target if it has
         one. Returns a new report (this one is left as it is); one with no fix left to try
@@ -417,13 +417,19 @@ class Report(JsonMixin, display.Shown):
         ``sv.explain`` leaves the fixes untried, since each costs a compile;
         ``sv.diagnose`` tries them.
 
+        Args:
+            stop: asked before each trial compile; once it returns True the trying ends
+                there (a compile in progress cannot be interrupted) and this report comes
+                back as it is, its fixes still untried. For background work whose result
+                nobody will see any more (the Explorer, once the user edits again).
+
         Raises:
             ShardvizError: the program the fixes apply to is no longer kept in this process
                 (a report loaded from JSON, or explained long ago): explain it again.
         """
         if self.findings is None or not self.findings.pending:
             return self
-        result: Report = fix_trier()(self)
+        result: Report = fix_trier()(self, stop=stop)
         return result
 
     def traffic(

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from shardviz.analysis.detect import Facts
 from shardviz.analysis.detect.candidate import Candidate
-from shardviz.explainer.fix_check import Tried, check_fixes, outcome
+from shardviz.explainer.fix_check import FixTrial, Tried, check_fixes, outcome, untried_findings
+from shardviz.model import Report
 from shardviz.model.findings import Finding, FindingCost, Fix, Where
 from shardviz.render.findings.view import findings_view
 from tests.render.report_fixtures import dp_report
@@ -84,3 +87,34 @@ def test_out_of_time_says_not_tried():
     (f,) = found
     assert f.unfixed.startswith("not tried: checking fixes stopped")
     assert found.notes[-1].startswith("1 fix(es) not tried")
+
+
+def _untried(n: int, tried: list[Fix]) -> Report:
+    """dp_report with ``n`` findings whose fixes are not tried yet; each trial is recorded in
+    ``tried`` and fails (a stand-in for a compile)."""
+
+    def trial(fix: Fix) -> Tried:
+        tried.append(fix)
+        return _failing(fix)
+
+    cands = tuple(_cand(f"w{i}", only_with_fix=False) for i in range(n))
+    return replace(
+        dp_report(), findings=untried_findings(FixTrial("step", ((cands, BEFORE),), trial))
+    )
+
+
+def test_try_fixes_stops_before_the_next_trial_and_gives_the_report_back_untried():
+    tried: list[Fix] = []
+    report = _untried(5, tried)
+    back = report.try_fixes(stop=lambda: len(tried) >= 2)
+    assert len(tried) == 2  # asked before each trial: the third never began
+    assert back is report and back.findings.pending
+
+
+def test_try_fixes_never_stopped_tries_every_fix_and_one_stopped_at_once_tries_none():
+    tried: list[Fix] = []
+    report = _untried(5, tried)
+    assert report.try_fixes(stop=lambda: True) is report and tried == []
+    back = report.try_fixes(stop=lambda: False)
+    assert len(tried) == 5 and not back.findings.pending
+    assert all(f.unfixed == f"could not try: {ERROR}" for f in back.findings)

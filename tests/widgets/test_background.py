@@ -245,6 +245,27 @@ def test_close_supersedes_the_running_job_and_waits_for_it():
     assert stopped == ["Superseded"] and latest.result is None
 
 
+def test_supersede_makes_the_running_job_stale_at_once_without_waiting_for_it():
+    rec = Recorder()
+    latest = rec.latest()
+    started, release = threading.Event(), threading.Event()
+    seen: list[bool] = []
+
+    def job(stage: Stage):
+        started.set()
+        assert release.wait(WAIT)  # a compile in progress: supersede cannot interrupt it
+        seen.append(stage.stale)
+        return "A"
+
+    latest.submit(job)
+    assert started.wait(WAIT)
+    latest.supersede()  # returns while the job still waits (it would hang here otherwise)
+    assert latest.wait(0)  # nothing left to show
+    release.set()
+    assert latest.join(WAIT)
+    assert seen == [True] and rec.results == [] and latest.result is None
+
+
 def test_a_script_with_work_in_progress_exits_cleanly_after_it(tmp_path):
     # A daemon thread still inside a compile when the interpreter shuts down aborted the
     # process; at exit shardviz now waits for its background jobs.

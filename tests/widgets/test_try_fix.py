@@ -31,7 +31,7 @@ def pending(monkeypatch):
     ``try_fixes()`` gives ``work()``'s findings (the test's own work, in place of compiles)."""
     works = {}
 
-    def tried(report):
+    def tried(report, stop=None):
         return dataclasses.replace(report, findings=works[report.findings.trial]())
 
     monkeypatch.setattr(findings_module, "_trier", [tried])

@@ -21,10 +21,16 @@ report; a prefetch for an older one stops, and the front end drops what it still
 
 Findings (``findings``, :mod:`~shardviz.widgets.findings_payload`) whose fixes are not tried
 yet get a "pending" payload at once; the Explorer tries them (``report.try_fixes()``, a
-compile each) in a background thread it owns, then shows the tried report's findings. A view's "try
-this fix" is a custom message ``{"type": "try-fix", "generation": g, "finding": i}``,
-handed to the handler :func:`~shardviz.widgets.session.connect` installs (an Explorer built
-from a function); errors show in ``error``, never raise into the kernel.
+compile each) in a background thread it owns, then shows the tried report's findings, and
+keeps them: showing the same report again shows them at once. Trying never holds up the user's
+next edit: the trials stop before their next compile once another report is shown, or as soon
+as ``status`` says a recompile or run is under way (what :func:`~shardviz.widgets.session.connect`
+sets the moment a new configuration is submitted), so that run has the cores; trials a run
+stopped start again if the status settles with the same report still shown (the run failed).
+No lock is shared with the run. A view's "try this fix" is a custom message
+``{"type": "try-fix", "generation": g, "finding": i}``, handed to the handler
+:func:`~shardviz.widgets.session.connect` installs (an Explorer built from a function); errors
+show in ``error``, never raise into the kernel.
 """
 
 from __future__ import annotations
@@ -32,7 +38,9 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterable
+from dataclasses import replace
 from typing import Any
 
 import anywidget
@@ -42,7 +50,7 @@ from shardviz.errors import ShardvizError
 from shardviz.explainer.background import Latest, Stage, short_message
 from shardviz.model.array import ArrayLayout, TreeLayout
 from shardviz.model.compare import Comparison, StrategyResult
-from shardviz.model.findings import Finding
+from shardviz.model.findings import Finding, Findings
 from shardviz.model.mesh import MeshLayout
 from shardviz.model.program import Report
 from shardviz.render.compare.html import comparison_html
@@ -94,6 +102,10 @@ PREFETCH_BATCH_BYTES = 256_000
 PREFETCH, PREFETCHED = "prefetch", "prefetched"
 #: The ``type`` of the front end's "try this fix" message.
 TRY_FIX = "try-fix"
+#: The statuses of a recompile or run under way: the shown report's fix trials stop for it.
+BUSY = ("compiling", "running")
+#: Reports whose tried findings an Explorer keeps (by their trial key), to show again at once.
+KEPT_TRIED = 16
 
 Shown = Report | Comparison
 
@@ -221,6 +233,9 @@ class ExplorerView(anywidget.AnyWidget):
         self._prefetcher = Latest()  # newest request wins; no status to show
         self._diagnoser = Latest()  # findings worked out off the kernel's thread
         self._findings_lock = threading.Lock()  # a new report and a late findings payload
+        self._trying: int | None = None  # the generation whose fixes are being tried
+        self._stopped: int | None = None  # the generation whose trials a run stopped
+        self._tried: OrderedDict[str, Findings] = OrderedDict()  # tried, by trial key
         self._fix_handler: Callable[[Finding], None] | None = None
         self._fix_boxes: tuple[str, ...] | None = None
         super().__init__(**{**state, **kwargs})
@@ -341,31 +356,90 @@ class ExplorerView(anywidget.AnyWidget):
 
     def _send_findings(self) -> None:
         """Set ``findings`` for the shown report (under ``_findings_lock``): at once when its
-        findings are worked out (or there are none), else "pending" now and the payload from
-        a background thread."""
-        generation, report, boxes = self.generation, self._report, self._fix_boxes
+        findings are worked out (or there are none) or were tried before, else "pending" now
+        and the payload from a background thread."""
+        generation, report = self.generation, self._report
+        found = report.findings
+        kept = self._tried.get(found.trial) if found is not None and found.pending else None
+        if kept is not None:
+            self._report = report = replace(report, findings=kept)
         if self._comparison is not None and report.findings is None:
             self.findings = ""
         elif not findings_pending(report.findings):
-            self.findings = findings_json(report, generation, boxes)
+            self.findings = findings_json(report, generation, self._fix_boxes)
         else:
             self.findings = pending_json(generation)
-            self._diagnoser.submit(lambda stage: self._try_fixes(stage, generation, report))
+            if self._trying != generation:  # else under way already (new boxes only)
+                self._trying = generation
+                self._diagnoser.submit(lambda stage: self._try_fixes(stage, generation, report))
 
     def _try_fixes(self, stage: Stage, generation: int, report: Report) -> None:
         """Try ``report``'s fixes (compiling each) in a background thread, and show the tried
-        report's findings unless another report or request has come since."""
+        report's findings unless another report or request has come since: then the trials
+        stop before their next compile, and nothing is shown."""
+
+        def stop() -> bool:
+            return stage.stale or self.generation != generation
+
         tried: Report | None = None
+        error = ""
         try:
-            tried = report.try_fixes()
-            text = findings_json(tried, generation, self._fix_boxes)
+            tried = report.try_fixes(stop=stop)
         except Exception as err:  # never raise into the kernel: say it in the pane
-            text = error_json(generation, short_message(err))
+            error = short_message(err)
         with self._findings_lock:
-            if not stage.stale and self.generation == generation:
-                if tried is not None and self._report is report:
-                    self._report = tried
-                self.findings = text
+            if stop():  # stale: a newer report, or a run stopped these trials
+                return
+            self._trying = None
+            if tried is None:
+                self.findings = error_json(generation, error)
+                return
+            self._keep_tried(report, tried)
+            if self._report is report:
+                self._report = tried
+            self.findings = self._findings_text(tried, generation)
+
+    def _findings_text(self, tried: Report, generation: int) -> str:
+        """The tried report's findings payload, or an error payload saying why there is none."""
+        try:
+            return findings_json(tried, generation, self._fix_boxes)
+        except Exception as err:  # never raise into the kernel: say it in the pane
+            return error_json(generation, short_message(err))
+
+    def _keep_tried(self, report: Report, tried: Report) -> None:
+        """Keep ``tried``'s findings under ``report``'s trial key (the newest
+        :data:`KEPT_TRIED`), so showing ``report`` again tries nothing."""
+        if report.findings is None or not report.findings.trial or tried.findings is None:
+            return
+        self._tried[report.findings.trial] = tried.findings
+        self._tried.move_to_end(report.findings.trial)
+        while len(self._tried) > KEPT_TRIED:
+            self._tried.popitem(last=False)
+
+    @traitlets.observe("status")
+    def _on_status(self, change: dict[str, Any]) -> None:
+        """A recompile or run under way stops the shown report's fix trials (its report will
+        replace theirs, and they would compete for the cores); when the status settles with
+        the same report still shown (the run failed), stopped trials start again."""
+        if change["new"] in BUSY:
+            self._stop_trials()
+        else:
+            self._resume_trials()
+
+    def _stop_trials(self) -> None:
+        """Make the trials under way stale now: they stop before their next compile."""
+        with self._findings_lock:
+            if self._trying is None:
+                return
+            self._stopped, self._trying = self._trying, None
+            self._diagnoser.supersede()
+
+    def _resume_trials(self) -> None:
+        """Try again the fixes of the shown report if a run stopped its trials."""
+        with self._findings_lock:
+            stopped, self._stopped = self._stopped, None
+            if stopped == self.generation and self._trying is None:
+                self._send_findings()
 
     def set_fix_handler(
         self, handler: Callable[[Finding], None] | None, boxes: Collection[str] = ()
