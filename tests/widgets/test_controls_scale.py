@@ -209,3 +209,14 @@ def test_a_mesh_reshape_fits_the_followers_without_listing_them(controls):
     assert "state/params/layers/0/wq" in note and "/mu/" not in note
     config = controls.config
     assert config.specs["state/opt/0/mu/layers/0/wq"] == config.specs["state/params/layers/0/wq"]
+
+
+def test_leaf_names_are_escaped_in_labels_and_the_filtered_list():
+    shapes = {"params/<b>x</b>/w": (8, 4), "params/v": (8,)}
+    controls = Controls(shapes, placed(shapes), devices=8)
+    label = controls.spec_boxes["params/<b>x</b>/w"].description
+    assert "<b>" not in label and "&lt;b&gt;x&lt;/b&gt;" in label
+    controls.filter.value = "w"
+    (row,) = controls.matches.children
+    where = row.children[0].children[0].value
+    assert "<b>" not in where and "&lt;b&gt;" in where
