@@ -9,10 +9,10 @@ from collections.abc import Mapping
 from typing import Any
 
 import jax
-from jax.sharding import NamedSharding
 
 from shardviz.capture.calls import named_args
 from shardviz.capture.layout import path_str
+from shardviz.capture.leaves import first_named_mesh
 
 
 def caller_namespace() -> dict[str, Any]:
@@ -47,11 +47,7 @@ def name_of(value: Any, namespace: Mapping[str, Any]) -> str:
 
 def mesh_of(args: Any) -> Any:
     """The mesh of the first argument placed with a ``NamedSharding``, else ``None``."""
-    for x in jax.tree.leaves(args):
-        s = getattr(x, "sharding", None)
-        if isinstance(s, NamedSharding):
-            return s.mesh
-    return None
+    return first_named_mesh(jax.tree.leaves(args))
 
 
 def mesh_name(args: Any, namespace: Mapping[str, Any]) -> str:

@@ -13,6 +13,7 @@ from jax.sharding import NamedSharding, PartitionSpec
 from shardviz.capture.calls import named_args
 from shardviz.capture.constraint_edit import with_constraint_at, without_constraints
 from shardviz.capture.layout import path_str
+from shardviz.capture.user_names import mesh_of
 from shardviz.model.array import Spec
 from shardviz.model.findings import Fix
 
@@ -37,11 +38,10 @@ def abstract_args(args: tuple) -> tuple:
 
 
 def _mesh_of(args: tuple) -> Any:
-    for x in jax.tree.leaves(args):
-        s = getattr(x, "sharding", None)
-        if isinstance(s, NamedSharding):
-            return s.mesh
-    raise CannotApply("no argument is placed with a NamedSharding, so there is no mesh")
+    mesh = mesh_of(args)
+    if mesh is None:
+        raise CannotApply("no argument is placed with a NamedSharding, so there is no mesh")
+    return mesh
 
 
 def _names(fn: Any, args: tuple) -> list[str]:
