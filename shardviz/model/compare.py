@@ -120,7 +120,7 @@ class StrategyResult:
         return target in names - {""}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)  # one line: see display.Shown._repr_pretty_
 class Comparison(JsonMixin, display.Shown):
     """The same model under several strategies, on the same devices.
 

@@ -78,6 +78,20 @@ def save_page(obj: object, path: str, process: int | None = 0) -> str:
     return path
 
 
+def plain_line(obj: object) -> str:
+    """``<shardviz Report of train_step: print() it for the text view>``."""
+    name = next(
+        (
+            v
+            for a in ("function", "model", "name", "title")
+            if isinstance(v := getattr(obj, a, None), str) and v
+        ),
+        "",
+    )
+    what = f"{type(obj).__name__} of {name}" if name else type(obj).__name__
+    return f"<shardviz {what}: print() it for the text view>"
+
+
 class Shown:
     """What every drawable model object does through this registry: ``print(obj)`` (text),
     its HTML in a notebook, and ``obj.save_html(path)`` (one offline page)."""
@@ -87,6 +101,17 @@ class Shown:
 
     def _repr_html_(self) -> str:
         return render(self, "html")
+
+    def __repr__(self) -> str:
+        """One line (a class whose dataclass writes no ``__repr__`` of its own uses it)."""
+        return plain_line(self)
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        """A notebook's ``text/plain`` beside the HTML: one line. IPython prefers a class's own
+        ``__repr__``, so the big ones (``Report``, ``Comparison``) are dataclasses with
+        ``repr=False``: their field-by-field repr spells out every collective and frame
+        (8 MiB for a 274-leaf training step, saved in the notebook with every output)."""
+        printer.text(plain_line(self))
 
     def save_html(self, path: str, process: int | None = 0) -> str:
         """Write it as one self-contained offline HTML file; return the path. In a

@@ -291,7 +291,7 @@ class OpEvent:
     seconds: float
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)  # one line: see display.Shown._repr_pretty_
 class Report(JsonMixin, display.Shown):
     """What the compiler did with the user's partition specs, and what the live run showed."""
 

@@ -77,3 +77,19 @@ def test_the_model_draws_itself_without_importing_the_renderers_first() -> None:
         """
     )
     assert out.strip() == "ok"
+
+
+def test_a_notebooks_plain_text_is_one_line_not_the_dataclass_repr() -> None:
+    from IPython.lib.pretty import pretty
+
+    from tests.live_reports import megatron_mlp_report
+
+    report = megatron_mlp_report()
+    line = pretty(report)
+    assert line == f"<shardviz Report of {report.function}: print() it for the text view>"
+    assert repr(report) == line  # not every collective and frame, field by field
+
+    class Bare(display.Shown):
+        pass
+
+    assert pretty(Bare()) == "<shardviz Bare: print() it for the text view>"
