@@ -4,8 +4,9 @@ Scoped ``<style>`` (every class starts with ``sv-``), inline SVG, no script and 
 links are ``#fragment`` anchors inside the fragment (a collective and the intermediate it
 reshards). Each ledger row is a ``<details>`` element whose body draws the collective's
 device groups on the mesh and who sends to whom (:mod:`.traffic`; in words only on a ledger too
-big for a picture per row), so the view works without JavaScript, in saved notebooks and
-offline. Every string from the model is escaped where it enters the markup.
+big for a picture per row, or past ``FOLD_COLLECTIVES`` collectives where an earlier row drew
+the same picture: a ``sv-maps-note`` under the ledger counts those rows), so the view works
+without JavaScript, in saved notebooks and offline. Every string from the model is escaped where it enters the markup.
 
 Testable hooks: each ledger row is ``<details class="sv-collective" data-kind="…"
 data-axes="a,b">``; each device on a group map is ``<g class="sv-gdev" data-device="4"
@@ -58,6 +59,7 @@ from shardviz.render.report.sections import (
 )
 from shardviz.render.report.view import (
     ESTIMATE_WORDS,
+    FOLD_COLLECTIVES,
     MAX_GROUPS,
     AxesGroup,
     LedgerRow,
@@ -218,14 +220,23 @@ def _th(cells: Sequence[str], right: Sequence[int] = ()) -> str:
 
 
 class _Maps:
-    """Decides which ledger rows draw a group map, so big ledgers on big meshes stay small."""
+    """Decides which ledger rows draw a group map, so big ledgers on big meshes stay small.
+
+    A small ledger draws every row's map and traffic picture (``per_row``). Past
+    :data:`~.view.FOLD_COLLECTIVES` collectives, or when the maps would pass
+    :data:`MAP_BUDGET` cells, a picture is drawn once per distinct figure and later rows with
+    the same one link to it (rows of a big model mostly share their device groups: pictures
+    repeated row after row were most of a big report's bytes).
+    """
 
     def __init__(self, report: Report) -> None:
         self.mesh = report.mesh
         self.grid: MeshGrid | None = None
         self.per_row = False
+        self.once = len(report.collectives) > FOLD_COLLECTIVES
         self.first: dict[tuple, int] = {}
         self.left = MAP_BUDGET
+        self.counts = {"draw": 0, "same": 0, "none": 0}
         if self.mesh is None or not report.collectives:
             return
         grid = mesh_grid(self.mesh)
@@ -235,18 +246,46 @@ class _Maps:
         self.cells = sum(1 for _ in grid.cells())
         self.per_row = self.cells * len(report.collectives) <= MAP_BUDGET
 
+    def key(self, c: Collective) -> tuple:
+        """What a drawn figure shows: the groups (and pairs), and with a traffic picture per
+        row its pattern too (a ring and all pairs over the same groups draw differently)."""
+        key: tuple = (c.groups, c.pairs)
+        return key + (traffic_of(c, self.mesh).pattern,) if self.per_row else key
+
     def decide(self, index: int, c: Collective) -> tuple[str, int | None]:
         """``("draw", None)``, ``("same", k)`` (drawn under row ``k``) or ``("none", None)``."""
+        how, k = self._decide(index, c)
+        self.counts[how] += 1
+        return how, k
+
+    def _decide(self, index: int, c: Collective) -> tuple[str, int | None]:
         if self.grid is None:
             return "none", None
-        key = (c.groups, c.pairs)
-        if not self.per_row and key in self.first:
+        key = self.key(c)
+        if (self.once or not self.per_row) and key in self.first:
             return "same", self.first[key]
         if not self.per_row and self.left < self.cells:
             return "none", None
         self.first.setdefault(key, index)
         self.left -= self.cells
         return "draw", None
+
+    def note(self) -> str:
+        """How many rows drew their device groups and how many point to an earlier row's
+        picture or left it out (``""`` when every row drew its own, or with no mesh)."""
+        same, none = self.counts["same"], self.counts["none"]
+        if self.grid is None or not (same or none):
+            return ""
+        drawn = self.counts["draw"]
+        parts = [f"device groups drawn for {drawn} row{'s' * (drawn != 1)}"]
+        if same:
+            parts.append(
+                f"{same} row{'s' * (same != 1)} with the same groups as an earlier row link to "
+                "its picture and say who sends to whom in words"
+            )
+        if none:
+            parts.append(f"{none} left out to keep the page small (in words)")
+        return f'<div class="sv-dim sv-maps-note">{esc(" · ".join(parts))}</div>'
 
 
 MAP_CELL_H = 26.0
@@ -570,8 +609,9 @@ def _groups_figure(report: Report, index: int, c: Collective, prefix: str, maps:
             return gmap + traffic_svg(report.mesh, maps.grid, c)
         return gmap + _traffic_words(report, c)
     if how == "same":
+        what = "device groups and arrows" if maps.per_row else "device groups"
         return (
-            f'<div class="sv-dim">same device groups as <a href="#{prefix}-m{k}">#{k}</a>'
+            f'<div class="sv-dim">same {what} as <a href="#{prefix}-m{k}">#{k}</a>'
             " (drawn once to keep the page small)</div>" + _traffic_words(report, c)
         )
     if report.mesh is None:
@@ -648,7 +688,8 @@ def _ledger(
         for row in group.ledger:
             out.append(_ledger_row(report, row, prefix, maps, inter, est, hosts))
         out.append("</div>")
-    return out
+    note = maps.note()
+    return [*out, note] if note else out
 
 
 def _axes_header(group: AxesGroup) -> str:
