@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import html
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import ipywidgets as widgets
+from ipywidgets.widgets.widget_string import TextStyle
 
 from shardviz.capture.spec_text import SpecEntries, format_spec_text, parse_spec_text
 from shardviz.errors import MeshError, ShardvizError, SpecError, problem
@@ -34,7 +35,6 @@ from shardviz.widgets.spec_folds import (
     box_layout,
     folds_for,
     leaf_label,
-    leaf_row,
     path_row,
 )
 from shardviz.widgets.spec_tree import (
@@ -94,11 +94,57 @@ def _say(message: widgets.HTML, text: str) -> None:
 
 
 def _mark(box: widgets.Text, invalid: bool) -> None:
-    box.style.text_color = INVALID_COLOR if invalid else None
+    """Red text and the ``shardviz-invalid`` class on a wrong box. Spec boxes share one
+    style widget, so a wrong one gets a style of its own rather than turning all red."""
+    if box.style.text_color != (INVALID_COLOR if invalid else None):
+        width = box.style.description_width
+        if invalid:
+            box.style = TextStyle(description_width=width, text_color=INVALID_COLOR)
+        else:
+            box.style = _PLAIN.get(width) or _PLAIN.setdefault(
+                width, TextStyle(description_width=width)
+            )
     if invalid:
         box.add_class("shardviz-invalid")
     else:
         box.remove_class("shardviz-invalid")
+
+
+#: One plain style per label width, shared by the boxes that are right again.
+_PLAIN: dict[str, TextStyle] = {}
+#: Leaves listed in a message before "… N more".
+MAX_LISTED = 12
+
+
+class _Boxes(Mapping[str, Any]):
+    """``Controls.spec_boxes`` / ``spec_messages``: every leaf with a box, the widget made
+    when asked for (``part`` 0 the box, 1 its message)."""
+
+    def __init__(self, controls: Controls, part: int) -> None:
+        self._controls, self._part = controls, part
+
+    def __getitem__(self, path: str) -> Any:
+        if path not in self._controls._shown:
+            raise KeyError(path)
+        return self._controls._box(path)[self._part]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(self._controls._shown))
+
+    def __len__(self) -> int:
+        return len(self._controls._shown)
+
+    def __contains__(self, path: object) -> bool:
+        return path in self._controls._shown
+
+
+def _chains(group: Group, above: tuple[str, ...]) -> Iterator[tuple[str, tuple[str, ...]]]:
+    """Each leaf under ``group`` with the folders that hold it, outermost first."""
+    here = (*above, group.path or group.name)
+    for leaf in group.leaves:
+        yield leaf, here
+    for child in group.children:
+        yield from _chains(child, here)
 
 
 class Controls(widgets.VBox):
@@ -175,8 +221,15 @@ class Controls(widgets.VBox):
         self.following = {m for m, p in self.mirrors.items() if self._typed[m] == self._typed[p]}
         self._logical = dict(logical_axes or {})
         self._made: dict[str, tuple[widgets.Text, widgets.HTML]] = {}
-        self.spec_boxes: dict[str, widgets.Text] = {}
-        self.spec_messages: dict[str, widgets.HTML] = {}
+        #: What each leaf's box shows (typed, or the strategy's), made or not yet.
+        self._shown_text = dict(self._typed)
+        self._shown: list[str] = []  # the leaves with a box (not following a parameter)
+        self._chains: dict[str, tuple[str, ...]] = {}  # leaf -> its folders, outermost first
+        self._look = box_layout()  # one layout and style for every box
+        #: Leaf path -> its spec box, made when first drawn or asked for.
+        self.spec_boxes: Mapping[str, widgets.Text] = _Boxes(self, 0)
+        #: Leaf path -> the message under its box (red when the box is wrong).
+        self.spec_messages: Mapping[str, widgets.HTML] = _Boxes(self, 1)
         self.folds: dict[str, Fold] = {}
         self.follow = widgets.Checkbox(
             value=bool(self.following), indent=False,
@@ -282,35 +335,52 @@ class Controls(widgets.VBox):
     LISTED = 200
 
     def _box(self, path: str) -> tuple[widgets.Text, widgets.HTML]:
-        """The spec box and message of ``path``, made the first time it is shown."""
+        """The spec box and message of ``path``, made the first time it is drawn or asked
+        for: a closed folder's boxes are not made, so a state of hundreds of leaves syncs
+        (and a saved notebook stores) only the widgets someone opened."""
         if path not in self._made:
             shape = self.shapes[path]
             where = f"{path}: shape {shape}"
             box = widgets.Text(
-                value=self._typed[path], description=leaf_label(path, where),
+                value=self._shown_text[path], description=leaf_label(path, where),
                 description_allow_html=True, continuous_update=True,
-                placeholder="None (replicated)", tooltip=where, **box_layout(),
+                disabled=self.strategy.value != AS_GIVEN, placeholder="None (replicated)",
+                tooltip=where, **self._look,
             )  # fmt: skip
+            message = widgets.HTML(layout=widgets.Layout(display="none"))
+            if path in self.errors:
+                _show(message, self.errors[path])
+                _mark(box, True)
             box.observe(self._on_spec, names="value")
-            self._made[path] = (box, widgets.HTML())
+            self._made[path] = (box, message)
         return self._made[path]
 
+    def _set_text(self, path: str, text: str) -> None:
+        """What ``path``'s box shows, made or not (a made box changes quietly)."""
+        self._shown_text[path] = text
+        if path in self._made:
+            self._quietly(self._made[path][0], "value", text)
+
     def _sync_boxes(self) -> None:
-        """Boxes for every leaf that does not follow a parameter, in the leaves' order, and
-        the folders that hold them."""
-        shown = [p for p in self.shapes if p not in self.following]
-        self.spec_boxes = {p: self._box(p)[0] for p in shown}
-        self.spec_messages = {p: self._box(p)[1] for p in shown}
-        groups = sections(group_tree(shown))
+        """The folders of every leaf that does not follow a parameter, in the leaves' order
+        (their boxes are made as the folders open)."""
+        self._shown = [p for p in self.shapes if p not in self.following]
+        groups = sections(group_tree(self._shown))
+        self._chains = {p: chain for g in groups for p, chain in _chains(g, ())}
         top, self.folds = folds_for(
             groups, self._row, self._title, open_first=True,
-            open_all=len(shown) <= self.OPEN_ALL,
+            open_all=len(self._shown) <= self.OPEN_ALL,
         )  # fmt: skip
         self.tree.children = top
 
-    def _row(self, path: str) -> widgets.Widget:
-        box, message = self._box(path)
-        return leaf_row(box, message)
+    def _row(self, path: str) -> list[widgets.Widget]:
+        return list(self._box(path))
+
+    def reveal(self, path: str) -> widgets.Text:
+        """Open the folders that hold ``path``'s box (a wrong box shows itself); its box."""
+        for folder in self._chains.get(path, ()):
+            self.folds[folder].expanded = True
+        return self._box(path)[0]
 
     def _title(self, group: Group) -> str:
         """``layers/3 · 11 leaves``, and how many optimizer leaves follow the folder's."""
@@ -327,7 +397,7 @@ class Controls(widgets.VBox):
         else:
             for mirror in self.following:
                 self._typed[mirror] = self._typed[self.mirrors[mirror]]
-                self._quietly(self._box(mirror)[0], "value", self._typed[mirror])
+                self._set_text(mirror, self._typed[mirror])
             self.following = set()
         self._sync_boxes()
         self._on_filter({})
@@ -335,7 +405,7 @@ class Controls(widgets.VBox):
 
     def matching(self, pattern: str) -> list[str]:
         """The leaves with a box whose path ends like ``pattern`` (:func:`matches`)."""
-        return [p for p in self.spec_boxes if matches(pattern, p)]
+        return [p for p in self._shown if matches(pattern, p)]
 
     def _on_filter(self, _change: dict) -> None:
         """List the boxes the filter matches in place of the folders (all when empty)."""
@@ -354,7 +424,7 @@ class Controls(widgets.VBox):
         self.bulk_button.disabled = not found or not self.bulk_spec.value.strip()
         self.bulk_button.description = f"set on the {len(found)} matches"
         followers = sum(self.mirrors[m] in found for m in self.following)
-        words = f"{len(found)} of {len(self.spec_boxes)} boxes match {pattern!r}"
+        words = f"{len(found)} of {len(self._shown)} boxes match {pattern!r}"
         if len(found) > self.LISTED:
             words += f" (the first {self.LISTED} listed)"
         if followers:
@@ -400,7 +470,7 @@ class Controls(widgets.VBox):
                 )
             )
         rules = parse_rules(text)
-        specs, unmapped = logical_specs(self.spec_boxes, self._logical, rules)
+        specs, unmapped = logical_specs(self._shown, self._logical, rules)
         if not specs:
             raise SpecError(
                 problem(
@@ -438,7 +508,7 @@ class Controls(widgets.VBox):
         strategy = self._typed_from_strategy()
         for path, spec in specs.items():
             self._typed[path] = format_spec_text(spec)
-            self._quietly(self.spec_boxes[path], "value", self._typed[path])
+            self._set_text(path, self._typed[path])
         texts = sorted({format_spec_text(s) for s in specs.values()})
         note = f"set {texts[0] if len(texts) == 1 else 'specs'} on {what}"
         if strategy != AS_GIVEN:
@@ -451,7 +521,7 @@ class Controls(widgets.VBox):
         switch to "as given", so an edit changes only what it names; return the strategy."""
         strategy = self.strategy.value
         if strategy != AS_GIVEN:
-            self._typed.update({p: box.value for p, box in self.spec_boxes.items()})
+            self._typed.update({p: self._shown_text[p] for p in self._shown})
             self._quietly(self.strategy, "value", AS_GIVEN)
         return strategy
 
@@ -469,7 +539,11 @@ class Controls(widgets.VBox):
             SpecError: no box controls ``path`` (the message lists the boxes).
         """
         if path not in self.spec_boxes:
-            fix = f"use one of {', '.join(map(repr, self.spec_boxes)) or '(none)'}"
+            listed = ", ".join(map(repr, self._shown[:MAX_LISTED]))
+            more = (
+                f", … {len(self._shown) - MAX_LISTED} more" if len(self._shown) > MAX_LISTED else ""
+            )
+            fix = f"use one of {listed or '(none)'}{more}"
             if path in self.following:
                 fix = (
                     f"it follows {self.mirrors[path]!r}: set that box, or untick "
@@ -479,7 +553,7 @@ class Controls(widgets.VBox):
         text = format_spec_text(spec)
         strategy = self._typed_from_strategy()
         self._typed[path] = text
-        self._quietly(self.spec_boxes[path], "value", text)
+        self._set_text(path, text)
         note = f"{path} set to {text}"
         if strategy != AS_GIVEN:
             note += f"; the other boxes keep strategy {strategy!r}'s specs, now typed"
@@ -578,8 +652,8 @@ class Controls(widgets.VBox):
 
     def _on_spec(self, change: dict) -> None:
         if not self._updating and self.strategy.value == AS_GIVEN:
-            path = next(p for p, b in self.spec_boxes.items() if b is change["owner"])
-            self._typed[path] = change["new"]
+            path = next(p for p, (b, _) in self._made.items() if b is change["owner"])
+            self._typed[path] = self._shown_text[path] = change["new"]
             _say(self.note, "")
         self._on_field(change)
 
@@ -649,19 +723,24 @@ class Controls(widgets.VBox):
     ) -> dict[str, SpecEntries]:
         _show(self.strategy_message, "")
         specs: dict[str, SpecEntries] = {}
-        for path, box in self.spec_boxes.items():
-            if box.disabled or box.value != self._typed[path]:
-                box.disabled = False
-                self._quietly(box, "value", self._typed[path])
+        for path in self._shown:
+            self._set_text(path, self._typed[path])
+            made = self._made.get(path)
+            if made is not None and made[0].disabled:
+                made[0].disabled = False
             try:
-                spec = parse_spec_text(box.value, name=path)
+                spec = parse_spec_text(self._typed[path], name=path)
                 if names is not None:
                     validate_spec(path, self.shapes[path], spec, shape, names)
             except ShardvizError as err:
-                self._fail(path, str(err), self.spec_messages[path], box)
+                self.errors[path] = str(err)
+                box, message = self._box(path)
+                self.reveal(path)
+                self._fail(path, str(err), message, box)
                 continue
-            _show(self.spec_messages[path], "")
-            _mark(box, False)
+            if made is not None:
+                _show(made[1], "")
+                _mark(made[0], False)
             specs[path] = spec
         for mirror in self.following:
             if self.mirrors[mirror] in specs:  # a wrong parameter box is already said
@@ -672,9 +751,9 @@ class Controls(widgets.VBox):
         self, shape: tuple[int, ...], names: tuple[str, ...] | None, strategy: str
     ) -> dict[str, SpecEntries] | None:
         """Show the strategy's specs in read-only boxes (or say why it does not fit)."""
-        for path, box in self.spec_boxes.items():
+        for box, message in self._made.values():
             box.disabled = True
-            _show(self.spec_messages[path], "")
+            _show(message, "")
             _mark(box, False)
         if names is None or self._strategy_specs is None:
             _show(self.strategy_message, "")
@@ -685,8 +764,8 @@ class Controls(widgets.VBox):
             self._fail("strategy", str(err), self.strategy_message)
             return None
         _say(self.strategy_message, unused_axes_note(strategy, shape, names))
-        for path, box in self.spec_boxes.items():
-            self._quietly(box, "value", format_spec_text(specs.get(path, ())))
+        for path in self._shown:
+            self._set_text(path, format_spec_text(specs.get(path, ())))
         return dict(specs)
 
     def _fail(

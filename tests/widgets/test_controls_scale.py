@@ -220,3 +220,37 @@ def test_leaf_names_are_escaped_in_labels_and_the_filtered_list():
     (row,) = controls.matches.children
     where = row.children[0].children[0].value
     assert "<b>" not in where and "&lt;b&gt;" in where
+
+
+def _widgets_made(shapes) -> tuple[Controls, int]:
+    from ipywidgets.widgets import widget
+
+    before = len(widget._instances)  # every widget model the kernel syncs (and saves)
+    controls = Controls(shapes, placed(shapes), devices=8)
+    return controls, len(widget._instances) - before
+
+
+def test_a_closed_folders_boxes_are_not_made_until_it_opens(shapes):
+    controls, made = _widgets_made(shapes)
+    assert set(controls._made) == {"state/params/embed"}  # the open folder's own leaf
+    _, made_for_32_layers = _widgets_made(llama_shapes(32))
+    assert made_for_32_layers == made  # the widgets do not grow with the leaves
+    controls.folds["state/params/layers"].header.click()
+    controls.folds["state/params/layers/4"].header.click()
+    assert {p for p in controls._made if "/4/" in p} == {
+        f"state/params/layers/4/{n}" for n in ("attn_norm", "wq", "wo")
+    }
+    assert len(controls.spec_boxes) == 27  # every box can still be asked for by path
+
+
+def test_a_wrong_box_is_red_alone_and_its_folder_opens(controls):
+    controls.mesh_shape.value = (2, 4)
+    controls.axis_names.value = "data, model"
+    controls.apply_spec("state/params/layers/6/wo", ("modle", None))
+    box = controls.spec_boxes["state/params/layers/6/wo"]
+    assert controls.folds["state/params/layers/6"].expanded  # shown where it is wrong
+    assert "modle" in controls.spec_messages["state/params/layers/6/wo"].value
+    assert box.style.text_color is not None
+    assert controls.spec_boxes["state/params/embed"].style.text_color is None
+    controls.apply_spec("state/params/layers/6/wo", ("model", None))
+    assert box.style.text_color is None and controls.valid
