@@ -129,6 +129,108 @@ def test_duplicate_names_get_unique_ids():
 
 
 # --------------------------------------------------------------------------------------------
+# The array picker's groups: by module path, parameters first
+
+
+def _leaves(names: list[str]) -> TreeLayout:
+    mesh = mesh_2x4()
+    return TreeLayout(tuple(make_layout(n, (8, 4), ("data",), mesh) for n in names))
+
+
+#: A training step's state as explain names it: optimizer state and the batch sort before
+#: the parameters, as jax flattens dict keys.
+STATE = [
+    "batch/x",
+    "state/opt/0/count",
+    "state/opt/0/mu/layers/0/wq",
+    "state/opt/0/mu/layers/1/wq",
+    "state/params/embed",
+    "state/params/layers/0/wq",
+    "state/params/layers/0/wk",
+    "state/params/layers/1/wq",
+    "step",
+]
+
+
+def _picker_report():
+    outs = ["out/0/opt/0/count", "out/0/params/layers/0/wq", "out/1"]
+    return dataclasses.replace(dp_report(), arguments=_leaves(STATE), outputs=_leaves(outs))
+
+
+def test_picker_groups_by_module_path_parameters_first():
+    report = _picker_report()
+    p = report_payload(report)
+    groups = [(g["label"], g["role"], g["params"]) for g in p["picker"]]
+    assert groups == [
+        ("state/params", "argument", True),
+        ("state/params/layers/0", "argument", True),
+        ("state/params/layers/1", "argument", True),
+        ("batch", "argument", False),
+        ("state/opt/0", "argument", False),
+        ("state/opt/0/mu/layers/0", "argument", False),
+        ("state/opt/0/mu/layers/1", "argument", False),
+        ("arguments", "argument", False),  # top-level leaves: the role's title
+        ("out/0/params/layers/0", "output", True),
+        ("out/0/opt/0", "output", False),
+        ("out", "output", False),
+        (f"intermediates ({len(report.intermediates)})", "intermediate", False),
+    ]
+    arrays = p["arrays"]
+    layer0 = p["picker"][1]["arrays"]
+    assert [arrays[k]["id"] for k in layer0] == [
+        "arg:state/params/layers/0/wq", "arg:state/params/layers/0/wk"
+    ]  # fmt: skip
+    assert [arrays[k]["label"] for k in layer0] == ["wq", "wk"]
+    # every array is in exactly one group, and a group's label plus the option's is its path
+    positions = sorted(k for g in p["picker"] for k in g["arrays"])
+    assert positions == list(range(len(arrays)))
+    for g in p["picker"]:
+        for k in g["arrays"]:
+            a = arrays[k]
+            if a["role"] == "intermediate" or "/" not in a["name"]:
+                assert a["label"] == a["name"]
+            else:
+                assert a["name"] == f"{g['label']}/{a['label']}"
+
+
+def test_the_intermediates_group_says_how_many_it_leaves_out():
+    assert ep.intermediates_title(12, 0) == "intermediates (12)"
+    assert ep.intermediates_title(336, 5978) == (
+        "intermediates (336 listed: the reshard points; 5,978 more not listed)"
+    )
+
+
+@pytest.mark.parametrize(
+    "name, parts",
+    [
+        ("state/params/layers/0/wq", ["state", "params", "layers", "0", "wq"]),
+        ("w", ["w"]),
+        ("params['a/b']/w", ["params['a/b']", "w"]),
+        (f"params['{NASTY}']", [f"params['{NASTY}']"]),
+        ('x["</"]/y', ['x["</"]', "y"]),
+    ],
+)
+def test_path_parts_split_only_outside_brackets_and_quotes(name, parts):
+    assert ep.path_parts(name) == parts
+
+
+@pytest.mark.parametrize(
+    "name, param",
+    [
+        ("state/params/layers/0/wq", True),
+        ("out/0/params/embed", True),
+        ("params/w1", True),
+        ("state/opt/0/mu/layers/0/wq", False),
+        ("opt_state/0/mu/params/w", False),  # flax: the optimizer's copy of the params tree
+        ("batch/x", False),
+        ("step", False),
+    ],
+)
+def test_a_parameter_is_under_params_and_not_under_optimizer_state(name, param):
+    assert ep.is_parameter(name) is param
+
+
+# --------------------------------------------------------------------------------------------
 # The array payload
 
 

@@ -64,7 +64,8 @@ from shardviz.widgets.grid_payload import array_grid_payload, mesh_grid_payload,
 #: 2: ready-made text (bytes, seconds, operands, device labels, sources) beside the numbers.
 #: 3: the mesh laid out (``mesh_grid``) as the static view lays it out; grids carry their notes
 #: and each elided band its hover text.
-VERSION = 3
+#: 4: the array picker's groups (``picker``) and each array's short ``label``.
+VERSION = 4
 
 ARGUMENT, OUTPUT, INTERMEDIATE = "argument", "output", "intermediate"
 ROLES = (ARGUMENT, OUTPUT, INTERMEDIATE)
@@ -135,6 +136,97 @@ def array_entries(report: Report) -> tuple[ArrayEntry, ...]:
         ident = unique(INTERMEDIATE, s.name)
         out.append(ArrayEntry(ident, INTERMEDIATE, s.name, s.shape, s.dtype, s.spec, value=s))
     return tuple(out)
+
+
+#: Path components that name a model's parameters, and ones that name optimizer state: a
+#: leaf is a parameter when the first such word in its path is a parameter word
+#: (``state/params/layers/0/wq`` is, ``state/opt/0/mu/layers/0/wq`` and
+#: ``opt_state/0/mu/params/wq`` are not).
+PARAM_WORDS = frozenset({"params", "parameters", "param", "weights"})
+OPT_WORDS = frozenset({"opt", "opt_state", "optimizer", "optim", "mu", "nu"})
+#: What the picker's groups of top-level leaves (no module path) are called, by role.
+ROLE_TITLES = {ARGUMENT: "arguments", OUTPUT: "outputs", INTERMEDIATE: "intermediates"}
+_OPEN, _CLOSE, _QUOTES = "[({", "])}", "'\""
+
+
+def path_parts(name: str) -> list[str]:
+    """A leaf path's components: ``name`` split at each ``/`` that is outside brackets and
+    quotes, so ``params['a/b']`` stays one component."""
+    parts: list[str] = []
+    current: list[str] = []
+    depth, quote = 0, ""
+    for ch in name:
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in _QUOTES:
+            quote = ch
+        elif ch in _OPEN:
+            depth += 1
+        elif ch in _CLOSE:
+            depth = max(0, depth - 1)
+        elif ch == "/" and depth == 0:
+            parts.append("".join(current))
+            current = []
+            continue
+        current.append(ch)
+    parts.append("".join(current))
+    return parts
+
+
+def module_path(entry: ArrayEntry) -> tuple[str, str]:
+    """``(module path, leaf label)`` of an argument or output leaf: ``("state/params/layers/0",
+    "wq")``; a top-level leaf's module path is ``""``. An intermediate is ``("", its name)``."""
+    if entry.role == INTERMEDIATE:
+        return "", entry.name
+    parts = path_parts(entry.name)
+    return "/".join(parts[:-1]), parts[-1]
+
+
+def is_parameter(name: str) -> bool:
+    """Whether a leaf path names a model parameter (see :data:`PARAM_WORDS`)."""
+    for part in path_parts(name):
+        word = part.lower()
+        if word in PARAM_WORDS:
+            return True
+        if word in OPT_WORDS:
+            return False
+    return False
+
+
+def intermediates_title(listed: int, left_out: int) -> str:
+    """The intermediates group's label: ``intermediates (12)``, or past the limit ``intermediates
+    (336 listed: the reshard points; 5,978 more not listed)``."""
+    if not left_out:
+        return f"intermediates ({listed})"
+    return f"intermediates ({listed} listed: the reshard points; {left_out:,} more not listed)"
+
+
+def picker_groups(entries: Sequence[ArrayEntry], left_out: int = 0) -> list[dict[str, Any]]:
+    """The array picker's groups, in the order it shows them: for arguments, then outputs, one
+    group per module path (parameters' paths first, each kind in order of first appearance),
+    then one group of every intermediate. A hundreds-of-leaves state then reads as a list of
+    layers with short option labels.
+
+    Each group: ``label`` (the module path; the role's title for top-level leaves or the
+    intermediates, :func:`intermediates_title`), ``role``, ``params`` (whether its leaves are
+    parameters) and ``arrays`` (positions in ``entries``).
+    """
+    groups: dict[tuple[str, str], dict[str, Any]] = {}
+    for k, e in enumerate(entries):
+        path = module_path(e)[0]
+        key = (e.role, path)
+        if key not in groups:
+            label = path or ROLE_TITLES[e.role]
+            param = e.role != INTERMEDIATE and is_parameter(e.name)
+            groups[key] = {"label": label, "role": e.role, "params": param, "arrays": []}
+        groups[key]["arrays"].append(k)
+    ordered = sorted(
+        groups.values(), key=lambda g: (ROLES.index(g["role"]), not g["params"])
+    )  # a stable sort: first appearance within each kind
+    for g in ordered:
+        if g["role"] == INTERMEDIATE:
+            g["label"] = intermediates_title(len(g["arrays"]), left_out)
+    return ordered
 
 
 def default_array(report: Report) -> str:
@@ -223,6 +315,7 @@ def _array_item(entry: ArrayEntry, sources: _Sources) -> dict[str, Any]:
         "id": entry.id,
         "role": entry.role,
         "name": entry.name,
+        "label": module_path(entry)[1],
         "shape": list(entry.shape),
         "dtype": entry.dtype,
         "spec": spec,
@@ -546,8 +639,10 @@ def report_payload(report: Report) -> dict[str, Any]:
     Keys: ``version``, ``function``, ``platform``, ``status_line``, ``ran``, ``notes``,
     ``mesh`` (``MeshLayout`` data or ``None``), ``mesh_grid`` (the mesh laid out,
     :func:`~.grid_payload.mesh_grid_payload`, or ``None``), ``mesh_summary``, ``colors``
-    (device id -> colour), ``arrays`` (one item per :func:`array_entries` entry;
-    ``arrays_left_out`` counts the intermediates the picker leaves out), ``collectives`` (the ledger
+    (device id -> colour), ``arrays`` (one item per :func:`array_entries` entry, ``label``
+    its option's short name, :func:`module_path`; ``arrays_left_out`` counts the
+    intermediates the picker leaves out), ``picker`` (the picker's groups in order,
+    :func:`picker_groups`), ``collectives`` (the ledger
     in order, with its words from :func:`collective_text`; ``groups``/``pairs``/``source``
     are positions in ``groupings``/``pairings``/``sources``; ``groups_text`` counts the
     groups in words, :func:`groups_count_str`), ``sources`` (call chains,
@@ -568,6 +663,7 @@ def report_payload(report: Report) -> dict[str, Any]:
     entries = array_entries(report)
     ids = {e.id for e in entries}
     arrays = [_array_item(e, sources) for e in entries]
+    left_out = len(report.intermediates) - sum(1 for e in entries if e.role == INTERMEDIATE)
     collectives = [
         _collective_item(i, row, groupings, pairings, sources, ids)
         for i, row in enumerate(ledger_section(report).rows)
@@ -594,8 +690,8 @@ def report_payload(report: Report) -> dict[str, Any]:
         "mesh_summary": mesh_summary(mesh) if mesh is not None else "no mesh (one device)",
         "colors": {str(d): device_color(d) for d in device_ids},
         "arrays": arrays,
-        "arrays_left_out": len(report.intermediates)
-        - sum(1 for e in entries if e.role == INTERMEDIATE),
+        "arrays_left_out": left_out,
+        "picker": picker_groups(entries, left_out),
         "collectives": collectives,
         "groupings": groupings.items,
         "pairings": pairings.items,

@@ -41,6 +41,12 @@
 // or "done"; a "sv-x-forget" event on the root (detail: an array id, or none for all) drops
 // kept arrays, for tests and benchmarks of the path through the kernel.
 //
+// Filters, the view's own (nothing synced, nothing sent): a text box beside the array picker
+// narrows its options by name (a part of it, `*` within one path component), and two selects
+// over the ledger hide the rows of other kinds or other mesh axes; each says how many it shows.
+// A hidden selection stays selected. They are kept across a redraw of the same generation and
+// reset for a new report.
+//
 // Every model string enters the DOM through textContent or setAttribute, never innerHTML.
 
 import {
@@ -76,9 +82,15 @@ import {
 
 /**
  * One pickable array of the report payload (explorer_payload._array_item).
- * @typedef {{ id: string, role: string, name: string, shape: number[], dtype: string,
- *   spec: string[][] | null, spec_str: string, value: string, op: string,
+ * @typedef {{ id: string, role: string, name: string, label: string, shape: number[],
+ *   dtype: string, spec: string[][] | null, spec_str: string, value: string, op: string,
  *   source: number | null, reshard: boolean }} ArrayItem
+ */
+
+/**
+ * One group of the array picker (explorer_payload.picker_groups): a module path's leaves, or
+ * the intermediates; `arrays` are positions in the payload's `arrays`.
+ * @typedef {{ label: string, role: string, params: boolean, arrays: number[] }} PickerGroup
  */
 
 /**
@@ -124,6 +136,7 @@ import {
  *   notes: string[], mesh: MeshJson | null, mesh_grid: GridJson<MeshCellJson> | null,
  *   mesh_summary: string,
  *   colors: Record<string, string>, arrays: ArrayItem[], arrays_left_out?: number,
+ *   picker: PickerGroup[],
  *   collectives: CollectiveItem[],
  *   groupings: number[][][], pairings: [number, number][][],
  *   traffic_links: [number, number][][][],
@@ -187,7 +200,7 @@ import {
  *             frames: [string, number, string][] }} SourceInfo
  */
 
-const PAYLOAD_VERSION = 3;
+const PAYLOAD_VERSION = 4;
 const FINDINGS_VERSION = 1;
 /** The `type` of the "try this fix" message to Python (see explorer.py). */
 const TRY_FIX = "try-fix";
@@ -527,35 +540,96 @@ function trafficWords(collective) {
 // Arrays pane
 
 /**
- * The picker: every argument leaf, output leaf and intermediate (past a few hundred, the
- * reshard points and the values a collective links to: the label says how many are left out).
+ * The picker and its filter: every argument leaf and output leaf, grouped by module path
+ * (parameters first), then the intermediates (past a few hundred, the reshard points and the
+ * values a collective links to: the group's label says how many are left out). Python orders
+ * and names the groups (explorer_payload.picker_groups); each option shows its leaf's short
+ * label, its whole path on hover.
  * @param {Report} report
- * @returns {HTMLSelectElement}
+ * @returns {HTMLElement}
  */
 function arrayPicker(report) {
+  const row = node("div", "sv-x-pickrow");
   const pick = /** @type {HTMLSelectElement} */ (node("select", "sv-x-pick"));
   pick.setAttribute("aria-label", "array");
-  const groups = { argument: "arguments", output: "outputs", intermediate: "intermediates" };
-  for (const [role, title] of Object.entries(groups)) {
-    const items = report.payload.arrays.filter((item) => item.role === role);
-    if (!items.length) continue;
+  for (const entry of report.payload.picker) {
     const group = /** @type {HTMLOptGroupElement} */ (node("optgroup", ""));
-    const left = role === "intermediate" ? report.payload.arrays_left_out || 0 : 0;
-    group.label = left
-      ? `${title} (${items.length} listed: the reshard points; ${left} more not listed)`
-      : `${title} (${items.length})`;
-    for (const item of items) {
-      const extra = item.op ? ` · ${item.op}` : "";
-      const reshard = item.reshard ? " · reshard" : "";
-      const option = /** @type {HTMLOptionElement} */ (
-        node("option", "", `${item.name} · ${item.value} · ${item.spec_str}${extra}${reshard}`)
-      );
-      option.value = item.id;
-      group.appendChild(option);
-    }
+    group.label = entry.label;
+    group.dataset.role = entry.role;
+    for (const position of entry.arrays) group.appendChild(arrayOption(report.payload.arrays[position]));
     pick.appendChild(group);
   }
-  return pick;
+  const filter = /** @type {HTMLInputElement} */ (node("input", "sv-x-filter"));
+  filter.type = "search";
+  filter.placeholder = "filter: wq, layers/*/wq";
+  filter.setAttribute("aria-label", "filter arrays by name");
+  filter.title = "a part of the name, case-insensitive; * matches within one path component";
+  row.append(pick, filter, node("span", "sv-x-pickcount"));
+  return row;
+}
+
+/**
+ * One option of the picker: the leaf's short label, its value, spec and op.
+ * @param {ArrayItem} item
+ * @returns {HTMLOptionElement}
+ */
+function arrayOption(item) {
+  const extra = item.op ? ` · ${item.op}` : "";
+  const reshard = item.reshard ? " · reshard" : "";
+  const text = `${item.label} · ${item.value} · ${item.spec_str}${extra}${reshard}`;
+  const option = /** @type {HTMLOptionElement} */ (node("option", "", text));
+  option.value = item.id;
+  option.title = item.name;
+  return option;
+}
+
+/**
+ * A test of names for a filter's text: a case-insensitive part of the name, where `*` matches
+ * within one path component (so "layers/" + "*" + "/wq" finds every layer's wq); empty text
+ * matches every name.
+ * @param {string} text
+ * @returns {(name: string) => boolean}
+ */
+function nameMatcher(text) {
+  const wanted = text.trim();
+  if (!wanted) return () => true;
+  const escape = (/** @type {string} */ part) => part.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  const pattern = new RegExp(wanted.split("*").map(escape).join("[^/]*"), "i");
+  return (name) => pattern.test(name);
+}
+
+/**
+ * Show only the options whose array's name matches the filter (groups left empty hide too),
+ * and say how many are shown. The selection is not changed: a picked array the filter hides
+ * stays picked, and the closed picker still names it.
+ * @param {HTMLElement} root
+ * @param {Report} report
+ * @param {string} text the filter's text
+ */
+function filterPicker(root, report, text) {
+  const matches = nameMatcher(text);
+  let shown = 0;
+  let total = 0;
+  for (const group of root.querySelectorAll(".sv-x-pick optgroup")) {
+    let any = false;
+    for (const element of group.querySelectorAll("option")) {
+      const option = /** @type {HTMLOptionElement} */ (element);
+      const item = report.arrays.get(option.value);
+      const on = Boolean(item && matches(item.name));
+      option.hidden = !on;
+      any = any || on;
+      shown += on ? 1 : 0;
+      total += 1;
+    }
+    /** @type {HTMLElement} */ (group).hidden = !any;
+  }
+  const count = root.querySelector(".sv-x-pickcount");
+  if (count) count.textContent = `${formatCount(shown)} of ${formatCount(total)} shown`;
+}
+
+/** 7131 -> "7,131". @param {number} count */
+function formatCount(count) {
+  return count.toLocaleString("en-US");
 }
 
 /**
@@ -625,6 +699,78 @@ const LEDGER_RIGHT = new Set([1, 5, 6, 7]);
 const LEDGER_EST_AT = 7;
 
 /**
+ * Mesh axes as the ledger's axes column writes them: "data, model", or "(no mesh axis)".
+ * @param {string[]} axes
+ */
+function axesLabel(axes) {
+  return axes.length ? axes.join(", ") : "(no mesh axis)";
+}
+
+/**
+ * The ledger's filters: a select of the kinds present, one of the axes groups present (each
+ * labelled as the ledger labels it, valued by its axes as JSON), and how many rows are shown.
+ * Nothing for an empty ledger.
+ * @param {Report} report
+ * @returns {HTMLElement[]}
+ */
+function ledgerFilters(report) {
+  const collectives = report.payload.collectives;
+  if (!collectives.length) return [];
+  /** @type {Map<string, string>} */
+  const kinds = new Map(collectives.map((c) => [c.kind, c.kind]));
+  /** @type {Map<string, string>} */
+  const axes = new Map(collectives.map((c) => [JSON.stringify(c.axes), axesLabel(c.axes)]));
+  const bar = node("div", "sv-x-lfilters");
+  bar.append(
+    filterSelect("sv-x-lkind", "collective kind", "all kinds", kinds),
+    filterSelect("sv-x-laxes", "mesh axes", "all axes", axes),
+    node("span", "sv-x-lcount"),
+  );
+  return [bar];
+}
+
+/**
+ * A select whose first option ("" valued) shows everything.
+ * @param {string} className
+ * @param {string} name what it filters by, for screen readers
+ * @param {string} all the first option's text
+ * @param {Map<string, string>} choices value -> text, in order
+ * @returns {HTMLSelectElement}
+ */
+function filterSelect(className, name, all, choices) {
+  const select = /** @type {HTMLSelectElement} */ (node("select", className));
+  select.setAttribute("aria-label", `filter the ledger by ${name}`);
+  for (const [value, text] of [["", all], ...choices]) {
+    const option = /** @type {HTMLOptionElement} */ (node("option", "", text));
+    option.value = value;
+    select.appendChild(option);
+  }
+  return select;
+}
+
+/**
+ * Hide the ledger rows of another kind or other axes than the filters', and say how many
+ * rows are shown. A selected row that is hidden stays selected (its details still show).
+ * @param {HTMLElement} root
+ * @param {Report} report
+ * @param {string} kind a kind, or "" for all
+ * @param {string} axes axes as JSON, or "" for all
+ */
+function filterLedger(root, report, kind, axes) {
+  const rows = root.querySelectorAll(".sv-x-coll");
+  let shown = 0;
+  for (const element of rows) {
+    const row = /** @type {HTMLElement} */ (element);
+    const collective = report.payload.collectives[Number(row.dataset.index)];
+    const on = (!kind || collective.kind === kind) && (!axes || JSON.stringify(collective.axes) === axes);
+    row.hidden = !on;
+    shown += on ? 1 : 0;
+  }
+  const count = root.querySelector(".sv-x-lcount");
+  if (count) count.textContent = `${formatCount(shown)} of ${formatCount(rows.length)} rows`;
+}
+
+/**
  * The ledger: one row per collective, in program order.
  * @param {Report} report
  * @returns {HTMLElement}
@@ -691,7 +837,7 @@ function ledgerRow(report, collective, estimate) {
     node("td", "sv-x-mark"),
     node("td", "sv-x-r", String(collective.index + 1)),
     kindCell,
-    node("td", "sv-x-axes", collective.axes.length ? collective.axes.join(", ") : "(no mesh axis)"),
+    node("td", "sv-x-axes", axesLabel(collective.axes)),
     node("td", "sv-x-mono", collective.operand),
     inCell,
     movedCell,
@@ -1471,7 +1617,7 @@ function routeEvents(root, picks) {
   function onKey(event) {
     if (!isActivation(event)) return;
     const target = /** @type {Element} */ (event.target);
-    if (target.tagName === "SELECT" || target.tagName === "BUTTON") return;
+    if (target.tagName === "SELECT" || target.tagName === "BUTTON" || target.tagName === "INPUT") return;
     const act = actionFor(root, event.target, picks);
     if (act) {
       event.preventDefault();
@@ -1558,6 +1704,73 @@ function timelinePane(timeline) {
 }
 
 // --------------------------------------------------------------------------------------------
+// Filters: the picker's text and the ledger's kind and axes, local to the view
+
+/**
+ * What the filters hold ("" for none), kept across redraws of one generation of the report.
+ * @typedef {{ generation: number, text: string, kind: string, axes: string }} Filters
+ */
+
+/** No filter, for a generation of the report. @param {number} generation @returns {Filters} */
+function noFilters(generation) {
+  return { generation, text: "", kind: "", axes: "" };
+}
+
+/**
+ * Set a select to a value it offers, else to "" (all); returns what it is set to.
+ * @param {Element | null} element
+ * @param {string} value
+ */
+function setChoice(element, value) {
+  const select = /** @type {HTMLSelectElement | null} */ (element);
+  if (!select) return "";
+  select.value = value;
+  if (select.value !== value) select.value = "";
+  return select.value;
+}
+
+/**
+ * Put the filters into freshly drawn controls (a kind or axes the report lacks falls back to
+ * all), then apply them.
+ * @param {HTMLElement} root
+ * @param {Report} report
+ * @param {Filters} filters
+ */
+function restoreFilters(root, report, filters) {
+  const text = /** @type {HTMLInputElement | null} */ (root.querySelector(".sv-x-filter"));
+  if (text) text.value = filters.text;
+  filters.kind = setChoice(root.querySelector(".sv-x-lkind"), filters.kind);
+  filters.axes = setChoice(root.querySelector(".sv-x-laxes"), filters.axes);
+  runFilters(root, report, filters);
+}
+
+/**
+ * Apply the filters to the picker and the ledger.
+ * @param {HTMLElement} root
+ * @param {Report} report
+ * @param {Filters} filters
+ */
+function runFilters(root, report, filters) {
+  filterPicker(root, report, filters.text);
+  filterLedger(root, report, filters.kind, filters.axes);
+}
+
+/**
+ * Read a filter control's new value into `filters`; returns whether `target` was one.
+ * @param {EventTarget | null} target
+ * @param {Filters} filters
+ */
+function readFilter(target, filters) {
+  const control = /** @type {HTMLInputElement | null} */ (target);
+  if (!control || !control.classList) return false;
+  if (control.classList.contains("sv-x-filter")) filters.text = control.value;
+  else if (control.classList.contains("sv-x-lkind")) filters.kind = control.value;
+  else if (control.classList.contains("sv-x-laxes")) filters.axes = control.value;
+  else return false;
+  return true;
+}
+
+// --------------------------------------------------------------------------------------------
 // The widget
 
 /**
@@ -1573,6 +1786,7 @@ function drawPanes(body, report) {
   const collectives = node("section", "sv-x-pane sv-x-collpane");
   collectives.append(
     node("h4", "", `Collectives · ${report.payload.collectives.length} in the compiled program`),
+    ...ledgerFilters(report),
     ledger(report),
     node("div", "sv-x-detailslot"),
   );
@@ -1627,6 +1841,8 @@ export default {
     let drawnText = /** @type {string | null | undefined} */ (undefined);
     /** @type {ArrayPayload | null} the drawn array, parsed (null while loading or for none) */
     let drawnArray = null;
+    /** The picker's and the ledger's filters: kept for a redraw of the same generation. */
+    let filters = noFilters(generation());
 
     /** Tell Python. @param {string} name @param {any} value */
     function send(name, value) {
@@ -1725,8 +1941,15 @@ export default {
         return;
       }
       drawPanes(body, read);
+      if (filters.generation !== generation()) filters = noFilters(generation());
+      restoreFilters(root, read, filters);
       drawArray();
       highlight();
+    }
+
+    /** A filter's text or choice changed: show what matches (nothing is sent to Python). */
+    function onFilterInput(/** @type {Event} */ event) {
+      if (report && readFilter(event.target, filters)) runFilters(root, report, filters);
     }
 
     /** Every link between the panes, from the current selections. */
@@ -1826,6 +2049,7 @@ export default {
       ["change:changes", status.draw],
     ];
     root.addEventListener(FORGET, onForget);
+    root.addEventListener("input", onFilterInput);
     for (const [event, handler] of handlers) model.on(event, handler);
     status.draw();
     drawAll();
@@ -1834,6 +2058,7 @@ export default {
     return () => {
       stopRouting();
       root.removeEventListener(FORGET, onForget);
+      root.removeEventListener("input", onFilterInput);
       for (const [event, handler] of handlers) model.off(event, handler);
     };
   },
