@@ -28,21 +28,6 @@ from shardviz.strategies.rules import RuleSet, spec_for_leaf
 #: on their own (their spec barely changes memory or traffic; the seeds still set them).
 SMALL_GROUP = 0.01
 
-#: Argument names that hold a model's parameters (as the Explorer reads them).
-_MODEL_NAMES = ("model", "module", "net", "network")
-
-
-def argument_role(arg_name: str) -> str:
-    """How a search treats an argument, by its name (the Explorer's convention):
-    ``params``-like and model-like names hold parameters, ``opt``-names the optimizer state,
-    anything else is data whose dim 0 is the batch."""
-    name = arg_name.lower()
-    if "param" in name or name in _MODEL_NAMES or name.endswith("_model"):
-        return "params"
-    if name.startswith("opt"):
-        return "optimizer"
-    return "batch"
-
 
 @dataclass(frozen=True)
 class Leaf:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from shardviz.capture.spec_text import SpecEntries
 from shardviz.errors import SpecError, problem
-from shardviz.strategies.candidates import argument_role
+from shardviz.model.roles import leaf_role, parts_of, role_of
 
 __all__ = [
     "Group",
@@ -25,34 +25,13 @@ __all__ = [
     "matches",
     "mirrors",
     "parse_rules",
-    "role_of",
     "sections",
 ]
-
-#: Which rules of a strategy place an argument, by its name: ``params``-like and model-like
-#: names (``model``, ``net``: an NNX or Equinox module) the parameter rules, ``opt``-names the
-#: optimizer rules, everything else (inputs) the batch rules.
-role_of = argument_role
-
-
-def _parts(path: str) -> list[str]:
-    return [p for p in path.split("/") if p]
-
-
-def leaf_role(path: str) -> str:
-    """``params``, ``optimizer`` or ``batch`` for a leaf: the first component of its path
-    that names parameters or an optimizer decides (``state/params/...`` is a parameter,
-    ``state/opt/...`` optimizer state); a path with neither is an input."""
-    for part in _parts(path):
-        role = role_of(part)
-        if role != "batch":
-            return role
-    return "batch"
 
 
 def _param_rest(path: str) -> tuple[str, ...] | None:
     """The components after a parameter leaf's ``params`` component (``layers/3/wq``)."""
-    parts = _parts(path)
+    parts = parts_of(path)
     for i, part in enumerate(parts):
         if role_of(part) == "params":
             return tuple(parts[i + 1 :]) or tuple(parts[i:])
@@ -76,7 +55,7 @@ def mirrors(shapes: Mapping[str, Sequence[int]]) -> dict[str, str]:
     for path, shape in shapes.items():
         if leaf_role(path) != "optimizer" or not tuple(shape):
             continue
-        parts = tuple(_parts(path))
+        parts = tuple(parts_of(path))
         for start in range(len(parts)):
             param = params.get(parts[start:])
             if param is not None and tuple(shapes[param]) == tuple(shape):
@@ -121,7 +100,7 @@ def group_tree(paths: Iterable[str]) -> Group:
     root = Group("", "")
     order: dict[str, int] = {}
     for i, path in enumerate(paths):
-        parts = _parts(path)
+        parts = parts_of(path)
         node = root
         for depth, part in enumerate(parts[:-1]):
             here = "/".join(parts[: depth + 1])
@@ -181,10 +160,10 @@ def matches(pattern: str, path: str) -> bool:
     within one component, ``**`` any number of them. ``layers/*/wq`` matches
     ``state/params/layers/3/wq`` and ``state/opt/0/mu/layers/3/wq``; ``wq`` every ``wq``.
     Case-insensitive; an empty pattern matches everything."""
-    wanted = _parts(pattern.strip().lower())
+    wanted = parts_of(pattern.strip().lower())
     if not wanted:
         return True
-    parts = _parts(path.lower())
+    parts = parts_of(path.lower())
     return any(_match_from(wanted, parts[start:]) for start in range(len(parts)))
 
 

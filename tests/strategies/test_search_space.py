@@ -8,13 +8,13 @@ import os
 import pytest
 
 from shardviz.errors import ShardvizError
+from shardviz.model.roles import argument_role
 from shardviz.model.search import Plan
 from shardviz.strategies.candidates import (
     Choice,
     Leaf,
     Space,
     all_specs,
-    argument_role,
     batch_options,
     distance,
     role_mappings,

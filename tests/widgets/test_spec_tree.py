@@ -8,9 +8,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from shardviz.errors import SpecError
+from shardviz.model.roles import leaf_role
 from shardviz.widgets.spec_tree import (
     group_tree,
-    leaf_role,
     logical_specs,
     matches,
     mirrors,

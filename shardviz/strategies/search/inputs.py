@@ -22,7 +22,8 @@ from shardviz.capture.mesh import Mesh, as_jax_mesh
 from shardviz.errors import ShardvizError, problem
 from shardviz.explainer.explain import explain
 from shardviz.model import Report, Spec
-from shardviz.strategies.candidates import Leaf, argument_role
+from shardviz.model.roles import argument_role
+from shardviz.strategies.candidates import Leaf
 from shardviz.strategies.rules import BUILTIN, RuleSet, default_mesh_shape
 from shardviz.strategies.search.rules import jax_entries
 from shardviz.strategies.step import strategy_step

@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 from shardviz.model import Spec
-from shardviz.strategies.candidates import argument_role
+from shardviz.model.roles import argument_role
 from shardviz.strategies.rules import Rule, RuleSet
 
 

@@ -33,12 +33,12 @@ import optax
 from shardviz.capture.mesh import mesh_layout
 from shardviz.errors import ShardvizError, problem
 from shardviz.model import Report, Spec
+from shardviz.model.roles import argument_role
 from shardviz.model.search import Plan, Search
 from shardviz.model.units import format_bytes, format_seconds
 from shardviz.strategies.candidates import (
     Choice,
     Space,
-    argument_role,
     mapping_words,
     role_mappings,
 )

@@ -30,6 +30,7 @@ from shardviz.model.compare import Comparison
 from shardviz.model.estimate import Estimate
 from shardviz.model.mesh import MeshLayout
 from shardviz.model.program import Collective, Report, ShardingOf, Source
+from shardviz.model.roles import leaf_role, path_parts
 from shardviz.model.tiles import layout_from_spec
 from shardviz.model.timeline import realness_label, timeline_of
 from shardviz.model.units import format_bytes, format_seconds
@@ -138,39 +139,8 @@ def array_entries(report: Report) -> tuple[ArrayEntry, ...]:
     return tuple(out)
 
 
-#: Path components that name a model's parameters, and ones that name optimizer state: a
-#: leaf is a parameter when the first such word in its path is a parameter word
-#: (``state/params/layers/0/wq`` is, ``state/opt/0/mu/layers/0/wq`` and
-#: ``opt_state/0/mu/params/wq`` are not).
-PARAM_WORDS = frozenset({"params", "parameters", "param", "weights"})
-OPT_WORDS = frozenset({"opt", "opt_state", "optimizer", "optim", "mu", "nu"})
 #: What the picker's groups of top-level leaves (no module path) are called, by role.
 ROLE_TITLES = {ARGUMENT: "arguments", OUTPUT: "outputs", INTERMEDIATE: "intermediates"}
-_OPEN, _CLOSE, _QUOTES = "[({", "])}", "'\""
-
-
-def path_parts(name: str) -> list[str]:
-    """A leaf path's components: ``name`` split at each ``/`` that is outside brackets and
-    quotes, so ``params['a/b']`` stays one component."""
-    parts: list[str] = []
-    current: list[str] = []
-    depth, quote = 0, ""
-    for ch in name:
-        if quote:
-            quote = "" if ch == quote else quote
-        elif ch in _QUOTES:
-            quote = ch
-        elif ch in _OPEN:
-            depth += 1
-        elif ch in _CLOSE:
-            depth = max(0, depth - 1)
-        elif ch == "/" and depth == 0:
-            parts.append("".join(current))
-            current = []
-            continue
-        current.append(ch)
-    parts.append("".join(current))
-    return parts
 
 
 def module_path(entry: ArrayEntry) -> tuple[str, str]:
@@ -183,14 +153,10 @@ def module_path(entry: ArrayEntry) -> tuple[str, str]:
 
 
 def is_parameter(name: str) -> bool:
-    """Whether a leaf path names a model parameter (see :data:`PARAM_WORDS`)."""
-    for part in path_parts(name):
-        word = part.lower()
-        if word in PARAM_WORDS:
-            return True
-        if word in OPT_WORDS:
-            return False
-    return False
+    """Whether a leaf path names a model parameter (as the spec controls read it,
+    :func:`~shardviz.model.roles.leaf_role`): ``state/params/...`` is one,
+    ``state/opt/0/mu/...`` and ``opt_state/0/mu/params/w`` are not."""
+    return leaf_role(name) == "params"
 
 
 def intermediates_title(listed: int, left_out: int) -> str:
