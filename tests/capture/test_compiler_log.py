@@ -36,6 +36,29 @@ def test_a_second_copy_at_the_same_time_leaves_fd2_alone(capfd):
     assert capfd.readouterr().err == "once\n"
 
 
+def test_a_copy_on_another_thread_waits_and_both_logs_are_whole(capfd):
+    import threading
+
+    started, logs = threading.Event(), {}
+
+    def other() -> None:
+        started.wait()
+        with cl.compiler_log() as log:  # waits for the main thread's copy to end
+            os.write(2, b"second\n")
+        logs["second"] = log.text
+
+    thread = threading.Thread(target=other)
+    thread.start()
+    with cl.compiler_log() as first:
+        started.set()
+        os.write(2, b"first\n")
+        thread.join(0.2)  # the other thread is blocked while this copy lasts
+        assert thread.is_alive()
+    thread.join()
+    assert first.text == "first\n" and logs["second"] == "second\n"
+    assert capfd.readouterr().err == "first\nsecond\n"
+
+
 def test_the_partitioners_warning_is_read():
     (r,) = cl.full_rematerializations("other line\n" + LINE + "more\n")
     assert r.source_sharding == "{devices=[2,1,4]<=[8] last_tile_dim_replicate}"

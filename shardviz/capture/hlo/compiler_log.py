@@ -20,8 +20,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 # fd 2 is one per process: two compiles on two threads must not both redirect it (the second
-# would restore the first's copy). A compile that finds it taken runs without a copy.
+# would restore the first's copy). A compile on another thread waits for the copy in progress
+# (a compile that ran without one would lose its warnings, and its report their findings,
+# depending on what else happened to compile then); a copy nested in the same thread's copy
+# is left empty (the outer one keeps the text).
 _FD2 = threading.Lock()
+_owner: list[int | None] = [None]
 
 
 @dataclass
@@ -35,9 +39,11 @@ class CompilerLog:
 def compiler_log() -> Iterator[CompilerLog]:
     """Copy what is written to fd 2 during the block into the yielded log, then write it on."""
     log = CompilerLog()
-    if not _FD2.acquire(blocking=False):
+    if _owner[0] == threading.get_ident():
         yield log
         return
+    _FD2.acquire()
+    _owner[0] = threading.get_ident()
     try:
         try:
             sys.stderr.flush()
@@ -58,6 +64,7 @@ def compiler_log() -> Iterator[CompilerLog]:
                     os.write(2, data)
                 log.text = data.decode("utf-8", "replace")
     finally:
+        _owner[0] = None
         _FD2.release()
 
 
