@@ -56,4 +56,4 @@ def test_the_explorer_shows_its_own_signature() -> None:
     import inspect
 
     params = list(inspect.signature(shardviz.Explorer).parameters)
-    assert params == ["shown", "args", "steps", "target", "kwargs"]
+    assert params == ["shown", "args", "steps", "target", "logical_axes", "kwargs"]
