@@ -121,6 +121,9 @@ class ServingResult(JsonMixin):
       max_batch: the largest batch (a multiple of the data axis) whose weights, cache and
         working memory fit every device's HBM (``None`` without an HBM size).
       compiled: whether the figures come with a compiled program (else shapes only).
+      sweep: ``(batch, bytes per device, tokens/s per chip)`` at other batches, the cache,
+        flops and working memory scaled from the compiled batch, the collectives' time kept
+        (what the chart of memory and throughput against batch draws).
       notes: what was chosen and why (an axis left out because a dim does not divide...).
     """
 
@@ -151,6 +154,7 @@ class ServingResult(JsonMixin):
     latency_seconds: float | None
     max_batch: int | None
     compiled: bool = True
+    sweep: tuple[tuple[int, int, float], ...] = ()
     notes: tuple[str, ...] = ()
 
     @property
@@ -192,7 +196,9 @@ class ServingComparison(JsonMixin, display.Shown):
         for r in self.results:
             if r.strategy == strategy:
                 return r
-        raise KeyError(f"no result for strategy {strategy!r}; have {[r.strategy for r in self.results]}")
+        raise KeyError(
+            f"no result for strategy {strategy!r}; have {[r.strategy for r in self.results]}"
+        )
 
 
 @dataclass(frozen=True)

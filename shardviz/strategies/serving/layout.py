@@ -127,7 +127,9 @@ def serving_layout(
             if path.endswith(("/wk", "/wv")) and name == "embed":
                 axes = _axes_for("sequence", sizes)  # k/v projections: embed over sequence
             if axes and dim % math.prod(sizes[a] for a in axes):
-                notes.append(f"{path}: {name}={dim} does not divide over {'x'.join(axes)}; kept whole")
+                notes.append(
+                    f"{path}: {name}={dim} does not divide over {'x'.join(axes)}; kept whole"
+                )
                 axes = ()
             entries.append(_entry(axes))
         specs[path] = P(*entries)

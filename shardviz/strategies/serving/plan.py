@@ -26,7 +26,7 @@ from shardviz.errors import ShardvizError, problem
 from shardviz.explainer.explain import analyse_program, compile_program, estimated
 from shardviz.model.hardware import Hardware, Target
 from shardviz.model.program import Report
-from shardviz.model.serving import ServingCollective, ServingResult, bytes_per_element
+from shardviz.model.serving import ServingCollective, ServingResult
 from shardviz.strategies.models.configs import ArchConfig
 from shardviz.strategies.models.params import nest
 from shardviz.strategies.serving.layout import AXES, ServingLayout, serving_layout
@@ -273,4 +273,31 @@ def serve(
         tokens_per_second_per_chip=tokens / timed.step_seconds / n if timed else None,
         latency_seconds=timed.step_seconds if timed else None,
         max_batch=max_batch, compiled=True, notes=tuple(notes),
+        sweep=_sweep(config, mode, served, batch, context, working, hw, timed, max_batch),
     )  # fmt: skip
+
+
+def _sweep(config: ArchConfig, mode: str, served: Served, batch: int, context: int,
+           working: int, hw: Hardware | None, timed: Any, max_batch: int | None,
+           ) -> tuple[tuple[int, int, float], ...]:  # fmt: skip
+    """Bytes per device and tokens/s per chip at batches from one data group's worth up to
+    twice the largest that fits: the cache, the flops and the scratch scale with the batch
+    (the weights do not); the collectives keep the compiled batch's time."""
+    if hw is None or timed is None:
+        return ()
+    data = served.layout.size("data")
+    top = max(batch, 2 * (max_batch or batch))
+    n = math.prod(served.layout.shape)
+    out = []
+    b = data
+    while b <= top:
+        scale = b / batch
+        kv = int(served.kv_bytes * scale)
+        flops = step_flops(config, mode, b, context) / n
+        t = step_time(mode, hw, served.weight_bytes, kv, flops, timed.collective_seconds)
+        tokens = b if mode == "decode" else b * context
+        out.append(
+            (b, served.weight_bytes + kv + int(working * scale), tokens / t.step_seconds / n)
+        )
+        b *= 2
+    return tuple(out)

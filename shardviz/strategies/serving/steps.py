@@ -142,8 +142,12 @@ def decode_step(
         at = (index, 0, pos, 0, 0)
         ck = jax.lax.dynamic_update_slice(ck, _to_cache(k, ck.dtype)[None], at)
         cv = jax.lax.dynamic_update_slice(cv, _to_cache(v, cv.dtype)[None], at)
-        keys = constrain("cache_layer", _from_cache(jax.lax.dynamic_index_in_dim(ck, index, 0, False)))
-        values = constrain("cache_layer", _from_cache(jax.lax.dynamic_index_in_dim(cv, index, 0, False)))
+        keys = constrain(
+            "cache_layer", _from_cache(jax.lax.dynamic_index_in_dim(ck, index, 0, False))
+        )
+        values = constrain(
+            "cache_layer", _from_cache(jax.lax.dynamic_index_in_dim(cv, index, 0, False))
+        )
         b, _, heads, kd = q.shape
         q5 = q.reshape(b, c.kv_heads, heads // c.kv_heads, kd)  # [B, N, G, K]
         s = jnp.einsum("bngk,bsnk->bngs", q5, keys, preferred_element_type=jnp.float32) * scale
