@@ -15,7 +15,7 @@ import math
 from typing import Any
 
 from shardviz.capture.topology import topology
-from shardviz.errors import ShardvizError, problem
+from shardviz.errors import CompileError, ShardvizError, problem
 from shardviz.model.hardware_presets import hardware, preset_key
 from shardviz.model.serving import SliceChoice, SliceTried, bytes_per_element
 from shardviz.model.targets import standard_shape
@@ -75,6 +75,7 @@ def smallest_slice(
     per_seq = m.kv_bytes_per_token(cache_dtype) * context
     kv = int(per_seq * batch)
     tried: list[SliceTried] = []
+    rejected: list[str] = []  # what the compiler said of slices the count let through
     for name, chips in slice_sizes(chip):
         need = -(-(weights + kv) // chips)
         tried.append(SliceTried(name, chips, need, hw.hbm_bytes))
@@ -84,14 +85,14 @@ def smallest_slice(
         if check:
             fits, checked = _compiled_fit(m, name, batch, context, weight_dtype, cache_dtype)
             if not fits:
-                tried[-1] = SliceTried(name, chips, need, hw.hbm_bytes)
+                rejected.append(checked)
                 continue
         room = int((chips * hw.hbm_bytes - weights) // per_seq)
         return SliceChoice(
             model=m.name, chip=hw.preset or chip, slice=name, chips=chips,
             weight_dtype=weight_dtype, cache_dtype=cache_dtype, batch=batch, context=context,
             weight_bytes=weights, kv_bytes=kv, hbm_bytes_per_chip=hw.hbm_bytes,
-            room_sequences=room, tried=tuple(tried), checked=checked,
+            room_sequences=room, tried=tuple(tried), checked="; ".join([*rejected, checked]),
         )  # fmt: skip
     biggest = tried[-1]
     raise ShardvizError(
@@ -112,11 +113,19 @@ def _compiled_fit(
     """Compile the decode step (strategy ``tp``) for slice ``name``: does it fit, and what
     the compiler said."""
     topo = topology(name)
-    r = serve(
-        m, "tp", topo.devices, mode="decode", batch=batch, context=context,
-        weight_dtype=weight_dtype, cache_dtype=cache_dtype, hw=topo.hardware,
-        target=topo.target, target_name=topo.name,
-    )  # fmt: skip
+    try:
+        r = serve(
+            m, "tp", topo.devices, mode="decode", batch=batch, context=context,
+            weight_dtype=weight_dtype, cache_dtype=cache_dtype, hw=topo.hardware,
+            target=topo.target, target_name=topo.name,
+        )  # fmt: skip
+    except CompileError as err:
+        if "does not fit" not in str(err):
+            raise
+        return (
+            False,
+            f"decode step compiled for {name} (strategy 'tp'): the compiler ran out of HBM",
+        )
     used = (r.argument_bytes or 0) + (r.working_bytes or 0)
     fits = used <= r.hbm_bytes
     verdict = "fits" if fits else "does not fit"

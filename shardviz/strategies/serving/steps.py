@@ -139,15 +139,22 @@ def decode_step(
         q = _rope_at(_project(a, h, "wq", "bq", c.qkv_bias), pos, inv_freq)
         k = _rope_at(_project(a, h, "wk", "bk", c.qkv_bias), pos, inv_freq)
         v = _project(a, h, "wv", "bv", c.qkv_bias)
-        at = (index, 0, pos, 0, 0)
-        ck = jax.lax.dynamic_update_slice(ck, _to_cache(k, ck.dtype)[None], at)
-        cv = jax.lax.dynamic_update_slice(cv, _to_cache(v, cv.dtype)[None], at)
+        # Read this layer's cache before writing the new position into the big cache: a read
+        # after the write makes the compiler copy the whole loop-carried cache (a cache's
+        # worth of scratch); the new position joins the small slice read instead.
+        k_new, v_new = _to_cache(k, ck.dtype), _to_cache(v, cv.dtype)
+        here = (0, pos, 0, 0)
+        old_k = jax.lax.dynamic_index_in_dim(ck, index, 0, False)
+        old_v = jax.lax.dynamic_index_in_dim(cv, index, 0, False)
         keys = constrain(
-            "cache_layer", _from_cache(jax.lax.dynamic_index_in_dim(ck, index, 0, False))
+            "cache_layer", _from_cache(jax.lax.dynamic_update_slice(old_k, k_new, here))
         )
         values = constrain(
-            "cache_layer", _from_cache(jax.lax.dynamic_index_in_dim(cv, index, 0, False))
+            "cache_layer", _from_cache(jax.lax.dynamic_update_slice(old_v, v_new, here))
         )
+        at = (index, 0, pos, 0, 0)
+        ck = jax.lax.dynamic_update_slice(ck, k_new[None], at)
+        cv = jax.lax.dynamic_update_slice(cv, v_new[None], at)
         b, _, heads, kd = q.shape
         q5 = q.reshape(b, c.kv_heads, heads // c.kv_heads, kd)  # [B, N, G, K]
         s = jnp.einsum("bngk,bsnk->bngs", q5, keys, preferred_element_type=jnp.float32) * scale
