@@ -72,3 +72,7 @@ def test_slice_choice_text_and_html():
     assert "v5e:2x4 (8 chips)" in text and "room for 49 sequences" in text
     assert "tried v5e:2x2" in text and "too small" in text and "holds it" in text
     assert "compiled for v5e:2x4: fits" in s._repr_html_()
+
+
+def test_a_serving_comparison_round_trips_through_json():
+    assert ServingComparison.from_json(COMPARISON.to_json()) == COMPARISON

@@ -117,3 +117,10 @@ def test_models_serving_cannot_compile_are_refused():
     moe = get_model("mixtral-8x7b", **DIMS, experts=4)
     with pytest.raises(ShardvizError, match="mixture of experts"):
         sv.compare(moe, ["tp"], mode="decode")
+
+
+def test_compare_without_strategies_serves_the_serving_defaults():
+    c = sv.compare(MODEL, mode="decode", batch=BATCH, context=64)
+    assert isinstance(c, ServingComparison)
+    assert [r.strategy for r in c.results] == ["tp", "dp+tp", "dp"]
+    assert {r.target for r in c.results} == {"8 cpu devices here"}

@@ -22,7 +22,7 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from shardviz.errors import ShardvizError, problem
+from shardviz.errors import CompileError, ShardvizError, problem
 from shardviz.explainer.explain import analyse_program, compile_program, estimated
 from shardviz.model.hardware import Hardware, Target
 from shardviz.model.program import Report
@@ -239,13 +239,24 @@ def serve(
     """``strategy`` serving ``model`` on ``devices``: compiled, read and estimated on ``hw``."""
     config = arch_config(model, "compare(mode=...)")
     served = place(config, strategy, devices, batch, context, weight_dtype, cache_dtype)
-    report = compile_step(config, served, mode, batch, context, cache_dtype, target)
-    collectives, note = _collectives(report, config.layers)
-    m = report.memory
-    working = int(m.temp_bytes or dict(m.assigned).get("temp", 0))
+    notes = list(served.layout.notes)
+    try:
+        report = compile_step(config, served, mode, batch, context, cache_dtype, target)
+    except CompileError as err:
+        if "does not fit" not in str(err):
+            raise
+        report = None  # the TPU/GPU compiler refuses a program over HBM: shapes only
+        notes.append(f"not compiled: the compiler refused it ({err})")
+    if report is not None:
+        collectives, note = _collectives(report, config.layers)
+        notes += [note] if note else []
+        m = report.memory
+        working: int | None = int(m.temp_bytes or dict(m.assigned).get("temp", 0))
+        arguments: int | None = int(m.argument_bytes)
+    else:
+        collectives, working, arguments = (), None, None
     n = len(devices)
     flops = step_flops(config, mode, batch, context) / n
-    notes = list(served.layout.notes) + ([note] if note else [])
     timed = None
     if hw is not None:
         coll = sum(c.seconds or 0.0 for c in collectives)
@@ -255,14 +266,14 @@ def serve(
     max_batch = None
     if hbm:
         per_seq = served.kv_bytes / batch
-        room = hbm - served.weight_bytes - working
+        room = hbm - served.weight_bytes - (working or 0)
         data = served.layout.size("data")
         max_batch = max(0, int(room // per_seq) // data * data) if per_seq else None
     return ServingResult(
         strategy=strategy, mode=mode, target=target_name, chips=n, mesh=served.layout.sizes,
         batch=batch, context=context, weight_dtype=weight_dtype, cache_dtype=cache_dtype,
         weight_bytes=served.weight_bytes, kv_bytes=served.kv_bytes, working_bytes=working,
-        argument_bytes=int(m.argument_bytes), hbm_bytes=int(hbm),
+        argument_bytes=arguments, hbm_bytes=int(hbm),
         kv_copies=served.kv_copies, weight_copies=served.weight_copies,
         collectives=collectives, flops=flops,
         memory_seconds=timed.memory_seconds if timed else None,
@@ -272,13 +283,13 @@ def serve(
         bound=timed.bound if timed else "",
         tokens_per_second_per_chip=tokens / timed.step_seconds / n if timed else None,
         latency_seconds=timed.step_seconds if timed else None,
-        max_batch=max_batch, compiled=True, notes=tuple(notes),
+        max_batch=max_batch, compiled=report is not None, notes=tuple(notes),
         sweep=_sweep(config, mode, served, batch, context, working, hw, timed, max_batch),
     )  # fmt: skip
 
 
 def _sweep(config: ArchConfig, mode: str, served: Served, batch: int, context: int,
-           working: int, hw: Hardware | None, timed: Any, max_batch: int | None,
+           working: int | None, hw: Hardware | None, timed: Any, max_batch: int | None,
            ) -> tuple[tuple[int, int, float], ...]:  # fmt: skip
     """Bytes per device and tokens/s per chip at batches from one data group's worth up to
     twice the largest that fits: the cache, the flops and the scratch scale with the batch
@@ -296,8 +307,7 @@ def _sweep(config: ArchConfig, mode: str, served: Served, batch: int, context: i
         flops = step_flops(config, mode, b, context) / n
         t = step_time(mode, hw, served.weight_bytes, kv, flops, timed.collective_seconds)
         tokens = b if mode == "decode" else b * context
-        out.append(
-            (b, served.weight_bytes + kv + int(working * scale), tokens / t.step_seconds / n)
-        )
+        scratch = int((working or 0) * scale)
+        out.append((b, served.weight_bytes + kv + scratch, tokens / t.step_seconds / n))
         b *= 2
     return tuple(out)
