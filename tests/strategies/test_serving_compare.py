@@ -124,3 +124,17 @@ def test_compare_without_strategies_serves_the_serving_defaults():
     assert isinstance(c, ServingComparison)
     assert [r.strategy for r in c.results] == ["tp", "dp+tp", "dp"]
     assert {r.target for r in c.results} == {"8 cpu devices here"}
+
+
+def test_a_backend_that_cannot_compile_int4_names_the_fix(monkeypatch):
+    # int4 compiles on this jax's CPU; a backend that refuses it must say what to do
+    from shardviz.strategies.serving import plan
+
+    def refuse(*args, **kwargs):
+        raise RuntimeError("UNIMPLEMENTED: s4 not supported")
+
+    monkeypatch.setattr(plan, "compile_program", refuse)
+    with pytest.raises(ShardvizError, match="did not compile int4.*dtype='int8'"):
+        sv.compare(MODEL, ["tp"], mode="decode", batch=BATCH, context=CONTEXT, dtype="int4")
+    with pytest.raises(RuntimeError, match="s4 not supported"):  # not int4: the error itself
+        sv.compare(MODEL, ["tp"], mode="decode", batch=BATCH, context=CONTEXT, dtype="int8")
