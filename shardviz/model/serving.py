@@ -124,6 +124,7 @@ class ServingResult(JsonMixin):
       sweep: ``(batch, bytes per device, tokens/s per chip)`` at other batches, the cache,
         flops and working memory scaled from the compiled batch, the collectives' time kept
         (what the chart of memory and throughput against batch draws).
+      context_sweep: the same at the compiled batch against the context.
       notes: what was chosen and why (an axis left out because a dim does not divide...).
     """
 
@@ -155,6 +156,7 @@ class ServingResult(JsonMixin):
     max_batch: int | None
     compiled: bool = True
     sweep: tuple[tuple[int, int, float], ...] = ()
+    context_sweep: tuple[tuple[int, int, float], ...] = ()
     notes: tuple[str, ...] = ()
 
     @property

@@ -26,6 +26,7 @@ RESULT = ServingResult(
     step_seconds=0.0175, bound="memory", tokens_per_second_per_chip=228.3,
     latency_seconds=0.0175, max_batch=49,
     sweep=((1, 9 * GiB, 10.0), (32, 13 * GiB, 228.0), (64, 18 * GiB, 300.0)),
+    context_sweep=((512, 8 * GiB, 300.0), (8192, 13 * GiB, 228.0)),
 )  # fmt: skip
 COMPARISON = ServingComparison(
     model="<llama>", num_params=70_553_706_496, kv_bytes_per_token=163_840,
@@ -55,8 +56,10 @@ def test_html_escapes_user_strings_and_marks_the_row_over_hbm():
 
 def test_the_chart_draws_one_line_per_strategy_and_the_hbm_line():
     html = COMPARISON._repr_html_()
-    assert html.count("<polyline") == 4  # two strategies x (bytes, tokens/s)
-    assert 'class="sv-hbm"' in html and "HBM 16 GiB" in html
+    # two strategies x (bytes, tokens/s) x (against batch, against context)
+    assert html.count("<polyline") == 8
+    assert html.count('class="sv-hbm"') == 2 and "HBM 16 GiB" in html
+    assert "bytes per device against context" in html
 
 
 def test_slice_choice_text_and_html():

@@ -138,3 +138,14 @@ def test_a_backend_that_cannot_compile_int4_names_the_fix(monkeypatch):
         sv.compare(MODEL, ["tp"], mode="decode", batch=BATCH, context=CONTEXT, dtype="int4")
     with pytest.raises(RuntimeError, match="s4 not supported"):  # not int4: the error itself
         sv.compare(MODEL, ["tp"], mode="decode", batch=BATCH, context=CONTEXT, dtype="int8")
+
+
+def test_the_charts_sweeps_pass_through_the_compiled_point(decode):
+    for r in decode.results:
+        at_batch = dict((b, (m, t)) for b, m, t in r.sweep)[BATCH]
+        at_context = dict((c, (m, t)) for c, m, t in r.context_sweep)[CONTEXT]
+        for got in (at_batch, at_context):
+            assert got[0] == r.total_bytes
+            assert got[1] == pytest.approx(r.tokens_per_second_per_chip)
+        sizes = [m for _, m, _ in r.sweep]
+        assert sizes == sorted(sizes)  # more sequences, more bytes

@@ -18,9 +18,10 @@ PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b")
 _W, _H, _PAD = 300.0, 180.0, 44.0
 
 
-def _panel(results: list[ServingResult], value: int, title: str, hbm: int) -> str:
-    """One panel: ``value`` (1 bytes, 2 tokens/s) of each sweep point against log2 batch."""
-    points = [(r, [(b, v[value - 1]) for b, *v in r.sweep]) for r in results if r.sweep]
+def _panel(results: list[ServingResult], along: str, value: int, title: str, hbm: int) -> str:
+    """One panel: ``value`` (1 bytes, 2 tokens/s) of each point of the result's ``along``
+    sweep (``"sweep"``: batch, ``"context_sweep"``: context) against log2 of its x."""
+    points = [(r, [(b, v[value - 1]) for b, *v in getattr(r, along)]) for r in results]
     xs = [b for _, ps in points for b, _ in ps]
     ys = [y for _, ps in points for _, y in ps] + ([hbm] if hbm and value == 1 else [])
     if not xs:
@@ -67,19 +68,23 @@ def _panel(results: list[ServingResult], value: int, title: str, hbm: int) -> st
 
 
 def memory_chart_svg(c: ServingComparison) -> str:
-    """Two panels against the batch (log scale): bytes per device with the HBM line, and
-    tokens/s per chip; one line per strategy. ``""`` when no result has a sweep."""
+    """Bytes per device (with the HBM line) and tokens/s per chip against the batch, then
+    against the context (log scales); one line per strategy. ``""`` without sweeps."""
     results = [r for r in c.results if r.sweep]
     if not results:
         return ""
     hbm = max(r.hbm_bytes for r in results)
-    mem = _panel(results, 1, "bytes per device against batch", hbm)
-    tput = _panel(results, 2, "tokens/s per chip against batch", 0)
+    panels = [
+        _panel(results, "sweep", 1, "bytes per device against batch", hbm),
+        _panel(results, "sweep", 2, "tokens/s per chip against batch", 0),
+        _panel(results, "context_sweep", 1, "bytes per device against context", hbm),
+        _panel(results, "context_sweep", 2, "tokens/s per chip against context", 0),
+    ]
     legend = " ".join(
         f'<span style="color:{PALETTE[i % len(PALETTE)]}">&#9632; {esc(r.strategy)}</span>'
         for i, r in enumerate(results)
     )
-    return f'<div class="sv-serving-chart">{mem}{tput}<div>{legend}</div></div>'
+    return f'<div class="sv-serving-chart">{"".join(panels)}<div>{legend}</div></div>'
 
 
 def serving_html(c: ServingComparison) -> str:

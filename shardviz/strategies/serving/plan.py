@@ -285,29 +285,50 @@ def serve(
         latency_seconds=timed.step_seconds if timed else None,
         max_batch=max_batch, compiled=report is not None, notes=tuple(notes),
         sweep=_sweep(config, mode, served, batch, context, working, hw, timed, max_batch),
+        context_sweep=_context_sweep(config, mode, served, batch, context, working, hw, timed),
     )  # fmt: skip
+
+
+def _point(config: ArchConfig, mode: str, served: Served, hw: Hardware, timed: Any,
+           working: int | None, b: int, ctx: int, scale: float) -> tuple[int, float]:  # fmt: skip
+    """Bytes per device and tokens/s per chip at batch ``b`` and context ``ctx``: the cache
+    and the scratch scaled by ``scale`` from the compiled step, the weights kept, the flops
+    counted again, the collectives' time kept."""
+    n = math.prod(served.layout.shape)
+    kv = int(served.kv_bytes * scale)
+    flops = step_flops(config, mode, b, ctx) / n
+    t = step_time(mode, hw, served.weight_bytes, kv, flops, timed.collective_seconds)
+    tokens = b if mode == "decode" else b * ctx
+    return served.weight_bytes + kv + int((working or 0) * scale), tokens / t.step_seconds / n
 
 
 def _sweep(config: ArchConfig, mode: str, served: Served, batch: int, context: int,
            working: int | None, hw: Hardware | None, timed: Any, max_batch: int | None,
            ) -> tuple[tuple[int, int, float], ...]:  # fmt: skip
     """Bytes per device and tokens/s per chip at batches from one data group's worth up to
-    twice the largest that fits: the cache, the flops and the scratch scale with the batch
-    (the weights do not); the collectives keep the compiled batch's time."""
+    twice the largest that fits (see :func:`_point`)."""
     if hw is None or timed is None:
         return ()
-    data = served.layout.size("data")
     top = max(batch, 2 * (max_batch or batch))
-    n = math.prod(served.layout.shape)
     out = []
-    b = data
+    b = served.layout.size("data")
     while b <= top:
-        scale = b / batch
-        kv = int(served.kv_bytes * scale)
-        flops = step_flops(config, mode, b, context) / n
-        t = step_time(mode, hw, served.weight_bytes, kv, flops, timed.collective_seconds)
-        tokens = b if mode == "decode" else b * context
-        scratch = int((working or 0) * scale)
-        out.append((b, served.weight_bytes + kv + scratch, tokens / t.step_seconds / n))
+        out.append((b, *_point(config, mode, served, hw, timed, working, b, context, b / batch)))
         b *= 2
+    return tuple(out)
+
+
+def _context_sweep(config: ArchConfig, mode: str, served: Served, batch: int, context: int,
+                   working: int | None, hw: Hardware | None, timed: Any,
+                   ) -> tuple[tuple[int, int, float], ...]:  # fmt: skip
+    """The same at the compiled batch for contexts from 1/16 of the compiled one to 4 times
+    it, doubling (see :func:`_point`)."""
+    if hw is None or timed is None:
+        return ()
+    out = []
+    ctx = max(1, context // 16)
+    while ctx <= 4 * context:
+        scale = ctx / context
+        out.append((ctx, *_point(config, mode, served, hw, timed, working, batch, ctx, scale)))
+        ctx *= 2
     return tuple(out)
