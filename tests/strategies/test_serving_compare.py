@@ -75,6 +75,10 @@ def test_findings_name_the_copied_cache(decode):
     kinds = {(f.kind, f.strategy) for f in decode.findings}
     assert ("kv-replicated", "tp-heads") in kinds
     assert ("kv-replicated", "tp") not in kinds
+    # a model this small reads almost nothing per step: the compiled all-reduces' hop
+    # latency on v5e sets tp's step, and the finding says so; dp has no collectives
+    assert decode.result("tp").bound == "collectives"
+    assert ("collective-bound", "tp") in kinds and ("collective-bound", "dp") not in kinds
 
 
 def test_prefill_is_compute_and_counts_the_prompt():
