@@ -39,6 +39,11 @@ def test_weights_copied_under_data_parallelism_where_tensor_parallelism_fits():
     (f,) = serving_findings([r])
     assert f.kind == "weights-replicated" and f.severity == "error"  # 17 GiB > 16 GiB
     assert f.bytes == 12 * GiB - 12 * GiB // 8
+    assert "'dp+tp' or 'tp'" in f.fix
+    # already tensor-parallel, yet copied over data: a wider tensor axis is the fix
+    both = replace(r, mesh=(("data", 2), ("sequence", 1), ("tensor", 4)), weight_copies=2)
+    (g,) = serving_findings([both])
+    assert g.fix.endswith("wider tensor axis: strategy 'tp'")
     # weights too large to fit even split over every chip: no finding (nothing to gain)
     huge = replace(r, weight_bytes=8 * 17 * GiB)
     assert serving_findings([huge]) == ()

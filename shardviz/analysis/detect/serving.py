@@ -61,7 +61,11 @@ def weights_replicated(r: ServingResult, chips_weight_bytes: int) -> ServingFind
             f"({r.weight_bytes / r.hbm_bytes:.0%} of its HBM), leaving little for the cache; "
             f"split over the {r.chips} chips they would take {format_bytes(chips_weight_bytes)}"
         ),
-        fix="split the weights over a tensor axis: strategy 'dp+tp' or 'tp'",
+        fix=(
+            "split the weights over a wider tensor axis: strategy 'tp'"
+            if r.axis_sizes.get("tensor", 1) > 1
+            else "split the weights over a tensor axis: strategy 'dp+tp' or 'tp'"
+        ),
         bytes=int(r.weight_bytes - chips_weight_bytes),
     )
 
