@@ -406,6 +406,14 @@ def compare(
         ShardvizError: an unknown model, strategy, preset or topology (naming the fix).
     """
     if mode != "train":
+        if mesh is not None:
+            raise ShardvizError(
+                problem(
+                    f"compare(mode={mode!r})",
+                    "serving strategies make their own data x sequence x tensor mesh",
+                    "leave mesh out and name the devices with target= (e.g. 'v5e:4x4')",
+                )
+            )
         serving = None if strategies is _TRAIN_DEFAULT else strategies
         return compare_serving(model, serving, mode=mode, target=target, **sizes)  # type: ignore[arg-type]
     chosen = [] if isinstance(strategies, str) else list(strategies)

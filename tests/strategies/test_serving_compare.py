@@ -3,6 +3,7 @@ compiler checked against hand counts, the estimate against the formula, bad inpu
 
 from __future__ import annotations
 
+import jax
 import pytest
 
 import shardviz as sv
@@ -113,6 +114,11 @@ def test_bad_serving_input_names_the_fix(kwargs, match):
     strategies = kwargs.pop("strategies", ["tp"])
     with pytest.raises(ShardvizError, match=match):
         sv.compare(MODEL, strategies, context=CONTEXT, **kwargs)
+
+
+def test_a_mesh_is_refused_in_serving_modes():
+    with pytest.raises(ShardvizError, match="leave mesh out.*target="):
+        sv.compare(MODEL, ["tp"], jax.make_mesh((8,), ("x",)), mode="decode")
 
 
 def test_models_serving_cannot_compile_are_refused():
