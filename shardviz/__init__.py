@@ -51,6 +51,9 @@ API: dict[str, str] = {
     "hardware": "shardviz.model.hardware_presets",
     "Plan": "shardviz.model.search",
     "Search": "shardviz.model.search",
+    "ServingComparison": "shardviz.model.serving",
+    "ServingResult": "shardviz.model.serving",
+    "SliceChoice": "shardviz.model.serving",
     "use_cpu_devices": "shardviz.capture.devices",
     "layout": "shardviz.capture.layout",
     "layout_of": "shardviz.capture.layout",
@@ -70,6 +73,7 @@ API: dict[str, str] = {
     "RuleSet": "shardviz.strategies.rules",
     "compare": "shardviz.strategies.runner",
     "suggest": "shardviz.strategies.search.suggestions",
+    "smallest_slice": "shardviz.strategies.serving.slices",
     "ModelDef": "shardviz.strategies.zoo",
     "Explorer": "shardviz.widgets.app",
     "live": "shardviz.widgets.live.widget",
@@ -85,6 +89,7 @@ EAGER = frozenset(
         "shardviz.model",
         "shardviz.model.hardware_presets",
         "shardviz.model.search",
+        "shardviz.model.serving",
     }
 )
 
@@ -143,9 +148,13 @@ if TYPE_CHECKING:
     from shardviz.model.hardware_presets import hardware as hardware
     from shardviz.model.search import Plan as Plan
     from shardviz.model.search import Search as Search
+    from shardviz.model.serving import ServingComparison as ServingComparison
+    from shardviz.model.serving import ServingResult as ServingResult
+    from shardviz.model.serving import SliceChoice as SliceChoice
     from shardviz.strategies.rules import RuleSet as RuleSet
     from shardviz.strategies.runner import compare as compare
     from shardviz.strategies.search.suggestions import suggest as suggest
+    from shardviz.strategies.serving.slices import smallest_slice as smallest_slice
     from shardviz.strategies.zoo import ModelDef as ModelDef
     from shardviz.widgets.app import Explorer as Explorer
     from shardviz.widgets.live.widget import LiveRun as LiveRun

@@ -32,6 +32,7 @@ from shardviz.render.schedule.plotly import schedule_figure
 from shardviz.render.schedule.text import schedule_text
 from shardviz.render.search.html import search_html, search_page
 from shardviz.render.search.text import search_text
+from shardviz.render.serving.views import SERVING_VIEWS
 from shardviz.render.side_by_side import (
     side_by_side_html,
     side_by_side_page,
@@ -93,6 +94,7 @@ VIEWS: tuple[tuple[type, display.Format, display.View], ...] = (
 
 
 def register_views() -> None:
-    """Register every view in :data:`VIEWS` with the model's display registry."""
-    for cls, fmt, view in VIEWS:
+    """Register every view in :data:`VIEWS` (and the serving views) with the model's
+    display registry."""
+    for cls, fmt, view in VIEWS + SERVING_VIEWS:
         display.register(cls, fmt, view)

@@ -6,7 +6,7 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import replace
-from typing import Any
+from typing import Any, Literal, overload
 
 import jax
 import jax.numpy as jnp
@@ -38,6 +38,7 @@ from shardviz.model.hardware_presets import hardware
 from shardviz.model.pipeline_timing import measured_schedule
 from shardviz.model.schedule import Schedule, gpipe
 from shardviz.model.schedule import schedule as make_schedule
+from shardviz.model.serving import ServingComparison
 from shardviz.strategies.models.configs import ArchConfig
 from shardviz.strategies.models.logical import LOGICAL_STRATEGIES, logical_rule_set
 from shardviz.strategies.named import get_rule_set
@@ -45,6 +46,7 @@ from shardviz.strategies.pipeline.gspmd import pipelined_model
 from shardviz.strategies.pipeline.shard_map import residual_bytes
 from shardviz.strategies.pipeline.stages import STAGE_AXIS
 from shardviz.strategies.rules import RuleSet
+from shardviz.strategies.serving.compare import compare_serving
 from shardviz.strategies.step import StrategyStep, strategy_step
 from shardviz.strategies.zoo import ModelDef, get_model, make_train_step
 
@@ -313,11 +315,34 @@ def _schedule(rule_set: RuleSet, built: StrategyStep) -> Schedule | None:
     )  # fmt: skip
 
 
+#: The training strategies compared when none are named (serving modes have their own).
+_TRAIN_DEFAULT: tuple[str, ...] = ("dp", "fsdp", "tp")
+
+
+@overload
+def compare(
+    model: str | ModelDef = ...,
+    strategies: Sequence[str | RuleSet] = ...,
+    mesh: Any = ...,
+    *,
+    mode: Literal["decode", "prefill"],
+    **kwargs: Any,
+) -> ServingComparison: ...
+@overload
+def compare(
+    model: str | ModelDef = ...,
+    strategies: Sequence[str | RuleSet] = ...,
+    mesh: Any = ...,
+    *,
+    mode: Literal["train"] = ...,
+    **kwargs: Any,
+) -> Comparison: ...
 def compare(
     model: str | ModelDef = "mlp",
-    strategies: Sequence[str | RuleSet] = ("dp", "fsdp", "tp"),
+    strategies: Sequence[str | RuleSet] = _TRAIN_DEFAULT,
     mesh: Any = None,
     *,
+    mode: str = "train",
     target: Any = None,
     steps: int = 3,
     seed: int = 0,
@@ -328,8 +353,14 @@ def compare(
     checkpoint: bool = False,
     profile: bool = False,
     **sizes: Any,
-) -> Comparison:
+) -> Comparison | ServingComparison:
     """Run ``model``'s training step under each strategy on the same devices and compare.
+
+    With ``mode="decode"`` or ``"prefill"`` it compares serving strategies instead
+    (``"tp"``, ``"dp+tp"``, ``"dp"``, ``"tp-heads"``) of a published architecture, each
+    step compiled on ``target`` with a KV cache: ``batch=``, ``context=``, ``dtype=``
+    (``"bfloat16"``, ``"int8"``, ``"int4"``, or a (weights, cache) pair); see
+    :func:`~shardviz.strategies.serving.compare.compare_serving`.
 
     Args:
         model: a built-in name (``"mlp"``, ``"transformer"``, ``"moe"``) or a
@@ -374,6 +405,17 @@ def compare(
     Raises:
         ShardvizError: an unknown model, strategy, preset or topology (naming the fix).
     """
+    if mode != "train":
+        if mesh is not None:
+            raise ShardvizError(
+                problem(
+                    f"compare(mode={mode!r})",
+                    "serving strategies make their own data x sequence x tensor mesh",
+                    "leave mesh out and name the devices with target= (e.g. 'v5e:4x4')",
+                )
+            )
+        serving = None if strategies is _TRAIN_DEFAULT else strategies
+        return compare_serving(model, serving, mode=mode, target=target, **sizes)  # type: ignore[arg-type]
     chosen = [] if isinstance(strategies, str) else list(strategies)
     if not chosen:
         raise ShardvizError(

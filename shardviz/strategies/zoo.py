@@ -34,6 +34,7 @@ import numpy as np
 import optax
 
 from shardviz.errors import ShardvizError, problem
+from shardviz.model.serving import bytes_per_element
 from shardviz.strategies import mlp, moe, transformer
 from shardviz.strategies.accounting import count_params
 from shardviz.strategies.models import build as published
@@ -113,6 +114,35 @@ class ModelDef:
             return with_hook(params, batch, constrain)
 
         return replace(self, loss=loss)
+
+    def kv_bytes_per_token(self, dtype: Any = "bfloat16") -> float:
+        """Bytes of KV cache one token takes: 2 (keys and values) x layers x KV heads x
+        head dim x bytes per element (bfloat16 2, int8 1, int4 0.5).
+
+        What a serving batch's cache costs per position of every sequence; LLaMA 3 70B in
+        int8: 2 x 80 x 8 x 128 x 1 = 163,840 bytes.
+
+        Raises:
+          ShardvizError: the model has no attention layers shardviz knows of (a custom or
+            MLP model), or ``dtype`` is not bfloat16, int8 or int4.
+        """
+        where = f"{self.name}.kv_bytes_per_token"
+        info = self.info
+        config = info.get("config")
+        if config is not None:
+            layers, kv_heads, head_dim = config.layers, config.kv_heads, config.head_dim
+        elif {"layers", "heads", "head_dim"} <= set(info):
+            layers, kv_heads, head_dim = info["layers"], info["heads"], info["head_dim"]
+        else:
+            raise ShardvizError(
+                problem(
+                    where,
+                    "this model has no attention layers shardviz knows the sizes of",
+                    "use 'transformer' or a published architecture (e.g. 'llama3.1-70b'), or "
+                    "compute 2 x layers x kv_heads x head_dim x bytes yourself",
+                )
+            )
+        return 2 * layers * kv_heads * head_dim * bytes_per_element(dtype, where)
 
     @classmethod
     def custom(

@@ -1,0 +1,107 @@
+"""Findings about serving layouts: a KV cache copied across a tensor-parallel group, weights
+copied under data parallelism where tensor parallelism would fit them, and a decode step set
+by a collective. Model in, findings out (no jax)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from shardviz.model.serving import ServingFinding, ServingResult
+from shardviz.model.units import format_bytes, format_seconds
+
+__all__ = ["collective_bound", "kv_replicated", "serving_findings", "weights_replicated"]
+
+#: Weights copied under data parallelism are worth a finding when they take this share of HBM.
+WEIGHTS_SHARE = 0.5
+
+
+def kv_replicated(r: ServingResult) -> ServingFinding | None:
+    """[kv-replicated] Each byte of the cache is held by several chips of the tensor group."""
+    sizes = r.axis_sizes
+    group = sizes.get("tensor", 1) * sizes.get("sequence", 1)
+    if r.kv_copies < 2 or group < 2:
+        return None
+    wasted = r.kv_bytes - r.kv_bytes // r.kv_copies
+    return ServingFinding(
+        kind="kv-replicated",
+        severity="warning",
+        strategy=r.strategy,
+        title=f"the KV cache is held {r.kv_copies} times across the tensor-parallel group",
+        why=(
+            f"the cache splits over {sizes.get('tensor', 1)} KV-head groups but the tensor "
+            f"group has {group} chips: each chip keeps {format_bytes(r.kv_bytes)} of cache "
+            f"where {format_bytes(r.kv_bytes // r.kv_copies)} would do"
+        ),
+        fix=(
+            "split the cache's positions over the rest of the group (strategy 'tp'), or use "
+            "tensor groups no wider than the KV heads and split the batch over the others "
+            "(strategy 'dp+tp')"
+        ),
+        bytes=int(wasted),
+    )
+
+
+def weights_replicated(r: ServingResult, chips_weight_bytes: int) -> ServingFinding | None:
+    """[weights-replicated] Data parallelism copies weights that take much of the HBM (or do
+    not fit) while split over the chips they would: ``chips_weight_bytes`` is the weights
+    split over all chips."""
+    data = r.axis_sizes.get("data", 1)
+    if data < 2 or r.weight_copies < 2 or not r.hbm_bytes:
+        return None
+    heavy = r.weight_bytes > WEIGHTS_SHARE * r.hbm_bytes or r.fits is False
+    if not heavy or chips_weight_bytes >= r.hbm_bytes:
+        return None
+    return ServingFinding(
+        kind="weights-replicated",
+        severity="error" if r.fits is False else "warning",
+        strategy=r.strategy,
+        title=f"the weights are copied on {r.weight_copies} chips under data parallelism",
+        why=(
+            f"each chip holds {format_bytes(r.weight_bytes)} of weights "
+            f"({r.weight_bytes / r.hbm_bytes:.0%} of its HBM), leaving little for the cache; "
+            f"split over the {r.chips} chips they would take {format_bytes(chips_weight_bytes)}"
+        ),
+        fix=(
+            "split the weights over a wider tensor axis: strategy 'tp'"
+            if r.axis_sizes.get("tensor", 1) > 1
+            else "split the weights over a tensor axis: strategy 'dp+tp' or 'tp'"
+        ),
+        bytes=int(r.weight_bytes - chips_weight_bytes),
+    )
+
+
+def collective_bound(r: ServingResult) -> ServingFinding | None:
+    """[collective-bound] The step is set by its collectives, not by HBM or compute."""
+    if r.bound != "collectives" or not r.collectives:
+        return None
+    worst = max(r.collectives, key=lambda c: c.seconds or 0.0)
+    on_chip = max(r.memory_seconds or 0.0, r.compute_seconds or 0.0)
+    return ServingFinding(
+        kind="collective-bound",
+        severity="warning",
+        strategy=r.strategy,
+        title=f"the {r.mode} step is set by its collectives",
+        why=(
+            f"collectives take {format_seconds(r.collective_seconds or 0.0)} per step against "
+            f"{format_seconds(on_chip)} for HBM and compute; the largest is "
+            f"{worst.count} x {worst.kind} over {'x'.join(worst.axes) or 'all devices'} "
+            f"({format_bytes(worst.moved_bytes)} per step)"
+        ),
+        fix=(
+            "use narrower tensor groups and split the batch over the rest ('dp+tp'), or "
+            "raise the batch so the bytes read per step outweigh the collectives"
+        ),
+        bytes=int(worst.moved_bytes),
+    )
+
+
+def serving_findings(results: Sequence[ServingResult]) -> tuple[ServingFinding, ...]:
+    """Every serving finding of ``results``, strategy by strategy."""
+    out: list[ServingFinding] = []
+    for r in results:
+        # split over all of r's chips: its per chip weights without data parallelism's copies
+        all_split = r.weight_bytes // max(1, r.weight_copies)
+        for f in (kv_replicated(r), weights_replicated(r, all_split), collective_bound(r)):
+            if f is not None:
+                out.append(f)
+    return tuple(out)

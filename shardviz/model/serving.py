@@ -1,0 +1,243 @@
+"""Serving a decoder: per device memory, collectives and time of one decode or prefill step.
+
+Plain data, no jax. :class:`ServingResult` is one strategy on one target (weights, KV cache
+and working memory per device; the collectives per generated token; the step estimated from
+bytes read, flops and collectives; tokens/s per chip and the largest batch that fits).
+:class:`ServingComparison` holds several side by side, with the findings about them, and
+:class:`SliceChoice` the smallest slice of a chip that holds a model and its cache.
+Views are registered by :mod:`shardviz.render` (``print(x)``, ``x._repr_html_()``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from shardviz.errors import ShardvizError, problem
+from shardviz.model import display
+from shardviz.model._codec import JsonMixin
+
+__all__ = [
+    "DTYPE_BYTES",
+    "SERVING_MODES",
+    "ServingCollective",
+    "ServingComparison",
+    "ServingFinding",
+    "ServingResult",
+    "SliceChoice",
+    "SliceTried",
+    "bytes_per_element",
+    "serving_dtype",
+]
+
+#: Bytes per element of the weight and cache dtypes serving supports (int4 packs two).
+DTYPE_BYTES: dict[str, float] = {"bfloat16": 2.0, "int8": 1.0, "int4": 0.5}
+
+_ALIASES = {"bf16": "bfloat16", "bfloat16": "bfloat16", "int8": "int8", "int4": "int4"}
+
+
+def serving_dtype(dtype: object, where: str = "serving") -> str:
+    """The canonical name of a serving dtype (``"bf16"`` -> ``"bfloat16"``).
+
+    Raises:
+      ShardvizError: not one of bfloat16, int8, int4.
+    """
+    name = _ALIASES.get(str(getattr(dtype, "name", dtype)).lower())
+    if name is None:
+        raise ShardvizError(
+            problem(
+                where,
+                f"dtype {dtype!r} is not a serving dtype",
+                f"use one of {', '.join(map(repr, DTYPE_BYTES))} (or 'bf16')",
+            )
+        )
+    return name
+
+
+def bytes_per_element(dtype: object, where: str = "serving") -> float:
+    """Bytes one element of ``dtype`` takes: bfloat16 2, int8 1, int4 0.5."""
+    return DTYPE_BYTES[serving_dtype(dtype, where)]
+
+
+#: The steps a serving comparison is made of: one generated token, or the whole prompt.
+SERVING_MODES: tuple[str, ...] = ("decode", "prefill")
+
+
+@dataclass(frozen=True)
+class ServingCollective:
+    """Collectives of one kind over some mesh axes, per step, per device.
+
+    ``count`` counts loop trips (a collective in the layer scan runs once per layer);
+    ``moved_bytes`` is what each device sends per step; ``seconds`` the estimate on the
+    target (``None`` without one).
+    """
+
+    kind: str
+    axes: tuple[str, ...]
+    count: int
+    moved_bytes: int
+    seconds: float | None = None
+
+
+@dataclass(frozen=True)
+class ServingFinding(JsonMixin):
+    """A problem with a serving layout: ``kind`` is ``"kv-replicated"``,
+    ``"weights-replicated"`` or ``"collective-bound"``; ``fix`` is the change to make."""
+
+    kind: str
+    severity: str
+    strategy: str
+    title: str
+    why: str
+    fix: str
+    bytes: int = 0
+
+
+@dataclass(frozen=True)
+class ServingResult(JsonMixin):
+    """One strategy serving one model on one target, per device (bytes) and per step.
+
+    Attributes:
+      strategy: the strategy's name (``"tp"``, ``"dp"``, ``"dp+tp"``, ``"tp-heads"``).
+      mode: ``"decode"`` (one token per sequence) or ``"prefill"`` (``context`` tokens).
+      target: the topology or hardware the figures are for (``"v5e:4x2"``).
+      chips: devices the model is served on.
+      mesh: the mesh's axes and sizes, ``(("data", 1), ("sequence", 1), ("tensor", 8))``.
+      batch, context: sequences served at once and the cache's positions per sequence.
+      weight_dtype, cache_dtype: ``"bfloat16"``, ``"int8"`` or ``"int4"``.
+      weight_bytes, kv_bytes: per device, from the arrays' shard shapes.
+      working_bytes: per device scratch the compiler assigned (``None``: not compiled).
+      argument_bytes: per device argument bytes the compiler reported (weights + cache +
+        tokens), to check the shard-shape figures against.
+      hbm_bytes: one device's HBM (0 when unknown, e.g. CPU).
+      kv_copies: how many devices hold each byte of the cache beyond the data split (1: no
+        replication; the tensor group size: every device of the group holds all of it).
+      weight_copies: how many devices hold each byte of the weights.
+      collectives: per step, by kind and axes (from the compiled program).
+      flops: per device per step (counted from the dims; XLA counts a loop body once).
+      memory_seconds, compute_seconds, collective_seconds: the three terms of the estimate.
+      step_seconds: the estimated step; ``bound`` which term sets it.
+      tokens_per_second_per_chip: generated (decode) or prompt (prefill) tokens per second
+        per chip; ``latency_seconds``: per generated token (decode) or for the prompt.
+      max_batch: the largest batch (a multiple of the data axis) whose weights, cache and
+        working memory fit every device's HBM (``None`` without an HBM size).
+      compiled: whether the figures come with a compiled program (else shapes only).
+      sweep: ``(batch, bytes per device, tokens/s per chip)`` at other batches, the cache,
+        flops and working memory scaled from the compiled batch, the collectives' time kept
+        (what the chart of memory and throughput against batch draws).
+      context_sweep: the same at the compiled batch against the context.
+      notes: what was chosen and why (an axis left out because a dim does not divide...).
+    """
+
+    strategy: str
+    mode: str
+    target: str
+    chips: int
+    mesh: tuple[tuple[str, int], ...]
+    batch: int
+    context: int
+    weight_dtype: str
+    cache_dtype: str
+    weight_bytes: int
+    kv_bytes: int
+    working_bytes: int | None
+    argument_bytes: int | None
+    hbm_bytes: int
+    kv_copies: int
+    weight_copies: int
+    collectives: tuple[ServingCollective, ...]
+    flops: float
+    memory_seconds: float | None
+    compute_seconds: float | None
+    collective_seconds: float | None
+    step_seconds: float | None
+    bound: str
+    tokens_per_second_per_chip: float | None
+    latency_seconds: float | None
+    max_batch: int | None
+    compiled: bool = True
+    sweep: tuple[tuple[int, int, float], ...] = ()
+    context_sweep: tuple[tuple[int, int, float], ...] = ()
+    notes: tuple[str, ...] = ()
+
+    @property
+    def total_bytes(self) -> int:
+        """Per device: weights + KV cache + working memory."""
+        return self.weight_bytes + self.kv_bytes + (self.working_bytes or 0)
+
+    @property
+    def fits(self) -> bool | None:
+        """Whether the total fits one device's HBM (``None`` when the HBM is unknown)."""
+        return None if not self.hbm_bytes else self.total_bytes <= self.hbm_bytes
+
+    @property
+    def axis_sizes(self) -> dict[str, int]:
+        return dict(self.mesh)
+
+
+@dataclass(frozen=True)
+class ServingComparison(JsonMixin, display.Shown):
+    """Strategies serving one model side by side, with the findings about them.
+
+    ``kv_bytes_per_token`` is the whole model's cache per token in the cache dtype
+    (2 x layers x KV heads x head dim x bytes); ``weight_bytes_total`` the weights in theirs.
+    """
+
+    model: str
+    num_params: int
+    kv_bytes_per_token: float
+    weight_bytes_total: int
+    results: tuple[ServingResult, ...]
+    findings: tuple[ServingFinding, ...] = ()
+
+    def result(self, strategy: str) -> ServingResult:
+        """The first result of ``strategy``.
+
+        Raises:
+          KeyError: no result has that strategy.
+        """
+        for r in self.results:
+            if r.strategy == strategy:
+                return r
+        raise KeyError(
+            f"no result for strategy {strategy!r}; have {[r.strategy for r in self.results]}"
+        )
+
+
+@dataclass(frozen=True)
+class SliceTried:
+    """One slice :func:`smallest_slice` looked at: its name, chips and whether it holds all."""
+
+    name: str
+    chips: int
+    needed_bytes: int
+    hbm_bytes: int
+
+    @property
+    def fits(self) -> bool:
+        return self.needed_bytes <= self.hbm_bytes
+
+
+@dataclass(frozen=True)
+class SliceChoice(JsonMixin, display.Shown):
+    """The smallest slice of ``chip`` whose HBM holds the weights and the KV cache.
+
+    ``weight_bytes`` and ``kv_bytes`` are the whole model's (all devices together);
+    ``room_sequences`` how many sequences of ``context`` the HBM left after the weights
+    holds; ``checked`` what the deviceless compile of the decode step on the slice said
+    (``""``: not compiled).
+    """
+
+    model: str
+    chip: str
+    slice: str
+    chips: int
+    weight_dtype: str
+    cache_dtype: str
+    batch: int
+    context: int
+    weight_bytes: int
+    kv_bytes: int
+    hbm_bytes_per_chip: int
+    room_sequences: int
+    tried: tuple[SliceTried, ...] = ()
+    checked: str = ""

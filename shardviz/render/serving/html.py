@@ -1,0 +1,129 @@
+"""Serving comparisons and slice choices as HTML: the table, the findings, and a chart of
+memory per device and tokens/s per chip against the batch, with the HBM line."""
+
+from __future__ import annotations
+
+import math
+
+from shardviz.model.serving import ServingComparison, ServingResult, SliceChoice
+from shardviz.model.units import format_bytes
+from shardviz.render.html import MONO, SANS, page
+from shardviz.render.serving.view import COLUMNS, result_row, slice_lines, summary_line
+from shardviz.render.svg import esc, svg_num
+
+__all__ = ["memory_chart_svg", "serving_html", "serving_page", "slice_html", "slice_page"]
+
+#: One colour per strategy, in result order.
+PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b")
+_W, _H, _PAD = 300.0, 180.0, 44.0
+
+
+def _panel(results: list[ServingResult], along: str, value: int, title: str, hbm: int) -> str:
+    """One panel: ``value`` (1 bytes, 2 tokens/s) of each point of the result's ``along``
+    sweep (``"sweep"``: batch, ``"context_sweep"``: context) against log2 of its x."""
+    points = [(r, [(b, v[value - 1]) for b, *v in getattr(r, along)]) for r in results]
+    xs = [b for _, ps in points for b, _ in ps]
+    ys = [y for _, ps in points for _, y in ps] + ([hbm] if hbm and value == 1 else [])
+    if not xs:
+        return ""
+    x0, x1 = math.log2(min(xs)), math.log2(max(xs)) or 1.0
+    top = max(ys) * 1.1 or 1.0
+
+    def px(b: float) -> float:
+        return _PAD + (math.log2(b) - x0) / max(x1 - x0, 1e-9) * (_W - _PAD - 8)
+
+    def py(y: float) -> float:
+        return _H - 24 - y / top * (_H - 44)
+
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{svg_num(_W)}" height="{svg_num(_H)}" '
+        f'role="img" aria-label="{esc(title)}" style="font:10px {esc(SANS)}">',
+        f'<text x="{svg_num(_PAD)}" y="12">{esc(title)}</text>',
+        f'<line x1="{svg_num(_PAD)}" y1="{svg_num(_H - 24)}" x2="{svg_num(_W - 8)}" '
+        f'y2="{svg_num(_H - 24)}" stroke="#888"/>',
+    ]
+    for b in sorted(set(xs)):
+        parts.append(
+            f'<text x="{svg_num(px(b))}" y="{svg_num(_H - 10)}" text-anchor="middle">{b}</text>'
+        )
+    label = format_bytes if value == 1 else (lambda y: f"{y:,.0f}")
+    parts.append(f'<text x="2" y="{svg_num(py(top / 1.1))}">{esc(label(top / 1.1))}</text>')
+    if hbm and value == 1:
+        y = py(hbm)
+        parts.append(
+            f'<line class="sv-hbm" x1="{svg_num(_PAD)}" y1="{svg_num(y)}" x2="{svg_num(_W - 8)}" '
+            f'y2="{svg_num(y)}" stroke="#000" stroke-dasharray="4 3"/>'
+            f'<text x="{svg_num(_W - 8)}" y="{svg_num(y - 3)}" text-anchor="end">'
+            f"HBM {esc(format_bytes(hbm))}</text>"
+        )
+    for i, (r, ps) in enumerate(points):
+        colour = PALETTE[i % len(PALETTE)]
+        line = " ".join(f"{svg_num(px(b))},{svg_num(py(y))}" for b, y in ps)
+        parts.append(
+            f'<polyline points="{line}" fill="none" stroke="{colour}" stroke-width="1.5">'
+            f"<title>{esc(r.strategy)}</title></polyline>"
+        )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def memory_chart_svg(c: ServingComparison) -> str:
+    """Bytes per device (with the HBM line) and tokens/s per chip against the batch, then
+    against the context (log scales); one line per strategy. ``""`` without sweeps."""
+    results = [r for r in c.results if r.sweep]
+    if not results:
+        return ""
+    hbm = max(r.hbm_bytes for r in results)
+    panels = [
+        _panel(results, "sweep", 1, "bytes per device against batch", hbm),
+        _panel(results, "sweep", 2, "tokens/s per chip against batch", 0),
+        _panel(results, "context_sweep", 1, "bytes per device against context", hbm),
+        _panel(results, "context_sweep", 2, "tokens/s per chip against context", 0),
+    ]
+    legend = " ".join(
+        f'<span style="color:{PALETTE[i % len(PALETTE)]}">&#9632; {esc(r.strategy)}</span>'
+        for i, r in enumerate(results)
+    )
+    return f'<div class="sv-serving-chart">{"".join(panels)}<div>{legend}</div></div>'
+
+
+def serving_html(c: ServingComparison) -> str:
+    """The summary, the table (rows over HBM marked), notes, findings and the chart."""
+    head = "".join(f"<th>{esc(h)}</th>" for h in COLUMNS)
+    body = []
+    notes = []
+    for r in c.results:
+        row = result_row(r)
+        style = ' style="background:#fde2e1"' if row.fits is False else ""
+        cells = "".join(f"<td>{esc(x)}</td>" for x in row.cells)
+        body.append(f'<tr class="sv-serving-row"{style}>{cells}</tr>')
+        notes += [f"<li>{esc(r.strategy)}: {esc(n)}</li>" for n in row.notes]
+    findings = "".join(
+        f'<li class="sv-finding sv-{esc(f.severity)}"><b>{esc(f.strategy)}: {esc(f.title)}</b>'
+        f"<br>{esc(f.why)}<br><i>fix:</i> {esc(f.fix)}</li>"
+        for f in c.findings
+    )
+    return (
+        f'<div class="sv-serving" style="font-family:{esc(SANS)}">'
+        f"<p>{esc(summary_line(c))}</p>"
+        f'<table style="font-family:{esc(MONO)};border-collapse:collapse"><thead><tr>{head}'
+        f"</tr></thead><tbody>{''.join(body)}</tbody></table>"
+        + (f"<ul>{''.join(notes)}</ul>" if notes else "")
+        + (f"<h4>Findings</h4><ul>{findings}</ul>" if findings else "")
+        + memory_chart_svg(c)
+        + "</div>"
+    )
+
+
+def serving_page(c: ServingComparison) -> str:
+    return page(f"Serving {c.model}", [serving_html(c)])
+
+
+def slice_html(s: SliceChoice) -> str:
+    lines = slice_lines(s)
+    items = "".join(f"<li>{esc(x.strip())}</li>" for x in lines[1:])
+    return f'<div class="sv-slice"><p><b>{esc(lines[0])}</b></p><ul>{items}</ul></div>'
+
+
+def slice_page(s: SliceChoice) -> str:
+    return page(f"Smallest slice for {s.model}", [slice_html(s)])

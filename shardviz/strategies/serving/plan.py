@@ -1,0 +1,334 @@
+"""One serving strategy compiled on a set of devices and read into a ``ServingResult``.
+
+The weights and the cache are ShapeDtypeStructs placed by the strategy's layout (nothing is
+allocated: any size compiles, on this machine's CPU devices or a deviceless TPU/GPU
+topology's). Per device weight and cache bytes come from their shard shapes (the compiler's
+argument bytes are kept beside them, to check); working memory and the collectives come from
+the compiled program; flops from the dims; the step from :mod:`.step_time`.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import Mesh, NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from shardviz.errors import CompileError, ShardvizError, problem
+from shardviz.explainer.explain import analyse_program, compile_program, estimated
+from shardviz.model.hardware import Hardware, Target
+from shardviz.model.program import Report
+from shardviz.model.serving import ServingCollective, ServingResult
+from shardviz.strategies.models.configs import ArchConfig
+from shardviz.strategies.models.params import nest
+from shardviz.strategies.serving.layout import AXES, ServingLayout, serving_layout
+from shardviz.strategies.serving.step_time import step_flops, step_time
+from shardviz.strategies.serving.steps import (
+    cache_shape,
+    decode_step,
+    prefill_step,
+    serving_weights,
+)
+from shardviz.strategies.zoo import ModelDef
+
+__all__ = ["Served", "arch_config", "serve"]
+
+
+def arch_config(model: ModelDef, where: str) -> ArchConfig:
+    """The published architecture of ``model`` (its ``info["config"]``).
+
+    Raises:
+      ShardvizError: the model is not a published decoder, or is a mixture of experts.
+    """
+    config = model.info.get("config")
+    if not isinstance(config, ArchConfig):
+        raise ShardvizError(
+            problem(
+                where,
+                f"model {model.name!r} is not a published decoder architecture",
+                "serve a published architecture, reduced if need be, e.g. "
+                "sv.strategies.zoo.get_model('llama3.1-8b', layers=2, d_model=256)",
+            )
+        )
+    if config.is_moe:
+        raise ShardvizError(
+            problem(
+                where,
+                f"{config.name} is a mixture of experts; serving steps cover dense decoders",
+                "serve a dense architecture (Llama, Qwen)",
+            )
+        )
+    return config
+
+
+@dataclass(frozen=True)
+class Served:
+    """A strategy's arrays on its mesh: abstract arguments and per device bytes."""
+
+    layout: ServingLayout
+    mesh: Mesh
+    weights: Any
+    cache: Any
+    weight_bytes: int
+    kv_bytes: int
+    weight_copies: int
+    kv_copies: int
+
+
+def _bits(dtype: Any) -> float:
+    name = jnp.dtype(dtype).name
+    return 4.0 if name == "int4" else jnp.dtype(dtype).itemsize * 8.0
+
+
+def _per_device(x: jax.ShapeDtypeStruct) -> float:
+    shard = x.sharding.shard_shape(x.shape)
+    return math.prod(shard) * _bits(x.dtype) / 8
+
+
+def _whole(x: jax.ShapeDtypeStruct) -> float:
+    return math.prod(x.shape) * _bits(x.dtype) / 8
+
+
+def place(
+    config: ArchConfig,
+    strategy: str,
+    devices: Sequence[Any],
+    batch: int,
+    context: int,
+    weight_dtype: str,
+    cache_dtype: str,
+) -> Served:
+    """The weights and caches of ``strategy`` as ShapeDtypeStructs on a mesh of ``devices``."""
+    layout = serving_layout(strategy, len(devices), config, batch, context)
+    mesh = Mesh(np.asarray(devices, dtype=object).reshape(layout.shape), AXES)
+    flat = {}
+    for path, x in _flat(serving_weights(config, weight_dtype)).items():
+        flat[path] = jax.ShapeDtypeStruct(
+            x.shape, x.dtype, sharding=NamedSharding(mesh, layout.weight_specs[path])
+        )
+    weights = nest(flat)
+    sharding = NamedSharding(mesh, layout.cache_spec)
+    one = jax.ShapeDtypeStruct(
+        cache_shape(config, batch, context), jnp.dtype(cache_dtype), sharding=sharding
+    )
+    w_dev = sum(_per_device(x) for x in flat.values())
+    w_all = sum(_whole(x) for x in flat.values())
+    n = len(devices)
+    return Served(
+        layout=layout, mesh=mesh, weights=weights, cache=(one, one),
+        weight_bytes=int(w_dev), kv_bytes=int(2 * _per_device(one)),
+        weight_copies=max(1, round(w_dev * n / w_all)),
+        kv_copies=max(1, round(_per_device(one) * n / _whole(one) / 1)),
+    )  # fmt: skip
+
+
+def _flat(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in tree.items():
+        path = f"{prefix}{k}"
+        out.update(_flat(v, path + "/") if isinstance(v, dict) else {path: v})
+    return out
+
+
+def _constrain(mesh: Mesh, layout: ServingLayout) -> Any:
+    """Pin a layer's cache ``[B, S, N, K]`` and the decode scores ``[B, N, G, S]`` to the
+    cache's split, so attention runs where the cache lies (softmax over a split context:
+    small all-reduces) instead of gathering the cache."""
+    _, b, s, n, _ = tuple(layout.cache_spec) + (None,) * (5 - len(layout.cache_spec))
+    specs = {"cache_layer": P(b, s, n, None), "scores": P(b, n, None, s)}
+
+    def constrain(name: str, x: jax.Array) -> jax.Array:
+        spec = specs.get(name)
+        if spec is None:
+            return x
+        return jax.lax.with_sharding_constraint(x, NamedSharding(mesh, spec))
+
+    return constrain
+
+
+def compile_step(config: ArchConfig, served: Served, mode: str, batch: int, context: int,
+                 cache_dtype: str, target: Target | None) -> Report:  # fmt: skip
+    """The step compiled (deviceless or on this machine's devices) and read into a report,
+    estimated on ``target`` when given."""
+    mesh, layout = served.mesh, served.layout
+    constrain = _constrain(mesh, layout)
+    data = layout.cache_spec[1]
+    if mode == "decode":
+        step = functools.partial(decode_step, config=config, constrain=constrain)
+        args: tuple = (
+            served.weights, *served.cache,
+            jax.ShapeDtypeStruct((batch,), jnp.int32, sharding=NamedSharding(mesh, P(data))),
+            jax.ShapeDtypeStruct((), jnp.int32, sharding=NamedSharding(mesh, P())),
+        )  # fmt: skip
+        jit_kwargs: dict[str, Any] = {"donate_argnums": (1, 2)}
+    else:
+        step = functools.partial(
+            prefill_step, config=config, cache_dtype=cache_dtype, constrain=constrain
+        )
+        tokens = jax.ShapeDtypeStruct(
+            (batch, context), jnp.int32, sharding=NamedSharding(mesh, P(data))
+        )
+        args, jit_kwargs = (served.weights, tokens), {}
+    functools.update_wrapper(step, decode_step if mode == "decode" else prefill_step)
+    try:
+        comp = compile_program(step, args, jit_kwargs)
+    except ShardvizError:
+        raise
+    except Exception as err:
+        if "int4" in (served.cache[0].dtype.name, _weight_dtype(served)):
+            raise ShardvizError(
+                problem(
+                    f"the {mode} step in int4",
+                    f"this backend did not compile int4 ({type(err).__name__}: {err})",
+                    "use dtype='int8', or compile for a TPU topology (target='v5e:2x2')",
+                )
+            ) from err
+        raise
+    return estimated(comp, analyse_program(step, args, comp), target)
+
+
+def _weight_dtype(served: Served) -> str:
+    return jnp.dtype(served.weights["layers"]["attn"]["wq"].dtype).name
+
+
+def _collectives(report: Report, layers: int) -> tuple[tuple[ServingCollective, ...], str]:
+    """Collectives by kind and mesh axes, loop trips counted (a trip count the compiler did
+    not give is taken as the layer scan's)."""
+    groups: dict[tuple[str, tuple[str, ...]], list[float]] = defaultdict(lambda: [0, 0, 0.0, 0])
+    guessed = False
+    for c in report.collectives:
+        trips = c.trips
+        if trips is None:
+            trips, guessed = layers, True
+        g = groups[(c.kind, c.axes)]
+        g[0] += trips
+        g[1] += c.moved_bytes * trips
+        if c.estimated_seconds is not None:
+            g[2] += c.estimated_seconds * trips
+            g[3] = 1
+    out = tuple(
+        ServingCollective(kind, axes, int(g[0]), int(g[1]), g[2] if g[3] else None)
+        for (kind, axes), g in sorted(groups.items())
+    )
+    note = "collectives with no trip count were counted once per layer" if guessed else ""
+    return out, note
+
+
+def serve(
+    model: ModelDef,
+    strategy: str,
+    devices: Sequence[Any],
+    *,
+    mode: str,
+    batch: int,
+    context: int,
+    weight_dtype: str,
+    cache_dtype: str,
+    hw: Hardware | None,
+    target: Target | None,
+    target_name: str,
+) -> ServingResult:
+    """``strategy`` serving ``model`` on ``devices``: compiled, read and estimated on ``hw``."""
+    config = arch_config(model, "compare(mode=...)")
+    served = place(config, strategy, devices, batch, context, weight_dtype, cache_dtype)
+    notes = list(served.layout.notes)
+    try:
+        report = compile_step(config, served, mode, batch, context, cache_dtype, target)
+    except CompileError as err:
+        if "does not fit" not in str(err):
+            raise
+        report = None  # the TPU/GPU compiler refuses a program over HBM: shapes only
+        notes.append(f"not compiled: the compiler refused it ({err})")
+    if report is not None:
+        collectives, note = _collectives(report, config.layers)
+        notes += [note] if note else []
+        m = report.memory
+        working: int | None = int(m.temp_bytes or dict(m.assigned).get("temp", 0))
+        arguments: int | None = int(m.argument_bytes)
+    else:
+        collectives, working, arguments = (), None, None
+    n = len(devices)
+    flops = step_flops(config, mode, batch, context) / n
+    timed = None
+    if hw is not None:
+        coll = sum(c.seconds or 0.0 for c in collectives)
+        timed = step_time(mode, hw, served.weight_bytes, served.kv_bytes, flops, coll)
+    tokens = batch if mode == "decode" else batch * context
+    hbm = hw.hbm_bytes if hw is not None else 0
+    max_batch = None
+    if hbm:
+        per_seq = served.kv_bytes / batch
+        room = hbm - served.weight_bytes - (working or 0)
+        data = served.layout.size("data")
+        max_batch = max(0, int(room // per_seq) // data * data) if per_seq else None
+    return ServingResult(
+        strategy=strategy, mode=mode, target=target_name, chips=n, mesh=served.layout.sizes,
+        batch=batch, context=context, weight_dtype=weight_dtype, cache_dtype=cache_dtype,
+        weight_bytes=served.weight_bytes, kv_bytes=served.kv_bytes, working_bytes=working,
+        argument_bytes=arguments, hbm_bytes=int(hbm),
+        kv_copies=served.kv_copies, weight_copies=served.weight_copies,
+        collectives=collectives, flops=flops,
+        memory_seconds=timed.memory_seconds if timed else None,
+        compute_seconds=timed.compute_seconds if timed else None,
+        collective_seconds=timed.collective_seconds if timed else None,
+        step_seconds=timed.step_seconds if timed else None,
+        bound=timed.bound if timed else "",
+        tokens_per_second_per_chip=tokens / timed.step_seconds / n if timed else None,
+        latency_seconds=timed.step_seconds if timed else None,
+        max_batch=max_batch, compiled=report is not None, notes=tuple(notes),
+        sweep=_sweep(config, mode, served, batch, context, working, hw, timed, max_batch),
+        context_sweep=_context_sweep(config, mode, served, batch, context, working, hw, timed),
+    )  # fmt: skip
+
+
+def _point(config: ArchConfig, mode: str, served: Served, hw: Hardware, timed: Any,
+           working: int | None, b: int, ctx: int, scale: float) -> tuple[int, float]:  # fmt: skip
+    """Bytes per device and tokens/s per chip at batch ``b`` and context ``ctx``: the cache
+    and the scratch scaled by ``scale`` from the compiled step, the weights kept, the flops
+    counted again, the collectives' time kept."""
+    n = math.prod(served.layout.shape)
+    kv = int(served.kv_bytes * scale)
+    flops = step_flops(config, mode, b, ctx) / n
+    t = step_time(mode, hw, served.weight_bytes, kv, flops, timed.collective_seconds)
+    tokens = b if mode == "decode" else b * ctx
+    return served.weight_bytes + kv + int((working or 0) * scale), tokens / t.step_seconds / n
+
+
+def _sweep(config: ArchConfig, mode: str, served: Served, batch: int, context: int,
+           working: int | None, hw: Hardware | None, timed: Any, max_batch: int | None,
+           ) -> tuple[tuple[int, int, float], ...]:  # fmt: skip
+    """Bytes per device and tokens/s per chip at batches from one data group's worth up to
+    twice the largest that fits (see :func:`_point`)."""
+    if hw is None or timed is None:
+        return ()
+    top = max(batch, 2 * (max_batch or batch))
+    out = []
+    b = served.layout.size("data")
+    while b <= top:
+        out.append((b, *_point(config, mode, served, hw, timed, working, b, context, b / batch)))
+        b *= 2
+    return tuple(out)
+
+
+def _context_sweep(config: ArchConfig, mode: str, served: Served, batch: int, context: int,
+                   working: int | None, hw: Hardware | None, timed: Any,
+                   ) -> tuple[tuple[int, int, float], ...]:  # fmt: skip
+    """The same at the compiled batch for contexts from 1/16 of the compiled one to 4 times
+    it, doubling (see :func:`_point`)."""
+    if hw is None or timed is None:
+        return ()
+    out = []
+    ctx = max(1, context // 16)
+    while ctx <= 4 * context:
+        scale = ctx / context
+        out.append((ctx, *_point(config, mode, served, hw, timed, working, batch, ctx, scale)))
+        ctx *= 2
+    return tuple(out)

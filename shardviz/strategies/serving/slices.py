@@ -1,0 +1,136 @@
+"""``sv.smallest_slice(model, chip, ...)``: the smallest slice of a chip whose HBM holds the
+weights and the KV cache, checked by compiling the decode step for it (deviceless).
+
+Slices are tried by chip count, powers of two up to the chip's pod, each in the shape the
+chip's slices take (:func:`~shardviz.model.targets.standard_shape`: v5e 8 chips is ``2x4``,
+the scaling book's ``4x2``). A slice holds the model when the weights and the cache, split
+evenly, fit each chip's HBM, as the scaling book counts; with ``check`` the decode step is
+then compiled for that slice under strategy ``"tp"`` and the compiler's per chip bytes
+(arguments + scratch) must fit too, or the next slice is tried.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from shardviz.capture.topology import topology
+from shardviz.errors import CompileError, ShardvizError, problem
+from shardviz.model.hardware_presets import hardware, preset_key
+from shardviz.model.serving import SliceChoice, SliceTried, bytes_per_element
+from shardviz.model.targets import standard_shape
+from shardviz.model.units import format_bytes
+from shardviz.strategies.models.configs import param_count
+from shardviz.strategies.serving.compare import dtypes_of
+from shardviz.strategies.serving.plan import arch_config, serve
+from shardviz.strategies.zoo import ModelDef, get_model
+
+__all__ = ["slice_sizes", "smallest_slice"]
+
+
+def slice_sizes(chip: str) -> list[tuple[str, int]]:
+    """``(name, chips)`` of the slices tried for ``chip``, smallest first."""
+    hw = hardware(chip)
+    key = preset_key(chip) or chip
+    pod = math.prod(hw.pod_shape) if hw.pod_shape else hw.devices_per_host
+    out, n = [], 1
+    while n <= pod:
+        shape = standard_shape(hw, n)
+        out.append((f"{key}:{'x'.join(map(str, shape))}", n))
+        n *= 2
+    return out
+
+
+def smallest_slice(
+    model: str | ModelDef,
+    chip: str,
+    *,
+    dtype: Any = "bfloat16",
+    batch: int = 1,
+    context: int = 8192,
+    check: bool = True,
+    **sizes: Any,
+) -> SliceChoice:
+    """The smallest slice of ``chip`` that holds ``model``'s weights and its KV cache.
+
+    Args:
+      model: a published architecture's name (``"llama3.1-70b"``) or its ``ModelDef``.
+      chip: a preset name (``"v5e"``, ``"v6e"``, ``"v5p"``...).
+      dtype: weights and cache (``"bfloat16"``, ``"int8"``, ``"int4"``) or a pair.
+      batch, context: the sequences to hold and their length.
+      check: compile the decode step for the slice found (deviceless) and require the
+        compiler's per chip bytes to fit as well.
+      **sizes: the model's sizes (reduced dims), as ``get_model`` takes them.
+
+    Raises:
+      ShardvizError: an unknown chip or dtype, or a model and cache no slice of the chip's
+        pod holds (naming what would).
+    """
+    where = f"smallest_slice({chip!r})"
+    hw = hardware(chip)
+    m = get_model(model, **sizes) if isinstance(model, str) else model
+    config = arch_config(m, where)
+    weight_dtype, cache_dtype = dtypes_of(dtype, where)
+    weights = int(param_count(config) * bytes_per_element(weight_dtype))
+    per_seq = m.kv_bytes_per_token(cache_dtype) * context
+    kv = int(per_seq * batch)
+    tried: list[SliceTried] = []
+    rejected: list[str] = []  # what the compiler said of slices the count let through
+    for name, chips in slice_sizes(chip):
+        need = -(-(weights + kv) // chips)
+        tried.append(SliceTried(name, chips, need, hw.hbm_bytes))
+        if need > hw.hbm_bytes:
+            continue
+        checked = ""
+        if check:
+            fits, checked = _compiled_fit(m, name, batch, context, weight_dtype, cache_dtype)
+            if not fits:
+                rejected.append(checked)
+                continue
+        room = int((chips * hw.hbm_bytes - weights) // per_seq)
+        return SliceChoice(
+            model=m.name, chip=hw.preset or chip, slice=name, chips=chips,
+            weight_dtype=weight_dtype, cache_dtype=cache_dtype, batch=batch, context=context,
+            weight_bytes=weights, kv_bytes=kv, hbm_bytes_per_chip=hw.hbm_bytes,
+            room_sequences=room, tried=tuple(tried), checked="; ".join([*rejected, checked]),
+        )  # fmt: skip
+    biggest = tried[-1]
+    raise ShardvizError(
+        problem(
+            where,
+            f"{m.name} in {weight_dtype} with {batch} x {context} tokens of {cache_dtype} "
+            f"cache needs {format_bytes(weights + kv)}; the largest slice {biggest.name} "
+            f"holds {format_bytes(biggest.chips * hw.hbm_bytes)}",
+            "quantise (dtype='int8' or 'int4'), serve a smaller batch or context, or use a "
+            "chip with more HBM (e.g. 'v5p')",
+        )
+    )
+
+
+def _compiled_fit(
+    m: ModelDef, name: str, batch: int, context: int, weight_dtype: str, cache_dtype: str
+) -> tuple[bool, str]:
+    """Compile the decode step (strategy ``tp``) for slice ``name``: does it fit, and what
+    the compiler said."""
+    topo = topology(name)
+    try:
+        r = serve(
+            m, "tp", topo.devices, mode="decode", batch=batch, context=context,
+            weight_dtype=weight_dtype, cache_dtype=cache_dtype, hw=topo.hardware,
+            target=topo.target, target_name=topo.name,
+        )  # fmt: skip
+    except CompileError as err:
+        if "does not fit" not in str(err):
+            raise
+        return (
+            False,
+            f"decode step compiled for {name} (strategy 'tp'): the compiler ran out of HBM",
+        )
+    used = (r.argument_bytes or 0) + (r.working_bytes or 0)
+    fits = used <= r.hbm_bytes
+    verdict = "fits" if fits else "does not fit"
+    return fits, (
+        f"decode step compiled for {name} (strategy 'tp'): {format_bytes(used)} per chip "
+        f"(arguments {format_bytes(r.argument_bytes or 0)} + scratch "
+        f"{format_bytes(r.working_bytes or 0)}) of {format_bytes(r.hbm_bytes)} HBM: {verdict}"
+    )

@@ -1,0 +1,81 @@
+"""Serving views on hand-built model objects: text and HTML agree, user strings escaped,
+the chart draws the HBM line."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from shardviz.model.serving import (
+    ServingCollective,
+    ServingComparison,
+    ServingFinding,
+    ServingResult,
+    SliceChoice,
+    SliceTried,
+)
+
+GiB = 1024**3
+
+RESULT = ServingResult(
+    strategy="tp", mode="decode", target="v5e:2x4", chips=8,
+    mesh=(("data", 1), ("sequence", 1), ("tensor", 8)), batch=32, context=8192,
+    weight_dtype="int8", cache_dtype="int8", weight_bytes=8 * GiB, kv_bytes=5 * GiB,
+    working_bytes=GiB // 2, argument_bytes=13 * GiB, hbm_bytes=16 * GiB, kv_copies=1,
+    weight_copies=1, collectives=(ServingCollective("all-reduce", ("tensor",), 161, 147 << 20, 1e-3),),
+    flops=1e12, memory_seconds=0.0175, compute_seconds=0.003, collective_seconds=0.001,
+    step_seconds=0.0175, bound="memory", tokens_per_second_per_chip=228.3,
+    latency_seconds=0.0175, max_batch=49,
+    sweep=((1, 9 * GiB, 10.0), (32, 13 * GiB, 228.0), (64, 18 * GiB, 300.0)),
+    context_sweep=((512, 8 * GiB, 300.0), (8192, 13 * GiB, 228.0)),
+)  # fmt: skip
+COMPARISON = ServingComparison(
+    model="<llama>", num_params=70_553_706_496, kv_bytes_per_token=163_840,
+    weight_bytes_total=70_553_706_496,
+    results=(RESULT, replace(RESULT, strategy="dp", kv_copies=2, weight_bytes=70 * GiB)),
+    findings=(ServingFinding("kv-replicated", "warning", "dp", "cache <copied>", "why", "fix"),),
+)  # fmt: skip
+
+
+def test_text_shows_each_strategys_figures_and_the_findings():
+    text = str(COMPARISON)
+    assert "KV cache 163,840 B per token" in text
+    assert "8 GiB" in text and "5 GiB" in text and "512 MiB" in text
+    assert "17.5 ms" in text and "228" in text and "49" in text
+    assert "161 (147 MiB)" in text
+    assert "(x2 copies)" in text
+    assert "[warning] dp: cache <copied>" in text
+
+
+def test_html_escapes_user_strings_and_marks_the_row_over_hbm():
+    html = COMPARISON._repr_html_()
+    assert "&lt;llama&gt;" in html and "<llama>" not in html
+    assert "cache &lt;copied&gt;" in html
+    rows = html.split('class="sv-serving-row"')[1:]
+    assert "fde2e1" not in rows[0] and "fde2e1" in rows[1]  # dp: 70 GiB of weights > 16 GiB
+
+
+def test_the_chart_draws_one_line_per_strategy_and_the_hbm_line():
+    html = COMPARISON._repr_html_()
+    # two strategies x (bytes, tokens/s) x (against batch, against context)
+    assert html.count("<polyline") == 8
+    assert html.count('class="sv-hbm"') == 2 and "HBM 16 GiB" in html
+    assert "bytes per device against context" in html
+
+
+def test_slice_choice_text_and_html():
+    s = SliceChoice(
+        model="llama3.1-70b", chip="v5e", slice="v5e:2x4", chips=8, weight_dtype="int8",
+        cache_dtype="int8", batch=1, context=8192, weight_bytes=70 * 10**9, kv_bytes=10**9,
+        hbm_bytes_per_chip=16 * GiB, room_sequences=49,
+        tried=(SliceTried("v5e:2x2", 4, 18 * 10**9, 16 * GiB),
+               SliceTried("v5e:2x4", 8, 9 * 10**9, 16 * GiB)),
+        checked="decode step compiled for v5e:2x4: fits",
+    )  # fmt: skip
+    text = str(s)
+    assert "v5e:2x4 (8 chips)" in text and "room for 49 sequences" in text
+    assert "tried v5e:2x2" in text and "too small" in text and "holds it" in text
+    assert "compiled for v5e:2x4: fits" in s._repr_html_()
+
+
+def test_a_serving_comparison_round_trips_through_json():
+    assert ServingComparison.from_json(COMPARISON.to_json()) == COMPARISON

@@ -1,0 +1,61 @@
+"""Serving findings on hand-built results: copied cache, copied weights, collective-bound."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from shardviz.analysis.detect.serving import serving_findings
+from shardviz.model.serving import ServingCollective, ServingResult
+
+GiB = 1024**3
+
+BASE = ServingResult(
+    strategy="tp", mode="decode", target="v5e:2x4", chips=8,
+    mesh=(("data", 1), ("sequence", 1), ("tensor", 8)), batch=32, context=8192,
+    weight_dtype="int8", cache_dtype="int8", weight_bytes=8 * GiB, kv_bytes=5 * GiB,
+    working_bytes=0, argument_bytes=13 * GiB, hbm_bytes=16 * GiB, kv_copies=1,
+    weight_copies=1, collectives=(), flops=1e12, memory_seconds=0.017, compute_seconds=0.003,
+    collective_seconds=0.001, step_seconds=0.017, bound="memory",
+    tokens_per_second_per_chip=235.0, latency_seconds=0.017, max_batch=49,
+)  # fmt: skip
+
+
+def test_a_good_layout_has_no_findings():
+    assert serving_findings([BASE]) == ()
+
+
+def test_a_cache_copied_across_the_tensor_group_is_found_with_the_bytes_it_wastes():
+    r = replace(BASE, strategy="tp-heads", mesh=(("data", 1), ("sequence", 2), ("tensor", 8)),
+                chips=16, kv_copies=2)  # fmt: skip
+    (f,) = serving_findings([r])
+    assert f.kind == "kv-replicated" and f.strategy == "tp-heads"
+    assert f.bytes == 5 * GiB // 2
+    assert "'tp'" in f.fix
+
+
+def test_weights_copied_under_data_parallelism_where_tensor_parallelism_fits():
+    r = replace(BASE, strategy="dp", mesh=(("data", 8), ("sequence", 1), ("tensor", 1)),
+                weight_bytes=12 * GiB, weight_copies=8, kv_bytes=5 * GiB)  # fmt: skip
+    (f,) = serving_findings([r])
+    assert f.kind == "weights-replicated" and f.severity == "error"  # 17 GiB > 16 GiB
+    assert f.bytes == 12 * GiB - 12 * GiB // 8
+    assert "'dp+tp' or 'tp'" in f.fix
+    # already tensor-parallel, yet copied over data: a wider tensor axis is the fix
+    both = replace(r, mesh=(("data", 2), ("sequence", 1), ("tensor", 4)), weight_copies=2)
+    (g,) = serving_findings([both])
+    assert g.fix.endswith("wider tensor axis: strategy 'tp'")
+    # weights too large to fit even split over every chip: no finding (nothing to gain)
+    huge = replace(r, weight_bytes=8 * 17 * GiB)
+    assert serving_findings([huge]) == ()
+
+
+def test_a_step_set_by_its_collectives_names_the_largest():
+    colls = (
+        ServingCollective("all-reduce", ("tensor",), 160, 70_000_000, 0.02),
+        ServingCollective("all-gather", ("tensor",), 2, 1_000, 1e-5),
+    )
+    r = replace(BASE, collectives=colls, collective_seconds=0.02, step_seconds=0.02,
+                bound="collectives")  # fmt: skip
+    (f,) = serving_findings([r])
+    assert f.kind == "collective-bound"
+    assert "160 x all-reduce over tensor" in f.why

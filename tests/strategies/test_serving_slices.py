@@ -1,0 +1,44 @@
+"""sv.smallest_slice: the count by hand, the compile check on a deviceless TPU slice, and a
+cache no slice holds."""
+
+from __future__ import annotations
+
+import pytest
+
+import shardviz as sv
+from shardviz.errors import ShardvizError
+from shardviz.strategies.serving.slices import slice_sizes
+
+GiB = 1024**3
+#: 16 layers of 8 KV heads of 128: 64 KiB of bf16 cache per token, small weights.
+LONG = {"layers": 16, "d_model": 1024, "heads": 16, "kv_heads": 8, "head_dim": 128,
+        "ffn": 2048, "vocab": 1024}  # fmt: skip
+
+
+def test_v5e_slices_are_tried_by_powers_of_two_in_cloud_shapes():
+    names = [n for n, _ in slice_sizes("v5e")]
+    assert names[:5] == ["v5e:1x1", "v5e:2x1", "v5e:2x2", "v5e:2x4", "v5e:4x4"]
+    assert names[-1] == "v5e:16x16"
+
+
+def test_a_long_context_cache_needs_four_chips_and_the_compile_agrees():
+    # 8 sequences x 65,536 tokens x 64 KiB = 32 GiB of cache: 2 chips hold 32 GiB, too
+    # little beside the weights; 4 do, and the decode step compiled for v5e:2x2 fits
+    s = sv.smallest_slice("llama3.1-70b", "v5e", batch=8, context=65536, **LONG)
+    assert s.kv_bytes == 8 * 65536 * 2 * 16 * 8 * 128 * 2 == 32 * GiB
+    assert (s.slice, s.chips) == ("v5e:2x2", 4)
+    assert [t.fits for t in s.tried] == [False, False, True]
+    assert "compiled for v5e:2x2" in s.checked and s.checked.endswith("fits")
+    assert s.room_sequences == (4 * 16 * GiB - s.weight_bytes) // (65536 * 65536)
+
+
+def test_a_cache_no_slice_holds_names_the_fix():
+    with pytest.raises(ShardvizError, match="quantise.*smaller batch"):
+        sv.smallest_slice("llama3.1-70b", "v5e", batch=4096, context=131072, check=False)
+
+
+def test_an_unknown_chip_and_dtype_are_refused():
+    with pytest.raises(ShardvizError):
+        sv.smallest_slice("llama3.1-70b", "v9z", check=False)
+    with pytest.raises(ShardvizError, match="not a serving dtype"):
+        sv.smallest_slice("llama3.1-70b", "v5e", dtype="fp8", check=False)
