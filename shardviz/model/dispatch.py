@@ -1,0 +1,275 @@
+"""Dispatch cost per step, measured: many controllers against one, each synchronous and
+pipelined (no jax; :mod:`shardviz.launch.dispatch_timing` measures, :mod:`shardviz.render.dispatch`
+draws).
+
+Two ways to run the same multi-process program:
+
+- **multi-controller** (``jax.distributed``): every process runs the training loop itself and
+  dispatches its own steps to its own devices; nothing outside the processes takes part;
+- **single controller** (as Pathways does): one client sends every step to every process and
+  the processes only execute what they are sent.
+
+Each one **synchronous** (the dispatcher waits for a step to finish before it sends the next)
+or **pipelined** (it sends steps ahead and waits once, at the end: asynchronous dispatch).
+
+A :class:`DispatchRun` is one of the four shapes for one step program on one number of
+processes: the wall time of ``steps`` steps, once per repeat. Its cost per step is the median
+over the repeats of ``seconds / steps``. The **floor** of a step program on a number of
+processes is the multi-controller pipelined cost (the devices run the steps back to back, no
+host waits between them); a shape's **overhead** is its cost per step less the floor: what
+dispatching adds. :meth:`DispatchTiming.claims` sets those figures against the survey's
+statements about the two runtimes.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from typing import Literal
+
+from shardviz.errors import ShardvizError, problem
+from shardviz.model._codec import JsonMixin
+from shardviz.model.units import format_seconds
+
+Controller = Literal["multi", "single"]
+Mode = Literal["sync", "pipelined"]
+
+#: The four shapes, in the order the views list them.
+SHAPES: tuple[tuple[Controller, Mode], ...] = (
+    ("multi", "sync"),
+    ("multi", "pipelined"),
+    ("single", "sync"),
+    ("single", "pipelined"),
+)
+#: How the views name a shape.
+SHAPE_NAMES: dict[tuple[str, str], str] = {
+    ("multi", "sync"): "multi-controller, synchronous",
+    ("multi", "pipelined"): "multi-controller, pipelined",
+    ("single", "sync"): "single controller, synchronous",
+    ("single", "pipelined"): "single controller, pipelined",
+}
+#: Pipelined single-controller dispatch "keeps up" with a step program when its cost per step
+#: is at most this multiple of the floor.
+KEEPS_UP = 1.25
+
+
+@dataclass(frozen=True)
+class StepProgram(JsonMixin):
+    """One step program the processes run: its name, what it computes, its size.
+
+    Attributes:
+        name: ``"tiny"``, ``"long"``, ...
+        rows: rows of the activations per device.
+        width: the activations' width (and the weight's ``width x width``).
+        flops_per_device: the matmul's flops per device and step (``2 x rows x width^2``).
+    """
+
+    name: str
+    rows: int
+    width: int
+
+    @property
+    def flops_per_device(self) -> int:
+        return 2 * self.rows * self.width * self.width
+
+
+@dataclass(frozen=True)
+class DispatchRun(JsonMixin):
+    """``steps`` steps of one program dispatched one way on ``processes`` processes.
+
+    Attributes:
+        controller: ``"multi"`` (each process dispatches its own steps) or ``"single"`` (one
+            client dispatches every step to every process).
+        mode: ``"sync"`` (wait for each step) or ``"pipelined"`` (send ahead, wait at the end).
+        processes: how many jax processes ran the program.
+        step: the :attr:`StepProgram.name` of the program.
+        steps: steps per repeat.
+        seconds: the wall time of the ``steps`` steps, one per repeat (multi-controller: the
+            slowest process's own loop; single controller: the client's, from the first send
+            to the last step's answer).
+    """
+
+    controller: Controller
+    mode: Mode
+    processes: int
+    step: str
+    steps: int
+    seconds: tuple[float, ...]
+
+    @property
+    def per_step(self) -> tuple[float, ...]:
+        """Seconds per step, one per repeat."""
+        return tuple(s / self.steps for s in self.seconds)
+
+    @property
+    def median(self) -> float:
+        """The median over the repeats of the seconds per step."""
+        return statistics.median(self.per_step)
+
+
+@dataclass(frozen=True)
+class Claim(JsonMixin):
+    """One statement of the survey and whether these measurements bear it out.
+
+    Attributes:
+        source: ``"survey"`` (a statement of the distribution survey) or ``"measured"``
+            (what these runs show beside it).
+        statement: the claim, in words.
+        holds: whether every comparison below it goes the way the claim says.
+        evidence: the comparisons, one line each, with their numbers.
+    """
+
+    source: Literal["survey", "measured"]
+    statement: str
+    holds: bool
+    evidence: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class DispatchTiming(JsonMixin):
+    """Every shape measured for every step program and number of processes.
+
+    Attributes:
+        programs: the step programs, shortest first.
+        runs: one :class:`DispatchRun` per shape, program and number of processes.
+        devices_per_process: CPU devices in each process.
+        command: how the numbers were made (for the record).
+    """
+
+    programs: tuple[StepProgram, ...]
+    runs: tuple[DispatchRun, ...]
+    devices_per_process: int
+    command: str = ""
+
+    @property
+    def process_counts(self) -> tuple[int, ...]:
+        """The numbers of processes measured, smallest first."""
+        return tuple(sorted({r.processes for r in self.runs}))
+
+    def run(self, controller: str, mode: str, processes: int, step: str) -> DispatchRun:
+        """The run of one shape, or a ShardvizError naming what was measured."""
+        for r in self.runs:
+            if (r.controller, r.mode, r.processes, r.step) == (controller, mode, processes, step):
+                return r
+        raise ShardvizError(
+            problem(
+                "dispatch timing",
+                f"no {controller}-controller {mode} run of {step!r} on {processes} processes",
+                f"ask for one of processes {list(self.process_counts)} and steps "
+                f"{[p.name for p in self.programs]}",
+            )
+        )
+
+    def per_step(self, controller: str, mode: str, processes: int, step: str) -> float:
+        """Median seconds per step of one shape."""
+        return self.run(controller, mode, processes, step).median
+
+    def floor(self, processes: int, step: str) -> float:
+        """The step program's cost with no dispatch in the way: the multi-controller pipelined
+        median (each process queues its steps back to back)."""
+        return self.per_step("multi", "pipelined", processes, step)
+
+    def overhead(self, controller: str, mode: str, processes: int, step: str) -> float:
+        """What this way of dispatching adds to each step: its median less the floor (may be
+        slightly negative within the noise)."""
+        return self.per_step(controller, mode, processes, step) - self.floor(processes, step)
+
+    def ratio(self, controller: str, mode: str, processes: int, step: str) -> float:
+        """The shape's median per step over the floor."""
+        return self.per_step(controller, mode, processes, step) / self.floor(processes, step)
+
+    def claims(self) -> tuple[Claim, ...]:
+        """The survey's statements about the two runtimes, each checked on these runs, and
+        the limit the runs show beside them.
+
+        Dispatch latency is what the shortest program isolates (its floor is near zero), and
+        hiding it is what the longest one can show; so:
+
+        1. Multi-controller dispatch is cheap: on the shortest program, each process's own
+           synchronous loop costs less per step than the single controller's synchronous
+           dispatch, at every number of processes.
+        2. Synchronous single-controller dispatch accumulates latency: on the shortest
+           program its overhead per step grows with every added process (this needs two
+           counts or more) and is larger than the step itself (the floor).
+        3. Asynchronous dispatch solves it: on the longest program, pipelined
+           single-controller dispatch keeps up, within :data:`KEEPS_UP` times the floor, at
+           every number of processes.
+        4. (Measured, not the survey's.) Pipelining does not make a step cheaper than the
+           controller's own cost of sending it: on the shortest program the pipelined single
+           controller stays above the floor, at every number of processes.
+        """
+        counts = self.process_counts
+        shortest, longest = self.programs[0].name, self.programs[-1].name
+        ms = format_seconds
+
+        first = []
+        for n in counts:
+            multi = self.per_step("multi", "sync", n, shortest)
+            single = self.per_step("single", "sync", n, shortest)
+            first.append(
+                (
+                    multi < single,
+                    f"{shortest} step, {_procs(n)}: multi-controller {ms(multi)}, single "
+                    f"{ms(single)} per step ({_times(single, multi)})",
+                )
+            )
+        over = [self.overhead("single", "sync", n, shortest) for n in counts]
+        second = [
+            (
+                len(counts) > 1 and all(b > a for a, b in zip(over, over[1:], strict=False)),
+                f"{shortest} step, overhead per step by processes: "
+                + ", ".join(f"{n}: {ms(o)}" for n, o in zip(counts, over, strict=True)),
+            )
+        ]
+        for n, o in zip(counts, over, strict=True):
+            floor = self.floor(n, shortest)
+            second.append(
+                (o > floor, f"{shortest} step, {_procs(n)}: overhead {ms(o)}, step {ms(floor)}")
+            )
+        third = []
+        for n in counts:
+            r = self.ratio("single", "pipelined", n, longest)
+            sync = self.ratio("single", "sync", n, longest)
+            third.append(
+                (
+                    r <= KEEPS_UP,
+                    f"{longest} step, {_procs(n)}: pipelined {r:.2f}x the floor "
+                    f"(synchronous {sync:.2f}x; keeps up at {KEEPS_UP}x or less)",
+                )
+            )
+        fourth = []
+        for n in counts:
+            piped = self.per_step("single", "pipelined", n, shortest)
+            floor = self.floor(n, shortest)
+            fourth.append(
+                (
+                    piped > floor,
+                    f"{shortest} step, {_procs(n)}: pipelined {ms(piped)} per step, floor "
+                    f"{ms(floor)} ({_times(piped, floor)})",
+                )
+            )
+        statements = (
+            ("survey", "Multi-controller dispatch is cheap: each host dispatches its own steps, "
+             "with no round trip to a client"),
+            ("survey", "A single controller that dispatches synchronously accumulates latency: "
+             "more with more hosts, and more than a short step itself"),
+            ("survey", "Asynchronous (pipelined) dispatch solves the single controller's "
+             "latency: sent ahead, steps keep the hosts busy"),
+            ("measured", "Pipelining does not make a step cheaper than the controller's own "
+             "cost of sending it: a shorter step is limited by the controller"),
+        )  # fmt: skip
+        return tuple(
+            Claim(source=source, statement=text, holds=all(ok for ok, _ in checks),
+                  evidence=tuple(line for _, line in checks))
+            for (source, text), checks in zip(statements, (first, second, third, fourth),
+                                              strict=True)
+        )  # fmt: skip
+
+
+def _procs(n: int) -> str:
+    return f"{n} process" if n == 1 else f"{n} processes"
+
+
+def _times(a: float, b: float) -> str:
+    """``a`` as a multiple of ``b``: ``12.3x``."""
+    return f"{a / b:.1f}x" if b > 0 else "n/a"
