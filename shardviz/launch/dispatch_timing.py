@@ -34,10 +34,15 @@ from shardviz.model.dispatch import (
     StepProgram,
 )
 
-#: The default step programs: a tiny one (8 rows of 8 per device) and a longer one.
+#: A tiny step: 8 rows of 8 per device; dispatching it is all there is.
 TINY = StepProgram(name="tiny", rows=8, width=8)
-LONG = StepProgram(name="long", rows=512, width=1024)
-PROGRAMS = (TINY, LONG)
+#: A longer step as an accelerator runs one: the device is busy 20 ms and the host's cores are
+#: free meanwhile (a host callback that sleeps stands in for the kernels).
+WAIT = StepProgram(name="20 ms on device", rows=8, width=8, wait=0.020)
+#: A longer step that keeps the host's cores busy (fake CPU devices compute on them).
+MATMUL = StepProgram(name="matmul", rows=512, width=1024)
+#: What :func:`measure` runs by default: the tiny step and the one that leaves the host free.
+PROGRAMS = (TINY, WAIT)
 #: Steps per repeat, and repeats per shape (the figures are medians over the repeats).
 STEPS = 20
 REPEATS = 5
@@ -59,10 +64,13 @@ class Engines(Protocol):
     def run(self, fn: Any, *args: Any, **kwargs: Any) -> list[Any]: ...
 
 
-def engine_prepare(rows: int, width: int, warmup: int = 3) -> int:
+def engine_prepare(rows: int, width: int, wait: float = 0.0, warmup: int = 3) -> int:
     """Build the step program on every device of the program (run in every process at once):
     activations ``[devices x rows, width]`` split by rows, a replicated ``width x width``
-    weight; compile it and run ``warmup`` steps. Returns the number of devices."""
+    weight; each device multiplies its rows, waits ``wait`` seconds in a host callback when
+    asked (device time that leaves the host's cores free), then the mean over every device is
+    taken off (an all-reduce across the processes). Compiles it and runs ``warmup`` steps.
+    Returns the number of devices."""
     import jax
     import jax.numpy as jnp
     import numpy as np
@@ -78,11 +86,19 @@ def engine_prepare(rows: int, width: int, warmup: int = 3) -> int:
     x = jax.make_array_from_callback(shape, split, lambda idx: x0[idx])
     w = jax.make_array_from_callback((width, width), whole, lambda idx: w0[idx])
 
+    def held(y: Any) -> Any:  # runs on the host, per device, while the step holds its device
+        time.sleep(wait)
+        return y
+
     def step(x: Any, w: Any) -> Any:
         y = jnp.tanh(x @ w)
-        return y - jnp.mean(y) + 0.01  # the mean: an all-reduce over every process
+        if wait > 0:
+            y = jax.pure_callback(held, jax.ShapeDtypeStruct(y.shape, y.dtype), y)
+        return y - jax.lax.pmean(jnp.mean(y), "data") + 0.01
 
-    program = jax.jit(step, out_shardings=split)
+    program = jax.jit(
+        jax.shard_map(step, mesh=mesh, in_specs=(P("data", None), P()), out_specs=P("data", None))
+    )
     for _ in range(warmup):
         x = program(x, w)
     x.block_until_ready()
@@ -184,7 +200,7 @@ def measure(
     view = cluster.client[[p.engine for p in cluster.processes]]
     runs: list[DispatchRun] = []
     for program in programs:
-        cluster.run(engine_prepare, program.rows, program.width)
+        cluster.run(engine_prepare, program.rows, program.width, program.wait)
         seconds: dict[tuple[str, str], list[float]] = {shape: [] for shape in SHAPES}
         for r in range(repeats):
             k = r % len(SHAPES)

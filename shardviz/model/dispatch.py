@@ -55,18 +55,23 @@ KEEPS_UP = 1.25
 
 @dataclass(frozen=True)
 class StepProgram(JsonMixin):
-    """One step program the processes run: its name, what it computes, its size.
+    """One step program the processes run: a matmul per device, an optional wait on the
+    device, then an all-reduce across every process.
 
     Attributes:
-        name: ``"tiny"``, ``"long"``, ...
+        name: how the views call it (``"tiny"``, ``"20 ms on device"``, ...).
         rows: rows of the activations per device.
         width: the activations' width (and the weight's ``width x width``).
+        wait: seconds each device is held per step without using the host's cores (a host
+            callback that sleeps: what an accelerator's kernels do, while fake CPU devices
+            compute on the host's own cores).
         flops_per_device: the matmul's flops per device and step (``2 x rows x width^2``).
     """
 
     name: str
     rows: int
     width: int
+    wait: float = 0.0
 
     @property
     def flops_per_device(self) -> int:
@@ -146,6 +151,13 @@ class DispatchTiming(JsonMixin):
         """The numbers of processes measured, smallest first."""
         return tuple(sorted({r.processes for r in self.runs}))
 
+    @property
+    def hiding_program(self) -> StepProgram:
+        """The step program that can show dispatch hidden behind the step: the last one whose
+        devices wait without using the host's cores (else the last one)."""
+        waiting = [p for p in self.programs if p.wait > 0]
+        return (waiting or list(self.programs))[-1]
+
     def run(self, controller: str, mode: str, processes: int, step: str) -> DispatchRun:
         """The run of one shape, or a ShardvizError naming what was measured."""
         for r in self.runs:
@@ -183,7 +195,8 @@ class DispatchTiming(JsonMixin):
         the limit the runs show beside them.
 
         Dispatch latency is what the shortest program isolates (its floor is near zero), and
-        hiding it is what the longest one can show; so:
+        hiding it behind the step is what a longer step can show when its devices leave the
+        host's cores free, as accelerators do (:attr:`hiding_program`); so:
 
         1. Multi-controller dispatch is cheap: on the shortest program, each process's own
            synchronous loop costs less per step than the single controller's synchronous
@@ -191,15 +204,15 @@ class DispatchTiming(JsonMixin):
         2. Synchronous single-controller dispatch accumulates latency: on the shortest
            program its overhead per step grows with every added process (this needs two
            counts or more) and is larger than the step itself (the floor).
-        3. Asynchronous dispatch solves it: on the longest program, pipelined
-           single-controller dispatch keeps up, within :data:`KEEPS_UP` times the floor, at
-           every number of processes.
+        3. Asynchronous dispatch solves it: on :attr:`hiding_program`, pipelined
+           single-controller dispatch keeps up (within :data:`KEEPS_UP` times the floor) and
+           costs less per step than synchronous dispatch, at every number of processes.
         4. (Measured, not the survey's.) Pipelining does not make a step cheaper than the
            controller's own cost of sending it: on the shortest program the pipelined single
            controller stays above the floor, at every number of processes.
         """
         counts = self.process_counts
-        shortest, longest = self.programs[0].name, self.programs[-1].name
+        shortest, longest = self.programs[0].name, self.hiding_program.name
         ms = format_seconds
 
         first = []
@@ -232,9 +245,9 @@ class DispatchTiming(JsonMixin):
             sync = self.ratio("single", "sync", n, longest)
             third.append(
                 (
-                    r <= KEEPS_UP,
-                    f"{longest} step, {_procs(n)}: pipelined {r:.2f}x the floor "
-                    f"(synchronous {sync:.2f}x; keeps up at {KEEPS_UP}x or less)",
+                    r <= KEEPS_UP and r < sync,
+                    f"{longest} step, {_procs(n)}: pipelined {r:.2f}x the floor, synchronous "
+                    f"{sync:.2f}x (keeps up at {KEEPS_UP}x or less)",
                 )
             )
         fourth = []
