@@ -58,8 +58,15 @@ _PROGRAM: dict[str, Any] = {}
 class Engines(Protocol):
     """What the measurement needs of a cluster (:class:`shardviz.engines.Cluster` has it)."""
 
-    processes: Sequence[Any]  # each with .engine, the ipyparallel engine id
-    client: Any  # the ipyparallel client
+    @property
+    def processes(self) -> Sequence[Any]:
+        """The processes, each with ``.engine``, its ipyparallel engine id."""
+        ...
+
+    @property
+    def client(self) -> Any:
+        """The ipyparallel client."""
+        ...
 
     def run(self, fn: Any, *args: Any, **kwargs: Any) -> list[Any]: ...
 

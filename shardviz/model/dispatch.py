@@ -33,6 +33,8 @@ from shardviz.model.units import format_percent, format_seconds
 
 Controller = Literal["multi", "single"]
 Mode = Literal["sync", "pipelined"]
+#: Where a claim comes from: the distribution survey, or these measurements.
+Source = Literal["survey", "measured"]
 
 #: The four shapes, in the order the views list them.
 SHAPES: tuple[tuple[Controller, Mode], ...] = (
@@ -121,7 +123,7 @@ class Claim(JsonMixin):
         evidence: the comparisons, one line each, with their numbers.
     """
 
-    source: Literal["survey", "measured"]
+    source: Source
     statement: str
     holds: bool
     evidence: tuple[str, ...]
@@ -267,7 +269,7 @@ class DispatchTiming(JsonMixin):
                     f"{ms(floor)} ({_times(piped, floor)})",
                 )
             )
-        statements = (
+        statements: tuple[tuple[Source, str], ...] = (
             ("survey", "Multi-controller dispatch is cheap: each host dispatches its own steps, "
              "with no round trip to a client"),
             ("survey", "A single controller that dispatches synchronously accumulates latency: "

@@ -262,10 +262,17 @@ def test_measure_runs_every_shape_each_repeat() -> None:
 def test_measure_turns_the_order_of_shapes_each_repeat(monkeypatch: pytest.MonkeyPatch) -> None:
     order: list[tuple[str, bool]] = []
     monkeypatch.setattr(dt, "engine_prepare", lambda *args: 8)
-    monkeypatch.setattr(dt, "multi_controller", lambda c, s, p: order.append(("multi", p)) or 1.0)
-    monkeypatch.setattr(
-        dt, "single_controller", lambda v, s, p, clock: order.append(("single", p)) or 1.0
-    )
+
+    def multi(cluster: object, steps: int, pipelined: bool) -> float:
+        order.append(("multi", pipelined))
+        return 1.0
+
+    def single(view: object, steps: int, pipelined: bool, clock: object) -> float:
+        order.append(("single", pipelined))
+        return 1.0
+
+    monkeypatch.setattr(dt, "multi_controller", multi)
+    monkeypatch.setattr(dt, "single_controller", single)
     dt.measure(FakeCluster(), (TINY,), steps=1, repeats=2)
     shapes = [(c, m == "pipelined") for c, m in SHAPES]
     assert order == shapes + shapes[1:] + shapes[:1]
