@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
 from shardviz.errors import ProcessError, problem
@@ -51,7 +52,12 @@ TIMEOUT = 120.0
 
 Clock = Callable[[], float]
 
-#: The step program and its state in this process (an engine), set by :func:`engine_prepare`.
+#: The step program and its state in this process (an engine), set by :func:`engine_prepare`:
+#: ``step``, ``x``, ``w``; ``queue``, one thread that runs the steps in the order they are
+#: queued, and ``last``, the latest step's future. The queue is what a jax process on an
+#: accelerator has in its device's stream: XLA:CPU runs a program with a host callback in the
+#: thread that dispatches it, so without the queue "dispatching" the 20 ms step would take 20
+#: ms and no host could send or receive anything meanwhile.
 _PROGRAM: dict[str, Any] = {}
 
 
@@ -98,9 +104,7 @@ def engine_prepare(rows: int, width: int, wait: float = 0.0, warmup: int = 3) ->
         return y
 
     def step(x: Any, w: Any) -> Any:
-        # a loop of two matmuls: XLA:CPU runs a loop-free program inline, in the thread that
-        # dispatches it (no asynchronous dispatch at all); a loop makes it run on its own
-        y = jax.lax.fori_loop(0, 2, lambda i, y: jnp.tanh(y @ w), x)
+        y = jnp.tanh(x @ w)
         if wait > 0:
             y = jax.pure_callback(held, jax.ShapeDtypeStruct(y.shape, y.dtype), y)
         return y - jax.lax.pmean(jnp.mean(y), "data") + 0.01
@@ -111,8 +115,11 @@ def engine_prepare(rows: int, width: int, wait: float = 0.0, warmup: int = 3) ->
     for _ in range(warmup):
         x = program(x, w)
     x.block_until_ready()
+    old = _PROGRAM.get("queue")
+    if old is not None:
+        old.shutdown(wait=True)
     _PROGRAM.clear()
-    _PROGRAM.update(step=program, x=x, w=w)
+    _PROGRAM.update(step=program, x=x, w=w, queue=ThreadPoolExecutor(1), last=None)
     return len(devices)
 
 
@@ -122,17 +129,27 @@ def _prepared() -> dict[str, Any]:
     return _PROGRAM
 
 
-def engine_step(block: bool) -> None:
-    """One step in this process; with ``block``, return only when its result is ready."""
-    p = _prepared()
+def _advance() -> None:
+    """One step, on the process's queue thread (its stand-in for a device's stream)."""
+    p = _PROGRAM
     p["x"] = p["step"](p["x"], p["w"])
+
+
+def engine_step(block: bool) -> None:
+    """Queue one step in this process (see :data:`_PROGRAM`'s queue); with ``block``, return
+    only when its result is ready."""
+    p = _prepared()
+    p["last"] = p["queue"].submit(_advance)
     if block:
-        p["x"].block_until_ready()
+        engine_block()
 
 
 def engine_block() -> None:
-    """Return when the latest step's result is ready."""
-    _prepared()["x"].block_until_ready()
+    """Return when the latest step's result is ready (raising what the step raised)."""
+    p = _prepared()
+    if p["last"] is not None:
+        p["last"].result()
+    p["x"].block_until_ready()
 
 
 def engine_loop(steps: int, block: bool, clock: Clock = time.perf_counter) -> float:

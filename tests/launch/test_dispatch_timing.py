@@ -224,6 +224,27 @@ def test_a_step_that_waits_on_its_devices_runs_the_host_callback_per_device() ->
     assert x.shape == (16, 4) and np.allclose(x.mean(), 0.01, atol=1e-6)
 
 
+def test_steps_run_in_order_on_the_queue_and_a_failure_surfaces_when_waited_for(
+    prepared: None,
+) -> None:
+    ran: list[int] = []
+    step = dt._PROGRAM["step"]
+
+    def counted(x: Any, w: Any) -> Any:
+        ran.append(len(ran))
+        if len(ran) == 3:
+            raise RuntimeError("step 3 failed")
+        return step(x, w)
+
+    dt._PROGRAM["step"] = counted
+    dt.engine_step(block=False)
+    dt.engine_step(block=True)
+    assert ran == [0, 1]
+    dt.engine_step(block=False)  # returns at once; the failure comes with the wait
+    with pytest.raises(RuntimeError, match="step 3 failed"):
+        dt.engine_block()
+
+
 def test_synchronous_dispatch_waits_for_each_step(prepared: None) -> None:
     view = FakeView()
     assert dt.single_controller(view, 4, pipelined=False, clock=Clock()) == 1.0
