@@ -310,3 +310,12 @@ def test_the_step_that_hides_dispatch_is_the_last_that_waits_on_its_devices() ->
     assert _timing(_as_survey_says()).hiding_program == LONG
     assert DispatchTiming((TINY, LONG, cpu), (), 1).hiding_program == LONG
     assert DispatchTiming((TINY, cpu), (), 1).hiding_program == cpu  # none waits: the last
+
+
+def test_share_of_the_overhead_pipelining_hides() -> None:
+    t = _timing({**_as_survey_says(), ("single", "pipelined", 2, "long"): 0.0455})
+    assert t.hidden(2, "long") == pytest.approx((0.051 - 0.0455) / (0.051 - 0.040))  # 50%
+    assert t.claims()[2].evidence[1].endswith("floor 40 ms per step, 50.0% of its overhead hidden")
+    nothing = _timing({**_as_survey_says(), ("single", "sync", 1, "long"): 0.039})
+    assert nothing.hidden(1, "long") is None
+    assert nothing.claims()[2].evidence[0].endswith("floor 40 ms per step")
