@@ -5,16 +5,18 @@ The same processes of a notebook cluster (:func:`shardviz.cluster`: jax processe
 
 - **multi-controller**: every process runs the loop itself (:func:`engine_loop`, sent once to
   every process), as a ``jax.distributed`` program does; synchronous waits for each step's
-  result before dispatching the next, pipelined lets jax's asynchronous dispatch queue them;
+  result before dispatching the next, pipelined queues them all and waits for the last;
 - **single controller**: this client sends every step to every process (:func:`engine_step`,
   one message per process per step), as a Pathways client does; synchronous waits for every
   process's answer before sending the next step, pipelined sends all of them ahead and waits
   once at the end.
 
-The step program is a matmul of activations split over every device of every process,
-followed by a mean over all of them (an all-reduce that crosses processes, so the processes
-advance in step, as a training step's gradient all-reduce makes them). Two sizes by default: a
-tiny one (dispatch is all there is) and a longer one (a few milliseconds of compute).
+The step program multiplies activations split over every device of every process, optionally
+holds each device for a while (:attr:`~shardviz.model.dispatch.StepProgram.wait`), then takes
+off their mean over all devices (an all-reduce that crosses processes, so the processes
+advance in step, as a training step's gradient all-reduce makes them). Each process runs its
+steps on one queue thread, in order (see :data:`_PROGRAM`). By default: a tiny step
+(dispatching is nearly all there is) and one that holds each device 20 ms.
 
 The functions named ``engine_*`` run in the engines (ipyparallel sends them by reference: the
 engines import this module); the program and its state stay there.
@@ -28,12 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
 from shardviz.errors import ProcessError, problem
-from shardviz.model.dispatch import (
-    SHAPES,
-    DispatchRun,
-    DispatchTiming,
-    StepProgram,
-)
+from shardviz.model.dispatch import SHAPES, DispatchRun, DispatchTiming, StepProgram
 
 #: A tiny step: 8 rows of 8 per device; dispatching it is all there is.
 TINY = StepProgram(name="tiny", rows=8, width=8)

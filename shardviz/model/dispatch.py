@@ -165,7 +165,7 @@ class DispatchTiming(JsonMixin):
         raise ShardvizError(
             problem(
                 "dispatch timing",
-                f"no {controller}-controller {mode} run of {step!r} on {processes} processes",
+                f"no {controller}-controller {mode} run of {step!r} on {_procs(processes)}",
                 f"ask for one of processes {list(self.process_counts)} and steps "
                 f"{[p.name for p in self.programs]}",
             )

@@ -83,7 +83,9 @@ class DispatchView:
         runs = t.runs[0] if t.runs else None
         per = f"{runs.steps} steps x {len(runs.seconds)} repeats, medians; " if runs else ""
         progs = "; ".join(
-            f"{p.name}: {p.rows} x {p.width} @ {p.width} x {p.width} per device" for p in t.programs
+            f"{p.name}: [{p.rows}, {p.width}] @ [{p.width}, {p.width}] per device"
+            + (f", each device held {format_seconds(p.wait)}" if p.wait > 0 else "")
+            for p in t.programs
         )
         return (
             f"{per}{t.devices_per_process} CPU device(s) per process; ratios are to the floor "
@@ -91,8 +93,9 @@ class DispatchView:
         )
 
     def text(self) -> str:
-        """The table, then each claim with its evidence."""
-        header = ["step", "processes", *(SHAPE_NAMES[s] for s in SHAPES)]
+        """The table (a column per shape: ``multi sync`` is the multi-controller synchronous
+        one, and so on), then each claim with its evidence."""
+        header = ["step", "processes", *(f"{c} {m}" for c, m in SHAPES)]
         body = [
             [
                 r.step,
