@@ -434,12 +434,13 @@ def analyse_program(fn: Any, args: tuple, comp: Compiled) -> Report:
     # What the program holds: an uncommitted array (optax's step counter) as jit places it.
     held, _ = abstract_placed(comp.compiled, args, {}, committed_too=False)
     arguments = layout_tree(named_args(fn, held), skip_non_arrays=True)
+    outputs = _outputs(comp.lowered, comp.compiled)
     return Report(
         function=name,
         platform=platform,
         mesh=mesh,
         arguments=arguments,
-        outputs=_outputs(comp.lowered, comp.compiled),
+        outputs=outputs,
         collectives=collectives,
         intermediates=intermediates,
         memory=memory_report(
@@ -448,6 +449,7 @@ def analyse_program(fn: Any, args: tuple, comp: Compiled) -> Report:
             platform,
             comp.buffer_assignment,
             comp.memory_usage_report,
+            outputs,
         ),
         cost=_cost(comp, early),
         timing=None,

@@ -47,6 +47,7 @@ from shardviz.render.report.sections import (
     CostSection,
     EstimateSection,
     HeaderSection,
+    HostMemory,
     IntermediateRow,
     IntermediatesSection,
     LedgerSection,
@@ -784,6 +785,8 @@ def _memory(m: MemorySection) -> list[str]:
     if m.compiler_peak:
         out.append(f'<div class="sv-note">{esc(m.compiler_peak)}</div>')
     out.extend(f'<div class="sv-note">{esc(x)}</div>' for x in m.notes)
+    if m.host is not None:
+        out.extend(_host(m.host))
     if m.leaves:
         out.extend(_by_leaf(m))
     if m.devices:
@@ -797,6 +800,28 @@ def _memory(m: MemorySection) -> list[str]:
                 f"<td class='sv-r'>{esc(limit)}</td></tr>"
             )
         out.append("</table>")
+    return out
+
+
+def _host(h: HostMemory) -> list[str]:
+    """Host memory beside the HBM peak: the total and its parts, whose figures, the leaves."""
+    out = [
+        f'<div class="sv-host-mem" data-bytes="{h.bytes}">{esc(h.line)}'
+        f'<div class="sv-dim">from {esc(h.source)}</div>'
+    ]
+    if h.mismatch:
+        out.append(f'<div class="sv-note sv-host-mismatch">differs: {esc(h.mismatch)}</div>')
+    if h.leaves:
+        out.append(
+            '<table class="sv-t sv-host-leaves">' + _th(["on host", "role", "memory", "bytes"], [3])
+        )
+        out.extend(
+            f"<tr><td><code>{esc(p)}</code></td><td>{esc(role)}</td><td>{esc(kind)}</td>"
+            f'<td class="sv-r">{esc(text)}</td></tr>'
+            for p, role, kind, text in h.leaves
+        )
+        out.append("</table>")
+    out.append("</div>")
     return out
 
 
@@ -826,7 +851,8 @@ def _by_leaf(m: MemorySection) -> list[str]:
     for leaf in m.leaves:
         w = 120.0 * leaf.bytes / top
         out.append(
-            f'<tr class="sv-leafrow"><td><code>{esc(leaf.path)}</code></td><td>'
+            f'<tr class="sv-leafrow" data-memory="{esc(leaf.memory)}"><td><code>'
+            f"{esc(leaf.path)}</code></td><td>"
             f'<span class="sv-sw" style="background:{color[leaf.role]}"></span>{esc(leaf.role)}'
             f'</td><td class="sv-r" title="{leaf.bytes:,} B">{esc(leaf.text)}</td>'
             f'<td><span class="sv-minibar" style="width:{w:.1f}px;background:{color[leaf.role]}">'
