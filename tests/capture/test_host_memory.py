@@ -161,3 +161,20 @@ def test_cpu_peak_rule_other_than_the_sum_is_left_alone():
 def test_host_kinds_of_a_numpy_free_layout_default_to_device():
     layout = sv.layout(jax.ShapeDtypeStruct((8,), np.float32, sharding=NamedSharding(_mesh(), P())))
     assert layout.memory_kind == "device"
+
+
+def test_tree_and_array_views_show_host_memory(placed):
+    tree = sv.layout_tree({"w": placed[0], "opt": placed[1]})
+    text, html = str(tree), tree._repr_html_()
+    line = "per device (largest): 8 KiB in HBM · 64 KiB in host memory (opt)"
+    assert line in text and line in html
+    assert "replicated, pinned_host" in text and "replicated, pinned_host" in html
+    assert "64 KiB in pinned_host memory per device" in str(sv.layout(placed[1]))
+    plain = sv.layout_tree({"w": placed[0]})
+    assert "host memory" not in str(plain) and "host memory" not in plain._repr_html_()
+
+
+def test_host_figures_survive_json(cpu_report):
+    back = type(cpu_report).from_json(cpu_report.to_json())
+    assert back.memory == cpu_report.memory
+    assert back.arguments["opt"].memory_kind == "pinned_host"
