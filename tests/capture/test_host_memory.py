@@ -178,3 +178,20 @@ def test_host_figures_survive_json(cpu_report):
     back = type(cpu_report).from_json(cpu_report.to_json())
     assert back.memory == cpu_report.memory
     assert back.arguments["opt"].memory_kind == "pinned_host"
+
+
+def test_mark_sharding_places_in_host_memory():
+    x = sv.mark_sharding(jnp.ones((16, 4)), _mesh(), ("data", None), memory_kind="pinned_host")
+    assert x.sharding.memory_kind == "pinned_host"
+    assert sv.layout(x).on_host
+
+
+@pytest.mark.parametrize("kind", ["hbm", "HOST", 5])
+def test_a_memory_kind_the_backend_lacks_names_the_ones_it_has(kind):
+    with pytest.raises(sv.ShardvizError) as err:
+        sv.mark_sharding(jnp.ones((16, 4)), _mesh(), ("data", None), name="cache",
+                         memory_kind=kind)  # fmt: skip
+    msg = str(err.value)
+    assert msg.startswith("cache:") and f"memory kind {kind!r} is not one the CPU devices" in msg
+    assert "'device', 'pinned_host', 'unpinned_host'" in msg
+    assert "memory_kind='pinned_host'" in msg
