@@ -52,6 +52,8 @@ def scratch_dir() -> str | None:
 
 # The TPU compiler's final module (see lower_and_compile).
 _TPU_FINAL = "*after_codegen.txt"
+# The module as jax gave it: the only one that still shows what was asked for host memory.
+_BEFORE_OPTIMIZATIONS = "*before_optimizations.txt"
 
 
 @dataclass(frozen=True)
@@ -89,6 +91,9 @@ class Compiled:
     memory_usage_report: str = ""
     #: What the compiler wrote to stderr (fd 2) while compiling: its C++ log lines.
     compiler_log: str = ""
+    #: The module before the compiler's passes, kept only when it asks for host memory
+    #: (``annotate_device_placement`` calls: offloads and host outputs), else "".
+    before_optimizations: str = ""
     #: What ``early`` (see :func:`lower_and_compile`) made of the dumps while the compiler
     #: ran, by stage (``None`` for a stage that did not finish on the final texts).
     early: EarlyResults = field(default_factory=lambda: EarlyResults(), repr=False)
@@ -184,6 +189,9 @@ def lower_and_compile(
         # stack-frame table numbered in another order and async ops in their generic form
         # (``async-start``, ``calls=``), read in ~1 ms instead of ~45 ms on 256 chips.
         final = read(_TPU_FINAL) if platform == "tpu" else ""
+        before = read(_BEFORE_OPTIMIZATIONS)
+        if "annotate_device_placement" not in before:
+            before = ""
     finally:
         if watch is not None:
             watch.finish()  # the thread may still be reading the folder
@@ -198,6 +206,7 @@ def lower_and_compile(
         compile_seconds=t2 - t1,
         early=EarlyResults(shardings=done.get("shardings"), final=final_result),
         compiler_log=log.text,
+        before_optimizations=before,
         _module=module if final else None,
         **texts,
     )

@@ -51,6 +51,7 @@ from shardviz.capture.host_split import host_split
 from shardviz.capture.layout import layout_tree
 from shardviz.capture.memory import device_stats, memory_report
 from shardviz.capture.mesh import mesh_layout
+from shardviz.capture.offload import program_offload
 from shardviz.capture.places import labelled, without_repeats
 from shardviz.capture.processes import host_figures
 from shardviz.capture.run import (
@@ -435,6 +436,7 @@ def analyse_program(fn: Any, args: tuple, comp: Compiled) -> Report:
     held, _ = abstract_placed(comp.compiled, args, {}, committed_too=False)
     arguments = layout_tree(named_args(fn, held), skip_non_arrays=True)
     outputs = _outputs(comp.lowered, comp.compiled)
+    transfers, requests = program_offload(comp)
     return Report(
         function=name,
         platform=platform,
@@ -452,6 +454,8 @@ def analyse_program(fn: Any, args: tuple, comp: Compiled) -> Report:
             outputs,
         ),
         cost=_cost(comp, early),
+        host_transfers=transfers,
+        offload_requests=requests,
         timing=None,
         check=None,
         ran=False,

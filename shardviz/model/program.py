@@ -22,6 +22,7 @@ from shardviz.model.estimate import Estimate
 from shardviz.model.findings import Findings, StopTrying, fix_trier
 from shardviz.model.hardware import Target
 from shardviz.model.mesh import MeshLayout
+from shardviz.model.offload import HostTransfer, OffloadRequest
 from shardviz.model.tiles import layout_from_spec
 from shardviz.model.traffic import CollectiveTraffic, collective_traffic
 
@@ -366,6 +367,11 @@ class Report(JsonMixin, display.Shown):
     #: What shardviz found wrong, each fix tried by compiling again (None: not diagnosed,
     #: e.g. a report built by hand; :func:`shardviz.analysis.detect` then looks).
     findings: Findings | None = None
+    #: The copies between HBM and host memory the compiler scheduled, per device (TPU, GPU;
+    #: the CPU keeps one memory and moves nothing).
+    host_transfers: tuple[HostTransfer, ...] = ()
+    #: The values the program asked to keep in host memory (offloads and host outputs).
+    offload_requests: tuple[OffloadRequest, ...] = ()
 
     def collectives_of(self, kind: str | None = None, axes: tuple[str, ...] | None = None):
         """The ledger filtered by kind and/or exact axes."""

@@ -1,0 +1,28 @@
+"""A compiled program's host memory traffic: the transfers the compiler scheduled and the
+offloads the program asked for (see :mod:`shardviz.capture.hlo.offload`)."""
+
+from __future__ import annotations
+
+from shardviz.capture.compile import Compiled
+from shardviz.capture.hlo.loops import computation_runs, loops_of
+from shardviz.capture.hlo.offload import host_transfers, offload_requests
+from shardviz.capture.hlo.text import parse_hlo_module
+from shardviz.model.offload import HostTransfer, OffloadRequest
+
+#: A layout in host memory, as the compiler prints it.
+_HOST_SPACE = "S(5)"
+
+
+def program_offload(comp: Compiled) -> tuple[tuple[HostTransfer, ...], tuple[OffloadRequest, ...]]:
+    """(transfers, requests) of a compiled program; both empty for one that uses no host
+    memory (the common case costs two substring searches)."""
+    transfers: tuple[HostTransfer, ...] = ()
+    if _HOST_SPACE in comp.hlo_text:
+        module = comp.module()
+        loops = loops_of(module)
+        unknown = frozenset(lp.body for lp in loops if not lp.known)
+        transfers = host_transfers(module, computation_runs(module, loops), unknown)
+    requests: tuple[OffloadRequest, ...] = ()
+    if comp.before_optimizations:
+        requests = offload_requests(parse_hlo_module(comp.before_optimizations))
+    return transfers, requests

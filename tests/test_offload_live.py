@@ -1,0 +1,79 @@
+"""Host memory through ``explain``, live: a deviceless TPU compile of the offload fixture's
+training step (tests/fixtures/offload/make_fixtures.py) and the same step on CPU. Skipped
+without the shardviz[tpu] extra for the TPU part."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from pathlib import Path
+
+os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from jax.sharding import Mesh, NamedSharding  # noqa: E402
+from jax.sharding import PartitionSpec as P  # noqa: E402
+
+import shardviz as sv  # noqa: E402
+from shardviz.capture.topology import topology  # noqa: E402
+from shardviz.model.program import HOST_FROM_COMPILER, HOST_FROM_SHARDINGS  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "offload"))
+import make_fixtures as fx  # noqa: E402
+
+needs_tpu = pytest.mark.skipif(
+    importlib.util.find_spec("libtpu") is None, reason="needs the shardviz[tpu] extra (libtpu)"
+)
+ACT = fx.B * fx.D * 4  # one layer's activation per device
+OPT = fx.L * fx.D * fx.D * 4
+
+
+def _args(devices):
+    mesh = Mesh(np.array(devices), ("data",))
+    rep, host = NamedSharding(mesh, P()), NamedSharding(mesh, P(), memory_kind="pinned_host")
+    return (
+        jax.ShapeDtypeStruct((fx.L, fx.D, fx.D), jnp.float32, sharding=rep),
+        jax.ShapeDtypeStruct((fx.B * len(devices), fx.D), jnp.float32,
+                             sharding=NamedSharding(mesh, P("data"))),
+        jax.ShapeDtypeStruct((fx.L, fx.D, fx.D), jnp.float32, sharding=host),
+    )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def tpu_report():
+    return sv.explain(fx.step_of(fx.layer_tagged), *_args(list(topology("v5e:2x2").devices)))
+
+
+@needs_tpu
+def test_tpu_report_lists_the_offload_transfers_per_step(tpu_report):
+    ts = tpu_report.host_transfers
+    off = [t for t in ts if t.role == "offload"]
+    assert sum(t.bytes_per_step for t in off if t.direction == "to host") == fx.L * ACT
+    assert sum(t.bytes_per_step for t in off if t.direction == "to device") == fx.L * ACT
+    assert {t.role for t in ts} == {"offload", "argument", "output"}
+
+
+@needs_tpu
+def test_tpu_report_has_the_requests_and_the_compilers_host_figures(tpu_report):
+    reqs = tpu_report.offload_requests
+    assert [(r.value, r.output) for r in reqs] == [
+        (f"f32[{fx.B * 4},{fx.D}]", False), (f"f32[{fx.L},{fx.D},{fx.D}]", True)
+    ]  # fmt: skip
+    m = tpu_report.memory
+    assert (m.host_argument_bytes, m.host_output_bytes) == (OPT, OPT)
+    assert m.host_source == HOST_FROM_COMPILER and m.host_mismatch == ""
+
+
+def test_cpu_report_moves_nothing_and_counts_host_from_the_shardings():
+    r = sv.explain(fx.step_of(fx.layer_tagged), *_args(jax.devices()[:4]), run=False)
+    assert r.host_transfers == ()
+    # jax 0.10.2 on CPU lowers neither the remat offload nor device_put(..., Space.Host) to a
+    # placement request: the output's host memory kind is in its sharding only.
+    assert r.offload_requests == ()
+    assert [x.memory_kind for x in r.outputs] == ["device", "pinned_host"]
+    assert r.memory.host_source == HOST_FROM_SHARDINGS
+    assert (r.memory.host_argument_bytes, r.memory.host_output_bytes) == (OPT, OPT)
