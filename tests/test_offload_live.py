@@ -77,3 +77,20 @@ def test_cpu_report_moves_nothing_and_counts_host_from_the_shardings():
     assert [x.memory_kind for x in r.outputs] == ["device", "pinned_host"]
     assert r.memory.host_source == HOST_FROM_SHARDINGS
     assert (r.memory.host_argument_bytes, r.memory.host_output_bytes) == (OPT, OPT)
+
+
+@needs_tpu
+def test_tpu_report_views_list_the_transfers_and_the_host_link_time(tpu_report):
+    text, html = str(tpu_report), tpu_report._repr_html_()
+    # to host: 4 x 128 KiB of activations + the 4 MiB output; to device: the same + opt.
+    assert "Host transfers per device · 4.5 MiB to host · 4.5 MiB to device per step" in text
+    assert 'class="sv-transfers" data-to-host="4718592" data-to-device="4718592"' in html
+    assert 'data-role="offload" data-direction="to host"' in html
+    e = tpu_report.estimate
+    # v5e's host link: 1.5e10 B/s each way (the scaling book); the larger direction's bytes.
+    assert e.host_seconds == pytest.approx((fx.L * ACT + OPT) / 1.5e10)
+    assert e.host_text.startswith("host link: 4.5 MiB to host + 4.5 MiB to device per step")
+    assert "host link" in text and e.host_text in text
+    assert e.host_exposed_seconds == pytest.approx(
+        max(0.0, e.host_seconds - max(e.compute_seconds, e.memory_seconds))
+    )

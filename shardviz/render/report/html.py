@@ -57,6 +57,7 @@ from shardviz.render.report.sections import (
     TimingSection,
     report_view,
 )
+from shardviz.render.report.transfers import transfers_html
 from shardviz.render.report.view import (
     ESTIMATE_WORDS,
     MAX_GROUPS,
@@ -1090,6 +1091,8 @@ def report_html(report: Report, view: ReportView | None = None) -> str:
     prefix = _prefix(report)
     body = [*_header(v.header), _stats(v), *findings_section_html(v.findings)]
     body += _ledger(report, v.ledger, prefix, v.intermediates.shown_as)
+    if v.transfers is not None:
+        body.append(transfers_html(v.transfers))
     body += _intermediates(v.intermediates, prefix, v.ledger.shown_as)
     body += _memory(v.memory)
     if v.estimate is not None:

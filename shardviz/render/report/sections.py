@@ -15,6 +15,7 @@ from shardviz.model.array import ArrayLayout
 from shardviz.model.program import MemoryReport, Report, ShardingOf
 from shardviz.model.units import format_bytes, format_flops, format_seconds, sig3
 from shardviz.render.findings.view import FindingsView, section_view
+from shardviz.render.report.transfers import TransfersSection, transfers_section
 from shardviz.render.report.view import (
     MAX_LEAVES,
     MAX_OPS,
@@ -665,6 +666,8 @@ class ReportView:
     timing: TimingSection
     check: CheckSection
     profile: ProfileSection | None
+    #: Host <-> device transfers (``None``: the program moves nothing to or from host).
+    transfers: TransfersSection | None = None
 
 
 def report_view(report: Report) -> ReportView:
@@ -680,4 +683,5 @@ def report_view(report: Report) -> ReportView:
         timing=timing_section(report),
         check=check_section(report),
         profile=profile_section(report),
+        transfers=transfers_section(report),
     )

@@ -24,6 +24,7 @@ from shardviz.render.report.sections import (
     TimingSection,
     report_view,
 )
+from shardviz.render.report.transfers import transfers_lines
 from shardviz.render.table import aligned_table
 from shardviz.render.timeline import timeline_lines
 
@@ -283,6 +284,7 @@ def report_text(report: Report, view: ReportView | None = None) -> str:
         _header_lines(v.header),
         *[s for s in (findings_section_lines(v.findings),) if s],
         _ledger_lines(v.ledger),
+        *([transfers_lines(v.transfers)] if v.transfers is not None else []),
         _intermediate_lines(v.intermediates),
         _memory_lines(v.memory),
         _cost_lines(v.cost),

@@ -35,6 +35,9 @@ SPACE_NAMES = {
     "vmem": "VMEM (on-chip)",
     "smem": "SMEM (on-chip)",
     "host": "host memory",
+    # The TPU report names color 5 "cmem"; the layouts' S(5) is host memory (pinned_host
+    # arguments and outputs add up to it).
+    "cmem": "host memory (color 5, 'cmem')",
 }
 
 #: Above this many intermediates, rows that are not reshard points are folded into gaps.
@@ -886,6 +889,8 @@ def estimate_rows(e: Estimate, measured: float | None = None) -> list[EstimateRo
                 f"model flops / (peak x the measured step, {format_seconds(measured)})",
             )
         )  # fmt: skip
+    if e.host_seconds is not None:
+        rows.append(EstimateRow("host", "host link", format_seconds(e.host_seconds), e.host_text))
     if e.lower_bound:
         rows.append(
             EstimateRow(
