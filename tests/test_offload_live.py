@@ -73,7 +73,7 @@ def test_cpu_report_moves_nothing_and_counts_host_from_the_shardings():
     assert r.host_transfers == ()
     # jax 0.10.2 on CPU lowers neither the remat offload nor device_put(..., Space.Host) to a
     # placement request: the output's host memory kind is in its sharding only.
-    assert r.offload_requests == ()
+    assert [x.happened for x in r.offload_requests] == [False]  # the policy's, missed
     assert [x.memory_kind for x in r.outputs] == ["device", "pinned_host"]
     assert r.memory.host_source == HOST_FROM_SHARDINGS
     assert (r.memory.host_argument_bytes, r.memory.host_output_bytes) == (OPT, OPT)
@@ -94,3 +94,64 @@ def test_tpu_report_views_list_the_transfers_and_the_host_link_time(tpu_report):
     assert e.host_exposed_seconds == pytest.approx(
         max(0.0, e.host_seconds - max(e.compute_seconds, e.memory_seconds))
     )
+
+
+def _findings(report):
+    return [f for f in report.findings.items if f.kind == "offload-missed"]
+
+
+@needs_tpu
+def test_an_offload_the_program_made_raises_no_finding(tpu_report):
+    assert _findings(tpu_report) == []
+
+
+@needs_tpu
+def test_a_tag_on_no_saved_value_offloads_nothing_and_says_why():
+    r = sv.explain(fx.step_of(fx.layer_output_tagged), *_args(list(topology("v5e:2x2").devices)))
+    assert not [t for t in r.host_transfers if t.role == "offload"]
+    (f,) = _findings(r)
+    assert (
+        f.title == "'act' (remat policy) was asked to live in pinned_host memory but stays in HBM"
+    )
+    assert "tags 'act' only on values the backward pass does not save" in f.why
+
+
+def test_on_cpu_an_offloading_policy_is_a_finding_that_says_cpu_moves_nothing():
+    r = sv.explain(fx.step_of(fx.layer_tagged), *_args(jax.devices()[:4]), run=False)
+    (f,) = _findings(r)
+    assert f.severity == "info" and "on CPU jax lowers no offload" in f.why
+
+
+def test_a_policy_naming_nothing_the_program_tags_is_a_finding():
+    policy = jax.checkpoint_policies.save_and_offload_only_these_names(
+        names_which_can_be_saved=[], names_which_can_be_offloaded=["acts"],
+        offload_src="device", offload_dst="pinned_host",
+    )  # fmt: skip
+
+    def loss(ws, x):
+        def body(x, w):
+            return jax.checkpoint(fx.layer_tagged, policy=policy)(x, w), None
+
+        return jnp.sum(jax.lax.scan(body, x, ws)[0])
+
+    ws, x, _ = _args(jax.devices()[:4])
+    (f,) = _findings(sv.explain(jax.grad(loss), ws, x, run=False))
+    assert (
+        "offloads 'acts', which the program never tags with checkpoint_name (it tags 'act')"
+        in f.why
+    )
+
+
+def test_offload_policy_refuses_a_name_the_program_never_tags():
+    from shardviz.capture.remat_offload import offload_policy
+
+    ws, x, _ = _args(jax.devices()[:4])
+    with pytest.raises(sv.ShardvizError) as err:
+        offload_policy(fx.layer_tagged, jnp.ones((8, 8)), jnp.ones((8, 8)),
+                       names=["act", "attn_out"])  # fmt: skip
+    msg = str(err.value)
+    assert msg.startswith(
+        "offload names: 'attn_out' is never tagged in layer_tagged (it tags 'act')"
+    )
+    assert "checkpoint_name(x, 'name')" in msg
+    assert offload_policy(fx.layer_tagged, jnp.ones((8, 8)), jnp.ones((8, 8)), names=["act"])

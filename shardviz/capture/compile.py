@@ -21,6 +21,7 @@ import jax
 from shardviz.capture.dump_watch import PARTITIONED, PROPAGATED, DumpWatch, Stage, read_dump
 from shardviz.capture.hlo.compiler_log import compiler_log
 from shardviz.capture.hlo.text import HloModule, parse_hlo_module
+from shardviz.capture.remat_offload import PolicyFacts, policy_facts
 from shardviz.errors import CompileError, problem
 
 # The module between sharding completion and the SPMD partitioner: XLA dumps a pipeline's
@@ -94,6 +95,8 @@ class Compiled:
     #: The module before the compiler's passes, kept only when it asks for host memory
     #: (``annotate_device_placement`` calls: offloads and host outputs), else "".
     before_optimizations: str = ""
+    #: The remat policies' offload names and the names the program tags (from the jaxpr).
+    policies: PolicyFacts = field(default_factory=PolicyFacts)
     #: What ``early`` (see :func:`lower_and_compile`) made of the dumps while the compiler
     #: ran, by stage (``None`` for a stage that did not finish on the final texts).
     early: EarlyResults = field(default_factory=lambda: EarlyResults(), repr=False)
@@ -132,7 +135,9 @@ def lower_and_compile(
     """
     t0 = time.perf_counter()
     try:
-        lowered = jitted.lower(*args, **kwargs)
+        # Traced first where jax allows it: the jaxpr shows the remat policies' offloads.
+        traced = jitted.trace(*args, **kwargs) if hasattr(jitted, "trace") else None
+        lowered = traced.lower() if traced is not None else jitted.lower(*args, **kwargs)
     except Exception as err:  # tracing runs user code: anything can come out of it
         raise CompileError(
             problem(
@@ -207,6 +212,7 @@ def lower_and_compile(
         early=EarlyResults(shardings=done.get("shardings"), final=final_result),
         compiler_log=log.text,
         before_optimizations=before,
+        policies=policy_facts(traced.jaxpr.jaxpr) if traced is not None else PolicyFacts(),
         _module=module if final else None,
         **texts,
     )

@@ -7,15 +7,19 @@ from shardviz.capture.compile import Compiled
 from shardviz.capture.hlo.loops import computation_runs, loops_of
 from shardviz.capture.hlo.offload import host_transfers, offload_requests
 from shardviz.capture.hlo.text import parse_hlo_module
+from shardviz.capture.remat_offload import policy_misses
 from shardviz.model.offload import HostTransfer, OffloadRequest
 
 #: A layout in host memory, as the compiler prints it.
 _HOST_SPACE = "S(5)"
 
 
-def program_offload(comp: Compiled) -> tuple[tuple[HostTransfer, ...], tuple[OffloadRequest, ...]]:
+def program_offload(
+    comp: Compiled, platform: str = ""
+) -> tuple[tuple[HostTransfer, ...], tuple[OffloadRequest, ...]]:
     """(transfers, requests) of a compiled program; both empty for one that uses no host
-    memory (the common case costs two substring searches)."""
+    memory (the common case costs two substring searches). The requests end with the remat
+    policies' offloads that cannot happen (:func:`~.remat_offload.policy_misses`)."""
     transfers: tuple[HostTransfer, ...] = ()
     if _HOST_SPACE in comp.hlo_text:
         module = comp.module()
@@ -25,4 +29,6 @@ def program_offload(comp: Compiled) -> tuple[tuple[HostTransfer, ...], tuple[Off
     requests: tuple[OffloadRequest, ...] = ()
     if comp.before_optimizations:
         requests = offload_requests(parse_hlo_module(comp.before_optimizations))
+    if comp.policies.offloads:
+        requests += policy_misses(comp.policies, requests, platform)
     return transfers, requests

@@ -436,7 +436,7 @@ def analyse_program(fn: Any, args: tuple, comp: Compiled) -> Report:
     held, _ = abstract_placed(comp.compiled, args, {}, committed_too=False)
     arguments = layout_tree(named_args(fn, held), skip_non_arrays=True)
     outputs = _outputs(comp.lowered, comp.compiled)
-    transfers, requests = program_offload(comp)
+    transfers, requests = program_offload(comp, platform)
     return Report(
         function=name,
         platform=platform,

@@ -62,7 +62,7 @@ def offload_missed(report: Report) -> list[Candidate]:
             kind="offload-missed",
             severity="info" if report.platform == "cpu" else "warning",
             title=(
-                f"{request.value} at {request.where} was asked to live in {request.kind} "
+                f"{request.value} {_at(request)} was asked to live in {request.kind} "
                 "memory but stays in HBM"
             ),
             why=(
@@ -75,6 +75,11 @@ def offload_missed(report: Report) -> list[Candidate]:
         )
         out.append(Candidate(finding))
     return out
+
+
+def _at(request: OffloadRequest) -> str:
+    """``at train.py:41`` for a value the program made, ``(remat policy)`` for a policy's."""
+    return f"at {request.where}" if request.source is not None else f"({request.where})"
 
 
 def _place(request: OffloadRequest) -> str:
