@@ -155,3 +155,39 @@ def test_offload_policy_refuses_a_name_the_program_never_tags():
     )
     assert "checkpoint_name(x, 'name')" in msg
     assert offload_policy(fx.layer_tagged, jnp.ones((8, 8)), jnp.ones((8, 8)), names=["act"])
+
+
+needs_gpu = pytest.mark.skipif(
+    importlib.util.find_spec("jax_plugins.xla_cuda12") is None,
+    reason="needs the shardviz[gpu] extra (CUDA plugin)",
+)
+
+
+@needs_gpu
+def test_gpu_offloads_activations_and_its_host_output_differs_from_the_shardings():
+    """jax 0.10.2's deviceless GPU devices list no memories, and NamedSharding drops its
+    memory kind there: ``opt`` is compiled into HBM, and the output the program sends to
+    host memory (device_put inside) carries no host kind in its sharding."""
+    devices = list(topology("h100:4").devices)
+    assert [a.sharding.memory_kind for a in _args(devices)] == [None, None, None]
+    r = sv.explain(fx.step_of(fx.layer_tagged), *_args(devices))
+    off = [t for t in r.host_transfers if t.role == "offload"]
+    assert sum(t.bytes_per_step for t in off if t.direction == "to host") == fx.L * ACT
+    assert _findings(r) == []
+    m = r.memory
+    assert (m.host_argument_bytes, m.host_output_bytes) == (0, OPT)
+    assert m.host_mismatch == (
+        "outputs placed in host memory by their shardings: 0 B (0 B) per device; the "
+        "compiler keeps 4 MiB (4,194,304 B) of outputs on host"
+    )
+    assert "differs: outputs placed in host memory" in str(r)
+    # H100's host link: PCIe Gen5, 6.4e10 B/s each way (datasheet: 128 GB/s both ways).
+    assert r.estimate.host_seconds == pytest.approx((fx.L * ACT + OPT) / 6.4e10)
+
+
+@needs_gpu
+def test_a_memory_kind_on_a_topology_without_memories_is_refused():
+    mesh = sv.Mesh(topology("h100:4").devices, (4,), ("data",))
+    sds = jax.ShapeDtypeStruct((8, 4), jnp.float32)
+    with pytest.raises(sv.ShardvizError, match="list no memory kinds"):
+        sv.mark_sharding(sds, mesh, ("data", None), memory_kind="pinned_host")

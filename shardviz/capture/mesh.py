@@ -307,19 +307,31 @@ def memory_kinds(device: Any) -> tuple[str, ...]:
 
 def checked_memory_kind(kind: Any, device: Any, name: str = "array") -> str:
     """``kind`` if ``device``'s backend has that memory, else a ShardvizError naming those it
-    has. A backend that lists no memories (a deviceless GPU) accepts any string."""
+    has. A backend that lists none (jax 0.10.2's deviceless GPU topologies) takes only
+    ``device``: jax drops any other kind from the sharding there, silently."""
     kinds = memory_kinds(device)
-    if isinstance(kind, str) and (not kinds or kind in kinds):
+    if kind == "device" or (isinstance(kind, str) and kind in kinds):
         return kind
+    if not kinds:
+        raise MeshError(
+            problem(
+                name,
+                f"memory kind {kind!r}: the {device.platform.upper()} devices here list no "
+                "memory kinds (a deviceless GPU topology), and jax would drop the kind from "
+                "the sharding without a word",
+                "plan host memory on a TPU topology (sv.topology('v5e:2x2')) or on real "
+                "GPUs, or leave memory_kind out",
+            )
+        )
     have = ", ".join(repr(k) for k in kinds) or "none listed"
     raise MeshError(
         problem(
             name,
             f"memory kind {kind!r} is not one the {device.platform.upper()} devices have "
             f"(they have {have})",
-            "pass memory_kind='device' for the device's own memory, or memory_kind='pinned_host' for "
-            "host memory the device reads directly"
-            if "pinned_host" in kinds or not kinds
+            "pass memory_kind='device' for the device's own memory, or "
+            "memory_kind='pinned_host' for host memory the device reads directly"
+            if "pinned_host" in kinds
             else f"pass one of {have}",
         )
     )
