@@ -92,6 +92,7 @@ def test_cpu_report_shows_host_memory_in_text_and_html(cpu_report):
     assert "host memory per device 72 KiB (73,728 B): argument 64 KiB · output 8 KiB" in text
     assert "from shardviz's accounting from the shardings' memory kinds" in text
     assert "on host: opt (opt, pinned_host) 64 KiB" in text
+    assert "by role: opt 64 KiB (1, 64 KiB on host) · w 8 KiB (1)" in text
     assert 'class="sv-host-mem" data-bytes="73728"' in html
     assert 'data-memory="pinned_host"' in html
 

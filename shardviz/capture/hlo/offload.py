@@ -99,6 +99,19 @@ def _origin(module: HloModule, name: str) -> HloInstruction | None:
     return ins
 
 
+def _shown(ins: HloInstruction, direction: Direction) -> tuple[ArrayShape, ...]:
+    """What a transfer moves, as its shape shows it: a copy's destination, the slice a
+    ``dynamic-slice`` brings back, the update a ``dynamic-update-slice`` writes."""
+    shape = ins.shape
+    if not isinstance(shape, tuple) or not shape:
+        return _leaves(shape)
+    if ins.opcode == "copy-start" or len(shape) < 2:
+        return _leaves(shape[0])
+    if direction == "to device":
+        return _leaves(shape[1])
+    return tuple(a for a in _leaves(shape[0]) if a.memory_space != HOST)
+
+
 def _role(
     module: HloModule,
     ins: HloInstruction,
@@ -153,8 +166,7 @@ def host_transfers(
             value_name = ins.operands[index] if index < len(ins.operands) else ""
             origin = _origin(module, value_name) if value_name else None
             named = origin if origin is not None and origin.op_name else ins
-            shape = ins.shape
-            shown = _leaves(shape[0] if isinstance(shape, tuple) and shape else shape)
+            shown = _shown(ins, direction)
             if direction == "to host" and origin is not None:
                 shown = _leaves(origin.shape) or shown
             out.append(

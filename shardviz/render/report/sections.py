@@ -334,6 +334,14 @@ class RoleTotal:
     leaves: int
     bytes: int
     text: str
+    #: Of ``bytes``, those in host memory (leaves with a host memory kind).
+    host_bytes: int = 0
+
+    @property
+    def label(self) -> str:
+        """``opt 4 MiB (1)``, or ``opt 4 MiB (1, 4 MiB on host)``."""
+        host = f", {format_bytes(self.host_bytes)} on host" if self.host_bytes else ""
+        return f"{self.role} {self.text} ({self.leaves}{host})"
 
 
 @dataclass(frozen=True)
@@ -399,7 +407,16 @@ def memory_section(report: Report) -> MemorySection:
             for x in m.by_leaf[:MAX_LEAVES]
         ),
         more_leaves=more,
-        roles=tuple(RoleTotal(r, n, b, format_bytes(b)) for r, n, b in role_totals(m)),
+        roles=tuple(
+            RoleTotal(
+                r,
+                n,
+                b,
+                format_bytes(b),
+                sum(x.bytes for x in m.by_leaf if x.role == r and x.on_host),
+            )
+            for r, n, b in role_totals(m)
+        ),  # fmt: skip
         devices=tuple(
             (
                 f"d{d.device_id}",

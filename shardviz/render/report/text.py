@@ -177,9 +177,7 @@ def _memory_lines(m: MemorySection) -> list[str]:
         if m.more_leaves:
             rows.append(f"    {m.more_leaves}")
         lines.extend(aligned_table(head, rows, right={2}, indent="    "))
-        lines.append(
-            "    by role: " + " · ".join(f"{r.role} {r.text} ({r.leaves})" for r in m.roles)
-        )
+        lines.append("    by role: " + " · ".join(r.label for r in m.roles))
     if m.devices:
         lines.append("  live device statistics:")
         lines.extend(
