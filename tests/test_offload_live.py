@@ -65,6 +65,7 @@ def test_tpu_report_has_the_requests_and_the_compilers_host_figures(tpu_report):
     ]  # fmt: skip
     m = tpu_report.memory
     assert (m.host_argument_bytes, m.host_output_bytes) == (OPT, OPT)
+    assert m.offloaded_bytes == fx.L * ACT and m.host_bytes == 2 * OPT + fx.L * ACT
     assert m.host_source == HOST_FROM_COMPILER and m.host_mismatch == ""
 
 
@@ -176,6 +177,9 @@ def test_gpu_offloads_activations_and_its_host_output_differs_from_the_shardings
     assert _findings(r) == []
     m = r.memory
     assert (m.host_argument_bytes, m.host_output_bytes) == (0, OPT)
+    assert m.offloaded_bytes == fx.L * ACT
+    assert m.peak_bytes == dict(m.by_space)["default"] < m.compiler_peak_bytes
+    assert "which also counts host memory (not HBM)" in str(r)
     assert m.host_mismatch == (
         "outputs placed in host memory by their shardings: 0 B (0 B) per device; the "
         "compiler keeps 4 MiB (4,194,304 B) of outputs on host"

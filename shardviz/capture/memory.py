@@ -19,6 +19,7 @@ def memory_report(
     buffer_assignment: str = "",
     memory_usage_report: str = "",
     outputs: TreeLayout | None = None,
+    offloaded: int = 0,
 ) -> MemoryReport:
     """The per-device memory figures of a compiled SPMD program.
 
@@ -26,7 +27,8 @@ def memory_report(
     The peak depends on the backend (see :func:`peak_rule`); the backend's own
     ``peak_memory_in_bytes`` is always kept beside it. TPU and GPU programs add the buffer
     assignment's bytes by role and by memory space (from the compile's dump). Host memory
-    is counted apart (see :func:`with_host`).
+    is counted apart (see :func:`with_host`); ``offloaded`` is the host buffers the program
+    allocates itself (:func:`~shardviz.capture.hlo.offload.host_scratch_bytes`).
     """
     ma = compiled.memory_analysis()
     arg, out, alias, temp = analysis_bytes(ma)
@@ -49,7 +51,7 @@ def memory_report(
         by_space=spaces,
         out_leaves=leaf_bytes(outputs, role="output") if outputs is not None else (),
     )
-    return with_host(report, platform, host_analysis_bytes(ma))
+    return with_host(report, platform, host_analysis_bytes(ma), offloaded)
 
 
 def host_analysis_bytes(ma: Any) -> tuple[int, int, int, int]:

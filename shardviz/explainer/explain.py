@@ -436,7 +436,7 @@ def analyse_program(fn: Any, args: tuple, comp: Compiled) -> Report:
     held, _ = abstract_placed(comp.compiled, args, {}, committed_too=False)
     arguments = layout_tree(named_args(fn, held), skip_non_arrays=True)
     outputs = _outputs(comp.lowered, comp.compiled)
-    transfers, requests = program_offload(comp, platform)
+    transfers, requests, scratch = program_offload(comp, platform)
     return Report(
         function=name,
         platform=platform,
@@ -452,6 +452,7 @@ def analyse_program(fn: Any, args: tuple, comp: Compiled) -> Report:
             comp.buffer_assignment,
             comp.memory_usage_report,
             outputs,
+            offloaded=scratch,
         ),
         cost=_cost(comp, early),
         host_transfers=transfers,

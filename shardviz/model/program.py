@@ -103,6 +103,8 @@ CPU_PEAK = "argument + output - alias + temp"
 CPU_PEAK_LESS_HOST = CPU_PEAK + " - host arguments and outputs"
 #: The TPU's: what its buffer assignment allocates in HBM (see capture.memory.peak_rule).
 TPU_PEAK = "HBM allocated by the TPU compiler's buffer assignment"
+#: The GPU's when host memory is in use: its own peak also counts host buffers.
+GPU_HBM_PEAK = "HBM allocated by the GPU compiler's buffer assignment"
 #: Where the host figures come from: the compiler's own (TPU, GPU), or shardviz's accounting
 #: from the leaves' memory kinds (CPU, whose compiler folds host bytes into its device figures).
 HOST_FROM_COMPILER = "the compiler's host figures"
@@ -150,6 +152,9 @@ class MemoryReport:
     host_output_bytes: int = 0
     host_temp_bytes: int = 0
     host_alias_bytes: int = 0
+    #: Host buffers the program allocates for itself (an offloaded scan's stacked values),
+    #: counted from the compiled program: the compilers' host temp figure leaves them out.
+    offloaded_bytes: int = 0
     #: :data:`HOST_FROM_COMPILER` or :data:`HOST_FROM_SHARDINGS`; ``""`` when nothing is on host.
     host_source: str = ""
     #: Input leaves kept on host by their shardings, against the compiler's host argument
@@ -167,6 +172,7 @@ class MemoryReport:
             + self.host_output_bytes
             - self.host_alias_bytes
             + self.host_temp_bytes
+            + self.offloaded_bytes
         )
 
 

@@ -89,3 +89,16 @@ def test_requests_name_the_offloaded_value_and_the_output(name):
 @pytest.mark.parametrize("name", ["v5e_no_tag", "h100_no_tag", "cpu_offload", "cpu_no_tag"])
 def test_no_offload_request_when_the_tag_is_no_residual_or_on_cpu(name):
     assert [r.output for r in _requests(name)] == [True]
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [("v5e_offload", L * ACT), ("h100_offload", L * ACT), ("v5e_no_tag", 0), ("cpu_offload", 0)],
+)
+def test_host_scratch_is_the_offloaded_stack(name, expected):
+    """The stacked activations live in a host buffer of L x 64 x 512 f32 per device, which
+    memory_analysis()'s host temp (0 in every fixture) leaves out."""
+    from shardviz.capture.hlo.offload import host_scratch_bytes
+
+    module = parse_hlo_module((OFFLOAD / f"{name}.txt").read_text())
+    assert host_scratch_bytes(module) == expected

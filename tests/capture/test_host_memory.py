@@ -199,3 +199,23 @@ def test_a_memory_kind_the_backend_lacks_names_the_ones_it_has(kind):
     assert msg.startswith("cache:") and f"memory kind {kind!r} is not one the CPU devices" in msg
     assert "'device', 'pinned_host', 'unpinned_host'" in msg
     assert "memory_kind='pinned_host'" in msg
+
+
+def test_gpu_peak_counts_host_so_the_hbm_peak_is_the_default_space():
+    """h100 fixture: the compiler's peak is argument + output + temp + its host output (to
+    within 0.02%); the buffer assignment's default space is the HBM figure."""
+    ma = _fixture("h100_offload")
+    device_sum = sum(ma[f"{f}_size_in_bytes"] for f in ("argument", "output", "temp"))
+    peak = ma["peak_memory_in_bytes"]
+    assert abs(peak - device_sum - ma["host_output_size_in_bytes"]) / peak < 2e-4
+    from shardviz.model.program import GPU_HBM_PEAK
+
+    m = MemoryReport(0, 0, 0, 0, 0, peak, compiler_peak_bytes=peak,
+                     peak_definition="the GPU compiler's own peak",
+                     by_space=(("default", device_sum), ("cmem", OPT_BYTES)))  # fmt: skip
+    got = with_host(m, "gpu", _compiler_host(ma), offloaded=4 * 64 * 512 * 4)
+    assert (got.peak_bytes, got.peak_definition) == (device_sum, GPU_HBM_PEAK)
+    assert got.host_bytes == OPT_BYTES + 4 * 64 * 512 * 4
+
+
+OPT_BYTES = 4 * 512 * 512 * 4

@@ -27,7 +27,7 @@ from shardviz.capture.hlo.op_work import HOST, schedule_computations
 from shardviz.capture.hlo.text import ArrayShape, HloInstruction, HloModule, array_leaves
 from shardviz.model.offload import Direction, HostTransfer, OffloadRequest, Role
 
-__all__ = ["host_transfers", "offload_requests", "offloaded_values"]
+__all__ = ["host_scratch_bytes", "host_transfers", "offload_requests", "offloaded_values"]
 
 #: Ops that move data and may cross memory spaces (async starts and their synchronous forms).
 _ASYNC = frozenset(("copy-start", "dynamic-update-slice-start", "dynamic-slice-start",
@@ -253,3 +253,16 @@ def offloaded_values(module: HloModule) -> frozenset[str]:
                 found.add(str(a))
                 found.add(str(ArrayShape(a.type, a.dims[1:])))  # one step of a stack
     return frozenset(found)
+
+
+def host_scratch_bytes(module: HloModule) -> int:
+    """Bytes of the buffers the compiled program allocates in host memory for itself (an
+    offloaded scan's stacked values: ``AllocateBuffer`` custom calls in memory space 5),
+    which ``memory_analysis()``'s host temp figure leaves out (0 on TPU and GPU)."""
+    return sum(
+        a.nbytes
+        for ins in module.instructions()
+        if ins.opcode == "custom-call" and "AllocateBuffer" in ins.attr_text
+        for a in _leaves(ins.shape)
+        if a.memory_space == HOST
+    )

@@ -442,6 +442,7 @@ def host_memory(m: MemoryReport) -> HostMemory | None:
             ("output", m.host_output_bytes),
             ("alias", m.host_alias_bytes),
             ("temp", m.host_temp_bytes),
+            ("offloaded", m.offloaded_bytes),
         )
         if b
     )
@@ -455,7 +456,13 @@ def host_memory(m: MemoryReport) -> HostMemory | None:
         text=format_bytes(m.host_bytes),
         exact=f"{m.host_bytes:,} B",
         parts=parts,
-        source=m.host_source,
+        source=m.host_source
+        + (
+            "; offloaded: the compiled program's own host buffers, which the compiler's "
+            "host temp figure leaves out"
+            if m.offloaded_bytes
+            else ""
+        ),
         mismatch=m.host_mismatch,
         leaves=leaves,
     )

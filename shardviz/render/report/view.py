@@ -17,6 +17,7 @@ from shardviz.model.findings import ledger_refs
 from shardviz.model.program import (
     COLLECTIVE_KINDS,
     CPU_PEAK,
+    GPU_HBM_PEAK,
     Collective,
     Cost,
     Loop,
@@ -704,6 +705,8 @@ def compiler_peak_str(m: MemoryReport, platform: str) -> str:
     )
     if platform == "cpu":
         return text + ", which leaves temp out on cpu"
+    if m.peak_definition == GPU_HBM_PEAK:
+        return text + ", which also counts host memory (not HBM)"
     if platform == "tpu":
         return text + ", which also counts on-chip VMEM (not HBM)"
     return text
