@@ -21,6 +21,7 @@ import jax
 from shardviz.capture.dump_watch import PARTITIONED, PROPAGATED, DumpWatch, Stage, read_dump
 from shardviz.capture.hlo.compiler_log import compiler_log
 from shardviz.capture.hlo.text import HloModule, parse_hlo_module
+from shardviz.capture.remat_offload import PolicyFacts, policy_facts
 from shardviz.errors import CompileError, problem
 
 # The module between sharding completion and the SPMD partitioner: XLA dumps a pipeline's
@@ -52,6 +53,8 @@ def scratch_dir() -> str | None:
 
 # The TPU compiler's final module (see lower_and_compile).
 _TPU_FINAL = "*after_codegen.txt"
+# The module as jax gave it: the only one that still shows what was asked for host memory.
+_BEFORE_OPTIMIZATIONS = "*before_optimizations.txt"
 
 
 @dataclass(frozen=True)
@@ -89,6 +92,11 @@ class Compiled:
     memory_usage_report: str = ""
     #: What the compiler wrote to stderr (fd 2) while compiling: its C++ log lines.
     compiler_log: str = ""
+    #: The module before the compiler's passes, kept only when it asks for host memory
+    #: (``annotate_device_placement`` calls: offloads and host outputs), else "".
+    before_optimizations: str = ""
+    #: The remat policies' offload names and the names the program tags (from the jaxpr).
+    policies: PolicyFacts = field(default_factory=PolicyFacts)
     #: What ``early`` (see :func:`lower_and_compile`) made of the dumps while the compiler
     #: ran, by stage (``None`` for a stage that did not finish on the final texts).
     early: EarlyResults = field(default_factory=lambda: EarlyResults(), repr=False)
@@ -127,7 +135,9 @@ def lower_and_compile(
     """
     t0 = time.perf_counter()
     try:
-        lowered = jitted.lower(*args, **kwargs)
+        # Traced first where jax allows it: the jaxpr shows the remat policies' offloads.
+        traced = jitted.trace(*args, **kwargs) if hasattr(jitted, "trace") else None
+        lowered = traced.lower() if traced is not None else jitted.lower(*args, **kwargs)
     except Exception as err:  # tracing runs user code: anything can come out of it
         raise CompileError(
             problem(
@@ -184,6 +194,9 @@ def lower_and_compile(
         # stack-frame table numbered in another order and async ops in their generic form
         # (``async-start``, ``calls=``), read in ~1 ms instead of ~45 ms on 256 chips.
         final = read(_TPU_FINAL) if platform == "tpu" else ""
+        before = read(_BEFORE_OPTIMIZATIONS)
+        if "annotate_device_placement" not in before:
+            before = ""
     finally:
         if watch is not None:
             watch.finish()  # the thread may still be reading the folder
@@ -198,6 +211,8 @@ def lower_and_compile(
         compile_seconds=t2 - t1,
         early=EarlyResults(shardings=done.get("shardings"), final=final_result),
         compiler_log=log.text,
+        before_optimizations=before,
+        policies=policy_facts(traced.jaxpr.jaxpr) if traced is not None else PolicyFacts(),
         _module=module if final else None,
         **texts,
     )

@@ -17,6 +17,7 @@ from shardviz.capture.mesh import Mesh, device_of, mesh_layout
 from shardviz.capture.spec import normalize_spec
 from shardviz.errors import LeafError, ShardvizError, problem
 from shardviz.model import ArrayLayout, Device, MeshLayout, Spec, Tile, TreeLayout
+from shardviz.model.array import DEVICE_KIND
 
 
 def _device(d: Any) -> Device:
@@ -111,8 +112,14 @@ def _layout(shape: tuple[int, ...], dt: np.dtype, sharding: Any, name: str) -> A
     spec, mesh = _spec_and_mesh(sharding, shape, name)
     return ArrayLayout(
         name=name, shape=shape, dtype=dt.name, itemsize=dt.itemsize, spec=spec, mesh=mesh,
-        tiles=_tiles(sharding, shape, dt.itemsize, mesh),
+        tiles=_tiles(sharding, shape, dt.itemsize, mesh), memory_kind=memory_kind_of(sharding),
     )  # fmt: skip
+
+
+def memory_kind_of(sharding: Any) -> str:
+    """The memory a sharding places its tiles in (``device`` when it names none)."""
+    kind = getattr(sharding, "memory_kind", None)
+    return str(kind) if kind else DEVICE_KIND
 
 
 @functools.lru_cache(maxsize=512)

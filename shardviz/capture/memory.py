@@ -7,6 +7,7 @@ from typing import Any
 import jax
 
 from shardviz.capture.hlo.memory import assigned_bytes, space_bytes
+from shardviz.capture.host_memory import with_host
 from shardviz.model import DeviceMemory, LeafBytes, MemoryReport, TreeLayout
 from shardviz.model.program import CPU_PEAK, TPU_PEAK
 
@@ -17,13 +18,17 @@ def memory_report(
     platform: str = "cpu",
     buffer_assignment: str = "",
     memory_usage_report: str = "",
+    outputs: TreeLayout | None = None,
+    offloaded: int = 0,
 ) -> MemoryReport:
     """The per-device memory figures of a compiled SPMD program.
 
     The compiler reports one figure per device (SPMD: every device runs the same program).
     The peak depends on the backend (see :func:`peak_rule`); the backend's own
     ``peak_memory_in_bytes`` is always kept beside it. TPU and GPU programs add the buffer
-    assignment's bytes by role and by memory space (from the compile's dump).
+    assignment's bytes by role and by memory space (from the compile's dump). Host memory
+    is counted apart (see :func:`with_host`); ``offloaded`` is the host buffers the program
+    allocates itself (:func:`~shardviz.capture.hlo.offload.host_scratch_bytes`).
     """
     ma = compiled.memory_analysis()
     arg, out, alias, temp = analysis_bytes(ma)
@@ -32,7 +37,7 @@ def memory_report(
     compiler_peak = int(compiler_peak) if compiler_peak is not None else None
     spaces = space_bytes(memory_usage_report)
     peak, definition = peak_rule(platform, arg, out, alias, temp, compiler_peak, spaces)
-    return MemoryReport(
+    report = MemoryReport(
         argument_bytes=arg,
         output_bytes=out,
         alias_bytes=alias,
@@ -44,6 +49,17 @@ def memory_report(
         by_leaf=leaf_bytes(arguments),
         assigned=tuple(assigned_bytes(buffer_assignment).items()),
         by_space=spaces,
+        out_leaves=leaf_bytes(outputs, role="output") if outputs is not None else (),
+    )
+    return with_host(report, platform, host_analysis_bytes(ma), offloaded)
+
+
+def host_analysis_bytes(ma: Any) -> tuple[int, int, int, int]:
+    """(argument, output, alias, temp) host bytes per device from ``memory_analysis()``
+    (0 where the backend has no such field)."""
+    return tuple(  # type: ignore[return-value]
+        int(getattr(ma, f"host_{f}_size_in_bytes", 0) or 0)
+        for f in ("argument", "output", "alias", "temp")
     )
 
 
@@ -90,11 +106,17 @@ def peak_bytes(argument: int, output: int, alias: int, temp: int) -> int:
     return argument + output - alias + temp
 
 
-def leaf_bytes(arguments: TreeLayout) -> tuple[LeafBytes, ...]:
-    """Each argument leaf's bytes on the device holding the most of it; role = argument name."""
+def leaf_bytes(tree: TreeLayout, role: str | None = None) -> tuple[LeafBytes, ...]:
+    """Each leaf's bytes on the device holding the most of it, with its memory kind; role =
+    ``role``, else the argument's name (the path's first part)."""
     return tuple(
-        LeafBytes(path=leaf.name, role=leaf.name.split("/", 1)[0], bytes=leaf.max_bytes_per_device)
-        for leaf in arguments
+        LeafBytes(
+            path=leaf.name,
+            role=role if role is not None else leaf.name.split("/", 1)[0],
+            bytes=leaf.max_bytes_per_device,
+            memory_kind=leaf.memory_kind,
+        )
+        for leaf in tree
     )
 
 

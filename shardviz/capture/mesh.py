@@ -273,9 +273,16 @@ def named_sharding(
     *,
     name: str = "array",
     allow_uneven: bool = False,
+    memory_kind: str | None = None,
 ) -> NamedSharding:
-    """Check a spec in either vocabulary and return the ``NamedSharding`` it means."""
+    """Check a spec in either vocabulary and return the ``NamedSharding`` it means.
+
+    ``memory_kind`` (``device``, ``pinned_host``, ``unpinned_host``: where each device keeps
+    its tile) must be one the mesh's devices have.
+    """
     jm = as_jax_mesh(mesh)
+    if memory_kind is not None:
+        checked_memory_kind(memory_kind, jm.devices.flat[0], name)
     names = tuple(str(n) for n in jm.axis_names)
     spec = normalize_spec(
         partition_spec,
@@ -286,10 +293,58 @@ def named_sharding(
         allow_uneven=allow_uneven,
     )
     entries = [None if not e else (e[0] if len(e) == 1 else e) for e in spec]
-    return NamedSharding(jm, PartitionSpec(*entries))
+    return NamedSharding(jm, PartitionSpec(*entries), memory_kind=memory_kind)
 
 
-def mark_sharding(x: Any, mesh: MeshLike, partition_spec: Any, *, name: str = "array") -> Any:
+def memory_kinds(device: Any) -> tuple[str, ...]:
+    """The memory kinds a device can address (CPU and TPU: ``device``, ``pinned_host``,
+    ``unpinned_host``); empty where the backend lists none (a deviceless GPU)."""
+    try:
+        return tuple(str(m.kind) for m in device.addressable_memories())
+    except Exception:  # a backend without memories
+        return ()
+
+
+def checked_memory_kind(kind: Any, device: Any, name: str = "array") -> str:
+    """``kind`` if ``device``'s backend has that memory, else a ShardvizError naming those it
+    has. A backend that lists none (jax 0.10.2's deviceless GPU topologies) takes only
+    ``device``: jax drops any other kind from the sharding there, silently."""
+    kinds = memory_kinds(device)
+    if kind == "device" or (isinstance(kind, str) and kind in kinds):
+        return kind
+    if not kinds:
+        raise MeshError(
+            problem(
+                name,
+                f"memory kind {kind!r}: the {device.platform.upper()} devices here list no "
+                "memory kinds (a deviceless GPU topology), and jax would drop the kind from "
+                "the sharding without a word",
+                "plan host memory on a TPU topology (sv.topology('v5e:2x2')) or on real "
+                "GPUs, or leave memory_kind out",
+            )
+        )
+    have = ", ".join(repr(k) for k in kinds) or "none listed"
+    raise MeshError(
+        problem(
+            name,
+            f"memory kind {kind!r} is not one the {device.platform.upper()} devices have "
+            f"(they have {have})",
+            "pass memory_kind='device' for the device's own memory, or "
+            "memory_kind='pinned_host' for host memory the device reads directly"
+            if "pinned_host" in kinds
+            else f"pass one of {have}",
+        )
+    )
+
+
+def mark_sharding(
+    x: Any,
+    mesh: MeshLike,
+    partition_spec: Any,
+    *,
+    name: str = "array",
+    memory_kind: str | None = None,
+) -> Any:
     """Place ``x`` on ``mesh`` split as ``partition_spec`` says, and return it.
 
     The spec has one entry per dim: an axis name or index, a tuple of axes (split over several
@@ -303,10 +358,17 @@ def mark_sharding(x: Any, mesh: MeshLike, partition_spec: Any, *, name: str = "a
         mesh: a :class:`Mesh` or ``jax.sharding.Mesh``.
         partition_spec: see above; a ``jax.sharding.PartitionSpec`` works too.
         name: what to call the array in error messages.
+        memory_kind: where each device keeps its tile: ``device`` (its own memory, HBM),
+            ``pinned_host`` or ``unpinned_host`` (host memory); ``None``: the default.
     """
     traced = isinstance(x, jax.core.Tracer)
-    sharding = named_sharding(mesh, partition_spec, _shape_of(x), name=name, allow_uneven=traced)
+    sharding = named_sharding(
+        mesh, partition_spec, _shape_of(x), name=name, allow_uneven=traced,
+        memory_kind=memory_kind,
+    )  # fmt: skip
     if traced:
+        if memory_kind is not None:  # a move between memories, which a constraint is not
+            return jax.device_put(x, sharding)
         return jax.lax.with_sharding_constraint(x, sharding)
     if isinstance(x, jax.ShapeDtypeStruct):  # a hypothetical array: the same, placed
         return jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=sharding)

@@ -51,6 +51,7 @@ from shardviz.capture.host_split import host_split
 from shardviz.capture.layout import layout_tree
 from shardviz.capture.memory import device_stats, memory_report
 from shardviz.capture.mesh import mesh_layout
+from shardviz.capture.offload import program_offload
 from shardviz.capture.places import labelled, without_repeats
 from shardviz.capture.processes import host_figures
 from shardviz.capture.run import (
@@ -434,12 +435,14 @@ def analyse_program(fn: Any, args: tuple, comp: Compiled) -> Report:
     # What the program holds: an uncommitted array (optax's step counter) as jit places it.
     held, _ = abstract_placed(comp.compiled, args, {}, committed_too=False)
     arguments = layout_tree(named_args(fn, held), skip_non_arrays=True)
+    outputs = _outputs(comp.lowered, comp.compiled)
+    transfers, requests, scratch = program_offload(comp, platform)
     return Report(
         function=name,
         platform=platform,
         mesh=mesh,
         arguments=arguments,
-        outputs=_outputs(comp.lowered, comp.compiled),
+        outputs=outputs,
         collectives=collectives,
         intermediates=intermediates,
         memory=memory_report(
@@ -448,8 +451,12 @@ def analyse_program(fn: Any, args: tuple, comp: Compiled) -> Report:
             platform,
             comp.buffer_assignment,
             comp.memory_usage_report,
+            outputs,
+            offloaded=scratch,
         ),
         cost=_cost(comp, early),
+        host_transfers=transfers,
+        offload_requests=requests,
         timing=None,
         check=None,
         ran=False,

@@ -19,6 +19,11 @@ Spec = tuple[SpecEntry, ...]
 
 Kind = Literal["replicated", "tiled", "partially_tiled"]
 
+#: jax's memory kinds that are host memory (on CPU, TPU and GPU alike); ``device`` is the
+#: accelerator's own memory (HBM).
+HOST_KINDS = ("pinned_host", "unpinned_host")
+DEVICE_KIND = "device"
+
 
 def format_spec(spec: Spec | None) -> str:
     """A spec in jax's spelling, e.g. ``P('data', None)`` or ``P(('data', 'model'),)``."""
@@ -68,6 +73,8 @@ class ArrayLayout(JsonMixin):
 
     ``spec`` is the partition spec on the mesh's axis names (``None`` when the sharding is not
     a named one); ``tiles`` has one entry per device, in the mesh's device order.
+    ``memory_kind`` is where each device keeps its tile: ``device`` (HBM), or host memory
+    (``pinned_host``, ``unpinned_host``) attached to that device.
     """
 
     name: str
@@ -77,6 +84,12 @@ class ArrayLayout(JsonMixin):
     spec: Spec | None
     mesh: MeshLayout
     tiles: tuple[Tile, ...]
+    memory_kind: str = DEVICE_KIND
+
+    @property
+    def on_host(self) -> bool:
+        """Whether its tiles live in host memory rather than in the device's HBM."""
+        return self.memory_kind in HOST_KINDS
 
     @property
     def ndim(self) -> int:
@@ -189,6 +202,22 @@ class TreeLayout(JsonMixin):
             for t in leaf.tiles:
                 out[t.device_id] += t.nbytes
         return out
+
+    @cached_property
+    def host_bytes_per_device(self) -> dict[int, int]:
+        """Device id -> bytes of the leaves kept in host memory for that device."""
+        out = dict.fromkeys(self.device_ids, 0)
+        for leaf in self.leaves:
+            if leaf.on_host:
+                for t in leaf.tiles:
+                    out[t.device_id] += t.nbytes
+        return out
+
+    @cached_property
+    def hbm_bytes_per_device(self) -> dict[int, int]:
+        """Device id -> bytes of the leaves in that device's own memory (HBM)."""
+        host = self.host_bytes_per_device
+        return {d: b - host[d] for d, b in self.bytes_per_device.items()}
 
     @property
     def global_bytes(self) -> int:

@@ -79,6 +79,12 @@ class Estimate(JsonMixin):
     predicted_exposed_seconds: float | None = None
     #: The largest exposed transfers: (collective or op name, seconds per step).
     predicted_exposed: tuple[tuple[str, float], ...] = ()
+    #: The host <-> device transfers over the chip's host link (PCIe) per step, and what
+    #: of that the step's compute cannot hide (``None``: no transfers, or no link figure).
+    host_seconds: float | None = None
+    host_exposed_seconds: float | None = None
+    #: One line: bytes each way, time on the link, whether it hides under compute.
+    host_text: str = ""
 
     def mfu_at(self, step_seconds: float) -> float | None:
         """The MFU of a step that took ``step_seconds`` (a measured or published step):

@@ -35,6 +35,7 @@ FindingKind = Literal[
     "imbalance",
     "over-hbm",
     "full-reduce",
+    "offload-missed",
 ]
 FINDING_KINDS: tuple[str, ...] = typing.get_args(FindingKind)
 #: ``error``: the program will not fit or cannot be partitioned sensibly; ``warning``: it

@@ -27,7 +27,9 @@ class Hardware(JsonMixin):
     ``nvlink_bandwidth`` is one GPU's NVLink egress in one direction. The network between hosts
     (DCN between TPU slices, InfiniBand between GPU hosts) is given per device, one direction:
     ``network_bandwidth_per_device``. ``hop_latency`` is the fixed cost of one hop of a
-    collective, whatever its size (the latency floor).
+    collective, whatever its size (the latency floor). ``host_bandwidth`` is one chip's link
+    to its host's memory (PCIe / host DMA), one direction: what offloaded values and
+    arguments in host memory cross.
 
     ``wraparound`` says which TPU slices have wraparound links: ``"axes-of-16"`` (v5e, v6e:
     an axis of 16 chips wraps), ``"full-cubes"`` (v4, v5p: slices made of whole 4x4x4 cubes
@@ -52,6 +54,7 @@ class Hardware(JsonMixin):
     host_shape: tuple[int, ...] = ()
     nvlink_bandwidth: float | None = None
     nvlink_bandwidth_bidi: float | None = None
+    host_bandwidth: float | None = None
     preset: str = ""
     sources: dict[str, str] = field(default_factory=dict, hash=False)
 

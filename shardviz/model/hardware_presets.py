@@ -45,6 +45,12 @@ A100_SHEET = (
     "(624 with sparsity), 80GB HBM2e, 2,039GB/s, NVLink 600GB/s"
 )
 DGX_A100_NET = "NVIDIA DGX A100 datasheet: 8 single-port ConnectX-6 200Gb/s HDR InfiniBand"
+BOOK_PCIE = (
+    f"{BOOK}, tpus.md, Questions 3 and 6: PCIe 1.5e10 bytes/s between a TPU (v5e, v6e) and "
+    "its host's DRAM"
+)
+H100_PCIE = "NVIDIA H100 Tensor Core GPU datasheet, H100 SXM: PCIe Gen5 128GB/s (both ways)"
+A100_PCIE = "NVIDIA A100 Tensor Core GPU datasheet, A100 80GB SXM: PCIe Gen4 64GB/s (both ways)"
 NCCL_HOP = (
     "the-dsvolk.github.io/ai-perf/ai-infra/nccl-perf.html, NCCL protocol table: about 1 us "
     "per hop with the LL protocol (2 us LL128, 6 us Simple); the smallest is used as a floor"
@@ -68,7 +74,9 @@ def _v5e() -> Hardware:
         devices_per_host=4,  # LIBTPU_HOSTS
         network_bandwidth_per_device=3.125e9,  # BOOK_DCN
         hop_latency=1e-6,  # BOOK_HOP
+        host_bandwidth=1.5e10,  # BOOK_PCIE
         sources={
+            "host_bandwidth": BOOK_PCIE,
             "peak_flops_bf16": BOOK_TPU_TABLE,
             "hbm_bytes": CLOUD_V5E,
             "hbm_bandwidth": BOOK_TPU_TABLE,
@@ -101,7 +109,9 @@ def _v6e() -> Hardware:
         devices_per_host=4,  # LIBTPU_HOSTS
         network_bandwidth_per_device=1.25e10,  # BOOK_DCN
         hop_latency=1e-6,  # BOOK_HOP
+        host_bandwidth=1.5e10,  # BOOK_PCIE
         sources={
+            "host_bandwidth": BOOK_PCIE,
             "peak_flops_bf16": BOOK_TPU_TABLE,
             "hbm_bytes": CLOUD_V6E,
             "hbm_bandwidth": BOOK_TPU_TABLE,
@@ -134,7 +144,9 @@ def _v5p() -> Hardware:
         devices_per_host=4,  # LIBTPU_HOSTS
         network_bandwidth_per_device=6.25e9,  # BOOK_DCN
         hop_latency=1e-6,  # BOOK_HOP
+        host_bandwidth=1.5e10,  # BOOK_PCIE; the book gives no other figure for v5p
         sources={
+            "host_bandwidth": BOOK_PCIE,
             "peak_flops_bf16": BOOK_TPU_TABLE,
             "hbm_bytes": CLOUD_V5P,
             "hbm_bandwidth": CLOUD_V5P,
@@ -167,7 +179,9 @@ def _v4() -> Hardware:
         devices_per_host=4,  # LIBTPU_HOSTS
         network_bandwidth_per_device=6.25e9,  # BOOK_DCN (the per-TPU default)
         hop_latency=1e-6,  # BOOK_HOP
+        host_bandwidth=1.5e10,  # BOOK_PCIE; the book gives no other figure for v4
         sources={
+            "host_bandwidth": BOOK_PCIE,
             "peak_flops_bf16": BOOK_TPU_TABLE,
             "hbm_bytes": CLOUD_V4,
             "hbm_bandwidth": BOOK_TPU_TABLE,
@@ -196,7 +210,9 @@ def _h100() -> Hardware:
         devices_per_host=8,  # BOOK_GPU_NET: 8 GPUs per node (DGX/HGX H100)
         network_bandwidth_per_device=5e10,  # BOOK_GPU_NET: 400 Gb/s = 50e9 B/s per GPU
         hop_latency=1e-6,  # NCCL_HOP
+        host_bandwidth=6.4e10,  # H100_PCIE, one way
         sources={
+            "host_bandwidth": H100_PCIE,
             "peak_flops_bf16": H100_SHEET,
             "hbm_bytes": H100_SHEET,
             "hbm_bandwidth": H100_SHEET,
@@ -222,7 +238,9 @@ def _a100() -> Hardware:
         devices_per_host=8,  # DGX_A100_NET: 8 GPUs, one NIC each
         network_bandwidth_per_device=2.5e10,  # DGX_A100_NET: 200 Gb/s = 25e9 B/s per GPU
         hop_latency=1e-6,  # NCCL_HOP
+        host_bandwidth=3.2e10,  # A100_PCIE, one way
         sources={
+            "host_bandwidth": A100_PCIE,
             "peak_flops_bf16": A100_SHEET,
             "hbm_bytes": A100_SHEET,
             "hbm_bandwidth": A100_SHEET,

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from shardviz.errors import ShardvizError, SpecError, problem
 from shardviz.model import display
 from shardviz.model._codec import JsonMixin
-from shardviz.model.array import ArrayLayout, Spec, TreeLayout, format_spec
+from shardviz.model.array import HOST_KINDS, ArrayLayout, Spec, TreeLayout, format_spec
 from shardviz.model.collective import COLLECTIVE_KINDS as COLLECTIVE_KINDS
 from shardviz.model.collective import Collective as Collective
 from shardviz.model.collective import CollectiveKind as CollectiveKind
@@ -22,6 +22,7 @@ from shardviz.model.estimate import Estimate
 from shardviz.model.findings import Findings, StopTrying, fix_trier
 from shardviz.model.hardware import Target
 from shardviz.model.mesh import MeshLayout
+from shardviz.model.offload import HostTransfer, OffloadRequest
 from shardviz.model.tiles import layout_from_spec
 from shardviz.model.traffic import CollectiveTraffic, collective_traffic
 
@@ -53,11 +54,17 @@ class ShardingOf:
 
 @dataclass(frozen=True)
 class LeafBytes:
-    """Per-device bytes of one input leaf (the largest over devices)."""
+    """Per-device bytes of one input leaf (the largest over devices), and the memory it
+    lives in (``device``: HBM; ``pinned_host`` / ``unpinned_host``: host memory)."""
 
     path: str
     role: str
     bytes: int
+    memory_kind: str = "device"
+
+    @property
+    def on_host(self) -> bool:
+        return self.memory_kind in HOST_KINDS
 
 
 @dataclass(frozen=True)
@@ -92,8 +99,19 @@ def _some(names: list[str], n: int = 5) -> str:
 
 #: The CPU's peak rule, as the views print it.
 CPU_PEAK = "argument + output - alias + temp"
+#: The CPU's with host-resident arguments and outputs taken out (the CPU compiler counts them).
+CPU_PEAK_LESS_HOST = CPU_PEAK + " - host arguments and outputs"
 #: The TPU's: what its buffer assignment allocates in HBM (see capture.memory.peak_rule).
 TPU_PEAK = "HBM allocated by the TPU compiler's buffer assignment"
+#: The GPU's when host memory is in use: its own peak also counts host buffers.
+GPU_HBM_PEAK = "HBM allocated by the GPU compiler's buffer assignment"
+#: Where the host figures come from: the compiler's own (TPU, GPU), or shardviz's accounting
+#: from the leaves' memory kinds (CPU, whose compiler folds host bytes into its device figures).
+HOST_FROM_COMPILER = "the compiler's host figures"
+HOST_FROM_SHARDINGS = (
+    "shardviz's accounting from the shardings' memory kinds (the CPU compiler counts host "
+    "bytes as device bytes)"
+)
 
 
 @dataclass(frozen=True)
@@ -105,6 +123,12 @@ class MemoryReport:
     ``compiler_peak_bytes``, leaves temp out). On TPU it is the HBM the compiler's buffer
     assignment allocates (the TPU compiler reports temp as 0, so the sum is too low, and its
     own peak also counts on-chip VMEM). On GPU it is the compiler's own peak.
+
+    Host memory (arrays whose sharding has a host memory kind, values a remat policy
+    offloads) is counted apart in the ``host_*`` fields, and :attr:`host_bytes` is their
+    total; ``host_source`` says whose figures they are. On CPU the compiler counts host
+    arguments and outputs as device bytes: there the host figures come from the leaves'
+    memory kinds and ``peak_bytes`` leaves them out.
 
     TPU and GPU programs also carry the compiler's buffer assignment: ``assigned`` is the
     bytes it places in the default memory space (HBM) by role (``argument``, ``output``,
@@ -124,6 +148,32 @@ class MemoryReport:
     device_stats: tuple[DeviceMemory, ...] = ()
     assigned: tuple[tuple[str, int], ...] = ()
     by_space: tuple[tuple[str, int], ...] = ()
+    host_argument_bytes: int = 0
+    host_output_bytes: int = 0
+    host_temp_bytes: int = 0
+    host_alias_bytes: int = 0
+    #: Host buffers the program allocates for itself (an offloaded scan's stacked values),
+    #: counted from the compiled program: the compilers' host temp figure leaves them out.
+    offloaded_bytes: int = 0
+    #: :data:`HOST_FROM_COMPILER` or :data:`HOST_FROM_SHARDINGS`; ``""`` when nothing is on host.
+    host_source: str = ""
+    #: Input leaves kept on host by their shardings, against the compiler's host argument
+    #: figure (TPU, GPU): ``""`` when they agree or there is nothing to compare.
+    host_mismatch: str = ""
+    #: Output leaves per device (the largest over devices), as ``by_leaf`` (role ``output``).
+    out_leaves: tuple[LeafBytes, ...] = ()
+
+    @property
+    def host_bytes(self) -> int:
+        """Host memory one device's program holds at once: host arguments, host outputs and
+        host scratch (offloaded activations), beside :attr:`peak_bytes` in HBM."""
+        return (
+            self.host_argument_bytes
+            + self.host_output_bytes
+            - self.host_alias_bytes
+            + self.host_temp_bytes
+            + self.offloaded_bytes
+        )
 
 
 @dataclass(frozen=True)
@@ -323,6 +373,11 @@ class Report(JsonMixin, display.Shown):
     #: What shardviz found wrong, each fix tried by compiling again (None: not diagnosed,
     #: e.g. a report built by hand; :func:`shardviz.analysis.detect` then looks).
     findings: Findings | None = None
+    #: The copies between HBM and host memory the compiler scheduled, per device (TPU, GPU;
+    #: the CPU keeps one memory and moves nothing).
+    host_transfers: tuple[HostTransfer, ...] = ()
+    #: The values the program asked to keep in host memory (offloads and host outputs).
+    offload_requests: tuple[OffloadRequest, ...] = ()
 
     def collectives_of(self, kind: str | None = None, axes: tuple[str, ...] | None = None):
         """The ledger filtered by kind and/or exact axes."""

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TypeVar
 
-from shardviz.model.array import ArrayLayout, Tile, format_index
+from shardviz.model.array import ArrayLayout, Tile, TreeLayout, format_index
 from shardviz.model.mesh import Device, MeshLayout
 from shardviz.model.units import format_bytes
 
@@ -715,6 +715,8 @@ class ArrayFacts:
     total_bytes: int
     num_devices: int
     mesh: str = field(default="")
+    #: ``device`` (HBM) or the host memory kind the tiles live in.
+    memory_kind: str = "device"
 
     @property
     def uneven(self) -> bool:
@@ -738,6 +740,8 @@ class ArrayFacts:
         if self.uneven:
             per = f"max {per} (uneven, min {format_bytes(self.min_bytes)})"
         where = f"all {self.num_devices} devices" if self.num_devices != 1 else "1 device"
+        if self.memory_kind != "device":
+            per += f" in {self.memory_kind} memory"
         return (
             f"{per} per device · {format_bytes(self.global_bytes)} global · "
             f"{format_bytes(self.total_bytes)} on {where}"
@@ -762,6 +766,22 @@ def array_facts(layout: ArrayLayout) -> ArrayFacts:
         total_bytes=sum(nbytes),
         num_devices=len(layout.tiles),
         mesh=mesh_shape_str(layout.mesh),
+        memory_kind=layout.memory_kind,
+    )
+
+
+def memory_split_str(tree: TreeLayout) -> str | None:
+    """``per device (largest): 8 KiB in HBM · 64 KiB in host memory (opt)`` for a tree with
+    leaves in host memory; ``None`` when every leaf is in the devices' own memory."""
+    host = tree.host_bytes_per_device
+    if not any(host.values()):
+        return None
+    hbm = tree.hbm_bytes_per_device
+    names = [leaf.name for leaf in tree if leaf.on_host]
+    shown = ", ".join(names[:4]) + (f", … {len(names) - 4} more" if len(names) > 4 else "")
+    return (
+        f"per device (largest): {format_bytes(max(hbm.values()))} in HBM · "
+        f"{format_bytes(max(host.values()))} in host memory ({shown})"
     )
 
 

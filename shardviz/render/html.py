@@ -32,6 +32,7 @@ from shardviz.render.geometry import (
     format_shape,
     gap_notes,
     holder_lines,
+    memory_split_str,
     mesh_band_sizes,
     mesh_cell_tip,
     mesh_grid,
@@ -433,7 +434,8 @@ def leaf_table_html(tree: TreeLayout, kind: bool = True) -> str:
             f'<td class="sv-num" title="{esc(title)}">{esc(per)}</td>',
         ]
         if kind:
-            cells.append(f"<td>{esc(facts.kind)}</td>")
+            where = "" if leaf.memory_kind == "device" else f", {leaf.memory_kind}"
+            cells.append(f"<td>{esc(facts.kind + where)}</td>")
         rows.append('<tr class="sv-leaf">' + "".join(cells) + "</tr>")
     return (
         '<table class="sv-table"><thead><tr><th>leaf</th><th>shape</th><th>dtype</th>'
@@ -480,6 +482,9 @@ def tree_html(tree: TreeLayout, scale: int | None = None) -> str:
             else "no devices"
         )
         body.append(f'<div class="sv-facts">{esc(summary)}</div>')
+        split = memory_split_str(tree)
+        if split:
+            body.append(f'<div class="sv-facts sv-host-split">{esc(split)}</div>')
         body.append(bars_svg(per_device, scale))
     body.append(
         f'<div class="sv-note">total: {esc(format_bytes(tree.global_bytes, exact=True))} global '

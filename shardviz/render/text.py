@@ -22,6 +22,7 @@ from shardviz.render.geometry import (
     array_grid,
     devices_label,
     format_shape,
+    memory_split_str,
     mesh_grid,
     mesh_shape_str,
     mesh_summary,
@@ -249,7 +250,7 @@ def tree_text(tree: TreeLayout) -> str:
                 facts.spec,
                 format_shape(facts.shard_shape),
                 per,
-                facts.kind,
+                facts.kind if leaf.memory_kind == "device" else f"{facts.kind}, {leaf.memory_kind}",
             ]
         )
     header = ["leaf", "shape", "dtype", "spec", "shard", "bytes/device", "kind"]
@@ -258,6 +259,9 @@ def tree_text(tree: TreeLayout) -> str:
         lines.append("* uneven: the largest tile is shown")
     lines.append("")
     lines.extend(_per_device_lines(tree.bytes_per_device))
+    split = memory_split_str(tree)
+    if split:
+        lines.append(split)
     lines.append(
         f"total: {format_bytes(tree.global_bytes, exact=True)} global (each element once) · "
         f"{format_bytes(tree.total_bytes, exact=True)} on all devices"

@@ -168,7 +168,7 @@ def test_no_findings_is_one_collapsed_badge_and_pending_says_so(viewer):
     pane = page.locator(".sv-x-findpane")
     assert pane.get_attribute("class").split()[-1] == "sv-x-collapsed"
     assert pane.locator(".sv-x-fcount").inner_text() == "no findings"
-    assert pane.locator(".sv-x-fcount").get_attribute("title").startswith("checked for 10 kinds")
+    assert pane.locator(".sv-x-fcount").get_attribute("title").startswith("checked for 11 kinds")
     assert page.locator(".sv-x-finding").count() == 0
     page.evaluate(
         "t => window.sv.fromPython('findings', t)",

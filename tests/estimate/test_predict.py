@@ -84,3 +84,10 @@ def test_the_prediction_lies_between_the_ops_alone_and_everything_one_after_anot
     assert p is not None
     serial = sum(op_seconds(o, PEAK, BW) * o.runs for o in ops) + c_seconds + d_seconds
     assert p.ops_seconds - 1e-12 <= p.seconds <= serial * (1 + 1e-9) + 1e-12
+
+
+def test_host_bytes_cross_the_host_link_when_its_bandwidth_is_known() -> None:
+    # 1 MB over a 1e8 B/s host link: 10 ms, longer than its 1 MB of HBM at BW.
+    op = OpWork("offload", 0, 1e6, host_bytes=1e6)
+    assert op_seconds(op, PEAK, BW, host_bandwidth=1e8) == pytest.approx(1e6 / 1e8)
+    assert op_seconds(op, PEAK, BW, host_bandwidth=1e8) > op_seconds(op, PEAK, BW)

@@ -122,7 +122,7 @@ def test_notes_and_no_findings() -> None:
     empty = findings_html(no_findings())
     assert 'data-count="0"' in empty and '<section class="sv-finding' not in empty
     assert '<div class="sv-fnotes">' not in empty
-    assert "no findings" in empty and "checked for 10 kinds: involuntary-remat" in empty
+    assert "no findings" in empty and "checked for 11 kinds: involuntary-remat" in empty
 
 
 def test_user_strings_are_escaped() -> None:

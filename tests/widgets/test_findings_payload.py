@@ -140,7 +140,7 @@ def test_no_findings_not_diagnosed_pending_and_error():
     none_found = dataclasses.replace(dp_report(), findings=no_findings())
     p = findings_payload(none_found)
     assert (p["state"], p["count_text"], p["items"]) == ("done", "no findings", [])
-    assert p["checked"].startswith("checked for 10 kinds")
+    assert p["checked"].startswith("checked for 11 kinds")
     p = findings_payload(dp_report())  # explained with diagnose=False
     assert (p["state"], p["count_text"]) == ("none", NOT_DIAGNOSED_WORDS)
     p = json.loads(pending_json(7))

@@ -31,9 +31,14 @@ class Prediction:
     exposed: tuple[tuple[str, float], ...] = ()
 
 
-def op_seconds(op: OpWork, peak: float, hbm_bandwidth: float) -> float:
+def op_seconds(
+    op: OpWork, peak: float, hbm_bandwidth: float, host_bandwidth: float | None = None
+) -> float:
     """One run of ``op``: its matmuls at peak or its HBM bytes at full bandwidth, whichever
-    takes longer (host bytes go over the same DMA engines, at HBM bandwidth here)."""
+    takes longer. Its host bytes cross the chip's host link at ``host_bandwidth`` (PCIe);
+    without that figure they are taken at HBM bandwidth, with the HBM bytes."""
+    if host_bandwidth:
+        return max(op.flops / peak, op.hbm_bytes / hbm_bandwidth, op.host_bytes / host_bandwidth)
     return max(op.flops / peak, (op.hbm_bytes + op.host_bytes) / hbm_bandwidth)
 
 
@@ -44,6 +49,7 @@ def predict_step(
     peak: float,
     hbm_bandwidth: float,
     top: int = 5,
+    host_bandwidth: float | None = None,
 ) -> Prediction | None:
     """The step predicted from the schedule's ops and the ledger's estimated collectives
     (``estimated_seconds`` filled in; ``trip_counts`` their runs per step, a loop of unknown
@@ -55,7 +61,7 @@ def predict_step(
     cover: dict[str, float] = {}  # transfer -> seconds of ops in flight beside it, per step
     transfers: dict[str, float] = {}  # transfer -> its own seconds per step
     for op in ops:
-        seconds = op_seconds(op, peak, hbm_bandwidth) * op.runs
+        seconds = op_seconds(op, peak, hbm_bandwidth, host_bandwidth) * op.runs
         if op.transfer:
             transfers[op.name] = transfers.get(op.name, 0.0) + seconds
             continue

@@ -12,6 +12,7 @@ import dataclasses
 from collections.abc import Mapping
 
 from shardviz.analysis.estimate.collectives import collective_time
+from shardviz.analysis.estimate.host_link import host_link
 from shardviz.analysis.estimate.placement import Placement, place
 from shardviz.analysis.estimate.predict import predict_step
 from shardviz.model.estimate import BOUNDS, Estimate
@@ -175,9 +176,18 @@ def _estimate(
     mfu = model_flops / (peak * step) if model_flops is not None and step > 0 else None
     unknown = tuple(lp.where for lp in cost.unknown_loops) if cost is not None else ()
 
+    host_bw = (hw.host_bandwidth or 0.0) / per_chip or None
     predicted = predict_step(
-        cost.ops if cost is not None else (), collectives, trip_counts, peak, hbm_bw
+        cost.ops if cost is not None else (), collectives, trip_counts, peak, hbm_bw,
+        host_bandwidth=host_bw,
+    )  # fmt: skip
+    link = host_link(
+        report.host_transfers,
+        host_bw or 0.0,
+        max((x for x in (compute, memory) if x is not None), default=None),
     )
+    if report.host_transfers and hw.host_bandwidth is None:
+        notes.append(f"{hw.name} has no host link figure: host transfers not timed")
     mem = report.memory
     # The report's peak is already each backend's right figure (capture.memory.peak_rule):
     # the TPU compiler's own peak, larger, also counts on-chip VMEM, which is not HBM.
@@ -204,6 +214,9 @@ def _estimate(
         predicted_seconds=predicted.seconds if predicted else None,
         predicted_exposed_seconds=predicted.exposed_seconds if predicted else None,
         predicted_exposed=predicted.exposed if predicted else (),
+        host_seconds=link.seconds if link else None,
+        host_exposed_seconds=link.exposed_seconds if link else None,
+        host_text=link.text if link else "",
     )
     return estimate, collectives, resolved
 

@@ -48,6 +48,7 @@ from shardviz.render.report.sections import (
     CostSection,
     EstimateSection,
     HeaderSection,
+    HostMemory,
     IntermediateRow,
     IntermediatesSection,
     LedgerSection,
@@ -57,6 +58,7 @@ from shardviz.render.report.sections import (
     TimingSection,
     report_view,
 )
+from shardviz.render.report.transfers import transfers_html
 from shardviz.render.report.view import (
     ESTIMATE_WORDS,
     FOLD_COLLECTIVES,
@@ -825,6 +827,8 @@ def _memory(m: MemorySection) -> list[str]:
     if m.compiler_peak:
         out.append(f'<div class="sv-note">{esc(m.compiler_peak)}</div>')
     out.extend(f'<div class="sv-note">{esc(x)}</div>' for x in m.notes)
+    if m.host is not None:
+        out.extend(_host(m.host))
     if m.leaves:
         out.extend(_by_leaf(m))
     if m.devices:
@@ -838,6 +842,28 @@ def _memory(m: MemorySection) -> list[str]:
                 f"<td class='sv-r'>{esc(limit)}</td></tr>"
             )
         out.append("</table>")
+    return out
+
+
+def _host(h: HostMemory) -> list[str]:
+    """Host memory beside the HBM peak: the total and its parts, whose figures, the leaves."""
+    out = [
+        f'<div class="sv-host-mem" data-bytes="{h.bytes}">{esc(h.line)}'
+        f'<div class="sv-dim">from {esc(h.source)}</div>'
+    ]
+    if h.mismatch:
+        out.append(f'<div class="sv-note sv-host-mismatch">differs: {esc(h.mismatch)}</div>')
+    if h.leaves:
+        out.append(
+            '<table class="sv-t sv-host-leaves">' + _th(["on host", "role", "memory", "bytes"], [3])
+        )
+        out.extend(
+            f"<tr><td><code>{esc(p)}</code></td><td>{esc(role)}</td><td>{esc(kind)}</td>"
+            f'<td class="sv-r">{esc(text)}</td></tr>'
+            for p, role, kind, text in h.leaves
+        )
+        out.append("</table>")
+    out.append("</div>")
     return out
 
 
@@ -867,7 +893,8 @@ def _by_leaf(m: MemorySection) -> list[str]:
     for leaf in m.leaves:
         w = 120.0 * leaf.bytes / top
         out.append(
-            f'<tr class="sv-leafrow"><td><code>{esc(leaf.path)}</code></td><td>'
+            f'<tr class="sv-leafrow" data-memory="{esc(leaf.memory)}"><td><code>'
+            f"{esc(leaf.path)}</code></td><td>"
             f'<span class="sv-sw" style="background:{color[leaf.role]}"></span>{esc(leaf.role)}'
             f'</td><td class="sv-r" title="{leaf.bytes:,} B">{esc(leaf.text)}</td>'
             f'<td><span class="sv-minibar" style="width:{w:.1f}px;background:{color[leaf.role]}">'
@@ -1105,6 +1132,8 @@ def report_html(report: Report, view: ReportView | None = None) -> str:
     prefix = _prefix(report)
     body = [*_header(v.header), _stats(v), *findings_section_html(v.findings)]
     body += _ledger(report, v.ledger, prefix, v.intermediates.shown_as)
+    if v.transfers is not None:
+        body.append(transfers_html(v.transfers))
     body += _intermediates(v.intermediates, prefix, v.ledger.shown_as)
     body += _memory(v.memory)
     if v.estimate is not None:

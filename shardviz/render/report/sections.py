@@ -12,9 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from shardviz.model.array import ArrayLayout
-from shardviz.model.program import Report, ShardingOf
+from shardviz.model.program import MemoryReport, Report, ShardingOf
 from shardviz.model.units import format_bytes, format_flops, format_seconds, sig3
 from shardviz.render.findings.view import FindingsView, section_view
+from shardviz.render.report.transfers import TransfersSection, transfers_section
 from shardviz.render.report.view import (
     MAX_LEAVES,
     MAX_OPS,
@@ -299,6 +300,32 @@ class LeafRow:
     role: str
     bytes: int
     text: str
+    #: ``device`` (HBM) or a host memory kind (``pinned_host``, ``unpinned_host``).
+    memory: str = "device"
+
+
+@dataclass(frozen=True)
+class HostMemory:
+    """Host memory per device beside the HBM peak: its total, its parts, whose figures
+    they are, and where the leaves and the compiler disagree."""
+
+    bytes: int
+    text: str
+    exact: str
+    #: ``(part, bytes, text)``: argument, output, temp (those above 0).
+    parts: tuple[tuple[str, int, str], ...]
+    source: str
+    mismatch: str
+    #: ``(path, role, memory kind, bytes text)`` of each leaf (input or output) on host.
+    leaves: tuple[tuple[str, str, str, str], ...]
+
+    @property
+    def line(self) -> str:
+        """``host memory per device 8 MiB (8,388,608 B): argument 4 MiB · output 4 MiB``."""
+        parts = " · ".join(f"{name} {text}" for name, _, text in self.parts)
+        return f"host memory per device {self.text} ({self.exact})" + (
+            f": {parts}" if parts else ""
+        )
 
 
 @dataclass(frozen=True)
@@ -307,6 +334,14 @@ class RoleTotal:
     leaves: int
     bytes: int
     text: str
+    #: Of ``bytes``, those in host memory (leaves with a host memory kind).
+    host_bytes: int = 0
+
+    @property
+    def label(self) -> str:
+        """``opt 4 MiB (1)``, or ``opt 4 MiB (1, 4 MiB on host)``."""
+        host = f", {format_bytes(self.host_bytes)} on host" if self.host_bytes else ""
+        return f"{self.role} {self.text} ({self.leaves}{host})"
 
 
 @dataclass(frozen=True)
@@ -331,6 +366,10 @@ class MemorySection:
     roles: tuple[RoleTotal, ...]
     #: ``(d0, in use, peak in use, limit)`` per device, when the run read them.
     devices: tuple[tuple[str, str, str, str], ...]
+    #: Host memory beside HBM; ``None`` when the program keeps nothing on host.
+    host: HostMemory | None = None
+    #: Whether any leaf lives in host memory (the leaf table then shows each one's memory).
+    any_host_leaf: bool = False
 
 
 def memory_section(report: Report) -> MemorySection:
@@ -364,10 +403,20 @@ def memory_section(report: Report) -> MemorySection:
         compiler_peak=compiler,
         notes=tuple(x for x in (sum_rule_str(m), assignment_str(m)) if x),
         leaves=tuple(
-            LeafRow(x.path, x.role, x.bytes, format_bytes(x.bytes)) for x in m.by_leaf[:MAX_LEAVES]
+            LeafRow(x.path, x.role, x.bytes, format_bytes(x.bytes), x.memory_kind)
+            for x in m.by_leaf[:MAX_LEAVES]
         ),
         more_leaves=more,
-        roles=tuple(RoleTotal(r, n, b, format_bytes(b)) for r, n, b in role_totals(m)),
+        roles=tuple(
+            RoleTotal(
+                r,
+                n,
+                b,
+                format_bytes(b),
+                sum(x.bytes for x in m.by_leaf if x.role == r and x.on_host),
+            )
+            for r, n, b in role_totals(m)
+        ),  # fmt: skip
         devices=tuple(
             (
                 f"d{d.device_id}",
@@ -377,6 +426,45 @@ def memory_section(report: Report) -> MemorySection:
             )
             for d in m.device_stats
         ),
+        host=host_memory(m),
+        any_host_leaf=any(x.on_host for x in m.by_leaf),
+    )
+
+
+def host_memory(m: MemoryReport) -> HostMemory | None:
+    """The host part of the memory section, or ``None`` when nothing is on host."""
+    if not m.host_source:
+        return None
+    parts = tuple(
+        (name, b, format_bytes(b))
+        for name, b in (
+            ("argument", m.host_argument_bytes),
+            ("output", m.host_output_bytes),
+            ("alias", m.host_alias_bytes),
+            ("temp", m.host_temp_bytes),
+            ("offloaded", m.offloaded_bytes),
+        )
+        if b
+    )
+    leaves = tuple(
+        (x.path, x.role, x.memory_kind, format_bytes(x.bytes))
+        for x in (*m.by_leaf, *m.out_leaves)
+        if x.on_host
+    )
+    return HostMemory(
+        bytes=m.host_bytes,
+        text=format_bytes(m.host_bytes),
+        exact=f"{m.host_bytes:,} B",
+        parts=parts,
+        source=m.host_source
+        + (
+            "; offloaded: the compiled program's own host buffers, which the compiler's "
+            "host temp figure leaves out"
+            if m.offloaded_bytes
+            else ""
+        ),
+        mismatch=m.host_mismatch,
+        leaves=leaves,
     )
 
 
@@ -602,6 +690,8 @@ class ReportView:
     timing: TimingSection
     check: CheckSection
     profile: ProfileSection | None
+    #: Host <-> device transfers (``None``: the program moves nothing to or from host).
+    transfers: TransfersSection | None = None
 
 
 def report_view(report: Report) -> ReportView:
@@ -617,4 +707,5 @@ def report_view(report: Report) -> ReportView:
         timing=timing_section(report),
         check=check_section(report),
         profile=profile_section(report),
+        transfers=transfers_section(report),
     )

@@ -15,6 +15,7 @@ from shardviz.render.report.sections import (
     CostSection,
     EstimateSection,
     HeaderSection,
+    HostMemory,
     IntermediatesSection,
     LedgerSection,
     MemorySection,
@@ -23,6 +24,7 @@ from shardviz.render.report.sections import (
     TimingSection,
     report_view,
 )
+from shardviz.render.report.transfers import transfers_lines
 from shardviz.render.table import aligned_table
 from shardviz.render.timeline import timeline_lines
 
@@ -144,6 +146,14 @@ def _intermediate_lines(ins: IntermediatesSection) -> list[str]:
     return lines
 
 
+def _host_lines(h: HostMemory) -> list[str]:
+    lines = [f"  {h.line}", f"    from {h.source}"]
+    if h.mismatch:
+        lines.append(f"    differs: {h.mismatch}")
+    lines.extend(f"    on host: {p} ({role}, {kind}) {text}" for p, role, kind, text in h.leaves)
+    return lines
+
+
 def _memory_lines(m: MemorySection) -> list[str]:
     lines = [f"Memory per device · peak {m.peak} = {m.peak_definition}"]
     width = max(len(p.name) for p in m.parts)
@@ -156,15 +166,18 @@ def _memory_lines(m: MemorySection) -> list[str]:
     if m.compiler_peak:
         lines.append(f"  {m.compiler_peak}")
     lines.extend(f"  {x}" for x in m.notes)
+    if m.host is not None:
+        lines.extend(_host_lines(m.host))
     if m.leaves:
         lines.append("  by leaf (largest device):")
-        rows: list[Sequence[str] | str] = [[x.path, x.role, x.text] for x in m.leaves]
+        head = ["leaf", "role", "bytes"] + (["memory"] if m.any_host_leaf else [])
+        rows: list[Sequence[str] | str] = [
+            [x.path, x.role, x.text] + ([x.memory] if m.any_host_leaf else []) for x in m.leaves
+        ]
         if m.more_leaves:
             rows.append(f"    {m.more_leaves}")
-        lines.extend(aligned_table(["leaf", "role", "bytes"], rows, right={2}, indent="    "))
-        lines.append(
-            "    by role: " + " · ".join(f"{r.role} {r.text} ({r.leaves})" for r in m.roles)
-        )
+        lines.extend(aligned_table(head, rows, right={2}, indent="    "))
+        lines.append("    by role: " + " · ".join(r.label for r in m.roles))
     if m.devices:
         lines.append("  live device statistics:")
         lines.extend(
@@ -269,6 +282,7 @@ def report_text(report: Report, view: ReportView | None = None) -> str:
         _header_lines(v.header),
         *[s for s in (findings_section_lines(v.findings),) if s],
         _ledger_lines(v.ledger),
+        *([transfers_lines(v.transfers)] if v.transfers is not None else []),
         _intermediate_lines(v.intermediates),
         _memory_lines(v.memory),
         _cost_lines(v.cost),

@@ -17,6 +17,7 @@ from shardviz.model.findings import ledger_refs
 from shardviz.model.program import (
     COLLECTIVE_KINDS,
     CPU_PEAK,
+    GPU_HBM_PEAK,
     Collective,
     Cost,
     Loop,
@@ -35,6 +36,9 @@ SPACE_NAMES = {
     "vmem": "VMEM (on-chip)",
     "smem": "SMEM (on-chip)",
     "host": "host memory",
+    # The TPU report names color 5 "cmem"; the layouts' S(5) is host memory (pinned_host
+    # arguments and outputs add up to it).
+    "cmem": "host memory (color 5, 'cmem')",
 }
 
 #: Above this many intermediates, rows that are not reshard points are folded into gaps.
@@ -701,6 +705,8 @@ def compiler_peak_str(m: MemoryReport, platform: str) -> str:
     )
     if platform == "cpu":
         return text + ", which leaves temp out on cpu"
+    if m.peak_definition == GPU_HBM_PEAK:
+        return text + ", which also counts host memory (not HBM)"
     if platform == "tpu":
         return text + ", which also counts on-chip VMEM (not HBM)"
     return text
@@ -886,6 +892,8 @@ def estimate_rows(e: Estimate, measured: float | None = None) -> list[EstimateRo
                 f"model flops / (peak x the measured step, {format_seconds(measured)})",
             )
         )  # fmt: skip
+    if e.host_seconds is not None:
+        rows.append(EstimateRow("host", "host link", format_seconds(e.host_seconds), e.host_text))
     if e.lower_bound:
         rows.append(
             EstimateRow(
