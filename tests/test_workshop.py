@@ -129,7 +129,7 @@ def test_no_source_is_a_clear_error(tmp_path):
 
 def test_this_checkout_reads_its_notebooks():
     assert workshop.notebooks_source() == ROOT / "notebooks"
-    assert len(COURSE) == 11
+    assert len(COURSE) == 12
 
 
 def test_a_busy_port_is_named_with_a_free_one_suggested():

@@ -101,3 +101,19 @@ def test_every_exercise_is_checked_in_its_notebook():
         assert exercise_id in by_notebook.get(exercise_id.split(".")[0], set()), exercise_id
     for number, ids in by_notebook.items():
         assert ids <= set(EXERCISES), f"notebook {number} checks unknown exercises"
+
+
+@pytest.mark.parametrize("answer", EXERCISES["12.2"].wrong)
+def test_a_wrong_batch_is_told_more_or_less_with_no_other_figure(answer):
+    """12.2 asks for sequences, not bytes: a wrong count is compared with the largest batch
+    in words, and the only number in the message is the learner's own."""
+    verdict = check("12.2", answer)
+    assert re.findall(r"\d[\d,.]*", verdict.message) == [f"{answer:,}"], verdict.message
+    assert " more " in verdict.message or " less " in verdict.message
+
+
+def test_the_largest_batch_is_judged_within_one_percent():
+    solution = SOLUTIONS["12.2"][0]
+    assert check("12.2", solution + 1).right is True  # not rounded to the data axis: fine
+    assert check("12.2", round(solution * 1.03)).right is False  # over HBM
+    assert check("12.2", "as many as fit").right is False  # wrong form, the question again
