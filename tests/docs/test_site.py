@@ -27,6 +27,7 @@ PAGES = [
     "how-to/count-a-step.html",
     "how-to/compare-strategies.html",
     "how-to/your-own-model.html",
+    "how-to/serve-a-model.html",
     "api.html",
     "benchmarks.html",
     *(f"course/notebooks/{nb.stem}.html" for nb in COURSE),

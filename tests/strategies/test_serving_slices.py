@@ -42,3 +42,12 @@ def test_an_unknown_chip_and_dtype_are_refused():
         sv.smallest_slice("llama3.1-70b", "v9z", check=False)
     with pytest.raises(ShardvizError, match="not a serving dtype"):
         sv.smallest_slice("llama3.1-70b", "v5e", dtype="fp8", check=False)
+
+
+def test_a_model_one_chip_holds_is_taken_on_the_count_when_jax_makes_no_such_slice():
+    # jax makes no deviceless TPU slice smaller than one host (v5e:1x1 is refused): the
+    # check says so instead of failing
+    small = {**LONG, "layers": 2}
+    s = sv.smallest_slice("llama3.1-70b", "v5e", batch=1, context=1024, **small)
+    assert (s.slice, s.chips) == ("v5e:1x1", 1)
+    assert "v5e:1x1 not compiled" in s.checked and "byte count alone" in s.checked

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from shardviz.capture.topology import topology
+from shardviz.capture.topology import TopologyError, topology
 from shardviz.errors import CompileError, ShardvizError, problem
 from shardviz.model.hardware_presets import hardware, preset_key
 from shardviz.model.serving import SliceChoice, SliceTried, bytes_per_element
@@ -111,8 +111,15 @@ def _compiled_fit(
     m: ModelDef, name: str, batch: int, context: int, weight_dtype: str, cache_dtype: str
 ) -> tuple[bool, str]:
     """Compile the decode step (strategy ``tp``) for slice ``name``: does it fit, and what
-    the compiler said."""
-    topo = topology(name)
+    the compiler said. A slice smaller than one host (``v5e:1x1``) cannot be made without
+    devices; it is then taken on the byte count alone, and the words say so."""
+    try:
+        topo = topology(name)
+    except TopologyError:
+        return True, (
+            f"{name} not compiled: jax makes no deviceless slice smaller than one host, so the "
+            "byte count alone says it fits"
+        )
     try:
         r = serve(
             m, "tp", topo.devices, mode="decode", batch=batch, context=context,
