@@ -26,6 +26,12 @@ class MemoryBreakdown:
     never holds them whole, so ``activations`` (the rest of temp: activations and scratch) is
     ``temp - grads`` and never below zero. ``peak`` is the report's peak figure; views show
     what the components leave of it (mostly outputs not written in place) as "other".
+
+    Host memory is apart: ``peak`` is HBM, ``host`` the bytes one device keeps in host
+    memory (the report's :attr:`~shardviz.model.MemoryReport.host_bytes`), and
+    ``host_params`` / ``host_optimizer`` the parameter and optimizer leaves among them
+    (those also count in ``params`` / ``optimizer``, which are by role, wherever they live),
+    ``host_outputs`` and ``host_scratch`` the rest.
     """
 
     params: int
@@ -39,6 +45,13 @@ class MemoryBreakdown:
     output: int
     alias: int
     peak: int
+    host: int = 0
+    host_params: int = 0
+    host_optimizer: int = 0
+    #: Host outputs not written over a host argument, and host scratch (values a remat
+    #: policy offloads): the rest of ``host``.
+    host_outputs: int = 0
+    host_scratch: int = 0
 
     @property
     def reconciled(self) -> bool:
@@ -89,6 +102,14 @@ class StrategyResult:
     notes: tuple[str, ...] = ()
     #: A pipeline strategy's schedule (stages x microbatches; ``None`` for the others).
     schedule: Schedule | None = None
+    #: Per device per step: bytes the compiler's host transfers move each way.
+    to_host_bytes: int = 0
+    to_device_bytes: int = 0
+
+    @property
+    def host_transfer_bytes(self) -> int:
+        """Bytes crossing the host link per device per step, both ways together."""
+        return self.to_host_bytes + self.to_device_bytes
 
     @property
     def target(self) -> Target | None:

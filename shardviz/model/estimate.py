@@ -18,7 +18,7 @@ from shardviz.model.units import format_bytes, format_percent, format_seconds
 GiB = 1024**3
 
 #: What limits the step, in the order ties are broken.
-BOUNDS: tuple[str, ...] = ("compute", "memory", "communication")
+BOUNDS: tuple[str, ...] = ("compute", "memory", "communication", "host link")
 
 
 @dataclass(frozen=True)
@@ -29,9 +29,12 @@ class Estimate(JsonMixin):
     - ``memory_seconds``: bytes accessed per device / HBM bandwidth.
     - ``collective_seconds``: the collectives' estimated times added up (ring/torus model
       with a per-hop latency floor; see :mod:`shardviz.analysis.estimate.collectives`).
-    - ``step_seconds``: the largest of the three, a lower bound on the step (it assumes
-      compute, memory traffic and communication overlap perfectly).
-    - ``bound``: which of ``"compute"``, ``"memory"``, ``"communication"`` sets that bound.
+    - ``host_seconds``: the host transfers (offload) over the chip's host link, when the
+      program has any.
+    - ``step_seconds``: the largest of these, a lower bound on the step (it assumes
+      compute, memory traffic, communication and host transfers overlap perfectly).
+    - ``bound``: which of ``"compute"``, ``"memory"``, ``"communication"``, ``"host link"``
+      sets that bound.
     - ``mfu``: the model-FLOPs utilisation that bound allows: ``model_flops`` / (peak FLOP/s
       x ``step_seconds``). Model flops are the step's matmuls (2 per multiply-add; attention's
       two matmuls as computed, so a causal mask computed in full counts in full), with what

@@ -6,22 +6,33 @@ from typing import Any
 
 from shardviz.errors import ShardvizError, problem
 from shardviz.strategies.pipeline.rule_sets import pipeline_rules
-from shardviz.strategies.rules import BUILTIN, PIPELINE_NAMES, STRATEGY_NAMES, RuleSet
+from shardviz.strategies.rules import (
+    BUILTIN,
+    OFFLOAD,
+    OFFLOAD_NAMES,
+    PIPELINE_NAMES,
+    STRATEGY_NAMES,
+    RuleSet,
+)
 
 
 def get_rule_set(strategy: str | RuleSet, **pipeline: Any) -> RuleSet:
     """A built-in strategy by name, or the user's own rule set as it is. ``"pp"`` and
-    ``"pp+dp"`` take the pipeline's ``stages`` and ``microbatches``."""
+    ``"pp+dp"`` take the pipeline's ``stages`` and ``microbatches``; the offload strategies
+    (``"zero-offload"``, ``"act-offload"``, ``"weight-stream"``) are looked up here too."""
     if isinstance(strategy, RuleSet):
         return strategy
     if strategy in PIPELINE_NAMES:
         return pipeline_rules(strategy, **pipeline)
+    if strategy in OFFLOAD:
+        return OFFLOAD[strategy]
     if strategy not in BUILTIN:
         raise ShardvizError(
             problem(
                 f"strategy {strategy!r}",
                 "no built-in strategy has this name",
-                f"use one of {', '.join(map(repr, STRATEGY_NAMES))}, or pass a RuleSet",
+                f"use one of {', '.join(map(repr, STRATEGY_NAMES + OFFLOAD_NAMES))}, or pass "
+                "a RuleSet",
             )
         )
     return BUILTIN[strategy]

@@ -46,6 +46,10 @@ def shard_largest(axis: str, *, taken: SpecLike = ()) -> SpecFn:
     return spec
 
 
+#: The trees a strategy may keep in pinned host memory between steps.
+HOST_TREES: tuple[str, ...] = ("params", "optimizer")
+
+
 @dataclass(frozen=True)
 class RuleSet:
     """A strategy: sharding rules for every tree a training step touches.
@@ -53,6 +57,12 @@ class RuleSet:
     ``grads`` and ``optimizer`` default to the parameter rules (as in FSDP); ``activations``
     apply through the model's ``constrain`` hook (by activation name, ``re.fullmatch``).
     With ``strict``, a rule that matches no leaf is an error (it is probably a typo).
+
+    Offload: ``host`` names the trees kept in pinned host memory between steps
+    (``"optimizer"``: ZeRO-Offload's optimizer state, moved to HBM for its update and back;
+    ``"params"``: the weights, streamed to HBM one layer at a time, as ZeRO-Inference does).
+    ``remat`` replaces a published architecture's remat policy (``"offload"`` saves each
+    decoder layer's input to host memory, as MaxText's Llama 70B recipe does).
     """
 
     name: str
@@ -68,6 +78,19 @@ class RuleSet:
     expects: tuple[tuple[str, str, str], ...] = ()
     strict: bool = True
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
+    host: tuple[str, ...] = ()
+    remat: str | None = None
+
+    def __post_init__(self) -> None:
+        wrong = [t for t in self.host if t not in HOST_TREES]
+        if wrong or isinstance(self.host, str):
+            raise ShardvizError(
+                problem(
+                    f"strategy {self.name!r}",
+                    f"host={self.host!r} names trees that cannot live in host memory",
+                    f"pass a tuple of {', '.join(map(repr, HOST_TREES))}, e.g. host=('optimizer',)",
+                )
+            )
 
     def rules_for(self, what: str) -> tuple[Rule, ...]:
         if what == "grads":
@@ -218,6 +241,37 @@ BUILTIN: dict[str, RuleSet] = {
 }  # fmt: skip
 for _alias, _name in STRATEGY_ALIASES.items():
     BUILTIN[_alias] = BUILTIN[_name]
+
+#: Strategies that keep state in host memory (ZeRO-Offload, activation offload, weights
+#: streamed per layer as in ZeRO-Inference): FSDP-style splits plus ``host`` / ``remat``.
+#: A published architecture gets the same offload on its logical ``fsdp`` rules.
+OFFLOAD_WHAT: dict[str, str] = {
+    "zero-offload": "the optimizer state in host memory: each device's share comes to HBM "
+    "for its update and goes back, over the host link every step",
+    "act-offload": "each decoder layer's input saved to host memory by the remat policy and "
+    "brought back for the backward pass (MaxText's Llama 70B recipe)",
+    "weight-stream": "the weights in host memory, each layer's share brought to HBM when the "
+    "layer scan reaches it (again in the backward pass), as ZeRO-Inference streams them",
+}
+OFFLOAD: dict[str, RuleSet] = {
+    "zero-offload": RuleSet(
+        "zero-offload", "ZeRO-Offload", params=_REPLICATED, grads=_DATA_FSDP,
+        optimizer=_DATA_FSDP, host=("optimizer",),
+        description=f"ZeRO-2, with {OFFLOAD_WHAT['zero-offload']}",
+        expects=(("all-gather", "data", "parameters"),), strict=False,
+    ),
+    "act-offload": RuleSet(
+        "act-offload", "activation offload", params=_DATA_FSDP, remat="offload",
+        description=f"FSDP, with {OFFLOAD_WHAT['act-offload']}",
+        expects=(("all-gather", "data", "parameters"),), strict=False,
+    ),
+    "weight-stream": RuleSet(
+        "weight-stream", "weights streamed from host", params=_DATA_FSDP, host=("params",),
+        description=f"FSDP, with {OFFLOAD_WHAT['weight-stream']}",
+        expects=(("all-gather", "data", "parameters"),), strict=False,
+    ),
+}  # fmt: skip
+OFFLOAD_NAMES: tuple[str, ...] = tuple(OFFLOAD)
 
 #: The GSPMD pipeline's strategies (built by :func:`.pipeline.pipeline_rules`).
 PIPELINE_NAMES = ("pp", "pp+dp")

@@ -45,7 +45,7 @@ from shardviz.strategies.named import get_rule_set
 from shardviz.strategies.pipeline.gspmd import pipelined_model
 from shardviz.strategies.pipeline.shard_map import residual_bytes
 from shardviz.strategies.pipeline.stages import STAGE_AXIS
-from shardviz.strategies.rules import RuleSet
+from shardviz.strategies.rules import OFFLOAD, OFFLOAD_WHAT, RuleSet
 from shardviz.strategies.serving.compare import compare_serving
 from shardviz.strategies.step import StrategyStep, strategy_step
 from shardviz.strategies.zoo import ModelDef, get_model, make_train_step
@@ -79,12 +79,19 @@ def _memory(report: Report, grads: int) -> MemoryBreakdown:
         by_role[_ROLES.get(leaf.role, leaf.role)] += leaf.bytes
     # The TPU compiler reports temp as 0; its buffer assignment has the scratch in HBM.
     temp = m.temp_bytes or dict(m.assigned).get("temp", 0)
+    on_host: dict[str, int] = defaultdict(int)
+    for leaf in m.by_leaf:
+        if leaf.on_host:
+            on_host[_ROLES.get(leaf.role, leaf.role)] += leaf.bytes
     return MemoryBreakdown(
         params=by_role["params"], grads=grads, optimizer=by_role["optimizer"],
         batch=by_role["batch"], activations=max(0, temp - grads),
         arguments_from_leaves=sum(lb.bytes for lb in m.by_leaf),
         arguments_from_compiler=m.argument_bytes, temp=temp, output=m.output_bytes,
-        alias=m.alias_bytes, peak=m.peak_bytes,
+        alias=m.alias_bytes, peak=m.peak_bytes, host=m.host_bytes,
+        host_params=on_host["params"], host_optimizer=on_host["optimizer"],
+        host_outputs=max(0, m.host_output_bytes - m.host_alias_bytes),
+        host_scratch=m.host_temp_bytes + m.offloaded_bytes,
     )  # fmt: skip
 
 
@@ -285,6 +292,10 @@ def _result(
         if why:
             report = replace(report, notes=(*report.notes, why))
     measured["schedule"] = schedule
+    for direction in ("to host", "to device"):
+        measured[direction.replace(" ", "_") + "_bytes"] = sum(
+            t.bytes_per_step for t in report.host_transfers if t.direction == direction
+        )
     return StrategyResult(
         strategy=rule_set.name, title=rule_set.title, description=rule_set.description,
         mesh=mesh, report=report,
@@ -475,6 +486,15 @@ def _rule_set_for(m: ModelDef, strategy: str | RuleSet, pipeline: dict[str, Any]
         and strategy in LOGICAL_STRATEGIES
     ):
         return logical_rule_set(strategy, m)
+    if isinstance(strategy, str) and isinstance(m.info.get("config"), ArchConfig):
+        offload = OFFLOAD.get(strategy)
+        if offload is not None:  # the same offload on the architecture's logical FSDP
+            return replace(
+                logical_rule_set("fsdp", m), name=offload.name,
+                title=f"{offload.title} (logical fsdp)", host=offload.host,
+                remat=offload.remat, description=f"the logical fsdp rules, with "
+                f"{OFFLOAD_WHAT[offload.name]}",
+            )  # fmt: skip
     return get_rule_set(strategy, **pipeline)
 
 

@@ -23,6 +23,8 @@ from jax.sharding import NamedSharding, PartitionSpec
 from shardviz.capture.layout import layout_of
 from shardviz.capture.mesh import Mesh, as_jax_mesh
 from shardviz.strategies.models.axes import SpecConstrain
+from shardviz.strategies.models.configs import ArchConfig
+from shardviz.strategies.models.decoder import to_device
 from shardviz.strategies.rules import (
     RuleSet,
     axes_needed,
@@ -30,7 +32,7 @@ from shardviz.strategies.rules import (
     default_mesh_shape,
     spec_for_leaf,
 )
-from shardviz.strategies.zoo import ModelDef
+from shardviz.strategies.zoo import ModelDef, with_decoder_options
 
 
 @dataclass(frozen=True)
@@ -85,6 +87,7 @@ def strategy_step(
         ShardvizError: a rule that does not fit a leaf, or a mesh without the rule set's axes.
     """
     opt = optimizer or optax.adam(1e-3)
+    model = _offload_model(model, rule_set)
     jm = _mesh_for(rule_set, mesh, devices)
     axes = dict(zip(jm.axis_names, jm.devices.shape, strict=True))
     key_p, key_b = jax.random.split(jax.random.key(seed))
@@ -98,8 +101,13 @@ def strategy_step(
         opt_shape, params_shape, rule_set.rules_for("optimizer"), axes, strict
     )
     b_specs = tree_specs(batch_shape, rule_set.batch, axes, "batch", strict)
-    p_sh, o_sh, b_sh = _shardings(jm, p_specs), _shardings(jm, o_specs), _shardings(jm, b_specs)
-    g_sh = _shardings(jm, g_specs)
+    params_host, opt_host = "params" in rule_set.host, "optimizer" in rule_set.host
+    p_sh = _shardings(jm, p_specs, HOST_KIND if params_host else None)
+    o_sh = _shardings(jm, o_specs, HOST_KIND if opt_host else None)
+    b_sh, g_sh = _shardings(jm, b_specs), _shardings(jm, g_specs)
+    # A published decoder streams host weights one layer at a time; any other model has
+    # them brought to HBM whole at the start of the step.
+    streamed = params_host and model.info.get("weights") == "host"
 
     constrained = model
     if rule_set.activations:
@@ -114,13 +122,23 @@ def strategy_step(
         constrained = model.constrained(SpecConstrain(jm, spec_of))
 
     def train_step(params, opt_state, batch):
+        used = params if streamed or not params_host else to_device(params)
         if model.value_and_grad_on is not None:  # the model computes them on the mesh itself
-            loss, grads = model.value_and_grad_on(params, batch, jm)
+            loss, grads = model.value_and_grad_on(used, batch, jm)
         else:
-            loss, grads = jax.value_and_grad(constrained.loss)(params, batch)
+            loss, grads = jax.value_and_grad(constrained.loss)(used, batch)
+        if params_host:  # a streamed layer's gradient comes back where its weights live
+            grads, params = to_device(grads), to_device(params)
         grads = jax.lax.with_sharding_constraint(grads, g_sh)
+        if opt_host:  # ZeRO-Offload: the state comes to HBM for its update and goes back
+            opt_state = to_device(opt_state)
         updates, opt_state = opt.update(grads, opt_state, params)
-        return optax.apply_updates(params, updates), opt_state, loss
+        params = optax.apply_updates(params, updates)
+        return (
+            to_host(params) if params_host else params,
+            to_host(opt_state) if opt_host else opt_state,
+            loss,
+        )
 
     train_step.__qualname__ = f"train_step[{model.name}, {rule_set.name}]"
     step = jax.jit(
@@ -133,6 +151,28 @@ def strategy_step(
         step=step, abstract=abstract, shardings=(p_sh, o_sh, b_sh), mesh=jm,
         params_shape=params_shape, grad_specs=g_specs,
     )  # fmt: skip
+
+
+#: The memory kind a strategy's ``host`` trees are placed in.
+HOST_KIND = "pinned_host"
+
+
+def to_host(tree: Any) -> Any:
+    """``tree`` moved to pinned host memory inside a jitted program."""
+    return jax.device_put(tree, jax.memory.Space.Host)
+
+
+def _offload_model(model: ModelDef, rule_set: RuleSet) -> ModelDef:
+    """``model`` with the decoder options the rule set's offload needs: its remat policy,
+    and weights streamed from host when a published decoder keeps them there."""
+    options: dict[str, Any] = {}
+    if rule_set.remat is not None:
+        options["remat"] = rule_set.remat
+    if "params" in rule_set.host and isinstance(model.info.get("config"), ArchConfig):
+        options["weights"] = "host"
+    if not options:
+        return model
+    return with_decoder_options(model, f"strategy {rule_set.name!r}", **options)
 
 
 def _mesh_for(rule_set: RuleSet, mesh: Any, devices: Sequence[Any] | None = None):
@@ -186,9 +226,11 @@ def _optimizer_specs(opt_shape: Any, params_shape: Any, rules, axes, strict: boo
     return jax.tree_util.tree_unflatten(treedef, specs)
 
 
-def _shardings(mesh: jax.sharding.Mesh, specs: Any) -> Any:
+def _shardings(mesh: jax.sharding.Mesh, specs: Any, memory_kind: str | None = None) -> Any:
     return jax.tree.map(
-        lambda s: NamedSharding(mesh, s), specs, is_leaf=lambda x: isinstance(x, PartitionSpec)
+        lambda s: NamedSharding(mesh, s, memory_kind=memory_kind),
+        specs,
+        is_leaf=lambda x: isinstance(x, PartitionSpec),
     )
 
 

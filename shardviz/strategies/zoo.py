@@ -39,7 +39,7 @@ from shardviz.strategies import mlp, moe, transformer
 from shardviz.strategies.accounting import count_params
 from shardviz.strategies.models import build as published
 from shardviz.strategies.models.axes import ACTIVATION_AXES
-from shardviz.strategies.models.configs import ARCH_NAMES
+from shardviz.strategies.models.configs import ARCH_NAMES, ArchConfig
 from shardviz.strategies.transformer import Constrain
 
 __all__ = [
@@ -546,7 +546,35 @@ def _moe_loss_with_constraints(routing: dict[str, Any]) -> Callable:
 
 def _build_published(name: str, sizes: dict[str, Any]) -> ModelDef:
     """A published architecture (:func:`~.models.build.decoder_model`) as a ModelDef."""
-    model = published.decoder_model(name, **sizes)
+    return _published_def(name, published.decoder_model(name, **sizes))
+
+
+def with_decoder_options(model: ModelDef, where: str, **options: Any) -> ModelDef:
+    """A published architecture's ``model`` built again with decoder options changed
+    (``remat="offload"``, ``weights="host"``): the same dims, run sizes and other options.
+
+    Raises:
+      ShardvizError: ``model`` is not a published architecture (its layers are not the
+        decoder's scan, so these options mean nothing to it).
+    """
+    config = model.info.get("config")
+    if not isinstance(config, ArchConfig):
+        raise ShardvizError(
+            problem(
+                where,
+                f"it needs a published architecture's decoder ({', '.join(options)}="
+                f"{', '.join(map(repr, options.values()))}), and {model.name!r} is not one",
+                "use a published architecture, e.g. get_model('llama3.1-8b', layers=2, "
+                "d_model=256), or write your own RuleSet without it",
+            )
+        )
+    if all(model.info.get(k) == v for k, v in options.items()):
+        return model
+    keep = {k: model.info[k] for k in published.RUN_DEFAULTS if k in model.info}
+    return _published_def(model.name, published.decoder_model(config, **(keep | options)))
+
+
+def _published_def(name: str, model: published.DecoderModel) -> ModelDef:
     return ModelDef(
         name=name,
         init_params=jax.jit(model.init_params),

@@ -164,7 +164,16 @@ def _estimate(
     compute = None if flops is None else flops / peak
     memory = None if bytes_accessed is None else bytes_accessed / hbm_bw
 
-    parts = {"compute": compute, "memory": memory, "communication": collective_seconds}
+    host_bw = (hw.host_bandwidth or 0.0) / per_chip or None
+    link = host_link(
+        report.host_transfers,
+        host_bw or 0.0,
+        max((x for x in (compute, memory) if x is not None), default=None),
+    )
+    parts = {
+        "compute": compute, "memory": memory, "communication": collective_seconds,
+        "host link": link.seconds if link else None,
+    }  # fmt: skip
     known = {k: v for k, v in parts.items() if v is not None}
     step = max(known.values())
     bound = next(k for k in BOUNDS if k in known and known[k] == step)
@@ -176,16 +185,10 @@ def _estimate(
     mfu = model_flops / (peak * step) if model_flops is not None and step > 0 else None
     unknown = tuple(lp.where for lp in cost.unknown_loops) if cost is not None else ()
 
-    host_bw = (hw.host_bandwidth or 0.0) / per_chip or None
     predicted = predict_step(
         cost.ops if cost is not None else (), collectives, trip_counts, peak, hbm_bw,
         host_bandwidth=host_bw,
     )  # fmt: skip
-    link = host_link(
-        report.host_transfers,
-        host_bw or 0.0,
-        max((x for x in (compute, memory) if x is not None), default=None),
-    )
     if report.host_transfers and hw.host_bandwidth is None:
         notes.append(f"{hw.name} has no host link figure: host transfers not timed")
     mem = report.memory

@@ -789,7 +789,8 @@ def parse_hlo_module(text: str) -> HloModule:
                 if opened is not None:
                     current = opened
                     continue
-            elif stripped == "}":
+            elif stripped == "}" or stripped.startswith("}, execution_thread="):
+                # (A host computation closes with its thread: `}, execution_thread="host"`.)
                 computations.append(current)
                 current = None
                 continue

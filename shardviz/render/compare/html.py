@@ -33,6 +33,13 @@ from typing import NamedTuple
 
 from shardviz.model.compare import Comparison
 from shardviz.render.colors import KIND_COLORS, OTHER_KIND
+from shardviz.render.compare.host import (
+    HOST_COLOR,
+    HOST_LABEL,
+    HOST_MEANING,
+    HostView,
+    roles_str,
+)
 from shardviz.render.compare.view import (
     CollectiveRow,
     ComparisonView,
@@ -62,6 +69,7 @@ STYLE = "<style>" + (CSS + "\n" + COMPARE_CSS + _KIND_CSS).replace("\n", "") + "
 CHART_W = 560.0
 MEM_ROW_H = 24.0
 MEM_ROW_GAP = 12.0
+HOST_BAR_H = 5.0
 MOVED_H = 170.0
 
 
@@ -338,12 +346,52 @@ def _memory_chart(view: ComparisonView) -> str:
     for k, s in enumerate(view.strategies):
         y = top_pad + MEM_ROW_GAP / 2 + k * (MEM_ROW_H + MEM_ROW_GAP)
         out.extend(_memory_row(s, frame, y))
+        if view.host and view.host[k].host:
+            out.append(_host_bar(view.host[k], s, frame, y + MEM_ROW_H + 1))
     out.append("</svg>")
     items = [(x.color, x.label, x.meaning) for x in comps]
+    if view.host:
+        items.append((HOST_COLOR, f"{HOST_LABEL} (thin bar)", HOST_MEANING))
     if view.has_estimates:
         items.append(("#cf222e", "HBM per device (dashed)", "the target's HBM per device: a "
                       "bar past the line does not fit"))  # fmt: skip
     return _legend(items) + "".join(out)
+
+
+def _host_bar(h: HostView, s: StrategyView, at: _Frame, y: float) -> str:
+    """A thin bar under a strategy's HBM stack: the bytes it keeps in host memory."""
+    w = CHART_W * h.host / at.top
+    return (
+        f'<rect class="sv-mem sv-cmp-hostbar" data-component="host" data-bytes="{h.host}" '
+        f'data-strategy="{esc(s.strategy)}" x="{svg_num(at.left)}" y="{svg_num(y)}" '
+        f'width="{svg_num(w)}" height="{svg_num(HOST_BAR_H)}" fill="{HOST_COLOR}">'
+        f"<title>{esc(s.label)} · {HOST_LABEL}: {esc(h.host_exact)} ({esc(roles_str(h))})"
+        "</title></rect>"
+    )
+
+
+def _host_table(view: ComparisonView) -> str:
+    """HBM beside host memory per device, the bytes each way per step over the host link
+    and its time on the target, with the estimated step it makes."""
+    cols = ("strategy", "HBM peak", "host", "host by role", "host link per step",
+            "link time", "step with host link")  # fmt: skip
+    out = ['<table class="sv-cmp-t sv-cmp-hosttable"><thead><tr>']
+    out += [_th(c, "sv-cmp-r" if c in ("HBM peak", "host") else "") for c in cols]
+    out.append("</tr></thead><tbody>")
+    for h in view.host:
+        cells = (h.label, h.hbm_str, h.host_str, roles_str(h), h.moved_str, h.link_str,
+                 h.step_str)  # fmt: skip
+        out.append(
+            f'<tr data-host-bytes="{h.host}" data-to-host="{h.to_host}" '
+            f'data-to-device="{h.to_device}">'
+            + "".join(
+                f'<td class="sv-cmp-r">{esc(v)}</td>' if i in (1, 2) else f"<td>{esc(v)}</td>"
+                for i, v in enumerate(cells)
+            )
+            + "</tr>"
+        )
+    out.append("</tbody></table>")
+    return "".join(out)
 
 
 def _memory_segment(s: StrategyView, p: PartView, x: float, y: float, w: float) -> list[str]:
@@ -691,6 +739,12 @@ def comparison_html(c: Comparison | ComparisonView) -> str:
         for s in view.strategies
         if s.temp_below_grads
     ]
+    if view.host:
+        body.append(
+            '<h4 class="sv-cmp-h">HBM and host memory<span class="sv-cmp-dim">per device; '
+            "the host link per step (PCIe / host DMA) and whether compute hides it</span></h4>"
+        )
+        body.append(_scrolled(_host_table(view)))
     body.append(
         '<h4 class="sv-cmp-h">Bytes moved per step<span class="sv-cmp-dim">per device, by '
         "collective kind (ring model)</span></h4>"

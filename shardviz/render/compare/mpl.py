@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from shardviz.model.compare import Comparison
+from shardviz.render.compare.host import HOST_COLOR, HOST_LABEL
 from shardviz.render.compare.view import ComparisonView, Scale, byte_scale, comparison_view
 
 
@@ -140,6 +141,9 @@ def _memory_panel(ax: Any, view: ComparisonView, names: list[str], xs: list[int]
         ax.bar(xs, heights, 0.6, bottom=bottoms, color=comp.color, label=comp.label,
                edgecolor="white", linewidth=0.6)  # fmt: skip
         bottoms = [b + h for b, h in zip(bottoms, heights, strict=True)]
+    if view.host:  # beside each HBM stack, not on it: host memory is not under the peak
+        ax.bar([x + 0.38 for x in xs], [h.host for h in view.host], 0.12, color=HOST_COLOR,
+               hatch="//", label=HOST_LABEL, edgecolor="white", linewidth=0.6, gid="host")  # fmt: skip
     for x, s in zip(xs, view.strategies, strict=True):
         ax.annotate(
             s.peak_str,

@@ -13,6 +13,7 @@ import html
 from typing import Any
 
 from shardviz.model.compare import Comparison
+from shardviz.render.compare.host import HOST_COLOR, HOST_LABEL, roles_str
 from shardviz.render.compare.view import (
     ComparisonView,
     Scale,
@@ -129,7 +130,9 @@ def comparison_figure(c: Comparison | ComparisonView) -> Any:
         and whether its peak fits the target's HBM) and a dashed shape named ``hbm`` at its
         target's HBM per device (on the scale when near the bars; far above them, an
         annotation named ``hbm`` at the panel's top says so instead). On several targets,
-        bars are labelled ``fsdp @ TPU v5e 2x4``.
+        bars are labelled ``fsdp @ TPU v5e 2x4``. When some strategy keeps bytes in host
+        memory, a hatched ``host memory`` bar (offset group ``host``) stands beside each
+        HBM stack.
     """
     go, make_subplots = require_plotly()
     view = c if isinstance(c, ComparisonView) else comparison_view(c)
@@ -149,6 +152,8 @@ def comparison_figure(c: Comparison | ComparisonView) -> Any:
     )
     for bar in _memory_bars(go, view, names):
         fig.add_trace(bar, row=1, col=1)
+    if view.host:
+        fig.add_trace(_host_bar(go, view, names), row=1, col=1)
     for j, kind in enumerate(view.kinds):
         fig.add_trace(_kind_bar(go, view, names, kind, j), row=1, col=2)
     for j, axes in enumerate(view.axes):
@@ -193,6 +198,25 @@ def _memory_bars(go: Any, view: ComparisonView, names: list[str]) -> list[Any]:
             )
         )
     return bars
+
+
+def _host_bar(go: Any, view: ComparisonView, names: list[str]) -> Any:
+    """Host memory per device, a bar beside each HBM stack (offset group ``host``): not
+    HBM, so not under the peak or the HBM line."""
+    hover = [[plotly_text(h.label), h.host_exact, plotly_text(roles_str(h))] for h in view.host]
+    return go.Bar(
+        name=HOST_LABEL,
+        x=names,
+        y=[h.host for h in view.host],
+        marker={"color": HOST_COLOR, "pattern": {"shape": "/"}},
+        offsetgroup="host",
+        legend="legend",
+        customdata=hover,
+        hovertemplate=(
+            f"<b>%{{customdata[0]}}</b> · {HOST_LABEL}<br>%{{customdata[1]}}<br>"
+            "%{customdata[2]}<extra></extra>"
+        ),
+    )
 
 
 def _hover(s: StrategyView, label: str, t: Traffic, split: list[str]) -> list[str]:

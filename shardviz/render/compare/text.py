@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from shardviz.model.compare import Comparison
+from shardviz.render.compare.host import roles_str
 from shardviz.render.compare.view import ComparisonView, StrategyView, comparison_view
 from shardviz.render.report.view import ESTIMATE_WORDS
 from shardviz.render.table import aligned_table
@@ -25,6 +26,22 @@ def _memory_table(view: ComparisonView) -> list[str]:
     ]
     lines = ["Memory per device, by component"]
     lines.extend(aligned_table(header, rows, right=set(range(2, 4 + len(comps))), indent="  "))
+    return lines
+
+
+def _host_table(view: ComparisonView) -> list[str]:
+    """HBM peak beside host memory, the bytes each way over the host link per step, and
+    the link's time on the target (only when some strategy uses host memory)."""
+    if not view.host:
+        return []
+    header = ["strategy", "HBM peak", "host", "host by role", "host link per step", "link time",
+              "step with host link"]  # fmt: skip
+    rows: list[Sequence[str] | str] = [
+        [h.label, h.hbm_str, h.host_str, roles_str(h), h.moved_str, h.link_str, h.step_str]
+        for h in view.host
+    ]
+    lines = ["HBM and host memory per device, and the host link per step"]
+    lines.extend(aligned_table(header, rows, right={1, 2}, indent="  "))
     return lines
 
 
@@ -135,6 +152,8 @@ def comparison_text(c: Comparison | ComparisonView) -> str:
     sections = [lines]
     if view.strategies:
         tables = _memory_table(view) + [""] + _run_table(view)
+        if view.host:
+            tables += [""] + _host_table(view)
         by_axes = _axes_table(view)
         if by_axes:
             tables += [""] + by_axes

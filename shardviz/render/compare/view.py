@@ -20,6 +20,7 @@ from shardviz.model.program import COLLECTIVE_KINDS, Report
 from shardviz.model.schedule import Schedule
 from shardviz.model.units import format_bytes, format_seconds, sig3
 from shardviz.render.colors import KIND_COLORS, OTHER_KIND
+from shardviz.render.compare.host import HostView, host_views
 from shardviz.render.geometry import mesh_summary
 from shardviz.render.report.view import (
     ESTIMATE_WORDS,
@@ -62,12 +63,13 @@ COMPONENT_BY_KEY = {c.key: c for c in COMPONENTS}
 
 
 def memory_parts(m: MemoryBreakdown) -> list[tuple[Component, int]]:
-    """Every component with its bytes, in stacking order; ``other`` fills the rest of the peak
-    (never below zero), so the parts add up to :func:`memory_total`."""
-    parts = [
-        (COMPONENT_BY_KEY["params"], m.params),
+    """Every component with its bytes in HBM, in stacking order; ``other`` fills the rest of
+    the peak (never below zero), so the parts add up to :func:`memory_total`. Host memory is
+    not stacked (see :mod:`.host`)."""
+    parts = [  # HBM only: parameters or optimizer state kept in host memory are apart
+        (COMPONENT_BY_KEY["params"], m.params - m.host_params),
         (COMPONENT_BY_KEY["grads"], m.grads),
-        (COMPONENT_BY_KEY["optimizer"], m.optimizer),
+        (COMPONENT_BY_KEY["optimizer"], m.optimizer - m.host_optimizer),
         (COMPONENT_BY_KEY["batch"], m.batch),
         (COMPONENT_BY_KEY["activations"], m.activations),
     ]
@@ -448,9 +450,10 @@ def hbm_lines(c: Comparison) -> list[int]:
 
 
 def memory_chart_top(c: Comparison) -> int:
-    """The top of the memory charts' scale: the tallest bar, or an HBM line near it (within
+    """The top of the memory charts' scale: the tallest bar (HBM stack or host memory bar),
+    or an HBM line near it (within
     :data:`HBM_SCALE` times), so a program close to (or over) HBM shows the line on scale."""
-    tallest = max((memory_total(r.memory) for r in c.results), default=1)
+    tallest = max((max(memory_total(r.memory), r.memory.host) for r in c.results), default=1)
     near = [h for h in hbm_lines(c) if h <= HBM_SCALE * tallest]
     return max([tallest, *near])
 
@@ -717,6 +720,8 @@ class ComparisonView:
     kinds_scale: Scale
     axes_scale: Scale
     hbm_lines: tuple[int, ...]
+    #: Host memory and the host link per strategy (empty when none uses host memory).
+    host: tuple[HostView, ...]
     #: Some target's HBM is above the memory scale's last tick.
     hbm_off_scale: bool
     slowest_step: float
@@ -933,6 +938,7 @@ def comparison_view(c: Comparison) -> ComparisonView:
         kinds_scale=byte_scale(max((t.moved for s in strategies for t in s.by_kind), default=1)),
         axes_scale=byte_scale(max((t.moved for s in strategies for t in s.by_axes), default=1)),
         hbm_lines=hbm,
+        host=host_views(c),
         hbm_off_scale=any(h > memory.end for h in hbm),
         slowest_step=max((s.step_seconds or 0.0 for s in strategies), default=0.0),
         slowest_estimate=max((e.step_seconds for e in estimates), default=0.0),

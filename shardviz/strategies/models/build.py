@@ -22,6 +22,7 @@ from shardviz.strategies.models.configs import ArchConfig, get_config, param_cou
 from shardviz.strategies.models.decoder import (
     ATTENTION_KINDS,
     REMAT_POLICIES,
+    WEIGHT_PLACES,
     DecoderOptions,
     decoder_loss,
 )
@@ -150,8 +151,7 @@ def decoder_model(name: str | ArchConfig, **overrides: Any) -> DecoderModel:
         ``ffn``, ``vocab``, ``experts``, ``experts_per_token``), run sizes (``batch``,
         ``seq``, ``dtype`` of the master weights) and :class:`DecoderOptions` fields
         (``remat``, ``compute_dtype``, ``attention``, ``attention_block``, ``loss_chunk``,
-        ``moe_group``,
-        ``capacity_factor``).
+        ``moe_group``, ``capacity_factor``, ``weights``).
 
     Raises:
       ShardvizError: an unknown name or override, or sizes that do not fit together.
@@ -183,6 +183,12 @@ def decoder_model(name: str | ArchConfig, **overrides: Any) -> DecoderModel:
             where,
             f"remat={s['remat']!r} is not a remat policy",
             f"use one of {', '.join(map(repr, REMAT_POLICIES))}",
+        )
+    if s["weights"] not in WEIGHT_PLACES:
+        _fail(
+            where,
+            f"weights={s['weights']!r} is not a place for the weights",
+            f"use one of {', '.join(map(repr, WEIGHT_PLACES))}",
         )
     if s["attention"] not in ATTENTION_KINDS:
         _fail(

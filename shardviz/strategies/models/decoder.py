@@ -45,10 +45,12 @@ __all__ = [
     "ATTENTION_KINDS",
     "LAYER_INPUT",
     "REMAT_POLICIES",
+    "WEIGHT_PLACES",
     "DecoderOptions",
     "decoder_loss",
     "final_hidden",
     "remat_policy",
+    "to_device",
 ]
 
 #: How attention is computed, with what each means. Both compute every block, masked or not.
@@ -75,6 +77,20 @@ REMAT_POLICIES: dict[str, str] = {
 }
 
 
+#: Where the master weights may live, with how the decoder reads them.
+WEIGHT_PLACES: dict[str, str] = {
+    "device": "in HBM: the layer scan reads each layer's weights there",
+    "host": "in pinned host memory: the layer scan brings each layer's weights to HBM when "
+    "it reaches them (and again in the backward pass), as ZeRO-Inference streams them",
+}
+
+
+def to_device(tree: Any) -> Any:
+    """``tree`` moved to the device's HBM inside a jitted program (a no-op for arrays
+    already there); on host memory arrays the compiler schedules the copies."""
+    return jax.device_put(tree, jax.memory.Space.Device)
+
+
 @dataclass(frozen=True)
 class DecoderOptions:
     """How the decoder is computed (not what it is): precision, remat and block sizes.
@@ -87,6 +103,8 @@ class DecoderOptions:
       loss_chunk: positions per chunk of the cross-entropy.
       moe_group: tokens per routing group of an MoE layer.
       capacity_factor: MoE expert capacity factor (``>= experts / top_k`` drops nothing).
+      weights: where the master weights live between steps, one of :data:`WEIGHT_PLACES`
+        (``"host"``: each layer's weights are brought to HBM when the scan reaches them).
     """
 
     remat: str = "full"
@@ -96,6 +114,7 @@ class DecoderOptions:
     loss_chunk: int = 1024
     moe_group: int = 1024
     capacity_factor: float = 1.25
+    weights: str = "device"
 
 
 def remat_policy(name: str) -> Any:
@@ -190,7 +209,12 @@ def _layer_fn(config: ArchConfig, options: DecoderOptions, seq: int, constrain: 
     group = min(options.moe_group, seq)
     eps = config.norm_eps
 
+    stream = options.weights == "host"
+    dtype = jnp.dtype(options.compute_dtype)
+
     def layer(x: jax.Array, p: dict[str, Any]) -> tuple[jax.Array, jax.Array]:
+        if stream:  # this layer's master weights, from host memory, cast on the device
+            p = jax.tree.map(lambda w: w.astype(dtype), to_device(p))
         x = checkpoint_name(x, LAYER_INPUT)
         h = constrain("attn_in", rms_norm(x, p["attn_norm"]["scale"], eps))
         x = constrain(
@@ -246,7 +270,11 @@ def decoder_loss(
     here, so the gradients come back in float32.
     """
     dtype = jnp.dtype(options.compute_dtype)
-    cast = jax.tree.map(lambda w: w.astype(dtype), params)
+    if options.weights == "host":  # the layers are cast one at a time, once on the device
+        rest = to_device({k: v for k, v in params.items() if k != "layers"})
+        cast = jax.tree.map(lambda w: w.astype(dtype), rest) | {"layers": params["layers"]}
+    else:
+        cast = jax.tree.map(lambda w: w.astype(dtype), params)
     hidden, aux = final_hidden(cast, batch["inputs"], config, options, constrain)
     unembed = cast["embed"]["embedding"].T if config.tied_embeddings else cast["unembed"]
     loss = chunked_cross_entropy(hidden, unembed, batch["targets"], options.loss_chunk, constrain)
