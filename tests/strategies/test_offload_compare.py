@@ -18,7 +18,6 @@ from shardviz.model.hardware_presets import hardware
 from shardviz.render.compare.host import host_views
 from shardviz.render.compare.view import memory_parts
 from shardviz.strategies.rules import BUILTIN, RuleSet
-from shardviz.strategies.zoo import get_model
 
 #: A Llama small enough to compile four strategies deviceless in seconds.
 DIMS = {"layers": 2, "d_model": 128, "heads": 4, "kv_heads": 2, "head_dim": 32, "ffn": 256,
