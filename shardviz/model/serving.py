@@ -202,6 +202,15 @@ class ServingComparison(JsonMixin, display.Shown):
             f"no result for strategy {strategy!r}; have {[r.strategy for r in self.results]}"
         )
 
+    def figure(self):
+        """An interactive plotly figure: bytes per device and tokens/s per chip against the
+        batch and the context, one line per strategy, the HBM line and the largest batch."""
+        return display.render(self, "plotly")
+
+    def matplotlib_figure(self):
+        """The same as a static matplotlib figure, for slides."""
+        return display.render(self, "matplotlib")
+
 
 @dataclass(frozen=True)
 class SliceTried:

@@ -8,13 +8,17 @@ import math
 from shardviz.model.serving import ServingComparison, ServingResult, SliceChoice
 from shardviz.model.units import format_bytes
 from shardviz.render.html import MONO, SANS, page
-from shardviz.render.serving.view import COLUMNS, result_row, slice_lines, summary_line
+from shardviz.render.serving.view import (
+    COLUMNS,
+    PALETTE,
+    result_row,
+    slice_lines,
+    summary_line,
+)
 from shardviz.render.svg import esc, svg_num
 
 __all__ = ["memory_chart_svg", "serving_html", "serving_page", "slice_html", "slice_page"]
 
-#: One colour per strategy, in result order.
-PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b")
 _W, _H, _PAD = 300.0, 180.0, 44.0
 
 
