@@ -7,10 +7,12 @@ import math
 
 from shardviz.model.serving import ServingComparison, ServingResult, SliceChoice
 from shardviz.model.units import format_bytes
+from shardviz.render.findings.html import finding_items_html
 from shardviz.render.html import MONO, SANS, page
 from shardviz.render.serving.view import (
     COLUMNS,
     PALETTE,
+    findings_head,
     result_row,
     slice_lines,
     summary_line,
@@ -102,18 +104,14 @@ def serving_html(c: ServingComparison) -> str:
         cells = "".join(f"<td>{esc(x)}</td>" for x in row.cells)
         body.append(f'<tr class="sv-serving-row"{style}>{cells}</tr>')
         notes += [f"<li>{esc(r.strategy)}: {esc(n)}</li>" for n in row.notes]
-    findings = "".join(
-        f'<li class="sv-finding sv-{esc(f.severity)}"><b>{esc(f.strategy)}: {esc(f.title)}</b>'
-        f"<br>{esc(f.why)}<br><i>fix:</i> {esc(f.fix)}</li>"
-        for f in c.findings
-    )
+    findings = finding_items_html(c.findings, findings_head(c)) if c.findings else ""
     return (
         f'<div class="sv-serving" style="font-family:{esc(SANS)}">'
         f"<p>{esc(summary_line(c))}</p>"
         f'<table style="font-family:{esc(MONO)};border-collapse:collapse"><thead><tr>{head}'
         f"</tr></thead><tbody>{''.join(body)}</tbody></table>"
         + (f"<ul>{''.join(notes)}</ul>" if notes else "")
-        + (f"<h4>Findings</h4><ul>{findings}</ul>" if findings else "")
+        + findings
         + memory_chart_svg(c)
         + "</div>"
     )

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from shardviz.model.findings import Findings
 from shardviz.model.serving import ServingComparison, ServingResult, SliceChoice
 from shardviz.model.units import format_bytes, format_seconds
+from shardviz.render.findings.view import count_str
 
 __all__ = [
     "COLUMNS",
+    "findings_head",
     "PALETTE",
     "PANELS",
     "MaxBatchMark",
@@ -89,6 +92,11 @@ def summary_line(c: ServingComparison) -> str:
         f"{format_bytes(c.weight_bytes_total)}): {what}. KV cache "
         f"{c.kv_bytes_per_token:,.0f} B per token."
     )
+
+
+def findings_head(c: ServingComparison) -> str:
+    """``Findings · serving llama3.1-8b · 2 findings: 2 warnings``: the findings' header."""
+    return f"Findings · serving {c.model} · {count_str(Findings(c.model, c.findings))}"
 
 
 def slice_lines(s: SliceChoice) -> list[str]:
