@@ -103,7 +103,8 @@ def slice_lines(s: SliceChoice) -> list[str]:
     """A slice choice in sentences: the slice, the bytes, the room left, what was tried."""
     lines = [
         f"Smallest {s.chip} slice for {s.model} (weights {s.weight_dtype}, cache "
-        f"{s.cache_dtype}, {s.batch} x {s.context:,} tokens): {s.slice} ({s.chips} chips)",
+        f"{s.cache_dtype}, {s.batch} x {s.context:,} tokens): {s.slice} ({s.chips} "
+        f"chip{'s' * (s.chips != 1)})",
         f"  weights {format_bytes(s.weight_bytes)} + cache {format_bytes(s.kv_bytes)} over "
         f"{s.chips} x {format_bytes(s.hbm_bytes_per_chip)} HBM; room for "
         f"{s.room_sequences} sequences of {s.context:,} beside the weights",
