@@ -66,6 +66,8 @@ def test_the_chart_draws_one_line_per_strategy_and_the_hbm_line():
     assert html.count("<polyline") == 8
     assert html.count('class="sv-hbm"') == 2 and "HBM 16 GiB" in html
     assert "bytes per device against context" in html
+    # the largest batch that fits, one dot per strategy on memory against batch
+    assert html.count('class="sv-max-batch"') == 2 and "largest batch that fits 49" in html
 
 
 def test_slice_choice_text_and_html():
