@@ -34,6 +34,16 @@ class TopologyError(ShardvizError, ValueError):
     """A topology name shardviz or jax does not know, or one whose extra is not installed."""
 
 
+class CompilerUnavailable(TopologyError):
+    """A known topology whose compiler cannot be loaded here: its extra (``shardviz[tpu]``,
+    ``shardviz[gpu]``) is not installed, or its plugin would not make deviceless devices.
+    ``extra`` names the extra (``"gpu"``)."""
+
+    def __init__(self, message: str, extra: str = "") -> None:
+        super().__init__(message)
+        self.extra = extra
+
+
 @dataclass(frozen=True, eq=False)
 class Topology:
     """A TPU slice or GPU cluster to compile for, without the hardware.
@@ -84,14 +94,15 @@ class Topology:
         return f"<Topology {self.name}: {self.label}>"
 
 
-def _missing_extra(extra: str, what: str) -> TopologyError:
-    return TopologyError(
+def _missing_extra(extra: str, what: str) -> CompilerUnavailable:
+    return CompilerUnavailable(
         problem(
             f"topology ({what})",
             f"compiling for {what} without the hardware needs the shardviz[{extra}] extra, "
             "which is not installed",
             f"pip install 'shardviz[{extra}]' (then restart the kernel)",
-        )
+        ),
+        extra,
     )
 
 
@@ -170,7 +181,18 @@ def _gpu(name: str, kind: str, shape: tuple[int, ...]) -> Topology:
     hosts, per_host = (1, shape[0]) if len(shape) == 1 else shape
     if importlib.util.find_spec("jax_plugins.xla_cuda12") is None:
         raise _missing_extra("gpu", f"GPU {kind}")
-    devices = tuple(_cuda_topology(kind, f"1x{hosts}x{per_host}").devices)
+    try:
+        devices = tuple(_cuda_topology(kind, f"1x{hosts}x{per_host}").devices)
+    except Exception as err:  # the plugin's own error says what it lacked
+        raise CompilerUnavailable(
+            problem(
+                f"topology({name!r})",
+                f"the CUDA plugin made no deviceless GPU devices ({_first_line(err)})",
+                "reinstall the extra so jax and its CUDA plugin match: "
+                "pip install -U 'shardviz[gpu]' (then restart the kernel)",
+            ),
+            "gpu",
+        ) from err
     return Topology(name, "gpu", kind, devices, hosts, (hosts, per_host))
 
 

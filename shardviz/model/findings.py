@@ -24,7 +24,8 @@ from shardviz.model import display
 from shardviz.model._codec import JsonMixin
 from shardviz.model.array import Spec, format_spec
 
-FindingKind = Literal[
+#: What :func:`shardviz.diagnose` checks a compiled program for.
+ProgramFindingKind = Literal[
     "involuntary-remat",
     "replicated",
     "regather",
@@ -37,7 +38,15 @@ FindingKind = Literal[
     "full-reduce",
     "offload-missed",
 ]
-FINDING_KINDS: tuple[str, ...] = typing.get_args(FindingKind)
+#: What ``sv.compare(..., mode="decode" | "prefill")`` checks each serving strategy for: a KV
+#: cache copied across a tensor-parallel group, weights copied under data parallelism, a
+#: step set by its collectives.
+ServingFindingKind = Literal["kv-replicated", "weights-replicated", "collective-bound"]
+FindingKind = Literal[ProgramFindingKind, ServingFindingKind]
+PROGRAM_FINDING_KINDS: tuple[str, ...] = typing.get_args(ProgramFindingKind)
+SERVING_FINDING_KINDS: tuple[str, ...] = typing.get_args(ServingFindingKind)
+#: Every kind of finding: the program's, then the serving ones.
+FINDING_KINDS: tuple[str, ...] = PROGRAM_FINDING_KINDS + SERVING_FINDING_KINDS
 #: ``error``: the program will not fit or cannot be partitioned sensibly; ``warning``: it
 #: wastes memory, bandwidth or devices; ``info``: worth knowing, often the compiler's choice.
 Severity = Literal["error", "warning", "info"]
@@ -71,7 +80,9 @@ class Where:
     code that made the value; ``code`` that line's text. ``leaf`` is an argument's leaf path
     (``params/w1``) or a value's name, ``spec`` its spec. ``collectives`` are ledger numbers
     as the views show them (1 is ``report.collectives[0]``); ``values`` HLO value names
-    (reshard points, the remat's op); ``devices`` the device ids most affected.
+    (reshard points, the remat's op); ``devices`` the device ids most affected;
+    ``strategy`` the strategy a serving finding is about (its ``leaf`` then names the part:
+    ``KV cache``, ``weights``).
     """
 
     line: str = ""
@@ -85,6 +96,8 @@ class Where:
     #: ``line`` as a person reads it (``In [12], line 45``, ``models/llama.py:45``); ``""``:
     #: the file's basename.
     place: str = ""
+    #: The strategy the finding is about (serving findings: ``"tp-heads"``); ``""``: none.
+    strategy: str = ""
 
     @property
     def spec_str(self) -> str:
@@ -199,7 +212,9 @@ class Finding(JsonMixin):
     untried: bool = False
     #: Why no fix is offered once fixes were looked for: ``could not try: …`` (no change
     #: could be compiled), ``not tried: …`` (out of time) or ``none of 2 changes helped: …``;
-    #: ``""`` when a fix is offered, or shardviz knows no change to try.
+    #: for a serving finding, the change to make by hand (another strategy, a larger
+    #: batch), which shardviz does not apply itself; ``""`` when a fix is offered, or
+    #: shardviz knows no change to try.
     unfixed: str = ""
 
 

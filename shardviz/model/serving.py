@@ -3,7 +3,8 @@
 Plain data, no jax. :class:`ServingResult` is one strategy on one target (weights, KV cache
 and working memory per device; the collectives per generated token; the step estimated from
 bytes read, flops and collectives; tokens/s per chip and the largest batch that fits).
-:class:`ServingComparison` holds several side by side, with the findings about them, and
+:class:`ServingComparison` holds several side by side, with the findings about them
+(:class:`~shardviz.model.Finding`, as a program's are), and
 :class:`SliceChoice` the smallest slice of a chip that holds a model and its cache.
 Views are registered by :mod:`shardviz.render` (``print(x)``, ``x._repr_html_()``).
 """
@@ -15,13 +16,13 @@ from dataclasses import dataclass
 from shardviz.errors import ShardvizError, problem
 from shardviz.model import display
 from shardviz.model._codec import JsonMixin
+from shardviz.model.findings import Finding
 
 __all__ = [
     "DTYPE_BYTES",
     "SERVING_MODES",
     "ServingCollective",
     "ServingComparison",
-    "ServingFinding",
     "ServingResult",
     "SliceChoice",
     "SliceTried",
@@ -76,20 +77,6 @@ class ServingCollective:
     count: int
     moved_bytes: int
     seconds: float | None = None
-
-
-@dataclass(frozen=True)
-class ServingFinding(JsonMixin):
-    """A problem with a serving layout: ``kind`` is ``"kv-replicated"``,
-    ``"weights-replicated"`` or ``"collective-bound"``; ``fix`` is the change to make."""
-
-    kind: str
-    severity: str
-    strategy: str
-    title: str
-    why: str
-    fix: str
-    bytes: int = 0
 
 
 @dataclass(frozen=True)
@@ -178,6 +165,10 @@ class ServingResult(JsonMixin):
 class ServingComparison(JsonMixin, display.Shown):
     """Strategies serving one model side by side, with the findings about them.
 
+    ``findings`` are :class:`~shardviz.model.Finding` objects of the serving kinds
+    (``kv-replicated``, ``weights-replicated``, ``collective-bound``), each naming its
+    strategy in ``where.strategy`` and the change to make in ``unfixed``.
+
     ``kv_bytes_per_token`` is the whole model's cache per token in the cache dtype
     (2 x layers x KV heads x head dim x bytes); ``weight_bytes_total`` the weights in theirs.
     """
@@ -187,7 +178,7 @@ class ServingComparison(JsonMixin, display.Shown):
     kv_bytes_per_token: float
     weight_bytes_total: int
     results: tuple[ServingResult, ...]
-    findings: tuple[ServingFinding, ...] = ()
+    findings: tuple[Finding, ...] = ()
 
     def result(self, strategy: str) -> ServingResult:
         """The first result of ``strategy``.
@@ -201,6 +192,15 @@ class ServingComparison(JsonMixin, display.Shown):
         raise KeyError(
             f"no result for strategy {strategy!r}; have {[r.strategy for r in self.results]}"
         )
+
+    def figure(self):
+        """An interactive plotly figure: bytes per device and tokens/s per chip against the
+        batch and the context, one line per strategy, the HBM line and the largest batch."""
+        return display.render(self, "plotly")
+
+    def matplotlib_figure(self):
+        """The same as a static matplotlib figure, for slides."""
+        return display.render(self, "matplotlib")
 
 
 @dataclass(frozen=True)

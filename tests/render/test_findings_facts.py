@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from shardviz.model import FindingCost, Findings, FixCheck, Outcome, Where
-from shardviz.model.findings import FINDING_KINDS
+from shardviz.model.findings import PROGRAM_FINDING_KINDS
 from shardviz.render.findings.view import (
     check_rows,
     check_word,
@@ -33,7 +33,7 @@ def test_counts_by_severity() -> None:
 def test_checks_name_all_ten_kinds() -> None:
     text = checks_str()
     assert text.startswith("checked for 11 kinds: ")
-    assert text.removeprefix("checked for 11 kinds: ").split(", ") == list(FINDING_KINDS)
+    assert text.removeprefix("checked for 11 kinds: ").split(", ") == list(PROGRAM_FINDING_KINDS)
 
 
 def test_cost_words_by_kind() -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from shardviz.model import Findings, FixCheck, Outcome
-from shardviz.model.findings import FINDING_KINDS
+from shardviz.model.findings import PROGRAM_FINDING_KINDS
 from shardviz.render.findings.text import WIDTH, findings_section_lines, findings_text
 from shardviz.render.report.text import report_text
 
@@ -72,7 +72,7 @@ def test_no_findings_says_which_checks_ran() -> None:
     assert text.splitlines()[0] == "Findings · mlp_block · no findings"
     assert "checked for 11 kinds:" in text
     words = text.replace("\n", " ").replace(",", " ").split()
-    for kind in FINDING_KINDS:
+    for kind in PROGRAM_FINDING_KINDS:
         assert kind in words, kind
     assert "1." not in text and "Notes" not in text
 

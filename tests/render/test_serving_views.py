@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from shardviz.analysis.detect.serving import by_hand
+from shardviz.model.findings import Finding, FindingCost, Where
 from shardviz.model.serving import (
     ServingCollective,
     ServingComparison,
-    ServingFinding,
     ServingResult,
     SliceChoice,
     SliceTried,
@@ -32,7 +33,8 @@ COMPARISON = ServingComparison(
     model="<llama>", num_params=70_553_706_496, kv_bytes_per_token=163_840,
     weight_bytes_total=70_553_706_496,
     results=(RESULT, replace(RESULT, strategy="dp", kv_copies=2, weight_bytes=70 * GiB)),
-    findings=(ServingFinding("kv-replicated", "warning", "dp", "cache <copied>", "why", "fix"),),
+    findings=(Finding("kv-replicated", "warning", "cache <copied>", "why", FindingCost("memory", GiB),
+                      Where(leaf="KV cache", strategy="<dp>"), unfixed=by_hand("use 'tp'")),),
 )  # fmt: skip
 
 
@@ -43,13 +45,17 @@ def test_text_shows_each_strategys_figures_and_the_findings():
     assert "17.5 ms" in text and "228" in text and "49" in text
     assert "161 (147 MiB)" in text
     assert "(x2 copies)" in text
-    assert "[warning] dp: cache <copied>" in text
+    # the findings as print(report.findings) draws a program's, the strategy named
+    assert "1. warning · kv-replicated · cache <copied>" in text
+    assert "strategy     <dp>" in text and "memory per device: 1 GiB" in text
+    assert "fix          none offered: make it by hand" in text and "use 'tp'" in text
 
 
 def test_html_escapes_user_strings_and_marks_the_row_over_hbm():
     html = COMPARISON._repr_html_()
     assert "&lt;llama&gt;" in html and "<llama>" not in html
-    assert "cache &lt;copied&gt;" in html
+    assert "cache &lt;copied&gt;" in html and "&lt;dp&gt;" in html and "<dp>" not in html
+    assert 'class="sv-finding' in html and 'data-kind="kv-replicated"' in html
     rows = html.split('class="sv-serving-row"')[1:]
     assert "fde2e1" not in rows[0] and "fde2e1" in rows[1]  # dp: 70 GiB of weights > 16 GiB
 
@@ -60,6 +66,8 @@ def test_the_chart_draws_one_line_per_strategy_and_the_hbm_line():
     assert html.count("<polyline") == 8
     assert html.count('class="sv-hbm"') == 2 and "HBM 16 GiB" in html
     assert "bytes per device against context" in html
+    # the largest batch that fits, one dot per strategy on memory against batch
+    assert html.count('class="sv-max-batch"') == 2 and "largest batch that fits 49" in html
 
 
 def test_slice_choice_text_and_html():

@@ -73,7 +73,7 @@ def test_decode_step_is_the_books_formula_on_v5e(decode):
 
 
 def test_findings_name_the_copied_cache(decode):
-    kinds = {(f.kind, f.strategy) for f in decode.findings}
+    kinds = {(f.kind, f.where.strategy) for f in decode.findings}
     assert ("kv-replicated", "tp-heads") in kinds
     assert ("kv-replicated", "tp") not in kinds
     # a model this small reads almost nothing per step: the compiled all-reduces' hop

@@ -1,10 +1,19 @@
-"""Serving findings on hand-built results: copied cache, copied weights, collective-bound."""
+"""Serving findings on hand-built results: copied cache, copied weights, collective-bound;
+each a program Finding of a serving kind."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from shardviz.analysis.detect.serving import serving_findings
+from shardviz.analysis.detect.serving import BY_HAND, serving_findings
+from shardviz.model.findings import (
+    FINDING_KINDS,
+    PROGRAM_FINDING_KINDS,
+    SERVING_FINDING_KINDS,
+    Finding,
+    FindingCost,
+    Where,
+)
 from shardviz.model.serving import ServingCollective, ServingResult
 
 GiB = 1024**3
@@ -28,9 +37,9 @@ def test_a_cache_copied_across_the_tensor_group_is_found_with_the_bytes_it_waste
     r = replace(BASE, strategy="tp-heads", mesh=(("data", 1), ("sequence", 2), ("tensor", 8)),
                 chips=16, kv_copies=2)  # fmt: skip
     (f,) = serving_findings([r])
-    assert f.kind == "kv-replicated" and f.strategy == "tp-heads"
-    assert f.bytes == 5 * GiB // 2
-    assert "'tp'" in f.fix
+    assert f.kind == "kv-replicated" and f.where.strategy == "tp-heads"
+    assert f.cost == FindingCost("memory", 5 * GiB // 2)
+    assert f.fix is None and f.unfixed.startswith(BY_HAND) and "'tp'" in f.unfixed
 
 
 def test_weights_copied_under_data_parallelism_where_tensor_parallelism_fits():
@@ -38,12 +47,12 @@ def test_weights_copied_under_data_parallelism_where_tensor_parallelism_fits():
                 weight_bytes=12 * GiB, weight_copies=8, kv_bytes=5 * GiB)  # fmt: skip
     (f,) = serving_findings([r])
     assert f.kind == "weights-replicated" and f.severity == "error"  # 17 GiB > 16 GiB
-    assert f.bytes == 12 * GiB - 12 * GiB // 8
-    assert "'dp+tp' or 'tp'" in f.fix
+    assert f.cost.bytes == 12 * GiB - 12 * GiB // 8 and f.cost.kind == "memory"
+    assert "'dp+tp' or 'tp'" in f.unfixed
     # already tensor-parallel, yet copied over data: a wider tensor axis is the fix
     both = replace(r, mesh=(("data", 2), ("sequence", 1), ("tensor", 4)), weight_copies=2)
     (g,) = serving_findings([both])
-    assert g.fix.endswith("wider tensor axis: strategy 'tp'")
+    assert g.unfixed.endswith("wider tensor axis: strategy 'tp'")
     # weights too large to fit even split over every chip: no finding (nothing to gain)
     huge = replace(r, weight_bytes=8 * 17 * GiB)
     assert serving_findings([huge]) == ()
@@ -59,3 +68,15 @@ def test_a_step_set_by_its_collectives_names_the_largest():
     (f,) = serving_findings([r])
     assert f.kind == "collective-bound"
     assert "160 x all-reduce over tensor" in f.why
+    assert f.cost == FindingCost("moved", 70_000_000, seconds=0.02)
+    assert f.where == Where(strategy="tp")
+
+
+def test_serving_findings_are_program_findings_of_the_serving_kinds():
+    r = replace(BASE, strategy="tp-heads", mesh=(("data", 1), ("sequence", 2), ("tensor", 8)),
+                chips=16, kv_copies=2)  # fmt: skip
+    (f,) = serving_findings([r])
+    assert isinstance(f, Finding) and f.kind in SERVING_FINDING_KINDS
+    assert set(SERVING_FINDING_KINDS) <= set(FINDING_KINDS)
+    assert not set(SERVING_FINDING_KINDS) & set(PROGRAM_FINDING_KINDS)
+    assert Finding.from_json(f.to_json()) == f

@@ -3,6 +3,8 @@ cache no slice holds."""
 
 from __future__ import annotations
 
+import importlib.util
+
 import pytest
 
 import shardviz as sv
@@ -51,3 +53,55 @@ def test_a_model_one_chip_holds_is_taken_on_the_count_when_jax_makes_no_such_sli
     s = sv.smallest_slice("llama3.1-70b", "v5e", batch=1, context=1024, **small)
     assert (s.slice, s.chips) == ("v5e:1x1", 1)
     assert "v5e:1x1 not compiled" in s.checked and "byte count alone" in s.checked
+
+
+needs_cuda_plugin = pytest.mark.skipif(
+    importlib.util.find_spec("jax_plugins.xla_cuda12") is None,
+    reason="the CUDA plugin (shardviz[gpu]) compiles GPU slices without a GPU",
+)
+
+
+def test_h100_slices_are_one_hosts_gpus_by_powers_of_two():
+    assert slice_sizes("h100") == [("h100:1x1", 1), ("h100:1x2", 2), ("h100:1x4", 4),
+                                   ("h100:1x8", 8)]  # fmt: skip
+
+
+@needs_cuda_plugin
+def test_a_gpu_slice_is_checked_by_a_deviceless_cuda_compile():
+    # 8 x 131,072 tokens x 64 KiB = 64 GiB of cache: one H100's 80 GiB holds it on the count,
+    # and the decode step is compiled for it by the CUDA plugin without a GPU; whichever
+    # slice the compiler's bytes fit, the words say what it compiled
+    s = sv.smallest_slice("llama3.1-70b", "h100", batch=8, context=131072, **LONG)
+    assert s.kv_bytes == 64 * GiB and s.tried[0].name == "h100:1x1" and s.tried[0].fits
+    assert s.slice in ("h100:1x1", "h100:1x2", "h100:1x4")
+    assert "decode step compiled for h100:1x1 (strategy 'tp')" in s.checked
+    assert f"decode step compiled for {s.slice}" in s.checked and s.checked.endswith(": fits")
+    assert "not compiled" not in s.checked
+
+
+@needs_cuda_plugin
+def test_int4_weights_and_cache_compile_for_a_gpu_slice():
+    small = {**LONG, "layers": 2}
+    s = sv.smallest_slice("llama3.1-70b", "h100", batch=1, context=1024, dtype="int4", **small)
+    assert (s.slice, s.chips, s.weight_dtype, s.cache_dtype) == ("h100:1x1", 1, "int4", "int4")
+    assert s.kv_bytes == 1024 * 2 * 2 * 8 * 128 // 2  # k and v, 2 layers, half a byte each
+    assert "compiled for h100:1x1" in s.checked and s.checked.endswith(": fits")
+    assert "(1 chip)" in str(s)
+
+
+def test_a_gpu_check_without_the_cuda_plugin_names_the_extra_and_check_false(monkeypatch):
+    from shardviz.capture import topology as topology_module
+
+    real = importlib.util.find_spec
+
+    def no_cuda(name: str, *args: object):
+        return None if name == "jax_plugins.xla_cuda12" else real(name, *args)
+
+    monkeypatch.setattr(topology_module, "_MADE", {})
+    monkeypatch.setattr(importlib.util, "find_spec", no_cuda)
+    small = {**LONG, "layers": 2}
+    with pytest.raises(ShardvizError, match=r"shardviz\[gpu\].*check=False"):
+        sv.smallest_slice("llama3.1-70b", "h100", batch=1, context=1024, **small)
+    # without the check the count alone chooses
+    s = sv.smallest_slice("llama3.1-70b", "h100", batch=1, context=1024, check=False, **small)
+    assert (s.slice, s.checked) == ("h100:1x1", "")

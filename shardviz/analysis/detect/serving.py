@@ -1,47 +1,69 @@
 """Findings about serving layouts: a KV cache copied across a tensor-parallel group, weights
 copied under data parallelism where tensor parallelism would fit them, and a decode step set
-by a collective. Model in, findings out (no jax)."""
+by a collective. Model in, findings out (no jax): :class:`~shardviz.model.Finding` objects,
+as a program's findings are, so the findings views draw both. The strategy is in
+``where.strategy``; a serving finding has no :class:`~shardviz.model.findings.Fix` shardviz
+applies and checks, so the change to make (another strategy, a larger batch) is in
+``unfixed``."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from shardviz.model.serving import ServingFinding, ServingResult
+from shardviz.model.findings import Finding, FindingCost, Where
+from shardviz.model.serving import ServingResult
 from shardviz.model.units import format_bytes, format_seconds
 
-__all__ = ["collective_bound", "kv_replicated", "serving_findings", "weights_replicated"]
+__all__ = [
+    "BY_HAND",
+    "by_hand",
+    "collective_bound",
+    "kv_replicated",
+    "serving_findings",
+    "weights_replicated",
+]
+
+#: How a serving finding's change to make begins: shardviz names it, the caller makes it.
+BY_HAND = "make it by hand (shardviz does not apply serving changes): "
+
+
+def by_hand(change: str) -> str:
+    """A serving finding's ``unfixed``: the change to make, which shardviz does not apply
+    and check itself (views show it as ``fix: none offered: make it by hand ...``)."""
+    return BY_HAND + change
+
 
 #: Weights copied under data parallelism are worth a finding when they take this share of HBM.
 WEIGHTS_SHARE = 0.5
 
 
-def kv_replicated(r: ServingResult) -> ServingFinding | None:
+def kv_replicated(r: ServingResult) -> Finding | None:
     """[kv-replicated] Each byte of the cache is held by several chips of the tensor group."""
     sizes = r.axis_sizes
     group = sizes.get("tensor", 1) * sizes.get("sequence", 1)
     if r.kv_copies < 2 or group < 2:
         return None
     wasted = r.kv_bytes - r.kv_bytes // r.kv_copies
-    return ServingFinding(
+    return Finding(
         kind="kv-replicated",
         severity="warning",
-        strategy=r.strategy,
         title=f"the KV cache is held {r.kv_copies} times across the tensor-parallel group",
         why=(
             f"the cache splits over {sizes.get('tensor', 1)} KV-head groups but the tensor "
             f"group has {group} chips: each chip keeps {format_bytes(r.kv_bytes)} of cache "
             f"where {format_bytes(r.kv_bytes // r.kv_copies)} would do"
         ),
-        fix=(
+        cost=FindingCost("memory", int(wasted)),
+        where=Where(leaf="KV cache", strategy=r.strategy),
+        unfixed=by_hand(
             "split the cache's positions over the rest of the group (strategy 'tp'), or use "
             "tensor groups no wider than the KV heads and split the batch over the others "
             "(strategy 'dp+tp')"
         ),
-        bytes=int(wasted),
     )
 
 
-def weights_replicated(r: ServingResult, chips_weight_bytes: int) -> ServingFinding | None:
+def weights_replicated(r: ServingResult, chips_weight_bytes: int) -> Finding | None:
     """[weights-replicated] Data parallelism copies weights that take much of the HBM (or do
     not fit) while split over the chips they would: ``chips_weight_bytes`` is the weights
     split over all chips."""
@@ -51,35 +73,34 @@ def weights_replicated(r: ServingResult, chips_weight_bytes: int) -> ServingFind
     heavy = r.weight_bytes > WEIGHTS_SHARE * r.hbm_bytes or r.fits is False
     if not heavy or chips_weight_bytes >= r.hbm_bytes:
         return None
-    return ServingFinding(
+    return Finding(
         kind="weights-replicated",
         severity="error" if r.fits is False else "warning",
-        strategy=r.strategy,
         title=f"the weights are copied on {r.weight_copies} chips under data parallelism",
         why=(
             f"each chip holds {format_bytes(r.weight_bytes)} of weights "
             f"({r.weight_bytes / r.hbm_bytes:.0%} of its HBM), leaving little for the cache; "
             f"split over the {r.chips} chips they would take {format_bytes(chips_weight_bytes)}"
         ),
-        fix=(
+        cost=FindingCost("memory", int(r.weight_bytes - chips_weight_bytes)),
+        where=Where(leaf="weights", strategy=r.strategy),
+        unfixed=by_hand(
             "split the weights over a wider tensor axis: strategy 'tp'"
             if r.axis_sizes.get("tensor", 1) > 1
             else "split the weights over a tensor axis: strategy 'dp+tp' or 'tp'"
         ),
-        bytes=int(r.weight_bytes - chips_weight_bytes),
     )
 
 
-def collective_bound(r: ServingResult) -> ServingFinding | None:
+def collective_bound(r: ServingResult) -> Finding | None:
     """[collective-bound] The step is set by its collectives, not by HBM or compute."""
     if r.bound != "collectives" or not r.collectives:
         return None
     worst = max(r.collectives, key=lambda c: c.seconds or 0.0)
     on_chip = max(r.memory_seconds or 0.0, r.compute_seconds or 0.0)
-    return ServingFinding(
+    return Finding(
         kind="collective-bound",
         severity="warning",
-        strategy=r.strategy,
         title=f"the {r.mode} step is set by its collectives",
         why=(
             f"collectives take {format_seconds(r.collective_seconds or 0.0)} per step against "
@@ -87,17 +108,18 @@ def collective_bound(r: ServingResult) -> ServingFinding | None:
             f"{worst.count} x {worst.kind} over {'x'.join(worst.axes) or 'all devices'} "
             f"({format_bytes(worst.moved_bytes)} per step)"
         ),
-        fix=(
+        cost=FindingCost("moved", int(worst.moved_bytes), seconds=r.collective_seconds),
+        where=Where(strategy=r.strategy),
+        unfixed=by_hand(
             "use narrower tensor groups and split the batch over the rest ('dp+tp'), or "
             "raise the batch so the bytes read per step outweigh the collectives"
         ),
-        bytes=int(worst.moved_bytes),
     )
 
 
-def serving_findings(results: Sequence[ServingResult]) -> tuple[ServingFinding, ...]:
+def serving_findings(results: Sequence[ServingResult]) -> tuple[Finding, ...]:
     """Every serving finding of ``results``, strategy by strategy."""
-    out: list[ServingFinding] = []
+    out: list[Finding] = []
     for r in results:
         # split over all of r's chips: its per chip weights without data parallelism's copies
         all_split = r.weight_bytes // max(1, r.weight_copies)

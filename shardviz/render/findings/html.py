@@ -18,8 +18,16 @@ class="sv-findings-list">``, one ``<li class="sv-fitem">`` per finding).
 
 from __future__ import annotations
 
-from shardviz.model.findings import Findings
-from shardviz.render.findings.view import FindingsView, FindingView, findings_view, section_view
+from collections.abc import Sequence
+
+from shardviz.model.findings import Finding, Findings
+from shardviz.render.findings.view import (
+    FindingsView,
+    FindingView,
+    finding_view,
+    findings_view,
+    section_view,
+)
 from shardviz.render.html import CSS, MONO, SANS, page
 from shardviz.render.stylesheets import stylesheet
 from shardviz.render.svg import esc
@@ -127,6 +135,17 @@ def findings_html(findings: Findings | FindingsView) -> str:
         f'<div class="sv-root sv-findings" data-count="{len(view.items)}">{STYLE}'
         + "".join(body)
         + "</div>"
+    )
+
+
+def finding_items_html(items: Sequence[Finding], head: str) -> str:
+    """Findings that are not one report's (a serving comparison's) as the findings view
+    draws them: ``head`` (plain text, escaped here), then one section per finding, in one
+    ``<div class="sv-root sv-findings">`` with its own ``<style>``."""
+    sections = "".join(finding_html(finding_view(f)) for f in items)
+    return (
+        f'<div class="sv-root sv-findings" data-count="{len(items)}">{STYLE}'
+        f'<div class="sv-head">{esc(head)}</div>{sections}</div>'
     )
 
 

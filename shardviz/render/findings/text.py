@@ -36,7 +36,8 @@ def _labelled(label: str, text: str) -> str:
     return (BODY + label.ljust(LABEL) + text).rstrip()
 
 
-def _finding_lines(i: int, f: FindingView) -> list[str]:
+def finding_lines(i: int, f: FindingView) -> list[str]:
+    """One finding's block: ``i. severity · kind · title``, why, cost, where, the fix."""
     lines = [f"{i}. {f.severity} · {f.kind} · {f.title}"]
     lines.extend(_wrap(f.why, BODY))
     lines.append(_labelled("cost", f.cost))
@@ -76,7 +77,7 @@ def findings_text(findings: Findings | FindingsView) -> str:
     if view.untried:
         head.extend(_wrap(view.untried, "  "))
     sections = [head]
-    sections.extend(_finding_lines(i, f) for i, f in enumerate(view.items, 1))
+    sections.extend(finding_lines(i, f) for i, f in enumerate(view.items, 1))
     if view.notes:
         notes = ["Notes"]
         for n in view.notes:

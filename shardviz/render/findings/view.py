@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from os.path import basename
 
 from shardviz.model.findings import (
-    FINDING_KINDS,
+    PROGRAM_FINDING_KINDS,
     SEVERITIES,
     Finding,
     FindingCost,
@@ -50,8 +50,9 @@ def count_str(findings: Findings) -> str:
 
 
 def checks_str() -> str:
-    """The checks every diagnosis runs, by kind: what "no findings" means."""
-    return f"checked for {len(FINDING_KINDS)} kinds: " + ", ".join(FINDING_KINDS)
+    """The checks every diagnosis runs, by kind: what "no findings" means (the program's
+    kinds; the serving kinds are checked by ``sv.compare`` in a serving mode)."""
+    return f"checked for {len(PROGRAM_FINDING_KINDS)} kinds: " + ", ".join(PROGRAM_FINDING_KINDS)
 
 
 def cost_amount(cost: FindingCost) -> str:
@@ -96,6 +97,8 @@ def where_rows(where: Where) -> list[WhereRow]:
     The line of code (``code``) is a row of its own so views can set it as code.
     """
     rows = []
+    if where.strategy:
+        rows.append(WhereRow("strategy", where.strategy))
     place = " · ".join(x for x in (where.place or where.line, where.chain) if x)
     if place:
         rows.append(WhereRow("line", place))

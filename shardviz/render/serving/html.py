@@ -5,25 +5,39 @@ from __future__ import annotations
 
 import math
 
-from shardviz.model.serving import ServingComparison, ServingResult, SliceChoice
+from shardviz.model.serving import ServingComparison, SliceChoice
 from shardviz.model.units import format_bytes
+from shardviz.render.findings.html import finding_items_html
 from shardviz.render.html import MONO, SANS, page
-from shardviz.render.serving.view import COLUMNS, result_row, slice_lines, summary_line
+from shardviz.render.serving.view import (
+    COLUMNS,
+    PANELS,
+    ServingChart,
+    findings_head,
+    result_row,
+    serving_chart,
+    slice_lines,
+    summary_line,
+    x_ticks,
+)
 from shardviz.render.svg import esc, svg_num
 
 __all__ = ["memory_chart_svg", "serving_html", "serving_page", "slice_html", "slice_page"]
 
-#: One colour per strategy, in result order.
-PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b")
 _W, _H, _PAD = 300.0, 180.0, 44.0
 
 
-def _panel(results: list[ServingResult], along: str, value: int, title: str, hbm: int) -> str:
-    """One panel: ``value`` (1 bytes, 2 tokens/s) of each point of the result's ``along``
-    sweep (``"sweep"``: batch, ``"context_sweep"``: context) against log2 of its x."""
-    points = [(r, [(b, v[value - 1]) for b, *v in getattr(r, along)]) for r in results]
+def _panel(chart: ServingChart, key: str, along: str, show: str, title: str) -> str:
+    """One panel of :data:`PANELS`: each strategy's line of ``along`` (``"sweep"``: against
+    the batch, ``"context_sweep"``: the context), ``show`` (``"bytes"`` or ``"tokens"``)
+    against log2 of its x; the HBM dashed on memory panels, the largest batches starred."""
+    lines = chart.lines(along)
+    points = [(ln, list(zip(ln.xs, ln.bytes if show == "bytes" else ln.tokens, strict=True)))
+              for ln in lines]  # fmt: skip
+    hbm = chart.hbm_bytes if show == "bytes" else 0
+    marks = chart.max_batch if key == "batch-bytes" else ()
     xs = [b for _, ps in points for b, _ in ps]
-    ys = [y for _, ps in points for _, y in ps] + ([hbm] if hbm and value == 1 else [])
+    ys = [y for _, ps in points for _, y in ps] + ([hbm] if hbm else [])
     if not xs:
         return ""
     x0, x1 = math.log2(min(xs)), math.log2(max(xs)) or 1.0
@@ -42,13 +56,13 @@ def _panel(results: list[ServingResult], along: str, value: int, title: str, hbm
         f'<line x1="{svg_num(_PAD)}" y1="{svg_num(_H - 24)}" x2="{svg_num(_W - 8)}" '
         f'y2="{svg_num(_H - 24)}" stroke="#888"/>',
     ]
-    for b in sorted(set(xs)):
+    for b in x_ticks(xs):
         parts.append(
             f'<text x="{svg_num(px(b))}" y="{svg_num(_H - 10)}" text-anchor="middle">{b}</text>'
         )
-    label = format_bytes if value == 1 else (lambda y: f"{y:,.0f}")
+    label = format_bytes if show == "bytes" else (lambda y: f"{y:,.0f}")
     parts.append(f'<text x="2" y="{svg_num(py(top / 1.1))}">{esc(label(top / 1.1))}</text>')
-    if hbm and value == 1:
+    if hbm:
         y = py(hbm)
         parts.append(
             f'<line class="sv-hbm" x1="{svg_num(_PAD)}" y1="{svg_num(y)}" x2="{svg_num(_W - 8)}" '
@@ -56,12 +70,18 @@ def _panel(results: list[ServingResult], along: str, value: int, title: str, hbm
             f'<text x="{svg_num(_W - 8)}" y="{svg_num(y - 3)}" text-anchor="end">'
             f"HBM {esc(format_bytes(hbm))}</text>"
         )
-    for i, (r, ps) in enumerate(points):
-        colour = PALETTE[i % len(PALETTE)]
+    for ln, ps in points:
         line = " ".join(f"{svg_num(px(b))},{svg_num(py(y))}" for b, y in ps)
         parts.append(
-            f'<polyline points="{line}" fill="none" stroke="{colour}" stroke-width="1.5">'
-            f"<title>{esc(r.strategy)}</title></polyline>"
+            f'<polyline points="{line}" fill="none" stroke="{ln.colour}" stroke-width="1.5">'
+            f"<title>{esc(ln.strategy)}</title></polyline>"
+        )
+    for m in marks:
+        parts.append(
+            f'<circle class="sv-max-batch" cx="{svg_num(px(m.batch))}" '
+            f'cy="{svg_num(py(min(m.bytes, top)))}" r="3.5" fill="{m.colour}" stroke="#000">'
+            f"<title>{esc(m.strategy)}: largest batch that fits {m.batch:,} "
+            f"({esc(format_bytes(m.bytes))} per device)</title></circle>"
         )
     parts.append("</svg>")
     return "".join(parts)
@@ -69,20 +89,14 @@ def _panel(results: list[ServingResult], along: str, value: int, title: str, hbm
 
 def memory_chart_svg(c: ServingComparison) -> str:
     """Bytes per device (with the HBM line) and tokens/s per chip against the batch, then
-    against the context (log scales); one line per strategy. ``""`` without sweeps."""
-    results = [r for r in c.results if r.sweep]
-    if not results:
+    against the context (log scales); one line per strategy, a dot at each strategy's
+    largest batch that fits. ``""`` without sweeps."""
+    chart = serving_chart(c)
+    if not chart.batch:
         return ""
-    hbm = max(r.hbm_bytes for r in results)
-    panels = [
-        _panel(results, "sweep", 1, "bytes per device against batch", hbm),
-        _panel(results, "sweep", 2, "tokens/s per chip against batch", 0),
-        _panel(results, "context_sweep", 1, "bytes per device against context", hbm),
-        _panel(results, "context_sweep", 2, "tokens/s per chip against context", 0),
-    ]
+    panels = [_panel(chart, key, along, show, title) for key, along, show, title in PANELS]
     legend = " ".join(
-        f'<span style="color:{PALETTE[i % len(PALETTE)]}">&#9632; {esc(r.strategy)}</span>'
-        for i, r in enumerate(results)
+        f'<span style="color:{ln.colour}">&#9632; {esc(ln.strategy)}</span>' for ln in chart.batch
     )
     return f'<div class="sv-serving-chart">{"".join(panels)}<div>{legend}</div></div>'
 
@@ -98,18 +112,14 @@ def serving_html(c: ServingComparison) -> str:
         cells = "".join(f"<td>{esc(x)}</td>" for x in row.cells)
         body.append(f'<tr class="sv-serving-row"{style}>{cells}</tr>')
         notes += [f"<li>{esc(r.strategy)}: {esc(n)}</li>" for n in row.notes]
-    findings = "".join(
-        f'<li class="sv-finding sv-{esc(f.severity)}"><b>{esc(f.strategy)}: {esc(f.title)}</b>'
-        f"<br>{esc(f.why)}<br><i>fix:</i> {esc(f.fix)}</li>"
-        for f in c.findings
-    )
+    findings = finding_items_html(c.findings, findings_head(c)) if c.findings else ""
     return (
         f'<div class="sv-serving" style="font-family:{esc(SANS)}">'
         f"<p>{esc(summary_line(c))}</p>"
         f'<table style="font-family:{esc(MONO)};border-collapse:collapse"><thead><tr>{head}'
         f"</tr></thead><tbody>{''.join(body)}</tbody></table>"
         + (f"<ul>{''.join(notes)}</ul>" if notes else "")
-        + (f"<h4>Findings</h4><ul>{findings}</ul>" if findings else "")
+        + findings
         + memory_chart_svg(c)
         + "</div>"
     )

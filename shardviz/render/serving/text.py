@@ -5,14 +5,23 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from shardviz.model.serving import ServingComparison, SliceChoice
-from shardviz.render.serving.view import COLUMNS, result_row, slice_lines, summary_line
+from shardviz.render.findings.text import finding_lines
+from shardviz.render.findings.view import finding_view
+from shardviz.render.serving.view import (
+    COLUMNS,
+    findings_head,
+    result_row,
+    slice_lines,
+    summary_line,
+)
 from shardviz.render.table import aligned_table
 
 __all__ = ["serving_text", "slice_text"]
 
 
 def serving_text(c: ServingComparison) -> str:
-    """The summary, one row per strategy, the notes and the findings."""
+    """The summary, one row per strategy, the notes and the findings (each as
+    ``print(report.findings)`` shows a program's)."""
     rows: list[Sequence[str] | str] = []
     notes: list[str] = []
     for r in c.results:
@@ -24,13 +33,9 @@ def serving_text(c: ServingComparison) -> str:
     if notes:
         lines += ["", "Notes", *notes]
     if c.findings:
-        lines += ["", "Findings"]
-        for f in c.findings:
-            lines += [
-                f"  [{f.severity}] {f.strategy}: {f.title}",
-                f"    {f.why}",
-                f"    fix: {f.fix}",
-            ]
+        lines += ["", findings_head(c)]
+        for i, f in enumerate(c.findings, 1):
+            lines += ["", *finding_lines(i, finding_view(f))]
     return "\n".join(lines)
 
 

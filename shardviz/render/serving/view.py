@@ -4,10 +4,27 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from shardviz.model.findings import Findings
 from shardviz.model.serving import ServingComparison, ServingResult, SliceChoice
 from shardviz.model.units import format_bytes, format_seconds
+from shardviz.render.findings.view import count_str
 
-__all__ = ["COLUMNS", "ResultRow", "result_row", "slice_lines", "summary_line"]
+__all__ = [
+    "COLUMNS",
+    "findings_head",
+    "PALETTE",
+    "PANELS",
+    "MaxBatchMark",
+    "ResultRow",
+    "ServingChart",
+    "SweepLine",
+    "max_batch_bytes",
+    "result_row",
+    "serving_chart",
+    "slice_lines",
+    "summary_line",
+    "x_ticks",
+]
 
 #: The columns of a serving comparison's table, in order.
 COLUMNS: tuple[str, ...] = (
@@ -77,11 +94,17 @@ def summary_line(c: ServingComparison) -> str:
     )
 
 
+def findings_head(c: ServingComparison) -> str:
+    """``Findings · serving llama3.1-8b · 2 findings: 2 warnings``: the findings' header."""
+    return f"Findings · serving {c.model} · {count_str(Findings(c.model, c.findings))}"
+
+
 def slice_lines(s: SliceChoice) -> list[str]:
     """A slice choice in sentences: the slice, the bytes, the room left, what was tried."""
     lines = [
         f"Smallest {s.chip} slice for {s.model} (weights {s.weight_dtype}, cache "
-        f"{s.cache_dtype}, {s.batch} x {s.context:,} tokens): {s.slice} ({s.chips} chips)",
+        f"{s.cache_dtype}, {s.batch} x {s.context:,} tokens): {s.slice} ({s.chips} "
+        f"chip{'s' * (s.chips != 1)})",
         f"  weights {format_bytes(s.weight_bytes)} + cache {format_bytes(s.kv_bytes)} over "
         f"{s.chips} x {format_bytes(s.hbm_bytes_per_chip)} HBM; room for "
         f"{s.room_sequences} sequences of {s.context:,} beside the weights",
@@ -95,3 +118,113 @@ def slice_lines(s: SliceChoice) -> list[str]:
     if s.checked:
         lines.append(f"  {s.checked}")
     return lines
+
+
+# --------------------------------------------------------------------------------------------
+# The chart of memory and throughput against batch and context: the lines every figure (SVG,
+# plotly, matplotlib) draws, computed once.
+
+#: One colour per strategy, in result order.
+PALETTE: tuple[str, ...] = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b")
+
+#: The four panels, in order: (key, the sweep it reads, what it shows, its title).
+PANELS: tuple[tuple[str, str, str, str], ...] = (
+    ("batch-bytes", "sweep", "bytes", "bytes per device against batch"),
+    ("batch-tokens", "sweep", "tokens", "tokens/s per chip against batch"),
+    ("context-bytes", "context_sweep", "bytes", "bytes per device against context"),
+    ("context-tokens", "context_sweep", "tokens", "tokens/s per chip against context"),
+)
+
+
+@dataclass(frozen=True)
+class SweepLine:
+    """One strategy's points along a sweep: ``xs`` (batch or context), ``bytes`` per device
+    (weights + KV cache + working) and ``tokens`` per second per chip at each."""
+
+    strategy: str
+    colour: str
+    xs: tuple[int, ...]
+    bytes: tuple[int, ...]
+    tokens: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class MaxBatchMark:
+    """The largest batch that fits one strategy's HBM and its bytes per device there (as
+    :func:`max_batch_bytes` counts them, the count that chose the batch)."""
+
+    strategy: str
+    colour: str
+    batch: int
+    bytes: int
+
+
+@dataclass(frozen=True)
+class ServingChart:
+    """What the serving charts draw: per strategy a line against batch and one against
+    context, the HBM per device (0: unknown), the largest batch that fits."""
+
+    model: str
+    title: str
+    hbm_bytes: int
+    batch: tuple[SweepLine, ...]
+    context: tuple[SweepLine, ...]
+    max_batch: tuple[MaxBatchMark, ...]
+
+    def lines(self, along: str) -> tuple[SweepLine, ...]:
+        """The lines of ``along``: ``"sweep"`` (against batch) or ``"context_sweep"``."""
+        return self.batch if along == "sweep" else self.context
+
+
+def _line(r: ServingResult, colour: str, points: tuple[tuple[int, int, float], ...]) -> SweepLine:
+    return SweepLine(
+        r.strategy,
+        colour,
+        tuple(p[0] for p in points),
+        tuple(int(p[1]) for p in points),
+        tuple(float(p[2]) for p in points),
+    )
+
+
+def x_ticks(xs: list[int] | tuple[int, ...], most: int = 8) -> list[int]:
+    """The swept xs to label on a log axis: all of them, or every second, fourth... so that
+    at most ``most`` are, the last always among them."""
+    ticks = sorted(set(xs))
+    step = 1
+    while len(ticks[::step]) > most:
+        step *= 2
+    return ticks[::-1][::step][::-1]
+
+
+def max_batch_bytes(r: ServingResult, batch: int) -> int:
+    """Bytes per device at ``batch`` as the largest batch is counted: the weights and the
+    compiled step's working memory kept, the cache scaled from the compiled batch. (The
+    sweeps scale the working memory with the batch too, so at a batch far from the compiled
+    one their line can sit above this.)"""
+    per_sequence = r.kv_bytes / max(1, r.batch)
+    return int(r.weight_bytes + (r.working_bytes or 0) + per_sequence * batch)
+
+
+def serving_chart(c: ServingComparison) -> ServingChart:
+    """The lines of every result with a sweep (results without a target have none)."""
+    swept = [r for r in c.results if r.sweep or r.context_sweep]
+    colours = [PALETTE[i % len(PALETTE)] for i in range(len(swept))]
+    batch = tuple(_line(r, k, r.sweep) for r, k in zip(swept, colours, strict=True) if r.sweep)
+    context = tuple(
+        _line(r, k, r.context_sweep) for r, k in zip(swept, colours, strict=True) if r.context_sweep
+    )
+    marks = tuple(
+        MaxBatchMark(r.strategy, k, r.max_batch, max_batch_bytes(r, r.max_batch))
+        for r, k in zip(swept, colours, strict=True)
+        if r.max_batch and r.sweep
+    )
+    first = c.results[0] if c.results else None
+    what = f" · {first.mode} on {first.target}" if first else ""
+    return ServingChart(
+        model=c.model,
+        title=f"Serving {c.model}{what}: memory and throughput against batch and context",
+        hbm_bytes=max((r.hbm_bytes for r in swept), default=0),
+        batch=batch,
+        context=context,
+        max_batch=marks,
+    )

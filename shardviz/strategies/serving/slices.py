@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from shardviz.capture.topology import TopologyError, topology
+from shardviz.capture.topology import CompilerUnavailable, TopologyError, topology
 from shardviz.errors import CompileError, ShardvizError, problem
 from shardviz.model.hardware_presets import hardware, preset_key
 from shardviz.model.serving import SliceChoice, SliceTried, bytes_per_element
@@ -55,7 +55,8 @@ def smallest_slice(
 
     Args:
       model: a published architecture's name (``"llama3.1-70b"``) or its ``ModelDef``.
-      chip: a preset name (``"v5e"``, ``"v6e"``, ``"v5p"``...).
+      chip: a preset name (``"v5e"``, ``"v6e"``, ``"v5p"``, ``"h100"``, ``"a100"``...);
+        GPU slices are one host's GPUs (``"h100:1x8"``), compiled by the CUDA plugin.
       dtype: weights and cache (``"bfloat16"``, ``"int8"``, ``"int4"``) or a pair.
       batch, context: the sequences to hold and their length.
       check: compile the decode step for the slice found (deviceless) and require the
@@ -63,8 +64,9 @@ def smallest_slice(
       **sizes: the model's sizes (reduced dims), as ``get_model`` takes them.
 
     Raises:
-      ShardvizError: an unknown chip or dtype, or a model and cache no slice of the chip's
-        pod holds (naming what would).
+      ShardvizError: an unknown chip or dtype, a model and cache no slice of the chip's
+        pod holds (naming what would), or ``check`` for a chip whose compiler cannot be
+        loaded here (naming its extra, or ``check=False``).
     """
     where = f"smallest_slice({chip!r})"
     hw = hardware(chip)
@@ -112,9 +114,22 @@ def _compiled_fit(
 ) -> tuple[bool, str]:
     """Compile the decode step (strategy ``tp``) for slice ``name``: does it fit, and what
     the compiler said. A slice smaller than one host (``v5e:1x1``) cannot be made without
-    devices; it is then taken on the byte count alone, and the words say so."""
+    devices; it is then taken on the byte count alone, and the words say so. A chip whose
+    compiler cannot be loaded here (``shardviz[gpu]`` not installed) is a ShardvizError
+    naming the extra and ``check=False``."""
     try:
         topo = topology(name)
+    except CompilerUnavailable as err:
+        raise ShardvizError(
+            problem(
+                f"smallest_slice({name.partition(':')[0]!r}, check=True)",
+                f"checking {name} compiles its decode step without the hardware, and that "
+                f"compiler cannot be loaded here (the shardviz[{err.extra}] extra is not "
+                "installed, or its plugin made no devices)",
+                f"pip install -U 'shardviz[{err.extra}]' (then restart the kernel), or pass "
+                "check=False to choose the slice on the byte count alone",
+            )
+        ) from err
     except TopologyError:
         return True, (
             f"{name} not compiled: jax makes no deviceless slice smaller than one host, so the "
