@@ -18,6 +18,7 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 import shardviz as sv
+from shardviz.model import Report
 from shardviz.model.offload import HostTransfer
 from shardviz.model.program import HOST_FROM_SHARDINGS
 from shardviz.widgets.explorer.payload import (
@@ -38,19 +39,24 @@ def _mesh():
     return jax.make_mesh((8,), ("data",), axis_types=(jax.sharding.AxisType.Auto,))
 
 
-def _step(params, opt):
-    """``opt/mu`` arrives in pinned host memory and is brought to the device for the update."""
-    mu = jax.device_put(opt["mu"], jax.memory.Space.Device)
-    return {"w": params["w"] - 0.1 * mu}
+def host_step_report(key: str = "mu") -> Report:
+    """``step(params, opt)`` explained: ``opt[key]`` arrives in pinned host memory, split over
+    'data', and is brought to the device for the update of ``params['w']``."""
+    mesh = _mesh()
+    params = {"w": jax.device_put(jnp.ones((ROWS, COLS)), NamedSharding(mesh, P("data")))}
+    host = NamedSharding(mesh, P("data"), memory_kind="pinned_host")
+    opt = {key: jax.device_put(jnp.zeros((ROWS, COLS)), host)}
+
+    def step(params, opt):
+        mu = jax.device_put(opt[key], jax.memory.Space.Device)
+        return {"w": params["w"] - 0.1 * mu}
+
+    return sv.explain(step, params, opt, run=False)
 
 
 @pytest.fixture(scope="module")
 def host_report():
-    mesh = _mesh()
-    params = {"w": jax.device_put(jnp.ones((ROWS, COLS)), NamedSharding(mesh, P("data")))}
-    host = NamedSharding(mesh, P("data"), memory_kind="pinned_host")
-    opt = {"mu": jax.device_put(jnp.zeros((ROWS, COLS)), host)}
-    return sv.explain(_step, params, opt, run=False)
+    return host_step_report()
 
 
 @pytest.fixture(scope="module")
@@ -99,6 +105,7 @@ def test_host_words_say_where_the_figures_come_from(host_report, host_memory):
     host = host_memory["host"]
     assert host["text"] == "16 KiB in HBM · 8 KiB in host memory per device"
     assert host["line"] == "host memory per device 8 KiB (8,192 B): argument 8 KiB"
+    assert host["heading"] == "Host memory per device (not HBM): 8 KiB (8,192 B): argument 8 KiB"
     assert host["source"].startswith("shardviz's accounting from the shardings' memory kinds")
     assert "the CPU compiler counts host bytes as device bytes" in host["source"]
     assert host["from_compiler"] is False

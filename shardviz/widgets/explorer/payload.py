@@ -504,7 +504,8 @@ def host_payload(
 
     Words: ``text`` (``16 KiB in HBM · 8 KiB in host memory per device``: the HBM peak and
     :attr:`~shardviz.model.MemoryReport.host_bytes`), ``line`` (the static views'
-    host line), ``source`` (whose figures: the compiler's, or shardviz's accounting from the
+    host line) and ``heading`` (the host bars' title: ``Host memory per device (not HBM): 8 KiB
+    (8,192 B): argument 8 KiB``), ``source`` (whose figures: the compiler's, or shardviz's accounting from the
     shardings on CPU; ``from_compiler`` says which), ``mismatch`` (``""`` when the leaves and
     the compiler agree), ``leaves`` (``[path, group, memory kind, bytes text, exact]`` of
     each input or output leaf on host, the largest over devices; an output's group is
@@ -570,6 +571,8 @@ def host_payload(
         "total_exact": format_bytes(m.host_bytes, exact=True),
         "text": f"{hbm_text} in HBM · {format_bytes(m.host_bytes)} in host memory per device",
         "line": section.line if section is not None else "",
+        "heading": "Host memory per device (not HBM): "
+        + (section.line.removeprefix("host memory per device ") if section is not None else "0 B"),
         "source": section.source if section is not None else "",
         "from_compiler": m.host_source == HOST_FROM_COMPILER,
         "mismatch": m.host_mismatch,

@@ -130,7 +130,7 @@ import {
  * HBM bar by the same roles) and `totals`; `leaves` are [path, role, memory kind, bytes, exact].
  * @typedef {{ roles: string[], colors: string[], bytes: number[][], hbm_bytes: number[][],
  *   totals: number[], total: number, total_text: string, total_exact: string, text: string,
- *   line: string, source: string, from_compiler: boolean, mismatch: string,
+ *   line: string, heading: string, source: string, from_compiler: boolean, mismatch: string,
  *   leaves: [string, string, string, string, string][], label_of: number[],
  *   labels: [string, string][], scale: { bytes: number, text: string },
  *   transfers: HostTransfersPayload | null }} HostMemoryPayload
@@ -1176,10 +1176,12 @@ function memoryLegend(memory, estimate) {
 function hostMemory(memory, host, left) {
   const box = node("div", "sv-x-hostmem");
   box.dataset.bytes = String(host.total);
-  box.appendChild(node("div", "sv-x-hosthead", `Host memory per device (not HBM): ${host.line}`));
+  box.appendChild(node("div", "sv-x-hosthead", host.heading));
   box.appendChild(hostBars(memory, host, left));
   const legend = node("div", "sv-x-legend");
   host.roles.forEach((role, at) => {
+    // Only the roles some device holds on host.
+    if (!host.bytes.some((row) => row[at] > 0)) return;
     const item = node("span", "sv-x-legitem");
     const swatch = node("span", "sv-x-sw sv-x-sw-host");
     swatch.style.background = host.colors[at];
@@ -1277,6 +1279,7 @@ function hostBars(memory, host, left) {
     root.appendChild(bar);
   });
   root.appendChild(svg("path", { class: "sv-x-memmark", "data-y": HOST_H + 5, d: "" }));
+  if (same) root.appendChild(svgLabel("sv-x-tick", left + barW / 2, HOST_H + 16, "all", "middle"));
   return root;
 }
 
