@@ -29,7 +29,7 @@ from shardviz.model.array import ArrayLayout, Spec, format_spec
 from shardviz.model.compare import Comparison
 from shardviz.model.estimate import Estimate
 from shardviz.model.mesh import MeshLayout
-from shardviz.model.program import Collective, Report, ShardingOf, Source
+from shardviz.model.program import HOST_FROM_COMPILER, Collective, Report, ShardingOf, Source
 from shardviz.model.roles import leaf_role, path_parts
 from shardviz.model.tiles import layout_from_spec
 from shardviz.model.timeline import realness_label, timeline_of
@@ -42,8 +42,10 @@ from shardviz.render.report.sections import (
     EstimateSection,
     estimate_section,
     header_section,
+    host_memory,
     ledger_section,
 )
+from shardviz.render.report.transfers import transfers_section
 from shardviz.render.report.view import (
     ESTIMATE_WORDS,
     LedgerRow,
@@ -66,7 +68,9 @@ from shardviz.widgets.grid_payload import array_grid_payload, mesh_grid_payload,
 #: 3: the mesh laid out (``mesh_grid``) as the static view lays it out; grids carry their notes
 #: and each elided band its hover text.
 #: 4: the array picker's groups (``picker``) and each array's short ``label``.
-VERSION = 4
+#: 5: host memory beside HBM (``memory.host``, only for programs that keep something on host);
+#: the HBM bars then leave host-resident leaves out.
+VERSION = 5
 
 ARGUMENT, OUTPUT, INTERMEDIATE = "argument", "output", "intermediate"
 ROLES = (ARGUMENT, OUTPUT, INTERMEDIATE)
@@ -74,6 +78,14 @@ PREFIXES = {ARGUMENT: "arg:", OUTPUT: "out:", INTERMEDIATE: "mid:"}
 
 #: The stacked parts of a memory bar, bottom first.
 MEMORY_PARTS = ("argument", "output", "temp")
+#: The groups host (and, for host programs, HBM) bytes are counted in per device: an argument
+#: leaf's role (:func:`~shardviz.model.roles.leaf_role`); outputs (less what is aliased to
+#: arguments), temp and offloaded values are ``other``.
+MEMORY_ROLES = ("params", "optimizer", "batch", "other")
+#: Their colours in the host bars (and the swatches of the host legend).
+ROLE_COLORS = {"params": "#8250df", "optimizer": "#bf8700", "batch": "#1b7c83", "other": "#8c959f"}
+#: Host leaves named one by one in a device's hover text before ``… N more leaves``.
+HOST_LEAVES_NAMED = 8
 #: The target's HBM line joins the memory bars' scale when at most this many times the tallest.
 HBM_SCALE = 4
 #: Device groups named in a collective's legend before ``… N more groups``.
@@ -398,12 +410,17 @@ def traffic_item(
 def memory_payload(report: Report) -> dict[str, Any]:
     """Per-device bytes by part: ``argument``, ``output`` (the part not aliased), ``temp``.
 
-    Arguments and outputs are the bytes of the leaves each device holds (when the report has
-    leaves; else the compiler's figure); temp, alias and peak are the compiler's figures, the
-    same on every device. Words: ``peak_text``, ``note`` (:func:`memory_note`), and per device
-    a position in ``labels`` (``label_of``; each distinct :func:`memory_label` once).
-    ``same`` is ``"same on every device (8 devices)"`` when every bar would be the same (the
-    view then draws one bar, once), else ``""``.
+    Arguments and outputs are the bytes of the leaves each device holds in its own memory
+    (when the report has leaves; else the compiler's figure); temp, alias and peak are the
+    compiler's figures, the same on every device. Words: ``peak_text``, ``note``
+    (:func:`memory_note`), and per device a position in ``labels`` (``label_of``; each
+    distinct :func:`memory_label` once). ``same`` is ``"same on every device (8 devices)"``
+    when every bar would be the same (the view then draws one bar, once), else ``""``.
+
+    A program that keeps something in host memory (a leaf whose sharding has a host memory
+    kind, an offloaded value, a host transfer) also gets ``host`` (:func:`host_payload`), and
+    its bars count HBM only: host-resident leaves are left out of them. Without host memory
+    there is no ``host`` key.
     """
     m = report.memory
     args, outs = report.arguments, report.outputs
@@ -411,14 +428,25 @@ def memory_payload(report: Report) -> dict[str, Any]:
         devices = list(report.mesh.device_ids)
     else:
         devices = sorted(set(args.device_ids) | set(outs.device_ids)) or [0]
-    arg_per, out_per = args.bytes_per_device, outs.bytes_per_device
+    on_host = has_host_memory(report)
+    if on_host:
+        arg_per, out_per = args.hbm_bytes_per_device, outs.hbm_bytes_per_device
+        alias = max(0, m.alias_bytes - m.host_alias_bytes)
+    else:
+        arg_per, out_per = args.bytes_per_device, outs.bytes_per_device
+        alias = m.alias_bytes
     rows = []
     for d in devices:
         a = arg_per.get(d, 0) if len(args) else m.argument_bytes
         o = out_per.get(d, 0) if len(outs) else m.output_bytes
-        rows.append([a, max(0, o - m.alias_bytes), m.temp_bytes])
+        rows.append([a, max(0, o - alias), m.temp_bytes])
+    host = host_payload(report, devices, rows) if on_host else None
     labels = _Table()
-    return {
+    label_rows = [memory_label(row) for row in rows]
+    if host is not None:
+        for label, hbm in zip(label_rows, host["hbm_bytes"], strict=True):
+            label[0] += "\nby role: " + role_words(hbm, exact=True)
+    out = {
         "parts": list(MEMORY_PARTS),
         "colors": [MEMORY_COLORS[p] for p in MEMORY_PARTS],
         "devices": devices,
@@ -433,9 +461,184 @@ def memory_payload(report: Report) -> dict[str, Any]:
         "from_leaves": [bool(len(args)), bool(len(outs))],
         "peak_text": format_bytes(m.peak_bytes),
         "note": memory_note(report),
-        "label_of": [labels.add(memory_label(row)) for row in rows],
+        "label_of": [labels.add(label) for label in label_rows],
         "labels": labels.items,
         "same": same_words(rows),
+    }
+    if host is not None:
+        out["host"] = host
+        both = [[*row, *h] for row, h in zip(rows, host["bytes"], strict=True)]
+        out["same"] = same_words(both)
+    return out
+
+
+def has_host_memory(report: Report) -> bool:
+    """Whether the program keeps anything in host memory or moves anything to or from it."""
+    return bool(report.memory.host_source or report.host_transfers)
+
+
+def leaf_group(name: str) -> str:
+    """The :data:`MEMORY_ROLES` group of an argument leaf: its :func:`leaf_role`."""
+    role = leaf_role(name)
+    return role if role in MEMORY_ROLES else "other"
+
+
+def role_words(row: Sequence[int], exact: bool = False) -> str:
+    """``params 8 KiB · optimizer 0 B · batch 0 B · other 0 B``: bytes per role, in order."""
+    return " · ".join(
+        f"{role} {format_bytes(n, exact=exact)}" for role, n in zip(MEMORY_ROLES, row, strict=True)
+    )
+
+
+def host_payload(
+    report: Report, devices: Sequence[int], hbm_rows: Sequence[Sequence[int]]
+) -> dict[str, Any]:
+    """Host memory beside HBM, per device, for :func:`memory_payload`'s ``host``.
+
+    Per device (in ``devices`` order): ``bytes`` (host bytes by :data:`MEMORY_ROLES`:
+    argument leaves kept on host by their role; host outputs less the host alias, host temp
+    and offloaded values as ``other``), ``hbm_bytes`` (the HBM bars' bytes by the same roles:
+    argument leaves in HBM by role, outputs not aliased and temp as ``other``, so each sums to
+    the device's bar) and ``totals`` (the sum of ``bytes``). Leaves' figures come from the
+    leaves each device holds, the rest from the report's memory figures.
+
+    Words: ``text`` (``16 KiB in HBM · 8 KiB in host memory per device``: the HBM peak and
+    :attr:`~shardviz.model.MemoryReport.host_bytes`), ``line`` (the static views'
+    host line) and ``heading`` (the host bars' title: ``Host memory per device (not HBM): 8 KiB
+    (8,192 B): argument 8 KiB``), ``source`` (whose figures: the compiler's, or shardviz's accounting from the
+    shardings on CPU; ``from_compiler`` says which), ``mismatch`` (``""`` when the leaves and
+    the compiler agree), ``leaves`` (``[path, group, memory kind, bytes text, exact]`` of
+    each input or output leaf on host, the largest over devices; an output's group is
+    ``other``), per device a position in ``labels`` (``label_of``; ``[hover, readout]``:
+    exact bytes by role then by leaf, and the one-line readout), ``scale`` (``bytes`` and
+    ``text``: the tallest host bar), ``roles`` and ``colors``, and ``transfers``
+    (:func:`host_transfers_payload`, ``None`` without any).
+    """
+    m = report.memory
+    args, outs = report.arguments, report.outputs
+    other = MEMORY_ROLES.index("other")
+    host_leaves = [(leaf, leaf_group(leaf.name)) for leaf in args if leaf.on_host]
+    host_leaves += [(leaf, "other") for leaf in outs if leaf.on_host]
+    per_leaf: list[dict[int, int]] = []
+    for leaf, _ in host_leaves:
+        held: dict[int, int] = {}
+        for t in leaf.tiles:
+            held[t.device_id] = held.get(t.device_id, 0) + t.nbytes
+        per_leaf.append(held)
+    hbm_roles: dict[int, list[int]] = {d: [0] * len(MEMORY_ROLES) for d in devices}
+    for leaf in args:
+        if leaf.on_host:
+            continue
+        at = MEMORY_ROLES.index(leaf_group(leaf.name))
+        for t in leaf.tiles:
+            if t.device_id in hbm_roles:
+                hbm_roles[t.device_id][at] += t.nbytes
+    hbm_bytes, host_bytes = [], []
+    for d, row in zip(devices, hbm_rows, strict=True):
+        hbm = hbm_roles[d] if len(args) else [0] * len(MEMORY_ROLES)
+        hbm[other] += row[1] + row[2] + (0 if len(args) else row[0])
+        hbm_bytes.append(hbm)
+        h = [0] * len(MEMORY_ROLES)
+        for (_, group), held in zip(host_leaves, per_leaf, strict=True):
+            h[MEMORY_ROLES.index(group)] += held.get(d, 0)
+        if not len(args):
+            h[other] += m.host_argument_bytes
+        if not len(outs):
+            h[other] += m.host_output_bytes
+        extra = m.host_temp_bytes + m.offloaded_bytes - m.host_alias_bytes
+        h[other] = max(0, h[other] + extra)
+        host_bytes.append(h)
+    labels = _Table()
+    label_of = []
+    for d, h in enumerate(host_bytes):
+        named = [
+            (leaf.name, held.get(devices[d], 0))
+            for (leaf, _), held in zip(host_leaves, per_leaf, strict=True)
+            if held.get(devices[d], 0)
+        ]
+        label_of.append(labels.add(host_label(h, named)))
+    tallest = max([1, *(sum(h) for h in host_bytes)])
+    section = host_memory(m)
+    hbm_text = format_bytes(m.peak_bytes)
+    return {
+        "roles": list(MEMORY_ROLES),
+        "colors": [ROLE_COLORS[r] for r in MEMORY_ROLES],
+        "bytes": host_bytes,
+        "hbm_bytes": hbm_bytes,
+        "totals": [sum(h) for h in host_bytes],
+        "total": m.host_bytes,
+        "total_text": format_bytes(m.host_bytes),
+        "total_exact": format_bytes(m.host_bytes, exact=True),
+        "text": f"{hbm_text} in HBM · {format_bytes(m.host_bytes)} in host memory per device",
+        "line": section.line if section is not None else "",
+        "heading": "Host memory per device (not HBM): "
+        + (section.line.removeprefix("host memory per device ") if section is not None else "0 B"),
+        "source": section.source if section is not None else "",
+        "from_compiler": m.host_source == HOST_FROM_COMPILER,
+        "mismatch": m.host_mismatch,
+        "leaves": [
+            [
+                x.path,
+                leaf_group(x.path) if k < len(m.by_leaf) else "other",
+                x.memory_kind,
+                format_bytes(x.bytes),
+                format_bytes(x.bytes, exact=True),
+            ]
+            for k, x in enumerate((*m.by_leaf, *m.out_leaves))
+            if x.on_host
+        ],
+        "label_of": label_of,
+        "labels": labels.items,
+        "scale": {"bytes": tallest, "text": format_bytes(tallest)},
+        "transfers": host_transfers_payload(report),
+    }
+
+
+def host_label(row: Sequence[int], leaves: Sequence[tuple[str, int]]) -> list[str]:
+    """One device's host bar in words, after ``d<id>: ``: ``[hover text, readout]``.
+
+    The hover text: ``host memory`` and the total, exact, then one line per role and one per
+    host leaf the device holds (the first :data:`HOST_LEAVES_NAMED`, then ``… N more
+    leaves``); the readout: ``host 8 KiB: optimizer 8 KiB`` (the roles above 0).
+    """
+    total = sum(row)
+    hover = [f"host memory {format_bytes(total, exact=True)} (not HBM)"]
+    hover += [
+        f"{role} {format_bytes(n, exact=True)}" for role, n in zip(MEMORY_ROLES, row, strict=True)
+    ]
+    hover += [f"{name}: {format_bytes(n, exact=True)}" for name, n in leaves[:HOST_LEAVES_NAMED]]
+    rest = leaves[HOST_LEAVES_NAMED:]
+    if rest:
+        hover.append(f"… {len(rest)} more leaves, {format_bytes(sum(n for _, n in rest))}")
+    parts = [f"{role} {format_bytes(n)}" for role, n in zip(MEMORY_ROLES, row, strict=True) if n]
+    readout = f"host {format_bytes(total)}" + (f": {', '.join(parts)}" if parts else "")
+    return ["\n".join(hover), readout]
+
+
+def host_transfers_payload(report: Report) -> dict[str, Any] | None:
+    """The host transfers per device per step (:func:`~shardviz.render.report.transfers.
+    transfers_section`), or ``None`` for a program that moves nothing to or from host.
+
+    Keys: ``to_host_bytes``, ``to_device_bytes``, ``count``, ``text`` (``host transfers per
+    device per step: 4 MiB to host · 4 MiB to device (6 transfers)``), ``note`` and ``rows``
+    (``[name, for, direction, per step text, exact bytes per step, line]``).
+    """
+    v = transfers_section(report)
+    if v is None:
+        return None
+    return {
+        "to_host_bytes": v.to_host_bytes,
+        "to_device_bytes": v.to_device_bytes,
+        "count": len(v.rows),
+        "text": (
+            f"host transfers per device per step: {v.to_host} to host · {v.to_device} to "
+            f"device ({len(v.rows)} transfer{'s' if len(v.rows) != 1 else ''})"
+        ),
+        "note": v.note,
+        "rows": [
+            [r.name, r.role, r.direction, r.per_step, format_bytes(r.bytes, exact=True), r.where]
+            for r in v.rows
+        ],
     }
 
 
@@ -469,8 +672,9 @@ def memory_note(report: Report) -> str:
             f"output shown without the {format_bytes(m.alias_bytes)} aliased to arguments "
             "(written in place)"
         )
+    held = " in HBM (host memory drawn apart)" if has_host_memory(report) else ""
     args = (
-        "arguments from the leaves each device holds"
+        f"arguments from the leaves each device holds{held}"
         if len(report.arguments)
         else "arguments: the compiler's figure"
     )

@@ -120,7 +120,27 @@ import {
  * @typedef {{ parts: string[], colors: string[], devices: number[], bytes: number[][],
  *   alias_bytes: number, peak_bytes: number, peak_definition: string, peak_text: string,
  *   note: string, label_of: number[], labels: [string, string][], same: string,
- *   scale: { bytes: number, text: string, hbm_on_scale: boolean } }} MemoryPayload
+ *   scale: { bytes: number, text: string, hbm_on_scale: boolean },
+ *   host?: HostMemoryPayload }} MemoryPayload
+ */
+
+/**
+ * Host memory beside HBM (explorer_payload.host_payload), only for programs that keep
+ * something on host: per device `bytes` by role (`roles`, drawn in `colors`), `hbm_bytes` (the
+ * HBM bar by the same roles) and `totals`; `leaves` are [path, role, memory kind, bytes, exact].
+ * @typedef {{ roles: string[], colors: string[], bytes: number[][], hbm_bytes: number[][],
+ *   totals: number[], total: number, total_text: string, total_exact: string, text: string,
+ *   line: string, heading: string, source: string, from_compiler: boolean, mismatch: string,
+ *   leaves: [string, string, string, string, string][], label_of: number[],
+ *   labels: [string, string][], scale: { bytes: number, text: string },
+ *   transfers: HostTransfersPayload | null }} HostMemoryPayload
+ */
+
+/**
+ * Host <-> device transfers per device per step (explorer_payload.host_transfers_payload);
+ * `rows` are [name, for, direction, per step, exact per step, line].
+ * @typedef {{ to_host_bytes: number, to_device_bytes: number, count: number, text: string,
+ *   note: string, rows: [string, string, string, string, string, string][] }} HostTransfersPayload
  */
 
 /**
@@ -200,7 +220,7 @@ import {
  *             frames: [string, number, string][] }} SourceInfo
  */
 
-const PAYLOAD_VERSION = 4;
+const PAYLOAD_VERSION = 5;
 const FINDINGS_VERSION = 1;
 /** The `type` of the "try this fix" message to Python (see explorer.py). */
 const TRY_FIX = "try-fix";
@@ -222,6 +242,8 @@ const PREFETCH = "prefetch";
 const PREFETCHED = "prefetched";
 const FORGET = "sv-x-forget";
 const MEM_H = 110;
+/** The height of the host bars (drawn apart from the HBM bars, on a scale of their own). */
+const HOST_H = 56;
 
 // --------------------------------------------------------------------------------------------
 // Drawing helpers
@@ -1020,9 +1042,14 @@ function memoryPane(report) {
   const pane = node("section", "sv-x-pane sv-x-mempane");
   pane.appendChild(node("h4", "", "Memory per device"));
   if (memory.same) pane.appendChild(node("div", "sv-x-memsame", memory.same));
-  pane.appendChild(memoryBars(memory, estimate));
+  const host = memory.host;
+  if (host) pane.appendChild(node("div", "sv-x-hosttext", host.text));
+  // With host bars below, both charts share a left margin so each device's bars line up.
+  const left = Math.max(...[memory.scale.text, ...(host ? [host.scale.text, "host"] : [])].map((t) => textWidth(t, 10))) + 8;
+  pane.appendChild(memoryBars(memory, estimate, left));
   pane.appendChild(memoryLegend(memory, estimate));
   pane.appendChild(node("div", "sv-x-note", memory.note));
+  if (host) pane.appendChild(hostMemory(memory, host, left));
   if (estimate) {
     const line = node("div", "sv-x-hbmline");
     if (estimate.fits !== null) line.dataset.fits = estimate.fits ? "1" : "0";
@@ -1044,15 +1071,15 @@ function memoryPane(report) {
  * The bars: one per device, its parts stacked, the peak dashed and the target's HBM when near.
  * @param {MemoryPayload} memory
  * @param {EstimatePayload | null} estimate
+ * @param {number} left where the bars start (after the scale's label)
  */
-function memoryBars(memory, estimate) {
+function memoryBars(memory, estimate, left) {
   const topBytes = memory.scale.bytes;
   const hbm = memory.scale.hbm_on_scale && estimate ? estimate : null;
   const same = Boolean(memory.same);
   const count = same ? 1 : memory.devices.length;
   const barW = Math.max(1, Math.min(26, 640 / Math.max(1, count)));
   const gap = barW >= 4 ? 1 : 0;
-  const left = textWidth(memory.scale.text, 10) + 8;
   const width = left + barW * count + 6;
   const height = MEM_H + 30;
   const root = svg("svg", { class: "sv-x-membars", width, height, viewBox: `0 0 ${width} ${height}`, role: "img" });
@@ -1096,7 +1123,7 @@ function memoryBars(memory, estimate) {
     addTitle(line, `HBM per device on ${hbm.target}: ${hbm.hbm_bytes_exact} (estimate)`);
     root.appendChild(line);
   }
-  root.appendChild(svg("path", { class: "sv-x-memmark", d: "" }));
+  root.appendChild(svg("path", { class: "sv-x-memmark", "data-y": MEM_H + 5, d: "" }));
   if (same) {
     root.appendChild(svgLabel("sv-x-tick", left + barW / 2, MEM_H + 16, "all", "middle"));
   } else if (count <= 32 && barW >= 12) {
@@ -1135,6 +1162,125 @@ function memoryLegend(memory, estimate) {
     legend.appendChild(hbm);
   }
   return legend;
+}
+
+/**
+ * Host memory per device, apart from HBM: its bars (by role, on a scale of their own, never
+ * counted against the HBM line), their legend, whose figures they are, the leaves kept on
+ * host and the host transfers per step.
+ * @param {MemoryPayload} memory
+ * @param {HostMemoryPayload} host
+ * @param {number} left where the bars start, as the HBM bars'
+ * @returns {HTMLElement}
+ */
+function hostMemory(memory, host, left) {
+  const box = node("div", "sv-x-hostmem");
+  box.dataset.bytes = String(host.total);
+  box.appendChild(node("div", "sv-x-hosthead", host.heading));
+  box.appendChild(hostBars(memory, host, left));
+  const legend = node("div", "sv-x-legend");
+  host.roles.forEach((role, at) => {
+    // Only the roles some device holds on host.
+    if (!host.bytes.some((row) => row[at] > 0)) return;
+    const item = node("span", "sv-x-legitem");
+    const swatch = node("span", "sv-x-sw sv-x-sw-host");
+    swatch.style.background = host.colors[at];
+    item.append(swatch, `host · ${role}`);
+    legend.appendChild(item);
+  });
+  box.appendChild(legend);
+  box.appendChild(node("div", "sv-x-note sv-x-hostsource", `host figures: ${host.source}`));
+  if (host.mismatch) box.appendChild(node("div", "sv-x-note sv-x-hostmismatch", `differs: ${host.mismatch}`));
+  if (host.leaves.length) {
+    const table = node("table", "sv-x-hostleaves");
+    const head = node("tr", "");
+    for (const title of ["on host", "role", "memory", "per device"]) head.appendChild(node("th", "", title));
+    table.appendChild(head);
+    for (const [path, role, kind, text, exact] of host.leaves) {
+      const row = node("tr", "sv-x-hostleaf");
+      row.dataset.memory = kind;
+      row.append(node("td", "sv-x-mono", path), node("td", "", role), node("td", "", kind));
+      const bytes = node("td", "sv-x-num", text);
+      bytes.title = exact;
+      row.appendChild(bytes);
+      table.appendChild(row);
+    }
+    box.appendChild(table);
+  }
+  const transfers = host.transfers;
+  if (transfers) {
+    const line = node("div", "sv-x-hosttransfers", transfers.text);
+    line.dataset.toHost = String(transfers.to_host_bytes);
+    line.dataset.toDevice = String(transfers.to_device_bytes);
+    line.title = [
+      ...transfers.rows.map(([name, role, direction, , exact, where]) => `${name} (${role}) ${direction}: ${exact} per step · ${where}`),
+      transfers.note,
+    ].join("\n");
+    box.appendChild(line);
+  }
+  return box;
+}
+
+/**
+ * The host bars: one per device, under its HBM bar, its roles stacked, on a scale of their own.
+ * @param {MemoryPayload} memory
+ * @param {HostMemoryPayload} host
+ * @param {number} left
+ */
+function hostBars(memory, host, left) {
+  const topBytes = Math.max(1, host.scale.bytes);
+  const same = Boolean(memory.same);
+  const count = same ? 1 : memory.devices.length;
+  const barW = Math.max(1, Math.min(26, 640 / Math.max(1, count)));
+  const gap = barW >= 4 ? 1 : 0;
+  const width = left + barW * count + 6;
+  const height = HOST_H + 18;
+  const root = svg("svg", {
+    class: "sv-x-membars sv-x-hostbars",
+    width,
+    height,
+    viewBox: `0 0 ${width} ${height}`,
+    role: "img",
+    "aria-label": "host memory per device",
+  });
+  const yOf = (/** @type {number} */ nbytes) => 4 + HOST_H - (HOST_H * nbytes) / topBytes;
+  root.appendChild(svgLabel("sv-x-tick", left - 4, 10, host.scale.text, "end"));
+  root.appendChild(svgLabel("sv-x-tick sv-x-hostword", left - 4, 4 + HOST_H / 2 + 4, "host", "end"));
+  root.appendChild(svgLabel("sv-x-tick", left - 4, HOST_H + 4, "0", "end"));
+  root.appendChild(svg("path", { d: `M${left} ${HOST_H + 4}h${barW * count}`, stroke: "#afb8c1" }));
+  memory.devices.slice(0, count).forEach((device, position) => {
+    const bar = same
+      ? svg("g", { class: "sv-x-memall sv-x-hostbar" })
+      : svg("g", { class: "sv-x-mem sv-x-hostbar", "data-device": device });
+    bar.dataset.bytes = String(host.totals[position]);
+    addTitle(bar, `${same ? memory.same : `d${device}`}: ${host.labels[host.label_of[position]][0]}`);
+    const x = left + position * barW;
+    bar.appendChild(svg("rect", { class: "sv-x-memhit", x, y: 4, width: barW, height: HOST_H }));
+    let below = 0;
+    host.roles.forEach((role, at) => {
+      const nbytes = host.bytes[position][at];
+      if (nbytes <= 0) return;
+      const bottom = yOf(below);
+      const top = yOf(below + nbytes);
+      bar.appendChild(
+        svg("rect", {
+          class: "sv-x-seg sv-x-hostseg",
+          "data-role": role,
+          "data-bytes": nbytes,
+          x,
+          y: top,
+          width: Math.max(0.5, barW - gap),
+          height: bottom - top,
+          fill: host.colors[at],
+        }),
+      );
+      below += nbytes;
+    });
+    root.appendChild(bar);
+  });
+  root.appendChild(svg("path", { class: "sv-x-memmark", "data-y": HOST_H + 5, d: "" }));
+  if (same) root.appendChild(svgLabel("sv-x-tick", left + barW / 2, HOST_H + 16, "all", "middle"));
+  return root;
 }
 
 // --------------------------------------------------------------------------------------------
@@ -1503,18 +1649,22 @@ function highlightLedger(root, report, device, selected) {
  * @param {number} device
  */
 function highlightMemory(root, device) {
-  let markPath = "";
-  for (const bar of root.querySelectorAll(".sv-x-mem")) {
-    const on = Number(/** @type {SVGElement} */ (bar).dataset.device) === device;
-    bar.classList.toggle(SELECTED, on);
-    if (on) {
-      const hit = /** @type {SVGRectElement} */ (bar.querySelector(".sv-x-memhit"));
-      const x = Number(hit.getAttribute("x")) + Number(hit.getAttribute("width")) / 2;
-      markPath = `M${x} ${MEM_H + 5}l-4 6h8z`;
+  // The HBM bars and (for host memory) the host bars: each chart marks its own bar.
+  for (const chart of root.querySelectorAll(".sv-x-membars")) {
+    let markPath = "";
+    const mark = chart.querySelector(".sv-x-memmark");
+    const markY = Number(mark?.getAttribute("data-y") ?? MEM_H + 5);
+    for (const bar of chart.querySelectorAll(".sv-x-mem")) {
+      const on = Number(/** @type {SVGElement} */ (bar).dataset.device) === device;
+      bar.classList.toggle(SELECTED, on);
+      if (on) {
+        const hit = /** @type {SVGRectElement} */ (bar.querySelector(".sv-x-memhit"));
+        const x = Number(hit.getAttribute("x")) + Number(hit.getAttribute("width")) / 2;
+        markPath = `M${x} ${markY}l-4 6h8z`;
+      }
     }
+    if (mark) mark.setAttribute("d", markPath);
   }
-  const mark = root.querySelector(".sv-x-memmark");
-  if (mark) mark.setAttribute("d", markPath);
 }
 
 /**
@@ -1559,8 +1709,9 @@ function drawReadouts(root, report, device, involved) {
   if (memoryLine) {
     const memory = report.payload.memory;
     const position = memory.devices.indexOf(device);
+    const host = memory.host ? ` · ${memory.host.labels[memory.host.label_of[position]][1]}` : "";
     memoryLine.textContent =
-      none || position < 0 ? "" : `d${device}: ${memory.labels[memory.label_of[position]][1]}`;
+      none || position < 0 ? "" : `d${device}: ${memory.labels[memory.label_of[position]][1]}${host}`;
   }
 }
 
