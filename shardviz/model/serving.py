@@ -108,9 +108,10 @@ class ServingResult(JsonMixin):
       max_batch: the largest batch (a multiple of the data axis) whose weights, cache and
         working memory fit every device's HBM (``None`` without an HBM size).
       compiled: whether the figures come with a compiled program (else shapes only).
-      sweep: ``(batch, bytes per device, tokens/s per chip)`` at other batches, the cache,
-        flops and working memory scaled from the compiled batch, the collectives' time kept
-        (what the chart of memory and throughput against batch draws).
+      sweep: ``(batch, bytes per device, tokens/s per chip)`` at other batches, the cache
+        and flops scaled from the compiled batch, the working memory and the collectives'
+        time kept, as ``max_batch`` counts them (what the chart of memory and throughput
+        against batch draws).
       context_sweep: the same at the compiled batch against the context.
       notes: what was chosen and why (an axis left out because a dim does not divide...).
     """

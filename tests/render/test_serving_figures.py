@@ -44,6 +44,19 @@ def test_the_comparison_has_sweeps_and_a_largest_batch(served):
         assert r.hbm_bytes > 0 and r.max_batch
 
 
+def test_the_largest_batch_sits_on_its_line(served):
+    """The sweep counts bytes as the largest batch does: weights and the compiled working
+    memory kept, the cache scaled; so the largest batch fits and twice it does not."""
+    from shardviz.render.serving.view import max_batch_bytes
+
+    for r in served.results:
+        for b, nbytes, _ in r.sweep:
+            assert nbytes == max_batch_bytes(r, b)
+        data = r.axis_sizes["data"]
+        assert max_batch_bytes(r, r.max_batch) <= r.hbm_bytes
+        assert max_batch_bytes(r, r.max_batch + data) > r.hbm_bytes
+
+
 def test_plotly_draws_one_line_per_strategy_per_panel_with_the_sweeps_figures(served):
     fig = served.figure()
     for key, along, show, _ in PANELS:

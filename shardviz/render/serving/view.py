@@ -197,10 +197,9 @@ def x_ticks(xs: list[int] | tuple[int, ...], most: int = 8) -> list[int]:
 
 
 def max_batch_bytes(r: ServingResult, batch: int) -> int:
-    """Bytes per device at ``batch`` as the largest batch is counted: the weights and the
-    compiled step's working memory kept, the cache scaled from the compiled batch. (The
-    sweeps scale the working memory with the batch too, so at a batch far from the compiled
-    one their line can sit above this.)"""
+    """Bytes per device at ``batch`` as the largest batch and the sweeps count them: the
+    weights and the compiled step's working memory kept, the cache scaled from the compiled
+    batch (so the mark sits on its strategy's line)."""
     per_sequence = r.kv_bytes / max(1, r.batch)
     return int(r.weight_bytes + (r.working_bytes or 0) + per_sequence * batch)
 
