@@ -101,6 +101,8 @@ def test_v5e_zero_offload_moves_the_state_both_ways_each_step(v5e):
     # a scalar, may stay where it is).
     for moved in (r.to_host_bytes, r.to_device_bytes):
         assert opt - 64 <= moved <= opt
+    # The state did go to host: no finding says it stayed in HBM.
+    assert not [f for f in r.report.findings.items if f.kind == "offload-missed"]
     e = r.report.estimate
     assert e.host_seconds == pytest.approx(max(r.to_host_bytes, r.to_device_bytes) / 15e9)
     assert e.step_seconds >= e.host_seconds

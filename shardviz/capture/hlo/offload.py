@@ -235,11 +235,19 @@ def _feeds_root(module: HloModule, value: str) -> bool:
         if name in seen:
             continue
         seen.add(name)
+        ins = module.instruction(name)
+        called = ins is not None and ins.opcode == "call"
         todo.extend(
             u.name
             for u in module.users(name)
-            if u is root or u.opcode in _PASSING  # placement and sharding custom calls too
+            # placement and sharding custom calls too; a called function's result tuple
+            # is read back element by element
+            if u is root or u.opcode in _PASSING or (called and u.opcode == "get-tuple-element")
         )
+        if ins is not None and ins.is_root:  # a called function's result: on to its caller
+            todo.extend(
+                c.name for c in module.callers().get(ins.computation, []) if c.opcode == "call"
+            )
     return False
 
 
