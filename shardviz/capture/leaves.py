@@ -44,9 +44,10 @@ def leaf_shape(x: Any) -> tuple[int, ...]:
 
 
 def first_named_mesh(leaves: Iterable[Any]) -> Any:
-    """The jax mesh of the first leaf placed with a ``NamedSharding``, or ``None``."""
+    """The jax mesh of the first leaf placed with a ``NamedSharding`` (or the first such
+    sharding, when given shardings), or ``None``."""
     for leaf in leaves:
-        sharding = getattr(leaf, "sharding", None)
+        sharding = leaf if isinstance(leaf, NamedSharding) else getattr(leaf, "sharding", None)
         if isinstance(sharding, NamedSharding):
             return sharding.mesh
     return None

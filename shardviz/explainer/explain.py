@@ -12,7 +12,6 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import jax
-from jax.sharding import NamedSharding
 
 from shardviz.analysis.collective_why import collective_reasons
 from shardviz.analysis.detect import Facts, candidates
@@ -49,6 +48,7 @@ from shardviz.capture.compile import (
 from shardviz.capture.hlo.compiler_log import FullRemat, full_rematerializations
 from shardviz.capture.host_split import host_split
 from shardviz.capture.layout import layout_tree
+from shardviz.capture.leaves import first_named_mesh
 from shardviz.capture.memory import device_stats, memory_report
 from shardviz.capture.mesh import mesh_layout
 from shardviz.capture.offload import program_offload
@@ -103,10 +103,8 @@ def _argument_shardings(args: tuple) -> list:
 
 
 def _first_mesh(shardings: list) -> MeshLayout | None:
-    for s in shardings:
-        if isinstance(s, NamedSharding):
-            return mesh_layout(s.mesh)
-    return None
+    mesh = first_named_mesh(shardings)
+    return None if mesh is None else mesh_layout(mesh)
 
 
 @dataclass(frozen=True)
