@@ -35,18 +35,27 @@ COMMAND = "benchmarks/offload.py --write"
 def hand_check(r: StrategyResult, devices: int) -> tuple[bool, str]:
     """Whether the transfers match what the strategy must move, and the count in words."""
     m = r.memory
+    # A deviceless GPU topology cannot hold arguments in host memory (its devices list no
+    # memories): the state comes in as HBM arguments, and only the new state goes to host.
+    args_in_hbm = any("no pinned_host memory" in n for n in r.notes)
     if r.strategy == "act-offload":
         per_layer = PER_DEVICE * SIZES["seq"] * SIZES["d_model"] * 2  # bf16 layer input
         want = SIZES["layers"] * per_layer
         ok = r.to_host_bytes == r.to_device_bytes == want
         return ok, f"layers x layer input = {format_bytes(want)} each way"
     if r.strategy == "zero-offload":
-        ok = all(m.host_optimizer - 64 <= x <= m.host_optimizer
-                 for x in (r.to_host_bytes, r.to_device_bytes))  # fmt: skip
-        return ok, f"the optimizer state ({format_bytes(m.host_optimizer)}) each way"
+        state = m.optimizer
+        if args_in_hbm:
+            ok = state - 64 <= r.to_host_bytes <= state and r.to_device_bytes == 0
+            return ok, f"the new optimizer state ({format_bytes(state)}) to host only"
+        ok = all(state - 64 <= x <= state for x in (r.to_host_bytes, r.to_device_bytes))
+        return ok, f"the optimizer state ({format_bytes(state)}) each way"
     if r.strategy == "weight-stream":
-        ok = r.to_device_bytes >= m.host_params and r.to_host_bytes >= m.host_params
-        return ok, f"at least every weight ({format_bytes(m.host_params)}) each way"
+        if args_in_hbm:
+            ok = r.to_host_bytes >= m.params
+            return ok, f"the new weights ({format_bytes(m.params)}) to host only"
+        ok = r.to_device_bytes >= m.params and r.to_host_bytes >= m.params
+        return ok, f"at least every weight ({format_bytes(m.params)}) each way"
     return r.host_transfer_bytes == 0, "nothing"
 
 
@@ -104,7 +113,14 @@ def main() -> None:
         for r in c.results:
             lines.append(row(r, base, devices))
             oks.append(hand_check(r, devices)[0])
-    lines += ["", f"- {'PASS' if all(oks) else 'FAIL'}: every transfer matches its hand count."]
+    lines += [
+        "",
+        f"- {'PASS' if all(oks) else 'FAIL'}: every transfer matches its hand count.",
+        "- On a deviceless GPU topology the devices list no memories (jax 0.10.2), so an "
+        "argument's `pinned_host` sharding has no memory kind and compiles into HBM: there "
+        "ZeRO-Offload and streamed weights only send the step's new state to host (each "
+        "result's notes say so).",
+    ]
     body = "\n".join(lines)
     print(body)
     if args.write:

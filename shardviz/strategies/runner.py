@@ -300,7 +300,8 @@ def _result(
         strategy=rule_set.name, title=rule_set.title, description=rule_set.description,
         mesh=mesh, report=report,
         memory=_memory(report, built.grad_bytes), collectives=summary,
-        notes=_form_notes(rule_set, summary, _full_bytes(built.params_shape)), **measured,
+        notes=_form_notes(rule_set, summary, _full_bytes(built.params_shape)) + built.notes,
+        **measured,
     )  # fmt: skip
 
 

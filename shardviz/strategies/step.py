@@ -54,6 +54,8 @@ class StrategyStep:
     mesh: jax.sharding.Mesh
     params_shape: Any
     grad_specs: Any
+    #: What the step could not do as the rule set asks (a memory kind the devices lack).
+    notes: tuple[str, ...] = ()
 
     @cached_property
     def grad_bytes(self) -> int:
@@ -108,6 +110,10 @@ def strategy_step(
     # A published decoder streams host weights one layer at a time; any other model has
     # them brought to HBM whole at the start of the step.
     streamed = params_host and model.info.get("weights") == "host"
+    notes = _host_kind_notes(
+        rule_set, [s for t, sh in (("params", p_sh), ("optimizer", o_sh)) if t in rule_set.host
+                   for s in jax.tree.leaves(sh)],
+    )  # fmt: skip
 
     constrained = model
     if rule_set.activations:
@@ -149,7 +155,7 @@ def strategy_step(
     abstract = _abstract((params_shape, opt_shape, batch_shape), (p_sh, o_sh, b_sh))
     return StrategyStep(
         step=step, abstract=abstract, shardings=(p_sh, o_sh, b_sh), mesh=jm,
-        params_shape=params_shape, grad_specs=g_specs,
+        params_shape=params_shape, grad_specs=g_specs, notes=notes,
     )  # fmt: skip
 
 
@@ -160,6 +166,21 @@ HOST_KIND = "pinned_host"
 def to_host(tree: Any) -> Any:
     """``tree`` moved to pinned host memory inside a jitted program."""
     return jax.device_put(tree, jax.memory.Space.Host)
+
+
+def _host_kind_notes(rule_set: RuleSet, shardings: list) -> tuple[str, ...]:
+    """A note when the devices dropped the host memory kind the rule set asks for: a
+    deviceless GPU topology's devices list no memories (jax 0.10.2), so a sharding made
+    with ``memory_kind="pinned_host"`` on them has none, and those arguments compile into
+    HBM. Values the step itself sends to host (its outputs, offloaded activations) still go."""
+    if not shardings or all(s.memory_kind == HOST_KIND for s in shardings):
+        return ()
+    return (
+        f"the devices have no {HOST_KIND} memory for arguments (a deviceless GPU topology "
+        f"lists none in jax 0.10.2): the {' and '.join(rule_set.host)} come in as HBM "
+        "arguments; only what the step sends to host (its outputs, offloaded activations) "
+        "is in host memory",
+    )
 
 
 def _offload_model(model: ModelDef, rule_set: RuleSet) -> ModelDef:

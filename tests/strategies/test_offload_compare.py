@@ -156,3 +156,13 @@ def test_own_rule_set_with_params_on_host_runs_on_any_model():
     assert r.loss_matches
     assert r.memory.host_params == r.memory.params > 0
     assert len(jax.devices()) == 8
+
+
+def test_a_gpu_topology_without_host_memory_says_so():
+    """Deviceless H100 devices list no memories (jax 0.10.2): the optimizer state comes in
+    as HBM arguments, only the new state goes to host, and the result's notes say so."""
+    c = sv.compare("mlp", ["zero-offload"], target="h100:4")
+    r = c.results[0]
+    assert any("no pinned_host memory" in n for n in r.notes)
+    assert r.memory.host_optimizer == 0 and r.to_device_bytes == 0
+    assert r.memory.optimizer - 64 <= r.to_host_bytes <= r.memory.optimizer
