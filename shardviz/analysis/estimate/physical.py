@@ -8,9 +8,11 @@ how each mesh axis's rings lie on the chips. Pure Python, no jax.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 
+from shardviz.analysis.estimate.orders import seconds_with
 from shardviz.analysis.estimate.placement import Placement, Site, place
 from shardviz.analysis.estimate.step import TargetLike, resolve_target, with_estimate
 from shardviz.errors import HardwareError, ShardvizError, problem
@@ -311,5 +313,9 @@ def physical(
     if report.estimate is None or report.target != resolved:
         report = with_estimate(report, resolved)
         resolved = report.target or resolved
-    mesh = report.mesh.reordered(order) if order is not None and report.mesh else None
-    return layout_on_chips(report, resolved, mesh)
+    if order is None or report.mesh is None:
+        return layout_on_chips(report, resolved)
+    mesh = report.mesh.reordered(order)
+    layout = layout_on_chips(report, resolved, mesh)
+    seconds = seconds_with(report, resolved, mesh.device_ids)
+    return dataclasses.replace(layout, collective_seconds=seconds)
