@@ -104,3 +104,12 @@ def test_the_best_order_is_a_permutation_no_slower_than_the_report():
     now, best = best_order(report, report.target)
     assert sorted(best.devices) == sorted(now.devices)
     assert best.seconds < now.seconds and best.words
+
+
+def test_cpu_devices_placed_by_assumption_get_no_advice_on_their_order():
+    import jax
+
+    mesh = mesh_of(jax.devices()[:8], (2, 4), ("data", "model"))
+    report = explained(mesh, target="v5e:2x4")
+    assert report.estimate is not None and report.target.placement  # placed in id order
+    assert device_order.placement(report) == []

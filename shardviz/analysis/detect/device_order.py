@@ -1,6 +1,8 @@
 """[placement] The mesh's devices in an order that suits the chips badly: a better order exists.
 
-Judged on the report's target (so only once it has an estimate): the mesh's axes laid on the
+Judged on the report's target (so only once it has an estimate), and only where the devices
+say where they sit (TPU coordinates, GPU hosts; not CPU devices placed by assumption): the
+mesh's axes laid on the
 physical chips (:mod:`shardviz.analysis.estimate.physical`), and other orders of the same
 devices tiled to the topology (:mod:`shardviz.analysis.estimate.orders`), each timed by the
 estimate of the report's own ledger. A finding when an order cuts the estimated
@@ -13,6 +15,7 @@ from __future__ import annotations
 from shardviz.analysis.detect.candidate import Candidate
 from shardviz.analysis.estimate.orders import best_order
 from shardviz.analysis.estimate.physical import layout_on_chips
+from shardviz.analysis.estimate.placement import place
 from shardviz.model import Report
 from shardviz.model.findings import Finding, FindingCost, Fix, Where
 from shardviz.model.units import format_seconds
@@ -39,8 +42,8 @@ def placement(report: Report) -> list[Candidate]:
     target, mesh, estimate = report.target, report.mesh, report.estimate
     if target is None or mesh is None or estimate is None or target.kind not in ("tpu", "gpu"):
         return []
-    if mesh.size > target.devices:
-        return []
+    if mesh.size > target.devices or place(mesh, target).assumed:
+        return []  # where the devices sit is not known (CPU devices): no advice on their order
     found = best_order(report, target)
     if found is None:
         return []
