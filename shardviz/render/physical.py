@@ -439,6 +439,8 @@ def physical_html(p: PhysicalLayout) -> str:
         else '<p class="sv-busiest">no collective moves bytes between chips</p>'
     )
     totals = "".join(f"<div>{esc(t)}</div>" for t in f.totals)
+    if p.target.kind == "tpu" and len(p.target.shape) > 2:
+        totals += "<div>links along z join the panels: listed above when busy, not drawn</div>"
     notes = "".join(f"<li>{esc(n)}</li>" for n in p.notes)
     return (
         f'<div class="sv-root sv-physical" data-target="{esc(p.target.name)}">'

@@ -4,6 +4,7 @@ view, and every name escaped."""
 from __future__ import annotations
 
 import re
+import xml.etree.ElementTree as ET
 
 from shardviz.model import display
 from shardviz.model.physical import PhysicalLayout
@@ -101,3 +102,12 @@ def test_the_text_view_lists_axes_chips_busiest_links_and_the_rule():
 def test_the_layout_round_trips_through_json():
     p = _v5e()
     assert PhysicalLayout.from_json(p.to_json()) == p
+
+
+def test_the_html_is_well_formed_on_tpu_and_gpu():
+    chips = by_chip("h100:2x8")
+    gpu = sv.physical(explained(mesh_of(list(chips.values()), (2, 8), ("data", "model"))))
+    for p in (_v5e(), gpu):
+        body = re.sub(r"<style>.*?</style>", "", p._repr_html_(), flags=re.S)
+        root = ET.fromstring(body)
+        assert root.get("class") == "sv-root sv-physical"
