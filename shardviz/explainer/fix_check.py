@@ -39,6 +39,8 @@ from shardviz.model.units import format_bytes, format_seconds
 
 #: Fixes tried per finding at most (the first that helps is kept).
 MAX_TRIES = 3
+#: Goals whose judgement asks whether the finding is still there after the fix.
+STILL_GOALS = frozenset({"remats", "flops", "gone"})
 #: Seconds of recompiling all fixes of one program may take before the rest are skipped.
 BUDGET_SECONDS = 30.0
 
@@ -170,7 +172,9 @@ def check_fixes(
                     failed[t.error].append(fix.description)
                 continue
             after = outcome(t.report, t.facts)
-            still = any(
+            # Whether the problem is still there matters only to goals judged on it (running
+            # every detector, the target's included, is work the others need not do).
+            still = cand.goal in STILL_GOALS and any(
                 _same_problem(cand.finding, c.finding) for c in candidates(t.report, t.facts)
             )
             helps, verdict = judge(cand, before, after, still)

@@ -60,7 +60,7 @@ def placement(report: Report) -> list[Candidate]:
     where = target.label
     if worst is not None and not worst.closes:
         title = (
-            f"mesh axis {worst.axis!r} {_short(worst.shape)} on the chips: another device "
+            f"mesh axis {worst.axis!r} {_short(worst.shape)}: another device "
             f"order cuts the estimated communication {format_seconds(now.seconds)} -> "
             f"{format_seconds(best.seconds)} per step"
         )
@@ -93,7 +93,7 @@ def placement(report: Report) -> list[Candidate]:
 
 def _short(shape: str) -> str:
     return {
-        "line": "runs as a line (its rings double back)",
+        "line": "runs as a line on the chips (its rings double back)",
         "jumps": "jumps between chips that are not neighbours",
         "hosts": "is split across hosts",
         "slices": "is split across slices",
