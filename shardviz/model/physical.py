@@ -80,10 +80,18 @@ class LinkLoad:
 
     @property
     def label(self) -> str:
-        """``(1,2)–(1,3)`` (the slice left out when there is one)."""
+        """``(1,2)–(1,3)`` (TPU chips), ``host 0 gpu 3–host 0 gpu 5`` (NVLink), ``host 0–host
+        1`` (network), ``slice 0–slice 1`` (DCN); the slice left out inside one."""
 
         def end(e: tuple[int, ...]) -> str:
-            return "(" + ",".join(str(v) for v in e[1:]) + ")" if len(e) > 1 else f"slice {e[0]}"
+            if self.kind == "dcn":
+                return f"slice {e[0]}"
+            sl = f"slice {e[0]} " if e[0] else ""
+            if self.kind == "network":
+                return f"{sl}host {e[1]}"
+            if self.kind == "nvlink":
+                return f"{sl}host {e[1]} gpu {e[2]}"
+            return sl + "(" + ",".join(str(v) for v in e[1:]) + ")"
 
         return f"{end(self.a)}–{end(self.b)}"
 

@@ -111,3 +111,13 @@ def test_the_html_is_well_formed_on_tpu_and_gpu():
         body = re.sub(r"<style>.*?</style>", "", p._repr_html_(), flags=re.S)
         root = ET.fromstring(body)
         assert root.get("class") == "sv-root sv-physical"
+
+
+def test_link_labels_say_which_chips_hosts_or_slices():
+    from shardviz.model.physical import LinkLoad
+
+    assert LinkLoad((0, 1, 2), (0, 1, 3), "ici").label == "(1,2)–(1,3)"
+    assert LinkLoad((1, 0, 0), (1, 3, 0), "wrap").label == "slice 1 (0,0)–slice 1 (3,0)"
+    assert LinkLoad((0, 0, 3), (0, 0, 5), "nvlink").label == "host 0 gpu 3–host 0 gpu 5"
+    assert LinkLoad((0, 0), (0, 1), "network").label == "host 0–host 1"
+    assert LinkLoad((0,), (1,), "dcn").label == "slice 0–slice 1"

@@ -64,7 +64,7 @@ def placement(report: Report) -> list[Candidate]:
             f"order cuts the estimated communication {format_seconds(now.seconds)} -> "
             f"{format_seconds(best.seconds)} per step"
         )
-        lead = f"On {where}, the rings of {worst.axis!r} {worst.words}."
+        lead = f"On {where}, the rings of mesh axis {worst.axis!r}: {worst.words}."
     else:
         title = (
             f"another device order cuts the estimated communication "
@@ -72,9 +72,10 @@ def placement(report: Report) -> list[Candidate]:
         )
         lead = f"On {where}, the mesh's devices sit where its collectives cross more links."
     why = (
-        f"{lead} The same devices in another order ({best.words}) keep each group's "
-        "members on neighbouring chips, so the program's collectives (the same ones, the "
-        "same bytes) take fewer hops and more links: estimated communication "
+        f"{lead} The same devices in another order ({best.words}) put each group's "
+        "members closer together on the chips and their links, so the program's collectives "
+        "(the same ones, the same bytes) take fewer hops or faster links: estimated "
+        "communication "
         f"{format_seconds(now.seconds)} -> {format_seconds(best.seconds)} per step. Only the "
         "order of the devices in the mesh changes (a permutation); print "
         "sv.physical(report) to see the rings on the chips."
