@@ -317,10 +317,19 @@ def _tpu_panels(p: PhysicalLayout) -> list[str]:
                             center(t[1], t[2] if len(t) > 2 else 0),
                         )
                         dash = ' stroke-dasharray="2 3"' if ring.hops[k] > 1 else ""
+                        sx, sy, tx, ty = sx + off, sy + off, tx + off, ty + off
+                        step = f"L{svg_num(tx)},{svg_num(ty)}"
+                        if ring.hops[k] == 1 and abs(sx - tx) > pitch * 1.5:  # x wraparound
+                            lift = min(sy, ty) - CELL * 0.9
+                            step = (f"C{svg_num(sx)},{svg_num(lift)} {svg_num(tx)},"
+                                    f"{svg_num(lift)} {svg_num(tx)},{svg_num(ty)}")  # fmt: skip
+                        elif ring.hops[k] == 1 and abs(sy - ty) > pitch * 1.5:  # y wraparound
+                            side = min(sx, tx) - CELL * 0.9
+                            step = (f"C{svg_num(side)},{svg_num(sy)} {svg_num(side)},"
+                                    f"{svg_num(ty)} {svg_num(tx)},{svg_num(ty)}")  # fmt: skip
                         parts.append(
                             f'<path class="sv-ring" data-axis="{esc(a.axis)}" '
-                            f'd="M{svg_num(sx + off)},{svg_num(sy + off)} '
-                            f'L{svg_num(tx + off)},{svg_num(ty + off)}" '
+                            f'd="M{svg_num(sx)},{svg_num(sy)} {step}" '
                             f'stroke="{colors.get(a.axis, "#57606a")}"{dash}>'
                             f"<title>{esc(a.axis)}: {ring.hops[k]} hop(s)</title></path>"
                         )

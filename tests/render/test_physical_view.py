@@ -121,3 +121,12 @@ def test_link_labels_say_which_chips_hosts_or_slices():
     assert LinkLoad((0, 0, 3), (0, 0, 5), "nvlink").label == "host 0 gpu 3–host 0 gpu 5"
     assert LinkLoad((0, 0), (0, 1), "network").label == "host 0–host 1"
     assert LinkLoad((0,), (1,), "dcn").label == "slice 0–slice 1"
+
+
+def test_a_ring_step_over_a_wraparound_link_is_drawn_round_the_edge():
+    chips = by_chip("v5p:4x4x4")
+    devices = [chips[(x, y, z)] for z in range(4) for y in range(4) for x in range(4)]
+    html = sv.physical(explained(mesh_of(devices, (16, 4), ("data", "model"))))._repr_html_()
+    steps = re.findall(r'<path class="sv-ring" data-axis="model" d="([^"]*)"', html)
+    assert len(steps) == 64
+    assert sum(" C" in d for d in steps) == 16  # the step from x=3 back to x=0 in each ring
