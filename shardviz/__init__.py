@@ -49,6 +49,8 @@ API: dict[str, str] = {
     "TreeLayout": "shardviz.model",
     "TreesOnOneScale": "shardviz.model",
     "hardware": "shardviz.model.hardware_presets",
+    "physical": "shardviz.analysis.estimate.physical",
+    "PhysicalLayout": "shardviz.model",
     "Plan": "shardviz.model.search",
     "Search": "shardviz.model.search",
     "ServingComparison": "shardviz.model.serving",
@@ -62,6 +64,7 @@ API: dict[str, str] = {
     "Mesh": "shardviz.capture.mesh",
     "mesh_split": "shardviz.capture.mesh",
     "named_sharding": "shardviz.capture.mesh",
+    "reordered_mesh": "shardviz.capture.mesh",
     "Topology": "shardviz.capture.topology",
     "topology": "shardviz.capture.topology",
     "TopologyError": "shardviz.capture.topology",
@@ -99,6 +102,7 @@ __all__ = list(API)
 # to API (tests/test_public_api.py prints the block to paste when they differ).
 if TYPE_CHECKING:
     # --- generated from API ---
+    from shardviz.analysis.estimate.physical import physical as physical
     from shardviz.capture.devices import use_cpu_devices as use_cpu_devices
     from shardviz.capture.layout import layout as layout
     from shardviz.capture.layout import layout_of as layout_of
@@ -107,6 +111,7 @@ if TYPE_CHECKING:
     from shardviz.capture.mesh import mark_sharding as mark_sharding
     from shardviz.capture.mesh import mesh_split as mesh_split
     from shardviz.capture.mesh import named_sharding as named_sharding
+    from shardviz.capture.mesh import reordered_mesh as reordered_mesh
     from shardviz.capture.topology import Topology as Topology
     from shardviz.capture.topology import TopologyError as TopologyError
     from shardviz.capture.topology import topology as topology
@@ -136,6 +141,7 @@ if TYPE_CHECKING:
     from shardviz.model import Hardware as Hardware
     from shardviz.model import MemoryReport as MemoryReport
     from shardviz.model import MeshLayout as MeshLayout
+    from shardviz.model import PhysicalLayout as PhysicalLayout
     from shardviz.model import Report as Report
     from shardviz.model import ShardingOf as ShardingOf
     from shardviz.model import Target as Target

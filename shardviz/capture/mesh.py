@@ -223,6 +223,30 @@ def as_jax_mesh(mesh: MeshLike) -> jax.sharding.Mesh:
     )
 
 
+def reordered_mesh(mesh: MeshLike, order: Sequence[Any]) -> jax.sharding.Mesh:
+    """The same mesh (axis names, shape, axis types) with its devices in another order.
+
+    Args:
+        mesh: a ``jax.sharding.Mesh`` or ``shardviz.Mesh``.
+        order: the mesh's devices (or their ids) in the new row-major mesh order: a
+            permutation of the mesh's devices, as the ``placement`` finding's fix gives.
+
+    Returns:
+        A ``jax.sharding.Mesh``; place the arrays on it again.
+
+    Raises:
+        MeshError: ``order`` is not a permutation of the mesh's devices.
+    """
+    jm = as_jax_mesh(mesh)
+    ids = mesh_layout(jm).reordered(order).device_ids
+    by_id = {int(d.id): d for d in jm.devices.flat}
+    devices = np.empty(len(ids), dtype=object)
+    devices[:] = [by_id[i] for i in ids]
+    return jax.sharding.Mesh(
+        devices.reshape(jm.devices.shape), jm.axis_names, axis_types=jm.axis_types
+    )
+
+
 def _axis_type_name(t: Any) -> str:
     return getattr(t, "name", str(t))
 

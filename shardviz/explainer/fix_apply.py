@@ -13,7 +13,9 @@ from jax.sharding import NamedSharding, PartitionSpec
 from shardviz.capture.calls import named_args
 from shardviz.capture.constraint_edit import with_constraint_at, without_constraints
 from shardviz.capture.layout import path_str
+from shardviz.capture.mesh import reordered_mesh
 from shardviz.capture.user_names import mesh_of
+from shardviz.errors import MeshError
 from shardviz.model.array import Spec
 from shardviz.model.findings import Fix
 
@@ -104,7 +106,13 @@ def apply_fix(fn: Any, args: tuple, fix: Fix) -> tuple[Any, tuple]:
         return edited, abstract_args(args)
     if fix.kind == "mesh":
         mesh = _mesh_of(args)
-        devices = np.asarray(mesh.devices).reshape(fix.mesh_shape)
+        if fix.devices:
+            try:
+                devices = np.asarray(reordered_mesh(mesh, fix.devices).devices)
+            except MeshError as err:
+                raise CannotApply(str(err)) from err
+        else:
+            devices = np.asarray(mesh.devices).reshape(fix.mesh_shape)
         new_mesh = jax.sharding.Mesh(devices, mesh.axis_names, axis_types=mesh.axis_types)
 
         def remesh(x: Any) -> Any:

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from shardviz.analysis.detect import Candidate, Facts, candidates, placement
+from shardviz.analysis.detect import Candidate, Facts, candidates, device_order, placement
 from shardviz.analysis.detect.fix_code import CodeNames, with_code
 from shardviz.errors import ShardvizError, problem
 from shardviz.explainer.fix_apply import CannotApply, apply_fix
@@ -35,10 +35,12 @@ from shardviz.model.findings import (
     StopTrying,
     register_fix_trier,
 )
-from shardviz.model.units import format_bytes
+from shardviz.model.units import format_bytes, format_seconds
 
 #: Fixes tried per finding at most (the first that helps is kept).
 MAX_TRIES = 3
+#: Goals whose judgement asks whether the finding is still there after the fix.
+STILL_GOALS = frozenset({"remats", "flops", "gone"})
 #: Seconds of recompiling all fixes of one program may take before the rest are skipped.
 BUDGET_SECONDS = 30.0
 
@@ -73,6 +75,7 @@ def outcome(report: Report, facts: Facts) -> Outcome:
         flops_per_device=report.cost.flops_per_device if report.cost else None,
         remats=len(facts.remats),
         seconds=report.estimate.step_seconds if report.estimate else None,
+        communication_seconds=report.estimate.collective_seconds if report.estimate else None,
     )
 
 
@@ -94,6 +97,14 @@ def judge(cand: Candidate, before: Outcome, after: Outcome, still: bool) -> tupl
     elif goal == "peak":
         ok = after.peak_bytes < before.peak_bytes
         lead = peak
+    elif goal == "communication":
+        b, a = before.communication_seconds, after.communication_seconds
+        ok = b is not None and a is not None and a < b and after.moved_bytes <= before.moved_bytes
+        lead = (
+            f"estimated communication {format_seconds(b)} -> {format_seconds(a)} per step"
+            if b is not None and a is not None
+            else "estimated communication unknown"
+        )
     elif goal == "flops":
         b, a = before.flops_per_device, after.flops_per_device
         ok = b is not None and a is not None and a < b
@@ -161,7 +172,9 @@ def check_fixes(
                     failed[t.error].append(fix.description)
                 continue
             after = outcome(t.report, t.facts)
-            still = any(
+            # Whether the problem is still there matters only to goals judged on it (running
+            # every detector, the target's included, is work the others need not do).
+            still = cand.goal in STILL_GOALS and any(
                 _same_problem(cand.finding, c.finding) for c in candidates(t.report, t.facts)
             )
             helps, verdict = judge(cand, before, after, still)
@@ -311,10 +324,28 @@ def with_target(
     if trial is None:  # findings made elsewhere: time what is there
         timed = tuple(_with_seconds(report, f) for f in found.items)
         return replace(report, findings=replace(found, items=timed))
-    hbm = tuple(with_code(c, trial.names) for c in placement.over_hbm(report))
-    groups = ((hbm, outcome(report, Facts())), *trial.groups) if hbm else trial.groups
-    targeted = FixTrial(trial.function, groups, tried_fix, estimate, trial.names)
+    on_target = (*placement.over_hbm(report), *device_order.placement(report))
+    more = tuple(with_code(c, trial.names) for c in on_target)
+    groups = ((more, outcome(report, Facts())), *trial.groups) if more else trial.groups
+    targeted = FixTrial(
+        trial.function, groups, _estimating(tried_fix, estimate), estimate, trial.names
+    )
     return replace(report, findings=untried_findings(targeted, report))
+
+
+def _estimating(
+    tried_fix: Callable[[Any], Tried], estimate: Callable[[Any, Report], Report]
+) -> Callable[[Any], Tried]:
+    """``tried_fix`` whose fixed programs are estimated on the report's target too (what a
+    fix judged on communication time is measured by)."""
+
+    def tried(fix: Any) -> Tried:
+        t = tried_fix(fix)
+        if t.report is None or t.compiled is None:
+            return t
+        return replace(t, report=estimate(t.compiled, t.report))
+
+    return tried
 
 
 def try_fixes(report: Report, stop: StopTrying | None = None) -> Report:

@@ -37,6 +37,7 @@ ProgramFindingKind = Literal[
     "over-hbm",
     "full-reduce",
     "offload-missed",
+    "placement",
 ]
 #: What ``sv.compare(..., mode="decode" | "prefill")`` checks each serving strategy for: a KV
 #: cache copied across a tensor-parallel group, weights copied under data parallelism, a
@@ -154,7 +155,8 @@ class Fix:
     ``leaf`` names the argument leaf (``spec``/``constraint``) or the value, ``spec`` the
     new spec, ``line`` the ``file:line`` of the constraint to drop or of the value to
     constrain (a ``constraint`` with a line constrains the value of ``shape`` made there, not
-    an argument), ``mesh_shape`` the new mesh shape (same axis names, same devices).
+    an argument), ``mesh_shape`` the new mesh shape (same axis names, same devices),
+    ``devices`` the same devices in a new order (a ``placement`` fix).
     """
 
     kind: FixKind
@@ -166,6 +168,9 @@ class Fix:
     mesh_shape: tuple[int, ...] = ()
     #: For a constraint at a line: the shape of the value made there to constrain.
     shape: tuple[int, ...] = ()
+    #: For a reordered mesh: the device ids in the new row-major mesh order (a permutation
+    #: of the mesh's devices; ``mesh_shape`` keeps the shape).
+    devices: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -178,6 +183,8 @@ class Outcome:
     flops_per_device: float | None
     remats: int
     seconds: float | None = None
+    #: The estimated communication seconds per step on the report's target (``None``: none).
+    communication_seconds: float | None = None
 
 
 @dataclass(frozen=True)

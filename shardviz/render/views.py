@@ -12,6 +12,7 @@ from shardviz.model.array import ArrayLayout, TreeLayout
 from shardviz.model.compare import Comparison
 from shardviz.model.findings import Findings
 from shardviz.model.mesh import MeshLayout
+from shardviz.model.physical import PhysicalLayout
 from shardviz.model.program import Report
 from shardviz.model.schedule import Schedule
 from shardviz.model.search import Search
@@ -24,6 +25,7 @@ from shardviz.render.compare.text import comparison_text
 from shardviz.render.findings.html import findings_html, findings_page
 from shardviz.render.findings.text import findings_text
 from shardviz.render.html import array_html, mesh_html, page, tree_html
+from shardviz.render.physical import physical_html, physical_page, physical_text
 from shardviz.render.report.html import report_html
 from shardviz.render.report.text import report_text
 from shardviz.render.schedule.html import schedule_html, schedule_page
@@ -90,6 +92,9 @@ VIEWS: tuple[tuple[type, display.Format, display.View], ...] = (
     (CollectiveTraffic, "text", collective_traffic_text),
     (CollectiveTraffic, "html", collective_traffic_html),
     (CollectiveTraffic, "page", collective_traffic_page),
+    (PhysicalLayout, "text", physical_text),
+    (PhysicalLayout, "html", physical_html),
+    (PhysicalLayout, "page", physical_page),
 )
 
 

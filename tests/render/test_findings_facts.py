@@ -32,8 +32,8 @@ def test_counts_by_severity() -> None:
 
 def test_checks_name_all_ten_kinds() -> None:
     text = checks_str()
-    assert text.startswith("checked for 11 kinds: ")
-    assert text.removeprefix("checked for 11 kinds: ").split(", ") == list(PROGRAM_FINDING_KINDS)
+    assert text.startswith("checked for 12 kinds: ")
+    assert text.removeprefix("checked for 12 kinds: ").split(", ") == list(PROGRAM_FINDING_KINDS)
 
 
 def test_cost_words_by_kind() -> None:

@@ -16,6 +16,7 @@ from shardviz.model import (
     TreeLayout,
     display,
 )
+from shardviz.model.physical import PhysicalLayout
 from shardviz.model.schedule import Schedule
 from shardviz.model.search import Search
 from shardviz.model.side_by_side import TreesOnOneScale
@@ -42,6 +43,7 @@ MODEL_CLASSES = (
     Schedule,
     TreesOnOneScale,
     CollectiveTraffic,
+    PhysicalLayout,
 )
 
 

@@ -9,8 +9,9 @@ from shardviz.model.array import Spec
 from shardviz.model.findings import Finding, Fix
 
 #: What a fix must improve to count as helping: the remats left, the bytes moved per step,
-#: the peak memory per device, or the flops per device.
-Goal = str  # "remats" | "moved" | "peak" | "flops"
+#: the peak memory per device, the flops per device, or the estimated communication time on
+#: the report's target (the bytes moved no more than before).
+Goal = str  # "remats" | "moved" | "peak" | "flops" | "communication"
 
 
 @dataclass(frozen=True)

@@ -49,6 +49,10 @@ def _code(fix: Fix, names: CodeNames) -> str:
     if fix.kind == "constraint":
         leaf = names.inside.get(fix.leaf, fix.leaf.replace("/", "_"))
         return f"{leaf} = jax.lax.with_sharding_constraint({leaf}, {sharding})"
+    if fix.kind == "mesh" and fix.devices:
+        mesh = names.mesh or "mesh"
+        order = ", ".join(str(i) for i in fix.devices)
+        return f"{mesh} = sv.reordered_mesh({mesh}, [{order}])  # then place the arrays on it again"
     if fix.kind == "mesh":
         head = fix.code.split("=", 1)[1].strip() if "=" in fix.code else fix.code
         return f"{names.mesh or 'mesh'} = {head}  # then place the arrays on it again"

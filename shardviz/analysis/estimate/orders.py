@@ -1,0 +1,213 @@
+"""Other orders of a mesh's devices, laid out to suit the physical topology, and their
+estimated communication time.
+
+An order tiles the chips with the mesh: each mesh axis gets a block of the physical grid
+(a factor of each physical axis), and walks it as a ring where it can: a whole axis that
+wraps, or a block of two or more dimensions walked as a closed loop (a 2x2 square, a 2x4
+rectangle: one column kept for the way back). The blocks nest, one mesh axis inside the
+other. Each order is judged by the estimate of the report's own ledger with its groups
+moved to the new devices (the device at each mesh position takes over that position's
+traffic), so the best order is the one the cost model prefers. Pure Python, no jax.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from shardviz.analysis.estimate.placement import Placement, place
+from shardviz.analysis.estimate.step import estimate_collectives
+from shardviz.model.hardware import Target
+from shardviz.model.mesh import MeshLayout
+from shardviz.model.program import Report
+
+#: Orders tried at most (factor assignments x nestings).
+MAX_ORDERS = 256
+#: Seconds the search may take (each order re-estimates the whole ledger).
+BUDGET_SECONDS = 2.0
+
+
+@dataclass(frozen=True)
+class Order:
+    """A device order: ids in row-major mesh order, what it does in words, and the
+    estimated communication seconds per step with it."""
+
+    devices: tuple[int, ...]
+    words: str
+    seconds: float
+
+
+def _factorings(n: int, caps: list[int]) -> Iterator[tuple[int, ...]]:
+    """Ways to write ``n`` as a product of ``len(caps)`` factors, each dividing its cap."""
+    if not caps:
+        if n == 1:
+            yield ()
+        return
+    for f in range(1, caps[0] + 1):
+        if n % f == 0 and caps[0] % f == 0:
+            for rest in _factorings(n // f, caps[1:]):
+                yield (f, *rest)
+
+
+def _assignments(sizes: tuple[int, ...], shape: tuple[int, ...]) -> Iterator[list[tuple[int, ...]]]:
+    """Each mesh axis's block (a factor of each physical axis), the blocks tiling the grid."""
+
+    def go(i: int, left: list[int]) -> Iterator[list[tuple[int, ...]]]:
+        if i == len(sizes):
+            if all(x == 1 for x in left):
+                yield []
+            return
+        for f in _factorings(sizes[i], left):
+            for rest in go(i + 1, [a // b for a, b in zip(left, f, strict=True)]):
+                yield [f, *rest]
+
+    yield from go(0, list(shape))
+
+
+def _snake(dims: list[int]) -> list[tuple[int, ...]]:
+    """Every cell of a block of ``dims``, each one step from the last (boustrophedon)."""
+    if not dims:
+        return [()]
+    inner = _snake(dims[1:])
+    out = []
+    for v in range(dims[0]):
+        part = inner if v % 2 == 0 else inner[::-1]
+        out += [(v, *p) for p in part]
+    return out
+
+
+def block_walk(block: tuple[int, ...]) -> list[tuple[int, ...]]:
+    """A walk through every cell of ``block``, one step apart; a closed loop (the last cell
+    next to the first) when two or more of its dimensions are above 1 and one is even."""
+    live = [a for a, n in enumerate(block) if n > 1]
+    if len(live) < 2:
+        return [tuple(0 if a != live[0] else v for a in range(len(block))) for v in
+                range(block[live[0]])] if live else [tuple(0 for _ in block)]  # fmt: skip
+    first, rest = live[0], live[1:]
+    path = _snake([block[a] for a in rest])  # a path through the other dims
+    if len(path) % 2:
+        first, rest = live[-1], live[:-1]
+        path = _snake([block[a] for a in rest])
+        if len(path) % 2:  # no closed loop: a snake through all of it
+            return [_cell(block, live, p) for p in _snake([block[a] for a in live])]
+    n_first = block[first]
+    cells: list[tuple[int, ...]] = []
+    for j, p in enumerate(path):  # out along `first` (skipping 0), row by row
+        run = range(1, n_first) if j % 2 == 0 else range(n_first - 1, 0, -1)
+        cells += [_cell(block, [first, *rest], (v, *p)) for v in run]
+    cells += [_cell(block, [first, *rest], (0, *p)) for p in reversed(path)]  # and back
+    return cells[-1:] + cells[:-1]  # from the block's first cell
+
+
+def _cell(block: tuple[int, ...], axes: list[int], values: tuple[int, ...]) -> tuple[int, ...]:
+    out = [0] * len(block)
+    for a, v in zip(axes, values, strict=True):
+        out[a] = v
+    return tuple(out)
+
+
+def _chip_grid(mesh: MeshLayout, placement: Placement, target: Target) -> dict | None:
+    """Physical coordinates -> device id, when the mesh fills one slice, one device per
+    chip (TPU: the chip; GPU: (host, GPU)); ``None`` otherwise."""
+    sites = [placement[d] for d in mesh.device_ids]
+    if len({s.slice for s in sites}) != 1:
+        return None
+    if target.kind == "tpu":
+        coords = [s.chip for s in sites]
+        shape = target.shape
+    else:
+        hosts = sorted({s.host for s in sites})
+        coords = [(hosts.index(s.host), *s.chip) for s in sites]
+        shape = (len(hosts), max(c[1] for c in coords) + 1)
+    if len(set(coords)) != len(coords) or len(coords) != math.prod(shape):
+        return None
+    return {"shape": shape, "ids": dict(zip(coords, mesh.device_ids, strict=True))}
+
+
+def candidate_orders(mesh: MeshLayout, placement: Placement, target: Target):
+    """``(device ids in mesh order, words)`` for each tiling of the chips by the mesh."""
+    grid = _chip_grid(mesh, placement, target)
+    if grid is None:
+        return
+    shape, ids = grid["shape"], grid["ids"]
+    names, sizes = mesh.axis_names, mesh.axis_sizes
+    seen: set[tuple[int, ...]] = set()
+    count = 0
+    for blocks in _assignments(sizes, shape):
+        walks = [block_walk(b) for b in blocks]
+        for nest in itertools.permutations(range(len(sizes))):
+            strides = [[0] * len(shape) for _ in sizes]
+            acc = [1] * len(shape)
+            for i in nest:  # the first in `nest` is innermost on every physical axis
+                for p in range(len(shape)):
+                    strides[i][p] = acc[p]
+                    acc[p] *= blocks[i][p]
+            order = []
+            for pos in itertools.product(*(range(s) for s in sizes)):
+                chip = [0] * len(shape)
+                for i, m in enumerate(pos):
+                    cell = walks[i][m]
+                    for p in range(len(shape)):
+                        chip[p] += cell[p] * strides[i][p]
+                order.append(ids[tuple(chip)])
+            key = tuple(order)
+            if key in seen:
+                continue
+            seen.add(key)
+            count += 1
+            yield key, _words(names, blocks, shape, target)
+            if count >= MAX_ORDERS:
+                return
+
+
+def _words(names: tuple[str, ...], blocks: list[tuple[int, ...]], shape, target: Target) -> str:
+    axes = ("host", "gpu") if target.kind != "tpu" else ("x", "y", "z")
+    parts = []
+    for name, block in zip(names, blocks, strict=True):
+        live = [f"{axes[p] if p < len(axes) else p}{n}" for p, n in enumerate(block) if n > 1]
+        if not live:
+            continue
+        whole = (
+            target.kind == "tpu"
+            and len(live) == 1
+            and any(n == shape[p] and target.wraparound[p] and n > 2 for p, n in enumerate(block))
+        )
+        how = "a wraparound ring" if whole else "a closed loop" if len(live) > 1 else "a line"
+        if target.kind != "tpu":
+            how = "inside each host" if block[0] == 1 else "across hosts"
+        parts.append(f"{name!r} on {' x '.join(live)} ({how})")
+    return "; ".join(parts)
+
+
+def seconds_with(report: Report, target: Target, order: tuple[int, ...]) -> float:
+    """The estimated communication seconds per step of ``report``'s ledger with its mesh's
+    devices in ``order`` (row-major mesh order)."""
+    mesh = report.mesh
+    assert mesh is not None
+    placement = place(mesh.reordered(order), target)
+    moved = {old: placement[new] for old, new in zip(mesh.device_ids, order, strict=True)}
+    collectives = estimate_collectives(report.collectives, Placement(moved), target)
+    return sum((c.estimated_seconds or 0.0) * (c.trips or 1) for c in collectives)
+
+
+def best_order(report: Report, target: Target) -> tuple[Order, Order] | None:
+    """The report's own order and the order with the least estimated communication time
+    (``None``: the mesh does not fill one slice with one device per chip, or there is no
+    ledger to judge by)."""
+    mesh = report.mesh
+    if mesh is None or not report.collectives:
+        return None
+    placement = place(mesh, target)
+    now = Order(mesh.device_ids, "as given", seconds_with(report, target, mesh.device_ids))
+    best = now
+    start = time.perf_counter()
+    for order, words in candidate_orders(mesh, placement, target):
+        if time.perf_counter() - start > BUDGET_SECONDS:
+            break
+        s = seconds_with(report, target, order)
+        if s < best.seconds * (1 - 1e-9):
+            best = Order(order, words, s)
+    return now, best

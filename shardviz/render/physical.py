@@ -1,0 +1,469 @@
+"""The views of :class:`~shardviz.model.physical.PhysicalLayout` (``sv.physical(report)``):
+the mesh on the physical chips, each axis's rings drawn on the links, the load per link.
+
+:func:`physical_facts` computes what both views show, once: each axis's line (its shape,
+the hops of its first ring), the busiest links, the totals. The text view prints them with
+the chips as a grid of device ids (one panel per z); the HTML view draws the chips (TPU:
+one SVG panel per z, x across, y down, wraparound links as arcs round the edge; GPU: one box
+per host with its GPUs in a row), every link coloured and thickened by its load, and each
+axis's rings as coloured strokes (dashed where a step is several hops).
+
+Testable hooks: ``<div class="sv-root sv-physical" data-target="…">``; each panel ``<svg
+class="sv-chips" data-z="…">`` (GPU: ``data-host``); each chip ``<g class="sv-chip"
+data-device="…" data-chip="x,y[,z]">``; each link ``<line|path class="sv-link" data-kind=
+"ici|wrap|nvlink|network" data-bytes="…" data-link="a|b">``; each ring step ``<path
+class="sv-ring" data-axis="…">``; the busiest links ``<table class="sv-busiest">``; each axis
+``<li class="sv-axis" data-axis="…" data-shape="…">``.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from dataclasses import dataclass
+
+from shardviz.model.physical import LINK_RULE, AxisRings, LinkLoad, PhysicalLayout
+from shardviz.model.units import format_bytes, format_seconds
+from shardviz.render.html import CSS, SANS, page
+from shardviz.render.svg import esc, svg_num, svg_text
+from shardviz.render.table import aligned_table
+
+#: One colour per mesh axis, in mesh order (then repeat).
+AXIS_COLORS = ("#0969da", "#cf222e", "#1a7f37", "#8250df", "#bf8700", "#1b7c83")
+#: Busiest links listed.
+BUSIEST = 8
+#: Rings drawn per axis at most (the rest said in words).
+MAX_RINGS = 64
+#: Chip cell size and the gap between chips, px.
+CELL = 46.0
+GAP = 30.0
+WIDTH = 96
+
+_CSS = (
+    f".sv-physical .sv-chips{{margin:6px 12px 6px 0;font:11px {SANS}}}"
+    ".sv-physical .sv-chip rect{fill:#fff;stroke:#8c959f}"
+    ".sv-physical .sv-chip text{fill:#1b1f24;text-anchor:middle}"
+    ".sv-physical .sv-link{fill:none;stroke-linecap:round}"
+    ".sv-physical .sv-ring{fill:none;stroke-width:2;opacity:.85}"
+    ".sv-physical .sv-host>rect{fill:#f6f8fa;stroke:#57606a}"
+    ".sv-physical .sv-panels{display:flex;flex-wrap:wrap}"
+    ".sv-physical table{border-collapse:collapse;font-size:12px}"
+    ".sv-physical td,.sv-physical th{padding:1px 8px;text-align:left}"
+    ".sv-physical .sv-swatch{display:inline-block;width:14px;height:4px;margin-right:6px;"
+    "vertical-align:middle}"
+    ".sv-physical .sv-rule{color:#57606a;max-width:720px;font-size:12px}"
+)
+
+
+@dataclass(frozen=True)
+class AxisLine:
+    """One mesh axis as the views say it."""
+
+    axis: str
+    size: int
+    shape: str
+    words: str
+    color: str
+    first_ring: str
+    ledger_bytes: int
+    link_bytes: int
+    wraps: bool
+
+
+@dataclass(frozen=True)
+class PhysicalFacts:
+    """What both views show, computed once."""
+
+    title: str
+    axes: tuple[AxisLine, ...]
+    busiest: tuple[LinkLoad, ...]
+    totals: tuple[str, ...]
+
+
+def axis_color(i: int) -> str:
+    return AXIS_COLORS[i % len(AXIS_COLORS)]
+
+
+def _ring_text(a: AxisRings) -> str:
+    if not a.rings:
+        return ""
+    r = a.rings[0]
+    steps = " ".join(f"d{d} →{h}" for d, h in zip(r.devices, r.hops, strict=True))
+    return f"{steps} d{r.devices[0]}  (→n: n hops)"
+
+
+def physical_facts(p: PhysicalLayout) -> PhysicalFacts:
+    """The figures and words both views show."""
+    colors = {name: axis_color(i) for i, name in enumerate(p.mesh.axis_names)}
+    axes = tuple(
+        AxisLine(
+            a.axis,
+            a.size,
+            a.shape,
+            a.words,
+            colors.get(a.axis, "#57606a"),
+            _ring_text(a),
+            a.ledger_bytes,
+            a.link_bytes,
+            a.wraps,
+        )  # fmt: skip
+        for a in p.axes
+    )
+    totals = [
+        f"links carry {format_bytes(p.link_bytes)} per step; the ledger moves "
+        f"{format_bytes(p.ledger_bytes)} (summed over devices): "
+        + (
+            f"{p.link_bytes / p.ledger_bytes:.2f} hops per byte"
+            if p.ledger_bytes
+            else "nothing moves"
+        ),
+        f"crossing hosts: {format_bytes(p.cross_host_bytes)}; on the network/DCN: "
+        f"{format_bytes(p.network_bytes)}",
+    ]
+    if p.collective_seconds is not None:
+        totals.append(f"estimated communication: {format_seconds(p.collective_seconds)} per step")
+    where = f" of {p.function}" if p.function else ""
+    return PhysicalFacts(
+        title=f"Mesh on the chips{where} · {p.target.label}",
+        axes=axes,
+        busiest=p.busiest(BUSIEST),
+        totals=tuple(totals),
+    )
+
+
+def _by_axis(link: LinkLoad) -> str:
+    return ", ".join(f"{a} {format_bytes(b)}" for a, b in link.by_axis)
+
+
+# ----- text -----
+
+
+def _grid_text(p: PhysicalLayout) -> list[str]:
+    """The chips as grids of device ids: x across, y down, one block per z (TPU); one line
+    per host (GPU)."""
+    lines: list[str] = []
+    if p.target.kind != "tpu":
+        hosts: dict[tuple[int, int], list[tuple[int, int]]] = {}
+        for c in p.chips:
+            hosts.setdefault((c.slice, c.host), []).append((c.chip[0], c.device))
+        for (sl, h), gpus in sorted(hosts.items()):
+            ids = " ".join(f"d{d:<3}" for _, d in sorted(gpus))
+            lines.append(f"  host {h}{f' (slice {sl})' if sl else ''}: {ids}")
+        return lines
+    shape = p.target.shape
+    by_chip = {(c.slice, *c.chip): c.device for c in p.chips}
+    slices = sorted({c.slice for c in p.chips})
+    nz = shape[2] if len(shape) > 2 else 1
+    for sl in slices:
+        for z in range(nz):
+            head = []
+            if len(slices) > 1:
+                head.append(f"slice {sl}")
+            if len(shape) > 2:
+                head.append(f"z={z}")
+            if head:
+                lines.append("  " + ", ".join(head))
+            lines.append("       " + "".join(f"x={x:<4}" for x in range(shape[0])))
+            for y in range(shape[1] if len(shape) > 1 else 1):
+                row = []
+                for x in range(shape[0]):
+                    key = (sl, x, y, z)[: 1 + len(shape)]
+                    d = by_chip.get(key)
+                    row.append(f"d{d:<4}" if d is not None else "·    ")
+                lines.append(f"  y={y:<3}" + " ".join(row))
+    return lines
+
+
+def physical_text(p: PhysicalLayout) -> str:
+    """The layout in words: each axis's rings, the chips, the busiest links, the rule."""
+    f = physical_facts(p)
+    out = [f.title, ""]
+    rows = [
+        [
+            repr(a.axis),
+            str(a.size),
+            a.shape + (" (wraps)" if a.wraps else ""),
+            format_bytes(a.ledger_bytes),
+            format_bytes(a.link_bytes),
+        ]  # fmt: skip
+        for a in f.axes
+    ]
+    if rows:
+        out += aligned_table(["axis", "size", "rings", "ledger", "on links"], rows, {1, 3, 4}, "  ")
+        for a in f.axes:
+            out.append(f"  {a.axis!r}: {a.words}")
+            out.append(f"    first ring: {a.first_ring}")
+    else:
+        out.append("  no mesh axis of 2 or more devices")
+    out += ["", "Chips (device at each chip)"] + _grid_text(p)
+    out += ["", "Busiest links"]
+    if f.busiest:
+        out += aligned_table(
+            ["link", "kind", "bytes/step", "by axis"],
+            [[x.label, x.kind, format_bytes(x.bytes), _by_axis(x)] for x in f.busiest],
+            {2},
+            "  ",
+        )
+    else:
+        out.append("  none: no collective moves bytes between chips")
+    out += ["", *f.totals, ""]
+    out += textwrap.wrap("Rule: " + LINK_RULE, WIDTH)
+    if p.notes:
+        out += ["", "Notes"] + [f"  - {n}" for n in p.notes]
+    return "\n".join(out)
+
+
+# ----- HTML -----
+
+
+def _load_style(nbytes: int, top: int) -> tuple[str, float]:
+    """A link's colour and width by its share of the busiest link's bytes."""
+    if nbytes <= 0 or top <= 0:
+        return "#d0d7de", 1.5
+    share = nbytes / top
+    light, dark = (253, 208, 162), (165, 0, 38)
+    rgb = tuple(round(a + (b - a) * share) for a, b in zip(light, dark, strict=True))
+    return "#" + "".join(f"{v:02x}" for v in rgb), 2.0 + 6.0 * share
+
+
+def _link_attrs(link: LinkLoad, top: int) -> str:
+    color, width = _load_style(link.bytes, top)
+    ends = ",".join(map(str, link.a)) + "|" + ",".join(map(str, link.b))
+    title = f"{link.label} {link.kind}: {format_bytes(link.bytes)} per step"
+    if link.by_axis:
+        title += f" ({_by_axis(link)})"
+    return (
+        f' class="sv-link" data-kind="{esc(link.kind)}" data-bytes="{link.bytes}" '
+        f'data-link="{esc(ends)}" stroke="{color}" stroke-width="{svg_num(width)}"'
+        f"><title>{esc(title)}</title>"
+    )
+
+
+def _tpu_panels(p: PhysicalLayout) -> list[str]:
+    shape = p.target.shape
+    nx = shape[0]
+    ny = shape[1] if len(shape) > 1 else 1
+    nz = shape[2] if len(shape) > 2 else 1
+    pitch = CELL + GAP
+    margin = 24.0
+    w, h = margin * 2 + nx * pitch - GAP, margin * 2 + ny * pitch - GAP
+
+    def center(x: int, y: int) -> tuple[float, float]:
+        return margin + x * pitch + CELL / 2, margin + y * pitch + CELL / 2
+
+    top = p.max_link_bytes
+    by_chip = {(c.slice, *c.chip): c.device for c in p.chips}
+    slices = sorted({c.slice for c in p.chips})
+    colors = {name: axis_color(i) for i, name in enumerate(p.mesh.axis_names)}
+    site = {c.device: (c.slice, *c.chip) for c in p.chips}
+    panels = []
+    for sl in slices:
+        for z in range(nz):
+
+            def here(e: tuple[int, ...], sl: int = sl, z: int = z) -> bool:
+                return e[0] == sl and (len(e) < 4 or e[3] == z)
+
+            parts = []
+            for link in p.links:
+                if link.kind not in ("ici", "wrap") or not (here(link.a) and here(link.b)):
+                    continue
+                (ax, ay), (bx, by) = (
+                    center(link.a[1], link.a[2] if len(link.a) > 2 else 0),
+                    center(link.b[1], link.b[2] if len(link.b) > 2 else 0),
+                )
+                if link.kind == "wrap":
+                    # an arc round the outside of the grid
+                    if ay == by:
+                        path = (f"M{svg_num(ax)},{svg_num(ay - CELL / 2)} C{svg_num(ax)},"
+                                f"{svg_num(ay - CELL)} {svg_num(bx)},{svg_num(by - CELL)} "
+                                f"{svg_num(bx)},{svg_num(by - CELL / 2)}")  # fmt: skip
+                    else:
+                        path = (f"M{svg_num(ax - CELL / 2)},{svg_num(ay)} C{svg_num(ax - CELL)},"
+                                f"{svg_num(ay)} {svg_num(bx - CELL)},{svg_num(by)} "
+                                f"{svg_num(bx - CELL / 2)},{svg_num(by)}")  # fmt: skip
+                    parts.append(
+                        f'<path d="{path}" stroke-dasharray="5 3"{_link_attrs(link, top)}</path>'
+                    )
+                else:
+                    parts.append(
+                        f'<line x1="{svg_num(ax)}" y1="{svg_num(ay)}" x2="{svg_num(bx)}" '
+                        f'y2="{svg_num(by)}"{_link_attrs(link, top)}</line>'
+                    )
+            for y in range(ny):
+                for x in range(nx):
+                    key = (sl, x, y, z)[: 1 + len(shape)]
+                    d = by_chip.get(key)
+                    cx, cy = center(x, y)
+                    chip = ",".join(map(str, key[1:]))
+                    label = f"d{d}" if d is not None else "·"
+                    parts.append(
+                        f'<g class="sv-chip" data-device="{"" if d is None else d}" '
+                        f'data-chip="{chip}"><title>chip ({esc(chip)}): {esc(label)}</title>'
+                        f'<rect x="{svg_num(cx - CELL / 2)}" y="{svg_num(cy - CELL / 2)}" '
+                        f'width="{svg_num(CELL)}" height="{svg_num(CELL)}" rx="4"/>'
+                        + svg_text(cx, cy + 4, label, "sv-chiplabel")
+                        + "</g>"
+                    )
+            # each axis's rings, offset a little per axis so they do not hide each other
+            for i, a in enumerate(p.axes):
+                off = (i - (len(p.axes) - 1) / 2) * 5.0
+                for ring in a.rings[:MAX_RINGS]:
+                    n = len(ring.devices)
+                    for k in range(n):
+                        s, t = site[ring.devices[k]], site[ring.devices[(k + 1) % n]]
+                        if not (here(s) and here(t)) or (n == 2 and k == 1):
+                            continue
+                        (sx, sy), (tx, ty) = (
+                            center(s[1], s[2] if len(s) > 2 else 0),
+                            center(t[1], t[2] if len(t) > 2 else 0),
+                        )
+                        dash = ' stroke-dasharray="2 3"' if ring.hops[k] > 1 else ""
+                        sx, sy, tx, ty = sx + off, sy + off, tx + off, ty + off
+                        step = f"L{svg_num(tx)},{svg_num(ty)}"
+                        if ring.hops[k] == 1 and abs(sx - tx) > pitch * 1.5:  # x wraparound
+                            lift = min(sy, ty) - CELL * 0.9
+                            step = (f"C{svg_num(sx)},{svg_num(lift)} {svg_num(tx)},"
+                                    f"{svg_num(lift)} {svg_num(tx)},{svg_num(ty)}")  # fmt: skip
+                        elif ring.hops[k] == 1 and abs(sy - ty) > pitch * 1.5:  # y wraparound
+                            side = min(sx, tx) - CELL * 0.9
+                            step = (f"C{svg_num(side)},{svg_num(sy)} {svg_num(side)},"
+                                    f"{svg_num(ty)} {svg_num(tx)},{svg_num(ty)}")  # fmt: skip
+                        parts.append(
+                            f'<path class="sv-ring" data-axis="{esc(a.axis)}" '
+                            f'd="M{svg_num(sx)},{svg_num(sy)} {step}" '
+                            f'stroke="{colors.get(a.axis, "#57606a")}"{dash}>'
+                            f"<title>{esc(a.axis)}: {ring.hops[k]} hop(s)</title></path>"
+                        )
+            cap = []
+            if len(slices) > 1:
+                cap.append(f"slice {sl}")
+            if nz > 1:
+                cap.append(f"z = {z}")
+            caption = svg_text(margin, 14, ", ".join(cap) or "x →, y ↓", "sv-cap")
+            panels.append(
+                f'<svg class="sv-chips" data-z="{z}" data-slice="{sl}" width="{svg_num(w)}" '
+                f'height="{svg_num(h)}" viewBox="0 0 {svg_num(w)} {svg_num(h)}">'
+                + caption
+                + "".join(parts)
+                + "</svg>"
+            )
+    return panels
+
+
+def _gpu_panels(p: PhysicalLayout) -> list[str]:
+    hosts: dict[tuple[int, int], list[tuple[int, int]]] = {}
+    for c in p.chips:
+        hosts.setdefault((c.slice, c.host), []).append((c.chip[0], c.device))
+    keys = sorted(hosts)
+    per = max(len(v) for v in hosts.values())
+    pitch, box_h, gap = CELL + 10, CELL + 70, 40.0
+    w = 20 + per * pitch + 20
+    h = len(keys) * (box_h + gap)
+    top = p.max_link_bytes
+    colors = {name: axis_color(i) for i, name in enumerate(p.mesh.axis_names)}
+    pos: dict[int, tuple[float, float]] = {}
+    parts = []
+    for r, key in enumerate(keys):
+        y0 = r * (box_h + gap)
+        parts.append(
+            f'<g class="sv-host" data-host="{key[1]}"><rect x="4" y="{svg_num(y0 + 4)}" '
+            f'width="{svg_num(w - 8)}" height="{svg_num(box_h)}" rx="6"/>'
+            + svg_text(12, y0 + 18, f"host {key[1]}", "sv-cap")
+            + "</g>"
+        )
+        for local, d in sorted(hosts[key]):
+            cx, cy = 20 + local * pitch + CELL / 2, y0 + box_h - CELL / 2 - 6
+            pos[d] = (cx, cy)
+            parts.append(
+                f'<g class="sv-chip" data-device="{d}" data-chip="{local}">'
+                f'<rect x="{svg_num(cx - CELL / 2)}" y="{svg_num(cy - CELL / 2)}" '
+                f'width="{svg_num(CELL)}" height="{svg_num(CELL)}" rx="4"/>'
+                + svg_text(cx, cy + 4, f"d{d}", "sv-chiplabel")
+                + "</g>"
+            )
+    gpu_of = {(c.slice, c.host, *c.chip): c.device for c in p.chips}
+    host_row = {k: i for i, k in enumerate(keys)}
+    for link in p.links:
+        if link.kind == "nvlink":
+            ga, gb = gpu_of.get(link.a), gpu_of.get(link.b)
+            if ga is None or gb is None:
+                continue
+            (ax, ay), (bx, by) = pos[ga], pos[gb]
+            lift = 10 + abs(bx - ax) / 6
+            arc = (f"M{svg_num(ax)},{svg_num(ay - CELL / 2)} Q{svg_num((ax + bx) / 2)},"
+                 f"{svg_num(ay - CELL / 2 - lift)} {svg_num(bx)},{svg_num(by - CELL / 2)}")  # fmt: skip
+            parts.append(f'<path d="{arc}"{_link_attrs(link, top)}</path>')
+        elif link.kind in ("network", "dcn") and len(link.a) == 2:
+            ra, rb = host_row.get((link.a[0], link.a[1])), host_row.get((link.b[0], link.b[1]))
+            if ra is None or rb is None:
+                continue
+            x = w - 14
+            y1, y2 = ra * (box_h + gap) + box_h / 2, rb * (box_h + gap) + box_h / 2
+            parts.append(
+                f'<line x1="{svg_num(x)}" y1="{svg_num(y1)}" x2="{svg_num(x)}" '
+                f'y2="{svg_num(y2)}"{_link_attrs(link, top)}</line>'
+            )
+    for i, ax_rings in enumerate(p.axes):
+        off = (i - (len(p.axes) - 1) / 2) * 5.0
+        for ring in ax_rings.rings[:MAX_RINGS]:
+            n = len(ring.devices)
+            for k in range(n):
+                if n == 2 and k == 1:
+                    continue
+                (sx, sy), (tx, ty) = pos[ring.devices[k]], pos[ring.devices[(k + 1) % n]]
+                dash = ' stroke-dasharray="2 3"' if abs(sy - ty) > 1 else ""
+                parts.append(
+                    f'<path class="sv-ring" data-axis="{esc(ax_rings.axis)}" '
+                    f'd="M{svg_num(sx)},{svg_num(sy + CELL / 2 + 4 + off)} '
+                    f'L{svg_num(tx)},{svg_num(ty + CELL / 2 + 4 + off)}" '
+                    f'stroke="{colors.get(ax_rings.axis, "#57606a")}"{dash}>'
+                    f"<title>{esc(ax_rings.axis)}</title></path>"
+                )
+    return [
+        f'<svg class="sv-chips" data-host="all" width="{svg_num(w)}" height="{svg_num(h)}" '
+        f'viewBox="0 0 {svg_num(w)} {svg_num(h)}">' + "".join(parts) + "</svg>"
+    ]
+
+
+def physical_html(p: PhysicalLayout) -> str:
+    """The chips drawn, each axis's rings on the links, the busiest links, the rule."""
+    f = physical_facts(p)
+    axes = "".join(
+        f'<li class="sv-axis" data-axis="{esc(a.axis)}" data-shape="{esc(a.shape)}">'
+        f'<span class="sv-swatch" style="background:{a.color}"></span><b>{esc(repr(a.axis))}</b>'
+        f" ({a.size}): {esc(a.words)}{' · over wraparound links' if a.wraps else ''} · "
+        f"ledger {esc(format_bytes(a.ledger_bytes))}, on links "
+        f"{esc(format_bytes(a.link_bytes))}</li>"
+        for a in f.axes
+    )
+    panels = _tpu_panels(p) if p.target.kind == "tpu" else _gpu_panels(p)
+    rows = "".join(
+        f"<tr><td>{esc(x.label)}</td><td>{esc(x.kind)}</td><td>{esc(format_bytes(x.bytes))}"
+        f"</td><td>{esc(_by_axis(x))}</td></tr>"
+        for x in f.busiest
+    )
+    busiest = (
+        '<table class="sv-busiest"><tr><th>busiest links</th><th>kind</th><th>bytes/step</th>'
+        f"<th>by axis</th></tr>{rows}</table>"
+        if rows
+        else '<p class="sv-busiest">no collective moves bytes between chips</p>'
+    )
+    totals = "".join(f"<div>{esc(t)}</div>" for t in f.totals)
+    if p.target.kind == "tpu" and len(p.target.shape) > 2:
+        totals += "<div>links along z join the panels: listed above when busy, not drawn</div>"
+    notes = "".join(f"<li>{esc(n)}</li>" for n in p.notes)
+    return (
+        f'<div class="sv-root sv-physical" data-target="{esc(p.target.name)}">'
+        f"<style>{CSS.replace(chr(10), '')}{_CSS}</style>"
+        f'<div class="sv-head"><b>{esc(f.title)}</b></div>'
+        f'<ul class="sv-axes">{axes}</ul>'
+        f'<div class="sv-panels">{"".join(panels)}</div>'
+        f"{busiest}<div class='sv-totals'>{totals}</div>"
+        f'<p class="sv-rule">Rule: {esc(LINK_RULE)}</p>'
+        + (f'<ul class="sv-notes">{notes}</ul>' if notes else "")
+        + "</div>"
+    )
+
+
+def physical_page(p: PhysicalLayout) -> str:
+    """The layout as one self-contained offline HTML document."""
+    return page(f"shardviz: {p.function} on {p.target.label}", [physical_html(p)])
