@@ -6,15 +6,22 @@ spec and its optimizer state's) on a mesh:
 
 1. **Seeds.** Every built-in strategy (or the ``strategies`` given), read onto the mesh in
    every way its axes fit (DP over each axis and over all of them, Megatron's ``model`` on
-   either axis...), deduplicated, those needing the fewest bytes per device first; seeds that
+   either axis...), and the program's own structure (:mod:`.structure`: each mesh axis given
+   to the batch or to one link of dims the jaxpr joins, such as ``w1``'s columns with
+   ``w2``'s rows), deduplicated, those needing the fewest bytes per device first; seeds that
    leave a mesh axis idle (every device on it repeats the work) wait until the descents
    from the others have converged.
-2. **Descent.** From the best plan so far, each knob in turn is changed one step (one mesh
-   axis moved, the batch split otherwise, the optimizer state split ZeRO-style or not); the
-   first change that ranks better is kept, and the sweeps go on until none helps. Then the
-   descent starts again from the next-best seed not yet descended from.
+2. **Descent, best first.** From the best plan not yet descended from, each knob in turn is
+   changed one step (one mesh axis moved: onto a link's dims of several leaves at once, or
+   one leaf's; the batch split; the optimizer state split ZeRO-style or not); the first
+   change that ranks better is kept, and the sweeps go on until none helps. Then the descent
+   starts again from the best plan among the top :data:`BEAM` not yet descended from, until
+   every one of them has been (converged) or the budget runs out.
 
-Nothing is compiled twice, and an assignment whose arguments alone need more than the memory
+When the arguments' names mark no parameters (``mlp(x, w1, w2)``), the leaves the program
+uses as weights (:mod:`.structure`) are searched as parameters.
+
+Nothing is compiled twice (two choices giving the same specs compile once), and an assignment whose arguments alone need more than the memory
 limit is skipped without compiling. Every plan is compiled compile-only (``explain(fn,
 *ShapeDtypeStructs, run=False)``), and ranked by :mod:`.search_rank`'s rule. At ``budget_s``
 the search stops and returns what it has, saying so.
@@ -38,6 +45,7 @@ from shardviz.model.search import Plan, Search
 from shardviz.model.units import format_bytes, format_seconds
 from shardviz.strategies.candidates import (
     Choice,
+    Leaf,
     Space,
     mapping_words,
     role_mappings,
@@ -49,7 +57,11 @@ from shardviz.strategies.search.progress import Progress, compiler_quiet, progre
 from shardviz.strategies.search.rank import better, ranked, ranking_words
 from shardviz.strategies.search.rules import rule_set_of
 
-__all__ = ["SuggestedPlan", "SuggestedSearch", "memory_bytes", "suggest"]
+__all__ = ["BEAM", "SuggestedPlan", "SuggestedSearch", "memory_bytes", "suggest"]
+
+#: How many of the best plans the search keeps descending from (a beam): it stops, converged,
+#: when each of the top ``BEAM`` plans has been descended from and no move ranked better.
+BEAM = 3
 
 _UNITS = {
     "": 1, "b": 1,
@@ -181,6 +193,7 @@ class _Runner:
         self.plans: list[SuggestedPlan] = []
         self.choice_of: dict[str, Choice] = {}
         self.seen: set[Choice] = set()
+        self.seen_specs: set[tuple] = set()
         self.skipped = 0
         self.least_skipped: int | None = None
         self.ran_out = False
@@ -188,6 +201,7 @@ class _Runner:
         self.target_name = ""
         self._last = 0.0
         self.with_target = inputs.target is not None
+        self.kept_batch: tuple[str, ...] | None = None
 
     def elapsed(self) -> float:
         return time.monotonic() - self.start
@@ -212,8 +226,12 @@ class _Runner:
             need = self.space.argument_bytes(choice)
             self.least_skipped = min(self.least_skipped or need, need)
             return None
-        self._check_time()
         specs = self.space.specs(choice)
+        key = tuple(sorted(specs.items()))
+        if key in self.seen_specs:
+            return None
+        self._check_time()
+        self.seen_specs.add(key)
         label = f"#{len(self.plans) + 1}"
         began = time.monotonic()
         rules = rule_set_of(specs, self.inputs.jmesh.axis_names)
@@ -297,19 +315,36 @@ _SEED_NAMES = ("dp", "zero2", "zero1", "zero3", "tp", "2d", "sp", "ep")
 
 def _seeds(space: Space, strategies: Sequence[str | RuleSet] | None) -> list[tuple[Choice, str]]:
     """The starting choices: each strategy on each reading of its axes, deduplicated, plus
-    replicated parameters with the batch split over every axis; ordered so that choices
-    with idle axes, then those needing the most bytes per device, come last."""
+    replicated parameters with the batch split over every axis, plus the structure's (unless
+    ``strategies`` is empty); ordered so that choices with idle axes come last, the
+    structure's first guess first, then those needing the fewest bytes per device."""
     names = _SEED_NAMES if strategies is None else strategies
     seeds: dict[Choice, str] = {}
+    # With the data kept as placed (one batch choice), every seed takes its batch split.
+    kept = space.batch_choices[0] if len(space.batch_choices) == 1 else None
     for s in names:
         rule_set = get_rule_set(s)
         for mapping in role_mappings(rule_set, space.axes):
-            choice = space.from_rule_set(rule_set, mapping)
+            choice = space.from_rule_set(rule_set, mapping, any_batch=kept is not None)
+            if choice is not None and kept is not None:
+                choice = dataclasses.replace(choice, batch=kept)
             if choice is not None and choice not in seeds:
                 seeds[choice] = f"strategy {rule_set.name!r} ({mapping_words(mapping)})"
     plain = space.replicated(space.batch_choices[0] if space.batch_choices else ())
     seeds.setdefault(plain, "parameters replicated, batch split over every axis it divides")
-    order = sorted(seeds, key=lambda c: (space.idle_ways(c), space.argument_bytes(c)))
+    structural: list[Choice] = []
+    for choice, how in space.link_seeds() if strategies is None or strategies else ():
+        if kept is not None and choice.batch != kept:
+            choice, how = dataclasses.replace(choice, batch=kept), how.rpartition(";")[0]
+        if not structural and choice in seeds:  # the first guess, named by the structure
+            how = f"{how} (as {seeds[choice]})"
+        seeds[choice] = seeds[choice] if structural and choice in seeds else how
+        structural.append(choice)
+    # The expert's first guess (the batch on one axis, Megatron's split on another) first.
+    lead = set(structural[:1])
+    order = sorted(
+        seeds, key=lambda c: (space.idle_ways(c), c not in lead, space.argument_bytes(c))
+    )
     return [(c, seeds[c]) for c in order]
 
 
@@ -345,7 +380,8 @@ def suggest(
             ranked by their estimated step there. Without one see :mod:`.search_rank`.
         budget_s: seconds to search; at the end the best plan so far is returned.
         strategies: the seeds (built-in names or rule sets); default every built-in one.
-            ``()`` starts from replicated parameters alone.
+            Beside them the program's structure seeds the search (Megatron's split read from
+            the jaxpr, and the like); ``()`` starts from replicated parameters alone.
         optimizer: the model's optimizer (model only; default Adam).
         progress: show progress (a bar in a notebook, a line on a terminal), or an object
             with ``update``/``finish`` (see :mod:`.search_progress`).
@@ -362,26 +398,53 @@ def suggest(
             all (the first compiler error, which names the cause).
     """
     limit = memory_bytes(memory_limit)
+    if isinstance(budget_s, bool) or not isinstance(budget_s, int | float) or budget_s <= 0:
+        raise ShardvizError(
+            problem(
+                f"budget_s={budget_s!r}",
+                "the search needs time to compile at least one plan",
+                "give a positive number of seconds (budget_s=60); a plan compiles in about "
+                "a second on small models",
+            )
+        )
     seeds_from = None if strategies is None else [get_rule_set(s) for s in strategies]
     inputs = search_inputs(fn, args, mesh, optimizer, target, seed)
     jm = inputs.jmesh
     axes = dict(
         zip((str(a) for a in jm.axis_names), (int(n) for n in jm.devices.shape), strict=True)
     )
-    space = Space(inputs.leaves(), axes)
+    structure = inputs.structure()
+    leaves = _with_weights(inputs.leaves(), structure.weights if structure else frozenset())
+    links = [(k.dims, k.reduced) for k in structure.links] if structure is not None else []
+    space = Space(leaves, axes, links)
+    kept = inputs.placed_batch({x.path for x in leaves if x.role == "batch"})
+    if kept is not None and kept in space.batch_choices:
+        space.batch_choices = [kept]  # the data as placed: only the parameters are searched
     seeds = _seeds(space, seeds_from)
     with compiler_quiet() as terminal:
         reporter = progress_for(progress, terminal)
         runner = _Runner(space, inputs, limit, float(budget_s), reporter)
+        runner.kept_batch = space.batch_choices[0] if kept is not None else None
         _walk(runner, seeds)
         return _result(runner, inputs, float(budget_s), reporter)
 
 
+def _with_weights(leaves: list[Leaf], weights: frozenset[str]) -> list[Leaf]:
+    """``leaves`` with those the program uses as weights searched as parameters, when no
+    argument's name marks parameters (``mlp(x, w1, w2)``); names win otherwise."""
+    if any(x.role == "params" for x in leaves):
+        return leaves
+    return [
+        dataclasses.replace(x, role="params") if x.role == "batch" and x.path in weights else x
+        for x in leaves
+    ]
+
+
 def _walk(runner: _Runner, seeds: list[tuple[Choice, str]]) -> None:
-    """Compile the seeds that use every mesh axis, then descend from the best plan, then
-    from each next-best seed, until every start has converged; then the same with the seeds
-    that leave an axis idle (they duplicate work, so they rarely win). Stops when the budget
-    runs out."""
+    """Compile the seeds that use every mesh axis, then descend from the best plan not yet
+    descended from among the top :data:`BEAM`, until each of them has been; then the same
+    with the seeds that leave an axis idle (they duplicate work, so they rarely win). Stops
+    when the budget runs out."""
     descended: set[str] = set()
     busy = [s for s in seeds if runner.space.idle_ways(s[0]) == 1]
     idle = [s for s in seeds if runner.space.idle_ways(s[0]) > 1]
@@ -389,25 +452,15 @@ def _walk(runner: _Runner, seeds: list[tuple[Choice, str]]) -> None:
         for batch in (busy, idle):
             for choice, how in batch:
                 runner.try_choice(choice, how)
-            seed_set = {c for c, _ in seeds}
-            seed_labels = {label for label, c in runner.choice_of.items() if c in seed_set}
             while True:
-                starts = [
-                    p for p in runner.ranked()
-                    if p.compiled and p.label in seed_labels | {_best_label(runner)}
-                    and p.label not in descended
-                ]  # fmt: skip
+                beam = [p for p in runner.ranked() if p.compiled][:BEAM]
+                starts = [p for p in beam if p.label not in descended]
                 if not starts:
                     break
                 descended.add(starts[0].label)
                 runner.descend(starts[0])
     except _OutOfTime:
         return
-
-
-def _best_label(runner: _Runner) -> str:
-    best = runner.best()
-    return best.label if best is not None else ""
 
 
 def _result(
@@ -423,16 +476,37 @@ def _result(
         memory_limit=runner.limit, target=runner.target_name if runner.with_target else "",
         budget_seconds=budget, elapsed_seconds=runner.elapsed(),
         budget_ran_out=runner.ran_out, skipped=runner.skipped,
-        roles={name: argument_role(name) for name in inputs.named}, notes=tuple(notes),
+        roles=_roles(runner.space, inputs), notes=tuple(notes),
+        stopped=_stopped(runner, plans),
     )  # fmt: skip
     object.__setattr__(search, "_inputs", inputs)
     best = search.best
     reporter.finish(
         f"{search.tried} plans tried in {search.elapsed_seconds:.0f} s"
-        + (" (budget ran out)" if search.budget_ran_out else "")
+        + f" (stopped: {search.stopped})"
         + (f"; best: {_summary(best)}" if best is not None else "; no plan fits")
     )
     return search
+
+
+def _roles(space: Space, inputs: SearchInputs) -> dict[str, str]:
+    """Argument name -> role, as searched (an argument whose leaves were all read as weights
+    is ``params``)."""
+    out = {}
+    for name in inputs.named:
+        roles = {x.role for x in space.leaves if x.arg == name}
+        out[name] = roles.pop() if len(roles) == 1 else argument_role(name)
+    return out
+
+
+def _stopped(runner: _Runner, plans: list[SuggestedPlan]) -> str:
+    """Why the search stopped, in one word: ``budget``, ``memory`` (no assignment fits the
+    limit), or ``converged``."""
+    if runner.ran_out:
+        return "budget"
+    if not plans or not any(p.compiled and p.fits is not False for p in plans):
+        return "memory"
+    return "converged"
 
 
 def _notes(runner: _Runner, plans: list[SuggestedPlan], budget: float) -> list[str]:
@@ -469,6 +543,21 @@ def _notes(runner: _Runner, plans: list[SuggestedPlan], budget: float) -> list[s
             f"{len(failed)} plan{'s' if len(failed) != 1 else ''} did not compile (listed last "
             "with the compiler's words)"
         )
+    batch = [x.path for x in runner.space.leaves if x.role == "batch" and x.shape]
+    if runner.kept_batch is not None and batch:
+        notes.append(
+            f"the data ({', '.join(batch)}) kept as placed, dim 0 over "
+            f"{', '.join(repr(a) for a in runner.kept_batch) or 'nothing'}: only the other "
+            "leaves were searched; pass the data unplaced (a ShapeDtypeStruct without a "
+            "sharding) to search its split too"
+        )
+    weights = [x.path for x in runner.space.leaves if x.role == "params" and x.arg == x.path]
+    if (
+        weights
+        and runner.inputs.model is None
+        and not any(argument_role(x.arg) == "params" for x in runner.space.leaves)
+    ):
+        notes.append(f"searched as weights, by how the program uses them: {', '.join(weights)}")
     if runner.inputs.model is None:
         notes.append(
             "a plan's rules (plan.rules) put gradients like the optimizer state; in this "
