@@ -15,6 +15,7 @@ from shardviz.errors import ShardvizError
 from shardviz.strategies.search.rank import bests, rank_key
 from shardviz.strategies.search.structure import read_structure
 from shardviz.strategies.search.suggestions import SuggestedSearch, suggest
+from shardviz.strategies.zoo import get_model
 
 #: What the one-knob descent settled on for the MLP forward before structure seeds (w1, w2 and
 #: x all P('data', None)): bytes moved and peak per device.
@@ -108,3 +109,52 @@ def test_a_memory_cap_no_plan_meets_says_so_and_what_to_change(mesh) -> None:
     assert search.best is None and search.stopped == "memory"
     assert any("raise memory_limit" in n for n in search.notes)
     assert "no plan fits the memory limit" in str(search)
+
+
+# A one-layer zoo transformer, small enough to compile in seconds.
+TRANSFORMER = {"layers": 1, "batch": 8, "seq": 16, "d_model": 128, "d_ff": 512, "vocab": 32}
+
+
+def test_the_zoo_transformer_is_first_tried_with_megatrons_split(mesh) -> None:
+    """Read from the train step's jaxpr: w_in's columns with w_out's rows, the heads of wq,
+    wk, wv with wo's, over 'model'; the batch over 'data'. The built-in 'tp' agrees."""
+    model = get_model("transformer", **TRANSFORMER)
+    search = suggest(model, mesh=mesh, strategies=("tp",), budget_s=1e-3, progress=False)
+    first = search.plan("#1")
+    assert first.how.startswith("structure: 'model' on layers/*/mlp/w_in dim 1")
+    assert "(as strategy 'tp' (data='data', model='model'))" in first.how
+    specs = first.specs
+    assert specs["params/layers/0/mlp/w_in"] == ((), ("model",))
+    assert specs["params/layers/0/mlp/w_out"] == (("model",), ())
+    for w in ("wq", "wk", "wv"):  # [d_model, heads, head_dim]: by heads
+        assert specs[f"params/layers/0/attn/{w}"] == ((), ("model",), ())
+    assert specs["params/layers/0/attn/wo"] == (("model",), (), ())  # [heads, head_dim, d]
+    assert specs["batch/inputs"] == (("data",), ())
+    # Megatron's all-reduces over 'model' are of activations, not weights.
+    assert not any(c.kind == "all-gather" and "model" in c.axes for c in first.report.collectives)
+
+
+def test_a_memory_cap_that_rules_out_data_and_tensor_parallelism_still_finds_a_plan(mesh):
+    """1.5 MiB per device: pure data parallelism (every weight and its Adam state whole)
+    does not fit, nor Megatron's split with data parallelism (1.7 MiB); the search still
+    finds a plan that fits, ranked at least as well as every built-in that fits."""
+    model = get_model("transformer", **TRANSFORMER)
+    search = suggest(
+        model, mesh=mesh, strategies=("dp", "tp", "zero3"), memory_limit="1.5 MiB",
+        budget_s=10, progress=False,
+    )  # fmt: skip
+    # Data parallelism keeps the weights and both Adam moments whole on every device.
+    assert 3 * 4 * model.info["num_params"] > 1.5 * 2**20
+    dp = [p for p in search.plans if _is_builtin(p.how) and "'dp'" in p.how]
+    assert all(p.fits is False for p in dp)
+    tp = [p for p in search.plans if "strategy 'tp'" in p.how]
+    assert tp and all(p.fits is False for p in tp)
+    best = search.best
+    assert best is not None and best.fits and best.peak_bytes <= 1.5 * 2**20
+    figures = bests(list(search.plans))
+    fitting_builtins = [p for p in search.plans if _is_builtin(p.how) and p.fits]
+    assert all(
+        rank_key(best, figures, False) <= rank_key(p, figures, False) for p in fitting_builtins
+    )
+    assert search.stopped in ("budget", "converged")
+    assert f"{search.tried} plan" in str(search)
