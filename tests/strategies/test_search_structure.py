@@ -115,12 +115,17 @@ def test_a_memory_cap_no_plan_meets_says_so_and_what_to_change(mesh) -> None:
 TRANSFORMER = {"layers": 1, "batch": 8, "seq": 16, "d_model": 128, "d_ff": 512, "vocab": 32}
 
 
-def test_the_zoo_transformer_is_first_tried_with_megatrons_split(mesh) -> None:
+@pytest.fixture(scope="module")
+def transformer_first(mesh) -> SuggestedSearch:
+    """The zoo transformer's search cut short after its first plan."""
+    model = get_model("transformer", **TRANSFORMER)
+    return suggest(model, mesh=mesh, strategies=("tp",), budget_s=1e-3, progress=False)
+
+
+def test_the_zoo_transformer_is_first_tried_with_megatrons_split(transformer_first) -> None:
     """Read from the train step's jaxpr: w_in's columns with w_out's rows, the heads of wq,
     wk, wv with wo's, over 'model'; the batch over 'data'. The built-in 'tp' agrees."""
-    model = get_model("transformer", **TRANSFORMER)
-    search = suggest(model, mesh=mesh, strategies=("tp",), budget_s=1e-3, progress=False)
-    first = search.plan("#1")
+    first = transformer_first.plan("#1")
     assert first.how.startswith("structure: 'model' on layers/*/mlp/w_in dim 1")
     assert "(as strategy 'tp' (data='data', model='model'))" in first.how
     specs = first.specs
@@ -134,7 +139,9 @@ def test_the_zoo_transformer_is_first_tried_with_megatrons_split(mesh) -> None:
     assert not any(c.kind == "all-gather" and "model" in c.axes for c in first.report.collectives)
 
 
-def test_a_memory_cap_that_rules_out_data_and_tensor_parallelism_still_finds_a_plan(mesh):
+def test_a_memory_cap_that_rules_out_data_and_tensor_parallelism_still_finds_a_plan(
+    mesh, transformer_first
+):
     """1.5 MiB per device: pure data parallelism (every weight and its Adam state whole)
     does not fit, nor Megatron's split with data parallelism (1.7 MiB); the search still
     finds a plan that fits, ranked at least as well as every built-in that fits."""
@@ -147,8 +154,10 @@ def test_a_memory_cap_that_rules_out_data_and_tensor_parallelism_still_finds_a_p
     assert 3 * 4 * model.info["num_params"] > 1.5 * 2**20
     dp = [p for p in search.plans if _is_builtin(p.how) and "'dp'" in p.how]
     assert all(p.fits is False for p in dp)
+    megatron = transformer_first.plan("#1")  # tensor parallelism over 'model', data over 'data'
+    assert megatron.peak_bytes > 1.5 * 2**20
     tp = [p for p in search.plans if "strategy 'tp'" in p.how]
-    assert tp and all(p.fits is False for p in tp)
+    assert all(p.fits is False for p in tp)
     best = search.best
     assert best is not None and best.fits and best.peak_bytes <= 1.5 * 2**20
     figures = bests(list(search.plans))
@@ -158,3 +167,28 @@ def test_a_memory_cap_that_rules_out_data_and_tensor_parallelism_still_finds_a_p
     )
     assert search.stopped in ("budget", "converged")
     assert f"{search.tried} plan" in str(search)
+
+
+def test_the_meshs_shape_is_a_knob(mesh) -> None:
+    """On 4 x 2 the data is split four ways and Megatron's all-reduce is of a quarter of the
+    activations over 2 devices: fewer bytes than on 2 x 4."""
+    search = suggest(
+        mlp, *mlp_args(mesh), mesh=mesh, mesh_shapes=[(4, 2)], budget_s=60, progress=False
+    )
+    shapes = {p.report.mesh.axis_sizes for p in search.plans if p.compiled}
+    assert shapes == {(2, 4), (4, 2)}
+    best = search.best
+    assert best.report.mesh.axis_sizes == (4, 2) and best.rules.extra["mesh_shape"] == (4, 2)
+    assert best.specs["w1"] == ((), ("model",)) and best.specs["w2"] == (("model",), ())
+    on_2x4 = [p for p in search.plans if p.compiled and p.report.mesh.axis_sizes == (2, 4)]
+    assert best.moved_bytes < min(p.moved_bytes for p in on_2x4 if p.work_ratio < 1.1)
+    assert search.mesh.axis_sizes == (4, 2)
+    assert any(n.startswith("mesh shapes searched: 2 x 4") for n in search.notes)
+    x, w1, _ = search.arguments()  # placed on the best plan's mesh
+    assert dict(x.sharding.mesh.shape) == {"data": 4, "model": 2}
+    assert w1.sharding.spec == P(None, "model")
+
+
+def test_a_mesh_shape_of_another_device_count_is_refused_with_the_fix(mesh) -> None:
+    with pytest.raises(ShardvizError, match="whose product is 8"):
+        suggest(mlp, *mlp_args(mesh), mesh=mesh, mesh_shapes=[(3, 3)], progress=False)

@@ -30,11 +30,13 @@ the search stops and returns what it has, saying so.
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 import time
 from collections.abc import Sequence
 from typing import Any
 
+import jax
 import optax
 
 from shardviz.capture.mesh import mesh_layout
@@ -157,7 +159,9 @@ class SuggestedSearch(Search):
                     "memory_limit or more devices",
                 )
             )
-        inputs: SearchInputs | None = getattr(self, "_inputs", None)
+        inputs: SearchInputs | None = getattr(self, "_inputs_of", {}).get(
+            chosen.label, getattr(self, "_inputs", None)
+        )
         if inputs is None:
             raise ShardvizError(
                 problem(
@@ -186,11 +190,14 @@ class _Runner:
         limit: int | None,
         budget: float,
         progress: Progress,
+        plans: list[SuggestedPlan] | None = None,
+        start: float | None = None,
     ) -> None:
         self.space, self.inputs, self.limit, self.budget = space, inputs, limit, budget
         self.progress = progress
-        self.start = time.monotonic()
-        self.plans: list[SuggestedPlan] = []
+        self.start = time.monotonic() if start is None else start
+        # Shared by the runners of several mesh shapes: labels count over all of them.
+        self.plans: list[SuggestedPlan] = [] if plans is None else plans
         self.choice_of: dict[str, Choice] = {}
         self.seen: set[Choice] = set()
         self.seen_specs: set[tuple] = set()
@@ -313,11 +320,14 @@ def _summary(plan: Plan | None) -> str:
 _SEED_NAMES = ("dp", "zero2", "zero1", "zero3", "tp", "2d", "sp", "ep")
 
 
-def _seeds(space: Space, strategies: Sequence[str | RuleSet] | None) -> list[tuple[Choice, str]]:
+def _seeds(
+    space: Space, strategies: Sequence[str | RuleSet] | None, limited: bool = False
+) -> list[tuple[Choice, str]]:
     """The starting choices: each strategy on each reading of its axes, deduplicated, plus
     replicated parameters with the batch split over every axis, plus the structure's (unless
     ``strategies`` is empty); ordered so that choices with idle axes come last, the
-    structure's first guess first, then those needing the fewest bytes per device."""
+    structure's first guess first (not under a memory limit: there the first plan should
+    fit), then those needing the fewest bytes per device."""
     names = _SEED_NAMES if strategies is None else strategies
     seeds: dict[Choice, str] = {}
     # With the data kept as placed (one batch choice), every seed takes its batch split.
@@ -341,7 +351,7 @@ def _seeds(space: Space, strategies: Sequence[str | RuleSet] | None) -> list[tup
         seeds[choice] = seeds[choice] if structural and choice in seeds else how
         structural.append(choice)
     # The expert's first guess (the batch on one axis, Megatron's split on another) first.
-    lead = set(structural[:1])
+    lead = set(structural[:1]) if not limited else set()
     order = sorted(
         seeds, key=lambda c: (space.idle_ways(c), c not in lead, space.argument_bytes(c))
     )
@@ -359,6 +369,7 @@ def suggest(
     optimizer: optax.GradientTransformation | None = None,
     progress: bool | Progress = True,
     seed: int = 0,
+    mesh_shapes: bool | Sequence[tuple[int, ...]] = False,
 ) -> SuggestedSearch:
     """Search partition specs for ``fn``'s arguments, compile-only, and rank the plans.
 
@@ -385,6 +396,11 @@ def suggest(
         optimizer: the model's optimizer (model only; default Adam).
         progress: show progress (a bar in a notebook, a line on a terminal), or an object
             with ``update``/``finish`` (see :mod:`.search_progress`).
+        mesh_shapes: the mesh's shape as a knob: ``True`` searches every way to factor its
+            devices over its axes (2 x 4, 4 x 2, 1 x 8, 8 x 1 for 8 devices on two axes),
+            or give the shapes (``[(2, 4), (4, 2)]``); the mesh's own shape comes first,
+            and each shape may use its share of the budget and what the earlier ones left.
+            A plan's report (and ``plan.rules.extra["mesh_shape"]``) says its shape.
 
     Returns:
         A :class:`SuggestedSearch`: ``.plans`` best first, ``.best`` (``None`` when no plan
@@ -409,24 +425,81 @@ def suggest(
         )
     seeds_from = None if strategies is None else [get_rule_set(s) for s in strategies]
     inputs = search_inputs(fn, args, mesh, optimizer, target, seed)
-    jm = inputs.jmesh
-    axes = dict(
-        zip((str(a) for a in jm.axis_names), (int(n) for n in jm.devices.shape), strict=True)
-    )
     structure = inputs.structure()
     leaves = _with_weights(inputs.leaves(), structure.weights if structure else frozenset())
     links = [(k.dims, k.reduced) for k in structure.links] if structure is not None else []
-    space = Space(leaves, axes, links)
     kept = inputs.placed_batch({x.path for x in leaves if x.role == "batch"})
-    if kept is not None and kept in space.batch_choices:
-        space.batch_choices = [kept]  # the data as placed: only the parameters are searched
-    seeds = _seeds(space, seeds_from)
+    shapes = _mesh_shapes(mesh_shapes, inputs.jmesh)
+    budget = float(budget_s)
     with compiler_quiet() as terminal:
         reporter = progress_for(progress, terminal)
-        runner = _Runner(space, inputs, limit, float(budget_s), reporter)
-        runner.kept_batch = space.batch_choices[0] if kept is not None else None
-        _walk(runner, seeds)
-        return _result(runner, inputs, float(budget_s), reporter)
+        runners: list[_Runner] = []
+        plans: list[SuggestedPlan] = []
+        start = time.monotonic()
+        for k, shape in enumerate(shapes):
+            jm = inputs.jmesh
+            if shape != tuple(jm.devices.shape):
+                jm = jax.sharding.Mesh(jm.devices.reshape(shape), jm.axis_names)
+            shaped = inputs if jm is inputs.jmesh else dataclasses.replace(inputs, jmesh=jm)
+            axes = dict(zip((str(a) for a in jm.axis_names), shape, strict=True))
+            space = Space(leaves, axes, links)
+            # The data as placed (by axis name; an axis of size 1 splits nothing): only the
+            # rest is searched.
+            here = None if kept is None else tuple(a for a in kept if axes[a] > 1)
+            if here is not None and (here in space.batch_choices or not here):
+                space.batch_choices = [here]
+            # Each shape may use its share of the budget and whatever the earlier ones left.
+            share = budget * (k + 1) / len(shapes)
+            runner = _Runner(space, shaped, limit, share, reporter, plans=plans, start=start)
+            if runners:
+                runner.limit = runners[0].limit  # a target's HBM, read from the first plan
+            runner.kept_batch = here if here is not None and space.batch_choices == [here] else None
+            runners.append(runner)
+            _walk(runner, _seeds(space, seeds_from, limited=limit is not None))
+        return _result(runners, budget, reporter)
+
+
+def _mesh_shapes(
+    mesh_shapes: bool | Sequence[tuple[int, ...]], jm: jax.sharding.Mesh
+) -> list[tuple[int, ...]]:
+    """The mesh shapes to search: the mesh's own first, then (``True``) every other way to
+    factor its device count over its axes, or the shapes given.
+
+    Raises:
+        ShardvizError: a shape of another rank or device count.
+    """
+    own = tuple(int(n) for n in jm.devices.shape)
+    if mesh_shapes is False:
+        return [own]
+    n, rank = int(jm.devices.size), len(own)
+    if mesh_shapes is True:
+        wanted = [s for s in _factorisations(n, rank) if s != own]
+    else:
+        wanted = [tuple(int(x) for x in s) for s in mesh_shapes]
+    for shape in wanted:
+        if len(shape) != rank or math.prod(shape) != n:
+            raise ShardvizError(
+                problem(
+                    f"mesh_shapes={mesh_shapes!r}",
+                    f"{shape} is not a shape of the mesh's {n} devices over its {rank} axes "
+                    f"{tuple(str(a) for a in jm.axis_names)}",
+                    f"give shapes of {rank} sizes whose product is {n}, e.g. {own}, or "
+                    "mesh_shapes=True for every one",
+                )
+            )
+    return [own, *(s for s in dict.fromkeys(wanted) if s != own)]
+
+
+def _factorisations(n: int, rank: int) -> list[tuple[int, ...]]:
+    """Every ordered way to write ``n`` as a product of ``rank`` sizes."""
+    if rank == 1:
+        return [(n,)]
+    return [
+        (d, *rest)
+        for d in range(1, n + 1)
+        if n % d == 0
+        for rest in _factorisations(n // d, rank - 1)
+    ]
 
 
 def _with_weights(leaves: list[Leaf], weights: frozenset[str]) -> list[Leaf]:
@@ -453,7 +526,8 @@ def _walk(runner: _Runner, seeds: list[tuple[Choice, str]]) -> None:
             for choice, how in batch:
                 runner.try_choice(choice, how)
             while True:
-                beam = [p for p in runner.ranked() if p.compiled][:BEAM]
+                beam = [p for p in runner.ranked() if p.compiled and p.label in runner.choice_of]
+                beam = beam[:BEAM]
                 starts = [p for p in beam if p.label not in descended]
                 if not starts:
                     break
@@ -463,13 +537,26 @@ def _walk(runner: _Runner, seeds: list[tuple[Choice, str]]) -> None:
         return
 
 
-def _result(
-    runner: _Runner, inputs: SearchInputs, budget: float, reporter: Progress
-) -> SuggestedSearch:
+def _result(runners: list[_Runner], budget: float, reporter: Progress) -> SuggestedSearch:
+    runner = runners[0]  # the mesh's own shape; the others add their counts to it
+    runner.ran_out = any(r.ran_out for r in runners)
+    runner.skipped = sum(r.skipped for r in runners)
+    least = [r.least_skipped for r in runners if r.least_skipped is not None]
+    runner.least_skipped = min(least) if least else None
+    runner.target_name = next((r.target_name for r in runners if r.target_name), "")
     plans = runner.ranked()
     if plans and not any(p.compiled for p in plans):
-        raise runner.errors[0]
+        raise next(r.errors[0] for r in runners if r.errors)
+    inputs_of = {label: r.inputs for r in runners for label in r.choice_of}
+    first = plans[0] if plans else None
+    inputs = inputs_of.get(first.label, runner.inputs) if first is not None else runner.inputs
     notes = _notes(runner, plans, budget)
+    if len(runners) > 1:
+        counts = ", ".join(
+            f"{' x '.join(map(str, r.space.axes.values()))} ({len(r.choice_of)} plans)"
+            for r in runners
+        )
+        notes.insert(0, f"mesh shapes searched: {counts}; each plan's report has its mesh")
     search = SuggestedSearch(
         function=inputs.name, mesh=mesh_layout(inputs.jmesh), plans=tuple(plans),
         ranking=ranking_words(runner.target_name if runner.with_target else ""),
@@ -480,6 +567,7 @@ def _result(
         stopped=_stopped(runner, plans),
     )  # fmt: skip
     object.__setattr__(search, "_inputs", inputs)
+    object.__setattr__(search, "_inputs_of", inputs_of)
     best = search.best
     reporter.finish(
         f"{search.tried} plans tried in {search.elapsed_seconds:.0f} s"
