@@ -24,8 +24,11 @@ from shardviz.errors import ShardvizError
 from shardviz.model import Spec, format_spec
 from shardviz.strategies.rules import RuleSet, spec_for_leaf
 
-#: How many of the program's links (the largest by bytes) seed the search and move as knobs.
+#: How many of the program's links (the largest by bytes) move as knobs ...
 TOP_LINKS = 4
+#: ... and how many seed the search (each mesh axis to the batch or one of them): more seeds
+#: leave less of the budget to the moves when a plan takes seconds to compile.
+SEED_LINKS = 2
 
 #: Parameter groups holding less than this fraction of the parameters' bytes are not moved
 #: on their own (their spec barely changes memory or traffic; the seeds still set them).
@@ -241,11 +244,12 @@ class Space:
 
     def link_seeds(self) -> list[tuple[Choice, str]]:
         """Choices that give each mesh axis to the batch or to one link (every dim of the
-        link split over it), at least one axis to a link: Megatron's column/row split with
+        link split over it; the first :data:`SEED_LINKS` links), at least one axis to a
+        link: Megatron's column/row split with
         data parallelism on the other axes, and the like. Those giving an axis to the first
         link (Megatron's, or the largest) and one to the batch come first."""
         names = [a for a, n in self.axes.items() if n > 1]
-        targets: list[GroupLink | None] = [None, *self.links]
+        targets: list[GroupLink | None] = [None, *self.links[:SEED_LINKS]]
         out: dict[Choice, str] = {}
         first: dict[Choice, bool] = {}
         for assign in itertools.product(range(len(targets)), repeat=len(names)):
