@@ -49,8 +49,9 @@ def replicated(report: Report) -> list[Candidate]:
 
     Peers are the leaves of one argument (``params/...``); arguments that are each one array
     (``mlp(x, w1, w2)``) are one another's peers, and there a leaf's peers split over the axis
-    must hold :data:`PEERS_SHARE` of the *other* arguments' bytes (``w1`` split beside
-    ``w2`` whole: half of the two, all of the rest)."""
+    (weights: at least half its size, split on a dim other than 0, not an input split by its
+    batch) must hold :data:`PEERS_SHARE` of the *other* arguments' bytes (``w1`` split by
+    columns beside ``w2`` whole)."""
     sizes = axis_sizes(report)
     groups: dict[str, list[ArrayLayout]] = defaultdict(list)
     for leaf in report.arguments.leaves:
@@ -71,8 +72,10 @@ def replicated(report: Report) -> list[Candidate]:
                     x for x in leaves
                     if x is not leaf and len(x.shape) == len(leaf.shape) and x.shape
                 ]  # fmt: skip
-                split = sum(full_bytes(x) for x in peers if axis in spec_axes(x.spec))
                 mine = full_bytes(leaf)
+                if group == LOOSE:  # weights beside it, not inputs split by their batch
+                    peers = [x for x in peers if _weight_split(x, axis, mine)]
+                split = sum(full_bytes(x) for x in peers if axis in spec_axes(x.spec))
                 of = total - mine if group == LOOSE else total
                 if (
                     axis in spec_axes(leaf.spec)
@@ -84,6 +87,14 @@ def replicated(report: Report) -> list[Candidate]:
                 split_peers = [x for x in peers if axis in spec_axes(x.spec)]
                 out.append(_replicated(report, leaf, axis, size, sizes, group, split_peers))
     return out
+
+
+def _weight_split(peer: ArrayLayout, axis: str, mine: int) -> bool:
+    """Whether a loose argument counts as a split peer of a leaf of ``mine`` bytes: at least
+    half its size, split over ``axis`` on a dim other than 0 (dim 0 of a loose argument is
+    most often an input's batch)."""
+    spec = padded(peer.spec or (), len(peer.shape))
+    return 2 * full_bytes(peer) >= mine and any(axis in e for e in spec[1:])
 
 
 def _replicated(
