@@ -97,6 +97,9 @@ class Search(JsonMixin, display.Shown):
         roles: argument name -> ``params``, ``optimizer`` or ``batch`` (how its leaves were
             searched).
         notes: what else the search wants the reader to know.
+        stopped: why the search stopped: ``"budget"`` (the budget ran out), ``"converged"``
+            (no move from any of the best plans ranked better), ``"memory"`` (no plan fits
+            the memory limit); ``""`` when not recorded.
     """
 
     function: str
@@ -111,6 +114,7 @@ class Search(JsonMixin, display.Shown):
     skipped: int = 0
     roles: dict[str, str] | None = None
     notes: tuple[str, ...] = ()
+    stopped: str = ""
 
     @property
     def tried(self) -> int:

@@ -24,6 +24,12 @@ from shardviz.errors import ShardvizError
 from shardviz.model import Spec, format_spec
 from shardviz.strategies.rules import RuleSet, spec_for_leaf
 
+#: How many of the program's links (the largest by bytes) move as knobs ...
+TOP_LINKS = 4
+#: ... and how many seed the search (each mesh axis to the batch or one of them): more seeds
+#: leave less of the budget to the moves when a plan takes seconds to compile.
+SEED_LINKS = 2
+
 #: Parameter groups holding less than this fraction of the parameters' bytes are not moved
 #: on their own (their spec barely changes memory or traffic; the seeds still set them).
 SMALL_GROUP = 0.01
@@ -57,6 +63,18 @@ class Group:
     members: tuple[str, ...]
     shape: tuple[int, ...]
     nbytes: int
+
+
+@dataclass(frozen=True)
+class GroupLink:
+    """A link of the program (dims it joins into one logical dim) over the search's groups:
+    ``dims`` holds (group index, dim) pairs; ``words`` names them; ``nbytes`` is the bytes of
+    the groups it splits; ``reduced``: the program reduces over it outside a dot."""
+
+    dims: tuple[tuple[int, int], ...]
+    words: str
+    nbytes: int
+    reduced: bool = False
 
 
 @dataclass(frozen=True)
@@ -151,9 +169,19 @@ class Space:
     Args:
         leaves: every array leaf of the arguments, in argument order.
         axes: mesh axis name -> size.
+        links: dims the program joins into one logical dim, each as its (leaf path, dim)
+            pairs and whether the program reduces over it outside a dot (see
+            :mod:`.search.structure`): Megatron's column/row pairs, attention's heads. They
+            seed the search and move as one knob; the links of several groups that are never
+            reduced, taken together where they share no group, are Megatron's split.
     """
 
-    def __init__(self, leaves: Sequence[Leaf], axes: dict[str, int]) -> None:
+    def __init__(
+        self,
+        leaves: Sequence[Leaf],
+        axes: dict[str, int],
+        links: Sequence[tuple[Sequence[tuple[str, int]], bool]] = (),
+    ) -> None:
         self.leaves = tuple(leaves)
         self.axes = dict(axes)
         params = [x for x in self.leaves if x.role == "params"]
@@ -172,6 +200,94 @@ class Space:
                     (k for k in self._param_by_inner if x.inner == k or x.inner.endswith("/" + k)),
                     None,
                 )
+        self.links = self._group_links(links)
+
+    def _group_links(
+        self, links: Sequence[tuple[Sequence[tuple[str, int]], bool]]
+    ) -> list[GroupLink]:
+        """The links over searched groups (a group by its first member): Megatron's (every
+        unreduced link of several groups, disjoint, largest first) first, then links of
+        several groups, then the most bytes; the link holding the batch dim is left out (the
+        batch knob moves it)."""
+        batch = {(x.path, 0) for x in self.leaves if x.role == "batch" and x.shape}
+        index = {self._param_by_inner[g.members[0]].path: i for i, g in enumerate(self.groups)}
+        out: dict[tuple[tuple[int, int], ...], GroupLink] = {}
+        for link, reduced in links:
+            if batch & set(link):
+                continue
+            dims: dict[int, int] = {}
+            for path, d in link:
+                i = index.get(path)
+                if i is not None and i not in dims:
+                    dims[i] = d
+            if not dims:
+                continue
+            key = tuple(sorted(dims.items()))
+            names = [self.groups[i].name for i in dims]
+            words = ", ".join(f"{n} dim {d}" for n, d in zip(names, dims.values(), strict=True))
+            nbytes = sum(self.groups[i].nbytes for i in dims)
+            out.setdefault(key, GroupLink(key, words, nbytes, reduced))
+        # Links of several groups (pairs that must agree) first, then the most bytes.
+        ranked = sorted(out.values(), key=lambda k: (len(k.dims) == 1, -k.nbytes))[:TOP_LINKS]
+        taken: set[int] = set()
+        pairs = []
+        for k in sorted(out.values(), key=lambda k: -k.nbytes):
+            groups = {i for i, _ in k.dims}
+            if len(groups) > 1 and not k.reduced and not groups & taken:
+                pairs.append(k)
+                taken |= groups
+        if len(pairs) > 1:
+            every = tuple(sorted(d for k in pairs for d in k.dims))
+            words = " and ".join(k.words for k in pairs)
+            ranked.insert(0, GroupLink(every, words, sum(k.nbytes for k in pairs), False))
+        return ranked
+
+    def link_seeds(self) -> list[tuple[Choice, str]]:
+        """Choices that give each mesh axis to the batch or to one link (every dim of the
+        link split over it; the first :data:`SEED_LINKS` links), at least one axis to a
+        link: Megatron's column/row split with
+        data parallelism on the other axes, and the like. Those giving an axis to the first
+        link (Megatron's, or the largest) and one to the batch come first."""
+        names = [a for a, n in self.axes.items() if n > 1]
+        targets: list[GroupLink | None] = [None, *self.links[:SEED_LINKS]]
+        out: dict[Choice, str] = {}
+        first: dict[Choice, bool] = {}
+        for assign in itertools.product(range(len(targets)), repeat=len(names)):
+            if not any(assign):
+                continue
+            choice = self.replicated(())
+            batch = tuple(a for a, t in zip(names, assign, strict=True) if t == 0)
+            words = []
+            for a, t in zip(names, assign, strict=True):
+                link = targets[t]
+                if link is None:
+                    continue
+                choice = self.link_move(choice, link, a)
+                words.append(f"{a!r} on {link.words}")
+            if len(self.batch_choices) == 1:
+                batch = self.batch_choices[0]  # the data kept as placed
+            choice = replace(choice, batch=batch)
+            if batch not in self.batch_choices or not self.divides(choice):
+                continue
+            b = f"; batch over {_axes_words(batch)}" if batch else "; batch whole"
+            out.setdefault(choice, "structure: " + "; ".join(words) + b)
+            first.setdefault(choice, 1 in assign and 0 in assign)
+        return sorted(out.items(), key=lambda item: not first[item[0]])
+
+    def link_move(self, choice: Choice, link: GroupLink, axis: str) -> Choice:
+        """``choice`` with ``axis`` on the link's dim of each of its groups (off their other
+        dims; a dim it does not divide left as it was)."""
+        params = list(choice.params)
+        for i, d in link.dims:
+            g = self.groups[i]
+            moved = self._axis_on(g, params[i], axis, d)
+            if all(
+                n % math.prod(self.axes[a] for a in entry) == 0
+                for spec in moved
+                for n, entry in zip(g.shape, spec, strict=True)
+            ):
+                params[i] = moved
+        return replace(choice, params=tuple(params))
 
     @staticmethod
     def _make_groups(params: Sequence[Leaf]) -> tuple[Group, ...]:
@@ -233,11 +349,12 @@ class Space:
         return Choice(batch, tuple((_whole(g.shape), _whole(g.shape)) for g in self.groups))
 
     def from_rule_set(
-        self, rule_set: RuleSet, mapping: dict[str, tuple[str, ...]]
+        self, rule_set: RuleSet, mapping: dict[str, tuple[str, ...]], any_batch: bool = False
     ) -> Choice | None:
         """The choice ``rule_set`` makes when each of its axes stands for the mesh axes
         ``mapping`` gives it (``{"data": ("data", "model")}``: its data axis is both);
-        ``None`` when a rule does not fit a leaf. A group takes its first member's spec."""
+        ``None`` when a rule does not fit a leaf (or, unless ``any_batch``, the batch's split is
+        not one of :attr:`batch_choices`). A group takes its first member's spec."""
         virtual = {r: math.prod(self.axes[a] for a in mapped) for r, mapped in mapping.items()}
         try:
             pairs = []
@@ -255,7 +372,7 @@ class Space:
                 batch = _mapped(b, data.shape, mapping)[0]
         except (ShardvizError, KeyError):
             return None
-        if batch not in self.batch_choices:
+        if batch not in self.batch_choices and not any_batch:
             return None
         choice = Choice(batch, tuple(pairs))
         return choice if self.divides(choice) else None
@@ -353,6 +470,15 @@ class Space:
                 weight[n] = weight.get(n, 0) + g.nbytes
         out: list[tuple[Choice, str]] = []
         without = tuple(a for a in choice.batch if a != axis)
+        for link in self.links:  # the program's own links first: several leaves at once
+            moved_link = self.link_move(choice, link, axis)
+            if moved_link.params == choice.params:
+                continue
+            for batch, more in ((without, " (off the batch)"), (choice.batch, "")):
+                moved = replace(moved_link, batch=batch)
+                if batch in self.batch_choices and self.divides(moved):
+                    words = f"{axis!r} on {link.words}" + (more if batch != choice.batch else "")
+                    out.append((moved, words))
         for n in sorted(weight, key=lambda n: -weight[n]):
             if n % self.axes[axis]:
                 continue

@@ -68,6 +68,20 @@ def replicated_program():
     return forward, (params, x)
 
 
+def replicated_partner_program():
+    """Issue 29's MLP forward with w1 split by columns over 'model' and its partner w2
+    (1 MiB) left whole on every device."""
+    m = mesh()
+    x = put(m, jnp.ones((64, 128)), "data", None)
+    w1 = put(m, jnp.ones((128, 2048)), None, "model")
+    w2 = put(m, jnp.ones((2048, 128)), None, None)
+
+    def mlp(x, w1, w2):
+        return jnp.tanh(x @ w1) @ w2
+
+    return mlp, (x, w1, w2)
+
+
 def regather():
     """One weight used by three checkpointed layers: gathered again for each."""
     m = mesh((8,), ("data",))

@@ -183,3 +183,21 @@ def test_explain_without_diagnosis():
     f = jax.jit(lambda a: a * 3, out_shardings=NamedSharding(m, P(None, "model")))
     assert sv.explain(f, a, run=False, diagnose=False).findings is None
     assert sv.explain(f, a, run=False).findings.kinds == ("involuntary-remat",)
+
+
+def test_a_weight_left_whole_beside_its_split_partner_is_replicated_with_a_checked_fix():
+    """Issue 29: ``mlp(x, w1, w2)`` with w1 (128, 2048) split over 'model' by columns and w2
+    (2048, 128), 1 MiB, left whole: loose arguments are one another's peers, and the fix
+    splits w2's rows (the dim w1 splits) over 'model'."""
+    forward, args = planted.replicated_partner_program()
+    report = sv.explain(forward, *args, run=False).try_fixes()
+    f = only(report, "replicated")
+    assert f.where.leaf == "w2" and "'model'" in f.title
+    assert f.fix.kind == "spec" and f.fix.leaf == "w2"
+    assert f.fix.spec == (("model",), ())  # Megatron's row split
+    check = helps(f)
+    assert (
+        check.after.moved_bytes < check.before.moved_bytes
+        or check.after.peak_bytes < check.before.peak_bytes
+    )
+    assert check.after.peak_bytes < check.before.peak_bytes  # 3/4 of 1 MiB goes

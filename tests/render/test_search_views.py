@@ -88,7 +88,7 @@ def test_text_lists_every_plan_best_first_with_its_figures() -> None:
     lines = text.splitlines()
     assert lines[0] == "Plan search · mlp train step"
     assert (
-        "  4 plans compiled (compile-only) in 12.5 s; stopped: no change of one knob "
+        "  4 plans compiled (compile-only) in 12.5 s; stopped: no move from the best plans "
         "ranked better (converged)" in lines
     )
     assert "  memory limit 512 KiB per device (peak); no target" in lines

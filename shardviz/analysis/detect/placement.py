@@ -39,12 +39,28 @@ IMBALANCE_RATIO = 1.25
 MIN_IMBALANCE_BYTES = 1 << 20
 
 
+#: The group of arguments that are each one array (``mlp(x, w1, w2)``): they are one
+#: another's peers.
+LOOSE = "the arguments"
+
+
 def replicated(report: Report) -> list[Candidate]:
-    """[replicated] A large leaf replicated over an axis its peers are split over."""
+    """[replicated] A large leaf replicated over an axis its peers are split over.
+
+    Peers are the leaves of one argument (``params/...``); arguments that are each one array
+    (``mlp(x, w1, w2)``) are one another's peers, and there a leaf's peers split over the axis
+    (weights: at least half its size, split on a dim other than 0, not an input split by its
+    batch) must hold :data:`PEERS_SHARE` of the *other* arguments' bytes (``w1`` split by
+    columns beside ``w2`` whole)."""
     sizes = axis_sizes(report)
     groups: dict[str, list[ArrayLayout]] = defaultdict(list)
     for leaf in report.arguments.leaves:
         groups[leaf_group(leaf.name)].append(leaf)
+    loose = [v[0] for k, v in groups.items() if len(v) == 1 and v[0].name == k]
+    if len(loose) > 1:
+        for leaf in loose:
+            del groups[leaf.name]
+        groups[LOOSE] = loose
     out = []
     for group, leaves in groups.items():
         total = sum(full_bytes(x) for x in leaves)
@@ -56,25 +72,43 @@ def replicated(report: Report) -> list[Candidate]:
                     x for x in leaves
                     if x is not leaf and len(x.shape) == len(leaf.shape) and x.shape
                 ]  # fmt: skip
-                split = sum(full_bytes(x) for x in peers if axis in spec_axes(x.spec))
                 mine = full_bytes(leaf)
+                if group == LOOSE:  # weights beside it, not inputs split by their batch
+                    peers = [x for x in peers if _weight_split(x, axis, mine)]
+                split = sum(full_bytes(x) for x in peers if axis in spec_axes(x.spec))
+                of = total - mine if group == LOOSE else total
                 if (
                     axis in spec_axes(leaf.spec)
                     or not leaf.shape
                     or mine < LARGE_SHARE * total
-                    or split < PEERS_SHARE * total
+                    or split < PEERS_SHARE * of
                 ):
                     continue
-                out.append(_replicated(report, leaf, axis, size, sizes, group))
+                split_peers = [x for x in peers if axis in spec_axes(x.spec)]
+                out.append(_replicated(report, leaf, axis, size, sizes, group, split_peers))
     return out
 
 
+def _weight_split(peer: ArrayLayout, axis: str, mine: int) -> bool:
+    """Whether a loose argument counts as a split peer of a leaf of ``mine`` bytes: at least
+    half its size, split over ``axis`` on a dim other than 0 (dim 0 of a loose argument is
+    most often an input's batch)."""
+    spec = padded(peer.spec or (), len(peer.shape))
+    return 2 * full_bytes(peer) >= mine and any(axis in e for e in spec[1:])
+
+
 def _replicated(
-    report: Report, leaf: ArrayLayout, axis: str, size: int, sizes: dict[str, int], group: str
+    report: Report,
+    leaf: ArrayLayout,
+    axis: str,
+    size: int,
+    sizes: dict[str, int],
+    group: str,
+    peers: list[ArrayLayout],
 ) -> Candidate:
     spec = padded(leaf.spec or (), len(leaf.shape))
     saved = leaf.max_bytes_per_device - leaf.max_bytes_per_device // size
-    dim = split_dim_for(leaf.shape, spec, axis, sizes)
+    dim = _peer_dim(leaf, spec, axis, sizes, peers)
     fixes = []
     if dim is not None:
         new = with_axis(spec, dim, axis)
@@ -100,6 +134,24 @@ def _replicated(
         where=Where(leaf=leaf.name, spec=leaf.spec),
     )
     return Candidate(finding, tuple(fixes), goal="peak")
+
+
+def _peer_dim(
+    leaf: ArrayLayout, spec: tuple, axis: str, sizes: dict[str, int], peers: list[ArrayLayout]
+) -> int | None:
+    """The dim of ``leaf`` to split over ``axis``: one of the size a peer splits over it (the
+    hidden dim ``w1``'s columns and ``w2``'s rows share), else the largest that divides."""
+    split_sizes = {
+        n
+        for x in peers
+        for n, e in zip(x.shape, padded(x.spec or (), len(x.shape)), strict=True)
+        if axis in e
+    }
+    for d, n in enumerate(leaf.shape):
+        k = ways_of(spec[d], sizes) * sizes[axis]
+        if n in split_sizes and n % k == 0:
+            return d
+    return split_dim_for(leaf.shape, spec, axis, sizes)
 
 
 def uneven(report: Report) -> list[Candidate]:

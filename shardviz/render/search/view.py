@@ -40,10 +40,12 @@ def status_lines(s: Search) -> list[str]:
     plans = f"{n} plan{'s' if n != 1 else ''}"
     if s.budget_ran_out:
         why = f"stopped: the budget of {s.budget_seconds:g} s ran out"
+    elif s.stopped == "memory":
+        why = "stopped: no plan fits the memory limit"
     elif n == 0:
         why = "nothing was left to compile"
     else:
-        why = "stopped: no change of one knob ranked better (converged)"
+        why = "stopped: no move from the best plans ranked better (converged)"
     lines = []
     if s.mesh is not None:
         lines.append(f"on {mesh_summary(s.mesh)}")

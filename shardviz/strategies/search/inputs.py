@@ -25,7 +25,8 @@ from shardviz.model import Report, Spec
 from shardviz.model.roles import argument_role
 from shardviz.strategies.candidates import Leaf
 from shardviz.strategies.rules import BUILTIN, RuleSet, default_mesh_shape
-from shardviz.strategies.search.rules import jax_entries
+from shardviz.strategies.search.rules import jax_entries, rule_set_of
+from shardviz.strategies.search.structure import Structure, read_structure
 from shardviz.strategies.step import strategy_step
 from shardviz.strategies.zoo import ModelDef, get_model
 
@@ -78,6 +79,44 @@ class SearchInputs:
                 leaves.append(jax.device_put(x, sharding))
         placed = from_leaves(self.treedef, leaves)  # a dict: jax orders its keys
         return tuple(placed[name] for name in self.named)
+
+    def placed_batch(self, batch_paths: set[str]) -> tuple[str, ...] | None:
+        """The mesh axes dim 0 of the inputs at ``batch_paths`` is placed over, when every one
+        of them is placed alike with a ``NamedSharding`` on the search's mesh (the data
+        arrives so: the search keeps it); ``None`` otherwise."""
+        found: set[tuple[str, ...]] = set()
+        for path, x in self.flat:
+            if path not in batch_paths or not getattr(x, "shape", ()):
+                continue
+            sharding = getattr(x, "sharding", None)
+            if not isinstance(sharding, NamedSharding) or sharding.mesh.shape != self.jmesh.shape:
+                return None
+            entries = [*sharding.spec] + [None] * (len(x.shape) - len(sharding.spec))
+            if any(e is not None for e in entries[1:]):
+                return None
+            first = entries[0]
+            found.add(() if first is None else (first,) if isinstance(first, str) else tuple(first))
+        return found.pop() if len(found) == 1 else None
+
+    def structure(self) -> Structure | None:
+        """The program's links and weights (:mod:`.structure`), read from its jaxpr with the
+        arguments whole; ``None`` when it does not trace (compiling a plan then says why)."""
+        if self.model is not None:
+            whole = {path: tuple(() for _ in x.shape) for path, x in self.flat if is_placeable(x)}
+            built = strategy_step(
+                self.model, rule_set_of(whole, self.jmesh.axis_names), self.jmesh,
+                optimizer=self.optimizer,
+            )  # fmt: skip
+            fn, args = built.step, built.abstract
+        else:
+            fn, args = self.fn, self.place({}, abstract=True)
+        paths: list[str | None] = []
+        for name, arg in zip(self.named, args, strict=True):
+            paths += [p if is_placeable(x) else None for p, x in named_leaves({name: arg})[0]]
+        try:
+            return read_structure(fn, tuple(args), paths)
+        except Exception:  # noqa: BLE001 - a program that does not trace fails when compiled
+            return None
 
     def compile(self, specs: dict[str, Spec], rules: RuleSet) -> Report:
         """The compile-only report of the arguments placed with ``specs``.

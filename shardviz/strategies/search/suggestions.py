@@ -6,15 +6,22 @@ spec and its optimizer state's) on a mesh:
 
 1. **Seeds.** Every built-in strategy (or the ``strategies`` given), read onto the mesh in
    every way its axes fit (DP over each axis and over all of them, Megatron's ``model`` on
-   either axis...), deduplicated, those needing the fewest bytes per device first; seeds that
+   either axis...), and the program's own structure (:mod:`.structure`: each mesh axis given
+   to the batch or to one link of dims the jaxpr joins, such as ``w1``'s columns with
+   ``w2``'s rows), deduplicated, those needing the fewest bytes per device first; seeds that
    leave a mesh axis idle (every device on it repeats the work) wait until the descents
    from the others have converged.
-2. **Descent.** From the best plan so far, each knob in turn is changed one step (one mesh
-   axis moved, the batch split otherwise, the optimizer state split ZeRO-style or not); the
-   first change that ranks better is kept, and the sweeps go on until none helps. Then the
-   descent starts again from the next-best seed not yet descended from.
+2. **Descent, best first.** From the best plan not yet descended from, each knob in turn is
+   changed one step (one mesh axis moved: onto a link's dims of several leaves at once, or
+   one leaf's; the batch split; the optimizer state split ZeRO-style or not); the first
+   change that ranks better is kept, and the sweeps go on until none helps. Then the descent
+   starts again from the best plan among the top :data:`BEAM` not yet descended from, until
+   every one of them has been (converged) or the budget runs out.
 
-Nothing is compiled twice, and an assignment whose arguments alone need more than the memory
+When the arguments' names mark no parameters (``mlp(x, w1, w2)``), the leaves the program
+uses as weights (:mod:`.structure`) are searched as parameters.
+
+Nothing is compiled twice (two choices giving the same specs compile once), and an assignment whose arguments alone need more than the memory
 limit is skipped without compiling. Every plan is compiled compile-only (``explain(fn,
 *ShapeDtypeStructs, run=False)``), and ranked by :mod:`.search_rank`'s rule. At ``budget_s``
 the search stops and returns what it has, saying so.
@@ -23,11 +30,13 @@ the search stops and returns what it has, saying so.
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 import time
 from collections.abc import Sequence
 from typing import Any
 
+import jax
 import optax
 
 from shardviz.capture.mesh import mesh_layout
@@ -38,6 +47,7 @@ from shardviz.model.search import Plan, Search
 from shardviz.model.units import format_bytes, format_seconds
 from shardviz.strategies.candidates import (
     Choice,
+    Leaf,
     Space,
     mapping_words,
     role_mappings,
@@ -49,7 +59,11 @@ from shardviz.strategies.search.progress import Progress, compiler_quiet, progre
 from shardviz.strategies.search.rank import better, ranked, ranking_words
 from shardviz.strategies.search.rules import rule_set_of
 
-__all__ = ["SuggestedPlan", "SuggestedSearch", "memory_bytes", "suggest"]
+__all__ = ["BEAM", "SuggestedPlan", "SuggestedSearch", "memory_bytes", "suggest"]
+
+#: How many of the best plans the search keeps descending from (a beam): it stops, converged,
+#: when each of the top ``BEAM`` plans has been descended from and no move ranked better.
+BEAM = 3
 
 _UNITS = {
     "": 1, "b": 1,
@@ -145,7 +159,9 @@ class SuggestedSearch(Search):
                     "memory_limit or more devices",
                 )
             )
-        inputs: SearchInputs | None = getattr(self, "_inputs", None)
+        inputs: SearchInputs | None = getattr(self, "_inputs_of", {}).get(
+            chosen.label, getattr(self, "_inputs", None)
+        )
         if inputs is None:
             raise ShardvizError(
                 problem(
@@ -174,13 +190,17 @@ class _Runner:
         limit: int | None,
         budget: float,
         progress: Progress,
+        plans: list[SuggestedPlan] | None = None,
+        start: float | None = None,
     ) -> None:
         self.space, self.inputs, self.limit, self.budget = space, inputs, limit, budget
         self.progress = progress
-        self.start = time.monotonic()
-        self.plans: list[SuggestedPlan] = []
+        self.start = time.monotonic() if start is None else start
+        # Shared by the runners of several mesh shapes: labels count over all of them.
+        self.plans: list[SuggestedPlan] = [] if plans is None else plans
         self.choice_of: dict[str, Choice] = {}
         self.seen: set[Choice] = set()
+        self.seen_specs: set[tuple] = set()
         self.skipped = 0
         self.least_skipped: int | None = None
         self.ran_out = False
@@ -188,6 +208,7 @@ class _Runner:
         self.target_name = ""
         self._last = 0.0
         self.with_target = inputs.target is not None
+        self.kept_batch: tuple[str, ...] | None = None
 
     def elapsed(self) -> float:
         return time.monotonic() - self.start
@@ -212,8 +233,12 @@ class _Runner:
             need = self.space.argument_bytes(choice)
             self.least_skipped = min(self.least_skipped or need, need)
             return None
-        self._check_time()
         specs = self.space.specs(choice)
+        key = tuple(sorted(specs.items()))
+        if key in self.seen_specs:
+            return None
+        self._check_time()
+        self.seen_specs.add(key)
         label = f"#{len(self.plans) + 1}"
         began = time.monotonic()
         rules = rule_set_of(specs, self.inputs.jmesh.axis_names)
@@ -295,21 +320,41 @@ def _summary(plan: Plan | None) -> str:
 _SEED_NAMES = ("dp", "zero2", "zero1", "zero3", "tp", "2d", "sp", "ep")
 
 
-def _seeds(space: Space, strategies: Sequence[str | RuleSet] | None) -> list[tuple[Choice, str]]:
+def _seeds(
+    space: Space, strategies: Sequence[str | RuleSet] | None, limited: bool = False
+) -> list[tuple[Choice, str]]:
     """The starting choices: each strategy on each reading of its axes, deduplicated, plus
-    replicated parameters with the batch split over every axis; ordered so that choices
-    with idle axes, then those needing the most bytes per device, come last."""
+    replicated parameters with the batch split over every axis, plus the structure's (unless
+    ``strategies`` is empty); ordered so that choices with idle axes come last, the
+    structure's first guess first (not under a memory limit: there the first plan should
+    fit), then those needing the fewest bytes per device."""
     names = _SEED_NAMES if strategies is None else strategies
     seeds: dict[Choice, str] = {}
+    # With the data kept as placed (one batch choice), every seed takes its batch split.
+    kept = space.batch_choices[0] if len(space.batch_choices) == 1 else None
     for s in names:
         rule_set = get_rule_set(s)
         for mapping in role_mappings(rule_set, space.axes):
-            choice = space.from_rule_set(rule_set, mapping)
+            choice = space.from_rule_set(rule_set, mapping, any_batch=kept is not None)
+            if choice is not None and kept is not None:
+                choice = dataclasses.replace(choice, batch=kept)
             if choice is not None and choice not in seeds:
                 seeds[choice] = f"strategy {rule_set.name!r} ({mapping_words(mapping)})"
     plain = space.replicated(space.batch_choices[0] if space.batch_choices else ())
     seeds.setdefault(plain, "parameters replicated, batch split over every axis it divides")
-    order = sorted(seeds, key=lambda c: (space.idle_ways(c), space.argument_bytes(c)))
+    structural: list[Choice] = []
+    for choice, how in space.link_seeds() if strategies is None or strategies else ():
+        if kept is not None and choice.batch != kept:
+            choice, how = dataclasses.replace(choice, batch=kept), how.rpartition(";")[0]
+        if not structural and choice in seeds:  # the first guess, named by the structure
+            how = f"{how} (as {seeds[choice]})"
+        seeds[choice] = seeds[choice] if structural and choice in seeds else how
+        structural.append(choice)
+    # The expert's first guess (the batch on one axis, Megatron's split on another) first.
+    lead = set(structural[:1]) if not limited else set()
+    order = sorted(
+        seeds, key=lambda c: (space.idle_ways(c), c not in lead, space.argument_bytes(c))
+    )
     return [(c, seeds[c]) for c in order]
 
 
@@ -324,6 +369,7 @@ def suggest(
     optimizer: optax.GradientTransformation | None = None,
     progress: bool | Progress = True,
     seed: int = 0,
+    mesh_shapes: bool | Sequence[tuple[int, ...]] = False,
 ) -> SuggestedSearch:
     """Search partition specs for ``fn``'s arguments, compile-only, and rank the plans.
 
@@ -345,10 +391,16 @@ def suggest(
             ranked by their estimated step there. Without one see :mod:`.search_rank`.
         budget_s: seconds to search; at the end the best plan so far is returned.
         strategies: the seeds (built-in names or rule sets); default every built-in one.
-            ``()`` starts from replicated parameters alone.
+            Beside them the program's structure seeds the search (Megatron's split read from
+            the jaxpr, and the like); ``()`` starts from replicated parameters alone.
         optimizer: the model's optimizer (model only; default Adam).
         progress: show progress (a bar in a notebook, a line on a terminal), or an object
             with ``update``/``finish`` (see :mod:`.search_progress`).
+        mesh_shapes: the mesh's shape as a knob: ``True`` searches every way to factor its
+            devices over its axes (2 x 4, 4 x 2, 1 x 8, 8 x 1 for 8 devices on two axes),
+            or give the shapes (``[(2, 4), (4, 2)]``); the mesh's own shape comes first,
+            and each shape may use its share of the budget and what the earlier ones left.
+            A plan's report (and ``plan.rules.extra["mesh_shape"]``) says its shape.
 
     Returns:
         A :class:`SuggestedSearch`: ``.plans`` best first, ``.best`` (``None`` when no plan
@@ -362,26 +414,110 @@ def suggest(
             all (the first compiler error, which names the cause).
     """
     limit = memory_bytes(memory_limit)
+    if isinstance(budget_s, bool) or not isinstance(budget_s, int | float) or budget_s <= 0:
+        raise ShardvizError(
+            problem(
+                f"budget_s={budget_s!r}",
+                "the search needs time to compile at least one plan",
+                "give a positive number of seconds (budget_s=60); a plan compiles in about "
+                "a second on small models",
+            )
+        )
     seeds_from = None if strategies is None else [get_rule_set(s) for s in strategies]
     inputs = search_inputs(fn, args, mesh, optimizer, target, seed)
-    jm = inputs.jmesh
-    axes = dict(
-        zip((str(a) for a in jm.axis_names), (int(n) for n in jm.devices.shape), strict=True)
-    )
-    space = Space(inputs.leaves(), axes)
-    seeds = _seeds(space, seeds_from)
+    structure = inputs.structure()
+    leaves = _with_weights(inputs.leaves(), structure.weights if structure else frozenset())
+    links = [(k.dims, k.reduced) for k in structure.links] if structure is not None else []
+    kept = inputs.placed_batch({x.path for x in leaves if x.role == "batch"})
+    shapes = _mesh_shapes(mesh_shapes, inputs.jmesh)
+    budget = float(budget_s)
     with compiler_quiet() as terminal:
         reporter = progress_for(progress, terminal)
-        runner = _Runner(space, inputs, limit, float(budget_s), reporter)
-        _walk(runner, seeds)
-        return _result(runner, inputs, float(budget_s), reporter)
+        runners: list[_Runner] = []
+        plans: list[SuggestedPlan] = []
+        start = time.monotonic()
+        for k, shape in enumerate(shapes):
+            jm = inputs.jmesh
+            if shape != tuple(jm.devices.shape):
+                jm = jax.sharding.Mesh(jm.devices.reshape(shape), jm.axis_names)
+            shaped = inputs if jm is inputs.jmesh else dataclasses.replace(inputs, jmesh=jm)
+            axes = dict(zip((str(a) for a in jm.axis_names), shape, strict=True))
+            space = Space(leaves, axes, links)
+            # The data as placed (by axis name; an axis of size 1 splits nothing): only the
+            # rest is searched.
+            here = None if kept is None else tuple(a for a in kept if axes[a] > 1)
+            if here is not None and (here in space.batch_choices or not here):
+                space.batch_choices = [here]
+            # Each shape may use its share of the budget and whatever the earlier ones left.
+            share = budget * (k + 1) / len(shapes)
+            runner = _Runner(space, shaped, limit, share, reporter, plans=plans, start=start)
+            if runners:
+                runner.limit = runners[0].limit  # a target's HBM, read from the first plan
+            runner.kept_batch = here if here is not None and space.batch_choices == [here] else None
+            runners.append(runner)
+            _walk(runner, _seeds(space, seeds_from, limited=limit is not None))
+        return _result(runners, budget, reporter)
+
+
+def _mesh_shapes(
+    mesh_shapes: bool | Sequence[tuple[int, ...]], jm: jax.sharding.Mesh
+) -> list[tuple[int, ...]]:
+    """The mesh shapes to search: the mesh's own first, then (``True``) every other way to
+    factor its device count over its axes, or the shapes given.
+
+    Raises:
+        ShardvizError: a shape of another rank or device count.
+    """
+    own = tuple(int(n) for n in jm.devices.shape)
+    if mesh_shapes is False:
+        return [own]
+    n, rank = int(jm.devices.size), len(own)
+    if mesh_shapes is True:
+        wanted = [s for s in _factorisations(n, rank) if s != own]
+    else:
+        wanted = [tuple(int(x) for x in s) for s in mesh_shapes]
+    for shape in wanted:
+        if len(shape) != rank or math.prod(shape) != n:
+            raise ShardvizError(
+                problem(
+                    f"mesh_shapes={mesh_shapes!r}",
+                    f"{shape} is not a shape of the mesh's {n} devices over its {rank} axes "
+                    f"{tuple(str(a) for a in jm.axis_names)}",
+                    f"give shapes of {rank} sizes whose product is {n}, e.g. {own}, or "
+                    "mesh_shapes=True for every one",
+                )
+            )
+    return [own, *(s for s in dict.fromkeys(wanted) if s != own)]
+
+
+def _factorisations(n: int, rank: int) -> list[tuple[int, ...]]:
+    """Every ordered way to write ``n`` as a product of ``rank`` sizes."""
+    if rank == 1:
+        return [(n,)]
+    return [
+        (d, *rest)
+        for d in range(1, n + 1)
+        if n % d == 0
+        for rest in _factorisations(n // d, rank - 1)
+    ]
+
+
+def _with_weights(leaves: list[Leaf], weights: frozenset[str]) -> list[Leaf]:
+    """``leaves`` with those the program uses as weights searched as parameters, when no
+    argument's name marks parameters (``mlp(x, w1, w2)``); names win otherwise."""
+    if any(x.role == "params" for x in leaves):
+        return leaves
+    return [
+        dataclasses.replace(x, role="params") if x.role == "batch" and x.path in weights else x
+        for x in leaves
+    ]
 
 
 def _walk(runner: _Runner, seeds: list[tuple[Choice, str]]) -> None:
-    """Compile the seeds that use every mesh axis, then descend from the best plan, then
-    from each next-best seed, until every start has converged; then the same with the seeds
-    that leave an axis idle (they duplicate work, so they rarely win). Stops when the budget
-    runs out."""
+    """Compile the seeds that use every mesh axis, then descend from the best plan not yet
+    descended from among the top :data:`BEAM`, until each of them has been; then the same
+    with the seeds that leave an axis idle (they duplicate work, so they rarely win). Stops
+    when the budget runs out."""
     descended: set[str] = set()
     busy = [s for s in seeds if runner.space.idle_ways(s[0]) == 1]
     idle = [s for s in seeds if runner.space.idle_ways(s[0]) > 1]
@@ -389,14 +525,10 @@ def _walk(runner: _Runner, seeds: list[tuple[Choice, str]]) -> None:
         for batch in (busy, idle):
             for choice, how in batch:
                 runner.try_choice(choice, how)
-            seed_set = {c for c, _ in seeds}
-            seed_labels = {label for label, c in runner.choice_of.items() if c in seed_set}
             while True:
-                starts = [
-                    p for p in runner.ranked()
-                    if p.compiled and p.label in seed_labels | {_best_label(runner)}
-                    and p.label not in descended
-                ]  # fmt: skip
+                beam = [p for p in runner.ranked() if p.compiled and p.label in runner.choice_of]
+                beam = beam[:BEAM]
+                starts = [p for p in beam if p.label not in descended]
                 if not starts:
                     break
                 descended.add(starts[0].label)
@@ -405,34 +537,64 @@ def _walk(runner: _Runner, seeds: list[tuple[Choice, str]]) -> None:
         return
 
 
-def _best_label(runner: _Runner) -> str:
-    best = runner.best()
-    return best.label if best is not None else ""
-
-
-def _result(
-    runner: _Runner, inputs: SearchInputs, budget: float, reporter: Progress
-) -> SuggestedSearch:
+def _result(runners: list[_Runner], budget: float, reporter: Progress) -> SuggestedSearch:
+    runner = runners[0]  # the mesh's own shape; the others add their counts to it
+    runner.ran_out = any(r.ran_out for r in runners)
+    runner.skipped = sum(r.skipped for r in runners)
+    least = [r.least_skipped for r in runners if r.least_skipped is not None]
+    runner.least_skipped = min(least) if least else None
+    runner.target_name = next((r.target_name for r in runners if r.target_name), "")
     plans = runner.ranked()
     if plans and not any(p.compiled for p in plans):
-        raise runner.errors[0]
+        raise next(r.errors[0] for r in runners if r.errors)
+    inputs_of = {label: r.inputs for r in runners for label in r.choice_of}
+    first = plans[0] if plans else None
+    inputs = inputs_of.get(first.label, runner.inputs) if first is not None else runner.inputs
     notes = _notes(runner, plans, budget)
+    if len(runners) > 1:
+        counts = ", ".join(
+            f"{' x '.join(map(str, r.space.axes.values()))} ({len(r.choice_of)} plans)"
+            for r in runners
+        )
+        notes.insert(0, f"mesh shapes searched: {counts}; each plan's report has its mesh")
     search = SuggestedSearch(
         function=inputs.name, mesh=mesh_layout(inputs.jmesh), plans=tuple(plans),
         ranking=ranking_words(runner.target_name if runner.with_target else ""),
         memory_limit=runner.limit, target=runner.target_name if runner.with_target else "",
         budget_seconds=budget, elapsed_seconds=runner.elapsed(),
         budget_ran_out=runner.ran_out, skipped=runner.skipped,
-        roles={name: argument_role(name) for name in inputs.named}, notes=tuple(notes),
+        roles=_roles(runner.space, inputs), notes=tuple(notes),
+        stopped=_stopped(runner, plans),
     )  # fmt: skip
     object.__setattr__(search, "_inputs", inputs)
+    object.__setattr__(search, "_inputs_of", inputs_of)
     best = search.best
     reporter.finish(
         f"{search.tried} plans tried in {search.elapsed_seconds:.0f} s"
-        + (" (budget ran out)" if search.budget_ran_out else "")
+        + f" (stopped: {search.stopped})"
         + (f"; best: {_summary(best)}" if best is not None else "; no plan fits")
     )
     return search
+
+
+def _roles(space: Space, inputs: SearchInputs) -> dict[str, str]:
+    """Argument name -> role, as searched (an argument whose leaves were all read as weights
+    is ``params``)."""
+    out = {}
+    for name in inputs.named:
+        roles = {x.role for x in space.leaves if x.arg == name}
+        out[name] = roles.pop() if len(roles) == 1 else argument_role(name)
+    return out
+
+
+def _stopped(runner: _Runner, plans: list[SuggestedPlan]) -> str:
+    """Why the search stopped, in one word: ``budget``, ``memory`` (no assignment fits the
+    limit), or ``converged``."""
+    if runner.ran_out:
+        return "budget"
+    if not plans or not any(p.compiled and p.fits is not False for p in plans):
+        return "memory"
+    return "converged"
 
 
 def _notes(runner: _Runner, plans: list[SuggestedPlan], budget: float) -> list[str]:
@@ -469,6 +631,21 @@ def _notes(runner: _Runner, plans: list[SuggestedPlan], budget: float) -> list[s
             f"{len(failed)} plan{'s' if len(failed) != 1 else ''} did not compile (listed last "
             "with the compiler's words)"
         )
+    batch = [x.path for x in runner.space.leaves if x.role == "batch" and x.shape]
+    if runner.kept_batch is not None and batch:
+        notes.append(
+            f"the data ({', '.join(batch)}) kept as placed, dim 0 over "
+            f"{', '.join(repr(a) for a in runner.kept_batch) or 'nothing'}: only the other "
+            "leaves were searched; pass the data unplaced (a ShapeDtypeStruct without a "
+            "sharding) to search its split too"
+        )
+    weights = [x.path for x in runner.space.leaves if x.role == "params" and x.arg == x.path]
+    if (
+        weights
+        and runner.inputs.model is None
+        and not any(argument_role(x.arg) == "params" for x in runner.space.leaves)
+    ):
+        notes.append(f"searched as weights, by how the program uses them: {', '.join(weights)}")
     if runner.inputs.model is None:
         notes.append(
             "a plan's rules (plan.rules) put gradients like the optimizer state; in this "
