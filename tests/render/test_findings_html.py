@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from shardviz.model import Findings
+from shardviz.model.findings import PROGRAM_FINDING_KINDS
 from shardviz.render.findings.html import (
     findings_html,
     findings_page,
@@ -122,7 +123,10 @@ def test_notes_and_no_findings() -> None:
     empty = findings_html(no_findings())
     assert 'data-count="0"' in empty and '<section class="sv-finding' not in empty
     assert '<div class="sv-fnotes">' not in empty
-    assert "no findings" in empty and "checked for 11 kinds: involuntary-remat" in empty
+    assert (
+        "no findings" in empty
+        and f"checked for {len(PROGRAM_FINDING_KINDS)} kinds: involuntary-remat" in empty
+    )
 
 
 def test_user_strings_are_escaped() -> None:

@@ -9,6 +9,7 @@ import json
 import pytest
 
 from shardviz.model import Finding, FindingCost, Findings, Fix, Where
+from shardviz.model.findings import PROGRAM_FINDING_KINDS
 from shardviz.render.findings.html import SEVERITY_COLORS
 from shardviz.render.findings.view import check_rows, cost_str, count_str, where_rows
 from shardviz.widgets.explorer.payload import report_payload
@@ -140,7 +141,7 @@ def test_no_findings_not_diagnosed_pending_and_error():
     none_found = dataclasses.replace(dp_report(), findings=no_findings())
     p = findings_payload(none_found)
     assert (p["state"], p["count_text"], p["items"]) == ("done", "no findings", [])
-    assert p["checked"].startswith("checked for 11 kinds")
+    assert p["checked"].startswith(f"checked for {len(PROGRAM_FINDING_KINDS)} kinds")
     p = findings_payload(dp_report())  # explained with diagnose=False
     assert (p["state"], p["count_text"]) == ("none", NOT_DIAGNOSED_WORDS)
     p = json.loads(pending_json(7))
