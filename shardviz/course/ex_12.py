@@ -108,7 +108,7 @@ def largest_batch(answer: Any) -> tuple[bool, str, str]:
 #: 12.3's training step: the tiny Llama of section 6 with 4 layers, a longer sequence and a
 #: larger batch, under act-offload, compiled deviceless for a v5e 2x2 slice.
 OFFLOAD_SLICE, OFFLOAD_STRATEGY = "v5e:2x2", "act-offload"
-OFFLOAD_DIMS = dict(
+OFFLOAD_DIMS: dict[str, Any] = dict(
     layers=4, d_model=128, heads=4, kv_heads=2, head_dim=32, ffn=256, vocab=512, seq=256,
     batch=16,
 )  # fmt: skip
