@@ -1,6 +1,6 @@
 """Answers to notebook 12's exercises."""
 
-SOLUTIONS = {"12.1": 28_672, "12.2": 966, "12.3": 1_048_576}
+SOLUTIONS = {"12.1": 28_672, "12.2": 966, "12.3": 786_432}
 
 WHY = {
     "12.1": "Every layer keeps, for every token, one key and one value per KV head, each "
@@ -20,7 +20,7 @@ WHY = {
     "pass, the layer's input, and sends it to pinned host memory as the forward pass makes it. "
     "That input is [batch, seq, d_model] in bfloat16 (the layers compute in bfloat16; only the "
     "master weights are float32), and the batch is split over the 4 chips: 16 / 4 = 4 "
-    "sequences x 256 tokens x 128 x 2 B = 256 KiB per layer per chip, x 4 layers = 1 MiB "
-    "(1,048,576 B) to host per step. The backward pass brings the same 1 MiB back. Counting "
+    "sequences x 256 tokens x 128 x 2 B = 256 KiB per layer per chip, x 3 layers = 768 KiB "
+    "(786,432 B) to host per step. The backward pass brings the same 768 KiB back. Counting "
     "float32 would double it; forgetting the split over chips would make it 4 times as much.",
 }
