@@ -1,4 +1,5 @@
-"""Exercises of notebook 12 (serving a decoder: the KV cache, decode and prefill, what fits)."""
+"""Exercises of notebook 12 (serving a decoder: the KV cache, decode and prefill, what fits;
+offload: the bytes a training step sends to host memory)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import Any
 
 from shardviz.course.answers import byte_count, bytes_verdict, whole_number
 from shardviz.course.exercise import exercise
+from shardviz.model.compare import StrategyResult
 from shardviz.model.serving import ServingResult
 from shardviz.model.units import format_bytes
 
@@ -99,5 +101,53 @@ def largest_batch(answer: Any) -> tuple[bool, str, str]:
         "both for dp+tp), over one sequence's share of the cache: kv_bytes_per_token in int8 "
         "x 32,768 tokens, split over how many chips? (the batch over 'data', the KV heads over "
         "'tensor')"
+    )
+    return right, message, hint
+
+
+#: 12.3's training step: the tiny Llama of section 6 with 3 layers, a longer sequence and a
+#: larger batch, under act-offload, compiled deviceless for a v5e 2x2 slice.
+OFFLOAD_SLICE, OFFLOAD_STRATEGY = "v5e:2x2", "act-offload"
+OFFLOAD_DIMS: dict[str, Any] = dict(
+    layers=3, d_model=128, heads=4, kv_heads=2, head_dim=32, ffn=256, vocab=512, seq=256,
+    batch=16,
+)  # fmt: skip
+
+
+@cache
+def _act_offload() -> StrategyResult:
+    """12.3's training step under act-offload, compiled for the slice (deviceless)."""
+    import shardviz as sv
+
+    return sv.compare(
+        ARCH, [OFFLOAD_STRATEGY], target=OFFLOAD_SLICE, **OFFLOAD_DIMS
+    ).results[0]  # fmt: skip
+
+
+@exercise(
+    "12.3",
+    "the bytes activation offload sends to host",
+    "the tiny Llama of section 6 with 3 layers, sequences of 256 tokens and a batch of 16, "
+    "trained under 'act-offload' on the v5e 2x2 slice (4 chips, the batch split 4 ways): how "
+    "many bytes does each chip send to host memory per training step? (a number of bytes)",
+    wrong=(1_572_864, 3_145_728, 262_144, 6_291_456),
+)
+def act_offload_bytes(answer: Any) -> tuple[bool, str, str]:
+    got = byte_count(answer)
+    r = _act_offload()
+    truth = r.to_host_bytes
+    right = abs(got - truth) < 0.5
+    d = OFFLOAD_DIMS
+    context = (
+        f"compiled for {r.target} (deviceless): {d['layers']} layers x (a batch of "
+        f"{d['batch']} over 4 chips) x {d['seq']} tokens x d_model {d['d_model']} x 2 B "
+        f"(bfloat16), the same bytes back to HBM for the backward pass"
+    )
+    message = bytes_verdict(got, right, truth, "the bytes each chip sends to host per step",
+                            context if right else "")  # fmt: skip
+    hint = (
+        "the remat policy sends one value per decoder layer to host: the layer's input, "
+        "[batch, seq, d_model] in the dtype the layers compute in (bfloat16, not the float32 "
+        "master weights); each chip holds only its share of the batch"
     )
     return right, message, hint
