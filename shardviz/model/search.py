@@ -38,9 +38,14 @@ class Plan:
         flops_per_device: the compiler's flops on one device (``None`` if the backend has no
             cost analysis).
         flops_global: the same program's flops unsplit (what one device would do alone).
-        fits: whether ``peak_bytes`` is within the search's memory limit (``None``: no limit).
+        fits: whether ``peak_bytes`` is within the search's memory limit and ``host_bytes``
+            within its host memory limit (``None``: no limit).
         error: why it did not compile ("" if it did).
         found_seconds: seconds from the start of the search to when this plan was compiled.
+        host_bytes: host memory per device (the report's ``memory.host_bytes``: arguments
+            kept in pinned host memory and the like), beside ``peak_bytes`` in HBM.
+        on_host: the leaves the plan keeps in pinned host memory (the optimizer state, when
+            the search offloaded it); ``()`` for a plan wholly in HBM.
     """
 
     label: str
@@ -55,6 +60,8 @@ class Plan:
     fits: bool | None = None
     error: str = ""
     found_seconds: float = 0.0
+    host_bytes: int | None = None
+    on_host: tuple[str, ...] = ()
 
     @property
     def devices(self) -> int:
@@ -88,6 +95,8 @@ class Search(JsonMixin, display.Shown):
             and plans that failed to compile come last.
         ranking: the rule the plans were ranked by, in words.
         memory_limit: bytes per device a plan's peak must stay within (``None``: no limit).
+        host_memory_limit: bytes of host memory per device a plan may use (``None``: no
+            limit).
         target: the target estimates are made for ("" without one).
         budget_seconds: the time the search was given; ``elapsed_seconds`` what it took.
         budget_ran_out: the search stopped because the budget ran out (not because no move
@@ -115,6 +124,7 @@ class Search(JsonMixin, display.Shown):
     roles: dict[str, str] | None = None
     notes: tuple[str, ...] = ()
     stopped: str = ""
+    host_memory_limit: int | None = None
 
     @property
     def tried(self) -> int:

@@ -30,6 +30,11 @@ TOP_LINKS = 4
 #: leave less of the budget to the moves when a plan takes seconds to compile.
 SEED_LINKS = 2
 
+#: How a plan that keeps the optimizer state in pinned host memory says so.
+OFFLOAD_WORDS = "optimizer state offloaded to pinned host memory"
+#: ... and a plan reached from an offloaded one, which keeps it there.
+ON_HOST_WORDS = "optimizer state in pinned host memory"
+
 #: Parameter groups holding less than this fraction of the parameters' bytes are not moved
 #: on their own (their spec barely changes memory or traffic; the seeds still set them).
 SMALL_GROUP = 0.01
@@ -82,11 +87,13 @@ class Choice:
     """One plan's knob settings (hashable, so the search never compiles one twice).
 
     ``batch`` is the mesh axes splitting dim 0 of the data; ``params`` holds, per group in
-    :attr:`Space.groups` order, the parameters' spec and the optimizer state's spec.
+    :attr:`Space.groups` order, the parameters' spec and the optimizer state's spec;
+    ``offload``: the optimizer state lives in pinned host memory (ZeRO-Offload).
     """
 
     batch: tuple[str, ...]
     params: tuple[tuple[Spec, Spec], ...]
+    offload: bool = False
 
 
 def _norm(path: str) -> str:
@@ -201,6 +208,9 @@ class Space:
                     None,
                 )
         self.links = self._group_links(links)
+        #: Whether the optimizer state may move to pinned host memory (the search sets it:
+        #: under a memory limit, on devices that have that memory kind).
+        self.offload_ok = False
 
     def _group_links(
         self, links: Sequence[tuple[Sequence[tuple[str, int]], bool]]
@@ -331,10 +341,30 @@ class Space:
                 out[x.path] = whole
         return out
 
+    def optimizer_paths(self) -> tuple[str, ...]:
+        """The optimizer state's leaves (what offloading moves to host memory)."""
+        return tuple(x.path for x in self.leaves if x.role == "optimizer")
+
+    def host_paths(self, choice: Choice) -> tuple[str, ...]:
+        """The leaves ``choice`` keeps in pinned host memory."""
+        return self.optimizer_paths() if choice.offload else ()
+
     def argument_bytes(self, choice: Choice) -> int:
-        """Bytes of the arguments on one device under ``choice`` (a lower bound of its peak)."""
-        specs = self.specs(choice)
-        return sum(x.nbytes // spec_ways(specs[x.path], self.axes) for x in self.leaves)
+        """Bytes of the arguments in device memory on one device under ``choice`` (a lower
+        bound of its peak); leaves kept on host are left out (see :meth:`host_bytes`)."""
+        specs, host = self.specs(choice), set(self.host_paths(choice))
+        return sum(
+            x.nbytes // spec_ways(specs[x.path], self.axes)
+            for x in self.leaves
+            if x.path not in host
+        )
+
+    def host_bytes(self, choice: Choice) -> int:
+        """Bytes of the arguments ``choice`` keeps in host memory, per device."""
+        specs, host = self.specs(choice), set(self.host_paths(choice))
+        return sum(
+            x.nbytes // spec_ways(specs[x.path], self.axes) for x in self.leaves if x.path in host
+        )
 
     def idle_ways(self, choice: Choice) -> int:
         """The product of the sizes of mesh axes nothing is split over: at least that many
@@ -393,7 +423,8 @@ class Space:
 
         Knobs come in this order: the batch; each mesh axis across all parameters (see
         :meth:`axis_moves`); each searched group (largest first); the optimizer state of all
-        groups at once. A group's alternatives move one mesh axis (onto another dim, on, or
+        groups at once; where :attr:`offload_ok`, the optimizer state to pinned host memory
+        or back (``offload``). A group's alternatives move one mesh axis (onto another dim, on, or
         off), the most split first, and split its optimizer state over the axes its
         parameters leave idle (ZeRO) or put it back like the parameters.
         """
@@ -452,6 +483,16 @@ class Space:
                 if c != choice
             ],
         )
+        if self.offload_ok:
+            yield (
+                "offload",
+                [
+                    (
+                        replace(choice, offload=not choice.offload),
+                        OFFLOAD_WORDS if not choice.offload else "optimizer state back in HBM",
+                    )
+                ],
+            )
 
     def axis_moves(self, choice: Choice, axis: str) -> list[tuple[Choice, str]]:
         """Moves of one mesh axis across every parameter at once, for splits that need
@@ -490,13 +531,18 @@ class Space:
                 continue
             words = f"{axis!r} on every dim of size {n}"
             for batch, more in ((without, " (off the batch)"), (choice.batch, "")):
-                moved = Choice(batch, params)
+                moved = Choice(batch, params, choice.offload)
                 if batch in self.batch_choices and self.divides(moved):
                     out.append((moved, words + (more if batch != choice.batch else "")))
         gathered = tuple(self._axis_on(g, pair, axis, None) for g, pair in self._pairs(choice))
         batch = tuple(a for a in self.axes if a in choice.batch or a == axis)
         if batch in self.batch_choices:
-            out.append((Choice(batch, gathered), f"{axis!r} off every parameter, onto the batch"))
+            out.append(
+                (
+                    Choice(batch, gathered, choice.offload),
+                    f"{axis!r} off every parameter, onto the batch",
+                )
+            )
         first: dict[Choice, str] = {}
         for c, w in out:
             first.setdefault(c, w)

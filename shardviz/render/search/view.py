@@ -55,6 +55,8 @@ def status_lines(s: Search) -> list[str]:
         if s.memory_limit is not None
         else "no memory limit"
     )
+    if s.host_memory_limit is not None:
+        limit += f"; host memory limit {format_bytes(s.host_memory_limit)} per device"
     lines.append(limit + (f"; estimates on {s.target}" if s.target else "; no target"))
     lines.append(s.ranking)
     return lines
@@ -65,7 +67,7 @@ def best_line(s: Search) -> str:
     b = s.best
     if b is None:
         return "best: none (no plan that compiled fits the memory limit; see the notes)"
-    return f"best: {b.label}, found after {b.found_seconds:.1f} s: {b.how}"
+    return f"best: {b.label}, found after {b.found_seconds:.1f} s: {how_str(b)}"
 
 
 def fits_word(p: Plan) -> str:
@@ -91,8 +93,15 @@ def plan_cells(rank: int, p: Plan) -> list[str]:
         format_bytes(p.moved_bytes) if p.moved_bytes is not None else "n/a",
         work_str(p),
         format_seconds(p.estimated_seconds) if p.estimated_seconds is not None else "-",
-        p.how,
+        how_str(p),
     ]
+
+
+def how_str(p: Plan) -> str:
+    """The plan's ``how``, with its host memory per device when it keeps anything there."""
+    if not p.host_bytes:
+        return p.how
+    return f"{p.how} (host {format_bytes(p.host_bytes)} per device)"
 
 
 @dataclass(frozen=True)
@@ -210,7 +219,8 @@ def specs_view(s: Search, p: Plan) -> SpecsView:
     cells = tuple(
         (r.path, r.spec, *((r.optimizer or LIKE_THE_LEAF,) if with_opt else ())) for r in rows
     )
-    return SpecsView(f"Best plan {p.label}: the specs", SPECS_HINT, header, rows, cells)
+    where = " (optimizer state in pinned host memory)" if p.on_host else ""
+    return SpecsView(f"Best plan {p.label}: the specs{where}", SPECS_HINT, header, rows, cells)
 
 
 def search_view(s: Search) -> SearchView:

@@ -8,6 +8,8 @@ function is compiled on ``ShapeDtypeStruct`` objects carrying the plan's shardin
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,7 +29,7 @@ from shardviz.strategies.candidates import Leaf
 from shardviz.strategies.rules import BUILTIN, RuleSet, default_mesh_shape
 from shardviz.strategies.search.rules import jax_entries, rule_set_of
 from shardviz.strategies.search.structure import Structure, read_structure
-from shardviz.strategies.step import strategy_step
+from shardviz.strategies.step import HOST_KIND, strategy_step
 from shardviz.strategies.zoo import ModelDef, get_model
 
 
@@ -61,18 +63,32 @@ class SearchInputs:
             )  # fmt: skip
         return out
 
-    def _sharding(self, spec: Spec) -> NamedSharding:
-        return NamedSharding(self.jmesh, PartitionSpec(*jax_entries(spec)))
+    def _sharding(self, spec: Spec, host: bool = False) -> NamedSharding:
+        kind = {"memory_kind": HOST_KIND} if host else {}
+        return NamedSharding(self.jmesh, PartitionSpec(*jax_entries(spec)), **kind)
 
-    def place(self, specs: dict[str, Spec], abstract: bool = False) -> tuple:
+    def has_host_memory(self) -> bool:
+        """Whether the mesh's devices have pinned host memory (CPU does; a deviceless
+        topology lists no memories)."""
+        try:
+            kinds = {m.kind for d in self.jmesh.devices.flat for m in d.addressable_memories()}
+        except Exception:  # noqa: BLE001 - a backend without memories has no host memory kind
+            return False
+        return HOST_KIND in kinds
+
+    def place(
+        self, specs: dict[str, Spec], abstract: bool = False, host: Sequence[str] = ()
+    ) -> tuple:
         """The arguments with ``specs``: ``ShapeDtypeStruct`` objects (``abstract``, or when they
-        are abstract already) or arrays put on the devices."""
+        are abstract already) or arrays put on the devices; the leaves at ``host`` in pinned
+        host memory."""
         leaves = []
+        on_host = set(host)
         for path, x in self.flat:
             if path not in specs:
                 leaves.append(x)
                 continue
-            sharding = self._sharding(specs[path])
+            sharding = self._sharding(specs[path], path in on_host)
             if abstract or isinstance(x, jax.ShapeDtypeStruct):
                 leaves.append(jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=sharding))
             else:
@@ -118,8 +134,11 @@ class SearchInputs:
         except Exception:  # noqa: BLE001 - a program that does not trace fails when compiled
             return None
 
-    def compile(self, specs: dict[str, Spec], rules: RuleSet) -> Report:
-        """The compile-only report of the arguments placed with ``specs``.
+    def compile(self, specs: dict[str, Spec], rules: RuleSet, host: Sequence[str] = ()) -> Report:
+        """The compile-only report of the arguments placed with ``specs`` (the leaves at
+        ``host`` in pinned host memory: a zoo model's step brings them to the device for the
+        update and back, as ``rules.host`` says; any other function is compiled with those
+        arguments brought to the device at its start).
 
         Without findings (``diagnose=False``): trying each finding's fix compiles again, and
         that time is better spent on more plans; explain the plan you pick for its findings
@@ -129,8 +148,39 @@ class SearchInputs:
             built = strategy_step(self.model, rules, self.jmesh, optimizer=self.optimizer)
             fn, args = built.step, built.abstract
         else:
-            fn, args = self.fn, self.place(specs, abstract=True)
+            fn, args = self.fn, self.place(specs, abstract=True, host=host)
+            if host:
+                fn = on_device(fn, {p.partition("/")[0] for p in host}, list(self.named))
         return explain(fn, *args, run=False, target=self.target, diagnose=False)
+
+
+def on_device(fn: Any, names: set[str], order: list[str]) -> Any:
+    """``fn`` with its arguments named in ``names`` (kept in host memory) moved to the device
+    at its start (jax computes on device memory only), and each output shaped like one of
+    them (the updated optimizer state) sent back to host memory, as ZeRO-Offload does."""
+
+    def signature(tree: Any) -> tuple:
+        leaves, treedef = jax.tree.flatten(tree)
+        return treedef, tuple(
+            (getattr(x, "shape", None), getattr(x, "dtype", None)) for x in leaves
+        )
+
+    @functools.wraps(fn)
+    def wrapped(*args: Any) -> Any:
+        moved = [
+            jax.device_put(a, jax.memory.Space.Device) if n in names else a
+            for n, a in zip(order, args, strict=False)
+        ]
+        host = [signature(a) for n, a in zip(order, moved, strict=False) if n in names]
+        out = fn(*moved, *args[len(moved) :])
+        if not isinstance(out, tuple | list):
+            return out
+        back = [
+            jax.device_put(o, jax.memory.Space.Host) if signature(o) in host else o for o in out
+        ]
+        return type(out)(back) if isinstance(out, list) else tuple(back)
+
+    return wrapped
 
 
 def search_inputs(

@@ -17,8 +17,10 @@ moved) count as a tie: the compiler's bookkeeping moves a few hundred bytes betw
 that are the same in substance. Ties go to the lower peak memory, then to the plan tried
 first (a seed, a named strategy, before the moves that merely reach it again).
 
-Either way plans over the memory limit come after every plan that fits (lowest peak first),
-and plans that failed to compile come last.
+Either way plans that fit only by keeping the optimizer state in host memory (offloaded)
+come after every plan that fits in HBM alone (offloading costs host transfers the ranking does
+not see), plans over the memory limit after every plan that fits (lowest peak first), and
+plans that failed to compile last.
 """
 
 from __future__ import annotations
@@ -31,8 +33,15 @@ from shardviz.model.search import NEAR, WORK_TOLERANCE, Plan
 _INF = float("inf")
 
 
-def ranking_words(target: str) -> str:
-    """The rule, in one sentence, for the views."""
+def ranking_words(target: str, offload: bool = False) -> str:
+    """The rule, in one sentence, for the views (``offload``: some plans keep the optimizer
+    state in host memory)."""
+    if offload:
+        return ranking_words(target).replace(
+            "; plans over the memory limit last",
+            "; plans that fit only with the optimizer state offloaded to host memory after "
+            "those that fit in HBM; plans over the memory limit last",
+        )
     if target:
         return (
             f"ranked by the estimated step on {target} (a lower bound: compute, HBM traffic "
@@ -99,12 +108,13 @@ def rank_key(plan: Plan, best: Bests, with_target: bool) -> tuple:
     moved = float(plan.moved_bytes if plan.moved_bytes is not None else _INF)
     if plan.fits is False:
         return (2, 0, 0, peak, moved)
+    tier = 1 if plan.on_host else 0  # offloaded: after every plan that fits in HBM alone
     if with_target and plan.estimated_seconds is not None:
         s = plan.estimated_seconds
-        return (0, 0, 0, moved, peak) if _near(s, best.seconds) else (0, 0, 1, s, moved)
+        return (tier, 0, 0, moved, peak) if _near(s, best.seconds) else (tier, 0, 1, s, moved)
     if splits_work(plan, best.work):
-        return (0, 1, 0, peak, 0.0) if _near(moved, best.moved) else (0, 1, 1, moved, peak)
-    return (0, 2, 0, float(plan.flops_per_device or _INF), moved)
+        return (tier, 1, 0, peak, 0.0) if _near(moved, best.moved) else (tier, 1, 1, moved, peak)
+    return (tier, 2, 0, float(plan.flops_per_device or _INF), moved)
 
 
 def ranked(plans: Sequence[Plan], with_target: bool) -> list[Plan]:

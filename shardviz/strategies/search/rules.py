@@ -105,12 +105,14 @@ def rule_set_of(
     title: str = "suggested plan",
     description: str = "",
     mesh_shape: tuple[int, ...] = (),
+    host: tuple[str, ...] = (),
 ) -> RuleSet:
     """The rule set that gives the arguments of a train step ``specs`` (leaf path -> spec,
     as a plan holds them), for :func:`~shardviz.strategies.runner.compare`.
 
     ``mesh_shape`` is kept in ``extra["mesh_shape"]``: pass ``compare`` a mesh of that shape
-    (its default mesh for two axes is 2 x n/2).
+    (its default mesh for two axes is 2 x n/2). ``host`` names the trees kept in pinned host
+    memory (``("optimizer",)``: ZeRO-Offload, as :class:`~shardviz.strategies.rules.RuleSet`).
     """
     params, optimizer = param_and_optimizer_specs(specs)
     opt_rules = _rules(optimizer)
@@ -125,4 +127,5 @@ def rule_set_of(
         description=description,
         strict=False,
         extra={"mesh_shape": tuple(mesh_shape)},
+        host=tuple(host),
     )

@@ -46,6 +46,8 @@ from shardviz.model.roles import argument_role
 from shardviz.model.search import Plan, Search
 from shardviz.model.units import format_bytes, format_seconds
 from shardviz.strategies.candidates import (
+    OFFLOAD_WORDS,
+    ON_HOST_WORDS,
     Choice,
     Leaf,
     Space,
@@ -72,7 +74,7 @@ _UNITS = {
 }  # fmt: skip
 
 
-def memory_bytes(limit: int | float | str | None) -> int | None:
+def memory_bytes(limit: int | float | str | None, name: str = "memory_limit") -> int | None:
     """A memory limit in bytes: an int, or a string such as ``"2 GiB"``, ``"512MiB"``,
     ``"1.5 GB"`` (KiB/MiB/GiB are powers of 1024, KB/MB/GB of 1000).
 
@@ -90,7 +92,7 @@ def memory_bytes(limit: int | float | str | None) -> int | None:
     if match is None or unit not in _UNITS or float(match.group(1)) <= 0:
         raise ShardvizError(
             problem(
-                f"memory_limit={limit!r}",
+                f"{name}={limit!r}",
                 "it is not a size in bytes",
                 "give bytes per device as an int, or a string like '2 GiB', '512 MiB' or '1.5 GB'",
             )
@@ -120,6 +122,7 @@ class SuggestedPlan(Plan):
             title=f"suggested plan {self.label}",
             description=self.how,
             mesh_shape=mesh.axis_sizes if mesh is not None else (),
+            host=("optimizer",) if self.on_host else (),
         )
 
 
@@ -170,7 +173,7 @@ class SuggestedSearch(Search):
                     "place them with the plan's specs yourself (plan.specs), or search again",
                 )
             )
-        return inputs.place(chosen.specs)
+        return inputs.place(chosen.specs, host=chosen.on_host)
 
 
 # --- the search ------------------------------------------------------------------------------
@@ -192,8 +195,12 @@ class _Runner:
         progress: Progress,
         plans: list[SuggestedPlan] | None = None,
         start: float | None = None,
+        host_limit: int | None = None,
     ) -> None:
         self.space, self.inputs, self.limit, self.budget = space, inputs, limit, budget
+        self.host_limit = host_limit
+        #: The least host bytes an offloaded assignment skipped for the host limit needed.
+        self.least_host_skipped: int | None = None
         self.progress = progress
         self.start = time.monotonic() if start is None else start
         # Shared by the runners of several mesh shapes: labels count over all of them.
@@ -223,8 +230,13 @@ class _Runner:
     def over_memory(self, choice: Choice) -> bool:
         return self.limit is not None and self.space.argument_bytes(choice) > self.limit
 
+    def over_host(self, choice: Choice) -> bool:
+        return self.host_limit is not None and self.space.host_bytes(choice) > self.host_limit
+
     def try_choice(self, choice: Choice, how: str) -> SuggestedPlan | None:
-        """The plan for ``choice`` (``None`` if seen before or over the limit unseen)."""
+        """The plan for ``choice`` (``None`` if seen before or over the limit unseen). A
+        choice whose arguments alone exceed the memory limit is tried with its optimizer
+        state offloaded instead, where the search may offload."""
         if choice in self.seen:
             return None
         self.seen.add(choice)
@@ -232,26 +244,38 @@ class _Runner:
             self.skipped += 1
             need = self.space.argument_bytes(choice)
             self.least_skipped = min(self.least_skipped or need, need)
+            if self.space.offload_ok and not choice.offload:
+                return self.try_choice(dataclasses.replace(choice, offload=True), _offloaded(how))
+            return None
+        if self.over_host(choice):
+            self.skipped += 1
+            need = self.space.host_bytes(choice)
+            self.least_host_skipped = min(self.least_host_skipped or need, need)
             return None
         specs = self.space.specs(choice)
-        key = tuple(sorted(specs.items()))
+        on_host = self.space.host_paths(choice)
+        if on_host and OFFLOAD_WORDS not in how and "back in HBM" not in how:
+            how = f"{how} [{ON_HOST_WORDS}]"
+        key = (tuple(sorted(specs.items())), on_host)
         if key in self.seen_specs:
             return None
         self._check_time()
         self.seen_specs.add(key)
         label = f"#{len(self.plans) + 1}"
         began = time.monotonic()
-        rules = rule_set_of(specs, self.inputs.jmesh.axis_names)
+        host = ("optimizer",) if on_host else ()
+        rules = rule_set_of(specs, self.inputs.jmesh.axis_names, host=host)
         try:
-            report = self.inputs.compile(specs, rules)
+            report = self.inputs.compile(specs, rules, host=on_host)
         except ShardvizError as err:
             self.errors.append(err)
             plan = SuggestedPlan(
                 label=label, how=how, specs=specs, report=None, peak_bytes=None,
                 moved_bytes=None, error=str(err), found_seconds=self.elapsed(),
+                on_host=on_host,
             )  # fmt: skip
         else:
-            plan = self._plan(label, how, specs, report)
+            plan = self._plan(label, how, specs, report, on_host)
         self._last = time.monotonic() - began
         self.plans.append(plan)
         self.choice_of[label] = choice
@@ -259,21 +283,27 @@ class _Runner:
         self.progress.update(len(self.plans), self.elapsed(), self.budget, _summary(best))
         return plan
 
-    def _plan(self, label: str, how: str, specs: dict[str, Spec], report: Report) -> SuggestedPlan:
+    def _plan(
+        self, label: str, how: str, specs: dict[str, Spec], report: Report, on_host: tuple[str, ...]
+    ) -> SuggestedPlan:
         if self.limit is None and report.estimate is not None:  # the target's HBM
             self.limit = report.estimate.hbm_bytes
         if report.estimate is not None:
             self.target_name = report.estimate.target
-        peak = report.memory.peak_bytes
+        peak, host = report.memory.peak_bytes, report.memory.host_bytes
         cost = report.cost
+        fits = None
+        if self.limit is not None or self.host_limit is not None:
+            fits = (self.limit is None or peak <= self.limit) and (
+                self.host_limit is None or host <= self.host_limit
+            )
         return SuggestedPlan(
             label=label, how=how, specs=specs, report=report, peak_bytes=peak,
             moved_bytes=sum(c.moved_bytes * (c.trips or 1) for c in report.collectives),
             estimated_seconds=report.estimate.step_seconds if report.estimate else None,
             flops_per_device=cost.flops_per_device if cost else None,
             flops_global=cost.flops_global if cost else None,
-            fits=None if self.limit is None else peak <= self.limit,
-            found_seconds=self.elapsed(),
+            fits=fits, found_seconds=self.elapsed(), host_bytes=host, on_host=on_host,
         )  # fmt: skip
 
     def ranked(self) -> list[SuggestedPlan]:
@@ -295,7 +325,12 @@ class _Runner:
         improved = True
         while improved:
             improved = False
-            knobs = [k for k, _ in self.space.moves(self.choice_of[current.label])]
+            # Offloading is a move for plans over the limit only: one that fits keeps HBM.
+            knobs = [
+                k
+                for k, _ in self.space.moves(self.choice_of[current.label])
+                if k != "offload" or current.fits is False or current.on_host
+            ]
             for knob in knobs:
                 alts = dict(self.space.moves(self.choice_of[current.label]))[knob]
                 for choice, words in alts:
@@ -304,6 +339,11 @@ class _Runner:
                         current = plan
                         improved = True
                         break
+
+
+def _offloaded(how: str) -> str:
+    """``how`` for the same assignment with the optimizer state offloaded."""
+    return f"{how}; {OFFLOAD_WORDS}"
 
 
 def _summary(plan: Plan | None) -> str:
@@ -363,6 +403,7 @@ def suggest(
     *args: Any,
     mesh: Any = None,
     memory_limit: int | float | str | None = None,
+    host_memory_limit: int | float | str | None = None,
     target: Any = None,
     budget_s: float = 60.0,
     strategies: Sequence[str | RuleSet] | None = None,
@@ -387,6 +428,12 @@ def suggest(
             over all devices with axes ``('data', 'model')``.
         memory_limit: bytes per device a plan's peak may reach (an int, or ``"2 GiB"``);
             default the target's HBM, else no limit. Plans over it are listed, never best.
+            With a limit, a train step's optimizer state may move to pinned host memory
+            (ZeRO-Offload) where the devices have it: only plans over the limit try that
+            (their ``how`` says so; ``plan.on_host`` lists the leaves, ``plan.host_bytes``
+            the host bytes per device).
+        host_memory_limit: host memory per device a plan may use (the same forms as
+            ``memory_limit``); default no limit. Plans over it are listed, never best.
         target: a hardware preset or topology name (``"v5e"``, ``"h100"``): plans are then
             ranked by their estimated step there. Without one see :mod:`.search_rank`.
         budget_s: seconds to search; at the end the best plan so far is returned.
@@ -414,6 +461,7 @@ def suggest(
             all (the first compiler error, which names the cause).
     """
     limit = memory_bytes(memory_limit)
+    host_limit = memory_bytes(host_memory_limit, "host_memory_limit")
     if isinstance(budget_s, bool) or not isinstance(budget_s, int | float) or budget_s <= 0:
         raise ShardvizError(
             problem(
@@ -431,6 +479,11 @@ def suggest(
     kept = inputs.placed_batch({x.path for x in leaves if x.role == "batch"})
     shapes = _mesh_shapes(mesh_shapes, inputs.jmesh)
     budget = float(budget_s)
+    offload = (
+        limit is not None
+        and any(x.role == "optimizer" and x.shape for x in leaves)
+        and inputs.has_host_memory()
+    )
     with compiler_quiet() as terminal:
         reporter = progress_for(progress, terminal)
         runners: list[_Runner] = []
@@ -443,6 +496,7 @@ def suggest(
             shaped = inputs if jm is inputs.jmesh else dataclasses.replace(inputs, jmesh=jm)
             axes = dict(zip((str(a) for a in jm.axis_names), shape, strict=True))
             space = Space(leaves, axes, links)
+            space.offload_ok = offload
             # The data as placed (by axis name; an axis of size 1 splits nothing): only the
             # rest is searched.
             here = None if kept is None else tuple(a for a in kept if axes[a] > 1)
@@ -450,7 +504,10 @@ def suggest(
                 space.batch_choices = [here]
             # Each shape may use its share of the budget and whatever the earlier ones left.
             share = budget * (k + 1) / len(shapes)
-            runner = _Runner(space, shaped, limit, share, reporter, plans=plans, start=start)
+            runner = _Runner(
+                space, shaped, limit, share, reporter, plans=plans, start=start,
+                host_limit=host_limit,
+            )  # fmt: skip
             if runners:
                 runner.limit = runners[0].limit  # a target's HBM, read from the first plan
             runner.kept_batch = here if here is not None and space.batch_choices == [here] else None
@@ -543,6 +600,8 @@ def _result(runners: list[_Runner], budget: float, reporter: Progress) -> Sugges
     runner.skipped = sum(r.skipped for r in runners)
     least = [r.least_skipped for r in runners if r.least_skipped is not None]
     runner.least_skipped = min(least) if least else None
+    least_host = [r.least_host_skipped for r in runners if r.least_host_skipped is not None]
+    runner.least_host_skipped = min(least_host) if least_host else None
     runner.target_name = next((r.target_name for r in runners if r.target_name), "")
     plans = runner.ranked()
     if plans and not any(p.compiled for p in plans):
@@ -559,12 +618,14 @@ def _result(runners: list[_Runner], budget: float, reporter: Progress) -> Sugges
         notes.insert(0, f"mesh shapes searched: {counts}; each plan's report has its mesh")
     search = SuggestedSearch(
         function=inputs.name, mesh=mesh_layout(inputs.jmesh), plans=tuple(plans),
-        ranking=ranking_words(runner.target_name if runner.with_target else ""),
+        ranking=ranking_words(
+            runner.target_name if runner.with_target else "", any(p.on_host for p in plans)
+        ),
         memory_limit=runner.limit, target=runner.target_name if runner.with_target else "",
         budget_seconds=budget, elapsed_seconds=runner.elapsed(),
         budget_ran_out=runner.ran_out, skipped=runner.skipped,
         roles=_roles(runner.space, inputs), notes=tuple(notes),
-        stopped=_stopped(runner, plans),
+        stopped=_stopped(runner, plans), host_memory_limit=runner.host_limit,
     )  # fmt: skip
     object.__setattr__(search, "_inputs", inputs)
     object.__setattr__(search, "_inputs_of", inputs_of)
@@ -606,8 +667,15 @@ def _notes(runner: _Runner, plans: list[SuggestedPlan], budget: float) -> list[s
             "best so far is shown; give a larger budget_s to search further"
         )
     fitting = [p for p in plans if p.compiled and p.fits is not False]
-    if plans and not fitting and runner.limit is not None:
-        lowest = min((p for p in plans if p.compiled), key=lambda p: p.peak_bytes or 0)
+    lowest = min((p for p in plans if p.compiled), key=lambda p: p.peak_bytes or 0, default=None)
+    # (A plan within the limit that still does not fit is over the host memory limit: the
+    # host note below says so.)
+    if (
+        lowest is not None
+        and not fitting
+        and runner.limit is not None
+        and (lowest.peak_bytes or 0) > runner.limit
+    ):
         notes.append(
             f"no plan tried fits in {format_bytes(runner.limit)} per device: the lowest peak was "
             f"{format_bytes(lowest.peak_bytes or 0)} ({lowest.label}); raise memory_limit, use "
@@ -619,11 +687,51 @@ def _notes(runner: _Runner, plans: list[SuggestedPlan], budget: float) -> list[s
             f"tried needs at least {format_bytes(runner.least_skipped)} for its arguments "
             "alone; raise memory_limit, use more devices, or a smaller batch or model"
         )
+    host_needs = [p.host_bytes for p in plans if p.compiled and p.on_host and p.host_bytes]
+    if runner.least_host_skipped is not None:
+        host_needs.append(runner.least_host_skipped)
+    if not fitting and runner.host_limit is not None and host_needs:
+        need = min(host_needs)
+        notes.append(
+            f"no plan fits in {format_bytes(runner.limit or 0)} of HBM (memory_limit) and "
+            f"{format_bytes(runner.host_limit)} of host memory (host_memory_limit) per device: "
+            "the plans that fit HBM only by offloading the optimizer state to pinned host "
+            f"memory need at least {format_bytes(need)} of it; raise host_memory_limit to "
+            f"{format_bytes(need)} or more, raise memory_limit, use more devices, or a smaller "
+            "batch or model"
+        )
     if runner.skipped:
+        host = (
+            f" (or more than {format_bytes(runner.host_limit)} of host memory)"
+            if runner.host_limit is not None
+            else ""
+        )
         notes.append(
             f"{runner.skipped} assignment{'s' if runner.skipped != 1 else ''} not compiled: "
             f"{'their' if runner.skipped != 1 else 'its'} arguments alone need more than "
-            f"{format_bytes(runner.limit or 0)} per device"
+            f"{format_bytes(runner.limit or 0)} per device{host}"
+        )
+    offloaded = [p for p in plans if p.on_host]
+    if offloaded:
+        notes.append(
+            f"{len(offloaded)} plan{'s' if len(offloaded) != 1 else ''} keep the optimizer state "
+            "in pinned host memory (ZeRO-Offload; their how says so): peak is HBM, the host "
+            "bytes per device are shown beside it; tried only from plans over the memory limit"
+        )
+        if runner.inputs.model is None:
+            notes.append(
+                "an offloaded plan was compiled with the optimizer state brought to the device "
+                "at the function's start (jax.device_put(opt_state, jax.memory.Space.Device)): "
+                "do the same in your step to run it on search.arguments(), or run plan.rules "
+                "with compare"
+            )
+    elif (
+        runner.limit is not None
+        and not runner.space.offload_ok
+        and any(x.role == "optimizer" and x.shape for x in runner.space.leaves)
+    ):
+        notes.append(
+            "the optimizer state was not offloaded: these devices have no pinned_host memory"
         )
     failed = [p for p in plans if not p.compiled]
     if failed:
