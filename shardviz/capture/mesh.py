@@ -329,6 +329,11 @@ def memory_kinds(device: Any) -> tuple[str, ...]:
         return ()
 
 
+def mesh_has_memory(mesh: MeshLike, kind: str) -> bool:
+    """Whether the mesh's devices can address memory of ``kind`` (:func:`memory_kinds`)."""
+    return any(kind in memory_kinds(d) for d in as_jax_mesh(mesh).devices.flat)
+
+
 def checked_memory_kind(kind: Any, device: Any, name: str = "array") -> str:
     """``kind`` if ``device``'s backend has that memory, else a ShardvizError naming those it
     has. A backend that lists none (jax 0.10.2's deviceless GPU topologies) takes only

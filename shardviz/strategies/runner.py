@@ -75,14 +75,13 @@ def _full_bytes(tree: Any) -> int:
 def _memory(report: Report, grads: int) -> MemoryBreakdown:
     m = report.memory
     by_role: dict[str, int] = defaultdict(int)
-    for leaf in m.by_leaf:
-        by_role[_ROLES.get(leaf.role, leaf.role)] += leaf.bytes
-    # The TPU compiler reports temp as 0; its buffer assignment has the scratch in HBM.
-    temp = m.temp_bytes or dict(m.assigned).get("temp", 0)
     on_host: dict[str, int] = defaultdict(int)
     for leaf in m.by_leaf:
+        by_role[_ROLES.get(leaf.role, leaf.role)] += leaf.bytes
         if leaf.on_host:
             on_host[_ROLES.get(leaf.role, leaf.role)] += leaf.bytes
+    # The TPU compiler reports temp as 0; its buffer assignment has the scratch in HBM.
+    temp = m.temp_bytes or dict(m.assigned).get("temp", 0)
     return MemoryBreakdown(
         params=by_role["params"], grads=grads, optimizer=by_role["optimizer"],
         batch=by_role["batch"], activations=max(0, temp - grads),

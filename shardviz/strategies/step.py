@@ -21,10 +21,10 @@ import optax
 from jax.sharding import NamedSharding, PartitionSpec
 
 from shardviz.capture.layout import layout_of
-from shardviz.capture.mesh import Mesh, as_jax_mesh
+from shardviz.capture.mesh import Mesh, as_jax_mesh, mesh_has_memory
+from shardviz.strategies.memory_space import HOST_KIND, to_device, to_host
 from shardviz.strategies.models.axes import SpecConstrain
 from shardviz.strategies.models.configs import ArchConfig
-from shardviz.strategies.models.decoder import to_device
 from shardviz.strategies.rules import (
     RuleSet,
     axes_needed,
@@ -110,10 +110,7 @@ def strategy_step(
     # A published decoder streams host weights one layer at a time; any other model has
     # them brought to HBM whole at the start of the step.
     streamed = params_host and model.info.get("weights") == "host"
-    notes = _host_kind_notes(
-        rule_set, [s for t, sh in (("params", p_sh), ("optimizer", o_sh)) if t in rule_set.host
-                   for s in jax.tree.leaves(sh)],
-    )  # fmt: skip
+    notes = _host_kind_notes(rule_set, jm)
 
     constrained = model
     if rule_set.activations:
@@ -159,21 +156,12 @@ def strategy_step(
     )  # fmt: skip
 
 
-#: The memory kind a strategy's ``host`` trees are placed in.
-HOST_KIND = "pinned_host"
-
-
-def to_host(tree: Any) -> Any:
-    """``tree`` moved to pinned host memory inside a jitted program."""
-    return jax.device_put(tree, jax.memory.Space.Host)
-
-
-def _host_kind_notes(rule_set: RuleSet, shardings: list) -> tuple[str, ...]:
-    """A note when the devices dropped the host memory kind the rule set asks for: a
-    deviceless GPU topology's devices list no memories (jax 0.10.2), so a sharding made
-    with ``memory_kind="pinned_host"`` on them has none, and those arguments compile into
-    HBM. Values the step itself sends to host (its outputs, offloaded activations) still go."""
-    if not shardings or all(s.memory_kind == HOST_KIND for s in shardings):
+def _host_kind_notes(rule_set: RuleSet, mesh: jax.sharding.Mesh) -> tuple[str, ...]:
+    """A note when the devices lack the host memory the rule set asks for: a deviceless GPU
+    topology's devices list no memories (jax 0.10.2), so jax drops ``memory_kind=
+    "pinned_host"`` from their shardings and those arguments compile into HBM. Values the
+    step itself sends to host (its outputs, offloaded activations) still go."""
+    if not rule_set.host or mesh_has_memory(mesh, HOST_KIND):
         return ()
     return (
         f"the devices have no {HOST_KIND} memory for arguments (a deviceless GPU topology "

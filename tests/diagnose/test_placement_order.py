@@ -116,9 +116,10 @@ def test_cpu_devices_placed_by_assumption_get_no_advice_on_their_order():
 
 
 def test_the_fix_code_names_the_users_mesh():
+    from shardviz.analysis.detect.candidate import order_fix
     from shardviz.analysis.detect.fix_code import CodeNames, pasteable
 
-    fix = device_order.order_fix(("data", "model"), (2, 2), (0, 1, 3, 2), "'model' on x2")
+    fix = order_fix((2, 2), (0, 1, 3, 2), "'model' on x2")
     code = pasteable(fix, CodeNames(mesh="pod_mesh")).code
     assert code.startswith("pod_mesh = sv.reordered_mesh(pod_mesh, [0, 1, 3, 2])")
     assert "Mesh your arrays are placed on" in pasteable(fix, CodeNames()).code

@@ -130,3 +130,15 @@ def mesh_fix(shape: tuple[int, ...], axes: tuple[str, ...], why: str) -> Fix:
         code=f"mesh = jax.make_mesh({shape}, {axes})",
         mesh_shape=shape,
     )
+
+
+def order_fix(shape: tuple[int, ...], devices: tuple[int, ...], words: str) -> Fix:
+    """The same devices in another order (a permutation), the mesh's shape and names kept."""
+    order = ", ".join(str(i) for i in devices)
+    return Fix(
+        kind="mesh",
+        description=f"reorder the mesh's devices: {words}",
+        code=f"mesh = sv.reordered_mesh(mesh, [{order}])",
+        mesh_shape=shape,
+        devices=devices,
+    )

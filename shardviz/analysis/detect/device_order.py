@@ -12,29 +12,16 @@ recompiling with it and estimating the fixed program.
 
 from __future__ import annotations
 
-from shardviz.analysis.detect.candidate import Candidate
+from shardviz.analysis.detect.candidate import Candidate, order_fix
 from shardviz.analysis.estimate.orders import best_order
 from shardviz.analysis.estimate.physical import layout_on_chips
 from shardviz.analysis.estimate.placement import place
 from shardviz.model import Report
-from shardviz.model.findings import Finding, FindingCost, Fix, Where
+from shardviz.model.findings import Finding, FindingCost, Where
 from shardviz.model.units import format_seconds
 
 #: The least share of the communication time a new order must save to be a finding.
 MIN_GAIN = 0.10
-
-
-def order_fix(axes: tuple[str, ...], shape: tuple[int, ...], devices: tuple[int, ...],
-              words: str) -> Fix:  # fmt: skip
-    """The same devices in another order (a permutation), the mesh's shape and names kept."""
-    order = ", ".join(str(i) for i in devices)
-    return Fix(
-        kind="mesh",
-        description=f"reorder the mesh's devices: {words}",
-        code=f"mesh = sv.reordered_mesh(mesh, [{order}])",
-        mesh_shape=shape,
-        devices=devices,
-    )
 
 
 def placement(report: Report) -> list[Candidate]:
@@ -88,7 +75,7 @@ def placement(report: Report) -> list[Candidate]:
         cost=FindingCost(kind="moved", bytes=moved, seconds=now.seconds - best.seconds),
         where=Where(devices=worst.rings[0].devices if worst is not None else ()),
     )
-    fix = order_fix(mesh.axis_names, mesh.axis_sizes, best.devices, best.words)
+    fix = order_fix(mesh.axis_sizes, best.devices, best.words)
     return [Candidate(finding, (fix,), goal="communication")]
 
 

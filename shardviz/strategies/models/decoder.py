@@ -25,6 +25,7 @@ import numpy as np
 from jax.ad_checkpoint import checkpoint_name
 
 from shardviz.errors import ShardvizError, problem
+from shardviz.strategies.memory_space import to_device
 from shardviz.strategies.models.attention import blockwise_attention
 from shardviz.strategies.models.attention_pallas import pallas_attention
 from shardviz.strategies.models.axes import (
@@ -50,7 +51,6 @@ __all__ = [
     "decoder_loss",
     "final_hidden",
     "remat_policy",
-    "to_device",
 ]
 
 #: How attention is computed, with what each means. Both compute every block, masked or not.
@@ -83,12 +83,6 @@ WEIGHT_PLACES: dict[str, str] = {
     "host": "in pinned host memory: the layer scan brings each layer's weights to HBM when "
     "it reaches them (and again in the backward pass), as ZeRO-Inference streams them",
 }
-
-
-def to_device(tree: Any) -> Any:
-    """``tree`` moved to the device's HBM inside a jitted program (a no-op for arrays
-    already there); on host memory arrays the compiler schedules the copies."""
-    return jax.device_put(tree, jax.memory.Space.Device)
 
 
 @dataclass(frozen=True)

@@ -20,16 +20,17 @@ from jax.sharding import NamedSharding, PartitionSpec
 
 from shardviz.capture.calls import named_args
 from shardviz.capture.leaves import first_named_mesh, from_leaves, is_placeable, named_leaves
-from shardviz.capture.mesh import Mesh, as_jax_mesh
+from shardviz.capture.mesh import Mesh, as_jax_mesh, mesh_has_memory
 from shardviz.errors import ShardvizError, problem
 from shardviz.explainer.explain import explain
 from shardviz.model import Report, Spec
 from shardviz.model.roles import argument_role
 from shardviz.strategies.candidates import Leaf
+from shardviz.strategies.memory_space import HOST_KIND, to_device, to_host
 from shardviz.strategies.rules import BUILTIN, RuleSet, default_mesh_shape
 from shardviz.strategies.search.rules import jax_entries, rule_set_of
 from shardviz.strategies.search.structure import Structure, read_structure
-from shardviz.strategies.step import HOST_KIND, strategy_step
+from shardviz.strategies.step import strategy_step
 from shardviz.strategies.zoo import ModelDef, get_model
 
 
@@ -70,11 +71,7 @@ class SearchInputs:
     def has_host_memory(self) -> bool:
         """Whether the mesh's devices have pinned host memory (CPU does; a deviceless
         topology lists no memories)."""
-        try:
-            kinds = {m.kind for d in self.jmesh.devices.flat for m in d.addressable_memories()}
-        except Exception:  # noqa: BLE001 - a backend without memories has no host memory kind
-            return False
-        return HOST_KIND in kinds
+        return mesh_has_memory(self.jmesh, HOST_KIND)
 
     def place(
         self, specs: dict[str, Spec], abstract: bool = False, host: Sequence[str] = ()
@@ -167,17 +164,12 @@ def on_device(fn: Any, names: set[str], order: list[str]) -> Any:
 
     @functools.wraps(fn)
     def wrapped(*args: Any) -> Any:
-        moved = [
-            jax.device_put(a, jax.memory.Space.Device) if n in names else a
-            for n, a in zip(order, args, strict=False)
-        ]
+        moved = [to_device(a) if n in names else a for n, a in zip(order, args, strict=False)]
         host = [signature(a) for n, a in zip(order, moved, strict=False) if n in names]
         out = fn(*moved, *args[len(moved) :])
         if not isinstance(out, tuple | list):
             return out
-        back = [
-            jax.device_put(o, jax.memory.Space.Host) if signature(o) in host else o for o in out
-        ]
+        back = [to_host(o) if signature(o) in host else o for o in out]
         return type(out)(back) if isinstance(out, list) else tuple(back)
 
     return wrapped

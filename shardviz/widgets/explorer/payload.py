@@ -519,12 +519,7 @@ def host_payload(
     other = MEMORY_ROLES.index("other")
     host_leaves = [(leaf, leaf_group(leaf.name)) for leaf in args if leaf.on_host]
     host_leaves += [(leaf, "other") for leaf in outs if leaf.on_host]
-    per_leaf: list[dict[int, int]] = []
-    for leaf, _ in host_leaves:
-        held: dict[int, int] = {}
-        for t in leaf.tiles:
-            held[t.device_id] = held.get(t.device_id, 0) + t.nbytes
-        per_leaf.append(held)
+    per_leaf = [leaf.bytes_per_device for leaf, _ in host_leaves]
     hbm_roles: dict[int, list[int]] = {d: [0] * len(MEMORY_ROLES) for d in devices}
     for leaf in args:
         if leaf.on_host:
