@@ -2,8 +2,9 @@
 
 A fix is offered only if the program it gives is better at what the finding is about (fewer
 full rematerializations, fewer bytes moved per step, a lower peak, fewer flops per device,
-or the problem gone without anything getting worse). The before/after figures are kept on
-the finding (:class:`~shardviz.model.findings.FixCheck`) for the views.
+less communication on the target or less of it exposed in the predicted step, or the
+problem gone without anything getting worse). The before/after figures are kept on the
+finding (:class:`~shardviz.model.findings.FixCheck`) for the views.
 
 Trying is work done when asked for: explaining a program keeps a :class:`FixTrial` (what to
 try, on which program) under a key its findings carry, and :func:`try_fixes` (what
@@ -24,6 +25,7 @@ from typing import Any
 
 from shardviz.analysis.detect import Candidate, Facts, candidates, device_order, placement
 from shardviz.analysis.detect.fix_code import CodeNames, with_code
+from shardviz.analysis.estimate.orders import exposed_communication
 from shardviz.errors import ShardvizError, problem
 from shardviz.explainer.fix_apply import CannotApply, apply_fix
 from shardviz.model import Report
@@ -76,6 +78,8 @@ def outcome(report: Report, facts: Facts) -> Outcome:
         remats=len(facts.remats),
         seconds=report.estimate.step_seconds if report.estimate else None,
         communication_seconds=report.estimate.collective_seconds if report.estimate else None,
+        predicted_seconds=report.estimate.predicted_seconds if report.estimate else None,
+        exposed_communication_seconds=exposed_communication(report),
     )
 
 
@@ -105,6 +109,17 @@ def judge(cand: Candidate, before: Outcome, after: Outcome, still: bool) -> tupl
             if b is not None and a is not None
             else "estimated communication unknown"
         )
+    elif goal == "exposed":
+        b, a = before.exposed_communication_seconds, after.exposed_communication_seconds
+        bs, as_ = before.predicted_seconds, after.predicted_seconds
+        if b is None or a is None or bs is None or as_ is None:
+            ok, lead = False, "exposed communication unknown"
+        else:
+            ok = a < b and as_ < bs and after.moved_bytes <= before.moved_bytes
+            lead = (
+                f"exposed communication {format_seconds(b)} -> {format_seconds(a)} per step "
+                f"(predicted step {format_seconds(bs)} -> {format_seconds(as_)})"
+            )
     elif goal == "flops":
         b, a = before.flops_per_device, after.flops_per_device
         ok = b is not None and a is not None and a < b

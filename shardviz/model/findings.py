@@ -185,6 +185,10 @@ class Outcome:
     seconds: float | None = None
     #: The estimated communication seconds per step on the report's target (``None``: none).
     communication_seconds: float | None = None
+    #: The step as the compiled schedule runs it on the report's target, and the collectives'
+    #: time in it that the ops in flight do not hide (``None``: no prediction).
+    predicted_seconds: float | None = None
+    exposed_communication_seconds: float | None = None
 
 
 @dataclass(frozen=True)

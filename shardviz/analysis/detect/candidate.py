@@ -9,9 +9,11 @@ from shardviz.model.array import Spec
 from shardviz.model.findings import Finding, Fix
 
 #: What a fix must improve to count as helping: the remats left, the bytes moved per step,
-#: the peak memory per device, the flops per device, or the estimated communication time on
-#: the report's target (the bytes moved no more than before).
-Goal = str  # "remats" | "moved" | "peak" | "flops" | "communication"
+#: the peak memory per device, the flops per device, the estimated communication time on
+#: the report's target (the bytes moved no more than before), or the communication the
+#: predicted step waits for there (``"exposed"``: it and the predicted step both lower, the
+#: bytes moved no more).
+Goal = str  # "remats" | "moved" | "peak" | "flops" | "communication" | "exposed" | "gone"
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
-"""Other orders of a mesh's devices, laid out to suit the physical topology, and their
-estimated communication time.
+"""Other orders of a mesh's devices, laid out to suit the physical topology, and the time
+their communication adds to the step.
 
 An order tiles the chips with the mesh: each mesh axis gets a block of the physical grid
 (a factor of each physical axis), and walks it as a ring where it can: a whole axis that
@@ -7,7 +7,14 @@ wraps, or a block of two or more dimensions walked as a closed loop (a 2x2 squar
 rectangle: one column kept for the way back). The blocks nest, one mesh axis inside the
 other. Each order is judged by the estimate of the report's own ledger with its groups
 moved to the new devices (the device at each mesh position takes over that position's
-traffic), so the best order is the one the cost model prefers. Pure Python, no jax.
+traffic), so the best order is the one the cost model prefers.
+
+What is judged is the communication the step waits for: the collectives, re-timed on the new
+devices, put back into the compiled schedule (:mod:`.predict`), each hidden by the ops in
+flight beside it. A data-parallel gradient all-reduce that overlaps the backward pass costs
+an order little; a tensor-parallel all-reduce on the critical path costs it whole. Only a
+report without the schedule (no ops) is judged on its total communication time. Pure
+Python, no jax.
 """
 
 from __future__ import annotations
@@ -19,10 +26,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from shardviz.analysis.estimate.placement import Placement, place
+from shardviz.analysis.estimate.predict import predict_step
 from shardviz.analysis.estimate.step import estimate_collectives
 from shardviz.model.hardware import Target
 from shardviz.model.mesh import MeshLayout
-from shardviz.model.program import Report
+from shardviz.model.program import Collective, Report
 
 #: Orders tried at most (factor assignments x nestings).
 MAX_ORDERS = 256
@@ -32,12 +40,32 @@ BUDGET_SECONDS = 2.0
 
 @dataclass(frozen=True)
 class Order:
-    """A device order: ids in row-major mesh order, what it does in words, and the
-    estimated communication seconds per step with it."""
+    """A device order: ids in row-major mesh order, what it does in words, and its
+    estimated seconds per step.
+
+    ``communication_seconds``: every collective's time added up. ``predicted_seconds``: the
+    step as the compiled schedule runs it, of which ``exposed_seconds`` is the collectives'
+    time the ops in flight beside them do not hide (both ``None`` without the schedule).
+    ``seconds`` is what an order is judged on: the exposed communication, else the total.
+    """
 
     devices: tuple[int, ...]
     words: str
-    seconds: float
+    communication_seconds: float
+    predicted_seconds: float | None = None
+    exposed_seconds: float | None = None
+
+    @property
+    def seconds(self) -> float:
+        """The time judged: the exposed communication when predicted, else the total."""
+        if self.exposed_seconds is not None:
+            return self.exposed_seconds
+        return self.communication_seconds
+
+    @property
+    def exposed(self) -> bool:
+        """Whether ``seconds`` is the exposed communication (the schedule was known)."""
+        return self.exposed_seconds is not None
 
 
 def _factorings(n: int, caps: list[int]) -> Iterator[tuple[int, ...]]:
@@ -182,32 +210,83 @@ def _words(names: tuple[str, ...], blocks: list[tuple[int, ...]], shape, target:
     return "; ".join(parts)
 
 
-def seconds_with(report: Report, target: Target, order: tuple[int, ...]) -> float:
-    """The estimated communication seconds per step of ``report``'s ledger with its mesh's
-    devices in ``order`` (row-major mesh order)."""
+def _retimed(report: Report, target: Target, order: tuple[int, ...]) -> tuple[Collective, ...]:
+    """``report``'s ledger estimated with its mesh's devices in ``order``."""
     mesh = report.mesh
     assert mesh is not None
     placement = place(mesh.reordered(order), target)
     moved = {old: placement[new] for old, new in zip(mesh.device_ids, order, strict=True)}
-    collectives = estimate_collectives(report.collectives, Placement(moved), target)
+    return estimate_collectives(report.collectives, Placement(moved), target)
+
+
+def _total(collectives: tuple[Collective, ...]) -> float:
     return sum((c.estimated_seconds or 0.0) * (c.trips or 1) for c in collectives)
 
 
+def seconds_with(report: Report, target: Target, order: tuple[int, ...]) -> float:
+    """The estimated communication seconds per step of ``report``'s ledger with its mesh's
+    devices in ``order`` (row-major mesh order): every collective counted whole."""
+    return _total(_retimed(report, target, order))
+
+
+def timed_with(report: Report, target: Target, order: tuple[int, ...], words: str) -> Order:
+    """``order`` timed: its total communication and, where the report has the compiled
+    schedule, the step predicted with the collectives re-timed on its devices."""
+    return _timed(report, target, _retimed(report, target, order), order, words)
+
+
+def exposed_communication(report: Report) -> float | None:
+    """The collectives' seconds per step that ``report``'s predicted step waits for, on its
+    target, as its ledger is estimated (``None``: no estimate or no schedule)."""
+    if report.target is None or report.estimate is None or report.mesh is None:
+        return None
+    mesh = report.mesh
+    return _timed(report, report.target, report.collectives, mesh.device_ids, "").exposed_seconds
+
+
+def _timed(
+    report: Report,
+    target: Target,
+    collectives: tuple[Collective, ...],
+    order: tuple[int, ...],
+    words: str,
+) -> Order:
+    """An order with its estimated ``collectives``: their total, and the step predicted with
+    them in the report's compiled schedule (the report estimate's own prediction,
+    :func:`.predict.predict_step` at the target's per-device peak and bandwidths)."""
+    total = _total(collectives)
+    ops = report.cost.ops if report.cost is not None else ()
+    if not ops:
+        return Order(order, words, total)
+    hw, per_chip = target.hardware, target.devices_per_chip
+    rates = (hw.peak_flops_bf16 / per_chip, hw.hbm_bandwidth / per_chip)
+    host_bw = (hw.host_bandwidth or 0.0) / per_chip or None
+    trips = {c.hlo_name: c.trips for c in collectives}
+    predicted = predict_step(ops, collectives, trips, *rates, host_bandwidth=host_bw)
+    # The other transfers (prefetches, offloads) are exposed alike in every order.
+    others = predict_step(ops, (), None, *rates, host_bandwidth=host_bw)
+    if predicted is None or others is None:
+        return Order(order, words, total)
+    exposed = max(0.0, predicted.exposed_seconds - others.exposed_seconds)
+    return Order(order, words, total, predicted.seconds, exposed)
+
+
 def best_order(report: Report, target: Target) -> tuple[Order, Order] | None:
-    """The report's own order and the order with the least estimated communication time
-    (``None``: the mesh does not fill one slice with one device per chip, or there is no
-    ledger to judge by)."""
+    """The report's own order and the order whose communication adds the least time to the
+    predicted step (the least exposed communication; without the schedule, the least total
+    communication). ``None``: the mesh does not fill one slice with one device per chip, or
+    there is no ledger to judge by."""
     mesh = report.mesh
     if mesh is None or not report.collectives:
         return None
     placement = place(mesh, target)
-    now = Order(mesh.device_ids, "as given", seconds_with(report, target, mesh.device_ids))
+    now = timed_with(report, target, mesh.device_ids, "as given")
     best = now
     start = time.perf_counter()
     for order, words in candidate_orders(mesh, placement, target):
         if time.perf_counter() - start > BUDGET_SECONDS:
             break
-        s = seconds_with(report, target, order)
-        if s < best.seconds * (1 - 1e-9):
-            best = Order(order, words, s)
+        timed = timed_with(report, target, order, words)
+        if timed.seconds < best.seconds * (1 - 1e-9):
+            best = timed
     return now, best
