@@ -7,7 +7,7 @@ the strategies layer's subclass).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from shardviz.model import display
 from shardviz.model._codec import JsonMixin
@@ -46,6 +46,10 @@ class Plan:
             kept in pinned host memory and the like), beside ``peak_bytes`` in HBM.
         on_host: the leaves the plan keeps in pinned host memory (the optimizer state, when
             the search offloaded it); ``()`` for a plan wholly in HBM.
+        remat: the decoder's remat policy the plan gives a published architecture
+            (``None``: the model's own, or a program whose remat is its own).
+        activations: a published decoder's named activations -> the spec the plan pins them
+            to (implied by its weights; ``{}``: the compiler places them).
     """
 
     label: str
@@ -62,6 +66,8 @@ class Plan:
     found_seconds: float = 0.0
     host_bytes: int | None = None
     on_host: tuple[str, ...] = ()
+    remat: str | None = None
+    activations: dict[str, Spec] = field(default_factory=dict)
 
     @property
     def devices(self) -> int:

@@ -74,12 +74,14 @@ class Group:
 class GroupLink:
     """A link of the program (dims it joins into one logical dim) over the search's groups:
     ``dims`` holds (group index, dim) pairs; ``words`` names them; ``nbytes`` is the bytes of
-    the groups it splits; ``reduced``: the program reduces over it outside a dot."""
+    the groups it splits; ``reduced``: the program reduces over it outside a dot;
+    ``stacked``: it is the stacked layer dim a ``scan`` runs over."""
 
     dims: tuple[tuple[int, int], ...]
     words: str
     nbytes: int
     reduced: bool = False
+    stacked: bool = False
 
 
 @dataclass(frozen=True)
@@ -88,12 +90,14 @@ class Choice:
 
     ``batch`` is the mesh axes splitting dim 0 of the data; ``params`` holds, per group in
     :attr:`Space.groups` order, the parameters' spec and the optimizer state's spec;
-    ``offload``: the optimizer state lives in pinned host memory (ZeRO-Offload).
+    ``offload``: the optimizer state lives in pinned host memory (ZeRO-Offload); ``remat``:
+    the decoder's remat policy (``None``: the model's own).
     """
 
     batch: tuple[str, ...]
     params: tuple[tuple[Spec, Spec], ...]
     offload: bool = False
+    remat: str | None = None
 
 
 def _norm(path: str) -> str:
@@ -177,17 +181,18 @@ class Space:
         leaves: every array leaf of the arguments, in argument order.
         axes: mesh axis name -> size.
         links: dims the program joins into one logical dim, each as its (leaf path, dim)
-            pairs and whether the program reduces over it outside a dot (see
-            :mod:`.search.structure`): Megatron's column/row pairs, attention's heads. They
-            seed the search and move as one knob; the links of several groups that are never
-            reduced, taken together where they share no group, are Megatron's split.
+            pairs, whether the program reduces over it outside a dot and (optionally)
+            whether it is a scan's stacked layer dim (see :mod:`.search.structure`):
+            Megatron's column/row pairs, attention's heads. They seed the search and move as
+            one knob; the links of several groups that are never reduced nor stacked, taken
+            together where they share no group, are Megatron's split.
     """
 
     def __init__(
         self,
         leaves: Sequence[Leaf],
         axes: dict[str, int],
-        links: Sequence[tuple[Sequence[tuple[str, int]], bool]] = (),
+        links: Sequence[tuple] = (),
     ) -> None:
         self.leaves = tuple(leaves)
         self.axes = dict(axes)
@@ -211,18 +216,24 @@ class Space:
         #: Whether the optimizer state may move to pinned host memory (the search sets it:
         #: under a memory limit, on devices that have that memory kind).
         self.offload_ok = False
+        #: The remat policies the search may give the decoder (a published architecture's
+        #: layer scan; empty for any other program, whose remat is its own), and the
+        #: model's own policy.
+        self.remats: tuple[str, ...] = ()
+        self.own_remat: str | None = None
 
-    def _group_links(
-        self, links: Sequence[tuple[Sequence[tuple[str, int]], bool]]
-    ) -> list[GroupLink]:
+    def _group_links(self, links: Sequence[tuple]) -> list[GroupLink]:
         """The links over searched groups (a group by its first member): Megatron's (every
-        unreduced link of several groups, disjoint, largest first) first, then links of
-        several groups, then the most bytes; the link holding the batch dim is left out (the
-        batch knob moves it)."""
+        link of several groups neither reduced nor stacked, disjoint, largest first) first,
+        then links of several groups (the stacked layer dim after the others), then the most
+        bytes; the link holding the batch dim is left out (the batch knob moves it). The
+        stacked layer dim is no Megatron pair: it joins every layer's weights, and taking it
+        would leave no pair beside it."""
         batch = {(x.path, 0) for x in self.leaves if x.role == "batch" and x.shape}
         index = {self._param_by_inner[g.members[0]].path: i for i, g in enumerate(self.groups)}
         out: dict[tuple[tuple[int, int], ...], GroupLink] = {}
-        for link, reduced in links:
+        for link, reduced, *more in links:
+            stacked = bool(more and more[0])
             if batch & set(link):
                 continue
             dims: dict[int, int] = {}
@@ -236,14 +247,16 @@ class Space:
             names = [self.groups[i].name for i in dims]
             words = ", ".join(f"{n} dim {d}" for n, d in zip(names, dims.values(), strict=True))
             nbytes = sum(self.groups[i].nbytes for i in dims)
-            out.setdefault(key, GroupLink(key, words, nbytes, reduced))
-        # Links of several groups (pairs that must agree) first, then the most bytes.
-        ranked = sorted(out.values(), key=lambda k: (len(k.dims) == 1, -k.nbytes))[:TOP_LINKS]
+            out.setdefault(key, GroupLink(key, words, nbytes, reduced, stacked))
+        # Links of several groups (pairs that must agree) first, the stacked layer dim after
+        # them, then the most bytes.
+        ranked = sorted(out.values(), key=lambda k: (len(k.dims) == 1, k.stacked, -k.nbytes))
+        ranked = ranked[:TOP_LINKS]
         taken: set[int] = set()
         pairs = []
         for k in sorted(out.values(), key=lambda k: -k.nbytes):
             groups = {i for i, _ in k.dims}
-            if len(groups) > 1 and not k.reduced and not groups & taken:
+            if len(groups) > 1 and not k.reduced and not k.stacked and not groups & taken:
                 pairs.append(k)
                 taken |= groups
         if len(pairs) > 1:
@@ -423,8 +436,9 @@ class Space:
 
         Knobs come in this order: the batch; each mesh axis across all parameters (see
         :meth:`axis_moves`); each searched group (largest first); the optimizer state of all
-        groups at once; where :attr:`offload_ok`, the optimizer state to pinned host memory
-        or back (``offload``). A group's alternatives move one mesh axis (onto another dim, on, or
+        groups at once; each other remat policy of :attr:`remats` (``remat``: a published
+        decoder's); where :attr:`offload_ok`, the optimizer state to pinned host memory or
+        back (``offload``). A group's alternatives move one mesh axis (onto another dim, on, or
         off), the most split first, and split its optimizer state over the axes its
         parameters leave idle (ZeRO) or put it back like the parameters.
         """
@@ -483,6 +497,16 @@ class Space:
                 if c != choice
             ],
         )
+        if self.remats:
+            now = choice.remat or self.own_remat
+            yield (
+                "remat",
+                [
+                    (replace(choice, remat=None if r == self.own_remat else r), f"remat {r!r}")
+                    for r in self.remats
+                    if r != now
+                ],
+            )
         if self.offload_ok:
             yield (
                 "offload",
@@ -531,7 +555,7 @@ class Space:
                 continue
             words = f"{axis!r} on every dim of size {n}"
             for batch, more in ((without, " (off the batch)"), (choice.batch, "")):
-                moved = Choice(batch, params, choice.offload)
+                moved = replace(choice, batch=batch, params=params)
                 if batch in self.batch_choices and self.divides(moved):
                     out.append((moved, words + (more if batch != choice.batch else "")))
         gathered = tuple(self._axis_on(g, pair, axis, None) for g, pair in self._pairs(choice))
@@ -539,7 +563,7 @@ class Space:
         if batch in self.batch_choices:
             out.append(
                 (
-                    Choice(batch, gathered, choice.offload),
+                    replace(choice, batch=batch, params=gathered),
                     f"{axis!r} off every parameter, onto the batch",
                 )
             )

@@ -450,7 +450,7 @@ def compare(
     }
     pipeline.update(schedule=schedule, checkpoint=checkpoint)
     # Unknown names fail before any work.
-    rule_sets = [_rule_set_for(m, s, pipeline) for s in chosen]
+    rule_sets = [rule_set_for(m, s, pipeline) for s in chosen]
     opt = optimizer or optax.adam(1e-3)
     mesh_topo = topology_of(as_jax_mesh(mesh).devices.flat) if mesh is not None else None
     if mesh_topo is not None:  # the mesh is on a topology: that topology, on that mesh
@@ -476,7 +476,7 @@ def compare(
     )  # fmt: skip
 
 
-def _rule_set_for(m: ModelDef, strategy: str | RuleSet, pipeline: dict[str, Any]) -> RuleSet:
+def rule_set_for(m: ModelDef, strategy: str | RuleSet, pipeline: dict[str, Any]) -> RuleSet:
     """A published architecture's strategies are its logical axis rules (MaxText's way:
     ``fsdp``, ``fsdp+tp``, ``tp``, ``dp+fsdp``, ``sp``, ``ep``, ``pp``); any other name, or
     any other model, the built-in rule set of that name."""

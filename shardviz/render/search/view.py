@@ -220,6 +220,8 @@ def specs_view(s: Search, p: Plan) -> SpecsView:
         (r.path, r.spec, *((r.optimizer or LIKE_THE_LEAF,) if with_opt else ())) for r in rows
     )
     where = " (optimizer state in pinned host memory)" if p.on_host else ""
+    if p.remat is not None:
+        where += f" (remat {p.remat!r})"
     return SpecsView(f"Best plan {p.label}: the specs{where}", SPECS_HINT, header, rows, cells)
 
 

@@ -27,7 +27,10 @@ from shardviz.model import Report, Spec
 from shardviz.model.roles import argument_role
 from shardviz.strategies.candidates import Leaf
 from shardviz.strategies.memory_space import HOST_KIND, to_device, to_host
+from shardviz.strategies.models.configs import ArchConfig
+from shardviz.strategies.models.decoder import REMAT_POLICIES
 from shardviz.strategies.rules import BUILTIN, RuleSet, default_mesh_shape
+from shardviz.strategies.search.activations import activation_specs
 from shardviz.strategies.search.rules import jax_entries, rule_set_of
 from shardviz.strategies.search.structure import Structure, read_structure
 from shardviz.strategies.step import strategy_step
@@ -110,6 +113,24 @@ class SearchInputs:
             first = entries[0]
             found.add(() if first is None else (first,) if isinstance(first, str) else tuple(first))
         return found.pop() if len(found) == 1 else None
+
+    def remat_policies(self, offload: bool) -> tuple[tuple[str, ...], str | None]:
+        """The remat policies a plan may give the model's decoder, and the model's own: a
+        published architecture's layer scan takes any of :data:`REMAT_POLICIES` (``offload``,
+        which sends each layer's input to pinned host memory, only when ``offload``); any
+        other program keeps its own remat (``()``)."""
+        if self.model is None or not isinstance(self.model.info.get("config"), ArchConfig):
+            return (), None
+        own = self.model.info.get("remat")
+        return tuple(r for r in REMAT_POLICIES if offload or r != "offload"), own
+
+    def activation_specs(self, specs: dict[str, Spec], batch: tuple[str, ...]) -> dict[str, Spec]:
+        """The activation specs a plan with ``specs`` implies on a published decoder
+        (:mod:`.activations`); ``{}`` for any other program (the compiler places them)."""
+        config = self.model.info.get("config") if self.model is not None else None
+        if not isinstance(config, ArchConfig):
+            return {}
+        return activation_specs(config, specs, batch)
 
     def structure(self) -> Structure | None:
         """The program's links and weights (:mod:`.structure`), read from its jaxpr with the

@@ -17,8 +17,8 @@ moved) count as a tie: the compiler's bookkeeping moves a few hundred bytes betw
 that are the same in substance. Ties go to the lower peak memory, then to the plan tried
 first (a seed, a named strategy, before the moves that merely reach it again).
 
-Either way plans that fit only by keeping the optimizer state in host memory (offloaded)
-come after every plan that fits in HBM alone (offloading costs host transfers the ranking does
+Either way plans that fit only by keeping the optimizer state (or, by the remat policy, the
+activations) in host memory come after every plan that fits in HBM alone (offloading costs host transfers the ranking does
 not see), plans over the memory limit after every plan that fits (lowest peak first), and
 plans that failed to compile last.
 """
@@ -108,7 +108,9 @@ def rank_key(plan: Plan, best: Bests, with_target: bool) -> tuple:
     moved = float(plan.moved_bytes if plan.moved_bytes is not None else _INF)
     if plan.fits is False:
         return (2, 0, 0, peak, moved)
-    tier = 1 if plan.on_host else 0  # offloaded: after every plan that fits in HBM alone
+    # Offloaded (optimizer state, or activations by the remat policy): after every plan that
+    # fits in HBM alone.
+    tier = 1 if plan.on_host or plan.remat == "offload" else 0
     if with_target and plan.estimated_seconds is not None:
         s = plan.estimated_seconds
         return (tier, 0, 0, moved, peak) if _near(s, best.seconds) else (tier, 0, 1, s, moved)

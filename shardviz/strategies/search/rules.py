@@ -106,13 +106,18 @@ def rule_set_of(
     description: str = "",
     mesh_shape: tuple[int, ...] = (),
     host: tuple[str, ...] = (),
+    remat: str | None = None,
+    activations: Mapping[str, Spec] | None = None,
 ) -> RuleSet:
     """The rule set that gives the arguments of a train step ``specs`` (leaf path -> spec,
     as a plan holds them), for :func:`~shardviz.strategies.runner.compare`.
 
     ``mesh_shape`` is kept in ``extra["mesh_shape"]``: pass ``compare`` a mesh of that shape
     (its default mesh for two axes is 2 x n/2). ``host`` names the trees kept in pinned host
-    memory (``("optimizer",)``: ZeRO-Offload, as :class:`~shardviz.strategies.rules.RuleSet`).
+    memory (``("optimizer",)``: ZeRO-Offload, as :class:`~shardviz.strategies.rules.RuleSet`);
+    ``remat`` a published decoder's remat policy (``None``: the model's own);
+    ``activations`` its named activations' specs (name -> spec; the others are left to the
+    compiler).
     """
     params, optimizer = param_and_optimizer_specs(specs)
     opt_rules = _rules(optimizer)
@@ -123,9 +128,13 @@ def rule_set_of(
         grads=opt_rules,
         optimizer=opt_rules,
         batch=_batch_rules(specs),
+        activations=tuple(
+            (re.escape(name), jax_entries(spec)) for name, spec in (activations or {}).items()
+        ),
         axes=tuple(axes),
         description=description,
         strict=False,
         extra={"mesh_shape": tuple(mesh_shape)},
         host=tuple(host),
+        remat=remat,
     )

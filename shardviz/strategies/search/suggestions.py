@@ -13,7 +13,8 @@ spec and its optimizer state's) on a mesh:
    from the others have converged.
 2. **Descent, best first.** From the best plan not yet descended from, each knob in turn is
    changed one step (one mesh axis moved: onto a link's dims of several leaves at once, or
-   one leaf's; the batch split; the optimizer state split ZeRO-style or not); the first
+   one leaf's; the batch split; the optimizer state split ZeRO-style or not; a published
+   decoder's remat policy; under a memory limit, offload to pinned host memory); the first
    change that ranks better is kept, and the sweeps go on until none helps. Then the descent
    starts again from the best plan among the top :data:`BEAM` not yet descended from, until
    every one of them has been (converged) or the budget runs out.
@@ -54,12 +55,16 @@ from shardviz.strategies.candidates import (
     mapping_words,
     role_mappings,
 )
+from shardviz.strategies.models.configs import ArchConfig
+from shardviz.strategies.models.logical import LOGICAL_STRATEGIES
 from shardviz.strategies.named import get_rule_set
 from shardviz.strategies.rules import RuleSet
+from shardviz.strategies.runner import rule_set_for
 from shardviz.strategies.search.inputs import SearchInputs, search_inputs
 from shardviz.strategies.search.progress import Progress, compiler_quiet, progress_for
 from shardviz.strategies.search.rank import better, ranked, ranking_words
 from shardviz.strategies.search.rules import rule_set_of
+from shardviz.strategies.zoo import ModelDef
 
 __all__ = ["BEAM", "SuggestedPlan", "SuggestedSearch", "memory_bytes", "suggest"]
 
@@ -123,6 +128,8 @@ class SuggestedPlan(Plan):
             description=self.how,
             mesh_shape=mesh.axis_sizes if mesh is not None else (),
             host=("optimizer",) if self.on_host else (),
+            remat=self.remat,
+            activations=self.activations,
         )
 
 
@@ -256,7 +263,7 @@ class _Runner:
         on_host = self.space.host_paths(choice)
         if on_host and OFFLOAD_WORDS not in how and "back in HBM" not in how:
             how = f"{how} [{ON_HOST_WORDS}]"
-        key = (tuple(sorted(specs.items())), on_host)
+        key = (tuple(sorted(specs.items())), on_host, choice.remat)
         if key in self.seen_specs:
             return None
         self._check_time()
@@ -264,7 +271,10 @@ class _Runner:
         label = f"#{len(self.plans) + 1}"
         began = time.monotonic()
         host = ("optimizer",) if on_host else ()
-        rules = rule_set_of(specs, self.inputs.jmesh.axis_names, host=host)
+        acts = self.inputs.activation_specs(specs, choice.batch)
+        rules = rule_set_of(
+            specs, self.inputs.jmesh.axis_names, host=host, remat=choice.remat, activations=acts
+        )
         try:
             report = self.inputs.compile(specs, rules, host=on_host)
         except ShardvizError as err:
@@ -272,10 +282,10 @@ class _Runner:
             plan = SuggestedPlan(
                 label=label, how=how, specs=specs, report=None, peak_bytes=None,
                 moved_bytes=None, error=str(err), found_seconds=self.elapsed(),
-                on_host=on_host,
+                on_host=on_host, remat=choice.remat, activations=acts,
             )  # fmt: skip
         else:
-            plan = self._plan(label, how, specs, report, on_host)
+            plan = self._plan(label, how, specs, report, on_host, choice.remat, acts)
         self._last = time.monotonic() - began
         self.plans.append(plan)
         self.choice_of[label] = choice
@@ -284,7 +294,14 @@ class _Runner:
         return plan
 
     def _plan(
-        self, label: str, how: str, specs: dict[str, Spec], report: Report, on_host: tuple[str, ...]
+        self,
+        label: str,
+        how: str,
+        specs: dict[str, Spec],
+        report: Report,
+        on_host: tuple[str, ...],
+        remat: str | None = None,
+        activations: dict[str, Spec] | None = None,
     ) -> SuggestedPlan:
         if self.limit is None and report.estimate is not None:  # the target's HBM
             self.limit = report.estimate.hbm_bytes
@@ -304,6 +321,7 @@ class _Runner:
             flops_per_device=cost.flops_per_device if cost else None,
             flops_global=cost.flops_global if cost else None,
             fits=fits, found_seconds=self.elapsed(), host_bytes=host, on_host=on_host,
+            remat=remat, activations=activations or {},
         )  # fmt: skip
 
     def ranked(self) -> list[SuggestedPlan]:
@@ -333,6 +351,9 @@ class _Runner:
             ]
             for knob in knobs:
                 alts = dict(self.space.moves(self.choice_of[current.label]))[knob]
+                if current.fits is not False and current.remat != "offload":
+                    # ... and so is sending activations to host.
+                    alts = [(c, w) for c, w in alts if c.remat != "offload"]
                 for choice, words in alts:
                     plan = self.try_choice(choice, f"from {current.label}: {words}")
                     if plan is not None and plan.compiled and self.better(plan, current):
@@ -360,20 +381,37 @@ def _summary(plan: Plan | None) -> str:
 _SEED_NAMES = ("dp", "zero2", "zero1", "zero3", "tp", "2d", "sp", "ep")
 
 
+def _seed_rule_sets(
+    strategies: Sequence[str | RuleSet] | None, model: ModelDef | None
+) -> list[RuleSet]:
+    """The seeds' rule sets: ``strategies`` (default every built-in); a published
+    architecture's are its logical axis rules (``fsdp``, ``fsdp+tp``, ``tp``...), as
+    ``compare`` runs it.
+
+    Raises:
+        ShardvizError: an unknown strategy name.
+    """
+    published = model is not None and isinstance(model.info.get("config"), ArchConfig)
+    if strategies is None:
+        strategies = LOGICAL_STRATEGIES if published else _SEED_NAMES
+    if model is None:
+        return [get_rule_set(s) for s in strategies]
+    return [rule_set_for(model, s, {}) for s in strategies]
+
+
 def _seeds(
-    space: Space, strategies: Sequence[str | RuleSet] | None, limited: bool = False
+    space: Space, strategies: Sequence[RuleSet] | None, limited: bool = False
 ) -> list[tuple[Choice, str]]:
     """The starting choices: each strategy on each reading of its axes, deduplicated, plus
     replicated parameters with the batch split over every axis, plus the structure's (unless
     ``strategies`` is empty); ordered so that choices with idle axes come last, the
     structure's first guess first (not under a memory limit: there the first plan should
     fit), then those needing the fewest bytes per device."""
-    names = _SEED_NAMES if strategies is None else strategies
+    names = [get_rule_set(s) for s in _SEED_NAMES] if strategies is None else strategies
     seeds: dict[Choice, str] = {}
     # With the data kept as placed (one batch choice), every seed takes its batch split.
     kept = space.batch_choices[0] if len(space.batch_choices) == 1 else None
-    for s in names:
-        rule_set = get_rule_set(s)
+    for rule_set in names:
         for mapping in role_mappings(rule_set, space.axes):
             choice = space.from_rule_set(rule_set, mapping, any_batch=kept is not None)
             if choice is not None and kept is not None:
@@ -431,7 +469,10 @@ def suggest(
             With a limit, a train step's optimizer state may move to pinned host memory
             (ZeRO-Offload) where the devices have it: only plans over the limit try that
             (their ``how`` says so; ``plan.on_host`` lists the leaves, ``plan.host_bytes``
-            the host bytes per device).
+            the host bytes per device). A published architecture's remat policy is a knob
+            too (``plan.remat``; ``"offload"``, which sends each layer's input to host
+            memory, only under a limit and only from plans over it): with no target the
+            ranking prefers the least recomputation that fits.
         host_memory_limit: host memory per device a plan may use (the same forms as
             ``memory_limit``); default no limit. Plans over it are listed, never best.
         target: a hardware preset or topology name (``"v5e"``, ``"h100"``): plans are then
@@ -471,19 +512,17 @@ def suggest(
                 "a second on small models",
             )
         )
-    seeds_from = None if strategies is None else [get_rule_set(s) for s in strategies]
     inputs = search_inputs(fn, args, mesh, optimizer, target, seed)
+    seeds_from = _seed_rule_sets(strategies, inputs.model)
     structure = inputs.structure()
     leaves = _with_weights(inputs.leaves(), structure.weights if structure else frozenset())
-    links = [(k.dims, k.reduced) for k in structure.links] if structure is not None else []
+    links = [(k.dims, k.reduced, k.stacked) for k in structure.links] if structure else []
     kept = inputs.placed_batch({x.path for x in leaves if x.role == "batch"})
     shapes = _mesh_shapes(mesh_shapes, inputs.jmesh)
     budget = float(budget_s)
-    offload = (
-        limit is not None
-        and any(x.role == "optimizer" and x.shape for x in leaves)
-        and inputs.has_host_memory()
-    )
+    host_memory = limit is not None and inputs.has_host_memory()
+    offload = host_memory and any(x.role == "optimizer" and x.shape for x in leaves)
+    remats, own_remat = inputs.remat_policies(offload=host_memory)
     with compiler_quiet() as terminal:
         reporter = progress_for(progress, terminal)
         runners: list[_Runner] = []
@@ -497,6 +536,7 @@ def suggest(
             axes = dict(zip((str(a) for a in jm.axis_names), shape, strict=True))
             space = Space(leaves, axes, links)
             space.offload_ok = offload
+            space.remats, space.own_remat = remats, own_remat
             # The data as placed (by axis name; an axis of size 1 splits nothing): only the
             # rest is searched.
             here = None if kept is None else tuple(a for a in kept if axes[a] > 1)
@@ -732,6 +772,14 @@ def _notes(runner: _Runner, plans: list[SuggestedPlan], budget: float) -> list[s
     ):
         notes.append(
             "the optimizer state was not offloaded: these devices have no pinned_host memory"
+        )
+    if runner.space.remats:
+        chosen = sorted({p.remat or runner.space.own_remat or "" for p in plans if p.compiled})
+        notes.append(
+            f"the decoder's remat policy was searched too (the model's own: "
+            f"{runner.space.own_remat!r}; plans compiled with {', '.join(map(repr, chosen))}): "
+            "less recomputation ranks first where it fits; plan.remat and plan.rules say "
+            "which a plan uses"
         )
     failed = [p for p in plans if not p.compiled]
     if failed:
