@@ -50,6 +50,8 @@ class Plan:
             (``None``: the model's own, or a program whose remat is its own).
         activations: a published decoder's named activations -> the spec the plan pins them
             to (implied by its weights; ``{}``: the compiler places them).
+        pipeline: the model trained as a pipeline (GSPMD's form): (the searched mesh's axis
+            carrying the stages, stages, microbatches); ``None`` for any other plan.
     """
 
     label: str
@@ -68,6 +70,7 @@ class Plan:
     on_host: tuple[str, ...] = ()
     remat: str | None = None
     activations: dict[str, Spec] = field(default_factory=dict)
+    pipeline: tuple[str, int, int] | None = None
 
     @property
     def devices(self) -> int:

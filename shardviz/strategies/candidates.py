@@ -91,13 +91,16 @@ class Choice:
     ``batch`` is the mesh axes splitting dim 0 of the data; ``params`` holds, per group in
     :attr:`Space.groups` order, the parameters' spec and the optimizer state's spec;
     ``offload``: the optimizer state lives in pinned host memory (ZeRO-Offload); ``remat``:
-    the decoder's remat policy (``None``: the model's own).
+    the decoder's remat policy (``None``: the model's own); ``pipeline``: the model trained
+    as a pipeline, (the mesh axis carrying its stages, microbatches), its specs the
+    pipeline's own (``batch`` and ``params`` then mean nothing).
     """
 
     batch: tuple[str, ...]
     params: tuple[tuple[Spec, Spec], ...]
     offload: bool = False
     remat: str | None = None
+    pipeline: tuple[str, int] | None = None
 
 
 def _norm(path: str) -> str:
@@ -221,6 +224,9 @@ class Space:
         #: model's own policy.
         self.remats: tuple[str, ...] = ()
         self.own_remat: str | None = None
+        #: Mesh axis -> the microbatch counts a pipeline with its stages on that axis may
+        #: take (the search sets it when asked to search pipelines).
+        self.pipelines: dict[str, tuple[int, ...]] = {}
 
     def _group_links(self, links: Sequence[tuple]) -> list[GroupLink]:
         """The links over searched groups (a group by its first member): Megatron's (every
@@ -382,8 +388,22 @@ class Space:
     def idle_ways(self, choice: Choice) -> int:
         """The product of the sizes of mesh axes nothing is split over: at least that many
         devices do the same work."""
+        if choice.pipeline is not None:  # stages on one axis, microbatch rows on the other
+            return 1
         used = set(choice.batch) | {a for p, o in choice.params for e in (*p, *o) for a in e}
         return math.prod(n for a, n in self.axes.items() if a not in used)
+
+    def pipeline_seeds(self) -> list[tuple[Choice, str]]:
+        """A pipeline on each axis that can carry one, with twice as many microbatches as
+        stages (GPipe's bubble is (stages - 1) / (microbatches + stages - 1) of the step),
+        or the nearest count that fits."""
+        out = []
+        for axis, counts in self.pipelines.items():
+            stages = self.axes[axis]
+            m = min(counts, key=lambda c: (abs(c - 2 * stages), c))
+            choice = replace(self.replicated(()), pipeline=(axis, m))
+            out.append((choice, f"pipeline: {axis!r} as {stages} stages x {m} microbatches"))
+        return out
 
     # --- starting points -------------------------------------------------------------------
 
@@ -438,10 +458,20 @@ class Space:
         :meth:`axis_moves`); each searched group (largest first); the optimizer state of all
         groups at once; each other remat policy of :attr:`remats` (``remat``: a published
         decoder's); where :attr:`offload_ok`, the optimizer state to pinned host memory or
-        back (``offload``). A group's alternatives move one mesh axis (onto another dim, on, or
+        back (``offload``). A pipeline's only knob is its microbatch count (the next fewer and
+        the next more that fit). A group's alternatives move one mesh axis (onto another dim, on, or
         off), the most split first, and split its optimizer state over the axes its
         parameters leave idle (ZeRO) or put it back like the parameters.
         """
+        if choice.pipeline is not None:
+            axis, m = choice.pipeline
+            counts = self.pipelines.get(axis, ())
+            nearest = [c for c in counts if c < m][-1:] + [c for c in counts if c > m][:1]
+            yield (
+                "microbatches",
+                [(replace(choice, pipeline=(axis, c)), f"{c} microbatches") for c in nearest],
+            )
+            return
         yield (
             "batch",
             [

@@ -9,6 +9,7 @@ function is compiled on ``ShapeDtypeStruct`` objects carrying the plan's shardin
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -29,6 +30,9 @@ from shardviz.strategies.candidates import Leaf
 from shardviz.strategies.memory_space import HOST_KIND, to_device, to_host
 from shardviz.strategies.models.configs import ArchConfig
 from shardviz.strategies.models.decoder import REMAT_POLICIES
+from shardviz.strategies.pipeline.gspmd import pipelined_model
+from shardviz.strategies.pipeline.rule_sets import pipeline_rules
+from shardviz.strategies.pipeline.stages import STAGE_AXIS
 from shardviz.strategies.rules import BUILTIN, RuleSet, default_mesh_shape
 from shardviz.strategies.search.activations import activation_specs
 from shardviz.strategies.search.rules import jax_entries, rule_set_of
@@ -131,6 +135,69 @@ class SearchInputs:
         if not isinstance(config, ArchConfig):
             return {}
         return activation_specs(config, specs, batch)
+
+    def pipeline_options(self) -> tuple[dict[str, tuple[int, ...]], str]:
+        """For each mesh axis that can carry a pipeline's stages, the microbatch counts that
+        fit, and why none can (``""`` when some can).
+
+        A pipeline (:mod:`~shardviz.strategies.pipeline`, GSPMD's form) needs a model whose
+        parameters hold a list of identical layers (the zoo transformer), a mesh of one axis
+        (``pp``) or two (``pp+dp``: the other axis splits each microbatch's rows), an axis
+        whose size divides the layers, and a microbatch count that divides the batch, is at
+        least the stages (fewer leave stages idle) and leaves each microbatch's rows
+        dividing over the other axis.
+        """
+        if self.model is None:
+            return (
+                {},
+                "a pipeline is a model's (the search of a plain function cannot stack its layers)",
+            )
+        layers = (
+            self.named["params"].get("layers") if isinstance(self.named["params"], dict) else None
+        )
+        if not isinstance(layers, list) or not layers:
+            return {}, (
+                f"model {self.model.name!r} has no list of identical layers to pipeline "
+                "(the zoo transformer has)"
+            )
+        if self.jmesh.devices.ndim > 2:
+            return {}, "a pipeline is searched on a mesh of one or two axes"
+        batch = int(jax.tree.leaves(self.named["batch"])[0].shape[0])
+        sizes = dict(
+            zip((str(a) for a in self.jmesh.axis_names), self.jmesh.devices.shape, strict=True)
+        )
+        out: dict[str, tuple[int, ...]] = {}
+        for axis, stages in sizes.items():
+            rest = math.prod(n for a, n in sizes.items() if a != axis)
+            if stages < 2 or len(layers) % stages:
+                continue
+            counts = tuple(
+                m for m in range(stages, batch + 1) if batch % m == 0 and (batch // m) % rest == 0
+            )
+            if counts:
+                out[axis] = counts
+        if not out:
+            return {}, (
+                f"no mesh axis divides the {len(layers)} layers with a microbatch count that "
+                f"divides the batch of {batch}"
+            )
+        return out, ""
+
+    def compile_pipeline(self, axis: str, microbatches: int) -> tuple[Report, RuleSet]:
+        """The compile-only report of the model trained as a pipeline (GSPMD's form, as
+        ``compare`` runs ``pp``/``pp+dp``): mesh axis ``axis`` as the stages, the other axis
+        (if any) as the data axis splitting each microbatch's rows; and that rule set."""
+        assert self.model is not None
+        names = tuple(str(a) for a in self.jmesh.axis_names)
+        renamed = tuple(STAGE_AXIS if a == axis else "data" for a in names)
+        jm = jax.sharding.Mesh(self.jmesh.devices, renamed)
+        stages = int(self.jmesh.shape[axis])
+        kind = "pp+dp" if len(names) > 1 else "pp"
+        rules = pipeline_rules(kind, stages=stages, microbatches=microbatches)
+        model = pipelined_model(self.model, stages=stages, microbatches=microbatches)
+        built = strategy_step(model, rules, jm, optimizer=self.optimizer)
+        report = explain(built.step, *built.abstract, run=False, target=self.target, diagnose=False)
+        return report, rules
 
     def structure(self) -> Structure | None:
         """The program's links and weights (:mod:`.structure`), read from its jaxpr with the

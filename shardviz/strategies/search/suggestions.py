@@ -58,6 +58,7 @@ from shardviz.strategies.candidates import (
 from shardviz.strategies.models.configs import ArchConfig
 from shardviz.strategies.models.logical import LOGICAL_STRATEGIES
 from shardviz.strategies.named import get_rule_set
+from shardviz.strategies.pipeline.rule_sets import pipeline_rules
 from shardviz.strategies.rules import RuleSet
 from shardviz.strategies.runner import rule_set_for
 from shardviz.strategies.search.inputs import SearchInputs, search_inputs
@@ -117,9 +118,21 @@ class SuggestedPlan(Plan):
         """A :class:`~shardviz.strategies.rules.RuleSet` that gives a train step's arguments
         this plan's specs: ``sv.compare(model, [plan.rules], mesh=mesh)`` runs it for real
         (on a mesh of the search's shape: ``rules.extra["mesh_shape"]``), and
-        ``sv.Explorer`` shows that comparison. Gradients follow the optimizer state."""
+        ``sv.Explorer`` shows that comparison. Gradients follow the optimizer state. A
+        pipeline plan's are the pipeline's own (``pp+dp`` or ``pp`` with its stages and
+        microbatches): ``compare`` pipelines the model with them."""
         mesh = self.report.mesh if self.report is not None else None
         axes = mesh.axis_names if mesh is not None else ()
+        if self.pipeline is not None:
+            _, stages, microbatches = self.pipeline
+            kind = "pp+dp" if len(axes) > 1 else "pp"
+            rules = pipeline_rules(kind, stages=stages, microbatches=microbatches)
+            devices = len(mesh.devices) if mesh is not None else stages
+            shape = (stages, devices // stages) if kind == "pp+dp" else (stages,)
+            return dataclasses.replace(
+                rules, name=f"suggested {self.label}", title=f"suggested plan {self.label}",
+                description=self.how, extra={**rules.extra, "mesh_shape": shape},
+            )  # fmt: skip
         return rule_set_of(
             self.specs,
             axes,
@@ -160,6 +173,15 @@ class SuggestedSearch(Search):
             ShardvizError: no plan fits (and none was named).
         """
         chosen = self.plan(plan) if isinstance(plan, str) else plan or self.best
+        if chosen is not None and chosen.pipeline is not None:
+            raise ShardvizError(
+                problem(
+                    f"search.arguments({chosen.label!r})",
+                    "a pipeline plan trains the model pipelined (its layers stacked by stage), "
+                    "so the searched arguments do not fit it",
+                    "run it with compare: sv.compare(model, [plan.rules])",
+                )
+            )
         if chosen is None:
             raise ShardvizError(
                 problem(
@@ -247,6 +269,8 @@ class _Runner:
         if choice in self.seen:
             return None
         self.seen.add(choice)
+        if choice.pipeline is not None:
+            return self._try_pipeline(choice, how)
         if self.over_memory(choice):
             self.skipped += 1
             need = self.space.argument_bytes(choice)
@@ -286,9 +310,40 @@ class _Runner:
             )  # fmt: skip
         else:
             plan = self._plan(label, how, specs, report, on_host, choice.remat, acts)
+        return self._record(plan, choice, began)
+
+    def _try_pipeline(self, choice: Choice, how: str) -> SuggestedPlan | None:
+        """The plan for a pipeline ``choice``: the model pipelined, its specs the pipeline's
+        (read back from the compiled arguments)."""
+        assert choice.pipeline is not None
+        key = ("pipeline", choice.pipeline)
+        if key in self.seen_specs:
+            return None
+        self._check_time()
+        self.seen_specs.add(key)
+        axis, microbatches = choice.pipeline
+        pipeline = (axis, self.space.axes[axis], microbatches)
+        label = f"#{len(self.plans) + 1}"
+        began = time.monotonic()
+        try:
+            report, _ = self.inputs.compile_pipeline(axis, microbatches)
+        except ShardvizError as err:
+            self.errors.append(err)
+            plan = SuggestedPlan(
+                label=label, how=how, specs={}, report=None, peak_bytes=None,
+                moved_bytes=None, error=str(err), found_seconds=self.elapsed(),
+                pipeline=pipeline,
+            )  # fmt: skip
+        else:
+            specs = {x.name: x.spec for x in report.arguments if x.spec is not None}
+            plan = self._plan(label, how, specs, report, (), pipeline=pipeline)
+        return self._record(plan, choice, began)
+
+    def _record(self, plan: SuggestedPlan, choice: Choice, began: float) -> SuggestedPlan:
+        """Keep ``plan`` (compiled from ``choice`` since ``began``) and report progress."""
         self._last = time.monotonic() - began
         self.plans.append(plan)
-        self.choice_of[label] = choice
+        self.choice_of[plan.label] = choice
         best = self.best()
         self.progress.update(len(self.plans), self.elapsed(), self.budget, _summary(best))
         return plan
@@ -302,6 +357,7 @@ class _Runner:
         on_host: tuple[str, ...],
         remat: str | None = None,
         activations: dict[str, Spec] | None = None,
+        pipeline: tuple[str, int, int] | None = None,
     ) -> SuggestedPlan:
         if self.limit is None and report.estimate is not None:  # the target's HBM
             self.limit = report.estimate.hbm_bytes
@@ -321,7 +377,7 @@ class _Runner:
             flops_per_device=cost.flops_per_device if cost else None,
             flops_global=cost.flops_global if cost else None,
             fits=fits, found_seconds=self.elapsed(), host_bytes=host, on_host=on_host,
-            remat=remat, activations=activations or {},
+            remat=remat, activations=activations or {}, pipeline=pipeline,
         )  # fmt: skip
 
     def ranked(self) -> list[SuggestedPlan]:
@@ -428,10 +484,19 @@ def _seeds(
             how = f"{how} (as {seeds[choice]})"
         seeds[choice] = seeds[choice] if structural and choice in seeds else how
         structural.append(choice)
+    for choice, how in space.pipeline_seeds():
+        seeds.setdefault(choice, how)
     # The expert's first guess (the batch on one axis, Megatron's split on another) first.
     lead = set(structural[:1]) if not limited else set()
+    # Pipelines (asked for) right after it: their arguments are the pipelined model's.
     order = sorted(
-        seeds, key=lambda c: (space.idle_ways(c), c not in lead, space.argument_bytes(c))
+        seeds,
+        key=lambda c: (
+            space.idle_ways(c),
+            c not in lead,
+            c.pipeline is None,
+            space.argument_bytes(c),
+        ),
     )
     return [(c, seeds[c]) for c in order]
 
@@ -449,6 +514,7 @@ def suggest(
     progress: bool | Progress = True,
     seed: int = 0,
     mesh_shapes: bool | Sequence[tuple[int, ...]] = False,
+    pipelines: bool = False,
 ) -> SuggestedSearch:
     """Search partition specs for ``fn``'s arguments, compile-only, and rank the plans.
 
@@ -490,6 +556,13 @@ def suggest(
             and each shape may use its share of the budget and what the earlier ones left.
             A plan's report (and ``plan.rules.extra["mesh_shape"]``) says its shape.
 
+        pipelines: search pipelines too (the zoo transformer, whose parameters hold a list
+            of layers): the model trained as ``pp+dp`` (``pp`` on a one-axis mesh) with its
+            stages on each mesh axis that divides the layers, from twice as many
+            microbatches as stages, and the microbatch count as a knob (more shrink the
+            bubble, fewer keep less in flight). ``plan.pipeline`` is (axis, stages,
+            microbatches) and ``plan.rules`` the pipeline's rule set for ``compare``.
+
     Returns:
         A :class:`SuggestedSearch`: ``.plans`` best first, ``.best`` (``None`` when no plan
         fits the memory limit: ``.notes`` say so), ``.best.rules`` for ``compare``, and
@@ -498,8 +571,9 @@ def suggest(
         gives the chosen plan's.
 
     Raises:
-        ShardvizError: a bad memory limit, mesh, model or strategy; or no plan compiled at
-            all (the first compiler error, which names the cause).
+        ShardvizError: a bad memory limit, mesh, model or strategy; ``pipelines=True`` for
+            a program that cannot be pipelined (the message says why); or no plan compiled
+            at all (the first compiler error, which names the cause).
     """
     limit = memory_bytes(memory_limit)
     host_limit = memory_bytes(host_memory_limit, "host_memory_limit")
@@ -537,6 +611,8 @@ def suggest(
             space = Space(leaves, axes, links)
             space.offload_ok = offload
             space.remats, space.own_remat = remats, own_remat
+            if pipelines:
+                space.pipelines = _pipeline_options(shaped, k == 0)
             # The data as placed (by axis name; an axis of size 1 splits nothing): only the
             # rest is searched.
             here = None if kept is None else tuple(a for a in kept if axes[a] > 1)
@@ -554,6 +630,25 @@ def suggest(
             runners.append(runner)
             _walk(runner, _seeds(space, seeds_from, limited=limit is not None))
         return _result(runners, budget, reporter)
+
+
+def _pipeline_options(inputs: SearchInputs, first: bool) -> dict[str, tuple[int, ...]]:
+    """The pipelines to search on ``inputs``' mesh (:meth:`.SearchInputs.pipeline_options`).
+
+    Raises:
+        ShardvizError: none fits the mesh's own shape (``first``), saying why.
+    """
+    options, why = inputs.pipeline_options()
+    if not options and first:
+        raise ShardvizError(
+            problem(
+                "suggest(..., pipelines=True)",
+                f"no pipeline can be searched: {why}",
+                "search the zoo transformer (sv.suggest('transformer', pipelines=True)) on a "
+                "mesh with an axis that divides its layers, or leave pipelines off",
+            )
+        )
+    return options
 
 
 def _mesh_shapes(
@@ -611,7 +706,8 @@ def _with_weights(leaves: list[Leaf], weights: frozenset[str]) -> list[Leaf]:
 
 
 def _walk(runner: _Runner, seeds: list[tuple[Choice, str]]) -> None:
-    """Compile the seeds that use every mesh axis, then descend from the best plan not yet
+    """Compile the seeds that use every mesh axis (and tune each pipeline's microbatch
+    count), then descend from the best plan not yet
     descended from among the top :data:`BEAM`, until each of them has been; then the same
     with the seeds that leave an axis idle (they duplicate work, so they rarely win). Stops
     when the budget runs out."""
@@ -621,7 +717,11 @@ def _walk(runner: _Runner, seeds: list[tuple[Choice, str]]) -> None:
     try:
         for batch in (busy, idle):
             for choice, how in batch:
-                runner.try_choice(choice, how)
+                plan = runner.try_choice(choice, how)
+                # A pipeline's microbatch count is tuned at once (pipelines were asked for).
+                if plan is not None and plan.compiled and choice.pipeline is not None:
+                    descended.add(plan.label)
+                    runner.descend(plan)
             while True:
                 beam = [p for p in runner.ranked() if p.compiled and p.label in runner.choice_of]
                 beam = beam[:BEAM]
@@ -772,6 +872,18 @@ def _notes(runner: _Runner, plans: list[SuggestedPlan], budget: float) -> list[s
     ):
         notes.append(
             "the optimizer state was not offloaded: these devices have no pinned_host memory"
+        )
+    piped = [p for p in plans if p.pipeline is not None and p.compiled]
+    if runner.space.pipelines:
+        tried = ", ".join(
+            f"{p.pipeline[1]} stages on {p.pipeline[0]!r} x {p.pipeline[2]} microbatches"
+            for p in piped
+            if p.pipeline is not None
+        )
+        notes.append(
+            "pipelines searched (GSPMD's form; the stage axis named 'stage' in their "
+            f"reports, the other 'data'): {tried or 'none compiled within the budget'}; "
+            "run one with sv.compare(model, [plan.rules])"
         )
     if runner.space.remats:
         chosen = sorted({p.remat or runner.space.own_remat or "" for p in plans if p.compiled})
