@@ -197,11 +197,9 @@ def x_ticks(xs: list[int] | tuple[int, ...], most: int = 8) -> list[int]:
 
 
 def max_batch_bytes(r: ServingResult, batch: int) -> int:
-    """Bytes per device at ``batch`` as the largest batch and the sweeps count them: the
-    weights and the compiled step's working memory kept, the cache scaled from the compiled
-    batch (so the mark sits on its strategy's line)."""
-    per_sequence = r.kv_bytes / max(1, r.batch)
-    return int(r.weight_bytes + (r.working_bytes or 0) + per_sequence * batch)
+    """Bytes per device at ``batch`` as the largest batch and the sweeps count them
+    (:meth:`~shardviz.model.serving.ServingResult.bytes_at`: the mark sits on its line)."""
+    return r.bytes_at(batch)
 
 
 def serving_chart(c: ServingComparison) -> ServingChart:

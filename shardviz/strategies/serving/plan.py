@@ -26,7 +26,12 @@ from shardviz.errors import CompileError, ShardvizError, problem
 from shardviz.explainer.explain import analyse_program, compile_program, estimated
 from shardviz.model.hardware import Hardware, Target
 from shardviz.model.program import Report
-from shardviz.model.serving import ServingCollective, ServingResult
+from shardviz.model.serving import (
+    ServingCollective,
+    ServingResult,
+    largest_batch,
+    serving_bytes,
+)
 from shardviz.strategies.models.configs import ArchConfig
 from shardviz.strategies.models.params import nest
 from shardviz.strategies.serving.layout import AXES, ServingLayout, serving_layout
@@ -266,9 +271,9 @@ def serve(
     max_batch = None
     if hbm:
         per_seq = served.kv_bytes / batch
-        room = hbm - served.weight_bytes - (working or 0)
-        data = served.layout.size("data")
-        max_batch = max(0, int(room // per_seq) // data * data) if per_seq else None
+        max_batch = largest_batch(
+            hbm, served.weight_bytes, working, per_seq, served.layout.size("data")
+        )
     return ServingResult(
         strategy=strategy, mode=mode, target=target_name, chips=n, mesh=served.layout.sizes,
         batch=batch, context=context, weight_dtype=weight_dtype, cache_dtype=cache_dtype,
@@ -291,19 +296,15 @@ def serve(
 
 def _point(config: ArchConfig, mode: str, served: Served, hw: Hardware, timed: Any,
            working: int | None, b: int, ctx: int, scale: float) -> tuple[int, float]:  # fmt: skip
-    """Bytes per device and tokens/s per chip at batch ``b`` and context ``ctx``: the cache
-    scaled by ``scale`` from the compiled step, the weights and the compiler's scratch kept
-    (as the largest batch counts them), the flops counted again, the collectives' time kept.
-
-    The scratch stays: compiled for a v5e 2x4, a reduced Llama's decode scratch was the
-    same within 10% at batch 8, 16 and 32 and at contexts 128, 1,024 and 4,096 (it holds a
-    layer's activations, not the cache)."""
+    """Bytes per device (:func:`~shardviz.model.serving.serving_bytes`, the cache scaled by
+    ``scale`` from the compiled step) and tokens/s per chip at batch ``b`` and context
+    ``ctx``: the flops counted again, the collectives' time kept."""
     n = math.prod(served.layout.shape)
     kv = int(served.kv_bytes * scale)
     flops = step_flops(config, mode, b, ctx) / n
     t = step_time(mode, hw, served.weight_bytes, kv, flops, timed.collective_seconds)
     tokens = b if mode == "decode" else b * ctx
-    return served.weight_bytes + kv + (working or 0), tokens / t.step_seconds / n
+    return serving_bytes(served.weight_bytes, working, kv), tokens / t.step_seconds / n
 
 
 def _sweep(config: ArchConfig, mode: str, served: Served, batch: int, context: int,
