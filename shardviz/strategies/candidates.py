@@ -257,7 +257,10 @@ class Space:
         # Links of several groups (pairs that must agree) first, the stacked layer dim after
         # them, then the most bytes.
         ranked = sorted(out.values(), key=lambda k: (len(k.dims) == 1, k.stacked, -k.nbytes))
+        stacked = next((k for k in ranked if k.stacked), None)
         ranked = ranked[:TOP_LINKS]
+        if stacked is not None and stacked not in ranked:  # the stage dim is always a knob
+            ranked.append(stacked)
         taken: set[int] = set()
         pairs = []
         for k in sorted(out.values(), key=lambda k: -k.nbytes):
@@ -302,6 +305,29 @@ class Space:
             out.setdefault(choice, "structure: " + "; ".join(words) + b)
             first.setdefault(choice, 1 in assign and 0 in assign)
         return sorted(out.items(), key=lambda item: not first[item[0]])
+
+    def stage_seeds(self) -> list[tuple[Choice, str]]:
+        """The stacked layer dim (the dim a ``scan`` runs over) split over each mesh axis in
+        turn, the batch over the others: each layer's weights live on one group of devices
+        and are fetched when the scan reaches them (the stage split of a pipeline, without
+        its schedule)."""
+        stacked = next((k for k in self.links if k.stacked), None)
+        if stacked is None:
+            return []
+        out = []
+        for axis, size in self.axes.items():
+            if size == 1:
+                continue
+            batch = tuple(a for a, n in self.axes.items() if a != axis and n > 1)
+            if len(self.batch_choices) == 1:
+                batch = self.batch_choices[0]  # the data kept as placed
+            choice = replace(self.link_move(self.replicated(()), stacked, axis), batch=batch)
+            if choice.params == self.replicated(()).params or batch not in self.batch_choices:
+                continue
+            if self.divides(choice):
+                b = f"; batch over {_axes_words(batch)}" if batch else "; batch whole"
+                out.append((choice, f"structure: stacked layer dim (stage) over {axis!r}{b}"))
+        return out
 
     def link_move(self, choice: Choice, link: GroupLink, axis: str) -> Choice:
         """``choice`` with ``axis`` on the link's dim of each of its groups (off their other

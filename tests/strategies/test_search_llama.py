@@ -211,3 +211,16 @@ def test_activations_follow_the_plans_weights_and_batch(llama, space) -> None:
     # The batch over both axes takes 'model' from the heads.
     both = activation_specs(config, sp.specs(megatron), ("data", "model"))
     assert both["query"] == (("data", "model"), (), (), ())
+
+
+def test_the_stacked_layer_dim_seeds_a_stage_split_and_stays_a_knob(space) -> None:
+    """'stacked layer dims -> stage': the scan's dim over one axis, the batch over the
+    other; the stacked link is among the moves even when larger links fill the top."""
+    sp, _ = space
+    assert any(k.stacked for k in sp.links)
+    # 2 layers: over 'data' (2), the batch over 'model'; 'model' (4) does not divide them.
+    ((choice, how),) = sp.stage_seeds()
+    specs = _specs_of(sp, choice)
+    assert specs["params/layers/attn/wq"][0] == ("data",)
+    assert specs["params/layers/mlp/w_up"][0] == ("data",)
+    assert choice.batch == ("model",) and "stage) over 'data'" in how

@@ -484,6 +484,8 @@ def _seeds(
             how = f"{how} (as {seeds[choice]})"
         seeds[choice] = seeds[choice] if structural and choice in seeds else how
         structural.append(choice)
+    for choice, how in space.stage_seeds() if strategies is None or strategies else ():
+        seeds.setdefault(choice, how)
     for choice, how in space.pipeline_seeds():
         seeds.setdefault(choice, how)
     # The expert's first guess (the batch on one axis, Megatron's split on another) first.
