@@ -13,6 +13,7 @@ from shardviz.capture.mesh import Mesh
 from shardviz.model.search import Plan, Search
 from shardviz.strategies.candidates import Choice, GroupLink, Leaf, Space
 from shardviz.strategies.models.logical import logical_rule_set
+from shardviz.strategies.runner import compare
 from shardviz.strategies.search.activations import activation_specs
 from shardviz.strategies.search.inputs import search_inputs
 from shardviz.strategies.search.progress import Quiet
@@ -139,7 +140,9 @@ def test_activations_offloaded_by_the_remat_policy_rank_after_plans_in_hbm() -> 
     assert [p.label for p in ranked([offloaded, in_hbm], False)] == ["#2", "#1"]
 
 
-def test_no_remat_does_less_work_and_ranks_first_unless_the_cap_needs_remat(space, llama) -> None:
+def test_no_remat_does_less_work_and_ranks_first_unless_the_cap_needs_remat(
+    space, llama, mesh_2x4
+) -> None:
     """Two compiles of the same specs: remat 'none' keeps the layers' activations (higher
     peak) and recomputes nothing (fewer flops). Without a cap it ranks first; under a cap
     between the two peaks, the model's own 'full' does."""
@@ -157,6 +160,11 @@ def test_no_remat_does_less_work_and_ranks_first_unless_the_cap_needs_remat(spac
     cap = (full.peak_bytes + none.peak_bytes) // 2
     capped = [dataclasses.replace(p, fits=p.peak_bytes <= cap) for p in (full, none)]
     assert ranked(capped, False)[0].remat is None
+    # plan.rules (specs, pinned activations, remat) is the same program in compare.
+    run = compare(llama, [none.rules], mesh=mesh_2x4, steps=1).results[0]
+    assert run.loss_matches
+    assert run.report.memory.peak_bytes == none.peak_bytes
+    assert sum(c.moved_bytes * (c.trips or 1) for c in run.report.collectives) == none.moved_bytes
 
 
 def test_under_a_cap_that_rules_out_dp_and_tp_it_finds_a_plan_as_good_as_any_builtin(
