@@ -341,8 +341,11 @@ def main_llama(a: argparse.Namespace) -> int:
         "",
         "Rounds: "
         + "; ".join(
-            f"{r['tried']} plans ({r['stopped']}), best after {r['to_best']:.1f} s, "
-            f"matched {r['builtin'].label} after {r['to_builtin']:.1f} s"
+            f"{r['tried']} plans ({r['stopped']}), best {r['best'].label} after "
+            f"{r['to_best']:.1f} s ({C.fmt_bytes(r['moved'])} moved, peak "
+            f"{C.fmt_bytes(r['peak'])}, remat {r['best'].remat or 'own'}"
+            + ("" if r["best"].how == best.how else f"; {r['best'].how}")
+            + f"), matched {r['builtin'].label} after {r['to_builtin']:.1f} s"
             for r in rows
         )
         + ".",
