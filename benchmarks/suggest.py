@@ -61,7 +61,7 @@ from jax.sharding import PartitionSpec as P  # noqa: E402
 from shardviz.capture.mesh import Mesh  # noqa: E402
 from shardviz.explainer.cache import clear_cache  # noqa: E402
 from shardviz.model.search import Plan  # noqa: E402
-from shardviz.strategies.candidates import Space  # noqa: E402
+from shardviz.strategies.candidates import Space, mapping_words  # noqa: E402
 from shardviz.strategies.models.logical import logical_rule_set  # noqa: E402
 from shardviz.strategies.runner import compare  # noqa: E402
 from shardviz.strategies.search.inputs import search_inputs  # noqa: E402
@@ -302,9 +302,11 @@ def main_llama(a: argparse.Namespace) -> int:
 
     def fig(p: Plan) -> str:
         fits = "fits" if p.peak_bytes <= cap else "over"
+        reading = LLAMA_READINGS[p.label]
+        how = mapping_words(reading) if reading else "replicated, batch over both axes"
         return (
-            f"{p.label}: {C.fmt_bytes(p.moved_bytes)} moved, peak {C.fmt_bytes(p.peak_bytes)} "
-            f"({fits}), work {p.work_ratio:.2f}x"
+            f"{p.label} ({how}): {C.fmt_bytes(p.moved_bytes)} moved, peak "
+            f"{C.fmt_bytes(p.peak_bytes)} ({fits}), work {p.work_ratio:.2f}x"
         )
 
     remat = "the model's own ('full')" if best.remat is None else repr(best.remat)
@@ -319,8 +321,8 @@ def main_llama(a: argparse.Namespace) -> int:
         f"mesh (data x model) of 8 fake CPU devices; no target; budget {a.budget:g} s; "
         f"{a.rounds} rounds, medians. Memory cap {C.fmt_bytes(cap)} per device: 0.9 x the "
         f"lower of the compiled peaks of pure data parallelism (dp, "
-        f"{C.fmt_bytes(peaks['dp'])}) and pure tensor parallelism (tp, "
-        f"{C.fmt_bytes(peaks['tp'])}), so both are over it.",
+        f"{C.fmt_bytes(peaks['dp'])}) and pure tensor parallelism (tp: Megatron over 'model', "
+        f"the batch whole, {C.fmt_bytes(peaks['tp'])}), so both are over it.",
         "",
         "Built-ins, each compiled once, compile-only, by the search's runner (work: "
         "per-device flops over an even split of the whole program's):",
