@@ -257,10 +257,10 @@ class Space:
         # Links of several groups (pairs that must agree) first, the stacked layer dim after
         # them, then the most bytes.
         ranked = sorted(out.values(), key=lambda k: (len(k.dims) == 1, k.stacked, -k.nbytes))
-        stacked = next((k for k in ranked if k.stacked), None)
+        stage = next((k for k in ranked if k.stacked), None)
         ranked = ranked[:TOP_LINKS]
-        if stacked is not None and stacked not in ranked:  # the stage dim is always a knob
-            ranked.append(stacked)
+        if stage is not None and stage not in ranked:  # the stage dim is always a knob
+            ranked.append(stage)
         taken: set[int] = set()
         pairs = []
         for k in sorted(out.values(), key=lambda k: -k.nbytes):

@@ -186,7 +186,7 @@ def test_under_a_cap_that_rules_out_dp_and_tp_it_finds_a_plan_as_good_as_any_bui
         assert plan is not None and plan.compiled and plan.peak_bytes
         peaks[name] = plan.peak_bytes
     cap = int(min(peaks.values()) * 0.9)
-    search = suggest(llama, mesh=mesh_2x4, memory_limit=cap, budget_s=40, progress=False)
+    search = suggest(llama, mesh=mesh_2x4, memory_limit=cap, budget_s=25, progress=False)
     assert search.tried >= 1 and search.stopped in ("budget", "converged")
     best = search.best
     assert best is not None and best.fits and best.peak_bytes <= cap
@@ -202,7 +202,7 @@ def test_under_a_cap_that_rules_out_dp_and_tp_it_finds_a_plan_as_good_as_any_bui
     assert best.activations["residual"][0] == tuple(
         a for a in ("data", "model") if a in best.specs["batch/inputs"][0]
     )
-    assert any("remat policy was searched" in n for n in search.notes)
+    assert any("remat policy is a knob" in n for n in search.notes)
 
 
 def test_activations_follow_the_plans_weights_and_batch(llama, space) -> None:

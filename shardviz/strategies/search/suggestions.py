@@ -73,6 +73,10 @@ __all__ = ["BEAM", "SuggestedPlan", "SuggestedSearch", "memory_bytes", "suggest"
 #: when each of the top ``BEAM`` plans has been descended from and no move ranked better.
 BEAM = 3
 
+#: The share of the budget the seeds may use once some plan fits: the rest is the descent's
+#: (on a model whose plans take seconds to compile, the seeds alone would use it all).
+SEED_SHARE = 0.5
+
 _UNITS = {
     "": 1, "b": 1,
     "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
@@ -245,6 +249,8 @@ class _Runner:
         self._last = 0.0
         self.with_target = inputs.target is not None
         self.kept_batch: tuple[str, ...] | None = None
+        #: Seeds left uncompiled so that the descent has its share of the budget.
+        self.seeds_left = 0
 
     def elapsed(self) -> float:
         return time.monotonic() - self.start
@@ -442,14 +448,21 @@ def _seed_rule_sets(
 ) -> list[RuleSet]:
     """The seeds' rule sets: ``strategies`` (default every built-in); a published
     architecture's are its logical axis rules (``fsdp``, ``fsdp+tp``, ``tp``...), as
-    ``compare`` runs it.
+    ``compare`` runs it (by default not ``sp``, whose sequence split the search's pinned
+    activations do not follow, nor ``ep`` on a dense model).
 
     Raises:
         ShardvizError: an unknown strategy name.
     """
-    published = model is not None and isinstance(model.info.get("config"), ArchConfig)
-    if strategies is None:
-        strategies = LOGICAL_STRATEGIES if published else _SEED_NAMES
+    config = model.info.get("config") if model is not None else None
+    if strategies is None and isinstance(config, ArchConfig):
+        # Not 'sp': plans pin activations whole along the sequence, so its sequence axis
+        # would only repeat work; not 'ep' on a dense model (no experts to split).
+        strategies = tuple(
+            s for s in LOGICAL_STRATEGIES if s != "sp" and (s != "ep" or config.experts)
+        )
+    elif strategies is None:
+        strategies = _SEED_NAMES
     if model is None:
         return [get_rule_set(s) for s in strategies]
     return [rule_set_for(model, s, {}) for s in strategies]
@@ -709,16 +722,23 @@ def _with_weights(leaves: list[Leaf], weights: frozenset[str]) -> list[Leaf]:
 
 def _walk(runner: _Runner, seeds: list[tuple[Choice, str]]) -> None:
     """Compile the seeds that use every mesh axis (and tune each pipeline's microbatch
-    count), then descend from the best plan not yet
-    descended from among the top :data:`BEAM`, until each of them has been; then the same
-    with the seeds that leave an axis idle (they duplicate work, so they rarely win). Stops
-    when the budget runs out."""
+    count), then descend from the best plan not yet descended from among the top
+    :data:`BEAM`, until each of them has been; then the same with the seeds that leave an
+    axis idle (they duplicate work, so they rarely win). Once some plan fits, the seeds stop
+    at :data:`SEED_SHARE` of the budget left, so the descent has the rest. Stops when the
+    budget runs out."""
     descended: set[str] = set()
     busy = [s for s in seeds if runner.space.idle_ways(s[0]) == 1]
     idle = [s for s in seeds if runner.space.idle_ways(s[0]) > 1]
+    deadline = runner.elapsed() + SEED_SHARE * max(0.0, runner.budget - runner.elapsed())
     try:
         for batch in (busy, idle):
-            for choice, how in batch:
+            for i, (choice, how) in enumerate(batch):
+                if runner.elapsed() > deadline and any(
+                    p.compiled and p.fits is not False for p in runner.plans
+                ):
+                    runner.seeds_left += len(batch) - i
+                    break
                 plan = runner.try_choice(choice, how)
                 # A pipeline's microbatch count is tuned at once (pipelines were asked for).
                 if plan is not None and plan.compiled and choice.pipeline is not None:
@@ -740,6 +760,7 @@ def _result(runners: list[_Runner], budget: float, reporter: Progress) -> Sugges
     runner = runners[0]  # the mesh's own shape; the others add their counts to it
     runner.ran_out = any(r.ran_out for r in runners)
     runner.skipped = sum(r.skipped for r in runners)
+    runner.seeds_left = sum(r.seeds_left for r in runners)
     least = [r.least_skipped for r in runners if r.least_skipped is not None]
     runner.least_skipped = min(least) if least else None
     least_host = [r.least_host_skipped for r in runners if r.least_host_skipped is not None]
@@ -887,13 +908,24 @@ def _notes(runner: _Runner, plans: list[SuggestedPlan], budget: float) -> list[s
             f"reports, the other 'data'): {tried or 'none compiled within the budget'}; "
             "run one with sv.compare(model, [plan.rules])"
         )
+    if runner.seeds_left:
+        notes.append(
+            f"{runner.seeds_left} seed{'s' if runner.seeds_left != 1 else ''} left uncompiled: "
+            f"the seeds may use {SEED_SHARE:.0%} of the budget once a plan fits, the descent "
+            "the rest; give a larger budget_s to try them"
+        )
     if runner.space.remats:
         chosen = sorted({p.remat or runner.space.own_remat or "" for p in plans if p.compiled})
+        others = [r for r in chosen if r != runner.space.own_remat]
+        tried = (
+            f"plans compiled with {', '.join(map(repr, chosen))}"
+            if others
+            else "no plan with another policy was compiled within the budget"
+        )
         notes.append(
-            f"the decoder's remat policy was searched too (the model's own: "
-            f"{runner.space.own_remat!r}; plans compiled with {', '.join(map(repr, chosen))}): "
-            "less recomputation ranks first where it fits; plan.remat and plan.rules say "
-            "which a plan uses"
+            f"the decoder's remat policy is a knob (the model's own: "
+            f"{runner.space.own_remat!r}; {tried}): less recomputation ranks first where it "
+            "fits; plan.remat and plan.rules say which a plan uses"
         )
     failed = [p for p in plans if not p.compiled]
     if failed:
