@@ -6,6 +6,12 @@ interpreter: a kernelspec named ``python3`` pointing at ``sys.executable`` is pu
 ``JUPYTER_PATH`` for the run.
 
 Cells tagged ``view-<what>`` must display an SVG view (``text/html`` containing ``<svg``).
+
+The docs build runs the same notebooks top to bottom in a fresh kernel of this interpreter
+(warnings and errors fail it). When this session built the docs (``tests/docs`` runs first),
+its execution cache holds each notebook's outputs: a notebook whose code cells are exactly
+those cached is checked on those outputs instead of being run a second time. Anything else
+(no build this session, a notebook changed since, no cache record) runs here.
 """
 
 from __future__ import annotations
@@ -52,10 +58,45 @@ def _kernel_env(tmp: Path) -> dict[str, str]:
     return env
 
 
+#: Set by ``tests/docs/conftest.py`` once this session's docs build succeeded.
+DOCS_EXECUTED = "SHARDVIZ_DOCS_EXECUTED"
+
+
+def _from_docs_build(path: Path, nb: nbformat.NotebookNode) -> nbformat.NotebookNode | None:
+    """``nb`` with the outputs the docs build's run of the same notebook gave, or ``None``
+    (no build this session, no record of it, or its code cells differ from ``nb``'s)."""
+    root = os.environ.get(DOCS_EXECUTED)
+    if not root or not Path(root).is_dir():
+        return None
+    try:
+        from jupyter_cache import get_cache
+    except ImportError:
+        return None
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    for folder in Path(root).iterdir():
+        cache = get_cache(str(folder))
+        for record in cache.list_cache_records():
+            uri = Path(record.uri)
+            if uri.name != path.name or uri.parent.name != path.parent.name:
+                continue
+            ran = [c for c in cache.get_cache_bundle(record.pk).nb.cells if c.cell_type == "code"]
+            if [c.source for c in ran] != [c.source for c in code]:
+                return None
+            for cell, done in zip(code, ran, strict=True):
+                cell["outputs"] = done.get("outputs", [])
+                cell["execution_count"] = done.get("execution_count")
+            return nb
+    return None
+
+
 @cache
 def _executed(path: Path, tmp: Path) -> nbformat.NotebookNode:
-    """Run a copy of the notebook once (shared by the tests of that notebook)."""
+    """Run a copy of the notebook once (shared by the tests of that notebook), or take the
+    docs build's run of it (see the module docstring)."""
     nb = nbformat.read(path, as_version=4)
+    reused = _from_docs_build(path, nb)
+    if reused is not None:
+        return reused
     with pytest.MonkeyPatch.context() as mp:
         for key, value in _kernel_env(tmp).items():
             mp.setenv(key, value)

@@ -28,6 +28,10 @@ NOTEBOOKS = ROOT / "notebooks"
 HTML_ENV = "SHARDVIZ_DOCS_HTML"
 #: The longest the build may take before the test gives up on it.
 BUILD_TIMEOUT = 40 * 60
+#: Set for the rest of the session once this session's build succeeded: its execution cache
+#: (the course notebooks run in a fresh kernel, as ``tests/test_notebooks.py`` runs them),
+#: which that test reads instead of running every notebook a second time.
+EXECUTED_ENV = "SHARDVIZ_DOCS_EXECUTED"
 HERE = Path(__file__).resolve().parent
 
 
@@ -98,6 +102,8 @@ def site(tmp_path_factory) -> Site:
     )
     seconds = time.monotonic() - start
     (out.parent / "build.log").write_text(proc.stdout, encoding="utf-8")
+    if proc.returncode == 0:
+        os.environ[EXECUTED_ENV] = str(out.parent / ".jupyter_cache")
     return Site(html=out, returncode=proc.returncode, log=proc.stdout, seconds=seconds)
 
 
