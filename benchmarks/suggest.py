@@ -92,17 +92,22 @@ def builtin_best(model, mesh) -> tuple[Plan, dict[str, Plan]]:
     return ranked(list(plans.values()), with_target=False)[0], plans
 
 
+def seconds_to_match(search, builtin: Plan, builtins: list[Plan]) -> float:
+    """Seconds until the search first had a plan ranked at least as well as ``builtin``,
+    ranked among its plans and ``builtins`` (NaN: never)."""
+    figures = bests(list(search.plans) + builtins)
+    bar = rank_key(builtin, figures, False)
+    return min(
+        (p.found_seconds for p in search.plans if rank_key(p, figures, False) <= bar),
+        default=float("nan"),
+    )
+
+
 def one_round(model, mesh, budget: float, best_builtin: Plan, builtins: dict) -> dict:
     search = suggest(model, mesh=mesh, budget_s=budget, progress=False)
     best = search.best
     assert best is not None, "no plan fits (there is no limit here)"
-    everything = list(search.plans) + list(builtins.values())
-    figures = bests(everything)
-    bar = rank_key(best_builtin, figures, False)
-    caught_up = min(
-        (p.found_seconds for p in search.plans if rank_key(p, figures, False) <= bar),
-        default=float("nan"),
-    )
+    caught_up = seconds_to_match(search, best_builtin, list(builtins.values()))
     return {
         "search": search,
         "to_best": best.found_seconds,
@@ -246,13 +251,7 @@ def llama_round(model, mesh, cap: int, budget: float, builtins: dict[str, Plan])
     search = suggest(model, mesh=mesh, memory_limit=cap, budget_s=budget, progress=False)
     best = search.best
     assert best is not None and best.fits, "no plan fits the cap"
-    everything = list(search.plans) + capped
-    figures = bests(everything)
-    bar = rank_key(bar_plan, figures, False)
-    caught_up = min(
-        (p.found_seconds for p in search.plans if rank_key(p, figures, False) <= bar),
-        default=float("nan"),
-    )
+    caught_up = seconds_to_match(search, bar_plan, capped)
     return {
         "search": search,
         "best": best,
@@ -268,7 +267,7 @@ def llama_round(model, mesh, cap: int, budget: float, builtins: dict[str, Plan])
         "peak_ratio": best.peak_bytes / bar_plan.peak_bytes,
         "work_ratio": (best.work_ratio or 0) / (bar_plan.work_ratio or 1),
         "best_ranks_first": ranked([best, bar_plan], False)[0] is best,
-        "first_of_all": ranked(everything, False)[0] is best,
+        "first_of_all": ranked([*search.plans, *capped], False)[0] is best,
     }
 
 
