@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from shardviz.analysis.estimate.placement import Placement, place
 from shardviz.analysis.estimate.predict import predict_step
 from shardviz.analysis.estimate.step import estimate_collectives
+from shardviz.model import OpWork
 from shardviz.model.hardware import Target
 from shardviz.model.mesh import MeshLayout
 from shardviz.model.program import Collective, Report
@@ -232,7 +233,7 @@ def seconds_with(report: Report, target: Target, order: tuple[int, ...]) -> floa
 def timed_with(report: Report, target: Target, order: tuple[int, ...], words: str) -> Order:
     """``order`` timed: its total communication and, where the report has the compiled
     schedule, the step predicted with the collectives re-timed on its devices."""
-    return _timed(report, target, _retimed(report, target, order), order, words)
+    return _timed(_schedule(report, target), _retimed(report, target, order), order, words)
 
 
 def exposed_communication(report: Report) -> float | None:
@@ -240,34 +241,55 @@ def exposed_communication(report: Report) -> float | None:
     target, as its ledger is estimated (``None``: no estimate or no schedule)."""
     if report.target is None or report.estimate is None or report.mesh is None:
         return None
-    mesh = report.mesh
-    return _timed(report, report.target, report.collectives, mesh.device_ids, "").exposed_seconds
+    schedule = _schedule(report, report.target)
+    return _timed(schedule, report.collectives, report.mesh.device_ids, "").exposed_seconds
+
+
+@dataclass(frozen=True)
+class _Schedule:
+    """The report's compiled schedule on a target (the report estimate's own prediction,
+    :func:`.predict.predict_step` at the target's per-device peak and bandwidths), and what
+    it exposes with no collectives at all: the other transfers (prefetches, offloads), the
+    same in every order, so worked out once."""
+
+    ops: tuple[OpWork, ...]
+    rates: tuple[float, float]
+    host_bandwidth: float | None
+    exposed_without: float
+
+
+def _schedule(report: Report, target: Target) -> _Schedule | None:
+    """``None`` without the compiled schedule (no ops) or a prediction of it."""
+    ops = report.cost.ops if report.cost is not None else ()
+    if not ops:
+        return None
+    hw, per_chip = target.hardware, target.devices_per_chip
+    rates = (hw.peak_flops_bf16 / per_chip, hw.hbm_bandwidth / per_chip)
+    host_bw = (hw.host_bandwidth or 0.0) / per_chip or None
+    others = predict_step(ops, (), None, *rates, host_bandwidth=host_bw)
+    if others is None:
+        return None
+    return _Schedule(tuple(ops), rates, host_bw, others.exposed_seconds)
 
 
 def _timed(
-    report: Report,
-    target: Target,
+    schedule: _Schedule | None,
     collectives: tuple[Collective, ...],
     order: tuple[int, ...],
     words: str,
 ) -> Order:
     """An order with its estimated ``collectives``: their total, and the step predicted with
-    them in the report's compiled schedule (the report estimate's own prediction,
-    :func:`.predict.predict_step` at the target's per-device peak and bandwidths)."""
+    them in the compiled ``schedule`` (without one, the total alone)."""
     total = _total(collectives)
-    ops = report.cost.ops if report.cost is not None else ()
-    if not ops:
+    if schedule is None:
         return Order(order, words, total)
-    hw, per_chip = target.hardware, target.devices_per_chip
-    rates = (hw.peak_flops_bf16 / per_chip, hw.hbm_bandwidth / per_chip)
-    host_bw = (hw.host_bandwidth or 0.0) / per_chip or None
     trips = {c.hlo_name: c.trips for c in collectives}
-    predicted = predict_step(ops, collectives, trips, *rates, host_bandwidth=host_bw)
-    # The other transfers (prefetches, offloads) are exposed alike in every order.
-    others = predict_step(ops, (), None, *rates, host_bandwidth=host_bw)
-    if predicted is None or others is None:
+    predicted = predict_step(
+        schedule.ops, collectives, trips, *schedule.rates, host_bandwidth=schedule.host_bandwidth
+    )
+    if predicted is None:
         return Order(order, words, total)
-    exposed = max(0.0, predicted.exposed_seconds - others.exposed_seconds)
+    exposed = max(0.0, predicted.exposed_seconds - schedule.exposed_without)
     return Order(order, words, total, predicted.seconds, exposed)
 
 
@@ -280,13 +302,14 @@ def best_order(report: Report, target: Target) -> tuple[Order, Order] | None:
     if mesh is None or not report.collectives:
         return None
     placement = place(mesh, target)
-    now = timed_with(report, target, mesh.device_ids, "as given")
+    schedule = _schedule(report, target)
+    now = _timed(schedule, _retimed(report, target, mesh.device_ids), mesh.device_ids, "as given")
     best = now
     start = time.perf_counter()
     for order, words in candidate_orders(mesh, placement, target):
         if time.perf_counter() - start > BUDGET_SECONDS:
             break
-        timed = timed_with(report, target, order, words)
+        timed = _timed(schedule, _retimed(report, target, order), order, words)
         if timed.seconds < best.seconds * (1 - 1e-9):
             best = timed
     return now, best
