@@ -183,21 +183,19 @@ class SearchInputs:
             )
         return out, ""
 
-    def compile_pipeline(self, axis: str, microbatches: int) -> tuple[Report, RuleSet]:
+    def compile_pipeline(self, axis: str, microbatches: int) -> Report:
         """The compile-only report of the model trained as a pipeline (GSPMD's form, as
         ``compare`` runs ``pp``/``pp+dp``): mesh axis ``axis`` as the stages, the other axis
-        (if any) as the data axis splitting each microbatch's rows; and that rule set."""
+        (if any) as the data axis splitting each microbatch's rows."""
         assert self.model is not None
         names = tuple(str(a) for a in self.jmesh.axis_names)
         renamed = tuple(STAGE_AXIS if a == axis else "data" for a in names)
         jm = jax.sharding.Mesh(self.jmesh.devices, renamed)
         stages = int(self.jmesh.shape[axis])
-        kind = "pp+dp" if len(names) > 1 else "pp"
-        rules = pipeline_rules(kind, stages=stages, microbatches=microbatches)
+        rules = search_pipeline_rules(len(names), stages, microbatches)
         model = pipelined_model(self.model, stages=stages, microbatches=microbatches)
         built = strategy_step(model, rules, jm, optimizer=self.optimizer)
-        report = explain(built.step, *built.abstract, run=False, target=self.target, diagnose=False)
-        return report, rules
+        return explain(built.step, *built.abstract, run=False, target=self.target, diagnose=False)
 
     def structure(self) -> Structure | None:
         """The program's links and weights (:mod:`.structure`), read from its jaxpr with the
@@ -237,6 +235,13 @@ class SearchInputs:
             if host:
                 fn = on_device(fn, {p.partition("/")[0] for p in host}, list(self.named))
         return explain(fn, *args, run=False, target=self.target, diagnose=False)
+
+
+def search_pipeline_rules(mesh_axes: int, stages: int, microbatches: int) -> RuleSet:
+    """The rule set of a searched pipeline on a mesh of ``mesh_axes`` axes: ``pp+dp`` (the
+    other axis splitting each microbatch's rows), or ``pp`` on a one-axis mesh."""
+    kind = "pp+dp" if mesh_axes > 1 else "pp"
+    return pipeline_rules(kind, stages=stages, microbatches=microbatches)
 
 
 def on_device(fn: Any, names: set[str], order: list[str]) -> Any:

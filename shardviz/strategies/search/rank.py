@@ -18,9 +18,9 @@ that are the same in substance. Ties go to the lower peak memory, then to the pl
 first (a seed, a named strategy, before the moves that merely reach it again).
 
 Either way plans that fit only by keeping the optimizer state (or, by the remat policy, the
-activations) in host memory come after every plan that fits in HBM alone (offloading costs host transfers the ranking does
-not see), plans over the memory limit after every plan that fits (lowest peak first), and
-plans that failed to compile last.
+activations) in host memory come after every plan that fits in HBM alone (offloading costs
+host transfers the ranking does not see), plans over the memory limit after every plan that
+fits (lowest peak first), and plans that failed to compile last.
 """
 
 from __future__ import annotations

@@ -34,7 +34,7 @@ import dataclasses
 import math
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import jax
@@ -58,10 +58,9 @@ from shardviz.strategies.candidates import (
 from shardviz.strategies.models.configs import ArchConfig
 from shardviz.strategies.models.logical import LOGICAL_STRATEGIES
 from shardviz.strategies.named import get_rule_set
-from shardviz.strategies.pipeline.rule_sets import pipeline_rules
 from shardviz.strategies.rules import RuleSet
 from shardviz.strategies.runner import rule_set_for
-from shardviz.strategies.search.inputs import SearchInputs, search_inputs
+from shardviz.strategies.search.inputs import SearchInputs, search_inputs, search_pipeline_rules
 from shardviz.strategies.search.progress import Progress, compiler_quiet, progress_for
 from shardviz.strategies.search.rank import better, ranked, ranking_words
 from shardviz.strategies.search.rules import rule_set_of
@@ -129,10 +128,9 @@ class SuggestedPlan(Plan):
         axes = mesh.axis_names if mesh is not None else ()
         if self.pipeline is not None:
             _, stages, microbatches = self.pipeline
-            kind = "pp+dp" if len(axes) > 1 else "pp"
-            rules = pipeline_rules(kind, stages=stages, microbatches=microbatches)
+            rules = search_pipeline_rules(len(axes), stages, microbatches)
             devices = len(mesh.devices) if mesh is not None else stages
-            shape = (stages, devices // stages) if kind == "pp+dp" else (stages,)
+            shape = (stages, devices // stages) if len(rules.axes) > 1 else (stages,)
             return dataclasses.replace(
                 rules, name=f"suggested {self.label}", title=f"suggested plan {self.label}",
                 description=self.how, extra={**rules.extra, "mesh_shape": shape},
@@ -294,55 +292,62 @@ class _Runner:
         if on_host and OFFLOAD_WORDS not in how and "back in HBM" not in how:
             how = f"{how} [{ON_HOST_WORDS}]"
         key = (tuple(sorted(specs.items())), on_host, choice.remat)
-        if key in self.seen_specs:
-            return None
-        self._check_time()
-        self.seen_specs.add(key)
-        label = f"#{len(self.plans) + 1}"
-        began = time.monotonic()
-        host = ("optimizer",) if on_host else ()
         acts = self.inputs.activation_specs(specs, choice.batch)
-        rules = rule_set_of(
-            specs, self.inputs.jmesh.axis_names, host=host, remat=choice.remat, activations=acts
-        )
-        try:
-            report = self.inputs.compile(specs, rules, host=on_host)
-        except ShardvizError as err:
-            self.errors.append(err)
-            plan = SuggestedPlan(
-                label=label, how=how, specs=specs, report=None, peak_bytes=None,
-                moved_bytes=None, error=str(err), found_seconds=self.elapsed(),
-                on_host=on_host, remat=choice.remat, activations=acts,
+
+        def build() -> Report:
+            rules = rule_set_of(
+                specs, self.inputs.jmesh.axis_names, host=("optimizer",) if on_host else (),
+                remat=choice.remat, activations=acts,
             )  # fmt: skip
-        else:
-            plan = self._plan(label, how, specs, report, on_host, choice.remat, acts)
-        return self._record(plan, choice, began)
+            return self.inputs.compile(specs, rules, host=on_host)
+
+        return self._compile(
+            choice, how, key, specs, build, on_host=on_host, remat=choice.remat, activations=acts
+        )
 
     def _try_pipeline(self, choice: Choice, how: str) -> SuggestedPlan | None:
         """The plan for a pipeline ``choice``: the model pipelined, its specs the pipeline's
         (read back from the compiled arguments)."""
         assert choice.pipeline is not None
-        key = ("pipeline", choice.pipeline)
+        axis, microbatches = choice.pipeline
+        return self._compile(
+            choice, how, ("pipeline", choice.pipeline), {},
+            lambda: self.inputs.compile_pipeline(axis, microbatches),
+            read_specs=True, pipeline=(axis, self.space.axes[axis], microbatches),
+        )  # fmt: skip
+
+    def _compile(
+        self,
+        choice: Choice,
+        how: str,
+        key: tuple,
+        specs: dict[str, Spec],
+        build: Callable[[], Report],
+        read_specs: bool = False,
+        **fields: Any,
+    ) -> SuggestedPlan | None:
+        """The plan ``build()`` compiles, once per ``key`` and within the budget (a compile
+        that fails is a plan with the compiler's words); ``read_specs``: its specs are the
+        compiled arguments' (a pipeline's), not ``specs``. ``fields`` are the plan's own
+        (``on_host``, ``remat``, ``activations``, ``pipeline``)."""
         if key in self.seen_specs:
             return None
         self._check_time()
         self.seen_specs.add(key)
-        axis, microbatches = choice.pipeline
-        pipeline = (axis, self.space.axes[axis], microbatches)
         label = f"#{len(self.plans) + 1}"
         began = time.monotonic()
         try:
-            report, _ = self.inputs.compile_pipeline(axis, microbatches)
+            report = build()
         except ShardvizError as err:
             self.errors.append(err)
             plan = SuggestedPlan(
-                label=label, how=how, specs={}, report=None, peak_bytes=None,
-                moved_bytes=None, error=str(err), found_seconds=self.elapsed(),
-                pipeline=pipeline,
+                label=label, how=how, specs=specs, report=None, peak_bytes=None,
+                moved_bytes=None, error=str(err), found_seconds=self.elapsed(), **fields,
             )  # fmt: skip
         else:
-            specs = {x.name: x.spec for x in report.arguments if x.spec is not None}
-            plan = self._plan(label, how, specs, report, (), pipeline=pipeline)
+            if read_specs:
+                specs = {x.name: x.spec for x in report.arguments if x.spec is not None}
+            plan = self._plan(label, how, specs, report, **fields)
         return self._record(plan, choice, began)
 
     def _record(self, plan: SuggestedPlan, choice: Choice, began: float) -> SuggestedPlan:
@@ -360,7 +365,7 @@ class _Runner:
         how: str,
         specs: dict[str, Spec],
         report: Report,
-        on_host: tuple[str, ...],
+        on_host: tuple[str, ...] = (),
         remat: str | None = None,
         activations: dict[str, Spec] | None = None,
         pipeline: tuple[str, int, int] | None = None,
@@ -469,18 +474,18 @@ def _seed_rule_sets(
 
 
 def _seeds(
-    space: Space, strategies: Sequence[RuleSet] | None, limited: bool = False
+    space: Space, strategies: Sequence[RuleSet], limited: bool = False
 ) -> list[tuple[Choice, str]]:
     """The starting choices: each strategy on each reading of its axes, deduplicated, plus
     replicated parameters with the batch split over every axis, plus the structure's (unless
-    ``strategies`` is empty); ordered so that choices with idle axes come last, the
-    structure's first guess first (not under a memory limit: there the first plan should
-    fit), then those needing the fewest bytes per device."""
-    names = [get_rule_set(s) for s in _SEED_NAMES] if strategies is None else strategies
+    ``strategies`` is empty) and the pipelines asked for; ordered so that choices with idle
+    axes come last, the structure's first guess first (not under a memory limit: there the
+    first plan should fit), then the pipelines, then those needing the fewest bytes per
+    device."""
     seeds: dict[Choice, str] = {}
     # With the data kept as placed (one batch choice), every seed takes its batch split.
     kept = space.batch_choices[0] if len(space.batch_choices) == 1 else None
-    for rule_set in names:
+    for rule_set in strategies:
         for mapping in role_mappings(rule_set, space.axes):
             choice = space.from_rule_set(rule_set, mapping, any_batch=kept is not None)
             if choice is not None and kept is not None:
@@ -490,14 +495,14 @@ def _seeds(
     plain = space.replicated(space.batch_choices[0] if space.batch_choices else ())
     seeds.setdefault(plain, "parameters replicated, batch split over every axis it divides")
     structural: list[Choice] = []
-    for choice, how in space.link_seeds() if strategies is None or strategies else ():
+    for choice, how in space.link_seeds() if strategies else ():
         if kept is not None and choice.batch != kept:
             choice, how = dataclasses.replace(choice, batch=kept), how.rpartition(";")[0]
         if not structural and choice in seeds:  # the first guess, named by the structure
             how = f"{how} (as {seeds[choice]})"
         seeds[choice] = seeds[choice] if structural and choice in seeds else how
         structural.append(choice)
-    for choice, how in space.stage_seeds() if strategies is None or strategies else ():
+    for choice, how in space.stage_seeds() if strategies else ():
         seeds.setdefault(choice, how)
     for choice, how in space.pipeline_seeds():
         seeds.setdefault(choice, how)
