@@ -8,6 +8,7 @@ and each also subclasses the built-in error a Python user would expect (``ValueE
 from __future__ import annotations
 
 __all__ = [
+    "ArgumentError",
     "CompileError",
     "DeviceSetupError",
     "HardwareError",
@@ -22,6 +23,10 @@ __all__ = [
 
 class ShardvizError(Exception):
     """Base of every error shardviz raises on purpose."""
+
+
+class ArgumentError(ShardvizError, ValueError):
+    """An argument's value is of the wrong kind or out of range (a count, a size, a dtype)."""
 
 
 class DeviceSetupError(ShardvizError, RuntimeError):
