@@ -66,12 +66,12 @@ def whole_number(
     ok = number is not None and number >= low and (high is None or number <= high)
     if not ok:
         span = f">= {low}" if high is None else f"from {low} to {high}"
-        shown = example if example is not None else max(low, 1) if high is None else low
+        hint = example if example is not None else max(low, 1) if high is None else low
         raise ArgumentError(
             problem(
                 where,
                 f"{name}={shown(value)} is not a whole number {span}",
-                f"pass {name}={shown}",
+                f"pass {name}={hint}",
             )
         )
     assert number is not None
