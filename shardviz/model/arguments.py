@@ -120,23 +120,8 @@ def byte_size(value: Any, name: str = "memory_limit") -> int | None:
     """
     if value is None:
         return None
-    size: float | None = None
-    if not _is_bool(value) and not isinstance(value, str):
-        try:
-            size = float(operator.index(value))
-        except TypeError:
-            try:
-                size = float(value)
-            except (TypeError, ValueError, OverflowError):
-                size = None
-        except OverflowError:
-            size = math.inf
-    elif isinstance(value, str):
-        match = _SIZE.fullmatch(value)
-        unit = match.group(2).lower() if match else None
-        if match is not None and unit in _SIZE_UNITS:
-            size = float(match.group(1)) * _SIZE_UNITS[unit]
-    if size is None or not math.isfinite(size) or size < 1 or size > MAX_BYTES:
+    size = _size_of(value)
+    if size is None or not 1 <= size <= MAX_BYTES:
         raise ArgumentError(
             problem(
                 f"{name}={shown(value)}",
@@ -145,6 +130,29 @@ def byte_size(value: Any, name: str = "memory_limit") -> int | None:
             )
         )
     return int(size)
+
+
+def _size_of(value: Any) -> int | None:
+    """A size's whole bytes (a fraction rounds down; 0.5 B is 0), or ``None`` for what is no
+    size (a flag, NaN, an infinity, an unknown unit)."""
+    if _is_bool(value):
+        return None
+    if isinstance(value, str):
+        match = _SIZE.fullmatch(value)
+        unit = match.group(2).lower() if match else None
+        if match is None or unit not in _SIZE_UNITS:
+            return None
+        number = float(match.group(1)) * _SIZE_UNITS[unit]
+    else:
+        try:
+            return operator.index(value)
+        except TypeError:
+            pass
+        try:
+            number = float(value)
+        except (TypeError, ValueError, OverflowError):
+            return None
+    return int(number) if math.isfinite(number) else None
 
 
 def dtype_name(dtype: Any) -> str:
