@@ -18,6 +18,7 @@ __version__ = "0.1.0"
 #: Every public name and the module it comes from. Names from :data:`EAGER` modules load
 #: with the package (plain data, no jax); the others on first use.
 API: dict[str, str] = {
+    "ArgumentError": "shardviz.errors",
     "CompileError": "shardviz.errors",
     "DeviceSetupError": "shardviz.errors",
     "HardwareError": "shardviz.errors",
@@ -117,6 +118,7 @@ if TYPE_CHECKING:
     from shardviz.capture.topology import topology as topology
     from shardviz.engines import Cluster as Cluster
     from shardviz.engines import cluster as cluster
+    from shardviz.errors import ArgumentError as ArgumentError
     from shardviz.errors import CompileError as CompileError
     from shardviz.errors import DeviceSetupError as DeviceSetupError
     from shardviz.errors import HardwareError as HardwareError
