@@ -2,17 +2,20 @@
 
 The propagation dump (the module after sharding completion, before SPMD partitioning) is
 asked for per call through compiler options: no environment variable, no restart. Its
-temporary folder is always removed.
+temporary folder is always removed (at the latest when the interpreter exits), and a Ctrl-C
+during a compile is raised once it returns (:mod:`.interrupts`).
 """
 
 from __future__ import annotations
 
+import atexit
 import functools
 import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,6 +24,7 @@ import jax
 from shardviz.capture.dump_watch import PARTITIONED, PROPAGATED, DumpWatch, Stage, read_dump
 from shardviz.capture.hlo.compiler_log import compiler_log
 from shardviz.capture.hlo.text import HloModule, parse_hlo_module
+from shardviz.capture.interrupts import interrupts_deferred
 from shardviz.capture.remat_offload import PolicyFacts, policy_facts
 from shardviz.errors import CompileError, problem
 
@@ -49,6 +53,31 @@ def scratch_dir() -> str | None:
     if os.path.isdir(shm) and os.access(shm, os.W_OK | os.X_OK):
         return shm
     return None
+
+
+#: Dump folders made by this process and not yet removed: removed at exit, when a compile
+#: that outlived its folder (one stopped by a second Ctrl-C) wrote it again.
+_LEFT: set[str] = set()
+
+
+@contextmanager
+def dump_folder() -> Iterator[str]:
+    """A new folder in :func:`scratch_dir` for one compile's dump, removed when the block ends
+    however it ends (an error, a ``KeyboardInterrupt``), else at the interpreter's exit."""
+    path = tempfile.mkdtemp(prefix="shardviz-dump-", dir=scratch_dir())
+    _LEFT.add(path)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+        if not os.path.exists(path):
+            _LEFT.discard(path)
+
+
+@atexit.register
+def _remove_left() -> None:
+    for path in list(_LEFT):
+        shutil.rmtree(path, ignore_errors=True)
 
 
 # The TPU compiler's final module (see lower_and_compile).
@@ -133,6 +162,17 @@ def lower_and_compile(
         CompileError: tracing or compiling failed; the message names the function and the
             cause (e.g. a sharding that does not fit, an op that cannot be partitioned).
     """
+    with interrupts_deferred():  # Ctrl-C between compiles, never inside one
+        return _lower_and_compile(jitted, args, kwargs, fn_name, early)
+
+
+def _lower_and_compile(
+    jitted: Any,
+    args: tuple,
+    kwargs: dict,
+    fn_name: str,
+    early: Callable[[Any], EarlyWork | None] | None,
+) -> Compiled:
     t0 = time.perf_counter()
     try:
         # Traced first where jax allows it: the jaxpr shows the remat policies' offloads.
@@ -148,59 +188,46 @@ def lower_and_compile(
             )
         ) from err
     t1 = time.perf_counter()
-    dump = tempfile.mkdtemp(prefix="shardviz-dump-", dir=scratch_dir())
-    work = (early(lowered) if early is not None else None) or EarlyWork()
-    stages = _stages(lowered, work)
-    watch = DumpWatch(dump, [s for _, s in stages]).start() if stages else None
-    try:
+    with dump_folder() as dump:
+        work = (early(lowered) if early is not None else None) or EarlyWork()
+        stages = _stages(lowered, work)
+        watch = DumpWatch(dump, [s for _, s in stages]).start() if stages else None
         try:
-            with compiler_log() as log:
-                compiled = lowered.compile(compiler_options={"xla_dump_to": dump, **_DUMP_OPTIONS})
-        except Exception as err:
-            if "RESOURCE_EXHAUSTED" in str(err):  # TPU/GPU compilers refuse what will not fit
-                raise CompileError(
-                    problem(
-                        f"function {fn_name!r}",
-                        f"it does not fit on a device: {_describe(err)}",
-                        "split the largest arguments over more devices (ZeRO-3/FSDP, tensor "
-                        "parallelism), use a smaller batch, or plan on a chip with more memory",
+            try:
+                with compiler_log() as log:
+                    compiled = lowered.compile(
+                        compiler_options={"xla_dump_to": dump, **_DUMP_OPTIONS}
                     )
-                ) from err
-            raise CompileError(
-                problem(
-                    f"function {fn_name!r}",
-                    f"the compiler rejected it ({_describe(err)})",
-                    "check that every argument's sharding uses the same mesh and that the "
-                    "partition specs fit the shapes",
-                )
-            ) from err
-        t2 = time.perf_counter()
-        # Each dumped file is read once: for the program's texts and to check the thread's.
-        read = functools.cache(lambda pattern: read_dump(dump, pattern))
-        done = dict(zip((k for k, _ in stages), watch.finish(read), strict=True)) if watch else {}
-        propagated = read(PROPAGATED)
-        # The CPU's final module keeps every collective's metadata and its buffer figures
-        # are in memory_analysis; only TPU and GPU programs need the rest (and reading it
-        # would slow every CPU compile).
-        platform = program_platform(compiled)
-        accelerator = platform != "cpu"
-        extra = {
-            "partitioned_text": PARTITIONED,
-            "buffer_assignment": "*after_optimizations-buffer-assignment.txt",
-            "memory_usage_report": "*after_optimizations-memory-usage-report.txt",
-        }
-        texts = {k: read(p) for k, p in extra.items()} if accelerator else {}
-        # The TPU compiler dumps its final module after codegen: as_text()'s program with its
-        # stack-frame table numbered in another order and async ops in their generic form
-        # (``async-start``, ``calls=``), read in ~1 ms instead of ~45 ms on 256 chips.
-        final = read(_TPU_FINAL) if platform == "tpu" else ""
-        before = read(_BEFORE_OPTIMIZATIONS)
-        if "annotate_device_placement" not in before:
-            before = ""
-    finally:
-        if watch is not None:
-            watch.finish()  # the thread may still be reading the folder
-        shutil.rmtree(dump, ignore_errors=True)
+            except Exception as err:
+                raise _rejected(fn_name, err) from err
+            t2 = time.perf_counter()
+            # Each dumped file is read once: for the program's texts and to check the thread's.
+            read = functools.cache(lambda pattern: read_dump(dump, pattern))
+            done = (
+                dict(zip((k for k, _ in stages), watch.finish(read), strict=True)) if watch else {}
+            )
+            propagated = read(PROPAGATED)
+            # The CPU's final module keeps every collective's metadata and its buffer figures
+            # are in memory_analysis; only TPU and GPU programs need the rest (and reading it
+            # would slow every CPU compile).
+            platform = program_platform(compiled)
+            accelerator = platform != "cpu"
+            extra = {
+                "partitioned_text": PARTITIONED,
+                "buffer_assignment": "*after_optimizations-buffer-assignment.txt",
+                "memory_usage_report": "*after_optimizations-memory-usage-report.txt",
+            }
+            texts = {k: read(p) for k, p in extra.items()} if accelerator else {}
+            # The TPU compiler dumps its final module after codegen: as_text()'s program with its
+            # stack-frame table numbered in another order and async ops in their generic form
+            # (``async-start``, ``calls=``), read in ~1 ms instead of ~45 ms on 256 chips.
+            final = read(_TPU_FINAL) if platform == "tpu" else ""
+            before = read(_BEFORE_OPTIMIZATIONS)
+            if "annotate_device_placement" not in before:
+                before = ""
+        finally:
+            if watch is not None:
+                watch.finish()  # the thread may still be reading the folder
     module, final_result = done.get("final") or (None, None)
     return Compiled(
         lowered=lowered,
@@ -215,6 +242,27 @@ def lower_and_compile(
         policies=policy_facts(traced.jaxpr.jaxpr) if traced is not None else PolicyFacts(),
         _module=module if final else None,
         **texts,
+    )
+
+
+def _rejected(fn_name: str, err: Exception) -> CompileError:
+    """The error to raise when the compiler refused the program."""
+    if "RESOURCE_EXHAUSTED" in str(err):  # TPU/GPU compilers refuse what will not fit
+        return CompileError(
+            problem(
+                f"function {fn_name!r}",
+                f"it does not fit on a device: {_describe(err)}",
+                "split the largest arguments over more devices (ZeRO-3/FSDP, tensor "
+                "parallelism), use a smaller batch, or plan on a chip with more memory",
+            )
+        )
+    return CompileError(
+        problem(
+            f"function {fn_name!r}",
+            f"the compiler rejected it ({_describe(err)})",
+            "check that every argument's sharding uses the same mesh and that the "
+            "partition specs fit the shapes",
+        )
     )
 
 

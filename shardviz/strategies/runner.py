@@ -14,6 +14,7 @@ import numpy as np
 import optax
 
 from shardviz.analysis.estimate.step import with_estimate
+from shardviz.capture.interrupts import interrupts_deferred
 from shardviz.capture.mesh import as_jax_mesh, mesh_layout
 from shardviz.capture.processes import local_device
 from shardviz.capture.run import compare_outputs
@@ -152,7 +153,9 @@ _RUN_ONCE: dict[str, Any] = {
 
 
 def _run_once(fn: Any, *args: Any, **jit_kwargs: Any) -> Any:
-    return jax.jit(fn, **jit_kwargs).lower(*args).compile(compiler_options=_RUN_ONCE)(*args)
+    with interrupts_deferred():  # Ctrl-C between compiles, never inside one
+        program = jax.jit(fn, **jit_kwargs).lower(*args).compile(compiler_options=_RUN_ONCE)
+    return program(*args)
 
 
 def initial_state(model: ModelDef, optimizer: Any, seed: int = 0) -> tuple[Any, Any, Any]:
