@@ -13,9 +13,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from shardviz.errors import ShardvizError, problem
+from shardviz.errors import ArgumentError, problem
 from shardviz.model import display
 from shardviz.model._codec import JsonMixin
+from shardviz.model.arguments import dtype_name, shown
 from shardviz.model.findings import Finding
 
 __all__ = [
@@ -39,17 +40,18 @@ _ALIASES = {"bf16": "bfloat16", "bfloat16": "bfloat16", "int8": "int8", "int4": 
 
 
 def serving_dtype(dtype: object, where: str = "serving") -> str:
-    """The canonical name of a serving dtype (``"bf16"`` -> ``"bfloat16"``).
+    """The canonical name of a serving dtype, given as a name (``"bf16"`` -> ``"bfloat16"``)
+    or a dtype object (``jnp.bfloat16``, ``np.dtype("int8")``, ``jnp.int4``).
 
     Raises:
-      ShardvizError: not one of bfloat16, int8, int4.
+      ArgumentError: not one of bfloat16, int8, int4.
     """
-    name = _ALIASES.get(str(getattr(dtype, "name", dtype)).lower())
+    name = _ALIASES.get(dtype_name(dtype))
     if name is None:
-        raise ShardvizError(
+        raise ArgumentError(
             problem(
                 where,
-                f"dtype {dtype!r} is not a serving dtype",
+                f"dtype {shown(dtype)} is not a serving dtype",
                 f"use one of {', '.join(map(repr, DTYPE_BYTES))} (or 'bf16')",
             )
         )
@@ -129,13 +131,20 @@ class ServingResult(JsonMixin):
         per chip; ``latency_seconds``: per generated token (decode) or for the prompt.
       max_batch: the largest batch (a multiple of the data axis) whose weights, cache and
         working memory fit every device's HBM (``None`` without an HBM size).
-      compiled: whether the figures come with a compiled program (else shapes only).
+      compiled: whether the figures come with a compiled program. When not (the compiler
+        refused the program, or its arrays alone are past the HBM of the chip it is
+        compiled for), only the shard-shape bytes are known: working memory, collectives,
+        the step, tokens/s and the largest batch are ``None`` or empty, never 0, and
+        ``why_not_compiled`` says why.
       sweep: ``(batch, bytes per device, tokens/s per chip)`` at other batches, the cache
         and flops scaled from the compiled batch, the working memory and the collectives'
         time kept, as ``max_batch`` counts them (what the chart of memory and throughput
         against batch draws).
       context_sweep: the same at the compiled batch against the context.
       notes: what was chosen and why (an axis left out because a dim does not divide...).
+      why_not_compiled: why there is no compiled program (``""`` when ``compiled``).
+      refused_bytes: when the compiler refused the step for memory, the per device bytes it
+        said the step needs (``None``: compiled, or the compiler gave no figure).
     """
 
     strategy: str
@@ -168,10 +177,13 @@ class ServingResult(JsonMixin):
     sweep: tuple[tuple[int, int, float], ...] = ()
     context_sweep: tuple[tuple[int, int, float], ...] = ()
     notes: tuple[str, ...] = ()
+    why_not_compiled: str = ""
+    refused_bytes: int | None = None
 
     @property
     def total_bytes(self) -> int:
-        """Per device: weights + KV cache + working memory."""
+        """Per device: weights + KV cache + working memory (when not compiled, weights and
+        cache only: a lower bound)."""
         return serving_bytes(self.weight_bytes, self.working_bytes, self.kv_bytes)
 
     def bytes_at(self, batch: int) -> int:
@@ -182,8 +194,12 @@ class ServingResult(JsonMixin):
 
     @property
     def fits(self) -> bool | None:
-        """Whether the total fits one device's HBM (``None`` when the HBM is unknown)."""
-        return None if not self.hbm_bytes else self.total_bytes <= self.hbm_bytes
+        """Whether the total fits one device's HBM (``None`` when the HBM is unknown). A
+        program that was not compiled does not fit: it is left uncompiled only when the
+        compiler refused it for memory, or its arrays alone are over the HBM."""
+        if not self.hbm_bytes:
+            return None
+        return self.compiled and self.total_bytes <= self.hbm_bytes
 
     @property
     def axis_sizes(self) -> dict[str, int]:
@@ -195,12 +211,17 @@ class ServingComparison(JsonMixin, display.Shown):
     """Strategies serving one model side by side, with the findings about them.
 
     ``findings`` are :class:`~shardviz.model.Finding` objects of the serving kinds
-    (``kv-replicated``, ``weights-replicated``, ``collective-bound``), each naming its
+    (``kv-replicated``, ``weights-replicated``, ``collective-bound``) and ``over-hbm`` (a
+    strategy whose batch does not fit, or the compiler refused), each naming its
     strategy in ``where.strategy`` and the change to make in ``unfixed``.
 
     ``kv_bytes_per_token`` is the whole model's cache per token in the cache dtype
     (2 x layers x KV heads x head dim x bytes); ``weight_bytes_total`` the weights in theirs.
     """
+
+    #: What a document read back may hold (see :mod:`shardviz.model._codec`; a class
+    #: attribute, not a field: it has no annotation).
+    DOCUMENT_LIMITS = {"results": 1024, "findings": 4096}
 
     model: str
     num_params: int
@@ -255,6 +276,9 @@ class SliceChoice(JsonMixin, display.Shown):
     holds; ``checked`` what the deviceless compile of the decode step on the slice said
     (``""``: not compiled).
     """
+
+    #: What a document read back may hold (a class attribute, not a field).
+    DOCUMENT_LIMITS = {"tried": 1024}
 
     model: str
     chip: str

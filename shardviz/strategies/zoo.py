@@ -120,11 +120,13 @@ class ModelDef:
         head dim x bytes per element (bfloat16 2, int8 1, int4 0.5).
 
         What a serving batch's cache costs per position of every sequence; LLaMA 3 70B in
-        int8: 2 x 80 x 8 x 128 x 1 = 163,840 bytes.
+        int8: 2 x 80 x 8 x 128 x 1 = 163,840 bytes. ``dtype`` is a name (``"int8"``,
+        ``"bf16"``) or a dtype object (``jnp.bfloat16``, ``np.dtype("int8")``).
 
         Raises:
           ShardvizError: the model has no attention layers shardviz knows of (a custom or
-            MLP model), or ``dtype`` is not bfloat16, int8 or int4.
+            MLP model).
+          ArgumentError: ``dtype`` is not bfloat16, int8 or int4.
         """
         where = f"{self.name}.kv_bytes_per_token"
         info = self.info

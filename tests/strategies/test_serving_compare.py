@@ -104,10 +104,10 @@ def test_int4_weights_and_cache_compile_here_at_half_of_int8():
     ("kwargs", "match"),
     [
         ({"mode": "serve"}, "mode='decode'"),
-        ({"mode": "decode", "strategies": ["fsdp"]}, "not serving strategies"),
+        ({"mode": "decode", "strategies": ["fsdp"]}, "not a serving strategy"),
         ({"mode": "decode", "dtype": "fp8"}, "not a serving dtype"),
         ({"mode": "decode", "dtype": ("int8",)}, r"\(weights, cache\) pair"),
-        ({"mode": "decode", "batch": 0}, "batch=0 is not a positive"),
+        ({"mode": "decode", "batch": 0}, "batch=0 is not a whole number"),
     ],
 )
 def test_bad_serving_input_names_the_fix(kwargs, match):

@@ -45,17 +45,20 @@ def test_a_cache_copied_across_the_tensor_group_is_found_with_the_bytes_it_waste
 def test_weights_copied_under_data_parallelism_where_tensor_parallelism_fits():
     r = replace(BASE, strategy="dp", mesh=(("data", 8), ("sequence", 1), ("tensor", 1)),
                 weight_bytes=12 * GiB, weight_copies=8, kv_bytes=5 * GiB)  # fmt: skip
-    (f,) = serving_findings([r])
-    assert f.kind == "weights-replicated" and f.severity == "error"  # 17 GiB > 16 GiB
+    over, f = serving_findings([r])  # 17 GiB > 16 GiB: over HBM, and the weights to blame
+    assert over.kind == "over-hbm" and over.severity == "error" and over.cost.bytes == GiB
+    assert f.kind == "weights-replicated" and f.severity == "error"
     assert f.cost.bytes == 12 * GiB - 12 * GiB // 8 and f.cost.kind == "memory"
     assert "'dp+tp' or 'tp'" in f.unfixed
     # already tensor-parallel, yet copied over data: a wider tensor axis is the fix
     both = replace(r, mesh=(("data", 2), ("sequence", 1), ("tensor", 4)), weight_copies=2)
-    (g,) = serving_findings([both])
+    _, g = serving_findings([both])
     assert g.unfixed.endswith("wider tensor axis: strategy 'tp'")
-    # weights too large to fit even split over every chip: no finding (nothing to gain)
+    # weights too large to fit even split over every chip: only over HBM (splitting them
+    # gains nothing), and its fix says the weights alone are past the HBM
     huge = replace(r, weight_bytes=8 * 17 * GiB)
-    assert serving_findings([huge]) == ()
+    (h,) = serving_findings([huge])
+    assert h.kind == "over-hbm" and "the weights alone" in h.unfixed
 
 
 def test_a_step_set_by_its_collectives_names_the_largest():

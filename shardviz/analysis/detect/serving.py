@@ -1,6 +1,6 @@
-"""Findings about serving layouts: a KV cache copied across a tensor-parallel group, weights
-copied under data parallelism where tensor parallelism would fit them, and a decode step set
-by a collective. Model in, findings out (no jax): :class:`~shardviz.model.Finding` objects,
+"""Findings about serving layouts: a strategy whose batch does not fit (or that the compiler
+refused), a KV cache copied across a tensor-parallel group, weights copied under data
+parallelism where tensor parallelism would fit them, and a decode step set by a collective. Model in, findings out (no jax): :class:`~shardviz.model.Finding` objects,
 as a program's findings are, so the findings views draw both. The strategy is in
 ``where.strategy``; a serving finding has no :class:`~shardviz.model.findings.Fix` shardviz
 applies and checks, so the change to make (another strategy, a larger batch) is in
@@ -19,6 +19,7 @@ __all__ = [
     "by_hand",
     "collective_bound",
     "kv_replicated",
+    "over_hbm",
     "serving_findings",
     "weights_replicated",
 ]
@@ -35,6 +36,83 @@ def by_hand(change: str) -> str:
 
 #: Weights copied under data parallelism are worth a finding when they take this share of HBM.
 WEIGHTS_SHARE = 0.5
+
+
+def _fitting_batch(r: ServingResult) -> int:
+    """The most sequences of ``r.context`` whose cache fits beside the weights (the working
+    memory left out: it was compiled for ``r.batch``), a multiple of the data axis; 0 when
+    the weights alone do not fit."""
+    per_sequence = r.kv_bytes / max(1, r.batch)
+    data = r.axis_sizes.get("data", 1)
+    room = r.hbm_bytes - r.weight_bytes
+    if room <= 0 or not per_sequence:
+        return 0
+    return int(room // per_sequence) // data * data
+
+
+def over_hbm(r: ServingResult) -> Finding | None:
+    """[over-hbm] The strategy does not fit one chip's HBM at this batch and context: its
+    compiled bytes are over it, or the compiler refused it (or it was not handed over, its
+    arrays alone past the HBM). The change to make: fewer or shorter sequences when the
+    weights fit, else smaller weights or more chips; never a larger batch."""
+    if r.fits is not False:
+        return None
+    hbm = format_bytes(r.hbm_bytes)
+    held = r.weight_bytes + r.kv_bytes
+    if r.compiled:
+        title = (
+            f"batch {r.batch:,} x context {r.context:,} does not fit: "
+            f"{format_bytes(r.total_bytes)} per chip against {hbm} of HBM"
+        )
+        why = (
+            f"each chip holds {format_bytes(r.weight_bytes)} of weights, "
+            f"{format_bytes(r.kv_bytes)} of KV cache and {format_bytes(r.working_bytes or 0)} "
+            f"the compiled step works in, {format_bytes(r.total_bytes - r.hbm_bytes)} more "
+            f"than the {hbm} of HBM"
+        )
+        over = r.total_bytes - r.hbm_bytes
+    else:
+        # what is over: the compiler's figure for the step, else the arrays alone (at least)
+        need = max(held, r.refused_bytes or 0)
+        over = need - r.hbm_bytes
+        title = f"the {r.mode} step was not compiled: it does not fit {hbm} of HBM"
+        why = r.why_not_compiled or "the compiler refused it"
+        if held <= r.hbm_bytes:
+            why += (
+                f"; the weights ({format_bytes(r.weight_bytes)}) and KV cache "
+                f"({format_bytes(r.kv_bytes)}) take {format_bytes(held)} per chip, the rest "
+                "is the step's working memory"
+            )
+        if over <= 0:  # no figure to say by how much: the cost is the arrays, not 0
+            why += "; the compiler did not say how much it needs, so the cost shown is those"
+            over = held
+    room = _fitting_batch(r)
+    if r.weight_bytes >= r.hbm_bytes:
+        change = (
+            f"the weights alone ({format_bytes(r.weight_bytes)} per chip) are past the HBM: "
+            "quantise them (dtype='int8' or 'int4'), split them over a wider tensor axis "
+            "(strategy 'tp'), or serve on more chips"
+        )
+    elif room >= r.axis_sizes.get("data", 1) and room < r.batch:
+        change = (
+            f"serve fewer sequences at once (beside the weights the HBM holds the cache of "
+            f"about {room:,} sequences of {r.context:,} tokens, less the step's working "
+            "memory), shorter ones, or quantise the cache (dtype=(weights, 'int8'))"
+        )
+    else:
+        change = (
+            "serve fewer or shorter sequences, quantise the cache (dtype=(weights, 'int8')), "
+            "or serve on more chips"
+        )
+    return Finding(
+        kind="over-hbm",
+        severity="error",
+        title=title,
+        why=why,
+        cost=FindingCost("memory", int(over)),
+        where=Where(strategy=r.strategy),
+        unfixed=by_hand(change),
+    )
 
 
 def kv_replicated(r: ServingResult) -> Finding | None:
@@ -70,7 +148,10 @@ def weights_replicated(r: ServingResult, chips_weight_bytes: int) -> Finding | N
     data = r.axis_sizes.get("data", 1)
     if data < 2 or r.weight_copies < 2 or not r.hbm_bytes:
         return None
-    heavy = r.weight_bytes > WEIGHTS_SHARE * r.hbm_bytes or r.fits is False
+    # heavy: the weights take much of the HBM, or splitting them would make it fit
+    saved = r.weight_bytes - chips_weight_bytes
+    rescued = r.fits is False and r.compiled and r.total_bytes - saved <= r.hbm_bytes
+    heavy = r.weight_bytes > WEIGHTS_SHARE * r.hbm_bytes or rescued
     if not heavy or chips_weight_bytes >= r.hbm_bytes:
         return None
     return Finding(
@@ -94,7 +175,7 @@ def weights_replicated(r: ServingResult, chips_weight_bytes: int) -> Finding | N
 
 def collective_bound(r: ServingResult) -> Finding | None:
     """[collective-bound] The step is set by its collectives, not by HBM or compute."""
-    if r.bound != "collectives" or not r.collectives:
+    if r.bound != "collectives" or not r.collectives or not r.compiled:
         return None
     worst = max(r.collectives, key=lambda c: c.seconds or 0.0)
     on_chip = max(r.memory_seconds or 0.0, r.compute_seconds or 0.0)
@@ -112,7 +193,10 @@ def collective_bound(r: ServingResult) -> Finding | None:
         where=Where(strategy=r.strategy),
         unfixed=by_hand(
             "use narrower tensor groups and split the batch over the rest ('dp+tp'), or "
-            "raise the batch so the bytes read per step outweigh the collectives"
+            f"raise the batch (up to {r.max_batch:,} fit) so the bytes read per step "
+            "outweigh the collectives"
+            if r.fits and r.max_batch and r.max_batch > r.batch
+            else "use narrower tensor groups and split the batch over the rest ('dp+tp')"
         ),
     )
 
@@ -123,7 +207,13 @@ def serving_findings(results: Sequence[ServingResult]) -> tuple[Finding, ...]:
     for r in results:
         # split over all of r's chips: its per chip weights without data parallelism's copies
         all_split = r.weight_bytes // max(1, r.weight_copies)
-        for f in (kv_replicated(r), weights_replicated(r, all_split), collective_bound(r)):
+        found = (
+            over_hbm(r),
+            kv_replicated(r),
+            weights_replicated(r, all_split),
+            collective_bound(r),
+        )
+        for f in found:
             if f is not None:
                 out.append(f)
     return tuple(out)

@@ -11,6 +11,7 @@ from shardviz.render.findings.html import finding_items_html
 from shardviz.render.html import MONO, SANS, page
 from shardviz.render.serving.view import (
     COLUMNS,
+    NOT_COMPILED,
     PANELS,
     ServingChart,
     findings_head,
@@ -90,13 +91,19 @@ def _panel(chart: ServingChart, key: str, along: str, show: str, title: str) -> 
 def memory_chart_svg(c: ServingComparison) -> str:
     """Bytes per device (with the HBM line) and tokens/s per chip against the batch, then
     against the context (log scales); one line per strategy, a dot at each strategy's
-    largest batch that fits. ``""`` without sweeps."""
+    largest batch that fits; a strategy that was not compiled is named in the legend, with no
+    line. ``""`` without sweeps and nothing uncompiled."""
     chart = serving_chart(c)
     if not chart.batch:
-        return ""
+        if not chart.not_compiled:
+            return ""
+        return f'<p class="sv-serving-chart">no chart: {esc(chart.empty_words)}</p>'
     panels = [_panel(chart, key, along, show, title) for key, along, show, title in PANELS]
     legend = " ".join(
         f'<span style="color:{ln.colour}">&#9632; {esc(ln.strategy)}</span>' for ln in chart.batch
+    ) + "".join(
+        f' <span class="sv-not-compiled">&#9633; {esc(strategy)}: {NOT_COMPILED} (no line)</span>'
+        for strategy, _ in chart.not_compiled
     )
     return f'<div class="sv-serving-chart">{"".join(panels)}<div>{legend}</div></div>'
 

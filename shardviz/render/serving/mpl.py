@@ -9,6 +9,7 @@ the memory panels, a marker at each strategy's largest batch that fits. Built on
 from __future__ import annotations
 
 from collections.abc import Sequence
+from textwrap import fill
 from typing import Any
 
 from shardviz.model.serving import ServingComparison
@@ -41,7 +42,9 @@ def serving_mpl(
         tokens/s against the batch, then against the context). Each strategy's line has
         ``gid="line"`` and its (escaped) strategy as label; the HBM per device is a dashed
         line ``gid="hbm"`` on the memory panels; each strategy's largest batch that fits is
-        a marker ``gid="max-batch"`` on memory against batch.
+        a marker ``gid="max-batch"`` on memory against batch. A strategy that was not
+        compiled has no line; the figure's text (``gid="not-compiled"``, or the empty
+        panels' words) says so and why.
     """
     Figure = require_matplotlib()
     chart = c if isinstance(c, ServingChart) else serving_chart(c)
@@ -76,12 +79,16 @@ def serving_mpl(
             ax.set_xticks(ticks, [f"{x:,}" for x in ticks], fontsize=7)
             ax.minorticks_off()
         else:
-            ax.text(0.5, 0.5, "no sweep: name a target", transform=ax.transAxes,
-                    ha="center", color="#57606a")  # fmt: skip
+            ax.text(0.5, 0.5, mpl_text(fill(chart.empty_words, 50)), transform=ax.transAxes,
+                    ha="center", va="center", color="#57606a", fontsize=8)  # fmt: skip
         ax.set_xlabel("batch" if along == "sweep" else "context", fontsize=9)
         ax.set_title(title, fontsize=10)
         _style(ax)
     if chart.batch:
         axes[0].legend(fontsize=8, frameon=False)
+        if chart.not_compiled:
+            words = f"no line ({chart.not_compiled_words})"
+            fig.text(0.01, 0.0, mpl_text(fill(words, 160)), fontsize=7, color="#57606a",
+                     va="bottom", gid="not-compiled")  # fmt: skip
     fig.suptitle(mpl_text(chart.title), x=0.01, ha="left", fontsize=11)
     return displayable(fig)

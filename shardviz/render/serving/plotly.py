@@ -118,7 +118,8 @@ def serving_figure(c: ServingComparison | ServingChart) -> Any:
         (``batch-bytes``, ``batch-tokens``, ``context-bytes``, ``context-tokens``), its role
         (``line``: a strategy's sweep; ``hbm``: the dashed HBM per device; ``max-batch``: the
         largest batch that fits) and its strategy (escaped). Without sweeps (no target
-        named) the figure says so.
+        named) the figure says so; a strategy that was not compiled has no line, and an
+        annotation says so and why.
     """
     go, make_subplots = require_plotly()
     chart = c if isinstance(c, ServingChart) else serving_chart(c)
@@ -146,8 +147,12 @@ def serving_figure(c: ServingComparison | ServingChart) -> Any:
             fig.update_yaxes(title_text="tokens/s per chip", rangemode="tozero", row=row,
                              col=col)  # fmt: skip
     if not chart.batch and not chart.context:
-        fig.add_annotation(text="no sweep: name a target (target='v5e:2x4') to estimate one",
-                           xref="paper", yref="paper", x=0.5, y=0.5, showarrow=False)  # fmt: skip
+        fig.add_annotation(text=plotly_text(chart.empty_words), xref="paper", yref="paper",
+                           x=0.5, y=0.5, showarrow=False, name="empty")  # fmt: skip
+    elif chart.not_compiled:
+        fig.add_annotation(text=plotly_text(f"no line ({chart.not_compiled_words})"),
+                           xref="paper", yref="paper", x=0.0, y=-0.09, showarrow=False,
+                           xanchor="left", font={"size": 10}, name="not-compiled")  # fmt: skip
     fig.update_layout(
         template="plotly_white",
         height=720,

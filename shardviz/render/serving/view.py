@@ -7,10 +7,12 @@ from dataclasses import dataclass
 from shardviz.model.findings import Findings
 from shardviz.model.serving import ServingComparison, ServingResult, SliceChoice
 from shardviz.model.units import format_bytes, format_seconds
+from shardviz.render.compare.view import format_count
 from shardviz.render.findings.view import count_str
 
 __all__ = [
     "COLUMNS",
+    "NOT_COMPILED",
     "findings_head",
     "PALETTE",
     "PANELS",
@@ -19,6 +21,7 @@ __all__ = [
     "ServingChart",
     "SweepLine",
     "max_batch_bytes",
+    "not_compiled_note",
     "result_row",
     "serving_chart",
     "slice_lines",
@@ -55,10 +58,33 @@ def _opt(x: float | None, fmt: str = "{:,.0f}") -> str:
     return "—" if x is None else fmt.format(x)
 
 
+#: What every view shows in place of a figure only a compiled program gives.
+NOT_COMPILED = "not compiled"
+
+
+def not_compiled_note(r: ServingResult) -> str:
+    """``not compiled: the compiler ran out of HBM: ...``: why a result has no compiled
+    figures (``""`` when it has them)."""
+    if r.compiled:
+        return ""
+    return f"{NOT_COMPILED}: {r.why_not_compiled or 'no reason was recorded'}"
+
+
 def result_row(r: ServingResult) -> ResultRow:
-    """A result's cells in :data:`COLUMNS` order."""
+    """A result's cells in :data:`COLUMNS` order. A result that was not compiled shows
+    :data:`NOT_COMPILED` where the compiled figures go (working memory, collectives, the
+    step and tokens/s), its total as at least its weights and cache, and no largest batch;
+    the note says why."""
     mesh = " x ".join(str(n) for _, n in r.mesh)
     hbm = f" / {format_bytes(r.hbm_bytes)}" if r.hbm_bytes else ""
+    kv = format_bytes(r.kv_bytes) + (f" (x{r.kv_copies} copies)" if r.kv_copies > 1 else "")
+    if not r.compiled:
+        cells: tuple[str, ...] = (
+            r.strategy, mesh, format_bytes(r.weight_bytes), kv, NOT_COMPILED,
+            f">= {format_bytes(r.weight_bytes + r.kv_bytes)}{hbm}", NOT_COMPILED,
+            NOT_COMPILED, "—", NOT_COMPILED, "—",
+        )  # fmt: skip
+        return ResultRow(cells, r.fits, (not_compiled_note(r), *r.notes))
     count = sum(c.count for c in r.collectives)
     moved = sum(c.moved_bytes for c in r.collectives)
     colls = f"{count} ({format_bytes(moved)})" if count else "none"
@@ -66,7 +92,7 @@ def result_row(r: ServingResult) -> ResultRow:
         r.strategy,
         mesh,
         format_bytes(r.weight_bytes),
-        format_bytes(r.kv_bytes) + (f" (x{r.kv_copies} copies)" if r.kv_copies > 1 else ""),
+        kv,
         "—" if r.working_bytes is None else format_bytes(r.working_bytes),
         format_bytes(r.total_bytes) + hbm,
         colls,
@@ -88,7 +114,7 @@ def summary_line(c: ServingComparison) -> str:
         else "no results"
     )
     return (
-        f"Serving {c.model} ({c.num_params / 1e9:.1f} B parameters, weights "
+        f"Serving {c.model} ({format_count(c.num_params)} parameters, weights "
         f"{format_bytes(c.weight_bytes_total)}): {what}. KV cache "
         f"{c.kv_bytes_per_token:,.0f} B per token."
     )
@@ -110,7 +136,7 @@ def slice_lines(s: SliceChoice) -> list[str]:
         f"{s.room_sequences} sequences of {s.context:,} beside the weights",
     ]
     for t in s.tried:
-        verdict = "holds it" if t.fits else "too small"
+        verdict = "holds it by the byte count" if t.fits else "too small"
         lines.append(
             f"  tried {t.name}: {format_bytes(t.needed_bytes)} per chip of "
             f"{format_bytes(t.hbm_bytes)}: {verdict}"
@@ -162,7 +188,8 @@ class MaxBatchMark:
 @dataclass(frozen=True)
 class ServingChart:
     """What the serving charts draw: per strategy a line against batch and one against
-    context, the HBM per device (0: unknown), the largest batch that fits."""
+    context, the HBM per device (0: unknown), the largest batch that fits, and for each
+    strategy that was not compiled (no line: no figures) a line of words saying why."""
 
     model: str
     title: str
@@ -170,6 +197,21 @@ class ServingChart:
     batch: tuple[SweepLine, ...]
     context: tuple[SweepLine, ...]
     max_batch: tuple[MaxBatchMark, ...]
+    not_compiled: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def not_compiled_words(self) -> str:
+        """``tp: not compiled: the compiler ran out of HBM: ...`` for each strategy that was
+        not compiled, joined by ``; `` (``""`` when all were)."""
+        return "; ".join(f"{strategy}: {note}" for strategy, note in self.not_compiled)
+
+    @property
+    def empty_words(self) -> str:
+        """What a panel with no line says: which strategies were not compiled (and why),
+        or that no target was named."""
+        if self.not_compiled:
+            return self.not_compiled_words
+        return "no sweep: name a target (target='v5e:2x4') to estimate one"
 
     def lines(self, along: str) -> tuple[SweepLine, ...]:
         """The lines of ``along``: ``"sweep"`` (against batch) or ``"context_sweep"``."""
@@ -217,6 +259,7 @@ def serving_chart(c: ServingComparison) -> ServingChart:
     )
     first = c.results[0] if c.results else None
     what = f" · {first.mode} on {first.target}" if first else ""
+    skipped = tuple((r.strategy, not_compiled_note(r)) for r in c.results if not r.compiled)
     return ServingChart(
         model=c.model,
         title=f"Serving {c.model}{what}: memory and throughput against batch and context",
@@ -224,4 +267,5 @@ def serving_chart(c: ServingComparison) -> ServingChart:
         batch=batch,
         context=context,
         max_batch=marks,
+        not_compiled=skipped,
     )

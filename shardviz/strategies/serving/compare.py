@@ -10,7 +10,8 @@ import jax
 
 from shardviz.analysis.detect.serving import serving_findings
 from shardviz.capture.topology import Topology, topology
-from shardviz.errors import ShardvizError, problem
+from shardviz.errors import ArgumentError, problem
+from shardviz.model.arguments import MAX_BYTES, shown, whole_number
 from shardviz.model.hardware import Hardware, Target
 from shardviz.model.hardware_presets import hardware
 from shardviz.model.serving import (
@@ -20,12 +21,22 @@ from shardviz.model.serving import (
     serving_dtype,
 )
 from shardviz.model.targets import target_for
+from shardviz.model.units import format_bytes
 from shardviz.strategies.models.configs import param_count
 from shardviz.strategies.serving.layout import SERVING_STRATEGIES
 from shardviz.strategies.serving.plan import arch_config, serve
 from shardviz.strategies.zoo import ModelDef, get_model
 
-__all__ = ["DEFAULT_STRATEGIES", "Where", "compare_serving", "dtypes_of", "where_to_serve"]
+__all__ = [
+    "DEFAULT_STRATEGIES",
+    "Where",
+    "compare_serving",
+    "dtypes_of",
+    "one_target",
+    "serving_sizes",
+    "strategy_names",
+    "where_to_serve",
+]
 
 #: The strategies compared when none are named.
 DEFAULT_STRATEGIES: tuple[str, ...] = ("tp", "dp+tp", "dp")
@@ -39,14 +50,14 @@ def dtypes_of(dtype: Any, where: str) -> tuple[str, str]:
     """``"int8"`` -> weights and cache in int8; ``("int8", "bfloat16")`` -> (weights, cache).
 
     Raises:
-      ShardvizError: a dtype that is not bfloat16, int8 or int4, or not one or two of them.
+      ArgumentError: a dtype that is not bfloat16, int8 or int4, or not one or two of them.
     """
     if isinstance(dtype, tuple | list):
         if len(dtype) != 2:
-            raise ShardvizError(
+            raise ArgumentError(
                 problem(
                     where,
-                    f"dtype={dtype!r} is not one dtype or a (weights, cache) pair",
+                    f"dtype={shown(dtype)} is not one dtype or a (weights, cache) pair",
                     "pass dtype='int8' or dtype=('int8', 'bfloat16')",
                 )
             )
@@ -55,10 +66,38 @@ def dtypes_of(dtype: Any, where: str) -> tuple[str, str]:
     return name, name
 
 
-def where_to_serve(target: Any) -> Where:
+def one_target(target: Any, where: str) -> Any:
+    """The one target serving compiles for: a list or tuple of one is that one.
+
+    Raises:
+      ArgumentError: a list of several (serving compares strategies on one target).
+    """
+    if not isinstance(target, list | tuple):
+        return target
+    if len(target) == 1:
+        return target[0]
+    first = shown(target[0]) if target else "'v5e:2x4'"
+    raise ArgumentError(
+        problem(
+            where,
+            f"target={shown(target)} names {len(target)} targets; serving compiles its "
+            "strategies for one target at a time",
+            f"pass one target, e.g. target={first}, and compare each other target in a call "
+            "of its own",
+        )
+    )
+
+
+def where_to_serve(target: Any, where: str = "compare(mode='decode')") -> Where:
     """A topology (name or object): compiled for it there; a preset name or ``Hardware``:
     compiled on this machine's devices, estimated as that many of that chip; ``None``: this
-    machine's devices, no estimate."""
+    machine's devices, no estimate. A list of one target is that target.
+
+    Raises:
+      ArgumentError: a list of several targets.
+      HardwareError: an unknown topology or preset.
+    """
+    target = one_target(target, where)
     here = jax.devices()
     if target is None:
         return here, None, None, f"{len(here)} {here[0].platform} devices here"
@@ -71,12 +110,72 @@ def where_to_serve(target: Any) -> Where:
     return here, hw, t, f"{t.name} (estimated; compiled on {len(here)} devices here)"
 
 
-def _positive(where: str, name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ShardvizError(
-            problem(where, f"{name}={value!r} is not a positive whole number", f"pass {name}=8")
+def strategy_names(strategies: Any, where: str) -> list[str]:
+    """The serving strategies named (``None``: :data:`DEFAULT_STRATEGIES`).
+
+    Raises:
+      ArgumentError: a string (not a list), an empty list, or a name that is not in
+        :data:`~.layout.SERVING_STRATEGIES`.
+    """
+    known = ", ".join(map(repr, SERVING_STRATEGIES))
+    if strategies is None:
+        return list(DEFAULT_STRATEGIES)
+    if isinstance(strategies, str):
+        raise ArgumentError(
+            problem(
+                where,
+                f"strategies={shown(strategies)} is a string; strategies is a list of names",
+                f"pass a list, e.g. strategies=[{strategies!r}]"
+                if strategies in SERVING_STRATEGIES
+                else f"pass a list of {known}, e.g. ['tp']",
+            )
         )
-    return value
+    try:
+        names = list(strategies)
+    except TypeError:
+        names = None
+    if not names:
+        raise ArgumentError(
+            problem(
+                where,
+                f"strategies={shown(strategies)} is not a list of serving strategies",
+                f"pass a list of one or more of {known}, e.g. ['tp', 'dp+tp']",
+            )
+        )
+    unknown = [s for s in names if not isinstance(s, str) or s not in SERVING_STRATEGIES]
+    if unknown:
+        raise ArgumentError(
+            problem(
+                where,
+                f"{', '.join(shown(s) for s in unknown)} in strategies "
+                f"{'is' if len(unknown) == 1 else 'are'} not a serving strategy",
+                f"use names from {known}",
+            )
+        )
+    return names
+
+
+def serving_sizes(where: str, batch: Any, context: Any, per_token: float) -> tuple[int, int]:
+    """``batch`` and ``context`` as Python ints (numpy and jax integers taken), checked
+    once for every serving call.
+
+    Raises:
+      ArgumentError: not a whole number >= 1 (``0``, ``-8``, ``0.5``, ``True``, ``"8"``), or
+        a cache of ``batch x context`` tokens past the largest size an array can have.
+    """
+    b = whole_number(where, "batch", batch, example=8)
+    ctx = whole_number(where, "context", context, example=8192)
+    if b * ctx * per_token > MAX_BYTES:
+        raise ArgumentError(
+            problem(
+                where,
+                f"batch={b:,} x context={ctx:,} tokens of cache take "
+                f"{format_bytes(b * ctx * per_token)}, past the {format_bytes(MAX_BYTES)} "
+                "any array can hold",
+                "serve a smaller batch or context (no chip holds a cache near this size)",
+            )
+        )
+    return b, ctx
 
 
 def compare_serving(
@@ -104,30 +203,24 @@ def compare_serving(
       **sizes: the model's sizes (reduced dims), as ``get_model`` takes them.
 
     Raises:
-      ShardvizError: an unknown mode, strategy, dtype or model, or a batch that does not
-        divide over a strategy's data axis.
+      ArgumentError: an unknown mode, strategy or dtype, strategies given as a string, a
+        list of several targets, or a batch or context that is not a whole number >= 1.
+      ShardvizError: an unknown model, or a batch that does not divide over a strategy's
+        data axis.
     """
     where = f"compare(mode={mode!r})"
-    if mode not in SERVING_MODES:
-        raise ShardvizError(
+    if not isinstance(mode, str) or mode not in SERVING_MODES:
+        raise ArgumentError(
             problem(where, "not a serving mode", "use mode='decode', 'prefill' or 'train'")
         )
-    names = list(DEFAULT_STRATEGIES if strategies is None else strategies)
-    unknown = [s for s in names if s not in SERVING_STRATEGIES]
-    if not names or unknown or isinstance(strategies, str):
-        raise ShardvizError(
-            problem(
-                where,
-                f"strategies={strategies!r} are not serving strategies",
-                f"pass a list of {', '.join(map(repr, SERVING_STRATEGIES))}",
-            )
-        )
+    names = strategy_names(strategies, where)
+    one_target(target, where)  # a list of several fails before any work
     m = get_model(model, **sizes) if isinstance(model, str) else model
     config = arch_config(m, where)
-    ctx = _positive(where, "context", m.info.get("seq", 2048) if context is None else context)
-    batch = _positive(where, "batch", batch)
     weight_dtype, cache_dtype = dtypes_of(dtype, where)
-    devices, hw, target_obj, target_name = where_to_serve(target)
+    default = m.info.get("seq", 2048) if context is None else context
+    batch, ctx = serving_sizes(where, batch, default, m.kv_bytes_per_token(cache_dtype))
+    devices, hw, target_obj, target_name = where_to_serve(target, where)
     results = tuple(
         serve(
             m, s, devices, mode=mode, batch=batch, context=ctx, weight_dtype=weight_dtype,

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from jax.sharding import PartitionSpec as P
 
-from shardviz.errors import ShardvizError, problem
+from shardviz.errors import ArgumentError, problem
 from shardviz.strategies.models.configs import ArchConfig
 from shardviz.strategies.models.params import param_table
 
@@ -81,7 +81,7 @@ def _mesh_sizes(strategy: str, chips: int, kv_heads: int) -> dict[str, int]:
         return {"data": chips, "sequence": 1, "tensor": 1}
     if strategy == "dp+tp":
         return {"data": chips // kv_ways, "sequence": 1, "tensor": kv_ways}
-    raise ShardvizError(
+    raise ArgumentError(
         problem(
             f"serving strategy {strategy!r}",
             "not a serving strategy",
@@ -106,12 +106,12 @@ def serving_layout(
     """The mesh sizes and specs of ``strategy`` serving ``config`` on ``chips`` devices.
 
     Raises:
-      ShardvizError: an unknown strategy, or a batch that does not divide over ``data``.
+      ArgumentError: an unknown strategy, or a batch that does not divide over ``data``.
     """
     sizes = _mesh_sizes(strategy, chips, config.kv_heads)
     notes: list[str] = []
     if sizes["data"] > 1 and batch % sizes["data"]:
-        raise ShardvizError(
+        raise ArgumentError(
             problem(
                 f"strategy {strategy!r} on {chips} chips",
                 f"batch={batch} does not divide over the data axis of {sizes['data']}",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -32,10 +33,11 @@ from shardviz.model.serving import (
     largest_batch,
     serving_bytes,
 )
+from shardviz.model.units import format_bytes
 from shardviz.strategies.models.configs import ArchConfig
 from shardviz.strategies.models.params import nest
 from shardviz.strategies.serving.layout import AXES, ServingLayout, serving_layout
-from shardviz.strategies.serving.step_time import step_flops, step_time
+from shardviz.strategies.serving.step_time import StepTime, step_flops, step_time
 from shardviz.strategies.serving.steps import (
     cache_shape,
     decode_step,
@@ -245,35 +247,39 @@ def serve(
     config = arch_config(model, "compare(mode=...)")
     served = place(config, strategy, devices, batch, context, weight_dtype, cache_dtype)
     notes = list(served.layout.notes)
-    try:
-        report = compile_step(config, served, mode, batch, context, cache_dtype, target)
-    except CompileError as err:
-        if "does not fit" not in str(err):
-            raise
-        report = None  # the TPU/GPU compiler refuses a program over HBM: shapes only
-        notes.append(f"not compiled: the compiler refused it ({err})")
+    report, why_not = None, _past_hbm(served, devices, hw)
+    needed: int | None = None
+    if not why_not:
+        try:
+            report = compile_step(config, served, mode, batch, context, cache_dtype, target)
+        except CompileError as err:
+            if "does not fit" not in str(err):
+                raise
+            why_not = _refusal(err)  # a TPU/GPU compiler refuses a program over HBM
+            needed = _needed_bytes(str(err))
+    collectives: tuple[ServingCollective, ...] = ()
+    working: int | None = None
+    arguments: int | None = None
+    max_batch: int | None = None
+    timed: StepTime | None = None
+    n = len(devices)
+    flops = step_flops(config, mode, batch, context) / n
+    hbm = hw.hbm_bytes if hw is not None else 0
     if report is not None:
         collectives, note = _collectives(report, config.layers)
         notes += [note] if note else []
         m = report.memory
-        working: int | None = int(m.temp_bytes or dict(m.assigned).get("temp", 0))
-        arguments: int | None = int(m.argument_bytes)
-    else:
-        collectives, working, arguments = (), None, None
-    n = len(devices)
-    flops = step_flops(config, mode, batch, context) / n
-    timed = None
-    if hw is not None:
-        coll = sum(c.seconds or 0.0 for c in collectives)
-        timed = step_time(mode, hw, served.weight_bytes, served.kv_bytes, flops, coll)
+        working = int(m.temp_bytes or dict(m.assigned).get("temp", 0))
+        arguments = int(m.argument_bytes)
+        if hw is not None:
+            coll = sum(c.seconds or 0.0 for c in collectives)
+            timed = step_time(mode, hw, served.weight_bytes, served.kv_bytes, flops, coll)
+        if hbm:
+            per_seq = served.kv_bytes / batch
+            max_batch = largest_batch(
+                hbm, served.weight_bytes, working, per_seq, served.layout.size("data")
+            )
     tokens = batch if mode == "decode" else batch * context
-    hbm = hw.hbm_bytes if hw is not None else 0
-    max_batch = None
-    if hbm:
-        per_seq = served.kv_bytes / batch
-        max_batch = largest_batch(
-            hbm, served.weight_bytes, working, per_seq, served.layout.size("data")
-        )
     return ServingResult(
         strategy=strategy, mode=mode, target=target_name, chips=n, mesh=served.layout.sizes,
         batch=batch, context=context, weight_dtype=weight_dtype, cache_dtype=cache_dtype,
@@ -291,7 +297,56 @@ def serve(
         max_batch=max_batch, compiled=report is not None, notes=tuple(notes),
         sweep=_sweep(config, mode, served, batch, context, working, hw, timed, max_batch),
         context_sweep=_context_sweep(config, mode, served, batch, context, working, hw, timed),
+        why_not_compiled=why_not, refused_bytes=needed,
     )  # fmt: skip
+
+
+def _past_hbm(served: Served, devices: Sequence[Any], hw: Hardware | None) -> str:
+    """Why the step is not handed to a TPU or GPU compiler (``""``: it is): its weights
+    and cache alone are past the chip's HBM. That compiler would refuse it, and at sizes far
+    past any HBM (a batch of 2**39 sequences) it aborts the process instead. A CPU compile
+    (a preset target: compiled here, estimated there) has no HBM to refuse, so it runs."""
+    if hw is None or not hw.hbm_bytes or getattr(devices[0], "platform", "cpu") == "cpu":
+        return ""
+    held = served.weight_bytes + served.kv_bytes
+    if held <= hw.hbm_bytes:
+        return ""
+    return (
+        f"its weights ({format_bytes(served.weight_bytes)}) and KV cache "
+        f"({format_bytes(served.kv_bytes)}) alone take {format_bytes(held)} per chip, past "
+        f"the {format_bytes(hw.hbm_bytes)} of HBM; the compiler refuses such a program, so it "
+        "was not compiled"
+    )
+
+
+#: How XLA's memory refusals give the bytes a step needs: ``... for HLO temporaries (25.00G)
+#: exceeds available HBM (15.75G)`` or ``Used 25.00G of 15.75G hbm``; its G is 2**30.
+_NEEDED = (
+    re.compile(r"\(([0-9.]+)([KMGTP]?)i?B?\) exceeds available"),
+    re.compile(r"Used ([0-9.]+)([KMGTP]?)i?B? of [0-9.]+[KMGTP]?i?B? hbm"),
+)
+_SCALE = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40, "P": 2**50}
+
+
+def _needed_bytes(text: str) -> int | None:
+    """The per device bytes a compiler's memory refusal says the step needs, or ``None``."""
+    for pattern in _NEEDED:
+        found = pattern.search(text)
+        if found:
+            return int(float(found.group(1)) * _SCALE[found.group(2)])
+    return None
+
+
+def _refusal(err: CompileError) -> str:
+    """The compiler's refusal in a line: ``the compiler ran out of HBM: the total memory
+    required for HLO temporaries (25.00G) exceeds available HBM (15.75G)``."""
+    text = str(err)
+    found = re.search(r"RESOURCE_EXHAUSTED:\s*([^\n]*?)(?:\. Fix:|\n|$)", text)
+    if found is None:
+        return f"the compiler refused it ({text})"
+    said = found.group(1).strip().rstrip(".")
+    said = re.sub(r"^Ran out of memory on HBM,\s*", "", said)
+    return f"the compiler ran out of HBM: {said}"
 
 
 def _point(config: ArchConfig, mode: str, served: Served, hw: Hardware, timed: Any,

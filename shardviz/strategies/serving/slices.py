@@ -15,13 +15,14 @@ import math
 from typing import Any
 
 from shardviz.capture.topology import CompilerUnavailable, TopologyError, topology
-from shardviz.errors import CompileError, ShardvizError, problem
+from shardviz.errors import ArgumentError, CompileError, ShardvizError, problem
+from shardviz.model.arguments import shown
 from shardviz.model.hardware_presets import hardware, preset_key
 from shardviz.model.serving import SliceChoice, SliceTried, bytes_per_element
 from shardviz.model.targets import standard_shape
 from shardviz.model.units import format_bytes
 from shardviz.strategies.models.configs import param_count
-from shardviz.strategies.serving.compare import dtypes_of
+from shardviz.strategies.serving.compare import dtypes_of, serving_sizes
 from shardviz.strategies.serving.plan import arch_config, serve
 from shardviz.strategies.zoo import ModelDef, get_model
 
@@ -64,17 +65,26 @@ def smallest_slice(
       **sizes: the model's sizes (reduced dims), as ``get_model`` takes them.
 
     Raises:
-      ShardvizError: an unknown chip or dtype, a model and cache no slice of the chip's
-        pod holds (naming what would), or ``check`` for a chip whose compiler cannot be
-        loaded here (naming its extra, or ``check=False``).
+      ArgumentError: a batch or context that is not a whole number >= 1, an unknown dtype,
+        or a ``check`` that is not a bool.
+      ShardvizError: an unknown chip, a model and cache no slice of the chip's pod holds
+        (by the byte count, or, with ``check``, by the compiled step; naming what would),
+        or ``check`` for a chip whose compiler cannot be loaded here (naming its extra, or
+        ``check=False``).
     """
-    where = f"smallest_slice({chip!r})"
+    where = f"smallest_slice({shown(chip)})"
     hw = hardware(chip)
+    if not isinstance(check, bool) and type(check).__name__ != "bool_":
+        raise ArgumentError(
+            problem(where, f"check={shown(check)} is not True or False", "pass check=True")
+        )
     m = get_model(model, **sizes) if isinstance(model, str) else model
     config = arch_config(m, where)
     weight_dtype, cache_dtype = dtypes_of(dtype, where)
+    per_token = m.kv_bytes_per_token(cache_dtype)
+    batch, context = serving_sizes(where, batch, context, per_token)
     weights = int(param_count(config) * bytes_per_element(weight_dtype))
-    per_seq = m.kv_bytes_per_token(cache_dtype) * context
+    per_seq = per_token * context
     kv = int(per_seq * batch)
     tried: list[SliceTried] = []
     rejected: list[str] = []  # what the compiler said of slices the count let through
@@ -97,12 +107,23 @@ def smallest_slice(
             room_sequences=room, tried=tuple(tried), checked="; ".join([*rejected, checked]),
         )  # fmt: skip
     biggest = tried[-1]
+    what = (
+        f"{m.name} in {weight_dtype} with {batch:,} x {context:,} tokens of {cache_dtype} "
+        f"cache needs {format_bytes(weights + kv)}"
+    )
+    if rejected:
+        what += (
+            f"; by the byte count {len(rejected)} slice(s) hold it, but the compiled decode "
+            f"step fits none of them ({rejected[-1]})"
+        )
+    else:
+        what += (
+            f"; the largest slice {biggest.name} holds {format_bytes(biggest.chips * hw.hbm_bytes)}"
+        )
     raise ShardvizError(
         problem(
             where,
-            f"{m.name} in {weight_dtype} with {batch} x {context} tokens of {cache_dtype} "
-            f"cache needs {format_bytes(weights + kv)}; the largest slice {biggest.name} "
-            f"holds {format_bytes(biggest.chips * hw.hbm_bytes)}",
+            what,
             "quantise (dtype='int8' or 'int4'), serve a smaller batch or context, or use a "
             "chip with more HBM (e.g. 'v5p')",
         )
@@ -148,11 +169,14 @@ def _compiled_fit(
             False,
             f"decode step compiled for {name} (strategy 'tp'): the compiler ran out of HBM",
         )
-    used = (r.argument_bytes or 0) + (r.working_bytes or 0)
+    if not r.compiled or r.argument_bytes is None or r.working_bytes is None:
+        why = r.why_not_compiled or "the compiler gave no memory figures"
+        return False, f"decode step for {name} (strategy 'tp') not compiled: {why}: does not fit"
+    used = r.argument_bytes + r.working_bytes
     fits = used <= r.hbm_bytes
     verdict = "fits" if fits else "does not fit"
     return fits, (
         f"decode step compiled for {name} (strategy 'tp'): {format_bytes(used)} per chip "
-        f"(arguments {format_bytes(r.argument_bytes or 0)} + scratch "
-        f"{format_bytes(r.working_bytes or 0)}) of {format_bytes(r.hbm_bytes)} HBM: {verdict}"
+        f"(arguments {format_bytes(r.argument_bytes)} + scratch "
+        f"{format_bytes(r.working_bytes)}) of {format_bytes(r.hbm_bytes)} HBM: {verdict}"
     )
