@@ -24,6 +24,7 @@ from shardviz.capture.compile import is_compile_only
 from shardviz.capture.spec import normalize_spec
 from shardviz.errors import MeshError, SpecError, problem
 from shardviz.model import Device, MeshLayout
+from shardviz.model.device_order import device_order
 from shardviz.model.mesh import ascii_hint, axis_name_problem
 
 MeshLike = Any  # shardviz.Mesh | jax.sharding.Mesh
@@ -235,10 +236,14 @@ def reordered_mesh(mesh: MeshLike, order: Sequence[Any]) -> jax.sharding.Mesh:
         A ``jax.sharding.Mesh``; place the arrays on it again.
 
     Raises:
-        MeshError: ``order`` is not a permutation of the mesh's devices.
+        MeshError: ``order`` is not a list of device ids (a string, bytes, a set, floats or
+            booleans are refused; at most one id past the mesh's size is read from an
+            iterator), or not a permutation of the mesh's devices.
     """
     jm = as_jax_mesh(mesh)
-    ids = mesh_layout(jm).reordered(order).device_ids
+    layout = mesh_layout(jm)
+    checked = device_order(order, layout.device_ids, "reordered_mesh")
+    ids = layout.reordered(checked).device_ids
     by_id = {int(d.id): d for d in jm.devices.flat}
     devices = np.empty(len(ids), dtype=object)
     devices[:] = [by_id[i] for i in ids]

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from shardviz.analysis.estimate.orders import seconds_with
 from shardviz.analysis.estimate.placement import Placement, Site, place
 from shardviz.analysis.estimate.step import TargetLike, resolve_target, with_estimate
-from shardviz.errors import HardwareError, ShardvizError, problem
+from shardviz.errors import ArgumentError, HardwareError, ShardvizError, problem
+from shardviz.model.arguments import shown
+from shardviz.model.device_order import device_order
 from shardviz.model.hardware import Target
 from shardviz.model.mesh import MeshLayout
 from shardviz.model.physical import AxisRings, LinkLoad, PhysicalChip, PhysicalLayout, Ring
@@ -271,7 +273,7 @@ def layout_on_chips(
 
 
 def physical(
-    report: Report, target: TargetLike | None = None, order: Sequence[int] | None = None
+    report: Report, target: TargetLike | None = None, order: Iterable[int] | None = None
 ) -> PhysicalLayout:
     """The report's mesh on the physical chips: each axis's rings, the load on each link.
 
@@ -288,9 +290,22 @@ def physical(
         notebook for the chips drawn with each axis's rings and the busiest links.
 
     Raises:
-        ShardvizError: no target (fake CPU devices and none given), no mesh, or ``order``
-            is not a permutation of the mesh's devices.
+        ShardvizError: ``report`` is not a report, no target (fake CPU devices and none
+            given), no mesh, or ``order`` is not a list of device ids (strings, bytes, sets,
+            floats and booleans are refused) or not a permutation of the mesh's devices.
     """
+    if not isinstance(report, Report):
+        raise ArgumentError(
+            problem(
+                "physical",
+                f"report={shown(report)} is a {type(report).__name__}, not a report",
+                "pass what sv.explain returns, e.g. sv.physical(sv.explain(step, *args)), "
+                "or a report read back with sv.Report.from_json(text)",
+            )
+        )
+    checked = None
+    if order is not None and report.mesh is not None:
+        checked = device_order(order, report.mesh.device_ids, "physical")
     resolved = resolve_target(report, target)
     if resolved is None or resolved.kind == "cpu":
         raise HardwareError(
@@ -313,9 +328,9 @@ def physical(
     if report.estimate is None or report.target != resolved:
         report = with_estimate(report, resolved)
         resolved = report.target or resolved
-    if order is None or report.mesh is None:
+    if checked is None or report.mesh is None:
         return layout_on_chips(report, resolved)
-    mesh = report.mesh.reordered(order)
+    mesh = report.mesh.reordered(checked)
     layout = layout_on_chips(report, resolved, mesh)
     seconds = seconds_with(report, resolved, mesh.device_ids)
     return dataclasses.replace(layout, collective_seconds=seconds)
