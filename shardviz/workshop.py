@@ -70,6 +70,9 @@ class CopyResult:
     copied: tuple[str, ...]
     kept: tuple[str, ...]
     edited: tuple[str, ...]  # the kept ones that differ from the course's version
+    #: Copied over a broken link (a symbolic link to nothing) of the same name: the link
+    #: held no work, so the learner gets the course's notebook there (also in ``copied``).
+    relinked: tuple[str, ...] = ()
 
     def summary(self) -> str:
         """Lines for the terminal: where, what was copied, what was kept and how to refresh."""
@@ -77,6 +80,11 @@ class CopyResult:
         lines = [f"The course's {total} notebooks are in {self.folder}"]
         if self.copied:
             lines.append(f"  copied ({len(self.copied)}): {', '.join(self.copied)}")
+        if self.relinked:
+            lines.append(
+                f"  broken links (pointing to nothing) replaced by the copy "
+                f"({len(self.relinked)}): {', '.join(self.relinked)}"
+            )
         if self.kept:
             lines.append(f"  kept, already there ({len(self.kept)}): {', '.join(self.kept)}")
         if self.edited:
@@ -103,10 +111,13 @@ def copy_notebooks(folder: Path, source: Path | None = None) -> CopyResult:
     """Copy the course's notebooks that are missing from ``folder`` (created if needed).
 
     A notebook already in ``folder`` is never overwritten. Only the numbered notebooks are
-    copied, with their content only (not the permissions of a read-only install).
+    copied, with their content only (not the permissions of a read-only install). A broken
+    symbolic link named like a notebook (its target gone) holds no work: it is replaced by a
+    fresh copy, and the summary says so. A working link to a notebook is kept, as a file is.
 
     Raises:
-        WorkshopError: if ``folder`` cannot be created or written.
+        WorkshopError: if ``folder`` cannot be created or written, or a notebook's name
+            there is taken by a folder (or a notebook there cannot be read).
     """
     src = source if source is not None else notebooks_source()
     folder = Path(folder).expanduser().resolve()
@@ -120,20 +131,54 @@ def copy_notebooks(folder: Path, source: Path | None = None) -> CopyResult:
     copied: list[str] = []
     kept: list[str] = []
     edited: list[str] = []
+    relinked: list[str] = []
     for notebook in sorted(src.glob(NOTEBOOK_PATTERN)):
         target = folder / notebook.name
+        if target.is_symlink() and not target.exists():  # a broken link: no work in it
+            try:
+                target.unlink()
+            except OSError as err:
+                raise _unwritable(folder, err) from err
+            relinked.append(notebook.name)
         try:
             with open(target, "xb") as out, open(notebook, "rb") as inp:
                 shutil.copyfileobj(inp, out)
         except FileExistsError:
             kept.append(notebook.name)
-            if target.read_bytes() != notebook.read_bytes():
+            if _differs(target, notebook):
                 edited.append(notebook.name)
             continue
         except OSError as err:
             raise _unwritable(folder, err) from err
         copied.append(notebook.name)
-    return CopyResult(folder, tuple(copied), tuple(kept), tuple(edited))
+    return CopyResult(folder, tuple(copied), tuple(kept), tuple(edited), tuple(relinked))
+
+
+def _differs(copy: Path, notebook: Path) -> bool:
+    """Whether the learner's ``copy`` differs from the course's ``notebook``.
+
+    Raises:
+        WorkshopError: ``copy`` is a folder, or cannot be read.
+    """
+    if copy.is_dir():
+        raise WorkshopError(
+            problem(
+                "workshop",
+                f"{copy} is a folder, where the course's notebook {notebook.name} goes",
+                "rename or move that folder and run again, or pass --dir with another folder",
+            )
+        )
+    try:
+        return copy.read_bytes() != notebook.read_bytes()
+    except OSError as err:
+        raise WorkshopError(
+            problem(
+                "workshop",
+                f"{copy} is there but cannot be read ({err.strerror or type(err).__name__})",
+                f"make it readable (chmod u+r {copy}), move it aside, or pass --dir with "
+                "another folder",
+            )
+        ) from err
 
 
 def choose_port(port: int | None, host: str = HOST) -> tuple[int, str | None]:

@@ -10,9 +10,12 @@ is no import cycle) and looks again.
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from collections.abc import Callable
 from typing import Any, Literal
+
+from shardviz.model.files import checked_path, write_text
 
 #: The package whose import registers the views.
 RENDERERS = "shardviz.render"
@@ -65,17 +68,22 @@ def this_process() -> int:
     return int(jax.process_index()) if jax is not None else 0
 
 
-def save_page(obj: object, path: str, process: int | None = 0) -> str:
+def save_page(obj: object, path: str | os.PathLike[str], process: int | None = 0) -> str:
     """Write ``obj``'s ``"page"`` view (one self-contained offline HTML file); return ``path``.
 
     In a multi-process program every process runs this line; only ``process`` writes (the
     figures are global, the same in all of them). ``process=None``: every process writes.
+    The file is written whole or not at all (:func:`shardviz.model.files.write_text`): a
+    view that raises leaves the file that was there as it was.
+
+    Raises:
+        ShardvizError: ``path`` is not a file path, is a folder, is in a folder that does not
+            exist, or cannot be written; the message names it and what to do.
     """
+    given = checked_path(path)
     if process is not None and this_process() != process:
-        return path
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(render(obj, "page"))
-    return path
+        return given
+    return write_text(given, lambda: render(obj, "page"))
 
 
 def plain_line(obj: object) -> str:
@@ -113,7 +121,7 @@ class Shown:
         (8 MiB for a 274-leaf training step, saved in the notebook with every output)."""
         printer.text(plain_line(self))
 
-    def save_html(self, path: str, process: int | None = 0) -> str:
+    def save_html(self, path: str | os.PathLike[str], process: int | None = 0) -> str:
         """Write it as one self-contained offline HTML file; return the path. In a
         multi-process program only ``process`` writes it (``None``: every process)."""
         return save_page(self, path, process)

@@ -50,6 +50,7 @@ from shardviz.errors import ShardvizError
 from shardviz.explainer.background import Latest, Stage, short_message
 from shardviz.model.array import ArrayLayout, TreeLayout
 from shardviz.model.compare import Comparison, StrategyResult
+from shardviz.model.files import write_text
 from shardviz.model.findings import Finding, Findings
 from shardviz.model.mesh import MeshLayout
 from shardviz.model.program import Report
@@ -626,10 +627,11 @@ class ExplorerView(anywidget.AnyWidget):
         return f"shardviz: {self._report.function}"
 
     def save_html(self, path: str | os.PathLike[str]) -> str:
-        """Write the static view as one self-contained offline HTML file; return the path."""
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(page(self._title(), [self.static_html()]))
-        return os.fspath(path)
+        """Write the static view as one self-contained offline HTML file; return the path.
+
+        The file is written whole or not at all (a view that raises leaves the file that was
+        there as it was); a path that cannot be written is a ShardvizError naming it."""
+        return write_text(path, lambda: page(self._title(), [self.static_html()]))
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         """The live widget view plus a static ``text/html`` for viewers without a kernel."""

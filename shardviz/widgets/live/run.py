@@ -124,7 +124,8 @@ class LiveRunBase:
         return not self._thread.is_alive()
 
     def save_html(self, path: str | Path) -> str:
-        """Write the view's current state as a self-contained offline HTML file."""
+        """Write the view's current state as a self-contained offline HTML file, whole or
+        not at all (see :meth:`LiveView.save_html`); return the path."""
         return self.view.save_html(path)
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:

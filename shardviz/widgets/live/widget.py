@@ -38,6 +38,7 @@ from typing import Any
 import anywidget
 import traitlets
 
+from shardviz.model.files import write_text
 from shardviz.render.html import page
 from shardviz.render.svg import esc
 from shardviz.widgets.esm import widget_module
@@ -162,10 +163,12 @@ class LiveView(anywidget.AnyWidget):
         return f'<div class="sv-l-root"><style>{css}</style>{head}{error}{panels}</div>'
 
     def save_html(self, path: str | Path) -> str:
-        """Write the current state as one self-contained offline HTML file; return the path."""
+        """Write the current state as one self-contained offline HTML file; return the path.
+
+        The file is written whole or not at all; a path that cannot be written is a
+        ShardvizError naming it."""
         title = f"shardviz live: {self.title}" if self.title else "shardviz live"
-        Path(path).write_text(page(title, [self.static_html()]), encoding="utf-8")
-        return str(path)
+        return write_text(path, lambda: page(title, [self.static_html()]))
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         """The live widget view plus a static ``text/html`` for viewers without a kernel."""
