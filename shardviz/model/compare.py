@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from shardviz.model import display
 from shardviz.model._codec import JsonMixin
@@ -88,6 +89,9 @@ class StrategyResult:
     one). A comparison on several targets holds one result per strategy and target.
     """
 
+    #: A loss measured NaN (a diverged run) is a result: a document may hold it.
+    NON_FINITE: ClassVar[frozenset[str]] = frozenset({"loss", "reference_loss"})
+
     strategy: str
     title: str
     description: str
@@ -150,6 +154,9 @@ class Comparison(JsonMixin, display.Shown):
     (``fsdp @ TPU v5e 2x4``) and :meth:`result` finds one by that label or by strategy and
     target.
     """
+
+    #: What a document read back may hold (see :mod:`shardviz.model._codec`).
+    DOCUMENT_LIMITS: ClassVar[dict[str, int]] = {"results": 1024}
 
     model: str
     num_params: int

@@ -15,6 +15,7 @@ The load on each physical link is the ledger routed onto the links; the rule
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from shardviz.model import display
 from shardviz.model._codec import JsonMixin
@@ -161,6 +162,13 @@ class PhysicalLayout(JsonMixin, display.Shown):
         collective_seconds: the estimate's communication seconds per step (``None``: none).
         notes: how the devices were placed, what was assumed.
     """
+
+    #: What a document read back may hold (see :mod:`shardviz.model._codec`): the views draw
+    #: every chip of the target's slices and every link.
+    DOCUMENT_LIMITS: ClassVar[dict[str, int | tuple[int, int]]] = {
+        "chips": 16_384, "mesh.devices": 16_384, "links": 262_144, "axes": 64,
+        "target.shape": (1, 3), "target.chips": 16_384,
+    }  # fmt: skip
 
     function: str
     target: Target

@@ -11,7 +11,7 @@ bubble) for S stages and M microbatches. Plain data, built by :func:`gpipe` and
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import ClassVar, Literal
 
 from shardviz.model import display
 from shardviz.model._codec import JsonMixin
@@ -34,6 +34,11 @@ class Slot:
     """One unit of work: ``stage`` runs ``phase`` (forward or backward) of ``microbatch`` at
     time ``time`` (in units of one stage's forward)."""
 
+    #: What a document read back may hold (see :mod:`shardviz.model._codec`).
+    DOCUMENT_LIMITS: ClassVar[dict[str, tuple[int, int]]] = {
+        "stage": (0, 127), "time": (0, 4095), "microbatch": (0, 1023),
+    }  # fmt: skip
+
     stage: int
     time: int
     microbatch: int
@@ -44,6 +49,10 @@ class Slot:
 class MeasuredSlot:
     """One slot as a profiled run timed it: ``stage`` ran ``phase`` of ``microbatch`` from
     ``start`` seconds (after the step's first op) for ``seconds``."""
+
+    DOCUMENT_LIMITS: ClassVar[dict[str, tuple[int, int]]] = {
+        "stage": (0, 127), "microbatch": (0, 1023),
+    }  # fmt: skip
 
     stage: int
     microbatch: int
@@ -63,6 +72,13 @@ class Schedule(JsonMixin, display.Shown):
     ``checkpoint`` and ``residual_bytes`` (what one stage keeps per microbatch in flight for
     its backward, ``None`` when not known) describe the pipeline that ran it.
     """
+
+    #: What a document read back may hold (see :mod:`shardviz.model._codec`): every view
+    #: draws a cell per stage and time unit, so a schedule of a million stages is refused,
+    #: not drawn for minutes.
+    DOCUMENT_LIMITS: ClassVar[dict[str, int | tuple[int, int]]] = {
+        "stages": (1, 128), "microbatches": (1, 1024), "slots": 65_536, "measured": 65_536,
+    }  # fmt: skip
 
     kind: ScheduleKind
     stages: int

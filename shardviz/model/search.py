@@ -120,6 +120,10 @@ class Search(JsonMixin, display.Shown):
             the memory limit); ``""`` when not recorded.
     """
 
+    #: What a document read back may hold (see :mod:`shardviz.model._codec`; a class
+    #: attribute, not a field: it has no annotation).
+    DOCUMENT_LIMITS = {"plans": 10_000}
+
     function: str
     mesh: MeshLayout | None
     plans: tuple[Plan, ...]
