@@ -88,10 +88,14 @@ def over_hbm(r: ServingResult) -> Finding | None:
             over = held
     room = _fitting_batch(r)
     if r.weight_bytes >= r.hbm_bytes:
+        wider = (
+            "split them over every chip (strategy 'tp'), "
+            if r.weight_copies > 1 and r.strategy != "tp"
+            else ""
+        )
         change = (
             f"the weights alone ({format_bytes(r.weight_bytes)} per chip) are past the HBM: "
-            "quantise them (dtype='int8' or 'int4'), split them over a wider tensor axis "
-            "(strategy 'tp'), or serve on more chips"
+            f"quantise them (dtype='int8' or 'int4'), {wider}or serve on more chips"
         )
     elif room >= r.axis_sizes.get("data", 1) and room < r.batch:
         change = (

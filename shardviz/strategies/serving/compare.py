@@ -170,8 +170,8 @@ def serving_sizes(where: str, batch: Any, context: Any, per_token: float) -> tup
             problem(
                 where,
                 f"batch={b:,} x context={ctx:,} tokens of cache take "
-                f"{format_bytes(b * ctx * per_token)}, past the {format_bytes(MAX_BYTES)} "
-                "any array can hold",
+                f"{format_bytes(b * ctx * per_token)}, past {format_bytes(MAX_BYTES)}, the "
+                "largest size shardviz counts (and far past any slice's HBM)",
                 "serve a smaller batch or context (no chip holds a cache near this size)",
             )
         )
