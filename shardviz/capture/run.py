@@ -86,16 +86,26 @@ def _to_single_device(tree: Any, device: Any) -> Any:
     return jax.tree.map(move, tree)
 
 
-def tolerance_rule(dtype: Any) -> tuple[float, str]:
+def tolerance_rule(dtype: Any, computed_in: Any = None) -> tuple[float, str]:
     """The relative tolerance of outputs of ``dtype`` (times ``max(1, |reference|)``) and
     how to say it: float64 1e-9; float32 and complex64 1e-3 (sums run in another order when
     sharded, and Adam's ``m / sqrt(v)`` amplifies those last bits on near-zero gradients);
     16 bits and fewer 2e-2, or twice the type's epsilon where that is larger (float8);
-    integers and bools exactly."""
+    integers and bools exactly.
+
+    ``computed_in``: the float dtype the program did its math in, when it is less precise
+    than the outputs (float32 weights updated from bfloat16 matmuls): those outputs carry
+    that dtype's error, and get its tolerance.
+    """
     d = np.dtype(dtype)
     if not (jnp.issubdtype(d, jnp.floating) or jnp.issubdtype(d, jnp.complexfloating)):
         return 0.0, f"{d.name}: exact"
     real = np.finfo(d).dtype if d.kind == "c" else d
+    said = d.name
+    if computed_in is not None:
+        inner = np.dtype(computed_in)
+        if jnp.issubdtype(inner, jnp.floating) and inner.itemsize < real.itemsize:
+            real, said = inner, f"{d.name} computed in {inner.name}"
     bits = 8 * real.itemsize
     if bits >= 64:
         rel = 1e-9
@@ -103,7 +113,7 @@ def tolerance_rule(dtype: Any) -> tuple[float, str]:
         rel = 1e-3
     else:
         rel = max(2e-2, 2 * float(jnp.finfo(real).eps))
-    return rel, f"{d.name}: {rel:g} x max(1, |reference|)"
+    return rel, f"{said}: {rel:g} x max(1, |reference|)"
 
 
 def _numeric(dtype: Any) -> bool:
@@ -188,8 +198,10 @@ def difference(got: np.ndarray, want: np.ndarray) -> float:
     return float(np.max(d))
 
 
-def compare_outputs(outputs: Any, ref: Any) -> Check | None:
-    """Sharded outputs against reference outputs, leaf by leaf (None if the trees differ)."""
+def compare_outputs(outputs: Any, ref: Any, computed_in: Any = None) -> Check | None:
+    """Sharded outputs against reference outputs, leaf by leaf (None if the trees differ),
+    each within :func:`tolerance_rule` of its dtype (and of ``computed_in``, the dtype the
+    program computed in, when that is less precise)."""
     got_leaves = jax.tree.leaves(outputs)
     ref_leaves = jax.tree.leaves(ref)
     if len(got_leaves) != len(ref_leaves):
@@ -208,7 +220,7 @@ def compare_outputs(outputs: Any, ref: Any) -> Check | None:
         wide = _widened(w)
         finite = np.abs(wide[np.isfinite(wide)])
         scale = float(np.max(finite)) if finite.size else 0.0
-        rel, rule = tolerance_rule(w.dtype)
+        rel, rule = tolerance_rule(w.dtype, computed_in)
         diffs.append(diff)
         leaves.append((diff, scale, rel * max(1.0, scale), rule))
     max_abs, max_rel, tol, ok, worst, said = 0.0, 0.0, 0.0, True, -1.0, ""

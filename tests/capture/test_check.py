@@ -163,6 +163,16 @@ def test_each_dtype_has_its_tolerance(dtype, rel) -> None:
     assert tolerance_rule(jnp.dtype(dtype))[0] == pytest.approx(rel)
 
 
+def test_outputs_computed_in_a_narrower_dtype_get_its_tolerance() -> None:
+    # float32 weights updated from bfloat16 matmuls carry bfloat16's error.
+    assert tolerance_rule(jnp.dtype("float32"), "bfloat16") == (
+        2e-2,
+        "float32 computed in bfloat16: 0.02 x max(1, |reference|)",
+    )
+    assert tolerance_rule(jnp.dtype("bfloat16"), "float32")[0] == pytest.approx(2e-2)
+    assert tolerance_rule(jnp.dtype("int32"), "bfloat16")[0] == 0.0
+
+
 @pytest.mark.parametrize(
     "dtype", ["int4", "int2", "uint4", "float8_e4m3fn", "float8_e5m2", "complex64", "bfloat16"]
 )
