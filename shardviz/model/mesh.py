@@ -8,9 +8,9 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from functools import cached_property
 
-from shardviz.errors import MeshError, problem
 from shardviz.model import display
 from shardviz.model._codec import JsonMixin
+from shardviz.model.device_order import device_order
 
 
 def axis_name_problem(name: object) -> str | None:
@@ -138,7 +138,7 @@ class MeshLayout(JsonMixin):
         Raises:
             MeshError: ``order`` is not a permutation of the mesh's device ids.
         """
-        ids = _device_order(order, self.device_ids)
+        ids = device_order(order, self.device_ids, "MeshLayout.reordered")
         by_id = self._by_id
         return MeshLayout(
             self.axis_names, self.axis_sizes, tuple(by_id[i] for i in ids), self.axis_types
@@ -149,40 +149,3 @@ class MeshLayout(JsonMixin):
 
     def _repr_html_(self) -> str:
         return display.render(self, "html")
-
-
-def _device_order(order: object, ids: tuple[int, ...]) -> tuple[int, ...]:
-    """``order`` as device ids, checked to be a permutation of ``ids``."""
-    fix = (
-        f"list each of the mesh's {len(ids)} device ids once, in the new mesh order "
-        f"(row-major): a permutation of {_ids_text(ids)}"
-    )
-    try:
-        got = tuple(int(getattr(d, "id", d)) for d in order)  # type: ignore[attr-defined]
-    except (TypeError, ValueError):
-        raise MeshError(
-            problem("a device order", f"{order!r:.80} is not a sequence of device ids", fix)
-        ) from None
-    if sorted(got) != sorted(ids):
-        missing = sorted(set(ids) - set(got))
-        extra = sorted(set(got) - set(ids))
-        twice = sorted({i for i in got if got.count(i) > 1})
-        why = [f"{len(got)} ids for a mesh of {len(ids)} devices"] if len(got) != len(ids) else []
-        if missing:
-            why.append(f"missing {_ids_text(tuple(missing))}")
-        if extra:
-            why.append(f"not in the mesh: {_ids_text(tuple(extra))}")
-        if twice:
-            why.append(f"given twice: {_ids_text(tuple(twice))}")
-        raise MeshError(
-            problem(
-                "a device order",
-                "it is not a permutation of the mesh's devices (" + "; ".join(why) + ")",
-                fix,
-            )
-        )
-    return got
-
-
-def _ids_text(ids: tuple[int, ...], n: int = 8) -> str:
-    return ", ".join(str(i) for i in ids[:n]) + (", …" if len(ids) > n else "")
