@@ -7,6 +7,7 @@ the strategies layer's subclass).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from shardviz.model import display
@@ -20,6 +21,74 @@ from shardviz.model.program import Report
 WORK_TOLERANCE = 0.10
 #: Figures (bytes moved, estimated step) within this fraction of the best count as a tie.
 NEAR = 0.02
+
+#: A list in a plan's ``how`` (leaves in braces, a link's dims) longer than this many items is
+#: shown as its first :data:`HOW_ITEMS` and a count of the rest.
+HOW_LIST = 4
+HOW_ITEMS = 3
+#: The most characters one ``;``-part of a plan's ``how`` keeps once its lists are summarised
+#: (what is cut ends in an ellipsis).
+HOW_PART = 160
+
+
+def summarised(items: Sequence[str], shown: int = HOW_ITEMS, sep: str = ", ") -> str:
+    """``items`` joined by ``sep``; past :data:`HOW_LIST` of them, the first ``shown`` and
+    ``and N more`` (``w0, w1, w2 and 997 more``)."""
+    items = list(items)
+    if len(items) <= max(HOW_LIST, shown):
+        return sep.join(items)
+    return f"{sep.join(items[:shown])} and {len(items) - shown} more"
+
+
+def _top_level(text: str, seps: tuple[str, ...]) -> list[str]:
+    """``text`` split at ``seps`` outside brackets and braces."""
+    parts, depth, start, i = [], 0, 0, 0
+    while i < len(text):
+        ch = text[i]
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth = max(0, depth - 1)
+        elif depth == 0:
+            sep = next((s for s in seps if text.startswith(s, i)), None)
+            if sep is not None:
+                parts.append(text[start:i])
+                i += len(sep)
+                start = i
+                continue
+        i += 1
+    parts.append(text[start:])
+    return parts
+
+
+def _braces(text: str) -> str:
+    """Each ``{a,b,c,...}`` list of names (a group's siblings) summarised."""
+    out, i = [], 0
+    while i < len(text):
+        j = text.find("{", i)
+        k = text.find("}", j + 1) if j >= 0 else -1
+        if j < 0 or k < 0:
+            out.append(text[i:])
+            break
+        names = text[j + 1 : k].split(",")
+        out.append(text[i:j] + "{" + summarised(names, sep=",") + "}")
+        i = k + 1
+    return "".join(out)
+
+
+def short_how(how: str) -> str:
+    """A plan's ``how`` kept to a readable line: lists of leaves, siblings and a link's dims
+    past :data:`HOW_LIST` items summarised (the first few and ``and N more``), each
+    ``;``-part cut at :data:`HOW_PART` characters. Summarising twice changes nothing."""
+    parts = []
+    for part in _top_level(_braces(how), ("; ",)):
+        items = _top_level(part, (", ", " and "))
+        if len(items) > HOW_LIST:
+            part = summarised(items)
+        if len(part) > HOW_PART:
+            part = part[: HOW_PART - 1].rstrip() + "…"
+        parts.append(part)
+    return "; ".join(parts)
 
 
 @dataclass(frozen=True)

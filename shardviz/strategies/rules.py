@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Union
 
 from shardviz.capture.spec import normalize_spec
-from shardviz.errors import ShardvizError, SpecError, problem
+from shardviz.errors import ArgumentError, ShardvizError, SpecError, problem
+from shardviz.model.arguments import shown
 from shardviz.model.compare import STRATEGY_ALIASES
 
 SpecLike = tuple  # a spec in shardviz/jax spelling: one entry per dim
@@ -82,15 +83,22 @@ class RuleSet:
     remat: str | None = None
 
     def __post_init__(self) -> None:
-        wrong = [t for t in self.host if t not in HOST_TREES]
-        if wrong or isinstance(self.host, str):
-            raise ShardvizError(
+        # Any iterable of tree names (a list, a set) is kept as a tuple in HOST_TREES order,
+        # so the rule set stays hashable; anything else is refused here, not when used.
+        host = self.host
+        names = None
+        if not isinstance(host, str | bytes) and isinstance(host, Iterable):
+            names = tuple(host)
+        if names is None or any(not isinstance(t, str) or t not in HOST_TREES for t in names):
+            raise ArgumentError(
                 problem(
                     f"strategy {self.name!r}",
-                    f"host={self.host!r} names trees that cannot live in host memory",
-                    f"pass a tuple of {', '.join(map(repr, HOST_TREES))}, e.g. host=('optimizer',)",
+                    f"host={shown(host)} is not a tuple of trees that can live in host memory "
+                    f"(they are {', '.join(map(repr, HOST_TREES))})",
+                    "pass host=('optimizer',), host=('params',), both, or host=() for none",
                 )
             )
+        object.__setattr__(self, "host", tuple(t for t in HOST_TREES if t in names))
 
     def rules_for(self, what: str) -> tuple[Rule, ...]:
         if what == "grads":

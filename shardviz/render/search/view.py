@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from shardviz.model.array import format_spec
 from shardviz.model.program import Report
-from shardviz.model.search import Plan, Search
+from shardviz.model.search import Plan, Search, short_how
 from shardviz.model.units import format_bytes, format_seconds
 from shardviz.render.geometry import mesh_summary
 
@@ -84,7 +84,16 @@ def work_str(p: Plan) -> str:
 def plan_cells(rank: int, p: Plan) -> list[str]:
     """One row of the plan table (in :data:`PLAN_HEADER` order)."""
     if not p.compiled:
-        return [str(rank), p.label, "-", "-", "-", "-", "-", f"{p.how} (failed: {p.error})"]
+        return [
+            str(rank),
+            p.label,
+            "-",
+            "-",
+            "-",
+            "-",
+            "-",
+            f"{short_how(p.how)} (failed: {p.error})",
+        ]
     return [
         str(rank),
         p.label,
@@ -98,10 +107,13 @@ def plan_cells(rank: int, p: Plan) -> list[str]:
 
 
 def how_str(p: Plan) -> str:
-    """The plan's ``how``, with its host memory per device when it keeps anything there."""
+    """The plan's ``how`` kept to a readable line (long lists of leaves summarised:
+    :func:`~shardviz.model.search.short_how`), with its host memory per device when it keeps
+    anything there."""
+    how = short_how(p.how)
     if not p.host_bytes:
-        return p.how
-    return f"{p.how} (host {format_bytes(p.host_bytes)} per device)"
+        return how
+    return f"{how} (host {format_bytes(p.host_bytes)} per device)"
 
 
 @dataclass(frozen=True)

@@ -217,7 +217,9 @@ class SearchInputs:
         except Exception:  # noqa: BLE001 - a program that does not trace fails when compiled
             return None
 
-    def compile(self, specs: dict[str, Spec], rules: RuleSet, host: Sequence[str] = ()) -> Report:
+    def compile(
+        self, specs: dict[str, Spec], rules: RuleSet | None, host: Sequence[str] = ()
+    ) -> Report:
         """The compile-only report of the arguments placed with ``specs`` (the leaves at
         ``host`` in pinned host memory: a zoo model's step brings them to the device for the
         update and back, as ``rules.host`` says; any other function is compiled with those
@@ -225,9 +227,11 @@ class SearchInputs:
 
         Without findings (``diagnose=False``): trying each finding's fix compiles again, and
         that time is better spent on more plans; explain the plan you pick for its findings
-        (``sv.explain(fn, *search.arguments())``).
+        (``sv.explain(fn, *search.arguments())``). ``rules`` (the plan's rule set) are
+        needed for a zoo model only.
         """
         if self.model is not None:  # the zoo's step, exactly as compare builds it
+            assert rules is not None, "a zoo model's step is built from its rules"
             built = strategy_step(self.model, rules, self.jmesh, optimizer=self.optimizer)
             fn, args = built.step, built.abstract
         else:

@@ -43,9 +43,14 @@ def param_and_optimizer_specs(
             params[inner or arg] = spec
         elif role == "optimizer":
             opt_leaves.append((inner, spec))
+    # A leaf mirrors the first parameter (in parameter order) its path ends with: look up
+    # each of its path's suffixes (one pass per leaf, not one per leaf and parameter).
+    order = {k: i for i, k in enumerate(params)}
     optimizer: dict[str, Spec] = {}
     for inner, spec in opt_leaves:
-        k = next((k for k in params if inner == k or inner.endswith("/" + k)), None)
+        parts = inner.split("/")
+        suffixes = ("/".join(parts[i:]) for i in range(len(parts)))
+        k = min((x for x in suffixes if x in order), key=order.__getitem__, default=None)
         if k is not None and k not in optimizer:
             optimizer[k] = spec
     return params, {k: optimizer.get(k, s) for k, s in params.items()}
@@ -65,18 +70,29 @@ def _pattern(paths: Sequence[str]) -> str:
     return f"^{parent}/{last}$" if parent else f"^{last}$"
 
 
+def _place(path: str) -> tuple[str, str]:
+    """A path's parent with layer numbers as ``*``, and its last part: a pattern of
+    :func:`_pattern` can catch only paths of the same place."""
+    parent, _, last = path.rpartition("/")
+    return "/".join("*" if p.isdigit() else p for p in parent.split("/")) if parent else "", last
+
+
 def _rules(specs: Mapping[str, Spec]) -> tuple[Rule, ...]:
     """Rules giving each path its spec; replicated leaves need none (unmatched replicate)."""
     by_shape: dict[tuple[str, Spec], list[str]] = {}
+    at: dict[tuple[str, str], list[str]] = {}  # every path by its place
     for path, spec in specs.items():
+        place = _place(path)
+        at.setdefault(place, []).append(path)
         if any(spec):
-            parent = "/".join("*" if p.isdigit() else p for p in path.split("/")[:-1])
-            by_shape.setdefault((parent, spec), []).append(path)
+            by_shape.setdefault((place[0], spec), []).append(path)
     rules: list[Rule] = []
-    for (_, spec), paths in by_shape.items():
+    for (parent, spec), paths in by_shape.items():
         pattern = _pattern(paths)
-        caught = [p for p in specs if re.search(pattern, p)]
-        if set(caught) != set(paths):  # it would catch another leaf: name each exactly
+        lasts = {p.rpartition("/")[2] for p in paths}
+        found = re.compile(pattern)
+        caught = {p for last in lasts for p in at.get((parent, last), []) if found.search(p)}
+        if caught != set(paths):  # it would catch another leaf: name each exactly
             pattern = "^(?:" + "|".join(re.escape(p) for p in sorted(paths)) + ")$"
         rules.append((pattern, jax_entries(spec)))
     return tuple(rules)

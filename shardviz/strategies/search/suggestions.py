@@ -32,19 +32,21 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import re
+import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import jax
+import numpy as np
 import optax
 
 from shardviz.capture.mesh import mesh_layout
-from shardviz.errors import ShardvizError, problem
+from shardviz.errors import ArgumentError, ShardvizError, problem
 from shardviz.model import Report, Spec
+from shardviz.model.arguments import byte_size, finite_number, shown, whole_number
 from shardviz.model.roles import argument_role
-from shardviz.model.search import Plan, Search
+from shardviz.model.search import Plan, Search, short_how, summarised
 from shardviz.model.units import format_bytes, format_seconds
 from shardviz.strategies.candidates import (
     OFFLOAD_WORDS,
@@ -72,41 +74,25 @@ __all__ = ["BEAM", "SuggestedPlan", "SuggestedSearch", "memory_bytes", "suggest"
 #: when each of the top ``BEAM`` plans has been descended from and no move ranked better.
 BEAM = 3
 
+#: How far past the budget (a share of it) a compile may be expected to end and still start:
+#: a search stops within this of its budget, or when the compile under way ends.
+OVERRUN = 0.1
+
 #: The share of the budget the seeds may use once some plan fits: the rest is the descent's
 #: (on a model whose plans take seconds to compile, the seeds alone would use it all).
 SEED_SHARE = 0.5
 
-_UNITS = {
-    "": 1, "b": 1,
-    "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
-    "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40,
-}  # fmt: skip
-
 
 def memory_bytes(limit: int | float | str | None, name: str = "memory_limit") -> int | None:
-    """A memory limit in bytes: an int, or a string such as ``"2 GiB"``, ``"512MiB"``,
-    ``"1.5 GB"`` (KiB/MiB/GiB are powers of 1024, KB/MB/GB of 1000).
+    """A memory limit in bytes (``None`` stays ``None``): :func:`~shardviz.model.arguments.
+    byte_size`'s rule, one for every call that takes a size (an int, or a string such as
+    ``"2 GiB"``, ``"512MiB"``, ``"1.5 GB"``; KiB/MiB/GiB are powers of 1024, KB/MB/GB of 1000).
 
     Raises:
-        ShardvizError: not a size (the message shows how to write one).
+        ArgumentError: not a size, zero or negative, NaN, infinite or past 8 EiB (the message
+            shows how to write one).
     """
-    if limit is None:
-        return None
-    if isinstance(limit, bool):
-        limit = str(limit)
-    if isinstance(limit, int | float) and limit > 0:
-        return int(limit)
-    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:e[0-9]+)?)\s*([a-zA-Z]*)\s*", str(limit))
-    unit = match.group(2).lower() if match else ""
-    if match is None or unit not in _UNITS or float(match.group(1)) <= 0:
-        raise ShardvizError(
-            problem(
-                f"{name}={limit!r}",
-                "it is not a size in bytes",
-                "give bytes per device as an int, or a string like '2 GiB', '512 MiB' or '1.5 GB'",
-            )
-        )
-    return int(float(match.group(1)) * _UNITS[unit])
+    return byte_size(limit, name)
 
 
 # --- the result ------------------------------------------------------------------------------
@@ -245,6 +231,9 @@ class _Runner:
         self.errors: list[ShardvizError] = []
         self.target_name = ""
         self._last = 0.0
+        #: The longest one compile took (a compile cannot be stopped: past the budget, the
+        #: notes say so).
+        self.longest = 0.0
         self.with_target = inputs.target is not None
         self.kept_batch: tuple[str, ...] | None = None
         #: Seeds left uncompiled so that the descent has its share of the budget.
@@ -253,10 +242,13 @@ class _Runner:
     def elapsed(self) -> float:
         return time.monotonic() - self.start
 
-    def _check_time(self) -> None:
-        """Stop before a compile that would end past the budget (judged by the last one);
-        the first plan is always compiled."""
-        if self.plans and self.elapsed() + self._last > self.budget:
+    def _check_time(self, ahead: float = 0.0) -> None:
+        """Stop once the budget is spent, or before a compile (taking ``ahead`` seconds, as
+        long as the last one) that would end more than :data:`OVERRUN` of the budget past
+        it; the first plan is always compiled."""
+        elapsed = self.elapsed()
+        late = elapsed > self.budget or elapsed + ahead > self.budget * (1 + OVERRUN)
+        if self.plans and late:
             self.ran_out = True
             raise _OutOfTime
 
@@ -270,6 +262,7 @@ class _Runner:
         """The plan for ``choice`` (``None`` if seen before or over the limit unseen). A
         choice whose arguments alone exceed the memory limit is tried with its optimizer
         state offloaded instead, where the search may offload."""
+        self._check_time()  # moves that compile nothing still take time on large programs
         if choice in self.seen:
             return None
         self.seen.add(choice)
@@ -295,10 +288,19 @@ class _Runner:
         acts = self.inputs.activation_specs(specs, choice.batch)
 
         def build() -> Report:
-            rules = rule_set_of(
-                specs, self.inputs.jmesh.axis_names, host=("optimizer",) if on_host else (),
-                remat=choice.remat, activations=acts,
-            )  # fmt: skip
+            # Only a zoo model's step is built from rules; any other function is compiled on
+            # its arguments placed with the specs.
+            rules = (
+                rule_set_of(
+                    specs,
+                    self.inputs.jmesh.axis_names,
+                    host=("optimizer",) if on_host else (),
+                    remat=choice.remat,
+                    activations=acts,
+                )  # fmt: skip
+                if self.inputs.model is not None
+                else None
+            )
             return self.inputs.compile(specs, rules, host=on_host)
 
         return self._compile(
@@ -332,7 +334,7 @@ class _Runner:
         (``on_host``, ``remat``, ``activations``, ``pipeline``)."""
         if key in self.seen_specs:
             return None
-        self._check_time()
+        self._check_time(ahead=self._last)
         self.seen_specs.add(key)
         label = f"#{len(self.plans) + 1}"
         began = time.monotonic()
@@ -341,7 +343,7 @@ class _Runner:
         except ShardvizError as err:
             self.errors.append(err)
             plan = SuggestedPlan(
-                label=label, how=how, specs=specs, report=None, peak_bytes=None,
+                label=label, how=short_how(how), specs=specs, report=None, peak_bytes=None,
                 moved_bytes=None, error=str(err), found_seconds=self.elapsed(), **fields,
             )  # fmt: skip
         else:
@@ -353,10 +355,13 @@ class _Runner:
     def _record(self, plan: SuggestedPlan, choice: Choice, began: float) -> SuggestedPlan:
         """Keep ``plan`` (compiled from ``choice`` since ``began``) and report progress."""
         self._last = time.monotonic() - began
+        self.longest = max(self.longest, self._last)
         self.plans.append(plan)
         self.choice_of[plan.label] = choice
-        best = self.best()
-        self.progress.update(len(self.plans), self.elapsed(), self.budget, _summary(best))
+        best = _summary(self.best())
+        if self._last > self.budget:
+            best += f" (one compile took {format_seconds(self._last)}, past the whole budget)"
+        self.progress.update(len(self.plans), self.elapsed(), self.budget, best)
         return plan
 
     def _plan(
@@ -382,7 +387,7 @@ class _Runner:
                 self.host_limit is None or host <= self.host_limit
             )
         return SuggestedPlan(
-            label=label, how=how, specs=specs, report=report, peak_bytes=peak,
+            label=label, how=short_how(how), specs=specs, report=report, peak_bytes=peak,
             moved_bytes=sum(c.moved_bytes * (c.trips or 1) for c in report.collectives),
             estimated_seconds=report.estimate.step_seconds if report.estimate else None,
             flops_per_device=cost.flops_per_device if cost else None,
@@ -408,16 +413,25 @@ class _Runner:
         better, until a whole sweep finds none."""
         current = start
         improved = True
+        # Each plan's moves, worked out once (not once per knob: on a program of many
+        # leaves each costs a pass over them all).
+        moves_of: dict[str, dict[str, list[tuple[Choice, str]]]] = {}
+
+        def moves(plan: SuggestedPlan) -> dict[str, list[tuple[Choice, str]]]:
+            if plan.label not in moves_of:
+                moves_of[plan.label] = dict(self.space.moves(self.choice_of[plan.label]))
+            return moves_of[plan.label]
+
         while improved:
             improved = False
             # Offloading is a move for plans over the limit only: one that fits keeps HBM.
             knobs = [
                 k
-                for k, _ in self.space.moves(self.choice_of[current.label])
+                for k in moves(current)
                 if k != "offload" or current.fits is False or current.on_host
             ]
             for knob in knobs:
-                alts = dict(self.space.moves(self.choice_of[current.label]))[knob]
+                alts = moves(current).get(knob, [])
                 if current.fits is not False and current.remat != "offload":
                     # ... and so is sending activations to host.
                     alts = [(c, w) for c, w in alts if c.remat != "offload"]
@@ -533,7 +547,7 @@ def suggest(
     optimizer: optax.GradientTransformation | None = None,
     progress: bool | Progress = True,
     seed: int = 0,
-    mesh_shapes: bool | Sequence[tuple[int, ...]] = False,
+    mesh_shapes: bool | Sequence[Sequence[int]] = False,
     pipelines: bool = False,
 ) -> SuggestedSearch:
     """Search partition specs for ``fn``'s arguments, compile-only, and rank the plans.
@@ -597,23 +611,17 @@ def suggest(
     """
     limit = memory_bytes(memory_limit)
     host_limit = memory_bytes(host_memory_limit, "host_memory_limit")
-    if isinstance(budget_s, bool) or not isinstance(budget_s, int | float) or budget_s <= 0:
-        raise ShardvizError(
-            problem(
-                f"budget_s={budget_s!r}",
-                "the search needs time to compile at least one plan",
-                "give a positive number of seconds (budget_s=60); a plan compiles in about "
-                "a second on small models",
-            )
-        )
+    budget = finite_number("suggest", "budget_s", budget_s, example=60)
+    start = time.monotonic()  # reading the program counts against the budget too
     inputs = search_inputs(fn, args, mesh, optimizer, target, seed)
+    shapes = _mesh_shapes(mesh_shapes, inputs.jmesh)
+    found = inputs.leaves()
+    _some_array(found, fn, args)
     seeds_from = _seed_rule_sets(strategies, inputs.model)
     structure = inputs.structure()
-    leaves = _with_weights(inputs.leaves(), structure.weights if structure else frozenset())
+    leaves = _with_weights(found, structure.weights if structure else frozenset())
     links = [(k.dims, k.reduced, k.stacked) for k in structure.links] if structure else []
     kept = inputs.placed_batch({x.path for x in leaves if x.role == "batch"})
-    shapes = _mesh_shapes(mesh_shapes, inputs.jmesh)
-    budget = float(budget_s)
     host_memory = limit is not None and inputs.has_host_memory()
     offload = host_memory and any(x.role == "optimizer" and x.shape for x in leaves)
     remats, own_remat = inputs.remat_policies(offload=host_memory)
@@ -621,35 +629,93 @@ def suggest(
         reporter = progress_for(progress, terminal)
         runners: list[_Runner] = []
         plans: list[SuggestedPlan] = []
-        start = time.monotonic()
-        for k, shape in enumerate(shapes):
-            jm = inputs.jmesh
-            if shape != tuple(jm.devices.shape):
-                jm = jax.sharding.Mesh(jm.devices.reshape(shape), jm.axis_names)
-            shaped = inputs if jm is inputs.jmesh else dataclasses.replace(inputs, jmesh=jm)
-            axes = dict(zip((str(a) for a in jm.axis_names), shape, strict=True))
-            space = Space(leaves, axes, links)
-            space.offload_ok = offload
-            space.remats, space.own_remat = remats, own_remat
-            if pipelines:
-                space.pipelines = _pipeline_options(shaped, k == 0)
-            # The data as placed (by axis name; an axis of size 1 splits nothing): only the
-            # rest is searched.
-            here = None if kept is None else tuple(a for a in kept if axes[a] > 1)
-            if here is not None and (here in space.batch_choices or not here):
-                space.batch_choices = [here]
-            # Each shape may use its share of the budget and whatever the earlier ones left.
-            share = budget * (k + 1) / len(shapes)
-            runner = _Runner(
-                space, shaped, limit, share, reporter, plans=plans, start=start,
-                host_limit=host_limit,
-            )  # fmt: skip
-            if runners:
-                runner.limit = runners[0].limit  # a target's HBM, read from the first plan
-            runner.kept_batch = here if here is not None and space.batch_choices == [here] else None
-            runners.append(runner)
-            _walk(runner, _seeds(space, seeds_from, limited=limit is not None))
-        return _result(runners, budget, reporter)
+        done = False
+        try:
+            for k, shape in enumerate(shapes):
+                if runners and plans and time.monotonic() - start > budget:
+                    runners[-1].ran_out = True  # no time left for the other shapes
+                    break
+                space, shaped, here = _shape_space(
+                    inputs, shape, leaves, links, kept, k == 0, pipelines
+                )
+                space.offload_ok = offload
+                space.remats, space.own_remat = remats, own_remat
+                # Each shape may use its share of the budget and whatever the earlier ones
+                # left.
+                runner = _Runner(
+                    space, shaped, limit, budget * (k + 1) / len(shapes), reporter,
+                    plans=plans, start=start, host_limit=host_limit,
+                )  # fmt: skip
+                if runners:
+                    runner.limit = runners[0].limit  # a target's HBM, read from the first plan
+                kept_here = here is not None and space.batch_choices == [here]
+                runner.kept_batch = here if kept_here else None
+                runners.append(runner)
+                _walk(runner, _seeds(runner.space, seeds_from, limited=limit is not None))
+            search = _result(runners, budget, reporter)
+            done = True
+        finally:
+            # Interrupted (Ctrl-C) or failed: the bar or line still ends, saying so; the
+            # exception goes on as it is.
+            if not done:
+                interrupted = isinstance(sys.exc_info()[1], KeyboardInterrupt)
+                why = "interrupted" if interrupted else "stopped by an error"
+                n = len(plans)
+                reporter.finish(f"{why} after {n} plan{'s' if n != 1 else ''} compiled")
+    return search
+
+
+def _shape_space(
+    inputs: SearchInputs,
+    shape: tuple[int, ...],
+    leaves: list[Leaf],
+    links: list[tuple],
+    kept: tuple[str, ...] | None,
+    first: bool,
+    pipelines: bool,
+) -> tuple[Space, SearchInputs, tuple[str, ...] | None]:
+    """The space to search on the mesh reshaped to ``shape`` (the data kept as placed, the
+    pipelines that fit when asked for), the inputs on that mesh, and the mesh axes the data
+    is kept on there (``None``: its split is searched)."""
+    jm = inputs.jmesh
+    if shape != tuple(jm.devices.shape):
+        jm = jax.sharding.Mesh(jm.devices.reshape(shape), jm.axis_names)
+    shaped = inputs if jm is inputs.jmesh else dataclasses.replace(inputs, jmesh=jm)
+    axes = dict(zip((str(a) for a in jm.axis_names), shape, strict=True))
+    space = Space(leaves, axes, links)
+    if pipelines:
+        space.pipelines = _pipeline_options(shaped, first)
+    # The data as placed (by axis name; an axis of size 1 splits nothing): only the rest is
+    # searched.
+    here = None if kept is None else tuple(a for a in kept if axes[a] > 1)
+    if here is not None and (here in space.batch_choices or not here):
+        space.batch_choices = [here]
+    return space, shaped, here
+
+
+def _some_array(leaves: list[Leaf], fn: Any, args: tuple) -> None:
+    """Refuse arguments that hold no array with a dim to split (nothing to place).
+
+    Raises:
+        ArgumentError: no argument holds one (``"hello"``, ``None``, ``{}``, nothing).
+    """
+    if any(x.shape for x in leaves) or (isinstance(fn, str | ModelDef) and not args):
+        return
+    if not args:
+        got = "no arguments"
+    elif not leaves:
+        got = "arguments holding no array: " + ", ".join(shown(a, 40) for a in args)
+    else:
+        got = "only 0-d arrays (scalars have no dim to split)"
+    raise ArgumentError(
+        problem(
+            "suggest",
+            f"there are no arrays to place: it was given {got}",
+            "pass the function's array arguments after it (arrays or jax.ShapeDtypeStruct "
+            "objects with at least one dim), e.g. sv.suggest(step, params, opt_state, batch, "
+            "mesh=mesh); or a zoo model's name alone (sv.suggest('mlp'))",
+        )
+    )
 
 
 def _pipeline_options(inputs: SearchInputs, first: bool) -> dict[str, tuple[int, ...]]:
@@ -671,28 +737,27 @@ def _pipeline_options(inputs: SearchInputs, first: bool) -> dict[str, tuple[int,
     return options
 
 
-def _mesh_shapes(
-    mesh_shapes: bool | Sequence[tuple[int, ...]], jm: jax.sharding.Mesh
-) -> list[tuple[int, ...]]:
+def _mesh_shapes(mesh_shapes: Any, jm: jax.sharding.Mesh) -> list[tuple[int, ...]]:
     """The mesh shapes to search: the mesh's own first, then (``True``) every other way to
     factor its device count over its axes, or the shapes given.
 
     Raises:
-        ShardvizError: a shape of another rank or device count.
+        ArgumentError: not a flag nor a list of shapes, a size that is not a whole number
+            >= 1, or a shape of another rank or device count.
     """
     own = tuple(int(n) for n in jm.devices.shape)
-    if mesh_shapes is False:
-        return [own]
     n, rank = int(jm.devices.size), len(own)
-    if mesh_shapes is True:
+    if isinstance(mesh_shapes, bool | np.bool_):
+        if not mesh_shapes:
+            return [own]
         wanted = [s for s in _factorisations(n, rank) if s != own]
     else:
-        wanted = [tuple(int(x) for x in s) for s in mesh_shapes]
+        wanted = [_mesh_shape(shape, i, own) for i, shape in enumerate(_listed(mesh_shapes, own))]
     for shape in wanted:
         if len(shape) != rank or math.prod(shape) != n:
-            raise ShardvizError(
+            raise ArgumentError(
                 problem(
-                    f"mesh_shapes={mesh_shapes!r}",
+                    f"suggest(mesh_shapes={shown(mesh_shapes)})",
                     f"{shape} is not a shape of the mesh's {n} devices over its {rank} axes "
                     f"{tuple(str(a) for a in jm.axis_names)}",
                     f"give shapes of {rank} sizes whose product is {n}, e.g. {own}, or "
@@ -700,6 +765,50 @@ def _mesh_shapes(
                 )
             )
     return [own, *(s for s in dict.fromkeys(wanted) if s != own)]
+
+
+def _listed(mesh_shapes: Any, own: tuple[int, ...]) -> list[Any]:
+    """``mesh_shapes`` as a list of shapes.
+
+    Raises:
+        ArgumentError: neither a flag nor a sequence of shapes (``None``, a number, a
+            string, a dict).
+    """
+    if isinstance(mesh_shapes, str | bytes | Mapping) or not isinstance(
+        mesh_shapes, Sequence | np.ndarray
+    ):
+        raise ArgumentError(
+            problem(
+                f"suggest(mesh_shapes={shown(mesh_shapes)})",
+                "it is neither True/False nor a list of mesh shapes",
+                f"pass mesh_shapes=[{own}] (a list of shapes, one size per mesh axis), "
+                "mesh_shapes=True for every way to factor the devices, or False (the mesh's "
+                "own shape)",
+            )
+        )
+    return list(mesh_shapes)
+
+
+def _mesh_shape(shape: Any, i: int, own: tuple[int, ...]) -> tuple[int, ...]:
+    """One shape of ``mesh_shapes`` (the ``i``-th) as whole sizes.
+
+    Raises:
+        ArgumentError: not a sequence of sizes, or a size that is not a whole number >= 1.
+    """
+    if isinstance(shape, str | bytes | Mapping) or not isinstance(shape, Sequence | np.ndarray):
+        raise ArgumentError(
+            problem(
+                f"suggest(mesh_shapes[{i}]={shown(shape)})",
+                "a mesh shape is a tuple of sizes, one per mesh axis",
+                f"pass mesh_shapes=[{own}]",
+            )
+        )
+    return tuple(
+        whole_number(
+            "suggest", f"mesh_shapes[{i}][{j}]", size, example=own[j] if j < len(own) else 1
+        )
+        for j, size in enumerate(shape)
+    )
 
 
 def _factorisations(n: int, rank: int) -> list[tuple[int, ...]]:
@@ -771,6 +880,7 @@ def _result(runners: list[_Runner], budget: float, reporter: Progress) -> Sugges
     least_host = [r.least_host_skipped for r in runners if r.least_host_skipped is not None]
     runner.least_host_skipped = min(least_host) if least_host else None
     runner.target_name = next((r.target_name for r in runners if r.target_name), "")
+    runner.longest = max(r.longest for r in runners)
     plans = runner.ranked()
     if plans and not any(p.compiled for p in plans):
         raise next(r.errors[0] for r in runners if r.errors)
@@ -798,10 +908,16 @@ def _result(runners: list[_Runner], budget: float, reporter: Progress) -> Sugges
     object.__setattr__(search, "_inputs", inputs)
     object.__setattr__(search, "_inputs_of", inputs_of)
     best = search.best
+    slow = (
+        f"; one compile took {format_seconds(runner.longest)}, longer than the whole budget"
+        if runner.longest > budget
+        else ""
+    )
     reporter.finish(
         f"{search.tried} plans tried in {search.elapsed_seconds:.0f} s"
         + f" (stopped: {search.stopped})"
         + (f"; best: {_summary(best)}" if best is not None else "; no plan fits")
+        + slow
     )
     return search
 
@@ -833,6 +949,14 @@ def _notes(runner: _Runner, plans: list[SuggestedPlan], budget: float) -> list[s
         notes.append(
             f"the budget of {budget:g} s ran out after {n} plan{'s' if n != 1 else ''}: the "
             "best so far is shown; give a larger budget_s to search further"
+        )
+    if runner.longest > budget:
+        # A compile cannot be stopped halfway: the search ran past its budget by it.
+        notes.append(
+            f"one compile took {format_seconds(runner.longest)}, longer than the whole budget "
+            f"of {format_seconds(budget)} (a compile is never cut short, so the search ran "
+            f"past its budget by it): only {n} plan{'s' if n != 1 else ''} could be compiled; "
+            f"give budget_s={math.ceil(10 * runner.longest)} or more to compare about ten plans"
         )
     fitting = [p for p in plans if p.compiled and p.fits is not False]
     lowest = min((p for p in plans if p.compiled), key=lambda p: p.peak_bytes or 0, default=None)
@@ -941,7 +1065,7 @@ def _notes(runner: _Runner, plans: list[SuggestedPlan], budget: float) -> list[s
     batch = [x.path for x in runner.space.leaves if x.role == "batch" and x.shape]
     if runner.kept_batch is not None and batch:
         notes.append(
-            f"the data ({', '.join(batch)}) kept as placed, dim 0 over "
+            f"the data ({summarised(batch)}) kept as placed, dim 0 over "
             f"{', '.join(repr(a) for a in runner.kept_batch) or 'nothing'}: only the other "
             "leaves were searched; pass the data unplaced (a ShapeDtypeStruct without a "
             "sharding) to search its split too"
@@ -952,7 +1076,7 @@ def _notes(runner: _Runner, plans: list[SuggestedPlan], budget: float) -> list[s
         and runner.inputs.model is None
         and not any(argument_role(x.arg) == "params" for x in runner.space.leaves)
     ):
-        notes.append(f"searched as weights, by how the program uses them: {', '.join(weights)}")
+        notes.append(f"searched as weights, by how the program uses them: {summarised(weights)}")
     if runner.inputs.model is None:
         notes.append(
             "a plan's rules (plan.rules) put gradients like the optimizer state; in this "
