@@ -21,6 +21,7 @@ API: dict[str, str] = {
     "ArgumentError": "shardviz.errors",
     "CompileError": "shardviz.errors",
     "DeviceSetupError": "shardviz.errors",
+    "FileError": "shardviz.errors",
     "HardwareError": "shardviz.errors",
     "LeafError": "shardviz.errors",
     "MeshError": "shardviz.errors",
@@ -121,6 +122,7 @@ if TYPE_CHECKING:
     from shardviz.errors import ArgumentError as ArgumentError
     from shardviz.errors import CompileError as CompileError
     from shardviz.errors import DeviceSetupError as DeviceSetupError
+    from shardviz.errors import FileError as FileError
     from shardviz.errors import HardwareError as HardwareError
     from shardviz.errors import LeafError as LeafError
     from shardviz.errors import MeshError as MeshError

@@ -11,6 +11,7 @@ __all__ = [
     "ArgumentError",
     "CompileError",
     "DeviceSetupError",
+    "FileError",
     "HardwareError",
     "LeafError",
     "MeshError",
@@ -51,6 +52,10 @@ class CompileError(ShardvizError, RuntimeError):
 
 class ProcessError(ShardvizError, RuntimeError):
     """A process of a multi-process program failed to start, died, or hung."""
+
+
+class FileError(ShardvizError, OSError):
+    """A file shardviz was asked to write cannot be written (permission, space, a folder)."""
 
 
 class HardwareError(ShardvizError, ValueError):

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from shardviz import workshop
-from shardviz.errors import ArgumentError, ShardvizError
+from shardviz.errors import ArgumentError, FileError, ShardvizError
 from shardviz.model import display, files
 from shardviz.model.schedule import gpipe
 from shardviz.widgets.explorer.widget import ExplorerView
@@ -100,8 +100,9 @@ def test_an_unwritable_folder_is_a_shardviz_error(tmp_path, monkeypatch):
         return real_open(name, *args, **kwargs)
 
     monkeypatch.setattr(files.os, "open", denied)
-    with pytest.raises(ShardvizError, match="permission denied") as err:
+    with pytest.raises(FileError, match="permission denied") as err:
         gpipe(2, 2).save_html(path)
+    assert isinstance(err.value, OSError) and isinstance(err.value, ShardvizError)
     assert str(path) in str(err.value) and "Fix: pass a path in a folder" in str(err.value)
     assert path.read_text(encoding="utf-8") == OLD
 
@@ -114,7 +115,7 @@ def test_a_failed_move_removes_the_temporary_file(tmp_path, monkeypatch):
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(files.os, "replace", full)
-    with pytest.raises(ShardvizError, match="the disk is full"):
+    with pytest.raises(FileError, match="the disk is full"):
         gpipe(2, 2).save_html(path)
     assert os.listdir(tmp_path) == ["page.html"]
     assert path.read_text(encoding="utf-8") == OLD

@@ -17,7 +17,7 @@ import stat
 from collections.abc import Callable
 from typing import Any
 
-from shardviz.errors import ArgumentError, ShardvizError, problem
+from shardviz.errors import ArgumentError, FileError, problem
 from shardviz.model.arguments import shown
 
 __all__ = ["checked_path", "write_text"]
@@ -49,7 +49,7 @@ def checked_path(path: Any, where: str = "save_html") -> str:
     return text
 
 
-def _os_error(where: str, path: str, err: OSError) -> ShardvizError:
+def _os_error(where: str, path: str, err: OSError) -> FileError:
     """An OSError from writing ``path`` as a message naming the path and a fix."""
     code = err.errno
     if code in (errno.EACCES, errno.EPERM, errno.EROFS):
@@ -62,7 +62,7 @@ def _os_error(where: str, path: str, err: OSError) -> ShardvizError:
         what, fix = "it is a folder", "pass a file name inside it, e.g. 'folder/report.html'"
     else:
         what, fix = f"it cannot be written ({err.strerror or type(err).__name__})", _FIX_FOLDER
-    return ShardvizError(problem(where, f"{shown(path, 200)}: {what}", fix))
+    return FileError(problem(where, f"{shown(path, 200)}: {what}", fix))
 
 
 def _destination(where: str, path: str) -> str:
@@ -102,7 +102,7 @@ def _temporary(where: str, path: str, real: str) -> tuple[str, int]:
             continue
         except OSError as err:
             raise _os_error(where, path, err) from err
-    raise ShardvizError(
+    raise FileError(
         problem(where, f"{shown(path, 200)}: no temporary file could be made", _FIX_FOLDER)
     )
 
@@ -118,7 +118,8 @@ def write_text(path: Any, text_of: Callable[[], str], where: str = "save_html") 
 
     Raises:
       ArgumentError: ``path`` is not a path, is a folder, or its folder does not exist.
-      ShardvizError: the file cannot be written (permission denied, disk full ...).
+      FileError: the file cannot be written (permission denied, disk full ...); an
+        ``OSError`` too, for code that catches those.
     """
     given = checked_path(path, where)
     real = _destination(where, given)
