@@ -577,7 +577,11 @@ def suggest(
             ``memory_limit``); default no limit. Plans over it are listed, never best.
         target: a hardware preset or topology name (``"v5e"``, ``"h100"``): plans are then
             ranked by their estimated step there. Without one see :mod:`.search_rank`.
-        budget_s: seconds to search; at the end the best plan so far is returned.
+        budget_s: seconds to search, counted from the call (reading the program too); at
+            the end the best plan so far is returned. A compile is never cut short: the
+            search starts none once the budget is spent, nor one that would end more than
+            10% past it (judged by the last), and the first plan is always compiled; when
+            one compile alone outlasts the budget, the notes and the progress say so.
         strategies: the seeds (built-in names or rule sets); default every built-in one.
             Beside them the program's structure seeds the search (Megatron's split read from
             the jaxpr, and the like); ``()`` starts from replicated parameters alone.
@@ -586,8 +590,9 @@ def suggest(
             with ``update``/``finish`` (see :mod:`.search_progress`).
         mesh_shapes: the mesh's shape as a knob: ``True`` searches every way to factor its
             devices over its axes (2 x 4, 4 x 2, 1 x 8, 8 x 1 for 8 devices on two axes),
-            or give the shapes (``[(2, 4), (4, 2)]``); the mesh's own shape comes first,
-            and each shape may use its share of the budget and what the earlier ones left.
+            or give the shapes (``[(2, 4), (4, 2)]``, whole sizes); the mesh's own shape
+            comes first, and each shape may use its share of the budget and what the earlier
+            ones left.
             A plan's report (and ``plan.rules.extra["mesh_shape"]``) says its shape.
 
         pipelines: search pipelines too (the zoo transformer, whose parameters hold a list
@@ -605,9 +610,13 @@ def suggest(
         gives the chosen plan's.
 
     Raises:
-        ShardvizError: a bad memory limit, mesh, model or strategy; ``pipelines=True`` for
-            a program that cannot be pipelined (the message says why); or no plan compiled
-            at all (the first compiler error, which names the cause).
+        ArgumentError: a memory limit or budget that is no size or finite number, a mesh
+            shape whose sizes are not whole numbers, or arguments holding no array to place
+            (the message names the argument and what to pass).
+        ShardvizError: a bad mesh, model or strategy; ``pipelines=True`` for a program that
+            cannot be pipelined (the message says why); or no plan compiled at all (the
+            first compiler error, which names the cause).
+        KeyboardInterrupt: Ctrl-C, passed on as it is once the progress has ended.
     """
     limit = memory_bytes(memory_limit)
     host_limit = memory_bytes(host_memory_limit, "host_memory_limit")
