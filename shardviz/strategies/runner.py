@@ -19,7 +19,7 @@ from shardviz.capture.mesh import as_jax_mesh, mesh_layout
 from shardviz.capture.processes import local_device
 from shardviz.capture.run import compare_outputs
 from shardviz.capture.topology import Topology, topology, topology_of
-from shardviz.errors import ShardvizError, problem
+from shardviz.errors import ArgumentError, ShardvizError, problem
 from shardviz.explainer.explain import (
     analyse_program,
     compile_program,
@@ -35,6 +35,7 @@ from shardviz.model import (
     Report,
     StrategyResult,
 )
+from shardviz.model.arguments import shown, whole_number
 from shardviz.model.hardware_presets import hardware
 from shardviz.model.pipeline_timing import measured_schedule
 from shardviz.model.schedule import Schedule, gpipe
@@ -416,7 +417,9 @@ def compare(
         steps: timed steps per strategy (after the first run).
         stages, microbatches: for the pipeline strategies ``"pp"`` and ``"pp+dp"`` (the
             zoo transformer's layers split over ``stages``; default 2 stages, 4
-            microbatches). Their results carry the pipeline's ``schedule``.
+            microbatches). Their results carry the pipeline's ``schedule``. A published
+            architecture's ``"pp"`` takes ``stages`` as the size of its ``stage`` axis
+            (default 2; the other devices on ``fsdp``) and no microbatches.
         schedule: the pipelines' order: ``None`` (default) for GSPMD's form (one loop the
             compiler partitions; autodiff runs the backwards after all forwards, as GPipe);
             ``"gpipe"`` or ``"1f1b"`` for each stage's program written with ``shard_map``
@@ -457,6 +460,8 @@ def compare(
                 "pass a list of one or more, e.g. ['dp', 'fsdp']",
             )
         )
+    steps = whole_number("compare", "steps", steps, example=3)
+    seed = whole_number("compare", "seed", seed, low=0, example=0)
     entries = list(target) if isinstance(target, list | tuple) else [target]
     targets = [_target_entry(t) for t in entries]  # bad names fail before any work
     if "batch_per_device" in sizes:
@@ -466,10 +471,7 @@ def compare(
         raise ShardvizError(
             problem("compare", f"model {model!r} is not a model", "pass a name or a ModelDef")
         )
-    pipeline: dict[str, Any] = {
-        k: v for k, v in (("stages", stages), ("microbatches", microbatches)) if v
-    }
-    pipeline.update(schedule=schedule, checkpoint=checkpoint)
+    pipeline = _pipeline_options(m, stages, microbatches, schedule, checkpoint)
     # Unknown names fail before any work.
     rule_sets = [rule_set_for(m, s, pipeline) for s in chosen]
     opt = optimizer or optax.adam(1e-3)
@@ -506,7 +508,10 @@ def rule_set_for(m: ModelDef, strategy: str | RuleSet, pipeline: dict[str, Any])
         and isinstance(m.info.get("config"), ArchConfig)
         and strategy in LOGICAL_STRATEGIES
     ):
-        return logical_rule_set(strategy, m)
+        rule_set = logical_rule_set(strategy, m)
+        if strategy == "pp" and pipeline.get("stages"):  # the 'stage' axis's size
+            return replace(rule_set, extra={**rule_set.extra, "stages": pipeline["stages"]})
+        return rule_set
     if isinstance(strategy, str) and isinstance(m.info.get("config"), ArchConfig):
         offload = OFFLOAD.get(strategy)
         if offload is not None:  # the same offload on the architecture's logical FSDP
@@ -519,10 +524,50 @@ def rule_set_for(m: ModelDef, strategy: str | RuleSet, pipeline: dict[str, Any])
     return get_rule_set(strategy, **pipeline)
 
 
+def _pipeline_options(
+    m: ModelDef,
+    stages: Any,
+    microbatches: Any,
+    schedule: str | None,
+    checkpoint: bool,
+) -> dict[str, Any]:
+    """The pipeline strategies' options, checked: ``stages`` and ``microbatches`` whole
+    numbers where given (left out: the pipelines' defaults, 2 and 4).
+
+    Raises:
+        ArgumentError: a count that is not a whole number >= 1; ``microbatches``,
+            ``schedule`` or ``checkpoint`` for a published architecture, whose ``pp`` splits
+            its stacked layers over ``stages`` devices and runs no microbatch schedule.
+    """
+    out: dict[str, Any] = {}
+    if stages is not None:
+        out["stages"] = whole_number("compare", "stages", stages, example=2)
+    if microbatches is not None:
+        out["microbatches"] = whole_number("compare", "microbatches", microbatches, example=4)
+    if isinstance(m.info.get("config"), ArchConfig):
+        given = [
+            f"{k}={shown(v)}"
+            for k, v in (("microbatches", microbatches), ("schedule", schedule))
+            if v is not None
+        ] + (["checkpoint=True"] if checkpoint else [])
+        if given:
+            raise ArgumentError(
+                problem(
+                    f"compare({m.name!r})",
+                    f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} for the zoo "
+                    "transformer's pipelines; a "
+                    "published architecture's 'pp' splits its stacked layers over the "
+                    "'stage' axis (stages= sets its size) and runs no microbatch schedule",
+                    "leave them out, or pipeline get_model('transformer', ...) with them",
+                )
+            )
+    return out | {"schedule": schedule, "checkpoint": checkpoint}
+
+
 def _global_batch(sizes: dict[str, Any], targets: list, mesh: Any) -> dict[str, Any]:
     """``sizes`` with ``batch_per_device`` turned into the global ``batch``: times the
     devices of the mesh, else of the topology compiled for, else of this machine."""
-    per = sizes["batch_per_device"]
+    per = whole_number("compare", "batch_per_device", sizes["batch_per_device"], example=4)
     if "batch" in sizes:
         raise ShardvizError(
             problem(
@@ -543,14 +588,6 @@ def _global_batch(sizes: dict[str, Any], targets: list, mesh: Any) -> dict[str, 
                 f"batch_per_device={per} gives a different global batch on each target "
                 f"({', '.join(str(n) for n in sorted(counts))} devices)",
                 "compare targets with the same number of devices, or give the global batch",
-            )
-        )
-    if not isinstance(per, int) or isinstance(per, bool) or per < 1:
-        raise ShardvizError(
-            problem(
-                "compare",
-                f"batch_per_device={per!r} is not a positive whole number",
-                "give the sequences each device holds, e.g. batch_per_device=4",
             )
         )
     out = {k: v for k, v in sizes.items() if k != "batch_per_device"}
@@ -575,7 +612,9 @@ def _by_model(run: Callable[..., list], m: ModelDef, rule_sets: list, *args: Any
     groups: dict[tuple, list[int]] = {}
     for i, rs in enumerate(rule_sets):
         key = tuple(rs.extra.get(k) for k in ("stages", "microbatches", "schedule", "checkpoint"))
-        groups.setdefault(key if key[0] else (None,) * 4, []).append(i)
+        # A published architecture's pp splits its own layer stack: nothing to pipeline.
+        pipelined = key[0] and "logical_rules" not in rs.extra
+        groups.setdefault(key if pipelined else (None,) * 4, []).append(i)
     out: list = [None] * len(rule_sets)
     for (stages, microbatches, order, checkpoint), idx in groups.items():
         already = "stages" in m.info  # a model the caller pipelined (pipelined_model)

@@ -17,11 +17,13 @@ from functools import cached_property
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import optax
 from jax.sharding import NamedSharding, PartitionSpec
 
 from shardviz.capture.layout import layout_of
 from shardviz.capture.mesh import Mesh, as_jax_mesh, mesh_has_memory
+from shardviz.errors import ArgumentError, problem
 from shardviz.strategies.memory_space import HOST_KIND, to_device, to_host
 from shardviz.strategies.models.axes import SpecConstrain
 from shardviz.strategies.models.configs import ArchConfig
@@ -94,6 +96,7 @@ def strategy_step(
     axes = dict(zip(jm.axis_names, jm.devices.shape, strict=True))
     key_p, key_b = jax.random.split(jax.random.key(seed))
     params_shape = jax.eval_shape(model.init_params, key_p)
+    _check_trainable(model, params_shape)
     batch_shape = jax.eval_shape(model.make_batch, key_b)
     opt_shape = jax.eval_shape(opt.init, params_shape)
     strict = rule_set.strict
@@ -156,6 +159,23 @@ def strategy_step(
     )  # fmt: skip
 
 
+def _check_trainable(model: ModelDef, params_shape: Any) -> None:
+    """Refuse parameters a train step cannot differentiate (jax's ``grad`` takes floats only)
+    before anything is traced, naming the first such leaf."""
+    for path, leaf in jax.tree_util.tree_flatten_with_path(params_shape)[0]:
+        if not jnp.issubdtype(leaf.dtype, jnp.inexact):
+            raise ArgumentError(
+                problem(
+                    f"model {model.name!r}",
+                    f"its parameter {_path(path) or 'params'} is {jnp.dtype(leaf.dtype).name}, "
+                    "and a training step takes gradients and optimizer updates of every "
+                    "parameter in its own dtype",
+                    "make the parameters float (dtype='bfloat16' or dtype='float32'); keep "
+                    "integer tables in the batch, or close over them in the loss",
+                )
+            )
+
+
 def _host_kind_notes(rule_set: RuleSet, mesh: jax.sharding.Mesh) -> tuple[str, ...]:
     """A note when the devices lack the host memory the rule set asks for: a deviceless GPU
     topology's devices list no memories (jax 0.10.2), so jax drops ``memory_kind=
@@ -189,6 +209,17 @@ def _mesh_for(rule_set: RuleSet, mesh: Any, devices: Sequence[Any] | None = None
     jax's) with the axes the strategy names."""
     if mesh is None:
         pool = list(devices) if devices is not None else jax.devices()
+        stages = rule_set.extra.get("stages")
+        if stages and stages > len(pool):
+            raise ArgumentError(
+                problem(
+                    f"strategy {rule_set.name!r}",
+                    f"stages={stages} needs {stages} devices on its 'stage' axis, and there "
+                    f"are {len(pool)}",
+                    f"pass stages= at most {len(pool)}, or compile for a topology with more "
+                    "devices (target='v5e:4x4')",
+                )
+            )
         shape = default_mesh_shape(rule_set, len(pool))
         pool = pool[: math.prod(shape)]  # a pipeline of fewer stages than devices uses some
         return Mesh(pool, shape, rule_set.axes).jax_mesh

@@ -23,7 +23,6 @@ operation); wrap them in ``jax.jit(..., out_shardings=...)`` to create sharded s
 from __future__ import annotations
 
 import functools
-import numbers
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, cast
@@ -34,6 +33,7 @@ import numpy as np
 import optax
 
 from shardviz.errors import ShardvizError, problem
+from shardviz.model.arguments import finite_number, whole_number
 from shardviz.model.serving import bytes_per_element
 from shardviz.strategies import mlp, moe, transformer
 from shardviz.strategies.accounting import count_params
@@ -343,18 +343,9 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
 #: The built-in model names, in the order they are shown.
 MODEL_NAMES: tuple[str, ...] = tuple(_DEFAULTS)
 
-_SIZE_KINDS = {"capacity_factor": "a number > 0", "aux_weight": "a number >= 0"}
-
-
-def _size_ok(key: str, value: Any) -> bool:
-    if isinstance(value, bool):
-        return False
-    # cast: typeshed's numbers ABCs define no comparisons
-    if key == "capacity_factor":
-        return isinstance(value, numbers.Real) and cast(float, value) > 0
-    if key == "aux_weight":
-        return isinstance(value, numbers.Real) and cast(float, value) >= 0
-    return isinstance(value, numbers.Integral) and cast(int, value) >= 1
+#: The sizes that are real numbers, and whether each must be positive (else non-negative);
+#: every other size is a whole number >= 1.
+_REAL_SIZES = {"capacity_factor": True, "aux_weight": False}
 
 
 def default_sizes(name: str) -> dict[str, Any]:
@@ -397,21 +388,13 @@ def get_model(name: str, **sizes: Any) -> ModelDef:
         )
     s = {**defaults, **sizes}
     for key, value in s.items():
-        if key != "dtype" and not _size_ok(key, value):
-            what = _SIZE_KINDS.get(key, "an integer >= 1")
-            raise ShardvizError(
-                problem(where, f"{key}={value!r} is not {what}", f"pass {key} as {what}")
-            )
-    try:
-        s["dtype"] = jnp.dtype(s["dtype"])
-    except TypeError as err:
-        raise ShardvizError(
-            problem(
-                where,
-                f"dtype={s['dtype']!r} is not a dtype",
-                "pass e.g. dtype=jnp.float32 or dtype='bfloat16'",
-            )
-        ) from err
+        if key == "dtype":
+            s[key] = published.float_dtype(where, key, value)
+        elif key in _REAL_SIZES:  # capacity_factor > 0, aux_weight >= 0
+            positive = _REAL_SIZES[key]
+            s[key] = finite_number(where, key, value, positive=positive, example=defaults[key])
+        else:
+            s[key] = whole_number(where, key, value, example=defaults[key])
     return _BUILDERS[name](where, s)
 
 

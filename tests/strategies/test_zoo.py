@@ -161,10 +161,10 @@ def test_unknown_model_names_the_known_ones() -> None:
     [
         ("mlp", {"d_ff": 4}, "unknown size.*d_ff.*use only d_model, d_hidden, batch"),
         ("transformer", {"d_model": 100}, "d_model=100 does not divide by heads=8"),
-        ("transformer", {"layers": 0}, "layers=0 is not an integer >= 1"),
+        ("transformer", {"layers": 0}, "layers=0 is not a whole number >= 1. Fix: pass layers=2"),
         ("moe", {"top_k": 9}, "top_k=9 is more than experts=8"),
         ("moe", {"group_size": 48}, "1024 tokens do not divide"),
-        ("moe", {"capacity_factor": 0}, "capacity_factor=0 is not a number > 0"),
+        ("moe", {"capacity_factor": 0}, "capacity_factor=0 is not a finite positive number"),
     ],
 )
 def test_bad_sizes(name: str, sizes: dict, match: str) -> None:

@@ -9,14 +9,14 @@ The zoo wraps the result in a ``ModelDef`` (``get_model("llama3.1-8b", ...)``).
 from __future__ import annotations
 
 import dataclasses
-import numbers
 from dataclasses import dataclass, field
-from typing import Any, NoReturn, cast
+from typing import Any, NoReturn
 
 import jax
 import jax.numpy as jnp
 
-from shardviz.errors import ShardvizError, problem
+from shardviz.errors import ArgumentError, ShardvizError, problem
+from shardviz.model.arguments import finite_number, shown, whole_number
 from shardviz.strategies.models.axes import Constrain, no_constraint
 from shardviz.strategies.models.configs import ArchConfig, get_config, param_count
 from shardviz.strategies.models.decoder import (
@@ -29,7 +29,13 @@ from shardviz.strategies.models.decoder import (
 from shardviz.strategies.models.params import init_params, param_axes
 from shardviz.strategies.transformer import make_batch as counting_batch
 
-__all__ = ["RUN_DEFAULTS", "DecoderModel", "decoder_model", "default_overrides"]
+__all__ = [
+    "RUN_DEFAULTS",
+    "DecoderModel",
+    "decoder_model",
+    "default_overrides",
+    "float_dtype",
+]
 
 #: Run sizes and options beside the architecture's dims, with their defaults (``seq``:
 #: 8192 capped at the published context).
@@ -168,16 +174,13 @@ def decoder_model(name: str | ArchConfig, **overrides: Any) -> DecoderModel:
             )
         )
     s = {**defaults, **overrides}
+    for key in (*_DIMS, "batch", "seq", "attention_block", "loss_chunk", "moe_group"):
+        low = 0 if key.startswith("experts") else 1
+        s[key] = whole_number(where, key, s[key], low=low, example=max(low, defaults[key]))
+    s["capacity_factor"] = finite_number(
+        where, "capacity_factor", s["capacity_factor"], example=defaults["capacity_factor"]
+    )
     config = base.scaled(**{k: s[k] for k in _DIMS if s[k] != getattr(base, k)})
-    for key in ("batch", "seq", "attention_block", "loss_chunk", "moe_group"):
-        if not _is_int(s[key], 1):
-            _fail(
-                where, f"{key}={s[key]!r} is not an integer >= 1", f"pass {key} as an integer >= 1"
-            )
-        s[key] = int(s[key])
-    cf = s["capacity_factor"]
-    if isinstance(cf, bool) or not isinstance(cf, numbers.Real) or not cast(float, cf) > 0:
-        _fail(where, f"capacity_factor={cf!r} is not a number > 0", "pass capacity_factor > 0")
     if s["remat"] not in REMAT_POLICIES:
         _fail(
             where,
@@ -197,7 +200,7 @@ def decoder_model(name: str | ArchConfig, **overrides: Any) -> DecoderModel:
             f"use one of {', '.join(map(repr, ATTENTION_KINDS))}",
         )
     for key in ("dtype", "compute_dtype"):
-        s[key] = _dtype_name(where, key, s[key])
+        s[key] = float_dtype(where, key, s[key]).name
     seq = s["seq"]
     pieces = {
         "attention_block": "attention blocks",
@@ -216,19 +219,32 @@ def decoder_model(name: str | ArchConfig, **overrides: Any) -> DecoderModel:
     return DecoderModel(config, s["batch"], seq, options, s["dtype"])
 
 
-def _is_int(value: Any, minimum: int) -> bool:
-    is_int = isinstance(value, numbers.Integral) and not isinstance(value, bool)
-    return is_int and cast(int, value) >= minimum
-
-
 def _fail(where: str, what: str, fix: str) -> NoReturn:
     raise ShardvizError(problem(where, what, fix))
 
 
-def _dtype_name(where: str, key: str, value: Any) -> str:
+def float_dtype(where: str, key: str, value: Any) -> jnp.dtype:
+    """``value`` as a float dtype for training: the master weights' (``dtype``) or the
+    matmuls' (``compute_dtype``).
+
+    Raises:
+      ArgumentError: not a dtype, or not a float one (``"int8"``: gradients and the
+        optimizer's updates need float weights; quantised weights are for serving).
+    """
     try:
-        return jnp.dtype(value).name
+        dtype = jnp.dtype(value)
     except TypeError as err:
-        raise ShardvizError(
-            problem(where, f"{key}={value!r} is not a dtype", f"pass e.g. {key}='bfloat16'")
+        raise ArgumentError(
+            problem(where, f"{key}={shown(value)} is not a dtype", f"pass e.g. {key}='bfloat16'")
         ) from err
+    if not jnp.issubdtype(dtype, jnp.floating):
+        raise ArgumentError(
+            problem(
+                where,
+                f"{key}={dtype.name} is not a float dtype, and training takes gradients and "
+                "updates of the weights in it",
+                f"pass {key}='bfloat16' or {key}='float32' (int8 and int4 weights are for "
+                "serving: compare(..., mode='decode', dtype='int8'))",
+            )
+        )
+    return dtype

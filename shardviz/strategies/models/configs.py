@@ -14,11 +14,11 @@ This module needs no jax: a planner can size models without importing it.
 from __future__ import annotations
 
 import dataclasses
-import numbers
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 from shardviz.errors import ShardvizError, problem
+from shardviz.model.arguments import whole_number
 
 __all__ = [
     "ARCH_NAMES",
@@ -42,6 +42,13 @@ class Llama3RopeScaling:
     low_freq_factor: float = 1.0
     high_freq_factor: float = 4.0
     original_context: int = 8192
+
+
+#: The dims an ArchConfig holds (each a whole number: >= 0 for the experts', else >= 1).
+_DIM_NAMES = (
+    "layers", "d_model", "heads", "kv_heads", "head_dim", "ffn", "vocab", "experts",
+    "experts_per_token",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -89,10 +96,9 @@ class ArchConfig:
 
     def __post_init__(self) -> None:
         where = f"ArchConfig {self.name!r}"
-        for key in ("layers", "d_model", "heads", "kv_heads", "head_dim", "ffn", "vocab"):
-            _check_int(where, key, getattr(self, key), 1)
-        _check_int(where, "experts", self.experts, 0)
-        _check_int(where, "experts_per_token", self.experts_per_token, 0)
+        for key in _DIM_NAMES:  # numpy integers are taken, and kept as Python ints
+            low = 0 if key.startswith("experts") else 1
+            object.__setattr__(self, key, whole_number(where, key, getattr(self, key), low=low))
         if self.heads % self.kv_heads:
             raise ShardvizError(
                 problem(
@@ -148,14 +154,6 @@ class ArchConfig:
         if not changes:
             return self
         return dataclasses.replace(self, **changes, published_params=None)
-
-
-def _check_int(where: str, key: str, value: Any, minimum: int) -> None:
-    is_int = isinstance(value, numbers.Integral) and not isinstance(value, bool)
-    if not is_int or cast(int, value) < minimum:
-        raise ShardvizError(
-            problem(where, f"{key}={value!r} is not an integer >= {minimum}", f"pass {key} so")
-        )
 
 
 def param_count(config: ArchConfig) -> int:

@@ -19,6 +19,7 @@ import jax
 import jax.numpy as jnp
 
 from shardviz.errors import ShardvizError, problem
+from shardviz.model.arguments import whole_number
 from shardviz.model.schedule import schedule as make_schedule
 from shardviz.strategies.pipeline.shard_map import pipelined_value_and_grad
 from shardviz.strategies.pipeline.stages import STAGE_AXIS, stack_layers, stage_forward
@@ -152,11 +153,15 @@ def pipelined_model(
     same loss in both, which is what the one-device reference step runs.
 
     Raises:
+        ArgumentError: ``stages`` or ``microbatches`` is not a whole number >= 1.
         ShardvizError: the model has no list of identical layers, or the layers or the
             batch do not split evenly.
     """
     from dataclasses import replace
 
+    where = f"model {model.name!r}"
+    stages = whole_number(where, "stages", stages, example=2)
+    microbatches = whole_number(where, "microbatches", microbatches, example=4)
     shape = jax.eval_shape(model.init_params, jax.random.key(0))
     layers = shape.get("layers") if isinstance(shape, dict) else None
     if not isinstance(layers, list) or not layers:
@@ -173,6 +178,19 @@ def pipelined_model(
                 f"model {model.name!r}",
                 f"its {len(layers)} layers cannot be split evenly over {stages} stages",
                 "give a number of stages that divides the number of layers",
+            )
+        )
+
+    batch_shape = jax.eval_shape(model.make_batch, jax.random.key(0))
+    inputs = batch_shape.get("inputs") if isinstance(batch_shape, dict) else None
+    batch = inputs.shape[0] if inputs is not None and inputs.shape else None
+    if batch is not None and batch % microbatches:
+        raise ShardvizError(
+            problem(
+                where,
+                f"its batch of {batch} cannot be split into {microbatches} microbatches",
+                "give a number of microbatches that divides the batch (or a batch that "
+                "microbatches divides)",
             )
         )
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from shardviz.errors import ShardvizError, problem
+from shardviz.model.arguments import whole_number
 from shardviz.strategies.pipeline.stages import STAGE_AXIS
 from shardviz.strategies.rules import RuleSet
 
@@ -30,8 +31,12 @@ def pipeline_rules(
 
     Raises:
         ShardvizError: an unknown schedule.
+        ArgumentError: ``stages`` or ``microbatches`` is not a whole number >= 1.
         ValueError: an unknown kind.
     """
+    where = f"pipeline_rules({kind!r})"
+    stages = whole_number(where, "stages", stages, example=2)
+    microbatches = whole_number(where, "microbatches", microbatches, example=4)
     if schedule not in (None, "gpipe", "1f1b"):
         raise ShardvizError(
             problem(

@@ -41,8 +41,8 @@ def test_batch_per_device_is_times_the_devices(comparison) -> None:
     ("sizes", "words"),
     [
         ({"batch_per_device": 1, "batch": 8}, "give one"),
-        ({"batch_per_device": 0}, "positive whole number"),
-        ({"batch_per_device": 1.5}, "positive whole number"),
+        ({"batch_per_device": 0}, "batch_per_device=0 is not a whole number >= 1"),
+        ({"batch_per_device": 1.5}, "batch_per_device=1.5 is not a whole number"),
     ],
 )
 def test_a_batch_given_two_ways_or_not_whole_is_refused(sizes, words) -> None:

@@ -107,7 +107,7 @@ def test_unknown_model_name_lists_the_known_ones() -> None:
         ({"seq": 100, "attention_block": 64}, "seq=100 does not divide into attention blocks"),
         ({"seq": 96, "loss_chunk": 64}, "seq=96 does not divide into loss chunks of 64"),
         ({"remat": "some"}, "remat='some' is not a remat policy.*'offload'"),
-        ({"batch": 0}, "batch=0 is not an integer >= 1"),
+        ({"batch": 0}, "batch=0 is not a whole number >= 1. Fix: pass batch=8"),
         ({"compute_dtype": "float7"}, "compute_dtype='float7' is not a dtype"),
         ({"experts": 2}, "experts=2, experts_per_token=0 do not fit"),
     ],
