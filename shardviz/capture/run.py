@@ -26,6 +26,7 @@ from shardviz.capture.calls import (
     one_device_like,
     plain_function,
 )
+from shardviz.capture.interrupts import interrupts_deferred
 from shardviz.capture.processes import agreed_max, host_value, local_device, local_pieces
 from shardviz.errors import CompileError, problem
 from shardviz.model import Check, OpEvent, OpTiming
@@ -149,7 +150,11 @@ def reference_outputs(fn: Any, args: tuple, kwargs: dict) -> Any:
         program = jax.jit(Filtered(plain, a, k))
         a, k = arrays_only(a), arrays_only(k)
     mesh = context_mesh()
-    with in_mesh(one_device_like(mesh, device) if mesh is not None else None):
+    # Ctrl-C waits for the compile (one inside it can crash the interpreter as it exits).
+    with (
+        interrupts_deferred(),
+        in_mesh(one_device_like(mesh, device) if mesh is not None else None),
+    ):
         out = program(*a, **k)
     return _block(out)
 

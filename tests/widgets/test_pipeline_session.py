@@ -135,6 +135,9 @@ def test_no_pipeline_or_no_layers_is_refused(fake):
         PipelineSession("transformer", ["dp", "tp"])
     with pytest.raises(ShardvizError, match="no 'batch' and 'layers' sizes"):
         PipelineSession("mlp", ["pp"])
+    with pytest.raises(ShardvizError, match="published architecture pipelines as 'pp'") as err:
+        PipelineSession("llama3.1-8b", ["pp"], layers=2, d_model=64)
+    assert "sv.compare('llama3.1-8b', ['pp'], stages=4)" in str(err.value)
 
 
 def connected(fake, strategies=("pp",)):

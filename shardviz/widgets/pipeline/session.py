@@ -85,6 +85,16 @@ class PipelineSession:
                     "explore the built-in 'transformer' (sizes such as layers=4, batch=16)",
                 )
             )
+        if "config" in info:  # a published architecture: its 'pp' has no microbatch schedule
+            raise ShardvizError(
+                problem(
+                    f"model {defined.name!r}",
+                    "a published architecture pipelines as 'pp' over its stage axis, with no "
+                    "microbatches, schedule or checkpointing to explore",
+                    "explore the built-in 'transformer' (sizes such as layers=4, batch=16), or "
+                    f"compare its stages with sv.compare({defined.name!r}, ['pp'], stages=4)",
+                )
+            )
         self.batch, self.layers = int(info["batch"]), int(info["layers"])
         self.devices = len(device_pool(None))
         self._cache: OrderedDict[PipelineConfig, Comparison] = OrderedDict()
