@@ -21,6 +21,7 @@ __all__ = [
     "byte_size",
     "dtype_name",
     "finite_number",
+    "flag",
     "shown",
     "whole_number",
 ]
@@ -76,6 +77,19 @@ def whole_number(
         )
     assert number is not None
     return int(number)
+
+
+def flag(where: str, name: str, value: Any) -> bool:
+    """``value`` as a Python bool: ``True``/``False`` or a numpy boolean (``np.True_``).
+
+    Raises:
+      ArgumentError: anything else (``"yes"``, ``1``, ``None``): a flag is never guessed.
+    """
+    if not _is_bool(value) or getattr(value, "ndim", 0) != 0:
+        raise ArgumentError(
+            problem(where, f"{name}={shown(value)} is not True or False", f"pass {name}=True")
+        )
+    return bool(value)
 
 
 def finite_number(

@@ -16,6 +16,7 @@ from shardviz.model.arguments import (
     byte_size,
     dtype_name,
     finite_number,
+    flag,
     shown,
     whole_number,
 )
@@ -152,3 +153,15 @@ def test_jax_scalar_types_name_their_dtype() -> None:
 def test_shown_cuts_long_values() -> None:
     assert shown(8) == "8"
     assert len(shown(10**400)) == 60 and shown(10**400).endswith("...")
+
+
+@pytest.mark.parametrize("value", [True, False, np.True_, np.array(False)])
+def test_flags_are_booleans_of_any_kind(value) -> None:
+    got = flag("smallest_slice('v5e')", "check", value)
+    assert type(got) is bool and got == bool(value)
+
+
+@pytest.mark.parametrize("value", [1, 0, "yes", None, np.array([True])])
+def test_a_flag_is_never_guessed(value) -> None:
+    with pytest.raises(ArgumentError, match=r"check=.* is not True or False\. Fix: pass check"):
+        flag("smallest_slice('v5e')", "check", value)

@@ -15,8 +15,8 @@ import math
 from typing import Any
 
 from shardviz.capture.topology import CompilerUnavailable, TopologyError, topology
-from shardviz.errors import ArgumentError, CompileError, ShardvizError, problem
-from shardviz.model.arguments import shown
+from shardviz.errors import CompileError, ShardvizError, problem
+from shardviz.model.arguments import flag, shown
 from shardviz.model.hardware_presets import hardware, preset_key
 from shardviz.model.serving import SliceChoice, SliceTried, bytes_per_element
 from shardviz.model.targets import standard_shape
@@ -74,10 +74,7 @@ def smallest_slice(
     """
     where = f"smallest_slice({shown(chip)})"
     hw = hardware(chip)
-    if not isinstance(check, bool) and type(check).__name__ != "bool_":
-        raise ArgumentError(
-            problem(where, f"check={shown(check)} is not True or False", "pass check=True")
-        )
+    check = flag(where, "check", check)
     m = get_model(model, **sizes) if isinstance(model, str) else model
     config = arch_config(m, where)
     weight_dtype, cache_dtype = dtypes_of(dtype, where)
