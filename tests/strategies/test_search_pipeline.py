@@ -27,7 +27,7 @@ def search(mesh_2x4) -> SuggestedSearch:
     replicated plan: the pipeline on 'data' (2 stages; 'model' does not divide 2 layers)
     from 4 microbatches, and the knob's move to 2."""
     return suggest(
-        "transformer", mesh=mesh_2x4, pipelines=True, strategies=(), budget_s=60, progress=False
+        "transformer", mesh=mesh_2x4, pipelines=True, strategies=(), budget_s=30, progress=False
     )
 
 
