@@ -24,7 +24,6 @@ from shardviz.capture.compile import is_compile_only
 from shardviz.capture.spec import normalize_spec
 from shardviz.errors import MeshError, SpecError, problem
 from shardviz.model import Device, MeshLayout
-from shardviz.model.device_order import device_order
 from shardviz.model.mesh import ascii_hint, axis_name_problem
 
 MeshLike = Any  # shardviz.Mesh | jax.sharding.Mesh
@@ -242,8 +241,7 @@ def reordered_mesh(mesh: MeshLike, order: Sequence[Any]) -> jax.sharding.Mesh:
     """
     jm = as_jax_mesh(mesh)
     layout = mesh_layout(jm)
-    checked = device_order(order, layout.device_ids, "reordered_mesh")
-    ids = layout.reordered(checked).device_ids
+    ids = layout.reordered(order, "reordered_mesh").device_ids
     by_id = {int(d.id): d for d in jm.devices.flat}
     devices = np.empty(len(ids), dtype=object)
     devices[:] = [by_id[i] for i in ids]

@@ -131,14 +131,15 @@ class MeshLayout(JsonMixin):
     def num_processes(self) -> int:
         return len(self.process_indices)
 
-    def reordered(self, order: object) -> MeshLayout:
+    def reordered(self, order: object, where: str = "MeshLayout.reordered") -> MeshLayout:
         """The same devices and axes in another order: ``order`` lists device ids in the
-        new row-major mesh order (a permutation of :attr:`device_ids`).
+        new row-major mesh order (a permutation of :attr:`device_ids`); ``where`` names the
+        call in the message (``"reordered_mesh"``).
 
         Raises:
             MeshError: ``order`` is not a permutation of the mesh's device ids.
         """
-        ids = device_order(order, self.device_ids, "MeshLayout.reordered")
+        ids = device_order(order, self.device_ids, where)
         by_id = self._by_id
         return MeshLayout(
             self.axis_names, self.axis_sizes, tuple(by_id[i] for i in ids), self.axis_types

@@ -17,7 +17,6 @@ from shardviz.analysis.estimate.placement import Placement, Site, place
 from shardviz.analysis.estimate.step import TargetLike, resolve_target, with_estimate
 from shardviz.errors import ArgumentError, HardwareError, ShardvizError, problem
 from shardviz.model.arguments import shown
-from shardviz.model.device_order import device_order
 from shardviz.model.hardware import Target
 from shardviz.model.mesh import MeshLayout
 from shardviz.model.physical import AxisRings, LinkLoad, PhysicalChip, PhysicalLayout, Ring
@@ -303,9 +302,9 @@ def physical(
                 "or a report read back with sv.Report.from_json(text)",
             )
         )
-    checked = None
+    mesh = None  # the mesh in the order asked for, checked before anything is estimated
     if order is not None and report.mesh is not None:
-        checked = device_order(order, report.mesh.device_ids, "physical")
+        mesh = report.mesh.reordered(order, "physical")
     resolved = resolve_target(report, target)
     if resolved is None or resolved.kind == "cpu":
         raise HardwareError(
@@ -328,9 +327,8 @@ def physical(
     if report.estimate is None or report.target != resolved:
         report = with_estimate(report, resolved)
         resolved = report.target or resolved
-    if checked is None or report.mesh is None:
+    if mesh is None:
         return layout_on_chips(report, resolved)
-    mesh = report.mesh.reordered(checked)
     layout = layout_on_chips(report, resolved, mesh)
     seconds = seconds_with(report, resolved, mesh.device_ids)
     return dataclasses.replace(layout, collective_seconds=seconds)
