@@ -42,6 +42,7 @@ from shardviz.model.findings import Outcome as Outcome
 from shardviz.model.findings import Where as Where
 from shardviz.model.hardware import Hardware as Hardware
 from shardviz.model.hardware import Target as Target
+from shardviz.model.kernels import KernelUse as KernelUse
 from shardviz.model.mesh import Device as Device
 from shardviz.model.mesh import MeshLayout as MeshLayout
 from shardviz.model.physical import PhysicalLayout as PhysicalLayout

@@ -21,6 +21,7 @@ from shardviz.model.collective import collective_kind_named as collective_kind_n
 from shardviz.model.estimate import Estimate
 from shardviz.model.findings import Findings, StopTrying, fix_trier
 from shardviz.model.hardware import Target
+from shardviz.model.kernels import KernelUse
 from shardviz.model.mesh import MeshLayout
 from shardviz.model.offload import HostTransfer, OffloadRequest
 from shardviz.model.tiles import layout_from_spec
@@ -270,6 +271,9 @@ class Cost:
     #: Matmul flops that only move data (an MoE layer's one-hot dispatch and combine):
     #: hardware flops, not model flops.
     dispatch_flops_per_device: float | None = None
+    #: The program's kernels (Pallas/Mosaic, Triton, other opaque custom calls) per device
+    #: per step, each with how its flops were counted; their flops are in the figures above.
+    kernels: tuple[KernelUse, ...] = ()
 
     @property
     def hardware_flops_per_device(self) -> float | None:
@@ -285,6 +289,12 @@ class Cost:
     def lower_bound(self) -> bool:
         """Whether the per-step figures are lower bounds (some loop's count is unknown)."""
         return any(not lp.known for lp in self.loops)
+
+    @property
+    def uncounted_kernels(self) -> tuple[KernelUse, ...]:
+        """The kernels whose flops shardviz could not count: the flops, and every time
+        built on them, are missing their work."""
+        return tuple(k for k in self.kernels if not k.counted)
 
     @property
     def recomputed_flops_per_device(self) -> float | None:

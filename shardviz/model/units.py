@@ -69,3 +69,11 @@ def format_percent(fraction: float) -> str:
     if abs(p) >= 10:
         return f"{p:.1f}%"
     return f"{p:.3g}%"
+
+
+def format_count(n: int) -> str:
+    """A parameter count for people: ``786K``, ``7.5B``, ``1T``, ``512``."""
+    for scale, unit in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K")):
+        if abs(n) >= scale:
+            return f"{sig3(n / scale)}{unit}"
+    return str(n)

@@ -18,10 +18,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from shardviz.model.projection import ProjectionRow
-from shardviz.model.units import format_bytes
+from shardviz.model.units import format_bytes, format_count
 from shardviz.render.compare.mpl import displayable, mpl_text, require_matplotlib
 from shardviz.render.compare.plotly import require_plotly
-from shardviz.render.compare.view import format_count
 from shardviz.render.html import CSS, SANS
 from shardviz.render.stylesheets import stylesheet
 from shardviz.render.svg import esc

@@ -18,7 +18,7 @@ from shardviz.model.estimate import Estimate
 from shardviz.model.mesh import MeshLayout
 from shardviz.model.program import COLLECTIVE_KINDS, Report
 from shardviz.model.schedule import Schedule
-from shardviz.model.units import format_bytes, format_seconds, sig3
+from shardviz.model.units import format_bytes, format_count, format_seconds
 from shardviz.render.colors import KIND_COLORS, OTHER_KIND
 from shardviz.render.compare.host import HostView, host_views
 from shardviz.render.geometry import mesh_summary
@@ -294,14 +294,6 @@ def loss_str(r: StrategyResult) -> str:
 
 def _num(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.6g}"
-
-
-def format_count(n: int) -> str:
-    """A parameter count for people: ``786K``, ``7.5B``, ``1T``, ``512``."""
-    for scale, unit in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K")):
-        if abs(n) >= scale:
-            return f"{sig3(n / scale)}{unit}"
-    return str(n)
 
 
 def mesh_str(mesh: MeshLayout) -> str:

@@ -6,8 +6,7 @@ from dataclasses import dataclass
 
 from shardviz.model.findings import Findings
 from shardviz.model.serving import ServingComparison, ServingResult, SliceChoice
-from shardviz.model.units import format_bytes, format_seconds
-from shardviz.render.compare.view import format_count
+from shardviz.model.units import format_bytes, format_count, format_seconds
 from shardviz.render.findings.view import count_str
 
 __all__ = [
