@@ -4,7 +4,8 @@ XLA's ``cost_analysis()`` counts each ``while`` body once. Here each loop body's
 (the compiler's cost model run on that body alone, less the loops nested in it) is added
 once more for every further run per step, nested loops multiplied (:mod:`.hlo_loops`), on
 the per-device program and on the global one alike; matmul flops are counted from the HLO
-with recomputation apart (:mod:`.hlo_matmuls`). The same model is used throughout, so a
+with recomputation apart (:mod:`.hlo_matmuls`), kernels the compiler cannot see into
+included as declared or counted at trace time (:mod:`.hlo.kernels`). The same model is used throughout, so a
 scanned program and its unrolled twin get the same per-step figures.
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from shardviz.capture.compile import Compiled, global_cost, per_device_cost, text_cost
+from shardviz.capture.hlo.kernels import kernel_uses
 from shardviz.capture.hlo.loops import computation_runs, loop_body_module, loops_of
 from shardviz.capture.hlo.matmuls import matmul_flops
 from shardviz.capture.hlo.op_work import op_work
@@ -88,13 +90,17 @@ def program_cost(
     glob, _ = per_step(glob_once, comp.propagated_text, propagated)
     lower = any(not lp.known for lp in loops)
     runs = computation_runs(module, loops)
-    mm = matmul_flops(module, runs, lower_bound=lower)
+    mm = matmul_flops(module, runs, lower_bound=lower, kernels=comp.kernels)
+    kernels = kernel_uses(module, runs, comp.kernels)
+    # The compiler's cost model counts a kernel that declares no cost as nothing.
+    added = sum(k.added for k in kernels)
 
     def get(d: dict | None, k: str) -> float | None:
         return float(d[k]) if d and k in d else None
 
+    flops = get(per_dev, "flops")
     return Cost(
-        flops_per_device=get(per_dev, "flops"),
+        flops_per_device=flops + added if flops is not None else None,
         bytes_accessed_per_device=get(per_dev, "bytes accessed"),
         flops_global=get(glob, "flops"),
         bytes_accessed_global=get(glob, "bytes accessed"),
@@ -104,5 +110,6 @@ def program_cost(
         model_flops_per_device=mm.model,
         dispatch_flops_per_device=mm.dispatch,
         loops=loops,
-        ops=op_work(module, runs),
+        ops=op_work(module, runs, comp.kernels),
+        kernels=kernels,
     )

@@ -2,7 +2,7 @@
 
 The field counts a training step's useful work (MFU's numerator) as its matmuls' flops:
 every ``dot`` and ``convolution`` (the TPU compiler writes matmuls as convolutions), 2 per
-multiply-add, and a kernel's (a Pallas ``custom-call``) as its cost estimate declares them,
+multiply-add, and a kernel's (a Pallas ``custom-call``) as declared or counted (:mod:`.kernels`),
 each as often as its computation runs per step (loop trips multiplied out, see
 :mod:`.hlo_loops`). Ops jax marks as rematerialised (their ``op_name`` has
 ``rematted_computation``: the forward ops ``jax.checkpoint`` runs again in the backward
@@ -18,6 +18,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from shardviz.capture.hlo.kernels import KernelTable, count_of, declared_flops, is_kernel
 from shardviz.capture.hlo.text import (
     ArrayShape,
     HloInstruction,
@@ -47,10 +48,13 @@ class MatmulFlops:
     recomputed: float
     lower_bound: bool = False
     dispatch: float = 0.0
+    #: Kernels' flops as run less their model flops (blocks a mask skips make it negative:
+    #: the field counts attention in full; a backward kernel's recomputed matmuls, positive).
+    kernel_gap: float = 0.0
 
     @property
     def model(self) -> float:
-        return self.total - self.recomputed - self.dispatch
+        return self.total - self.recomputed - self.dispatch - self.kernel_gap
 
 
 def _array(shape: object) -> ArrayShape | None:
@@ -143,41 +147,36 @@ def _conv_flops(module: HloModule, ins: HloInstruction) -> float | None:
     return 2.0 * out.size * per_output * work / positions
 
 
-_KERNEL_FLOPS_RE = re.compile(r'"cost_estimate"\s*:\s*\{[^}]*?"flops"\s*:\s*"?(\d+)')
-
-
-def kernel_flops(ins: HloInstruction) -> float | None:
-    """The flops a kernel's author declared for a ``custom-call`` (a Pallas TPU kernel's
-    ``cost_estimate``, which the compiler's own cost model takes as is), else ``None``."""
-    if ins.opcode != "custom-call" or "cost_estimate" not in ins.body:
-        return None
-    m = _KERNEL_FLOPS_RE.search(ins.body)
-    return float(m.group(1)) if m else None
-
-
-def instruction_flops(module: HloModule, ins: HloInstruction) -> float | None:
-    """Flops of one ``dot`` or ``convolution``, or of a kernel that declares its own
-    (``None`` for any other op, or a shape that cannot be read)."""
+def instruction_flops(
+    module: HloModule, ins: HloInstruction, kernels: KernelTable | None = None
+) -> float | None:
+    """Flops of one ``dot`` or ``convolution``, or of a kernel as declared or counted
+    (``kernels``: the counts made at trace time), ``None`` for any other op, a shape that
+    cannot be read, or a kernel that could not be counted."""
     if ins.opcode == "dot":
         return _dot_flops(module, ins)
     if ins.opcode == "convolution":
         return _conv_flops(module, ins)
-    if ins.opcode == "custom-call":
-        return kernel_flops(ins)
+    if is_kernel(ins) or declared_flops(ins) is not None:
+        return count_of(module, ins, kernels).flops
     return None
 
 
 def matmul_flops(
-    module: HloModule, runs: Mapping[str, int], lower_bound: bool = False
+    module: HloModule,
+    runs: Mapping[str, int],
+    lower_bound: bool = False,
+    kernels: KernelTable | None = None,
 ) -> MatmulFlops:
     """Every matmul's flops times the runs of its computation (``runs`` from
     :func:`shardviz.capture.hlo.loops.computation_runs`); ``lower_bound`` when a loop's
-    count is unknown."""
-    total = recomputed = dispatch = 0.0
+    count is unknown; ``kernels``: the kernels' counts made at trace time."""
+    total = recomputed = dispatch = gap = 0.0
     for ins in module.instructions():
         if ins.opcode not in ("dot", "convolution", "custom-call"):
             continue
-        flops = instruction_flops(module, ins)
+        kernel = count_of(module, ins, kernels) if ins.opcode == "custom-call" else None
+        flops = kernel.flops if kernel is not None else instruction_flops(module, ins)
         if flops is None:
             continue
         n = runs.get(ins.computation, 1)
@@ -188,4 +187,6 @@ def matmul_flops(
             dispatch += flops * n
         elif REMAT_MARK in name:
             recomputed += flops * n
-    return MatmulFlops(total, recomputed, lower_bound, dispatch)
+        elif kernel is not None and kernel.model_flops is not None:
+            gap += (flops - kernel.model_flops) * n
+    return MatmulFlops(total, recomputed, lower_bound, dispatch, gap)

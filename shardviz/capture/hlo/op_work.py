@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from shardviz.capture.hlo.collectives import collective_parts, done_of
+from shardviz.capture.hlo.kernels import KernelTable
 from shardviz.capture.hlo.matmuls import instruction_flops
 from shardviz.capture.hlo.text import (
     ArrayShape,
@@ -84,8 +85,9 @@ def _bytes_in(leaves: tuple[ArrayShape, ...], space: int) -> int:
 class _Reader:
     """Per-module memo of what each computation holds (flops, collective parts)."""
 
-    def __init__(self, module: HloModule) -> None:
+    def __init__(self, module: HloModule, kernels: KernelTable | None = None) -> None:
         self.module = module
+        self.kernels = kernels
         parts = collective_parts(module)
         self.part_of = {n: ledger for ledger, names in parts.items() for n in names}
         self._flops: dict[str, float] = {}
@@ -93,7 +95,7 @@ class _Reader:
 
     def flops(self, ins: HloInstruction) -> float:
         """Matmul flops of ``ins`` and of every computation it calls (not control ops)."""
-        own = instruction_flops(self.module, ins) or 0.0
+        own = instruction_flops(self.module, ins, self.kernels) or 0.0
         if ins.opcode in _CONTROL:
             return own
         return own + sum(self._computation_flops(c) for c in ins.called_computations)
@@ -216,13 +218,16 @@ def _through_bitcasts(module: HloModule, name: str) -> list[tuple[HloInstruction
     return out
 
 
-def op_work(module: HloModule, runs: Mapping[str, int]) -> tuple[OpWork, ...]:
+def op_work(
+    module: HloModule, runs: Mapping[str, int], kernels: KernelTable | None = None
+) -> tuple[OpWork, ...]:
     """Every op the device runs per step (``runs``: each computation's runs per step, from
-    :func:`shardviz.capture.hlo.loops.computation_runs`), in schedule order, with the
+    :func:`shardviz.capture.hlo.loops.computation_runs`; ``kernels``: the kernels' counts
+    made at trace time, see :mod:`.kernels`), in schedule order, with the
     transfers in flight around it. Collectives are not listed (their time is the ledger's);
     an op holding both a collective and matmuls (a TPU collective matmul) is listed for its
     matmuls."""
-    reader = _Reader(module)
+    reader = _Reader(module, kernels)
     out: list[OpWork] = []
     for comp in schedule_computations(module):
         n = runs.get(comp.name, 1)
