@@ -110,7 +110,7 @@ def refuse_hidden_arrays(args: tuple, kwargs: dict) -> None:
             continue
         fields = _hidden(x)
         if fields:
-            where = _argument_name(path)
+            where = argument_name(path)
             raise ShardvizError(
                 problem(
                     where,
@@ -131,7 +131,7 @@ def refuse_deleted(args: tuple, kwargs: dict) -> None:
         if isinstance(x, jax.Array) and x.is_deleted():
             raise ShardvizError(
                 problem(
-                    _argument_name(path),
+                    argument_name(path),
                     f"the {x.dtype}{list(x.shape)} array was deleted: donated to an earlier "
                     "jitted call (donate_argnums) or .delete()d, so its buffer is gone",
                     "pass a live array: the one the donating call returned, or a copy made "
@@ -140,7 +140,7 @@ def refuse_deleted(args: tuple, kwargs: dict) -> None:
             )
 
 
-def _argument_name(path: tuple) -> str:
+def argument_name(path: tuple) -> str:
     """``argument 0.params['w']`` or ``keyword argument 'x'`` from a key path into
     ``(args, kwargs)``."""
     head, rest = path[0], path[1:]

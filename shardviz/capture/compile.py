@@ -108,6 +108,7 @@ class EarlyResults:
 class Compiled:
     """A compiled program and the texts shardviz reads from it."""
 
+    #: ``None`` for a program jax had compiled already (:func:`read_compiled`).
     lowered: Any
     compiled: Any
     hlo_text: str
@@ -154,6 +155,9 @@ def lower_and_compile(
 ) -> Compiled:
     """``jitted.lower(*args, **kwargs).compile()`` with the propagation dump captured.
 
+    ``jitted`` may also be a stage a framework made, a ``jax.stages.Traced`` or ``Lowered``:
+    it is compiled again here, with the dump options (see :func:`_traced_and_lowered`).
+
     While the compiler runs, a thread reads its dumps as they come (see :mod:`.dump_watch`):
     the TPU's final module is parsed, and ``early(lowered)`` may give more work; the results
     are kept in :attr:`Compiled.early`.
@@ -175,9 +179,7 @@ def _lower_and_compile(
 ) -> Compiled:
     t0 = time.perf_counter()
     try:
-        # Traced first where jax allows it: the jaxpr shows the remat policies' offloads.
-        traced = jitted.trace(*args, **kwargs) if hasattr(jitted, "trace") else None
-        lowered = traced.lower() if traced is not None else jitted.lower(*args, **kwargs)
+        traced, lowered = _traced_and_lowered(jitted, args, kwargs)
     except Exception as err:  # tracing runs user code: anything can come out of it
         raise CompileError(
             problem(
@@ -187,6 +189,8 @@ def _lower_and_compile(
                 "argument shapes and any sharding constraints inside it",
             )
         ) from err
+    # The traced program (None when unreachable: a Lowered given as it is keeps no jaxpr).
+    closed_jaxpr = traced.jaxpr if traced is not None else None
     t1 = time.perf_counter()
     with dump_folder() as dump:
         work = (early(lowered) if early is not None else None) or EarlyWork()
@@ -239,9 +243,44 @@ def _lower_and_compile(
         early=EarlyResults(shardings=done.get("shardings"), final=final_result),
         compiler_log=log.text,
         before_optimizations=before,
-        policies=policy_facts(traced.jaxpr.jaxpr) if traced is not None else PolicyFacts(),
+        policies=policy_facts(closed_jaxpr.jaxpr) if closed_jaxpr is not None else PolicyFacts(),
         _module=module if final else None,
         **texts,
+    )
+
+
+def _traced_and_lowered(jitted: Any, args: tuple, kwargs: dict) -> tuple[Any, Any]:
+    """The traced program (``None`` where jax cannot give it) and the lowered one.
+
+    ``jitted`` is a jitted function (traced on ``args`` first where jax allows it: the jaxpr
+    shows the remat policies' offloads), or a stage a framework made: a ``jax.stages.Traced``
+    (lowered here) or ``Lowered`` (as it is; ``args`` unused).
+    """
+    if isinstance(jitted, jax.stages.Lowered):
+        return None, jitted
+    if isinstance(jitted, jax.stages.Traced):
+        return jitted, jitted.lower()
+    traced = jitted.trace(*args, **kwargs) if hasattr(jitted, "trace") else None
+    return traced, traced.lower() if traced is not None else jitted.lower(*args, **kwargs)
+
+
+def read_compiled(compiled: Any) -> Compiled:
+    """A program jax compiled already (a ``jax.stages.Compiled``), read as it is.
+
+    A Compiled keeps no link to its Lowered (jax 0.10: its executable holds the final
+    module only), and compiling is where the dumps are written, so what comes only from them
+    is missing: the propagation dump (intermediate shardings, the collectives' reasons, the
+    global cost), the partitioned module and buffer assignment (TPU/GPU), the compiler's log
+    and the module before optimizations. The final module, ``memory_analysis`` and
+    ``cost_analysis`` are the program's own. No jaxpr either (no remat policies read).
+    """
+    return Compiled(
+        lowered=None,
+        compiled=compiled,
+        hlo_text=compiled.as_text() or "",
+        propagated_text="",
+        lower_seconds=0.0,
+        compile_seconds=0.0,
     )
 
 

@@ -43,6 +43,7 @@ from shardviz.capture.compile import (
     lower_and_compile,
     platform_of,
     program_devices,
+    read_compiled,
     text_cost,
 )
 from shardviz.capture.hlo.compiler_log import FullRemat, full_rematerializations
@@ -60,6 +61,7 @@ from shardviz.capture.run import (
     profile_trace,
     run_steps,
 )
+from shardviz.capture.stages import StageProgram, jax_stage
 from shardviz.capture.step_cost import program_cost
 from shardviz.capture.topology import topology_of
 from shardviz.capture.user_names import caller_namespace, leaf_expressions, mesh_name
@@ -68,6 +70,7 @@ from shardviz.explainer.cache import PROGRAMS, program_key, remember_program
 from shardviz.explainer.detector_inputs import facts_for, with_trips
 from shardviz.explainer.fix_check import (
     FixTrial,
+    Tried,
     outcome,
     tried_with,
     untried_findings,
@@ -185,6 +188,7 @@ def _early_reading(lowered: Any, entry: Entry | None = None) -> EarlyWork | None
 
 
 def _outputs(lowered: Any, compiled: Any) -> TreeLayout:
+    lowered = lowered if lowered is not None else compiled  # a Compiled given alone
     infos = jax.tree.leaves(lowered.out_info)
     shardings = jax.tree.leaves(compiled.output_shardings)
     if len(infos) != len(shardings):
@@ -267,6 +271,8 @@ def _fix_trier(
     (compile-only). The arguments are kept abstract, placed as ``comp`` was compiled for
     them: a kept trial holds none of the caller's arrays, and a program explained again
     with other arrays of the same shapes tries its fixes the same way."""
+    if isinstance(fn, StageProgram):
+        return _untried(fn)
     args, kwargs = abstract_placed(comp.compiled, args, dict(kwargs or {}))
 
     def compile_and_read(new_fn: Any, new_args: tuple) -> tuple[Compiled, Report, Facts]:
@@ -275,6 +281,16 @@ def _fix_trier(
         return new, rep, facts_for(rep, new.compiler_log, new.propagated_text, ids)
 
     return tried_with(fn, args, compile_and_read)
+
+
+def _untried(stage: StageProgram):
+    """How a stage's fixes are tried: they are not (a fix changes the function or its
+    arguments' shardings, and a stage has them compiled in)."""
+    why = (
+        f"not tried: {stage.where} has its function and shardings compiled in; explain the "
+        "step function itself to try fixes"
+    )
+    return lambda fix: Tried(None, None, error=why)
 
 
 def _targeted(
@@ -346,6 +362,8 @@ def compile_program(fn: Any, args: tuple, jit_kwargs: dict, kwargs: dict | None 
     The result also says how to call the program (a :class:`~shardviz.capture.calls.CallPlan`:
     static arguments left out, non-array leaves closed over, which inputs are donated).
     """
+    if isinstance(fn, StageProgram):
+        return _compile_stage(fn)
     name = function_name(fn)
     kwargs = kwargs or {}
     try:
@@ -365,6 +383,26 @@ def compile_program(fn: Any, args: tuple, jit_kwargs: dict, kwargs: dict | None 
     )
 
 
+def _compile_stage(stage: StageProgram) -> Program:
+    """A stage a framework made, compiled here with the dumps (a Traced or Lowered), or read
+    as it is (a Compiled: see :func:`~shardviz.capture.compile.read_compiled`)."""
+    if stage.kind == "Compiled":
+        comp = read_compiled(stage.stage)
+    else:
+        early = functools.partial(_early_reading, entry=stage.entry)
+        comp = lower_and_compile(stage.stage, (), {}, stage.__name__, early=early)
+    plan = CallPlan(donated=stage.donated())
+    return Program(**{f.name: getattr(comp, f.name) for f in fields(comp) if f.init}, plan=plan)
+
+
+def _stage_arguments(stage: StageProgram, comp: Compiled) -> tuple:
+    """A stage's positional arguments as ``ShapeDtypeStruct`` objects placed as the compiled
+    program takes them (what the report lists)."""
+    args, kwargs = stage.abstract()
+    placed, _ = abstract_placed(comp.compiled, args, kwargs)
+    return placed
+
+
 def _remat_note(r: FullRemat) -> str:
     what = f"{r.op_name!r} (HLO %{r.instruction})" if r.op_name else f"HLO %{r.instruction}"
     return (
@@ -382,6 +420,8 @@ def analyse_program(fn: Any, args: tuple, comp: Compiled) -> Report:
     the next program compiles.
     """
     name = function_name(fn)
+    if isinstance(fn, StageProgram):  # explained from what the stage holds
+        args = _stage_arguments(fn, comp)
     # A program that reads none of its sharded arguments (the compiler drops them) still
     # runs on their mesh: it is never "one device" when its arguments span a mesh.
     mesh = _mesh_of(comp.compiled) or _first_mesh(_argument_shardings(args))
@@ -420,6 +460,8 @@ def analyse_program(fn: Any, args: tuple, comp: Compiled) -> Report:
         intermediates = ()
         notes.append(f"no intermediate shardings: shardviz could not read the dump ({err})")
     entry = entry_of(fn)
+    if isinstance(fn, StageProgram):
+        notes.extend(fn.notes())
     notes.extend(_remat_note(r) for r in full_rematerializations(comp.compiler_log))
     collectives = _trim_sources(hlo.link_reshards(collectives, intermediates), entry)
     intermediates = _trim_sources(intermediates, entry)
@@ -532,7 +574,11 @@ Entry = tuple[str, frozenset[str]]
 
 def entry_of(fn: Any) -> Entry | None:
     """The frame ``fn`` (the function given to ``explain``) runs in, to start call chains at;
-    ``None`` when it has no code of its own (a ``functools.partial``, a callable object)."""
+    ``None`` when it has no code of its own (a ``functools.partial``, a callable object).
+    A stage's is the function it was traced from, by its file where jax says it and else by
+    its name alone (file ``""``)."""
+    if isinstance(fn, StageProgram):
+        return fn.entry
     code = getattr(user_function(fn), "__code__", None)
     if code is None:
         return None
@@ -566,7 +612,10 @@ def _trim(
 def _entry_index(frames: tuple[Frame, ...], entry: Entry) -> int | None:
     """Where the traced function's own frame is in ``frames`` (``None``: not there)."""
     file, names = entry
-    return next((i for i, f in enumerate(frames) if f.file == file and f.function in names), None)
+    return next(
+        (i for i, f in enumerate(frames) if (not file or f.file == file) and f.function in names),
+        None,
+    )
 
 
 def _trim_sources(items: tuple, entry: Entry | None = None) -> tuple:
@@ -633,9 +682,27 @@ def explain(
       traced and every other leaf static (its ``donate=`` is kept).
     - ``with jax.set_mesh(mesh):`` **around the call**: the program compiles under it, and the
       single-device check runs on a one-device mesh with the same axis names.
+    - **A step a framework jitted itself** (MaxText's ``train_compile``, Levanter, Flax NNX
+      trainers): pass what it holds, ``jax.jit(step).trace(*args)`` (a ``Traced``),
+      ``.lower(*args)`` (a ``Lowered``) or ``.compile()`` (a ``Compiled``), or their Flax NNX
+      twins (``nnx.jit(step).lower(...)``). The arguments' shapes and shardings are the
+      program's own (``args_info``, its input shardings) and nothing runs, as with
+      ``run=False``; pass the real arguments after it (``sv.explain(lowered, *args)``, its
+      static arguments left out, as the compiled program takes them) to run, time and check
+      it as usual. A Traced or Lowered is compiled again with shardviz's dump options (the
+      same program: its own shardings, donation and compiler options); a Traced also gives
+      its jaxpr (remat policies, kernels, and the single-device check). A Compiled keeps no
+      link to its Lowered in jax 0.10 and its dumps were never written, so it is read as it
+      is: the ledger, memory and per-device cost are its own, but there are no intermediate
+      shardings, reasons for collectives, global cost or (TPU/GPU) buffer assignment; the
+      report says so: explain the Lowered to have them. Fixes of a stage's findings are not
+      tried (its function and shardings are compiled in), and a Lowered or Compiled is
+      checked against one device only with ``reference=`` (it holds no function).
 
     Args:
-        fn: a function or an already-jitted one (``jax.jit`` or ``equinox.filter_jit``).
+        fn: a function or an already-jitted one (``jax.jit`` or ``equinox.filter_jit``), or
+            a jax stage of one (``Traced``, ``Lowered``, ``Compiled``; jit options cannot be
+            given with a stage).
         *args: its arguments: real arrays (placed with shardings) or ``jax.ShapeDtypeStruct``
             with shardings (then nothing can run; the report says so).
         run: run the compiled program: first run, then ``steps`` timed steps.
@@ -669,6 +736,29 @@ def explain(
     return report
 
 
+def _stage_of(fn: Any, jit_kwargs: dict) -> StageProgram | None:
+    """``fn`` as a :class:`~shardviz.capture.stages.StageProgram` when it is a jax stage
+    (``Traced``, ``Lowered``, ``Compiled``, or Flax NNX's), else ``None``.
+
+    Raises:
+        ShardvizError: jit options given with a stage (its own are compiled in).
+    """
+    if jax_stage(fn) is None:
+        return None
+    stage = StageProgram(fn)
+    if jit_kwargs:
+        raise ShardvizError(
+            problem(
+                f"explain({stage.where})",
+                f"jit options ({', '.join(sorted(jit_kwargs))}) cannot change a program "
+                "already traced: its shardings and donation are in it",
+                "pass them to jax.jit before tracing or lowering "
+                "(jax.jit(step, donate_argnums=0).lower(*args)), or explain the function",
+            )
+        )
+    return stage
+
+
 def _check_options(fn: Any, steps: Any, kwargs: Any) -> None:
     """Refuse what ``explain`` cannot use, naming it and the fix: a function that is not
     callable, ``steps`` that is not a whole number >= 1, ``kwargs`` that is not a dict of
@@ -677,8 +767,9 @@ def _check_options(fn: Any, steps: Any, kwargs: Any) -> None:
         raise ShardvizError(
             problem(
                 "explain",
-                f"the first argument {fn!r} is not a function",
-                "pass the function to explain first, then its arguments",
+                f"the first argument {fn!r} is not a function or a jax stage",
+                "pass the function to explain first, then its arguments; or what jax.jit "
+                "gives: jax.jit(step).lower(*args), its .trace(*args) or .compile()",
             )  # fmt: skip
         )
     if isinstance(steps, bool) or not isinstance(steps, numbers.Integral) or steps < 1:
@@ -715,10 +806,16 @@ def explain_run(
     **jit_kwargs: Any,
 ) -> tuple[Report, Any, Any]:
     """:func:`explain`, also returning the sharded outputs and the reference outputs (or None)."""
-    _check_options(fn, steps, kwargs)
+    stage = _stage_of(fn, jit_kwargs)
+    _check_options(stage or fn, steps, kwargs)
     kwargs = dict(kwargs or {})
     if run:
         refuse_deleted(args, kwargs)
+    given: tuple[tuple, dict] | None = None
+    if stage is not None:  # explained from what it holds; the arguments only run it
+        if args or kwargs:
+            given = stage.arguments(args, kwargs)
+        fn, args, kwargs = stage, (), {}
     key = program_key(fn, args, jit_kwargs, kwargs)
     if key in PROGRAMS:
         PROGRAMS.move_to_end(key)
@@ -738,6 +835,14 @@ def explain_run(
     notes: list[str] = list(base.notes)
     if base.deviceless:  # the status line says what it was compiled for
         return base, None, None
+    if stage is not None:
+        if given is None:
+            return _compile_only(
+                base,
+                f"compile-only: {stage.where} was explained without its arguments; "
+                f"{stage.how_to_run()}",
+            )
+        args, kwargs = given
     if _is_abstract((args, kwargs)):
         return _compile_only(
             base,
@@ -779,7 +884,12 @@ def explain_run(
         step_samples=tuple(samples),
     )
     chk, ref = None, None
-    if check:
+    if check and isinstance(fn, StageProgram) and fn.jaxpr is None and reference is None:
+        notes.append(
+            f"no single-device check: {fn.where} holds no function to run unsharded; pass "
+            "reference=<the step function> to check its outputs"
+        )
+    elif check:
         chk, why, ref = check_against_one_device(reference or fn, args, kwargs, arrays_only(raw))
         if why:
             notes.append(why)
