@@ -49,6 +49,11 @@ class Estimate(JsonMixin):
     count is unknown (a data-dependent ``while_loop``) it is counted once, ``lower_bound``
     names it, and every figure built on the cost is a lower bound.
 
+    Where a kernel's flops could not be counted (an opaque custom call that declares no cost
+    and whose body shardviz cannot read), ``uncounted`` names it, one sentence per kernel:
+    its flops and time are missing from every figure, the part that limits the step may be
+    another, and the step and MFU are then no bound (:attr:`not_a_bound` says so).
+
     A part whose input is unknown (no cost analysis) is ``None`` and left out of the bound.
     ``notes`` say what was assumed (global cost divided by devices, loops of unknown count,
     where CPU devices were placed on the target).
@@ -74,6 +79,10 @@ class Estimate(JsonMixin):
     #: Where the loops of unknown count are (``file:line`` or HLO name): then the flops,
     #: bytes and times are lower bounds.
     lower_bound: tuple[str, ...] = ()
+    #: One sentence per kernel whose flops could not be counted
+    #: (:meth:`~shardviz.model.kernels.KernelUse.describe`: ``3 calls of `splash_mha_fwd` not
+    #: counted: flops and time for them are missing``): then the estimate is not a bound.
+    uncounted: tuple[str, ...] = ()
     #: The step as the compiled schedule runs it (:mod:`shardviz.analysis.estimate.predict`): each
     #: op's own time (compute or HBM, whichever is longer) one after another, plus the
     #: communication and transfers the ops in flight beside them do not hide. A
@@ -101,6 +110,17 @@ class Estimate(JsonMixin):
         if self.hardware_flops is None or not self.peak_flops_per_second or step_seconds <= 0:
             return None
         return self.hardware_flops / (self.peak_flops_per_second * step_seconds)
+
+    @property
+    def bounded(self) -> bool:
+        """Whether the step and MFU are bounds: every kernel of the program was counted."""
+        return not self.uncounted
+
+    @property
+    def not_a_bound(self) -> str:
+        """``not a bound: 3 calls of `splash_mha_fwd` not counted: …`` (``""`` when every
+        kernel was counted)."""
+        return "not a bound: " + "; ".join(self.uncounted) if self.uncounted else ""
 
     @property
     def predicted_text(self) -> str:
@@ -131,11 +151,18 @@ class Estimate(JsonMixin):
 
     @property
     def summary(self) -> str:
-        """One line, labelled as an estimate."""
-        parts = [f"estimated step >= {format_seconds(self.step_seconds)} ({self.bound}-bound"]
+        """One line, labelled as an estimate (``>=`` and ``<=`` only where the figures are
+        bounds; where a kernel was not counted, it says so in their place)."""
+        at_least, at_most = (">= ", "<= ") if self.bounded else ("", "")
+        parts = [
+            f"estimated step {at_least}{format_seconds(self.step_seconds)} ({self.bound}-bound"
+        ]
         if self.mfu is not None:
-            parts[0] += f", MFU <= {format_percent(self.mfu)}"
+            parts[0] += f", MFU {at_most}{format_percent(self.mfu)}"
         parts[0] += ")"
+        if not self.bounded:
+            n = len(self.uncounted)
+            parts[0] += f", not a bound: {n} kernel{'s' if n != 1 else ''} not counted"
         if self.predicted_seconds is not None:
             parts.append(f"predicted {format_seconds(self.predicted_seconds)}")
         parts.append(self.fit_text)
@@ -158,5 +185,6 @@ class Estimate(JsonMixin):
                 + ", ".join(self.lower_bound)
                 + ")"
             )
+        lines += [f"  not a bound: {k}" for k in self.uncounted]
         lines += [f"  note: {n}" for n in self.notes]
         return "\n".join(lines)

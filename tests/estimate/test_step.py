@@ -174,6 +174,26 @@ class TestMfu:
         est, _ = estimate_report(report(cost=self.cost(1.0, 1.0, (known,))), "v5e")
         assert est.lower_bound == ()
 
+    def test_a_kernel_not_counted_is_named_and_the_estimate_is_not_a_bound(self):
+        from shardviz.model import KernelUse
+
+        counted = KernelUse("splash_mha_fwd", "tpu_custom_call", 2, 4.1e12, 4.1e12, "counted")
+        missing = KernelUse("splash_mha_bwd", "tpu_custom_call", 3, None, None, "not counted")
+        cost = dataclasses.replace(self.cost(V5E_PEAK, V5E_PEAK), kernels=(counted, missing))
+        est, _ = estimate_report(report(cost=cost), "v5e")
+        sentence = "3 calls of `splash_mha_bwd` not counted: flops and time for them are missing"
+        assert est.uncounted == (sentence,)
+        assert not est.bounded and est.not_a_bound == f"not a bound: {sentence}"
+        # No sign claims a bound; the summary and the text name the kernel.
+        assert ">=" not in est.summary and "<=" not in est.summary
+        assert "not a bound: 1 kernel not counted" in est.summary
+        assert f"  not a bound: {sentence}" in str(est).splitlines()
+        # Every kernel counted: a bound as before, nothing said.
+        cost = dataclasses.replace(cost, kernels=(counted,))
+        est, _ = estimate_report(report(cost=cost), "v5e")
+        assert est.uncounted == () and est.bounded and est.not_a_bound == ""
+        assert "estimated step >= " in est.summary and "not a bound" not in str(est)
+
     def test_small_mfus_keep_their_digits(self):
         est, _ = estimate_report(report(cost=self.cost(V5E_PEAK, 1e-4 * V5E_PEAK)), "v5e")
         assert "MFU <= 0.01%" in est.summary

@@ -184,6 +184,9 @@ def _estimate(
         notes.append("no matmul count: MFU from the compiler's flops (recomputation included)")
     mfu = model_flops / (peak * step) if model_flops is not None and step > 0 else None
     unknown = tuple(lp.where for lp in cost.unknown_loops) if cost is not None else ()
+    # A kernel whose flops are unknown is named, never left silently at zero: the step and
+    # MFU are then no bound.
+    uncounted = tuple(k.describe() for k in cost.uncounted_kernels) if cost is not None else ()
 
     predicted = predict_step(
         cost.ops if cost is not None else (), collectives, trip_counts, peak, hbm_bw,
@@ -214,6 +217,7 @@ def _estimate(
         hardware_flops=flops,
         peak_flops_per_second=peak,
         lower_bound=unknown,
+        uncounted=uncounted,
         predicted_seconds=predicted.seconds if predicted else None,
         predicted_exposed_seconds=predicted.exposed_seconds if predicted else None,
         predicted_exposed=predicted.exposed if predicted else (),
