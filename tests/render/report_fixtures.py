@@ -18,6 +18,7 @@ from shardviz.model import (
     Collective,
     Cost,
     Frame,
+    KernelUse,
     LeafBytes,
     MemoryReport,
     OpEvent,
@@ -702,6 +703,74 @@ def nasty_estimate_report() -> Report:
     )
 
 
+# --------------------------------------------------------------------------------------------
+# Kernels: one counted from its body, one shardviz could not count
+
+
+ATTENTION = src(TRAIN, (44, "train_step"), (31, "loss_fn"), (27, "attention"))
+
+
+def kernel_uses(
+    missing: str = "splash_mha_bwd", why: str = "its grid could not be read"
+) -> tuple[KernelUse, ...]:
+    """``splash_mha_fwd`` (2 calls a step) counted from its body, and ``missing`` (3 calls a
+    step) not counted."""
+    return (
+        KernelUse(
+            name="splash_mha_fwd",
+            target="tpu_custom_call",
+            calls=2,
+            flops=33_554_432.0,
+            model_flops=67_108_864.0,
+            how="counted",
+            why="blocks its mask computes",
+            added=33_554_432.0,
+            hbm_bytes=4 * MiB,
+            source=ATTENTION,
+        ),
+        KernelUse(
+            name=missing,
+            target="tpu_custom_call",
+            calls=3,
+            flops=None,
+            model_flops=None,
+            how="not counted",
+            why=why,
+            hbm_bytes=6 * MiB,
+            source=ATTENTION,
+        ),
+    )
+
+
+def kernels_report(
+    missing: str = "splash_mha_bwd", why: str = "its grid could not be read"
+) -> Report:
+    """The data-parallel step with two attention kernels (:func:`kernel_uses`): one counted
+    (its flops in the cost), one not."""
+    r = dp_report()
+    assert r.cost is not None
+    cost = dataclasses.replace(
+        r.cost,
+        flops_per_device=(r.cost.flops_per_device or 0.0) + 33_554_432.0,
+        kernels=kernel_uses(missing, why),
+    )
+    return dataclasses.replace(r, cost=cost)
+
+
+def kernels_v5e_report() -> Report:
+    """:func:`kernels_report` estimated as if on a TPU v5e 2x4: not a bound."""
+    from shardviz.analysis.estimate.step import with_estimate
+
+    return with_estimate(kernels_report(), "v5e")
+
+
+def nasty_kernels_report() -> Report:
+    """A kernel not counted whose name and reason are hostile strings, estimated on v5e."""
+    from shardviz.analysis.estimate.step import with_estimate
+
+    return with_estimate(kernels_report(f"k{NASTY}{QUOTES}", f"why {NASTY} {QUOTES}"), "v5e")
+
+
 #: Every golden fixture by name (tests/golden/report_<name>.txt).
 REPORTS = {
     "dp": dp_report,
@@ -714,7 +783,8 @@ REPORTS = {
     "fsdp_h100": fsdp_h100_report,
     "deviceless_v5e": deviceless_v5e_report,
     "timeline": timeline_report,
+    "kernels_v5e": kernels_v5e_report,
 }
 
 #: The fixtures above with an estimate.
-ESTIMATED = ("dp_v5e", "fsdp_h100", "deviceless_v5e")
+ESTIMATED = ("dp_v5e", "fsdp_h100", "deviceless_v5e", "kernels_v5e")

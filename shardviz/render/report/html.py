@@ -455,7 +455,11 @@ def _stats(v: ReportView) -> str:
         tiles.append(("—", "step time: not measured", ""))
     e = v.estimate
     if e is not None:
-        tiles.append((f"≥ {e.step}", f"estimated step, {e.bound}-bound (a lower bound)", "sv-est"))
+        what = "a lower bound" if e.bounded else "not a bound: a kernel was not counted"
+        tiles.append(
+            (e.at_least if e.bounded else e.step, f"estimated step, {e.bound}-bound ({what})",
+             "sv-est" if e.bounded else "sv-est sv-bad")
+        )  # fmt: skip
     c = v.check
     if c.checked:
         tiles.append(
@@ -909,12 +913,15 @@ def _by_leaf(m: MemorySection) -> list[str]:
 def _estimate(e: EstimateSection) -> list[str]:
     fits = e.fits
     attrs = f' data-fits="{int(fits)}"' if fits is not None else ""
+    attrs += "" if e.bounded else ' data-bounded="0"'
     out = [
         f'<section class="sv-estimate" data-target="{esc(e.target)}" data-bound="{esc(e.bound)}"'
         f"{attrs}><h4>Estimate on {esc(e.target)}<span class='sv-estword'>estimate</span>"
-        f'<span class="sv-dim">{ESTIMATE_WORDS}: from the compiler\'s figures and the '
+        f'<span class="sv-dim">{esc(e.words)}: from the compiler\'s figures and the '
         "target's published peak rates</span></h4>"
     ]
+    if not e.bounded:
+        out.append(f'<div class="sv-notes sv-uncounted">{esc(e.not_a_bound)}</div>')
     rows = []
     for r in e.rows:
         value = esc(r.value)
@@ -981,6 +988,17 @@ def _cost(c: CostSection) -> list[str]:
             f'<tr data-row="{esc(name)}"><td>{esc(name)}</td><td class="sv-r">{esc(value)}</td>'
             f'<td class="sv-dim">{esc(meaning)}</td></tr>'
             for name, value, meaning in c.more
+        )
+        out.append("</table>")
+    if c.kernels:
+        out.append(f'<div class="sv-note">{esc(c.kernels_heading)}</div>')
+        out.append('<table class="sv-t sv-kernels">')
+        out.extend(
+            f'<tr class="sv-kernel{"" if k.counted else " sv-kernel-missing"}" '
+            f'data-kernel="{esc(k.name)}" data-how="{esc(k.how)}" data-counted="{int(k.counted)}"'
+            f'><td><code>{esc(k.name)}</code></td><td class="sv-r">{esc(k.flops)}</td>'
+            f'<td class="sv-dim">{esc(k.meaning)}</td></tr>'
+            for k in c.kernels
         )
         out.append("</table>")
     return out

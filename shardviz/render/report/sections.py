@@ -21,9 +21,11 @@ from shardviz.render.report.view import (
     MAX_OPS,
     AxesGroup,
     EstimateRow,
+    KernelRow,
     KindTotal,
     LedgerRow,
     assignment_str,
+    at_least_str,
     axes_groups,
     check_word,
     compiler_peak_str,
@@ -31,6 +33,7 @@ from shardviz.render.report.view import (
     estimate_notes,
     estimate_rows,
     estimate_title,
+    estimate_words,
     folded_intermediates,
     format_diff,
     format_float_bytes,
@@ -40,6 +43,7 @@ from shardviz.render.report.view import (
     host_spread,
     hosts_headline,
     in_loops,
+    kernel_rows,
     kind_totals,
     layout_hint,
     ledger_headline,
@@ -60,6 +64,7 @@ from shardviz.render.report.view import (
     status_line,
     sum_rule_str,
     target_line,
+    uncounted_words,
     value_str,
 )
 
@@ -488,6 +493,23 @@ class CostSection:
     intensity: str
     #: ``(figure, value, meaning)``: model flops, remat, loops, the lower-bound warning.
     more: tuple[tuple[str, str, str], ...]
+    #: The program's kernels (Pallas/Mosaic, Triton, other custom calls), counted or not.
+    kernels: tuple[KernelRow, ...] = ()
+    #: One sentence naming each kernel whose flops are missing (``""`` when none is): the
+    #: flops above, and every time built on them, leave its work out.
+    uncounted: str = ""
+
+    @property
+    def kernels_heading(self) -> str:
+        """``kernels per device per step (their flops are in the figures above)``, or, when
+        some is not counted, that the figures leave its work out."""
+        missing = sum(not k.counted for k in self.kernels)
+        if not missing:
+            return "kernels per device per step (their flops are in the figures above)"
+        return (
+            f"kernels per device per step ({missing} not counted: the figures above leave "
+            f"{'their' if missing != 1 else 'its'} work out)"
+        )
 
 
 def cost_section(report: Report) -> CostSection:
@@ -510,7 +532,10 @@ def cost_section(report: Report) -> CostSection:
         if c.flops_per_device and c.bytes_accessed_per_device
         else ""
     )
-    return CostSection(True, one, *figures, intensity, tuple(cost_rows(c)))
+    return CostSection(
+        True, one, *figures, intensity, tuple(cost_rows(c)), tuple(kernel_rows(c)),
+        uncounted_words(c),
+    )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -531,6 +556,18 @@ class EstimateSection:
     #: ``fits: 6.3 MiB of 16 GiB per device · 16 GiB headroom``.
     hbm_text: str
     step: str
+    #: The step as a bound (``≥ 144 µs``; ``144 µs (not a bound)`` where a kernel was not
+    #: counted) and what the estimate is (:func:`~.view.estimate_words`).
+    at_least: str = ""
+    words: str = ""
+    #: ``not a bound: 3 calls of `splash_mha_fwd` not counted: …`` (``""`` when every kernel
+    #: was counted: then the step and MFU are bounds).
+    not_a_bound: str = ""
+
+    @property
+    def bounded(self) -> bool:
+        """Whether the step and MFU are bounds (every kernel counted)."""
+        return not self.not_a_bound
 
 
 def estimate_section(report: Report) -> EstimateSection | None:
@@ -550,6 +587,9 @@ def estimate_section(report: Report) -> EstimateSection | None:
         hbm=format_bytes(e.hbm_bytes),
         hbm_text=hbm_str(e),
         step=format_seconds(e.step_seconds),
+        at_least=at_least_str(e),
+        words=estimate_words(e),
+        not_a_bound=e.not_a_bound,
     )
 
 

@@ -204,6 +204,10 @@ def _cost_lines(c: CostSection) -> list[str]:
     if c.intensity:
         lines.append(f"  intensity       {c.intensity} FLOP per byte accessed")
     lines.extend(f"  {name.ljust(14)}  {value} · {meaning}" for name, value, meaning in c.more)
+    if c.kernels:
+        lines.append(f"  {c.kernels_heading}:")
+        width = max(len(k.name) for k in c.kernels)
+        lines.extend(f"    {k.name.ljust(width)}  {k.flops} · {k.meaning}" for k in c.kernels)
     return lines
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from shardviz.model.array import ArrayLayout
 from shardviz.model.estimate import Estimate
 from shardviz.model.findings import ledger_refs
+from shardviz.model.kernels import KernelUse, uncounted_line
 from shardviz.model.program import (
     COLLECTIVE_KINDS,
     CPU_PEAK,
@@ -27,7 +28,13 @@ from shardviz.model.program import (
     ShardingOf,
     Source,
 )
-from shardviz.model.units import format_bytes, format_flops, format_percent, format_seconds
+from shardviz.model.units import (
+    format_bytes,
+    format_count,
+    format_flops,
+    format_percent,
+    format_seconds,
+)
 from shardviz.render.geometry import device_runs, mesh_summary
 
 #: The TPU compiler's memory spaces, as its memory-usage report names them.
@@ -184,6 +191,70 @@ def cost_rows(cost: Cost) -> list[tuple[str, str, str]]:
             )
         )
     return rows
+
+
+#: How a kernel's flops were found, in words (:data:`~shardviz.model.kernels.KERNEL_HOWS`).
+KERNEL_HOW_WORDS = {
+    "declared": "declared by the kernel's author (the compiler's cost model counts it too)",
+    "counted": "counted from the kernel",
+    "bounded": "counted from the kernel, every grid step (an upper bound: a condition in it "
+    "could not be read)",
+    "not counted": "not counted",
+}
+
+
+@dataclass(frozen=True)
+class KernelRow:
+    """One kernel of the program in words, computed once: ``name``, its ``flops`` per step
+    (``not counted`` when unknown) and what they mean (``3 calls of `splash_mha_fwd` per
+    step: counted from the kernel (blocks its mask computes)``)."""
+
+    name: str
+    target: str
+    how: str
+    counted: bool
+    flops: str
+    meaning: str
+    #: The user's line that called it, else ``""``.
+    where: str
+
+
+def kernel_meaning(k: KernelUse) -> str:
+    """What a kernel's row says: its calls per step and how its flops were found, or, when
+    they were not, :meth:`~shardviz.model.kernels.KernelUse.describe`'s sentence."""
+    if not k.counted:
+        return k.describe()
+    calls = f"{format_count(k.calls)} call{'s' if k.calls != 1 else ''}"
+    why = f" ({k.why})" if k.why else ""
+    text = f"{calls} of `{k.name}` per step: {KERNEL_HOW_WORDS.get(k.how, k.how)}{why}"
+    if k.model_flops is not None and k.model_flops != k.flops:
+        text += f"; model flops {format_flops(k.model_flops)}"
+    if k.added:
+        text += f"; {format_flops(k.added)} added to the compiler's count"
+    return text
+
+
+def kernel_rows(cost: Cost) -> list[KernelRow]:
+    """Each kernel of the program, counted or not, in the cost's order (every view shows
+    these rows where the flops are broken down)."""
+    return [
+        KernelRow(
+            name=k.name,
+            target=k.target,
+            how=k.how,
+            counted=k.counted,
+            flops=format_flops(k.flops) if k.counted else "not counted",
+            meaning=kernel_meaning(k),
+            where=k.where,
+        )
+        for k in cost.kernels
+    ]
+
+
+def uncounted_words(cost: Cost | None) -> str:
+    """``3 calls of `splash_mha_fwd` not counted: flops and time for them are missing``, one
+    sentence per kernel whose flops are unknown, or ``""`` when every kernel was counted."""
+    return uncounted_line(cost.kernels) if cost is not None else ""
 
 
 def no_source_words(what: str = "collective") -> str:
@@ -759,6 +830,30 @@ def status_line(report: Report) -> str:
 ESTIMATE_WORDS = "a lower bound, not a measurement"
 
 
+def estimate_words(e: Estimate) -> str:
+    """What an estimate is: :data:`ESTIMATE_WORDS`, or, where a kernel was not counted,
+    ``not a bound: 1 kernel not counted; not a measurement``."""
+    if e.bounded:
+        return ESTIMATE_WORDS
+    n = len(e.uncounted)
+    return f"not a bound: {n} kernel{'s' if n != 1 else ''} not counted; not a measurement"
+
+
+def at_least_str(e: Estimate) -> str:
+    """The step as a bound: ``≥ 144 µs``, or ``144 µs (not a bound)`` where a kernel was not
+    counted."""
+    step = format_seconds(e.step_seconds)
+    return f"≥ {step}" if e.bounded else f"{step} (not a bound)"
+
+
+def at_most_str(e: Estimate, fraction: float | None) -> str:
+    """A utilisation the bound allows: ``≤ 45.5%``, or ``45.5% (not a bound)`` where a kernel
+    was not counted (``unknown`` for ``None``)."""
+    if fraction is None:
+        return format_mfu(None)
+    return f"≤ {format_mfu(fraction)}" if e.bounded else f"{format_mfu(fraction)} (not a bound)"
+
+
 def target_line(report: Report) -> str | None:
     """What the report's estimates describe: on CPU devices ``estimated as if this mesh were
     TPU v5e 2x4 (…)``; on real devices ``target: …`` (``None`` without a target, and for a
@@ -775,10 +870,11 @@ def target_line(report: Report) -> str | None:
 
 
 def estimate_title(report: Report) -> str:
-    """``Estimate on TPU v5e 2x4 (8 chips, 2 hosts) (a lower bound, not a measurement)``."""
+    """``Estimate on TPU v5e 2x4 (8 chips, 2 hosts) (a lower bound, not a measurement)``
+    (:func:`estimate_words`: not a bound where a kernel was not counted)."""
     e = report.estimate
     assert e is not None
-    return f"Estimate on {e.target} ({ESTIMATE_WORDS})"
+    return f"Estimate on {e.target} ({estimate_words(e)})"
 
 
 def format_mfu(mfu: float | None) -> str:
@@ -801,8 +897,9 @@ def estimate_seconds_str(s: float | None) -> str:
 
 
 def step_bound_str(e: Estimate) -> str:
-    """``≥ 144 µs, communication-bound``."""
-    return f"≥ {format_seconds(e.step_seconds)}, {e.bound}-bound"
+    """``≥ 144 µs, communication-bound`` (``144 µs (not a bound), …`` where a kernel was not
+    counted)."""
+    return f"{at_least_str(e)}, {e.bound}-bound"
 
 
 def headroom_str(e: Estimate) -> str:
@@ -840,11 +937,16 @@ PREDICTED_MEANING = (
 )
 
 
+#: Added to the meaning of every figure the uncounted kernels' flops are missing from.
+UNCOUNTED_TIME = "; without the uncounted kernels' flops and time (see kernels)"
+
+
 def predicted_rows(e: Estimate) -> list[EstimateRow]:
     """The predicted step and its largest exposed transfers (none without a schedule)."""
     if e.predicted_seconds is None:
         return []
     low = " (a lower bound: a loop's count is unknown)" if e.lower_bound else ""
+    low += UNCOUNTED_TIME if not e.bounded else ""
     exposed = ", ".join(f"{n} {format_seconds(t)}" for n, t in e.predicted_exposed[:3])
     meaning = PREDICTED_MEANING + low + (f"; most exposed: {exposed}" if exposed else "")
     return [EstimateRow("predicted", "predicted step", e.predicted_text, meaning)]
@@ -852,18 +954,20 @@ def predicted_rows(e: Estimate) -> list[EstimateRow]:
 
 def estimate_rows(e: Estimate, measured: float | None = None) -> list[EstimateRow]:
     """The step, its three parts, the MFU and HFU that bound allows, the MFU at the measured
-    step (``measured``: seconds of a real TPU/GPU step), the loops of unknown count and the
-    HBM line."""
+    step (``measured``: seconds of a real TPU/GPU step), the loops of unknown count, the
+    kernels not counted (then the step and MFU are no bound) and the HBM line."""
     low = " (a lower bound: a loop's count is unknown)" if e.lower_bound else ""
+    missing = "" if e.bounded else UNCOUNTED_TIME
     rows = [
         EstimateRow(
-            "step", "step", f"≥ {format_seconds(e.step_seconds)}",
-            f"{e.bound}-bound: the slowest part, if the others overlapped with it perfectly",
+            "step", "step", at_least_str(e),
+            f"{e.bound}-bound: the slowest part, if the others overlapped with it perfectly"
+            + missing,
         ),
         *predicted_rows(e),
         EstimateRow(
             "compute", "compute", estimate_seconds_str(e.compute_seconds),
-            f"flops per device per step / peak bf16 FLOP/s{low}"
+            f"flops per device per step / peak bf16 FLOP/s{low}{missing}"
             if e.compute_seconds is not None else "no flop count from the compiler",
         ),
         EstimateRow(
@@ -875,13 +979,13 @@ def estimate_rows(e: Estimate, measured: float | None = None) -> list[EstimateRo
             "communication", "collectives", format_seconds(e.collective_seconds),
             "the ledger's estimated times, each times its runs per step, added up",
         ),
-        EstimateRow("mfu", "MFU", f"≤ {format_mfu(e.mfu)}", MFU_MEANING),
+        EstimateRow("mfu", "MFU", at_most_str(e, e.mfu), MFU_MEANING + missing),
     ]  # fmt: skip
     if e.hfu is not None:
         rows.append(
             EstimateRow(
-                "hfu", "HFU", f"≤ {format_mfu(e.hfu)}",
-                "hardware flops (every op, recomputation included) / (peak x step)",
+                "hfu", "HFU", at_most_str(e, e.hfu),
+                "hardware flops (every op, recomputation included) / (peak x step)" + missing,
             )
         )  # fmt: skip
     measured_mfu = e.mfu_at(measured) if measured is not None else None
@@ -889,7 +993,8 @@ def estimate_rows(e: Estimate, measured: float | None = None) -> list[EstimateRo
         rows.append(
             EstimateRow(
                 "measured-mfu", "measured MFU", format_mfu(measured_mfu),
-                f"model flops / (peak x the measured step, {format_seconds(measured)})",
+                f"model flops / (peak x the measured step, {format_seconds(measured)})"
+                + missing,
             )
         )  # fmt: skip
     if e.host_seconds is not None:
@@ -901,6 +1006,8 @@ def estimate_rows(e: Estimate, measured: float | None = None) -> list[EstimateRo
                 "counted once, count unknown: " + ", ".join(e.lower_bound),
             )
         )  # fmt: skip
+    if not e.bounded:
+        rows.append(EstimateRow("kernels", "kernels", "not a bound", "; ".join(e.uncounted)))
     rows.append(
         EstimateRow("hbm", "HBM", e.fit_text,
                     f"{headroom_str(e)} per device" if headroom_str(e) else "")
