@@ -318,6 +318,42 @@ def comparison_small_hbm() -> Comparison:
     return dataclasses.replace(c, results=(on_target(single, hw), on_target(fsdp, hw), tp))
 
 
+def on_target_with_kernels(
+    r: StrategyResult,
+    target,
+    missing: str = "splash_mha_bwd",
+    why: str = "its grid could not be read",
+) -> StrategyResult:
+    """:func:`on_target` with two attention kernels in the cost (:func:`.report_fixtures.kernel_uses`):
+    one counted, ``missing`` not counted, so the estimate is no bound."""
+    from .report_fixtures import kernel_uses
+
+    flops = 6.0 * NUM_PARAMS * 64
+    cost = Cost(flops / 8, 2.0 * r.memory.peak, flops, 16.0 * r.memory.peak,
+                kernels=kernel_uses(missing, why))  # fmt: skip
+    return on_target(
+        dataclasses.replace(r, report=dataclasses.replace(r.report, cost=cost)), target
+    )
+
+
+def comparison_kernels() -> Comparison:
+    """dp, fsdp and tp on a TPU v5e 2x4, fsdp's step with a kernel not counted: its estimate
+    is no bound."""
+    c = comparison()
+    dp, fsdp, tp = c.results
+    results = (on_target(dp, "v5e"), on_target_with_kernels(fsdp, "v5e"), on_target(tp, "v5e"))
+    return dataclasses.replace(c, results=results)
+
+
+def comparison_kernels_nasty() -> Comparison:
+    """:func:`comparison_nasty` on v5e with a kernel not counted whose name and reason are
+    hostile strings."""
+    c = comparison_nasty()
+    (evil,) = c.results
+    bad = on_target_with_kernels(evil, "v5e", f"k{NASTY}{QUOTES}", f"why {NASTY} {QUOTES}")
+    return dataclasses.replace(c, results=(bad,))
+
+
 #: Golden fixtures by name (tests/golden/compare_<name>.txt).
 COMPARISONS = {
     "mlp": comparison,
@@ -325,4 +361,5 @@ COMPARISONS = {
     "v5e": comparison_v5e,
     "targets": comparison_targets,
     "small_hbm": comparison_small_hbm,
+    "kernels": comparison_kernels,
 }

@@ -272,12 +272,17 @@ def _estimate_row(s: StrategyView, slowest: float) -> str:
     cls = {"fits": "sv-ok", "does not fit": "sv-bad"}.get(e.fit_word, "sv-none")
     fits = f' data-fits="{int(e.fits)}"' if e.fits is not None else ""
     name = f'<span class="sv-cmp-name">{esc(s.strategy)}</span>'
+    mark = (
+        f' <span class="sv-cmp-notbound" title="{esc(e.not_a_bound)}">{esc(e.mark)}</span>'
+        if e.mark
+        else ""
+    )
     cells = [
         f"<td>{name}</td>",
         f'<td class="sv-cmp-r sv-cmp-est" data-seconds="{e.step_seconds!r}" '
-        f'title="{esc(e.line)}"><b>{esc(e.step_str)}</b>{bar}</td>',
+        f'title="{esc(e.line)}"><b>{esc(e.step_str)}</b>{mark}{bar}</td>',
         f"<td>{esc(e.bound)}</td>",
-        f'<td class="sv-cmp-r">{esc(e.mfu_str)}</td>',
+        f'<td class="sv-cmp-r">{esc(e.mfu_str)}{mark}</td>',
         f'<td class="sv-cmp-r sv-cmp-sep">{esc(e.compute_str)}</td>',
         f'<td class="sv-cmp-r">{esc(e.memory_str)}</td>',
         f'<td class="sv-cmp-r">{esc(e.collectives_str)}</td>',
@@ -285,10 +290,23 @@ def _estimate_row(s: StrategyView, slowest: float) -> str:
         f'{esc(e.fit_word)}</span> <span class="sv-cmp-dim">'
         f"{esc(e.fit_figures)}</span></td>",
     ]
+    bounded = "" if e.bounded else ' data-bounded="0"'
     return (
         f'<tr class="sv-cmp-estrow" data-strategy="{esc(s.strategy)}"{_target_attr(s)} '
-        f'data-bound="{esc(e.bound)}">' + "".join(cells) + "</tr>"
+        f'data-bound="{esc(e.bound)}"{bounded}>' + "".join(cells) + "</tr>"
     )
+
+
+def _not_bounds(view: ComparisonView) -> list[str]:
+    """Under the estimates: each strategy whose estimate is no bound, and the kernels not
+    counted that make it so (nothing when every kernel was counted)."""
+    if not view.not_bounds:
+        return []
+    items = "".join(
+        f"<div>{esc(mark)} <b>{esc(label)}</b> {esc(text)}</div>"
+        for mark, label, text in view.not_bounds
+    )
+    return [f'<div class="sv-cmp-notes sv-cmp-notbounds">{items}</div>']
 
 
 # --------------------------------------------------------------------------------------------
@@ -728,6 +746,7 @@ def comparison_html(c: Comparison | ComparisonView) -> str:
             "rates; HBM: the peak against the target's, per device</span></h4>"
         )
         body.append(_scrolled(_estimate_table(view)))
+        body += _not_bounds(view)
     body.append(
         '<h4 class="sv-cmp-h">Memory per device<span class="sv-cmp-dim">stacked by component, '
         "one scale for every strategy; hover for exact bytes</span></h4>"

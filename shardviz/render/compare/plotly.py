@@ -74,6 +74,9 @@ def _estimates(fig: Any, view: ComparisonView, y_top: float) -> None:
             hovertext=plotly_text(
                 f"estimated on {e.target} (a lower bound, not a measurement): step "
                 f"{e.at_least}, {e.bound}-bound; {e.fit_text}"
+                if e.bounded
+                else f"estimated on {e.target} (not a measurement): step {e.at_least}, "
+                f"{e.bound}-bound; {e.fit_text}; {e.not_a_bound}"
             ),
             name="estimate",
             showarrow=False,

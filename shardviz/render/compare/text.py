@@ -93,12 +93,14 @@ def _estimate_table(view: ComparisonView) -> list[str]:
         for s in view.members(group):
             e = s.estimate
             assert e is not None
-            rows.append([s.strategy, e.step_str, e.bound, e.mfu_str, e.compute_str, e.memory_str,
-                         e.collectives_str, e.fit_text])  # fmt: skip
+            mark = f" {e.mark}" if e.mark else ""
+            rows.append([s.strategy, e.step_str + mark, e.bound, e.mfu_str + mark, e.compute_str,
+                         e.memory_str, e.collectives_str, e.fit_text])  # fmt: skip
     if view.no_estimate:
         rows.append(f"  no estimate (no target): {', '.join(view.no_estimate)}")
     lines = [f"Estimated step per device ({ESTIMATE_WORDS}; HBM: peak against the target's)"]
     lines.extend(aligned_table(header, rows, right={1, 3, 4, 5, 6}, indent="  "))
+    lines.extend(f"  {mark} {label}: {text}" for mark, label, text in view.not_bounds)
     return lines
 
 

@@ -24,6 +24,7 @@ from shardviz.render.compare.host import HostView, host_views
 from shardviz.render.geometry import mesh_summary
 from shardviz.render.report.view import (
     ESTIMATE_WORDS,
+    at_least_str,
     estimate_seconds_str,
     format_mfu,
     headroom_str,
@@ -360,9 +361,15 @@ def has_estimates(c: Comparison) -> bool:
 
 
 def est_step_str(r: StrategyResult) -> str:
-    """``≥ 144 µs`` (a lower bound), or ``n/a`` without an estimate."""
+    """``≥ 144 µs`` (a lower bound; ``144 µs (not a bound)`` where a kernel was not counted),
+    or ``n/a`` without an estimate."""
     e = estimate_of(r)
-    return f"≥ {format_seconds(e.step_seconds)}" if e is not None else "n/a"
+    return at_least_str(e) if e is not None else "n/a"
+
+
+#: What marks a figure that is no bound (a kernel not counted) in the comparison's tables;
+#: a note under the table names the kernels.
+NOT_A_BOUND_MARK = "†"
 
 
 def fit_word(r: StrategyResult) -> str:
@@ -383,12 +390,15 @@ def hbm_fit_str(r: StrategyResult) -> str:
 
 def estimate_line(r: StrategyResult) -> str | None:
     """``estimated on TPU v5e 2x4 (…): step ≥ 144 µs (communication-bound, MFU ≤ 0.5%);
-    fits: 6.3 MiB of 16 GiB per device``, or ``None`` without an estimate."""
+    fits: 6.3 MiB of 16 GiB per device``, or ``None`` without an estimate. Where a kernel
+    was not counted the figures lose their signs and the line ends ``not a bound: 3 calls of
+    `splash_mha_fwd` not counted: …``."""
     e = estimate_of(r)
     if e is None:
         return None
     room = headroom_str(e)
-    mfu = f"MFU ≤ {format_mfu(e.mfu)}" if e.mfu is not None else "MFU unknown"
+    at_least, at_most = ("≥ ", "≤ ") if e.bounded else ("", "")
+    mfu = f"MFU {at_most}{format_mfu(e.mfu)}" if e.mfu is not None else "MFU unknown"
     low = (
         f"; a lower bound: loops of unknown count ({', '.join(e.lower_bound)}) counted once"
         if e.lower_bound
@@ -400,9 +410,11 @@ def estimate_line(r: StrategyResult) -> str | None:
         else ""
     )
     return (
-        f"estimated on {e.target}: step ≥ {format_seconds(e.step_seconds)} ({e.bound}-bound, "
+        f"estimated on {e.target}: step {at_least}{format_seconds(e.step_seconds)} "
+        f"({e.bound}-bound, "
         f"{mfu}){predicted}; {e.fit_text} per device" + (f", {room}" if room else "") + low
-    )
+        + (f"; {e.not_a_bound}" if e.not_a_bound else "")
+    )  # fmt: skip
 
 
 def target_groups(c: Comparison) -> list[tuple[str, list[StrategyResult]]]:
@@ -609,6 +621,16 @@ class EstimateView:
     hbm_bytes: int
     hbm_str: str
     hbm_exact: str
+    #: ``not a bound: 3 calls of `splash_mha_fwd` not counted: …`` where a kernel was not
+    #: counted (then the step and MFU are no bound), else ``""``; ``mark``
+    #: (:data:`NOT_A_BOUND_MARK` or ``""``) follows those figures in the tables.
+    not_a_bound: str = ""
+    mark: str = ""
+
+    @property
+    def bounded(self) -> bool:
+        """Whether the step and MFU are bounds (every kernel counted)."""
+        return not self.not_a_bound
 
 
 @dataclass(frozen=True)
@@ -721,6 +743,10 @@ class ComparisonView:
     notes: tuple[str, ...]
     #: ``(strategy label, "severity · kind · title")`` per finding.
     findings: tuple[tuple[str, str], ...]
+    #: ``(mark, strategy label, "not a bound: 3 calls of `…` not counted: …")`` for each
+    #: strategy with a kernel not counted: the note under the estimates, naming the kernels
+    #: (``mark``: :data:`NOT_A_BOUND_MARK`, as its figures carry it).
+    not_bounds: tuple[tuple[str, str, str], ...] = ()
 
     def members(self, group: TargetGroup) -> tuple[StrategyView, ...]:
         """The strategies of one of :attr:`target_groups`, in their order."""
@@ -795,6 +821,8 @@ def estimate_view(r: StrategyResult) -> EstimateView | None:
         hbm_bytes=e.hbm_bytes,
         hbm_str=format_bytes(e.hbm_bytes),
         hbm_exact=format_bytes(e.hbm_bytes, exact=True),
+        not_a_bound=e.not_a_bound,
+        mark="" if e.bounded else NOT_A_BOUND_MARK,
     )
 
 
@@ -936,4 +964,9 @@ def comparison_view(c: Comparison) -> ComparisonView:
         slowest_estimate=max((e.step_seconds for e in estimates), default=0.0),
         notes=c.notes,
         findings=tuple(finding_lines(c)),
+        not_bounds=tuple(
+            (s.estimate.mark, s.label, s.estimate.not_a_bound)
+            for s in strategies
+            if s.estimate is not None and s.estimate.not_a_bound
+        ),
     )
