@@ -66,3 +66,21 @@ def test_selected_collective_says_why_the_partitioner_inserted_it(viewer):
     assert "P('data', None) (partial sums over 'model') → P('data', None)" in why
     assert SUMMARY in why  # the markup in the words stays text
     viewer.assert_clean()
+
+
+def test_header_names_the_kernels_not_counted(viewer):
+    from tests.render.report_fixtures import NASTY, QUOTES, kernels_v5e_report, nasty_kernels_report
+
+    report = kernels_v5e_report()
+    assert report.estimate is not None
+    page = mount(viewer, ExplorerView(report))
+    notice = page.locator(".sv-x-header .sv-x-uncounted")
+    assert notice.inner_text() == report.estimate.not_a_bound
+    assert page.locator(".sv-x-estimate").get_attribute("data-bounded") == "0"
+    assert "not a bound: 1 kernel not counted" in page.locator(".sv-x-estimate").inner_text()
+    viewer.assert_clean()
+    # A hostile kernel name stays text: shown as written, nothing parsed from it.
+    page = mount(viewer, ExplorerView(nasty_kernels_report()))
+    assert f"`k{NASTY}{QUOTES}` not counted" in page.locator(".sv-x-uncounted").inner_text()
+    assert page.locator(".sv-x-uncounted script").count() == 0
+    viewer.assert_clean()

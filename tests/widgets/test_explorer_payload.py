@@ -532,3 +532,52 @@ def test_source_words_carry_the_line_and_say_why_one_is_missing():
     missing = p["collectives"][1]["source"]
     assert p["sources"][missing] == []
     assert p["source_labels"][missing] == [no_source_words(), "?", no_source_words()]
+
+
+# --------------------------------------------------------------------------------------------
+# Kernels: each one with its flops, and the ones not counted named, never silent
+
+
+def test_payload_carries_the_kernels_and_names_the_ones_not_counted():
+    from shardviz.render.report.sections import cost_section, estimate_section
+    from tests.render.report_fixtures import kernels_report, kernels_v5e_report
+
+    report = kernels_v5e_report()
+    e = report.estimate
+    assert e is not None and report.cost is not None
+    p = json.loads(report_json(report))
+    k = p["kernels"]
+    section = cost_section(report)
+    assert k["heading"] == section.kernels_heading
+    assert [r[:3] for r in k["rows"]] == [
+        ["splash_mha_fwd", "counted", True],
+        ["splash_mha_bwd", "not counted", False],
+    ]
+    assert [r[3:] for r in k["rows"]] == [[x.flops, x.meaning] for x in section.kernels]
+    sentence = (
+        "3 calls of `splash_mha_bwd` not counted: flops and time for them are missing "
+        "(its grid could not be read)"
+    )
+    assert k["uncounted"] == sentence
+    assert k["notice"] == f"not a bound: {sentence}" == e.not_a_bound
+    assert k["tooltip"].splitlines()[0] == section.kernels_heading
+    est = p["estimate"]
+    assert est["uncounted"] == [sentence] and est["not_a_bound"] == e.not_a_bound
+    assert est["words"] == "not a bound: 1 kernel not counted; not a measurement"
+    assert est["headline"].endswith("· not a bound: 1 kernel not counted")
+    assert "≥" not in est["headline"] and "≤" not in est["headline"]
+    es = estimate_section(report)
+    assert es is not None
+    assert [r[0] for r in est["rows"]] == [r.key for r in es.rows] and "kernels" in est["rows"][-2]
+    # Without a target, the kernels not counted are still named.
+    bare = report_payload(kernels_report())
+    assert bare["estimate"] is None and bare["kernels"]["notice"] == sentence
+
+
+def test_without_kernels_the_payload_has_none_and_the_estimate_is_a_bound():
+    from tests.render.report_fixtures import dp_v5e_report
+
+    p = report_payload(dp_v5e_report())
+    assert p["kernels"] is None
+    assert p["estimate"]["uncounted"] == [] and p["estimate"]["not_a_bound"] == ""
+    assert p["estimate"]["headline"].startswith("step ≥ ")

@@ -40,6 +40,7 @@ from shardviz.render.geometry import MeshGrid, array_facts, format_shape, mesh_g
 from shardviz.render.report.html import MEMORY_COLORS, group_fill
 from shardviz.render.report.sections import (
     EstimateSection,
+    cost_section,
     estimate_section,
     header_section,
     host_memory,
@@ -699,6 +700,8 @@ def estimate_payload(report: Report) -> dict[str, Any] | None:
     e.g. "estimated as if this mesh were …", or ``None``), the :class:`Estimate`'s figures
     (``compute_seconds``, ``memory_seconds``, ``collective_seconds``, ``step_seconds``,
     ``bound``, ``mfu``, ``hfu``, ``lower_bound`` (where loops of unknown count are),
+    ``uncounted`` (a sentence per kernel not counted: then ``not_a_bound`` says the step and
+    MFU are no bound, and ``words`` says so too),
     ``predicted_seconds`` and ``predicted_exposed_seconds`` (the step as the schedule runs it),
     ``hbm_bytes``, ``peak_bytes``, ``hbm_headroom_bytes``, ``fits``, ``fit_text``,
     ``hbm_text``), ``rows`` (``[key, name, value, meaning]`` as the static views
@@ -712,7 +715,7 @@ def estimate_payload(report: Report) -> dict[str, Any] | None:
     return {
         "target": e.target,
         "target_name": t.name if t is not None else "",
-        "words": ESTIMATE_WORDS,
+        "words": section.words or ESTIMATE_WORDS,
         "target_line": target_line(report),
         "compute_seconds": e.compute_seconds,
         "memory_seconds": e.memory_seconds,
@@ -722,6 +725,8 @@ def estimate_payload(report: Report) -> dict[str, Any] | None:
         "mfu": e.mfu,
         "hfu": e.hfu,
         "lower_bound": list(e.lower_bound),
+        "uncounted": list(e.uncounted),
+        "not_a_bound": e.not_a_bound,
         "predicted_seconds": e.predicted_seconds,
         "predicted_exposed_seconds": e.predicted_exposed_seconds,
         "hbm_bytes": e.hbm_bytes,
@@ -739,18 +744,51 @@ def estimate_payload(report: Report) -> dict[str, Any] | None:
 def estimate_text(e: Estimate, section: EstimateSection) -> dict[str, str]:
     """The estimate's words for the Explorer's header and memory pane.
 
-    Keys: ``headline`` (``step ≥ 1.23 ms on <target> (compute-bound, MFU ≤ 42%) · <fit>``),
+    Keys: ``headline`` (``step ≥ 1.23 ms on <target> (compute-bound, MFU ≤ 42%) · <fit>``;
+    without the signs, and ``· not a bound: 1 kernel not counted``, where a kernel was not),
     ``tooltip`` (the estimate's rows, then its notes, one per line), ``hbm_bytes_text`` and
     ``hbm_bytes_exact``.
     """
-    mfu = f", MFU ≤ {format_mfu(e.mfu)}" if e.mfu is not None else ""
+    at_least, at_most = ("≥ ", "≤ ") if e.bounded else ("", "")
+    mfu = f", MFU {at_most}{format_mfu(e.mfu)}" if e.mfu is not None else ""
+    n = len(e.uncounted)
+    missing = f" · not a bound: {n} kernel{'s' if n != 1 else ''} not counted" if n else ""
     rows = [f"{r.name} {r.value}" + (f": {r.meaning}" if r.meaning else "") for r in section.rows]
     notes = [f"{kind}: {text}" for kind, text in section.notes]
     return {
-        "headline": (f"step ≥ {section.step} on {e.target} ({e.bound}-bound{mfu}) · {e.fit_text}"),
+        "headline": (
+            f"step {at_least}{section.step} on {e.target} ({e.bound}-bound{mfu}) · "
+            f"{e.fit_text}{missing}"
+        ),
         "tooltip": "\n".join(rows + notes),
         "hbm_bytes_text": section.hbm,
         "hbm_bytes_exact": format_bytes(e.hbm_bytes, exact=True),
+    }
+
+
+def kernels_payload(report: Report) -> dict[str, Any] | None:
+    """The program's kernels as the cost section words them, or ``None`` when it has none.
+
+    Keys: ``heading`` (``kernels per device per step (1 not counted: …)``), ``rows``
+    (``[name, how, counted, flops, meaning]`` per kernel, in the cost's order), ``uncounted``
+    (one sentence naming each kernel not counted, ``""`` when none is) and ``notice`` (what
+    the header says: the estimate's ``not a bound: …`` when there is an estimate, else
+    ``uncounted``; ``""`` when every kernel was counted) and ``tooltip`` (the heading, then
+    ``name: flops · meaning`` per kernel, one per line).
+    """
+    section = cost_section(report)
+    if not section.kernels:
+        return None
+    e = report.estimate
+    return {
+        "heading": section.kernels_heading,
+        "rows": [[k.name, k.how, k.counted, k.flops, k.meaning] for k in section.kernels],
+        "uncounted": section.uncounted,
+        "notice": e.not_a_bound if e is not None and e.not_a_bound else section.uncounted,
+        "tooltip": "\n".join(
+            [section.kernels_heading]
+            + [f"{k.name}: {k.flops} · {k.meaning}" for k in section.kernels]
+        ),
     }
 
 
@@ -818,7 +856,8 @@ def report_payload(report: Report) -> dict[str, Any]:
     words), ``group_colors``, ``kind_colors``, ``memory`` (:func:`memory_payload`, with
     ``scale`` from :func:`memory_scale`) and ``estimate`` (:func:`estimate_payload`, ``None``
     without a target; each collective then carries its ``estimated_seconds`` and
-    ``estimate_formula``) and ``timeline`` (:func:`timeline_payload`,
+    ``estimate_formula``), ``kernels`` (:func:`kernels_payload`, ``None`` without kernels)
+    and ``timeline`` (:func:`timeline_payload`,
     ``None`` without a profile). An array's ``source`` points into ``sources`` too.
 
     The words are spelled here, by the static views' own helpers, so the front end derives
@@ -869,6 +908,7 @@ def report_payload(report: Report) -> dict[str, Any]:
         "kind_colors": {k: list(v) for k, v in KIND_COLORS.items()} | {"": list(OTHER_KIND)},
         "memory": memory,
         "estimate": estimate,
+        "kernels": kernels_payload(report),
         "timeline": timeline_payload(report),
     }
 

@@ -147,7 +147,16 @@ import {
  * The estimate on a target (explorer_payload.estimate_payload and estimate_text).
  * @typedef {{ target: string, words: string, target_line: string | null, bound: string,
  *   hbm_bytes: number, fits: boolean | null, hbm_text: string, headline: string,
- *   tooltip: string, hbm_bytes_text: string, hbm_bytes_exact: string }} EstimatePayload
+ *   tooltip: string, hbm_bytes_text: string, hbm_bytes_exact: string,
+ *   uncounted?: string[], not_a_bound?: string }} EstimatePayload
+ */
+
+/**
+ * The program's kernels (explorer_payload.kernels_payload): `rows` are
+ * [name, how, counted, flops, meaning]; `notice` names the kernels not counted ("" when
+ * every kernel was counted), spelled in Python.
+ * @typedef {{ heading: string, rows: [string, string, boolean, string, string][],
+ *   uncounted: string, notice: string, tooltip: string }} KernelsPayload
  */
 
 /**
@@ -163,7 +172,8 @@ import {
  *   sources: [number, number, string][][], source_labels: [string, string, string][],
  *   files: string[], group_labels: string[][], group_colors: string[],
  *   kind_colors: Record<string, [string, string]>, memory: MemoryPayload,
- *   estimate: EstimatePayload | null, timeline?: TimelinePayload | null }} ReportPayload
+ *   estimate: EstimatePayload | null, kernels?: KernelsPayload | null,
+ *   timeline?: TimelinePayload | null }} ReportPayload
  */
 
 /**
@@ -354,6 +364,7 @@ function header(report, strategies, chosen) {
     if (estimate.target_line) head.appendChild(node("div", "sv-x-line sv-x-target", estimate.target_line));
     const line = node("div", "sv-x-estimate");
     line.dataset.bound = estimate.bound;
+    if (estimate.not_a_bound) line.dataset.bounded = "0";
     line.append(
       node("span", "sv-x-estword", "estimate"),
       ` ${estimate.headline} · `,
@@ -361,6 +372,13 @@ function header(report, strategies, chosen) {
     );
     line.title = estimate.tooltip;
     head.appendChild(line);
+  }
+  const kernels = payload.kernels;
+  if (kernels && kernels.notice) {
+    // A kernel whose flops are unknown is named, never left silently at zero.
+    const missing = node("div", "sv-x-uncounted", kernels.notice);
+    missing.title = kernels.tooltip;
+    head.appendChild(missing);
   }
   if (payload.notes.length) {
     const notes = node("div", "sv-x-notes");
