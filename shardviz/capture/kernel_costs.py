@@ -93,6 +93,17 @@ def _local(value: np.ndarray | None, aval: Any) -> np.ndarray | None:
     return value[tuple(slice(0, b) for b in shape)]
 
 
+def _tiled(value: np.ndarray | None, aval: Any) -> np.ndarray | None:
+    """Out of ``shard_map``: the first device's block as every device's (a mask's block
+    map kept for the backward pass is the same on all), tiled to the whole."""
+    shape = tuple(int(d) for d in getattr(aval, "shape", ()))
+    if value is None or value.shape == shape:
+        return value
+    if value.ndim != len(shape) or any(b % a for a, b in zip(value.shape, shape, strict=True)):
+        return None
+    return np.tile(value, [b // a for a, b in zip(value.shape, shape, strict=True)])
+
+
 def _shape_op(eqn: Any, vals: list[np.ndarray | None]) -> np.ndarray | None:
     """The value of a layout op on a known value (the block maps pass a few)."""
     name, p, v = eqn.primitive.name, eqn.params, vals[0] if vals else None
@@ -168,9 +179,11 @@ class _Walker:
             return none
         if name == "shard_map":
             inner = p["jaxpr"]
-            self.walk(inner, [_local(v, iv.aval) for v, iv in zip(vals, inner.invars,
-                                                                  strict=False)])  # fmt: skip
-            return none
+            local = [_local(v, iv.aval) for v, iv in zip(vals, inner.invars, strict=False)]
+            outs = self.walk(inner, local)
+            return [_tiled(o, ov.aval) for o, ov in zip(outs, eqn.outvars, strict=False)] + none[
+                len(outs) :
+            ]
         if name == "scan":
             body, nc = p["jaxpr"], int(p["num_consts"])
             self.closed(body, [*vals[:nc], *[None] * (len(vals) - nc)])
