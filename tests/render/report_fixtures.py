@@ -725,7 +725,7 @@ def kernel_uses(
             how="counted",
             why="blocks its mask computes",
             added=33_554_432.0,
-            hbm_bytes=4 * MiB,
+            hbm_bytes=4.0 * MiB,
             source=ATTENTION,
         ),
         KernelUse(
@@ -736,7 +736,7 @@ def kernel_uses(
             model_flops=None,
             how="not counted",
             why=why,
-            hbm_bytes=6 * MiB,
+            hbm_bytes=6.0 * MiB,
             source=ATTENTION,
         ),
     )
