@@ -209,7 +209,9 @@ class StageProgram:
                 "to run, time and check it, explain the nnx.jit function with its arguments "
                 f"(sv.explain({self.__name__}, model, ...))"
             )
-        return "pass them too (sv.explain(lowered, *args)) to run, time and check it"
+        return (
+            f"pass them after it (sv.explain({self.kind.lower()}, *args)) to run, time and check it"
+        )
 
     def notes(self) -> tuple[str, ...]:
         """What explaining this stage leaves out, for the report."""

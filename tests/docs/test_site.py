@@ -27,6 +27,7 @@ PAGES = [
     "how-to/count-a-step.html",
     "how-to/compare-strategies.html",
     "how-to/your-own-model.html",
+    "how-to/framework-step.html",
     "how-to/serve-a-model.html",
     "api.html",
     "benchmarks.html",
