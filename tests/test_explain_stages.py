@@ -250,3 +250,16 @@ def test_stage_with_jit_options_is_refused(args):
     lowered = jax.jit(train_step).lower(*args)
     with pytest.raises(ShardvizError, match="jit options"):
         sv.explain(lowered, donate_argnums=0)
+
+
+def test_findings_of_a_stage_come_without_fixes_tried():
+    """A Lowered's findings are found as the function's are; its fixes cannot be tried (the
+    function and its shardings are compiled in) and each says so."""
+    from tests.diagnose import planted
+
+    forward, args = planted.replicated_partner_program()
+    lowered = jax.jit(forward).lower(*args)
+    assert sv.explain(lowered).findings.kinds == ("replicated",)
+    found = sv.diagnose(lowered)
+    assert found.kinds == ("replicated",)
+    assert any("explain the step function itself to try fixes" in n for n in found.notes)

@@ -43,7 +43,7 @@ def test_explain_of_something_that_is_not_a_function() -> None:
 
 
 def test_diagnose_of_something_that_is_neither_a_report_nor_a_function() -> None:
-    with pytest.raises(ShardvizError, match="neither a report nor a function"):
+    with pytest.raises(ShardvizError, match="neither a report, a function nor a jax stage"):
         sv.diagnose(42)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from shardviz.analysis.detect import candidates
+from shardviz.capture.stages import jax_stage
 from shardviz.errors import ShardvizError, problem
 from shardviz.explainer.explain import explain
 from shardviz.model import Report
@@ -19,7 +20,9 @@ def diagnose(program: Any, *args: Any, **explain_kwargs: Any) -> Findings:
     by hand, or explained with ``diagnose=False``) is looked at now, without fixes: those need
     the program. ``diagnose(fn, *args, **kw)`` is
     ``explain(fn, *args, run=False, **kw).try_fixes().findings`` (compile-only; ``kw`` as
-    for :func:`~shardviz.explain`).
+    for :func:`~shardviz.explain`). ``fn`` may be a jax stage (``jax.jit(step).lower(*args)``,
+    its ``.trace`` or ``.compile()``): its findings come without fixes tried, since the
+    function and its shardings are compiled into it.
     """
     if isinstance(program, Report):
         tried = program.try_fixes().findings
@@ -34,13 +37,13 @@ def diagnose(program: Any, *args: Any, **explain_kwargs: Any) -> Findings:
                 "sv.explain(fn, *args) to get them",
             ),
         )
-    if not callable(program):
+    if not callable(program) and jax_stage(program) is None:
         raise ShardvizError(
             problem(
                 "diagnose",
-                f"{program!r} is neither a report nor a function",
-                "pass a Report (sv.diagnose(report)) or a function and its arguments "
-                "(sv.diagnose(fn, *args))",
+                f"{program!r} is neither a report, a function nor a jax stage",
+                "pass a Report (sv.diagnose(report)), a function and its arguments "
+                "(sv.diagnose(fn, *args)) or a lowered step (sv.diagnose(lowered))",
             )
         )
     explain_kwargs.setdefault("run", False)

@@ -287,8 +287,8 @@ def _untried(stage: StageProgram):
     """How a stage's fixes are tried: they are not (a fix changes the function or its
     arguments' shardings, and a stage has them compiled in)."""
     why = (
-        f"not tried: {stage.where} has its function and shardings compiled in; explain the "
-        "step function itself to try fixes"
+        f"{stage.where} has its function and shardings compiled in; explain the step "
+        "function itself to try fixes"
     )
     return lambda fix: Tried(None, None, error=why)
 
