@@ -263,3 +263,30 @@ def test_findings_of_a_stage_come_without_fixes_tried():
     found = sv.diagnose(lowered)
     assert found.kinds == ("replicated",)
     assert any("explain the step function itself to try fixes" in n for n in found.notes)
+
+
+def test_a_traced_keeps_its_jaxpr_and_a_lowered_has_none(args):
+    """The traced program reaches the compile (the remat policies' names are read from it);
+    a Lowered keeps only its MLIR module in jax 0.10, so there is nothing to read."""
+    from jax.ad_checkpoint import checkpoint_name
+
+    from shardviz.capture.compile import lower_and_compile
+
+    policy = jax.checkpoint_policies.save_and_offload_only_these_names(
+        names_which_can_be_saved=[],
+        names_which_can_be_offloaded=["hidden"],
+        offload_src="device",
+        offload_dst="pinned_host",
+    )
+
+    def loss(params, batch):
+        h = checkpoint_name(jnp.tanh(batch["x"] @ params["w1"]), "hidden")
+        return jnp.sum(h @ params["w2"])
+
+    jitted = jax.jit(jax.grad(jax.checkpoint(loss, policy=policy)))
+    traced = lower_and_compile(jitted.trace(*args), (), {}, "loss")
+    lowered = lower_and_compile(jitted.lower(*args), (), {}, "loss")
+    assert traced.policies.offloads == ((frozenset({"hidden"}), "pinned_host"),)
+    assert traced.policies.tags == frozenset({"hidden"})
+    assert lowered.policies.offloads == ()
+    assert traced.hlo_text == lowered.hlo_text
