@@ -217,6 +217,13 @@ def test_deviceless_tpu_lowered():
     assert _ledger(r) == _ledger(from_fn)
     assert _memory(r) == _memory(from_fn)
     assert r.cost.flops_per_device == from_fn.cost.flops_per_device
+    # its Compiled alone: the same ledger and flops; the peak is the compiler's own figure
+    alone = sv.explain(lowered.compile())
+    assert alone.platform == "tpu" and alone.deviceless
+    assert _ledger(alone) == _ledger(from_fn)
+    assert alone.cost.flops_per_device == from_fn.cost.flops_per_device
+    assert alone.memory.argument_bytes == from_fn.memory.argument_bytes
+    assert any("no buffer assignment" in n for n in alone.notes)
 
 
 # --- what is refused ------------------------------------------------------------------------

@@ -220,7 +220,8 @@ class StageProgram:
         return (
             "explained from a jax Compiled alone: it keeps only the final program, so there "
             "are no intermediate shardings, no reasons for the collectives, no global cost, no "
-            "compiler log and (on TPU/GPU) no buffer assignment; explain its Lowered "
+            "compiler log and, on TPU/GPU, no buffer assignment (the peak is the compiler's "
+            "own figure, which on TPU also counts on-chip VMEM); explain its Lowered "
             "(jax.jit(step).lower(*args)) to have them",
         )
 
