@@ -23,7 +23,10 @@ carry ``data-target="v5e:2x4"`` (the target's name) and, when the comparison spa
 targets, are labelled ``fsdp @ TPU v5e 2x4``; the table gains ``<td class="sv-cmp-est"
 data-seconds="…" data-bound="…">`` and ``<td class="sv-cmp-fit" data-fits="1|0">``; the memory
 chart draws ``<path class="sv-cmp-hbm" data-hbm="…">`` at the target's HBM per device (or, far
-above the bars, ``<g class="sv-cmp-hbm-off" data-hbm="…">`` at the chart's edge).
+above the bars, ``<g class="sv-cmp-hbm-off" data-hbm="…">`` at the chart's edge). A strategy
+whose estimate is no bound (a kernel not counted) has ``data-bounded="0"`` on its
+``sv-cmp-estrow``, ``<span class="sv-cmp-notbound">†</span>`` after its step and MFU, and a line
+in ``<div class="sv-cmp-notes sv-cmp-notbounds">`` under the table naming the kernels.
 """
 
 from __future__ import annotations

@@ -26,7 +26,12 @@ With an estimate (``report.estimate``), the ledger is ``<div class="sv-ledger sv
 ``<section class="sv-estimate" data-target="…" data-bound="…" data-fits="1|0">`` holding one
 ``<tr class="sv-est-row" data-part="step|compute|memory|communication|mfu|hbm">`` per figure
 and the HBM bar ``<div class="sv-hbm">`` (``data-peak``, ``data-hbm``); the header's target line
-is ``sv-target``.
+is ``sv-target``. Where a kernel was not counted the section also has ``data-bounded="0"``, a
+``<div class="sv-notes sv-uncounted">`` naming the kernels and a ``data-part="kernels"`` row.
+
+The cost card lists the program's kernels, one ``<tr class="sv-kernel" data-kernel="…"
+data-how="counted|declared|bounded|not counted" data-counted="1|0">`` each (``sv-kernel-missing``
+too where it was not counted).
 """
 
 from __future__ import annotations
