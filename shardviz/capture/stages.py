@@ -176,7 +176,8 @@ class StageProgram:
         given = jax.tree_util.tree_flatten_with_path((args, kwargs))[0]
         for i, ((path, x), w) in enumerate(zip(given, wanted, strict=True)):
             shape, dtype = np.shape(x), getattr(x, "dtype", None)
-            same_dtype = dtype is None or np.dtype(dtype) == np.dtype(w.dtype)
+            # as jax takes them: a float64 numpy array is float32 unless x64 is on
+            same_dtype = dtype is None or jax.dtypes.canonicalize_dtype(dtype) == w.dtype
             if tuple(shape) != tuple(w.shape) or not same_dtype:
                 had = f"{dtype}{list(shape)}" if dtype is not None else f"{type(x).__name__}"
                 raise ShardvizError(
