@@ -15,6 +15,7 @@ import optax
 
 from shardviz.analysis.estimate.step import with_estimate
 from shardviz.capture.interrupts import interrupts_deferred
+from shardviz.capture.jax_compat import fast_compile_options
 from shardviz.capture.mesh import as_jax_mesh, mesh_layout
 from shardviz.capture.processes import local_device
 from shardviz.capture.run import compare_outputs
@@ -141,21 +142,15 @@ def _form_notes(
     return tuple(notes)
 
 
-#: Programs that run once (state init, the reference step) are compiled for compile speed:
-#: the backend's optimizations cost more time than they would save on one run, and the CPU's
-#: older loop emitters compile fused ops in half the time of its fusion emitters (the
-#: transformer's reference step 0.67 -> 0.32 s; its outputs differ in the last bits, far
-#: inside the check's tolerance; other backends ignore the CPU's option).
-_RUN_ONCE: dict[str, Any] = {
-    "xla_backend_optimization_level": 0,
-    "xla_llvm_disable_expensive_passes": True,
-    "xla_cpu_use_fusion_emitters": False,
-}
-
-
 def _run_once(fn: Any, *args: Any, **jit_kwargs: Any) -> Any:
+    """Programs that run once (state init, the reference step) are compiled for compile speed
+    (:func:`~shardviz.capture.jax_compat.fast_compile_options`): the backend's optimizations
+    cost more time than they would save on one run, and on jax 0.10.2 the CPU's older loop
+    emitters halve the compile (the transformer's reference step 0.67 -> 0.32 s; its outputs
+    differ in the last bits, far inside the check's tolerance)."""
+    options = fast_compile_options()
     with interrupts_deferred():  # Ctrl-C between compiles, never inside one
-        program = jax.jit(fn, **jit_kwargs).lower(*args).compile(compiler_options=_RUN_ONCE)
+        program = jax.jit(fn, **jit_kwargs).lower(*args).compile(compiler_options=options)
     return program(*args)
 
 

@@ -41,6 +41,7 @@ from shardviz.capture.hlo.text import (
     parse_hlo_module,
     parse_int_list,
     parse_int_lists,
+    tuple_element,
 )
 from shardviz.model import Collective, MeshLayout, ShardingOf, Source
 
@@ -268,6 +269,79 @@ def _part_meta(module: HloModule, ins: HloInstruction, index: int) -> HloInstruc
     return ins
 
 
+#: Collectives the partitioner inserts to give a value the sharding its user needs.
+_RESHARD_KINDS = frozenset({"all-gather", "all-to-all", "collective-permute"})
+#: Ops between a reshard and its user that move or rename the value and describe nothing.
+_PASS_THROUGH = frozenset({"get-tuple-element", "bitcast", "copy", "reshape", "transpose"})
+
+
+def _resharded_for(module: HloModule, ins: HloInstruction) -> HloInstruction | None:
+    """The op a partitioner-made reshard (gather, all-to-all, permute) serves: its first user,
+    past the partitioner's own ops and ops that only move the value, that has an ``op_name``;
+    inside a fusion, the fused op that reads it (a TPU fusion of two dots carries only the
+    second dot's metadata, while each fused dot keeps its own).
+
+    The ledger names a reshard after that op (the dot that needed the gathered weight). XLA
+    of jax 0.10.2 printed the reshard with that op's metadata. XLA of jax 0.12 marks it
+    ``is_spmd_generated`` and gives it its *operand's* metadata instead: a parameter's name
+    (``op_name="w1"``, no source) or the op that made the value (a ``sharding_constraint``),
+    so the reshard's own metadata no longer says where it is needed. ``None`` when no user
+    says (a reshard of the program's output).
+    """
+    seen, frontier = {ins.name}, [ins]
+    fallback: HloInstruction | None = None
+    for _ in range(12):  # a few ops at most lie between a reshard and its user
+        following: list[HloInstruction] = []
+        for current in frontier:
+            for user in module.users(current.name):
+                if user.name in seen:
+                    continue
+                seen.add(user.name)
+                if user.spmd_generated or not user.op_name or _moves_only(module, user):
+                    following.append(user)
+                elif inner := _fused_parameters(module, user, current.name):
+                    following += inner
+                    fallback = user  # the innermost fusion that says anything
+                else:
+                    return user
+        if not following:
+            break
+        frontier = following
+    return fallback
+
+
+def _moves_only(module: HloModule, ins: HloInstruction, depth: int = 0) -> bool:
+    """Whether ``ins`` only moves or renames its value (a transpose, a copy, a bitcast, or a
+    fusion of only such ops): the reshard is not needed by it but by whatever reads it."""
+    if ins.opcode in _PASS_THROUGH:
+        return True
+    if ins.opcode != "fusion" or depth > 3 or not ins.called_computations:
+        return False
+    computation = module.computation(ins.called_computations[0])
+    return computation is not None and all(
+        i.opcode == "parameter" or _moves_only(module, i, depth + 1)
+        for i in computation.instructions
+    )
+
+
+def _fused_parameters(module: HloModule, user: HloInstruction, name: str) -> list[HloInstruction]:
+    """The parameters of ``user``'s fused computation that receive ``name`` (none when ``user``
+    is not a fusion)."""
+    if user.opcode != "fusion" or not user.called_computations:
+        return []
+    computation = module.computation(user.called_computations[0])
+    if computation is None:
+        return []
+    positions = {
+        str(i) for i, o in enumerate(user.operands) if (tuple_element(o) or (o,))[0] == name
+    }
+    return [
+        p
+        for p in computation.instructions
+        if p.opcode == "parameter" and p.operand_text.strip() in positions
+    ]
+
+
 class _Found(NamedTuple):
     """One collective as written in the program, before it is measured."""
 
@@ -413,6 +487,8 @@ def _entries(
             in_dtype, in_shape, in_bytes = _stack(in_arrays)
             out_dtype, out_shape, out_bytes = _stack(out_arrays)
             meta = named if named.op_name or attrs_of is named else attrs_of
+            if kind in _RESHARD_KINDS and (named.spmd_generated or attrs_of.spmd_generated):
+                meta = _resharded_for(module, done or named) or meta
             meta = module.named(meta)
             name = named.name
         else:

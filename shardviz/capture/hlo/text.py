@@ -39,12 +39,14 @@ __all__ = [
     "HloParseError",
     "Shape",
     "array_leaves",
+    "compiler_versions",
     "dtype_name",
     "parse_hlo_module",
     "parse_int_list",
     "parse_int_lists",
     "parse_shape",
     "split_top_level",
+    "tuple_element",
 ]
 
 
@@ -422,6 +424,12 @@ class HloInstruction:
         return self.metadata.get("op_name", "")
 
     @property
+    def spmd_generated(self) -> bool:
+        """Whether the SPMD partitioner made this op (``frontend_attributes={is_spmd_generated=
+        "true"}``: XLA of jax 0.12 marks them; XLA of jax 0.10.2 printed no such mark)."""
+        return 'is_spmd_generated="true"' in self.body
+
+    @property
     def stack_frame_id(self) -> int | None:
         v = self.metadata.get("stack_frame_id")
         return int(v) if v is not None and v.isdigit() else None
@@ -528,9 +536,16 @@ class HloModule:
         return self._by_name.get(name.lstrip("%"))
 
     def shape_of(self, name: str) -> Shape | None:
-        """The result shape of the instruction called ``name`` (``None`` if unknown)."""
+        """The result shape of the instruction called ``name`` (``None`` if unknown); for
+        ``name#i`` (one element of a tuple-shaped result), that element's shape."""
         ins = self.instruction(name)
-        return ins.shape if ins is not None else None
+        if ins is not None:
+            return ins.shape
+        element = tuple_element(name.lstrip("%"))
+        if element is None:
+            return None
+        whole = self.shape_of(element[0])
+        return whole[element[1]] if isinstance(whole, tuple) and element[1] < len(whole) else None
 
     def operand_shapes(self, ins: HloInstruction) -> tuple[Shape | None, ...]:
         """Shapes of an instruction's operands: looked up by name, else the inline ones."""
@@ -576,8 +591,16 @@ class HloModule:
                 tokens = _NAME_TOKEN_RE.findall(ins.body) if "%" in ins.body else ins.operands
                 for token in dict.fromkeys(tokens):
                     self._users.setdefault(token, []).append(ins)
+                    element = tuple_element(token)
+                    if element is not None:  # `%x#0` uses x too
+                        self._users.setdefault(element[0], []).append(ins)
         name = name.lstrip("%")
-        return [ins for ins in self._users.get(name, ()) if name in ins.operands]
+        return [
+            ins
+            for ins in dict.fromkeys(self._users.get(name, ()))
+            if name in ins.operands
+            or any((tuple_element(o) or ("",))[0] == name for o in ins.operands)
+        ]
 
     def frame_chain(self, frame_id: int) -> tuple[Frame, ...]:
         """The call chain of a stack frame id, outermost first."""
@@ -626,6 +649,16 @@ _TABLES = {
     "FileLocations": "file_locations",
     "StackFrames": "stack_frames",
 }
+
+
+def tuple_element(name: str) -> tuple[str, int] | None:
+    """``"fusion.17#0"`` -> ``("fusion.17", 0)``: an operand written as one element of a
+    tuple-shaped result, with no get-tuple-element op (the XLA of jax 0.12 prints operands so
+    in its dumps, e.g. TPU ``*after_optimizations.txt``; jax 0.10.2 never did). ``None`` for a
+    plain name."""
+    base, sep, index = name.rpartition("#")
+    return (base, int(index)) if sep and base and index.isdigit() else None
+
 
 _NAME_TOKEN_RE = re.compile(r"%([^\s,(){}\[\]=]+)")
 _INSTR_RE = re.compile(r"^(ROOT\s+)?%?([^\s=]+)\s*=\s*")
@@ -740,6 +773,39 @@ _TABLE_VALUES = {
 }
 
 
+def compiler_versions() -> str:
+    """``"jax 0.12.0.1, jaxlib 0.12.0.1"`` (and libtpu when installed): the compiler whose text
+    is being read, from the installed packages' metadata (jax itself is not imported here)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    found = []
+    for name in ("jax", "jaxlib", "libtpu"):
+        try:
+            found.append(f"{name} {version(name)}")
+        except PackageNotFoundError:
+            continue
+    return ", ".join(found) or "jax not installed"
+
+
+def _unreadable(line: int, stmt: str, err: HloParseError) -> HloParseError:
+    """An instruction this parser cannot read, said with its line and the compiler that
+    printed it (a format a newer XLA prints must not become a wrong figure)."""
+    reason = str(err).split(": ", 1)[-1].split(". Fix:")[0]
+    return HloParseError(
+        problem(
+            f"parse_hlo_module, line {line}",
+            f"cannot read {stmt[:100]!r} ({reason}); the text was printed by {compiler_versions()}",
+            "this compiler prints HLO that shardviz does not read yet: report the line with "
+            "these versions, or use jax 0.10.2 to 0.12.x, which shardviz is tested with",
+        )
+    )
+
+
+def _blank_comments(text: str) -> str:
+    """``/* ... */`` comments removed, their line breaks kept (so lines keep their numbers)."""
+    return re.sub(r"/\*.*?\*/", lambda m: "\n" * m.group().count("\n"), text, flags=re.S)
+
+
 def parse_hlo_module(text: str) -> HloModule:
     """Parse the text of an HLO module (as printed by XLA) into an :class:`HloModule`.
 
@@ -762,8 +828,11 @@ def parse_hlo_module(text: str) -> HloModule:
     depth = 0
     saw_header = False
 
-    for raw in _strip_comments(text).splitlines():
+    line = at = 0  # the line being read; the line where the statement being read starts
+    for line, raw in enumerate(_blank_comments(text).splitlines(), 1):
         stripped = raw.strip()
+        if not buffer:
+            at = line
         if buffer:
             buffer += " " + stripped
             depth += _depth_change(stripped)
@@ -806,7 +875,10 @@ def parse_hlo_module(text: str) -> HloModule:
             name, header_attrs = _parse_header(stmt)
             attrs.update(header_attrs)  # (a second header adds to the first one's)
         elif current is not None:
-            current.instructions.append(_parse_instruction(stmt, current.name))
+            try:
+                current.instructions.append(_parse_instruction(stmt, current.name))
+            except HloParseError as err:
+                raise _unreadable(at, stmt, err) from err
         # Anything else outside a computation (stray text) is ignored.
 
     if current is not None:
