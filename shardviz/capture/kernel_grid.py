@@ -33,6 +33,9 @@ __all__ = ["MAX_GRID_POINTS", "GridCount", "count_kernel"]
 MAX_GRID_POINTS = 1 << 22
 #: A loop inside the body runs at most this many trips before the count gives up on it.
 MAX_TRIPS = 1 << 14
+#: A kernel whose steps pass values to each other is counted one step at a time, up to
+#: this many steps.
+MAX_SEQUENTIAL = 1 << 14
 
 
 @dataclass(frozen=True)
@@ -55,7 +58,7 @@ class _Ref:
     """A scalar-prefetch operand whose value is known: what the body's reads see."""
 
     def __init__(self, value: np.ndarray) -> None:
-        self.value = value
+        self.value: np.ndarray | None = np.array(value)  # a copy: writes may change it
         self.written = False  # the body writes it: its reads depend on the order of steps
 
 
@@ -140,13 +143,23 @@ def _scalar_op(eqn: Any, vals: list[Value]) -> Value:
 class _Evaluator:
     """Walks a kernel body once for all grid points (lanes)."""
 
-    def __init__(self, grid: tuple[int, ...]) -> None:
-        self.points = math.prod(grid)
-        self.ids = np.indices(grid).reshape(len(grid), self.points) if grid else None
+    def __init__(self, grid: tuple[int, ...], point: Sequence[int] | None = None) -> None:
         self.grid = grid
+        if point is None:  # every grid point at once
+            self.points = math.prod(grid)
+            self.ids = np.indices(grid).reshape(len(grid), self.points) if grid else None
+        else:  # one point, its steps taken in order (``sequential``)
+            self.points = 1
+            self.ids = np.array(point, dtype=np.int64).reshape(len(grid), 1)
         self.flops = 0.0
         self.dense = 0.0
         self.bounded = False
+        self.sequential = point is not None
+
+    def _fresh(self) -> _Evaluator:
+        trial = _Evaluator(self.grid)
+        trial.points, trial.ids, trial.sequential = self.points, self.ids, self.sequential
+        return trial
 
     def run(self, jaxpr: Any, args: Sequence[Value], active: Any, dense: float) -> list[Value]:
         """Evaluate ``jaxpr`` where ``active`` (one bool per lane) holds; ``dense``: the
@@ -190,6 +203,8 @@ class _Evaluator:
             return [self._get(eqn, vals)]
         if name in ("swap", "addupdate") and isinstance(vals[0], _Ref):
             vals[0].written = True
+            if self.sequential:
+                return [self._write(eqn, vals)] + [None] * (n_out - 1)
         if name == "cond":
             return self._cond(eqn, vals, active, dense)
         if name == "scan":
@@ -208,13 +223,14 @@ class _Evaluator:
             return [_scalar_op(eqn, vals)]
         return [None] * n_out
 
-    def _get(self, eqn: Any, vals: list[Value]) -> Value:
-        """A scalar read of a known scalar-prefetch operand: one value per lane."""
+    def _index(self, eqn: Any, vals: list[Value], first: int) -> tuple | None:
+        """The scalar index a read or write of a known ref uses (operands from ``first``
+        on hold it), clipped to the ref; ``None`` when it is not one known scalar index."""
         ref = vals[0]
-        if not isinstance(ref, _Ref) or not _is_scalar(eqn.outvars[0]):
+        if not isinstance(ref, _Ref) or ref.value is None:
             return None
         try:
-            transforms = eqn.params["tree"].unflatten(list(range(1, len(vals))))
+            transforms = eqn.params["tree"].unflatten(list(range(first, len(vals))))
         except Exception:
             return None
         if len(transforms) != 1 or not hasattr(transforms[0], "indices"):
@@ -230,8 +246,29 @@ class _Evaluator:
         value = ref.value
         if len(index) != value.ndim:
             return None
-        clipped = tuple(np.clip(i, 0, value.shape[d] - 1) for d, i in enumerate(index))
-        return value[clipped]
+        return tuple(np.clip(i, 0, value.shape[d] - 1) for d, i in enumerate(index))
+
+    def _write(self, eqn: Any, vals: list[Value]) -> Value:
+        """A scalar write to a known ref, one step at a time: later steps read it."""
+        ref = vals[0]
+        index = self._index(eqn, vals, 2)
+        new = vals[1]
+        if index is None or new is None or ref.value is None:
+            ref.value = None  # what it holds from here on is unknown
+            return None
+        old = ref.value[index]
+        with np.errstate(all="ignore"):
+            value = old + new if eqn.primitive.name == "addupdate" else new
+        ref.value[index] = np.asarray(value).reshape(-1)[0]
+        return old
+
+    def _get(self, eqn: Any, vals: list[Value]) -> Value:
+        """A scalar read of a known scalar-prefetch operand: one value per lane."""
+        ref = vals[0]
+        if not isinstance(ref, _Ref) or not _is_scalar(eqn.outvars[0]):
+            return None
+        clipped = self._index(eqn, vals, 1)
+        return ref.value[clipped] if clipped is not None and ref.value is not None else None
 
     def _cond(self, eqn: Any, vals: list[Value], active: Any, dense: float) -> list[Value]:
         branches = eqn.params["branches"]
@@ -241,7 +278,7 @@ class _Evaluator:
             self.bounded = True
             best = None
             for br in branches:
-                trial = _Evaluator(self.grid)
+                trial = self._fresh()
                 trial.run(br.jaxpr, vals[1:], active, dense)
                 if best is None or trial.flops > best.flops:
                     best = trial
@@ -356,6 +393,26 @@ def count_kernel(
         written = [i for i, r in enumerate(refs) if r is not None and r.written]
         if not written:
             return GridCount(ev.flops, ev.dense, ev.bounded)
+        if points <= MAX_SEQUENTIAL and all(known[i] is not None for i in written):
+            return _in_order(kernel, grid, known)
         for i in written:  # a value the steps pass each other: unknown to a count of all at once
             known[i] = None
     return GridCount(None, None, why="its steps pass values to each other")
+
+
+def _in_order(kernel: Any, grid: tuple[int, ...], known: list[np.ndarray | None]) -> GridCount:
+    """The count one grid step at a time, in the order the hardware takes them (the last
+    grid dimension fastest): for a kernel whose steps pass values on through scalar memory
+    (a paged-attention kernel's sequence and buffer indices)."""
+    refs = [_Ref(p) if p is not None else None for p in known]
+    flops = dense = 0.0
+    bounded = False
+    for point in np.ndindex(*grid):
+        ev = _Evaluator(grid, point)
+        args: list[Value] = [*refs, *[None] * (len(kernel.invars) - len(refs))]
+        try:
+            ev.run(kernel, args, np.ones(1, bool), 1.0)
+        except _Unknown as err:
+            return GridCount(None, None, why=str(err))
+        flops, dense, bounded = flops + ev.flops, dense + ev.dense, bounded or ev.bounded
+    return GridCount(flops, dense, bounded)

@@ -168,3 +168,38 @@ def test_ragged_paged_attention_is_named_when_its_lengths_are_unknown(mesh) -> N
     assert kernel.name == "ragged_paged_attention_kernel"
     assert "data" in kernel.why or "steps" in kernel.why
     assert "`ragged_paged_attention_kernel` not counted" in kernel.describe()
+
+
+def test_ragged_paged_attention_counted_from_known_lengths(mesh) -> None:
+    """Given the lengths as numpy arrays (their values known while tracing), the kernel's
+    steps are followed in order (they pass the sequence and buffer they reached on through
+    scalar memory): each sequence's queries against its own pages, 4 x q_len x kv_len x
+    heads x dim."""
+    from jax.experimental.pallas.ops.tpu.ragged_paged_attention import (
+        ragged_paged_attention as rpa,
+    )
+
+    tokens, heads, kv_heads, dim, page, pages, per_seq = 256, 8, 2, 128, 16, 128, 16
+    q_lens, kv_lens = [64, 64, 64, 64], [64, 64, 128, 256]
+
+    def serve(q, kv, kv_lens, page_indices, cu_q_lens, num_seqs):
+        return rpa(q, kv, kv_lens, page_indices, cu_q_lens, num_seqs,
+                   num_kv_pages_per_block=4, num_queries_per_block=32)  # fmt: skip
+
+    step = jax.shard_map(serve, mesh=mesh, in_specs=(P(),) * 6, out_specs=P(), check_vma=False)
+    seqs = len(q_lens)
+    report = sv.explain(
+        step,
+        jax.ShapeDtypeStruct((tokens, heads, dim), jnp.bfloat16),
+        jax.ShapeDtypeStruct((pages, page, 2 * kv_heads, dim), jnp.bfloat16),
+        np.array(kv_lens, np.int32),
+        np.arange(seqs * per_seq, dtype=np.int32).reshape(seqs, per_seq) % pages,
+        np.cumsum([0, *q_lens]).astype(np.int32),
+        np.array([seqs], np.int32),
+        run=False,
+    )
+    (kernel,) = report.cost.kernels
+    hand = sum(4.0 * q * kv * heads * dim for q, kv in zip(q_lens, kv_lens, strict=True))
+    assert kernel.how == "counted"
+    assert kernel.flops == pytest.approx(hand, rel=0.05)
+    assert kernel.model_flops == kernel.flops  # serving: the pages are the work
