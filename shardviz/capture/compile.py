@@ -23,8 +23,10 @@ import jax
 
 from shardviz.capture.dump_watch import PARTITIONED, PROPAGATED, DumpWatch, Stage, read_dump
 from shardviz.capture.hlo.compiler_log import compiler_log
+from shardviz.capture.hlo.kernels import KernelTable
 from shardviz.capture.hlo.text import HloModule, parse_hlo_module
 from shardviz.capture.interrupts import interrupts_deferred
+from shardviz.capture.kernel_costs import kernel_table
 from shardviz.capture.remat_offload import PolicyFacts, policy_facts
 from shardviz.errors import CompileError, problem
 
@@ -127,6 +129,9 @@ class Compiled:
     before_optimizations: str = ""
     #: The remat policies' offload names and the names the program tags (from the jaxpr).
     policies: PolicyFacts = field(default_factory=PolicyFacts)
+    #: Each Pallas kernel call's count per call, made from the traced program
+    #: (:mod:`.kernel_costs`); ``None`` where shardviz saw no trace of it.
+    kernels: KernelTable | None = None
     #: What ``early`` (see :func:`lower_and_compile`) made of the dumps while the compiler
     #: ran, by stage (``None`` for a stage that did not finish on the final texts).
     early: EarlyResults = field(default_factory=lambda: EarlyResults(), repr=False)
@@ -244,9 +249,24 @@ def _lower_and_compile(
         compiler_log=log.text,
         before_optimizations=before,
         policies=policy_facts(closed_jaxpr.jaxpr) if closed_jaxpr is not None else PolicyFacts(),
+        kernels=_kernels(traced, args, kwargs),
         _module=module if final else None,
         **texts,
     )
+
+
+def _kernels(traced: Any, args: tuple, kwargs: dict) -> KernelTable | None:
+    """The program's kernels counted from its trace, with the arguments' values where they
+    are concrete (a paged kernel's lengths); ``None`` without a trace."""
+    if traced is None:
+        return None
+    closed = traced.jaxpr
+    flat = jax.tree.leaves((args, kwargs))
+    known = flat if len(flat) == len(closed.jaxpr.invars) else None
+    try:
+        return kernel_table(closed, known)
+    except Exception:  # a kernel form the count does not know: named as not counted
+        return {}
 
 
 def _traced_and_lowered(jitted: Any, args: tuple, kwargs: dict) -> tuple[Any, Any]:
