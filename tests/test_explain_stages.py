@@ -297,3 +297,12 @@ def test_a_traced_keeps_its_jaxpr_and_a_lowered_has_none(args):
     assert traced.policies.tags == frozenset({"hidden"})
     assert lowered.policies.offloads == ()
     assert traced.hlo_text == lowered.hlo_text
+
+
+def test_explorer_shows_a_stage_explained_without_controls(args):
+    lowered = jax.jit(train_step).lower(*args)
+    explorer = sv.Explorer(lowered)
+    assert explorer.session is None and explorer.controls is None
+    assert explorer.report.collectives  # the same program, explained
+    with pytest.raises(TypeError, match="logical_axes"):
+        sv.Explorer(lowered, logical_axes={"w1": ("embed", "mlp")})

@@ -18,7 +18,9 @@ from typing import Any
 
 import ipywidgets
 
+from shardviz.capture.stages import jax_stage
 from shardviz.errors import CompileError, problem
+from shardviz.explainer.explain import explain
 from shardviz.model import Comparison, Report
 from shardviz.render.report.view import status_line
 from shardviz.widgets.explorer.widget import ExplorerView
@@ -44,8 +46,9 @@ class Explorer(ExplorerView):
         **kwargs: initial selections (``selected_array``, ``selected_device``, ...).
 
     Raises:
-        TypeError: ``shown`` is neither a Report, a Comparison nor callable, or a report was
-            given with arguments.
+        TypeError: ``shown`` is neither a Report, a Comparison, a jax stage (``Traced``,
+            ``Lowered``, ``Compiled``: explained and shown, without controls) nor callable,
+            or a report was given with arguments.
         ShardvizError: the function failed to compile or run with its arguments.
     """
 
@@ -69,6 +72,16 @@ class Explorer(ExplorerView):
                     "logical_axes; to explore a function pass it first: Explorer(fn, *args)"
                 )
             super().__init__(shown, **kwargs)
+            return
+        if jax_stage(shown) is not None:
+            # A stage a framework built (``jax.jit(step).lower(...)``): its shardings are
+            # compiled in, so there is nothing for the controls to change; shown explained.
+            if logical_axes is not None:
+                raise TypeError(
+                    "Explorer(stage) takes no logical_axes: a Lowered or Compiled has its "
+                    "shardings compiled in; explore the function instead: Explorer(fn, *args)"
+                )
+            super().__init__(explain(shown, *args, steps=steps, target=target), **kwargs)
             return
         if not callable(shown):
             raise TypeError(
