@@ -8,7 +8,14 @@ NODE_STAMP := node_modules/.installed
 TSC := node_modules/.bin/tsc
 DEVICES ?= 8
 
-.PHONY: demo test lint format venv clean browser-deps typecheck docs
+.PHONY: demo test lint format venv clean browser-deps typecheck docs python313 test-current
+
+# The current-jax leg (issue 39): Debian's Python 3.13 with the newest jax, jaxlib, libtpu and
+# CUDA plugin that pyproject.toml allows, in a venv of its own beside $(VENV).
+PYTHON313 ?= /usr/bin/python3.13
+VENV_CURRENT ?= .venv-current
+PY_CURRENT := $(VENV_CURRENT)/bin/python
+STAMP_CURRENT := $(VENV_CURRENT)/.installed
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -38,6 +45,25 @@ demo: $(STAMP)
 browser-deps:
 	@bash tools/install-chromium.sh
 
+## python313: Debian's Python 3.13 (from the trixie suite at a low apt pin priority) for
+## test-current, installed with apt only when missing (see tools/install-python313.sh)
+python313:
+	@bash tools/install-python313.sh
+
+$(STAMP_CURRENT): pyproject.toml
+	@PYTHON313=$(PYTHON313) bash tools/install-python313.sh
+	test -x $(PY_CURRENT) || $(PYTHON313) -m venv $(VENV_CURRENT)
+	$(PY_CURRENT) -m pip install --quiet --upgrade pip
+	$(PY_CURRENT) -m pip install --quiet --upgrade --upgrade-strategy eager -e '.[dev,tpu,gpu]'
+	touch $(STAMP_CURRENT)
+
+## test-current: the current-jax leg: Python 3.13 (make python313) with the newest jax, jaxlib,
+## libtpu and CUDA plugin, then the subset of the suite listed in tests/current_jax.txt (why each
+## is there is written beside it; under 15 minutes on 2 cores)
+test-current: $(STAMP_CURRENT)
+	$(PY_CURRENT) -c 'import sys, jax, jaxlib; print("test-current: Python", sys.version.split()[0], "jax", jax.__version__, "jaxlib", jaxlib.__version__)'
+	set -f; $(PY_CURRENT) -m pytest $$(sed -e 's/#.*//' tests/current_jax.txt)
+
 ## test: install (Python packages, Chromium, typescript), lint, type-check the Python and the JS,
 ## then the whole suite (notebooks and browser tests included)
 test: $(STAMP) browser-deps $(NODE_STAMP)
@@ -63,4 +89,4 @@ format: $(STAMP)
 	$(PY) -m ruff check --fix .
 
 clean:
-	rm -rf $(VENV) node_modules shardviz-demo.html .pytest_cache .ruff_cache .hypothesis docs/_build
+	rm -rf $(VENV) $(VENV_CURRENT) node_modules shardviz-demo.html .pytest_cache .ruff_cache .hypothesis docs/_build
