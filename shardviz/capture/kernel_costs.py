@@ -60,8 +60,9 @@ def model_share(name: str, dots: int) -> float | None:
     Attention's model flops are its forward's two matmuls (Q K^T and P V) in full, and its
     backward's four (dP, dV, dK, dQ). A backward kernel recomputes Q K^T (and a separate dq
     kernel recomputes dP too): a dkv kernel of ``n`` matmuls has ``n - 1`` useful ones
-    (4 of 5 when it computes dq as well), a dq kernel of 3 has one (dQ). Paged attention
-    (serving) is counted as computed: its pages are the work."""
+    (4 of 5 when it computes dq as well), a dq kernel of 3 has one (dQ), a kernel for the
+    whole backward four of its ``n`` (jax's GPU attention recomputes Q K^T and dP in its dq
+    loop: 4 of 7). Paged attention (serving) is counted as computed: its pages are the work."""
     if not _ATTENTION.search(name) or "paged" in name.lower() or dots == 0:
         return None
     low = name.lower()
@@ -69,6 +70,8 @@ def model_share(name: str, dots: int) -> float | None:
         return (dots - 1) / dots
     if "dq" in low:
         return 1 / dots
+    if "bwd" in low or "backward" in low:  # the whole backward in one kernel: 4 useful
+        return min(1.0, 4 / dots)
     return 1.0
 
 

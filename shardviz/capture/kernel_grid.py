@@ -328,8 +328,9 @@ class _Evaluator:
             running = running & np.broadcast_to(np.asarray(go, bool), (self.points,))
             if not running.any():
                 return carry
-            trips = int(np.count_nonzero(running))
-            out = self.run(p["body_jaxpr"].jaxpr, [*bconsts, *carry], running, trips)
+            # A dense kernel runs every lane's loop as long as the longest (a causal loop
+            # that stops at the diagonal counts the whole row): ``dense`` lanes each trip.
+            out = self.run(p["body_jaxpr"].jaxpr, [*bconsts, *carry], running, dense)
             carry = [
                 None if o is None or c is None else np.where(running, o, c)
                 for o, c in zip(out, carry, strict=True)

@@ -203,3 +203,38 @@ def test_ragged_paged_attention_counted_from_known_lengths(mesh) -> None:
     assert kernel.how == "counted"
     assert kernel.flops == pytest.approx(hand, rel=0.05)
     assert kernel.model_flops == kernel.flops  # serving: the pages are the work
+
+
+def test_gpu_pallas_attention_deviceless_h100() -> None:
+    """jax's Pallas GPU attention (Triton custom calls), compiled deviceless for H100: the
+    forward counted block by block (its kv loop stops at the diagonal), the model flops in
+    full whatever the mask, and the backward's recomputed matmuls apart."""
+    from jax.experimental.pallas.ops.gpu import attention as gpu_attention
+
+    mesh = jax.sharding.Mesh(np.array(sv.topology("h100:4").devices).reshape(4), ("data",))
+    heads, dim, block = 4, 64, 128
+
+    def attn(q, k, v):
+        return gpu_attention.mha(q, k, v, segment_ids=None, causal=True,
+                                 block_sizes=gpu_attention.BlockSizes(block, block, block, block, block, block))  # fmt: skip
+
+    def loss(q, k, v):
+        f = jax.shard_map(attn, mesh=mesh, in_specs=(P("data"),) * 3, out_specs=P("data"),
+                          check_vma=False)  # fmt: skip
+        return f(q, k, v).astype(jnp.float32).sum()
+
+    q = jax.ShapeDtypeStruct(
+        (B, S, heads, dim), jnp.float16, sharding=NamedSharding(mesh, P("data"))
+    )
+    report = sv.explain(jax.grad(loss, argnums=(0, 1, 2)), q, q, q, run=False)
+    kernels = {k.name: k for k in report.cost.kernels}
+    assert {k.target for k in kernels.values()} == {"__gpu$xla.gpu.triton"}
+    assert not report.cost.uncounted_kernels
+    full = 2.0 * heads * S * S * dim  # one matmul over all heads of one device's sequence
+    n = S // block
+    causal = (n * (n + 1) / 2) / n**2
+    assert kernels["mha_forward"].flops == pytest.approx(2 * full * causal)
+    # its dkv loop runs Q K^T, dP, dV, dK; its dq loop Q K^T, dP, dQ: 7 matmuls
+    assert kernels["mha_backward"].flops == pytest.approx(7 * full * causal, rel=0.05)
+    model = sum(k.model_flops or 0 for k in kernels.values())
+    assert model == pytest.approx(6 * full, rel=0.05)
