@@ -18,10 +18,12 @@ from shardviz.capture.hlo.text import HloParseError
 from shardviz.model import Collective, MeshLayout, Report
 from shardviz.model.array import Spec
 
-#: A parameter line of an HLO dump: its name, shape and sharding.
+#: A parameter line of an HLO dump: its name, shape and sharding. The sharding may hold one
+#: level of braces: jax 0.12 prints ``{mesh['data'=2,'model'=4], [{'data'}, {}]}`` where
+#: jax 0.10.2 printed ``{devices=[2,1,4]<=[8] last_tile_dim_replicate}``.
 _PARAM = re.compile(
     r"^\s*%?(?P<name>[^\s=]+) = (?P<dtype>[a-z0-9]+)\[(?P<dims>[0-9,]*)\][^=]*? "
-    r"parameter\(\d+\)(?:, sharding=(?P<sharding>\{[^}]*\}))?",
+    r"parameter\(\d+\)(?:, sharding=(?P<sharding>\{(?:[^{}]|\{[^{}]*\})*\}))?",
     re.MULTILINE,
 )
 
