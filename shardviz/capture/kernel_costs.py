@@ -247,7 +247,9 @@ class _Walker:
             dense = counted.dense if counted.dense is not None else counted.flops
             model = counted.flops if share is None else dense * share
             how = "bounded" if counted.bounded else "counted"
-            found = KernelCount(counted.flops, model, how, "", hbm)
+            skipped = dense > 0 and counted.flops < dense
+            why = f"{counted.flops / dense:.0%} of its grid's matmuls run" if skipped else ""
+            found = KernelCount(counted.flops, model, how, why, hbm)
         # The compiled module names the call after the kernel or after the scope around it.
         for alias in dict.fromkeys(n for n in (name, scope) if n):
             self.found.setdefault(kernel_key(alias, types), []).append(found)

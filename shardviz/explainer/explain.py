@@ -209,7 +209,12 @@ def _cost(comp: Compiled, early: _EarlyReading | None = None) -> Cost | None:
         cost = program_cost(comp)
     else:
         cost = program_cost(comp, early.global_cost, early.propagated)
-    if cost is None or not cost.loops:
+    if cost is None:
+        return cost
+    if cost.kernels:
+        cost = replace(cost, kernels=tuple(
+            replace(k, source=_caller_of_kernel(k.source)) for k in cost.kernels))  # fmt: skip
+    if not cost.loops:
         return cost
     labels: dict[str, str] = {}
     loops = tuple(
@@ -219,6 +224,19 @@ def _cost(comp: Compiled, early: _EarlyReading | None = None) -> Cost | None:
         for lp in cost.loops
     )
     return replace(cost, loops=loops)
+
+
+#: jax's own files: a kernel shipped with jax (splash attention) is called from them.
+_JAX_DIR = os.path.dirname(os.path.abspath(jax.__file__)) + os.sep
+
+
+def _caller_of_kernel(source: Source | None) -> Source | None:
+    """A kernel's call chain from the user's side: jax's own frames (a shipped kernel's
+    wrappers) and shardviz's dropped, so its line is where the program calls it."""
+    if source is None:
+        return None
+    frames = tuple(f for f in source.frames if not os.path.abspath(f.file).startswith(_JAX_DIR))
+    return _trim(Source(frames, ""), None) if frames else None
 
 
 def _analyse(

@@ -185,7 +185,7 @@ def kernel_uses(
         entry = acc.setdefault(
             (name, count.how),
             {"target": _target(ins), "calls": 0, "flops": 0.0, "model": 0.0, "added": 0.0,
-             "hbm": 0.0, "why": count.why},
+             "hbm": 0.0, "why": count.why, "source": module.source_of(ins)},
         )  # fmt: skip
         entry["calls"] += n
         entry["hbm"] += count.hbm_bytes * n
@@ -207,6 +207,7 @@ def kernel_uses(
             why=e["why"],
             added=e["added"],
             hbm_bytes=e["hbm"],
+            source=e["source"],
         )
         for (name, how), e in acc.items()
     )

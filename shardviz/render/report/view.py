@@ -231,6 +231,8 @@ def kernel_meaning(k: KernelUse) -> str:
         text += f"; model flops {format_flops(k.model_flops)}"
     if k.added:
         text += f"; {format_flops(k.added)} added to the compiler's count"
+    if k.where:
+        text += f"; called at {k.where}"
     return text
 
 
