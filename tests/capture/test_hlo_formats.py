@@ -193,3 +193,38 @@ def test_an_unreadable_line_is_named_with_the_compiler_that_printed_it(line: str
     assert line.strip()[:40] in message
     assert compiler_versions() in message and "jax " in message
     assert "Fix: " in message
+
+
+def _point(name: str, shape: tuple[int, ...], spec, sharding: str):
+    from shardviz.model import ShardingOf
+
+    return ShardingOf(name, "dot", "float32", shape, spec, sharding, "jit(f)/dot_general")
+
+
+@pytest.mark.parametrize(
+    ("shape", "old", "new", "elements"),
+    [
+        (
+            (8, 16, 20, 128),
+            "{devices=[1,2,1,1,4]<=[8] last_tile_dim_replicate}",
+            "{mesh['data'=2,'model'=4], [{}, {'data'}, {}, {}]}",
+            8 * 8 * 20 * 128,
+        ),
+        (
+            (8, 256, 128),
+            "{devices=[1,4,1,2]<=[2,4]T(1,0) last_tile_dim_replicate}",
+            "{mesh['data'=2,'model'=4], [{}, {'model'}, {}]}",
+            8 * 64 * 128,
+        ),
+        ((8, 256), "{replicated}", "{mesh['data'=2,'model'=4], replicated}", 8 * 256),
+    ],
+)
+def test_a_reshard_points_tile_reads_the_same_in_both_forms(shape, old, new, elements) -> None:
+    """Linking a collective to its reshard point compares per-device tiles (two backward dots
+    of one line are told apart so): jax 0.12 prints the partitioner's input on the named mesh,
+    jax 0.10.2 as a device array."""
+    from shardviz.capture.hlo.collectives import _tile_elements
+
+    spec = tuple(() for _ in shape)
+    a, b = _point("a", shape, spec, old), _point("b", shape, spec, new)
+    assert _tile_elements(a) == _tile_elements(b) == elements

@@ -20,6 +20,7 @@ Rules (see :func:`collectives_of_hlo` for the details):
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from typing import Any, NamedTuple
@@ -32,10 +33,12 @@ from shardviz.capture.hlo.groups import (
     to_device_ids,
 )
 from shardviz.capture.hlo.loops import computation_runs, loops_of
+from shardviz.capture.hlo.sharding import parse_hlo_sharding
 from shardviz.capture.hlo.text import (
     ArrayShape,
     HloInstruction,
     HloModule,
+    HloParseError,
     Shape,
     array_leaves,
     parse_hlo_module,
@@ -780,8 +783,11 @@ def _tile_elements(s: ShardingOf, unsplit: Sequence[str] = (), factor: int = 1) 
     """Elements of one device's tile of ``s`` (read from its HLO tile assignment); with
     ``unsplit`` axes (together ``factor`` devices, all on one dim) taken out of the split."""
     m = re.search(r"devices=\[([\d,]*)\]", s.hlo_sharding)
+    named = _named_tiles(s.hlo_sharding) if m is None and "mesh[" in s.hlo_sharding else None
     if m:
         tiles = list(parse_int_list(m.group(1)))[: len(s.shape)]
+    elif named is not None:  # jax 0.12: `{mesh['data'=2,'model'=4], [{}, {'data'}]}`
+        tiles = list(named)[: len(s.shape)]
     elif "replicated" in s.hlo_sharding:
         tiles = [1] * len(s.shape)
     else:
@@ -799,6 +805,19 @@ def _tile_elements(s: ShardingOf, unsplit: Sequence[str] = (), factor: int = 1) 
     for d, t in zip(s.shape, tiles, strict=True):
         n *= -(-d // max(1, t))
     return n
+
+
+@functools.lru_cache(maxsize=1024)
+def _named_tiles(text: str) -> tuple[int, ...] | None:
+    """Tiles per dim of a sharding on a named mesh (as jax 0.12's XLA prints the partitioner's
+    input; jax 0.10.2 printed ``devices=[...]``); ``None`` when it is not tiled or unreadable."""
+    try:
+        parsed = parse_hlo_sharding(text)
+    except HloParseError:
+        return None
+    if parsed.kind == "replicated":
+        return ()
+    return parsed.tile_dims if parsed.kind == "tiled" else None
 
 
 def _fits(c: Collective, s: ShardingOf) -> bool:
