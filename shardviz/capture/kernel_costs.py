@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from shardviz.capture.hlo.kernels import KernelCount, KernelKey, kernel_key
-from shardviz.capture.kernel_grid import count_kernel
+from shardviz.capture.kernel_grid import GridCount, count_kernel
 
 __all__ = ["hlo_type", "kernel_table", "model_share"]
 
@@ -234,7 +234,11 @@ class _Walker:
                 grid.append(int(v) if v is not None and v.size == 1 else g)
         prefetch = vals[n_dyn : n_dyn + int(gm.num_index_operands)]
         kernel = p["jaxpr"]
-        counted = count_kernel(kernel, tuple(grid), prefetch)
+        try:
+            counted = count_kernel(kernel, tuple(grid), prefetch)
+        except Exception as err:  # a body form the count does not follow: named, not zero
+            why = f"shardviz could not read its body ({type(err).__name__}: {str(err)[:120]})"
+            counted = GridCount(None, None, why=why)
         hbm = float(sum(_nbytes(v.aval) for v in eqn.invars[n_dyn:]))
         hbm += float(sum(_nbytes(a) for a in p.get("out_avals", ())))
         scope = _scope(eqn)

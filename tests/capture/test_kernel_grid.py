@@ -178,3 +178,17 @@ def test_model_share_follows_the_attention_convention(name, dots, share) -> None
 def test_grid_of_unknown_size_is_not_counted() -> None:
     count = count_kernel(None, (2, object()), [])  # type: ignore[arg-type]
     assert count.flops is None and "grid" in count.why
+
+
+def test_a_body_the_count_cannot_follow_is_named(monkeypatch) -> None:
+    import shardviz.capture.kernel_costs as kc
+
+    def broken(*_a, **_k):
+        raise RuntimeError("an op it has never seen")
+
+    monkeypatch.setattr(kc, "count_kernel", broken)
+    x = jnp.zeros((2 * B, 2 * B), jnp.float32)
+    closed, _ = _pallas_eqn(_lower_triangle(2), x, x)
+    (count,) = set(kc.kernel_table(closed).values())
+    assert count.flops is None and count.how == "not counted"
+    assert "could not read its body" in count.why and "never seen" in count.why
