@@ -19,6 +19,7 @@ from shardviz.capture.hlo.loops import computation_runs, loop_body_module, loops
 from shardviz.capture.hlo.matmuls import matmul_flops
 from shardviz.capture.hlo.op_work import op_work
 from shardviz.capture.hlo.text import HloModule, parse_hlo_module
+from shardviz.capture.kernel_body import body_table
 from shardviz.model import Cost, Loop
 
 __all__ = ["loop_extra", "per_step", "program_cost"]
@@ -90,8 +91,10 @@ def program_cost(
     glob, _ = per_step(glob_once, comp.propagated_text, propagated)
     lower = any(not lp.known for lp in loops)
     runs = computation_runs(module, loops)
-    mm = matmul_flops(module, runs, lower_bound=lower, kernels=comp.kernels)
-    kernels = kernel_uses(module, runs, comp.kernels)
+    # Without a trace (a Lowered or Compiled given as it is), from the bodies kernels carry.
+    table = comp.kernels if comp.kernels is not None else body_table(module)
+    mm = matmul_flops(module, runs, lower_bound=lower, kernels=table)
+    kernels = kernel_uses(module, runs, table)
     # The compiler's cost model counts a kernel that declares no cost as nothing.
     added = sum(k.added for k in kernels)
 
@@ -110,6 +113,6 @@ def program_cost(
         model_flops_per_device=mm.model,
         dispatch_flops_per_device=mm.dispatch,
         loops=loops,
-        ops=op_work(module, runs, comp.kernels),
+        ops=op_work(module, runs, table),
         kernels=kernels,
     )

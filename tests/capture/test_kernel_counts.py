@@ -238,3 +238,38 @@ def test_gpu_pallas_attention_deviceless_h100() -> None:
     assert kernels["mha_backward"].flops == pytest.approx(7 * full * causal, rel=0.05)
     model = sum(k.model_flops or 0 for k in kernels.values())
     assert model == pytest.approx(6 * full, rel=0.05)
+
+
+def test_a_lowered_without_its_trace_reads_the_kernels_bodies(mesh) -> None:
+    """A bare Lowered (and its Compiled) holds no jaxpr: each splash kernel is read from the
+    body its custom call carries, every branch at its costliest (an upper bound on what the
+    causal mask lets it compute), its model flops in full as from the trace."""
+    from jax.experimental.pallas.ops.tpu.splash_attention import (
+        splash_attention_kernel as sk,
+    )
+    from jax.experimental.pallas.ops.tpu.splash_attention import (
+        splash_attention_mask as sm,
+    )
+
+    sizes = sk.BlockSizes(
+        block_q=BLOCK, block_kv_compute=BLOCK, block_kv=BLOCK, block_q_dkv=BLOCK,
+        block_kv_dkv=BLOCK, block_kv_dkv_compute=BLOCK, use_fused_bwd_kernel=True,
+    )  # fmt: skip
+    kernel = sk.make_splash_mha(
+        mask=sm.MultiHeadMask([sm.CausalMask((S, S)) for _ in range(H)]), block_sizes=sizes,
+        head_shards=1, q_seq_shards=1,
+    )  # fmt: skip
+
+    def loss(q, k, v):
+        f = jax.shard_map(lambda *a: jax.vmap(kernel)(*a), mesh=mesh,
+                          in_specs=(P("data"),) * 3, out_specs=P("data"), check_vma=False)  # fmt: skip
+        return f(q, k, v).astype(jnp.float32).sum()
+
+    q = jax.ShapeDtypeStruct((B, H, S, D), jnp.bfloat16, sharding=NamedSharding(mesh, P("data")))
+    lowered = jax.jit(jax.grad(loss, argnums=(0, 1, 2))).lower(q, q, q)
+    for stage in (lowered, lowered.compile()):
+        cost = sv.explain(stage).cost
+        assert not cost.uncounted_kernels
+        assert {k.how for k in cost.kernels} == {"bounded"}
+        assert sum(k.flops or 0 for k in cost.kernels) == pytest.approx(7 * MATMUL)  # dense
+        assert sum(k.model_flops or 0 for k in cost.kernels) == pytest.approx(6 * MATMUL)

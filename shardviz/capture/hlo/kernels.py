@@ -29,8 +29,10 @@ __all__ = [
     "declared_flops",
     "is_kernel",
     "kernel_key",
+    "kernel_aliases",
     "kernel_name",
     "kernel_uses",
+    "operand_types",
 ]
 
 #: Custom-call targets that run a kernel: Mosaic TPU (Pallas TPU), Triton (Pallas GPU,
@@ -104,7 +106,7 @@ def kernel_name(module: HloModule, ins: HloInstruction) -> str:
 _UNSAFE_RE = re.compile(r"[^\w.-]")
 
 
-def _names(module: HloModule, ins: HloInstruction) -> tuple[str, ...]:
+def kernel_aliases(module: HloModule, ins: HloInstruction) -> tuple[str, ...]:
     """The names a trace may know the kernel by: the custom call's own (jax names it after
     the kernel) and the scope around it (jax's flash attention names its backward kernels
     by scope), as module names hold them."""
@@ -116,7 +118,7 @@ _LAYOUT_RE = re.compile(r"operand_layout_constraints=\{(.*?)\}(?:,\s*\w+=|\s*$)"
 _TYPE_RE = re.compile(r"([a-z]+\d*[a-z0-9]*)\[([\d,]*)\]")
 
 
-def _operand_types(module: HloModule, ins: HloInstruction) -> tuple[str, ...]:
+def operand_types(module: HloModule, ins: HloInstruction) -> tuple[str, ...]:
     """The operands' types as jax passed them (the layout constraints keep them; a
     bitcast can reshape an operand in the final module)."""
     m = _LAYOUT_RE.search(ins.attr_text)
@@ -160,8 +162,8 @@ def count_of(module: HloModule, ins: HloInstruction, table: KernelTable | None) 
 def _traced(module: HloModule, ins: HloInstruction, table: KernelTable) -> KernelCount | None:
     """The trace's count for ``ins``: by a name and its operand types, else by a name
     alone or its operand types alone where either is unambiguous."""
-    names = _names(module, ins)
-    types = _operand_types(module, ins)
+    names = kernel_aliases(module, ins)
+    types = operand_types(module, ins)
     found = next((table[k] for n in names if (k := kernel_key(n, types)) in table), None)
     for match in (lambda n, t: n in names, lambda n, t: t == types):  # unambiguous only
         if found is None:
