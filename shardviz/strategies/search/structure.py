@@ -30,6 +30,8 @@ from typing import Any
 import jax
 from jax.extend import core as jcore
 
+from shardviz.capture.jax_compat import scan_counts
+
 __all__ = ["Link", "Structure", "read_structure"]
 
 _PASS = {
@@ -260,7 +262,7 @@ class _Reader:
     def _scan(self, eqn: Any, ins: list[list[Any]], plain: list[Any]) -> list[list[Any]]:
         p = eqn.params
         body = p["jaxpr"].jaxpr
-        nc, nk = p["num_consts"], p["num_carry"]
+        nc, nk = scan_counts(p, len(eqn.invars))
         inner_ins: list[list[Any]] = []
         inner_plain: list[Any] = []
         stage = self.new()  # every scanned-over leading dim: one stacked (stage) dim
