@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from shardviz.capture.hlo.kernels import KernelCount, KernelKey, kernel_key
+from shardviz.capture.jax_compat import scan_counts
 from shardviz.capture.kernel_grid import GridCount, count_kernel
 
 __all__ = ["hlo_type", "kernel_table", "model_share"]
@@ -188,7 +189,7 @@ class _Walker:
                 len(outs) :
             ]
         if name == "scan":
-            body, nc = p["jaxpr"], int(p["num_consts"])
+            body, (nc, _) = p["jaxpr"], scan_counts(p, len(vals))
             self.closed(body, [*vals[:nc], *[None] * (len(vals) - nc)])
             return none
         if name == "while":

@@ -26,6 +26,8 @@ from typing import Any
 
 import numpy as np
 
+from shardviz.capture.jax_compat import scan_counts
+
 __all__ = ["MAX_GRID_POINTS", "GridCount", "count_kernel"]
 
 #: Grids above this many points are counted as if every point computed (an upper bound):
@@ -301,7 +303,8 @@ class _Evaluator:
 
     def _scan(self, eqn: Any, vals: list[Value], active: Any, dense: float) -> list[Value]:
         p = eqn.params
-        length, n_consts, n_carry = int(p["length"]), int(p["num_consts"]), int(p["num_carry"])
+        length = int(p["length"])
+        n_consts, n_carry = scan_counts(p, len(vals))
         body = p["jaxpr"].jaxpr
         consts, carry = vals[:n_consts], vals[n_consts : n_consts + n_carry]
         xs = [None] * (len(vals) - n_consts - n_carry)
