@@ -71,6 +71,29 @@ def test_hypothetical_arrays_and_triples(mesh):
     assert big.nbytes == (1 << 36) and big.max_bytes_per_device == (1 << 33)  # 64 GiB, 8 GiB
 
 
+def test_typed_prng_keys(mesh):
+    """jax's typed keys (Flax NNX's Rngs state) are laid out with jax's dtype name and the
+    bytes of their key data; explain takes a step that carries one in and out."""
+    key = jax.random.split(jax.random.key(0), 8)
+    sh = NamedSharding(mesh.jax_mesh, P("data"))
+    lay = sv.layout(jax.device_put(key, sh))
+    assert lay.dtype == str(key.dtype) and lay.itemsize == key.dtype.itemsize
+    assert lay.shard_shape == (4,) and lay.tiles[0].nbytes == 4 * key.dtype.itemsize
+    assert sv.layout(jax.ShapeDtypeStruct((8,), key.dtype, sharding=sh)) == lay
+
+    def step(k, x):
+        k, sub = jax.random.split(k)
+        return k, x + jax.random.normal(sub, x.shape)
+
+    shapes = (
+        jax.ShapeDtypeStruct((), key.dtype, sharding=NamedSharding(mesh.jax_mesh, P())),
+        jax.ShapeDtypeStruct((8, 8), jnp.float32, sharding=sh),
+    )
+    report = sv.explain(jax.jit(step).trace(*shapes))
+    assert [leaf.dtype for leaf in report.arguments.leaves][0] == str(key.dtype)
+    assert report.outputs.leaves[0].dtype == str(key.dtype)
+
+
 def test_layout_of_a_mesh(mesh):
     m = sv.layout(mesh)
     assert isinstance(m, sv.MeshLayout) and m.device_ids == tuple(range(8))

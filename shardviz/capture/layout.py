@@ -68,7 +68,10 @@ def layout_of(
     """
     shape = _checked_shape(shape, name)
     try:
-        dt = np.dtype(dtype)
+        # jax's typed PRNG keys (key<fry>, in Flax NNX's Rngs state) are extended dtypes, not
+        # numpy's: named as jax names them, each element the bytes of its key data.
+        extended = jax.dtypes.issubdtype(dtype, jax.dtypes.extended)
+        dt = dtype if extended else np.dtype(dtype)
     except TypeError as err:
         raise ShardvizError(
             problem(
