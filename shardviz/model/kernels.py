@@ -63,10 +63,7 @@ class KernelUse:
         calls = f"{format_count(self.calls)} call{'s' if self.calls != 1 else ''}"
         if not self.counted:
             why = f" ({self.why})" if self.why else ""
-            return (
-                f"{calls} of `{self.name}` not counted: flops and time for them are "
-                f"missing{why}"
-            )
+            return f"{calls} of `{self.name}` not counted: flops and time for them are missing{why}"
         return f"{calls} of `{self.name}`: {self.how}"
 
 
