@@ -20,6 +20,8 @@ from shardviz.analysis.estimate.orders import (
 from shardviz.analysis.estimate.placement import place
 from shardviz.explainer.fix_check import judge
 from shardviz.model.findings import Finding, FindingCost, Outcome, Where
+from shardviz.model.mesh import Device, MeshLayout
+from shardviz.model.targets import target_for
 from tests.estimate.physical_programs import NamedSharding, P, by_chip, jax, jnp, mesh_of, sv
 
 #: Tokens per step, model width, and the MLP widths: a narrow first block (its gradient
@@ -142,3 +144,17 @@ def test_a_reordered_mesh_helps_only_if_the_predicted_step_waits_less():
     assert not judge(cand, before, _outcome(0.9, 4.8, 0.2, moved=200), still=False)[0]
     unknown = dataclasses.replace(before, predicted_seconds=None)
     assert not judge(cand, unknown, _outcome(0.9, 4.8, 0.2), still=False)[0]
+
+
+def test_size_one_axes_add_no_orders_and_no_time():
+    """MaxText's mesh names 12 axes, 11 of size 1: the orders are those of its live axes
+    alone, found at once (nesting all 12 would try 12! permutations for the same orders)."""
+    target = target_for("v5e:4x4")
+    devices = tuple(Device(i) for i in range(16))
+    plain = MeshLayout(("data", "model"), (4, 4), devices)
+    names = ("a", "data", "b", "c", "model", *"defghij")
+    padded = MeshLayout(names, (1, 4, 1, 1, 4, *(1,) * 7), devices)
+    orders = [o for o, _ in candidate_orders(plain, place(plain, target), target)]
+    assert orders and orders == [
+        o for o, _ in candidate_orders(padded, place(padded, target), target)
+    ]

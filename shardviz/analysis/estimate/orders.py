@@ -165,9 +165,12 @@ def candidate_orders(mesh: MeshLayout, placement: Placement, target: Target):
     names, sizes = mesh.axis_names, mesh.axis_sizes
     seen: set[tuple[int, ...]] = set()
     count = 0
+    # Only the axes above size 1 are nested: a size-1 axis's only position is 0, so where it
+    # sits changes no order (MaxText's mesh has 12 axes, 11 of size 1: 12! nestings, 1 order).
+    live = [i for i, n in enumerate(sizes) if n > 1]
     for blocks in _assignments(sizes, shape):
         walks = [block_walk(b) for b in blocks]
-        for nest in itertools.permutations(range(len(sizes))):
+        for nest in itertools.permutations(live):
             strides = [[0] * len(shape) for _ in sizes]
             acc = [1] * len(shape)
             for i in nest:  # the first in `nest` is innermost on every physical axis
