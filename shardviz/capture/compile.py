@@ -306,6 +306,16 @@ def read_compiled(compiled: Any) -> Compiled:
 
 def _rejected(fn_name: str, err: Exception) -> CompileError:
     """The error to raise when the compiler refused the program."""
+    if "ScopedVmemOom" in str(err):  # a kernel's on-chip scratch, not the arrays in HBM
+        return CompileError(
+            problem(
+                f"function {fn_name!r}",
+                f"a kernel's blocks do not fit in the chip's scoped VMEM: {_describe(err)}",
+                "use smaller kernel blocks (e.g. splash attention's block sizes), or raise "
+                "the compiler's limit before jax starts libtpu (LIBTPU_INIT_ARGS="
+                "--xla_tpu_scoped_vmem_limit_kib=N, as MaxText's recipes do)",
+            )
+        )
     if "RESOURCE_EXHAUSTED" in str(err):  # TPU/GPU compilers refuse what will not fit
         return CompileError(
             problem(

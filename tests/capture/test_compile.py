@@ -7,7 +7,7 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from shardviz.capture import hlo
-from shardviz.capture.compile import lower_and_compile
+from shardviz.capture.compile import _rejected, lower_and_compile
 
 
 def _layers(w, x):
@@ -32,3 +32,17 @@ def test_final_module_is_parsed_once_and_reads_as_the_text():
     trips = hlo.collective_trip_counts(module)
     assert trips == hlo.collective_trip_counts(comp.hlo_text)
     assert " while(" in comp.hlo_text and 4 in trips.values()
+
+
+def test_a_kernel_over_scoped_vmem_is_not_called_an_hbm_overflow():
+    """TPU's CompileTimeScopedVmemOom (splash attention's 2048-blocks without MaxText's
+    flag) is a kernel's on-chip scratch: the fix is the blocks or the VMEM limit, not FSDP."""
+    err = RuntimeError(
+        "RESOURCE_EXHAUSTED: E1001: CompileTimeScopedVmemOom: Ran out of memory in memory "
+        "space vmem while allocating on stack for %splash_mha_dkv"
+    )
+    text = str(_rejected("train_step", err))
+    assert "scoped VMEM" in text and "xla_tpu_scoped_vmem_limit_kib" in text
+    assert "does not fit on a device" not in text
+    hbm = str(_rejected("train_step", RuntimeError("RESOURCE_EXHAUSTED: Ran out of memory in HBM")))
+    assert "does not fit on a device" in hbm
