@@ -128,7 +128,8 @@ def _count(body: bytes, name: str) -> KernelCount:
             why = (
                 "read from its compiled body: every branch at its costliest" if walk.bounded else ""
             )
-            return KernelCount(flops, flops * (share or 1.0), how, why)
+            backward = share is not None and share < 1.0
+            return KernelCount(flops, flops * (share or 1.0), how, why, 0.0, backward)
     raise _Unreadable("no kernel function in its body")
 
 

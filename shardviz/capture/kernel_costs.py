@@ -254,10 +254,17 @@ class _Walker:
             how = "bounded" if counted.bounded else "counted"
             skipped = dense > 0 and counted.flops < dense
             why = f"{counted.flops / dense:.0%} of its grid's matmuls run" if skipped else ""
-            found = KernelCount(counted.flops, model, how, why, hbm)
+            backward = share is not None and share < 1.0 or _is_backward(scope or name)
+            found = KernelCount(counted.flops, model, how, why, hbm, backward)
         # The compiled module names the call after the kernel or after the scope around it.
         for alias in dict.fromkeys(n for n in (name, scope) if n):
             self.found.setdefault(kernel_key(alias, types), []).append(found)
+
+
+def _is_backward(name: str) -> bool:
+    """An attention kernel of the backward pass (dq, dkv, bwd, backward in its name)."""
+    low = name.lower()
+    return bool(_ATTENTION.search(name)) and any(w in low for w in ("dkv", "dq", "bwd", "backward"))
 
 
 def _kernel_name(params: Mapping[str, Any]) -> str:

@@ -57,6 +57,10 @@ class KernelCount:
     how: str
     why: str = ""
     hbm_bytes: float = 0.0
+    #: An attention backward kernel: its model flops already leave its recomputation out,
+    #: and a remat scope around it (a custom backward under ``jax.checkpoint``) does not
+    #: make it a recomputation.
+    backward: bool = False
 
 
 KernelTable = Mapping[KernelKey, KernelCount]
@@ -194,7 +198,7 @@ def kernel_uses(
         if count.flops is None:
             continue
         entry["flops"] += count.flops * n
-        recomputed = _REMAT in module.named(ins).op_name
+        recomputed = _REMAT in module.named(ins).op_name and not count.backward
         entry["model"] += 0.0 if recomputed else (count.model_flops or 0.0) * n
         # What the compiler's cost model lacks: all of it, less what the author declared.
         entry["added"] += (count.flops - (declared_flops(ins) or 0.0)) * n

@@ -185,7 +185,7 @@ def matmul_flops(
         name = module.named(ins).op_name
         if DISPATCH_MARK in name:
             dispatch += flops * n
-        elif REMAT_MARK in name:
+        elif REMAT_MARK in name and not (kernel is not None and kernel.backward):
             recomputed += flops * n
         elif kernel is not None and kernel.model_flops is not None:
             gap += (flops - kernel.model_flops) * n
