@@ -276,7 +276,7 @@ def section(f: dict, layers: int | None, wall: float | None, command: str) -> st
         f"{sec(comm)}; predicted {f['predicted_text']}.",
     ]
     if f["host_text"]:
-        out += ["", f"Host link: {f['host_text']}."]
+        out += ["", f"{f['host_text'][0].upper()}{f['host_text'][1:]}."]
     out += [
         "",
         f"Memory: peak {format_bytes(f['peak'])} per device; host: arguments "
