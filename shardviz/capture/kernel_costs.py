@@ -27,6 +27,7 @@ import numpy as np
 from shardviz.capture.hlo.kernels import KernelCount, KernelKey, kernel_key
 from shardviz.capture.jax_compat import scan_counts
 from shardviz.capture.kernel_grid import GridCount, count_kernel
+from shardviz.capture.remat_offload import sub_jaxprs
 
 __all__ = ["hlo_type", "kernel_table", "model_share"]
 
@@ -146,10 +147,7 @@ def _shape_op(eqn: Any, vals: list[np.ndarray | None]) -> np.ndarray | None:
 
 def _sub_jaxprs(eqn: Any) -> Iterator[Any]:
     for value in eqn.params.values():
-        for v in value if isinstance(value, tuple | list) else (value,):
-            inner = getattr(v, "jaxpr", v)
-            if hasattr(inner, "eqns"):
-                yield inner
+        yield from sub_jaxprs(value)
 
 
 class _Walker:

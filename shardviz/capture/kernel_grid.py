@@ -179,7 +179,7 @@ class _Evaluator:
             return env.get(v)
 
         for eqn in jaxpr.eqns:
-            outs = self.eqn(eqn, [read(v) for v in eqn.invars], eqn.invars, active, dense)
+            outs = self.eqn(eqn, [read(v) for v in eqn.invars], active, dense)
             for v, o in zip(eqn.outvars, outs, strict=False):
                 env[v] = o
         return [read(v) for v in jaxpr.outvars]
@@ -187,7 +187,7 @@ class _Evaluator:
     def _count(self, active: Any) -> int:
         return int(np.count_nonzero(active)) if isinstance(active, np.ndarray) else self.points
 
-    def eqn(self, eqn: Any, vals: list[Value], invars: Any, active: Any, dense: float) -> list:
+    def eqn(self, eqn: Any, vals: list[Value], active: Any, dense: float) -> list:
         name = eqn.primitive.name
         n_out = len(eqn.outvars)
         if name == "dot_general":

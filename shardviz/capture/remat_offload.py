@@ -19,7 +19,14 @@ import jax
 from shardviz.errors import ShardvizError, problem
 from shardviz.model.offload import OffloadRequest
 
-__all__ = ["PolicyFacts", "offload_policy", "policy_facts", "policy_misses", "tagged_names"]
+__all__ = [
+    "PolicyFacts",
+    "offload_policy",
+    "policy_facts",
+    "policy_misses",
+    "sub_jaxprs",
+    "tagged_names",
+]
 
 
 @dataclass(frozen=True)
@@ -31,7 +38,8 @@ class PolicyFacts:
     tags: frozenset[str] = frozenset()
 
 
-def _subjaxprs(value: Any) -> Iterator[Any]:
+def sub_jaxprs(value: Any) -> Iterator[Any]:
+    """The jaxprs a parameter value holds (a jaxpr, a closed jaxpr, or a tuple of them)."""
     for v in value if isinstance(value, tuple | list) else (value,):
         if hasattr(v, "eqns"):
             yield v
@@ -46,7 +54,7 @@ def _eqns(jaxpr: Any) -> Iterator[Any]:
         for eqn in todo.pop().eqns:
             yield eqn
             for value in eqn.params.values():
-                todo.extend(_subjaxprs(value))
+                todo.extend(sub_jaxprs(value))
 
 
 def tagged_names(jaxpr: Any) -> frozenset[str]:
