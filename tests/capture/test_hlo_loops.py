@@ -137,3 +137,16 @@ def test_a_loop_body_module_has_the_body_as_its_entry_and_everything_it_calls(ba
     for ins in sub.instructions():
         assert set(ins.called_computations) <= names
     assert sub.num_partitions == module.num_partitions
+
+
+def test_the_tpu_compilers_own_dump_reads_the_same_loops_and_matmuls() -> None:
+    # jax 0.12's TPU dump writes the loop counter as `param#0` (no get-tuple-element): the
+    # trips are still read from it, and the matmul count matches the hand count.
+    for program in ("scan", "scan_remat"):
+        dumped = text(f"v5e_{program}_dumped")
+        assert "#0" in dumped and "get-tuple-element(" not in dumped.split("ENTRY")[0]
+        loops = loops_of(dumped)
+        assert [(lp.trips, lp.runs, lp.parent) for lp in loops] == [(L, L, None)] * 2
+    plain, remat = matmuls("v5e_scan_dumped"), matmuls("v5e_scan_remat_dumped")
+    assert plain.total == plain.model == HAND_MATMULS
+    assert remat.total == HAND_MATMULS + HAND_RECOMPUTED

@@ -102,3 +102,14 @@ def test_host_scratch_is_the_offloaded_stack(name, expected):
 
     module = parse_hlo_module((OFFLOAD / f"{name}.txt").read_text())
     assert host_scratch_bytes(module) == expected
+
+
+def test_the_tpu_compilers_own_dump_reads_the_same_transfers():
+    # jax 0.12's dump names a tuple's element `t#k` (no get-tuple-element): the same
+    # transfers are read, and each offload's origin is followed through the tuple.
+    def seen(ts):
+        return sorted((t.role, t.direction, t.bytes, t.runs, t.where) for t in ts)
+
+    dumped = _transfers("v5e_offload_dumped")
+    assert seen(dumped) == seen(_transfers("v5e_offload"))
+    assert all(t.origin for t in dumped if t.role == "offload" and t.direction == "to host")

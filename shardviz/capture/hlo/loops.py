@@ -25,7 +25,13 @@ import math
 import re
 from collections.abc import Iterable, Mapping
 
-from shardviz.capture.hlo.text import HloComputation, HloInstruction, HloModule, parse_hlo_module
+from shardviz.capture.hlo.text import (
+    HloComputation,
+    HloInstruction,
+    HloModule,
+    parse_hlo_module,
+    tuple_element,
+)
 from shardviz.model import Loop
 
 __all__ = [
@@ -41,16 +47,23 @@ _PASS_THROUGH = ("copy", "bitcast", "convert", "reshape", "copy-start", "copy-do
 _KNOWN_TRIPS_RE = re.compile(r'"known_trip_count"\s*:\s*\{\s*"n"\s*:\s*"?(\d+)')
 
 
-def _through(module: HloModule, name: str) -> HloInstruction | None:
-    """The instruction ``name`` names, past ops that pass a scalar through unchanged."""
+def _source(module: HloModule, name: str) -> tuple[HloInstruction | None, str]:
+    """The instruction ``name`` names, past ops that pass a scalar through unchanged, and
+    the name it was reached by (a ``param#k`` tuple element names no instruction)."""
     ins = module.instruction(name)
     seen = 0
     while ins is not None and ins.opcode in _PASS_THROUGH and len(ins.operands) == 1:
-        ins = module.instruction(ins.operands[0])
+        name = ins.operands[0]
+        ins = module.instruction(name)
         seen += 1
         if seen > 16:
-            return None
-    return ins
+            return None, ""
+    return ins, name
+
+
+def _through(module: HloModule, name: str) -> HloInstruction | None:
+    """The instruction ``name`` names, past ops that pass a scalar through unchanged."""
+    return _source(module, name)[0]
 
 
 def _constant(module: HloModule, name: str) -> int | None:
@@ -65,9 +78,15 @@ def _constant(module: HloModule, name: str) -> int | None:
 
 
 def _element(module: HloModule, name: str, param: str) -> int | None:
-    """``k`` when ``name`` is tuple element ``k`` of parameter ``param`` (through copies)."""
-    ins = _through(module, name)
-    if ins is None or ins.opcode != "get-tuple-element":
+    """``k`` when ``name`` is tuple element ``k`` of parameter ``param`` (through copies),
+    read by a ``get-tuple-element`` or written ``param#k`` (as the XLA of jax 0.12 prints
+    its dumps)."""
+    ins, reached = _source(module, name)
+    if ins is None:
+        element = tuple_element(reached.lstrip("%"))
+        src = _through(module, element[0]) if element is not None else None
+        return element[1] if element is not None and src is not None and src.name == param else None
+    if ins.opcode != "get-tuple-element":
         return None
     src = _through(module, ins.operands[0]) if ins.operands else None
     if src is None or src.name != param:

@@ -24,7 +24,13 @@ import re
 from collections.abc import Mapping
 
 from shardviz.capture.hlo.op_work import HOST, schedule_computations
-from shardviz.capture.hlo.text import ArrayShape, HloInstruction, HloModule, array_leaves
+from shardviz.capture.hlo.text import (
+    ArrayShape,
+    HloInstruction,
+    HloModule,
+    array_leaves,
+    tuple_element,
+)
 from shardviz.model.offload import Direction, HostTransfer, OffloadRequest, Role
 
 __all__ = ["host_scratch_bytes", "host_transfers", "offload_requests", "offloaded_values"]
@@ -90,7 +96,13 @@ def _origin(module: HloModule, name: str) -> HloInstruction | None:
         if ins.op_name or ins.opcode not in _THROUGH or not ins.operands:
             return ins
         nxt = module.instruction(ins.operands[0])
-        if ins.opcode == "get-tuple-element":  # through a tuple to its element, no further
+        element = tuple_element(ins.operands[0].lstrip("%")) if nxt is None else None
+        if element is not None:  # `t#k`, as jax 0.12's dumps write a tuple's element
+            whole = module.instruction(element[0])
+            if whole is None or whole.opcode != "tuple" or element[1] >= len(whole.operands):
+                return ins
+            nxt = module.instruction(whole.operands[element[1]])
+        elif ins.opcode == "get-tuple-element":  # through a tuple to its element, no further
             index = int(ins.attrs.get("index", "-1"))
             if nxt is None or nxt.opcode != "tuple" or not 0 <= index < len(nxt.operands):
                 return ins
