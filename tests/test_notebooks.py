@@ -175,3 +175,23 @@ def test_notebook_views_are_svg(path: Path, kernel_dir: Path) -> None:
         seen |= tags
     missing = REQUIRED_VIEWS.get(path.name, set()) - seen
     assert not missing, f"{path.name}: no cell tagged {sorted(missing)}"
+
+
+#: A cell tagged so writes to stderr on purpose (its text says why); no cell of the course is.
+OWN_STDERR = "stderr-expected"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=_ids)
+def test_notebook_cells_are_quiet(path: Path, kernel_dir: Path) -> None:
+    """No cell shows stderr: the compiler's and libtpu's C++ log goes to the terminal that
+    started the kernel (ipykernel 7 forwards fd 2 into the running cell), Python's warnings
+    are the library's to handle, and progress is a widget, not a stderr line."""
+    nb = _executed(path, kernel_dir)
+    noisy = [
+        (i, out.get("text", "")[:300])
+        for i, cell in enumerate(nb.cells)
+        if cell.cell_type == "code" and OWN_STDERR not in cell.get("metadata", {}).get("tags", [])
+        for out in cell.get("outputs", [])
+        if out.get("output_type") == "stream" and out.get("name") == "stderr"
+    ]
+    assert not noisy, f"{path.name}: cells write to stderr: {noisy}"

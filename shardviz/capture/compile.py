@@ -394,9 +394,10 @@ def text_cost(hlo_text: str) -> dict | None:
         from jax._src.lib import _jax
         from jaxlib import _hlo  # type: ignore[attr-defined]
 
-        hlo_module = _hlo.hlo_module_from_text(hlo_text)
-        backend = xla_bridge.get_backend(jax.default_backend())
-        return dict(_jax.hlo_module_cost_analysis(backend, hlo_module))
+        with compiler_log():  # the parser's warnings go to the terminal, not a cell
+            hlo_module = _hlo.hlo_module_from_text(hlo_text)
+            backend = xla_bridge.get_backend(jax.default_backend())
+            return dict(_jax.hlo_module_cost_analysis(backend, hlo_module))
     except Exception:  # private API moved or backend refused: take the slow path
         return None
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from shardviz.capture.gpu_targets import GPU_SPECS, target_config
+from shardviz.capture.hlo.compiler_log import compiler_log
 from shardviz.errors import ShardvizError, problem
 from shardviz.model.hardware_presets import hardware
 from shardviz.model.targets import target_for
@@ -167,7 +168,8 @@ def _tpu(name: str, kind: str, shape: tuple[int, ...]) -> Topology:
     from jax.experimental import topologies
 
     try:
-        desc = topologies.get_topology_desc(name, "tpu")
+        with compiler_log():  # libtpu's start-up log goes to the terminal, not a cell
+            desc = topologies.get_topology_desc(name, "tpu")
     except Exception as err:  # jax's runtime error says which part it refused
         raise _unknown(name, f"jax does not know this TPU slice ({_first_line(err)})") from err
     devices = tuple(desc.devices)
@@ -182,7 +184,8 @@ def _gpu(name: str, kind: str, shape: tuple[int, ...]) -> Topology:
     if importlib.util.find_spec("jax_plugins.xla_cuda12") is None:
         raise _missing_extra("gpu", f"GPU {kind}")
     try:
-        devices = tuple(_cuda_topology(kind, f"1x{hosts}x{per_host}").devices)
+        with compiler_log():  # the plugin's start-up log goes to the terminal, not a cell
+            devices = tuple(_cuda_topology(kind, f"1x{hosts}x{per_host}").devices)
     except Exception as err:  # the plugin's own error says what it lacked
         raise CompilerUnavailable(
             problem(

@@ -1,4 +1,5 @@
-"""The compiler's C++ log lines (fd 2) are copied into the report and still reach stderr."""
+"""The compiler's C++ log lines (fd 2) are copied into the report and still reach the
+terminal, never a notebook's cell."""
 
 import os
 
@@ -27,6 +28,35 @@ def test_what_is_written_to_fd2_is_kept_and_passed_on(capfd):
         os.write(2, b"from C++\n")
     assert log.text == "from C++\n"
     assert capfd.readouterr().err == "from C++\n"
+
+
+def test_under_a_kernel_the_log_goes_to_the_terminal_not_into_the_cell(capfd, monkeypatch):
+    # As ipykernel 7 sets a process up: fd 2 is a pipe into the cell (here pytest's capture),
+    # and sys.stderr.fileno() is the kernel's copy of the terminal it was started from.
+    import tempfile
+
+    class KernelStream:
+        def __init__(self, fd: int) -> None:
+            self.fd = fd
+
+        def fileno(self) -> int:
+            return self.fd
+
+        def write(self, text: str) -> int:
+            return len(text)
+
+        def flush(self) -> None:
+            pass
+
+    with tempfile.TemporaryFile() as terminal:
+        monkeypatch.setattr("sys.stderr", KernelStream(terminal.fileno()))
+        with cl.compiler_log() as log:
+            os.write(2, b"E0000 libtpu_init_utils.cc] unexpected worker hostname\n")
+        monkeypatch.undo()
+        terminal.seek(0)
+        assert terminal.read() == b"E0000 libtpu_init_utils.cc] unexpected worker hostname\n"
+    assert "unexpected worker hostname" in log.text
+    assert capfd.readouterr().err == ""  # nothing reached the cell
 
 
 def test_a_second_copy_at_the_same_time_leaves_fd2_alone(capfd):

@@ -1,11 +1,16 @@
 """What the compiler says on stderr while it compiles, kept for the report.
 
-XLA's passes log through C++ straight to file descriptor 2, not to Python's ``sys.stderr``:
-in a notebook those lines reach the terminal that started Jupyter, never the cell. The one a
-user most needs is the SPMD partitioner's "Involuntary full rematerialization" warning (the
-compiler could not reshard a value efficiently, so it replicates it and splits it again).
-:func:`compiler_log` copies fd 2 during a compile and passes every byte on unchanged
-afterwards; :func:`full_rematerializations` reads those warnings.
+XLA's passes (and libtpu as it starts) log through C++ straight to file descriptor 2, not to
+Python's ``sys.stderr``. A Jupyter kernel (ipykernel 7) turns fd 2 into a pipe whose bytes it
+shows in the running cell, so without care a learner's cell fills with the compiler's
+warnings. The one a user most needs is the SPMD partitioner's "Involuntary full
+rematerialization" warning (the compiler could not reshard a value efficiently, so it
+replicates it and splits it again): shardviz shows it as a finding instead.
+
+:func:`compiler_log` copies fd 2 during a call into XLA and afterwards passes every byte on
+unchanged to the process's own terminal (:func:`terminal_fd`: the terminal that started
+Jupyter under a kernel, fd 2 anywhere else), never into a cell;
+:func:`full_rematerializations` reads those warnings.
 """
 
 from __future__ import annotations
@@ -35,9 +40,21 @@ class CompilerLog:
     text: str = ""
 
 
+def terminal_fd() -> int:
+    """Where the native log goes on: ``sys.stderr``'s own descriptor. Under ipykernel that
+    is the kernel's copy of the terminal it was started from (fd 2 itself is the pipe into
+    the cell); in a plain process it is fd 2."""
+    try:
+        fd = sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):  # a stream with no descriptor (captured)
+        return 2
+    return fd if isinstance(fd, int) and fd >= 0 else 2
+
+
 @contextmanager
 def compiler_log() -> Iterator[CompilerLog]:
-    """Copy what is written to fd 2 during the block into the yielded log, then write it on."""
+    """Copy what is written to fd 2 during the block into the yielded log, then write it on
+    to :func:`terminal_fd` (so in a notebook it reaches the terminal, not the cell)."""
     log = CompilerLog()
     if _owner[0] == threading.get_ident():
         yield log
@@ -61,11 +78,20 @@ def compiler_log() -> Iterator[CompilerLog]:
                 copy.seek(0)
                 data = copy.read()
                 if data:
-                    os.write(2, data)
+                    _write_all(terminal_fd(), data)
                 log.text = data.decode("utf-8", "replace")
     finally:
         _owner[0] = None
         _FD2.release()
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """Write every byte (a pipe may take a large log in parts); a closed terminal drops it."""
+    try:
+        while data:
+            data = data[os.write(fd, data) :]
+    except OSError:
+        pass
 
 
 @dataclass(frozen=True)

@@ -264,13 +264,17 @@ def computation_runs(module: HloModule, loops: Iterable[Loop] | None = None) -> 
 
 
 _HEADER_ATTRS = ("num_partitions", "replica_count")
+#: A metadata's reference into the module's stack-frame table, which the body's module does
+#: not carry (XLA would warn "Invalid stack_frame_id" once per op while parsing it).
+_STACK_FRAME_RE = re.compile(r"\s*\bstack_frame_id=\d+")
 
 
 def loop_body_module(text: str, module: HloModule, body: str) -> str:
     """The HLO text of a module whose entry computation is ``body`` and which holds every
     computation ``body`` calls, in their printed order: what the compiler's cost model needs
     to count one trip of that loop (nested loops inside counted once, as in the whole
-    module)."""
+    module). Metadata keeps its ``op_name``, not its stack frames (the table is the whole
+    module's)."""
     needed: set[str] = set()
     stack = [body]
     while stack:
@@ -290,7 +294,7 @@ def loop_body_module(text: str, module: HloModule, body: str) -> str:
             continue
         if name == body:
             block = "ENTRY " + block
-        lines.append(block)
+        lines.append(_STACK_FRAME_RE.sub("", block))
         lines.append("")
     return "\n".join(lines)
 
