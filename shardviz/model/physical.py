@@ -26,7 +26,10 @@ from shardviz.model.mesh import MeshLayout
 LINK_RULE = (
     "each collective's bytes per device follow the ring model of the ledger: in a ring "
     "(all-gather, reduce-scatter, all-reduce) every device sends its moved bytes to the next "
-    "member of its group (the last to the first); in an all-to-all it sends an equal share to "
+    "member of its group (the last to the first); a ring group on several GPU hosts (or TPU "
+    "slices) runs in two levels, as the estimate times it: a ring inside each host, and every "
+    "member sending its own 1/n of the data (twice for an all-reduce) to each other host "
+    "over its own network link; in an all-to-all it sends an equal share to "
     "every other member; in a collective-permute each source sends its input to its target. "
     "Each transfer takes the shortest route (x, then y, then z; a wraparound link where it is "
     "shorter; GPUs: one NVLink hop inside a host, one network hop between hosts), and every "
@@ -44,8 +47,8 @@ SHAPE_WORDS: dict[str, str] = {
     "nvlink": "inside one host: every hop one NVLink",
     "line": "a line: neighbours, but the last member is several hops back from the first",
     "jumps": "jumps: members that are not neighbours, several hops apart",
-    "hosts": "crosses hosts: some hops go over the network",
-    "slices": "crosses slices: some hops go over DCN",
+    "hosts": "crosses hosts: a ring in each host; each GPU sends its share on over the network",
+    "slices": "crosses slices: a ring in each slice; each chip sends its share on over DCN",
 }
 
 
@@ -104,9 +107,11 @@ class LinkLoad:
 
 @dataclass(frozen=True)
 class Ring:
-    """One ring of a mesh axis: its devices in mesh order, the hops from each to the next
-    (the last to the first), how it lies (one of :data:`RING_SHAPES`), whether a hop uses a
-    wraparound link, and the hosts and slices it spans."""
+    """One ring of a mesh axis: its devices in mesh order (over several hosts or slices,
+    host by host: each host's members in mesh order, as the two-level rule of
+    :data:`LINK_RULE` visits them), the hops from each to the next (the last to the first),
+    how it lies (one of :data:`RING_SHAPES`), whether a hop uses a wraparound link, and the
+    hosts and slices it spans."""
 
     devices: tuple[int, ...]
     hops: tuple[int, ...]
@@ -158,7 +163,12 @@ class PhysicalLayout(JsonMixin, display.Shown):
         ledger_bytes: the ledger's moved bytes summed over devices, times runs per step.
         link_bytes: the bytes on all links together (see :data:`LINK_RULE`).
         cross_host_bytes: bytes on links between hosts.
-        network_bytes: bytes on the network between GPU hosts or on DCN between slices.
+        network_bytes: bytes on the network between GPU hosts or on DCN between slices,
+            summed over devices.
+        device_chip_bytes: the most bytes one device sends per step over chip links (ICI,
+            NVLink): what the busiest device puts on its own links.
+        device_network_bytes: the most bytes one device sends per step over the network or
+            DCN (its own network link): ``network_bytes`` is the sum over devices.
         collective_seconds: the estimate's communication seconds per step (``None``: none).
         notes: how the devices were placed, what was assumed.
     """
@@ -180,6 +190,8 @@ class PhysicalLayout(JsonMixin, display.Shown):
     link_bytes: int = 0
     cross_host_bytes: int = 0
     network_bytes: int = 0
+    device_chip_bytes: int = 0
+    device_network_bytes: int = 0
     collective_seconds: float | None = None
     notes: tuple[str, ...] = ()
 

@@ -23,8 +23,10 @@ them, through as many ports as axes it moves along.
 Several slices (DCN) and GPUs. Within a host, GPUs reach each other in one hop over
 NVLink; across hosts (GPU) or slices (TPU) the network carries it. A group with ``k``
 members per host over ``M`` hosts gathers in ``V * max((k-1)/(k W_nvlink),
-(M-1)/(M k W_network_per_device))``: a ring in each level, overlapped, and the group's
-``k`` members sharing their NICs' bandwidth. Inside one TPU slice every chip talks over
+(M-1)/(M k W_network_per_device))``: in two levels, overlapped: a ring inside each host,
+and each member sending its own ``V / (M k)`` to every other host over its own NIC (the
+group's ``k`` members share out the network traffic; with uneven hosts, ``M k`` is the
+group's size). Inside one TPU slice every chip talks over
 ICI, even across hosts; DCN is only between slices.
 
 Every figure is an estimate and a lower bound: real collectives rarely reach the peak link
@@ -127,16 +129,25 @@ def torus_all_to_all(
 
 
 def switched_gather(
-    volume: float, per_host: int, hosts: int, fast_bw: float, net_bw: float | None, hop: float
+    volume: float,
+    per_host: int,
+    hosts: int,
+    fast_bw: float,
+    net_bw: float | None,
+    hop: float,
+    members: int = 0,
 ) -> Terms:
-    """All-gather of ``volume`` bytes over ``per_host`` devices on each of ``hosts`` hosts:
-    a ring inside each host (``fast_bw`` per device) and across hosts (``net_bw`` per device,
-    ``per_host`` of them shared by the group)."""
+    """All-gather of ``volume`` bytes over ``per_host`` devices on each of ``hosts`` hosts
+    (``members`` in all; default ``per_host * hosts``): a ring inside each host (``fast_bw``
+    per device), and each member sending its own ``volume / members`` to every other host
+    over its own network link (``net_bw`` per device). :mod:`shardviz.analysis.estimate.
+    physical` routes the same transfers onto the links."""
     terms = [0.0]
     if per_host > 1:
         terms.append(volume * (per_host - 1) / (per_host * fast_bw))
     if hosts > 1:
-        terms.append(volume * (hosts - 1) / (hosts * per_host * _need(net_bw)))
+        n = members or per_host * hosts
+        terms.append(volume * (hosts - 1) / (n * _need(net_bw)))
     return Terms(max(terms), hop * ((per_host - 1) + (hosts - 1)))
 
 
@@ -197,9 +208,12 @@ def _group_timing(kind: str, volume: float, group: Sequence[int], place: Placeme
         for s in sites:
             by_host[(s.slice, s.host)] = by_host.get((s.slice, s.host), 0) + 1
         hosts, per_host = len(by_host), max(by_host.values())
-        switched = switched_all_to_all if kind == "all-to-all" else switched_gather
         nv = hw.nvlink_bandwidth or hw.hbm_bandwidth
-        timing = switched(volume, per_host, hosts, nv, hw.network_bandwidth_per_device, hop)
+        net_bw = hw.network_bandwidth_per_device
+        if kind != "all-to-all":
+            timing = switched_gather(volume, per_host, hosts, nv, net_bw, hop, len(sites))
+        else:
+            timing = switched_all_to_all(volume, per_host, hosts, nv, net_bw, hop)
         fast, net = _link_names(target)
         link = fast if hosts == 1 else f"{fast} + {net}"
         where = f"{per_host} GPU{'s' if per_host > 1 else ''} on each of {hosts} hosts"
@@ -225,9 +239,7 @@ def _group_timing(kind: str, volume: float, group: Sequence[int], place: Placeme
     if kind == "all-to-all":
         dcn = switched_all_to_all(volume, per_slice, len(slices), math.inf, dcn_bw, hop)
     else:
-        dcn = switched_gather(
-            volume, 1, len(slices), math.inf, dcn_bw * per_slice if dcn_bw else None, hop
-        )
+        dcn = switched_gather(volume, 1, len(slices), math.inf, dcn_bw, hop, len(sites))
     both = Terms(max(ici.bandwidth_seconds, dcn.bandwidth_seconds),
                   ici.latency_seconds + dcn.latency_seconds)  # fmt: skip
     return both, f"{path}; {len(slices)} slices", "ICI + DCN"

@@ -12,6 +12,7 @@ import dataclasses
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 
+from shardviz.analysis.estimate.collectives import volume_of
 from shardviz.analysis.estimate.orders import seconds_with
 from shardviz.analysis.estimate.placement import Placement, Site, place
 from shardviz.analysis.estimate.step import TargetLike, resolve_target, with_estimate
@@ -83,6 +84,50 @@ def transfers(c: Collective) -> list[tuple[int, int, int]]:
     return out
 
 
+#: The kinds whose groups run as rings (and, over several hosts or slices, in two levels).
+RING_KINDS = ("all-gather", "reduce-scatter", "all-reduce")
+
+
+def by_unit(members: Sequence[int], placement: Placement, target: Target) -> list[list[int]]:
+    """``members`` split by what the network joins (GPU: host; TPU: slice), in order of
+    first appearance, each part in the group's order: the parts the two-level rule treats."""
+    parts: dict[tuple[int, ...], list[int]] = {}
+    for d in members:
+        s = placement[d]
+        parts.setdefault((s.slice, s.host) if target.kind != "tpu" else (s.slice,), []).append(d)
+    return list(parts.values())
+
+
+def routed_transfers(
+    c: Collective, placement: Placement, target: Target
+) -> list[tuple[int, int, int]]:
+    """The collective's transfers per run as placed on ``target``: :func:`transfers`, except
+    that a ring group on several hosts (GPU) or slices (TPU) runs in two levels, as the
+    timing (:func:`~shardviz.analysis.estimate.collectives.switched_gather`) assumes: a
+    ring inside each part over its ``k`` members, each sending ``f V (k-1)/k``, and every
+    member sending its own ``f V / n`` to one member of each other part over its own
+    network link (``V`` the volume, ``n`` the group's size, ``f`` 2 for an all-reduce). The
+    bytes add up to the ledger's ``f V (n-1)`` per group either way."""
+    if c.kind not in RING_KINDS:
+        return transfers(c)
+    out: list[tuple[int, int, int]] = []
+    fv = (2 if c.kind == "all-reduce" else 1) * int(volume_of(c))
+    for g in c.groups:
+        n = len(g)
+        parts = by_unit(g, placement, target) if n > 1 else []
+        if len(parts) < 2:
+            out += [(g[i], g[(i + 1) % n], c.moved_bytes) for i in range(n)] if n > 1 else []
+            continue
+        for part in parts:
+            k = len(part)
+            if k > 1:
+                out += [(part[i], part[(i + 1) % k], fv * (k - 1) // k) for i in range(k)]
+            for other in parts:
+                if other is not part:
+                    out += [(d, other[i % len(other)], fv // n) for i, d in enumerate(part)]
+    return out
+
+
 def ledger_bytes(c: Collective) -> int:
     """The ledger's moved bytes of one run summed over the devices that send (what the
     links carry when every transfer is between neighbours)."""
@@ -97,20 +142,31 @@ def _axis_label(c: Collective) -> str:
     return ",".join(c.axes) if c.axes else "(no axis)"
 
 
+def _network(kind: str) -> bool:
+    return kind in ("network", "dcn")
+
+
 def link_loads(
-    collectives: Sequence[Collective], placement: Placement, target: Target
+    collectives: Sequence[Collective],
+    placement: Placement,
+    target: Target,
+    sent: dict[int, Counter[bool]] | None = None,
 ) -> dict[LinkKey, Counter[str]]:
-    """Bytes per link per step, by the mesh axes of the collectives that sent them."""
+    """Bytes per link per step, by the mesh axes of the collectives that sent them. With
+    ``sent``, each sending device's bytes per step are added there too, keyed by whether
+    its first link is the network (or DCN)."""
     loads: dict[LinkKey, Counter[str]] = defaultdict(Counter)
     routes: dict[tuple[int, int], Route] = {}
     for c in collectives:
         runs, axis = _runs(c), _axis_label(c)
-        for s, d, nbytes in transfers(c):
+        for s, d, nbytes in routed_transfers(c, placement, target):
             r = routes.get((s, d))
             if r is None:
                 r = routes[(s, d)] = route(placement[s], placement[d], target)
             for link in r:
                 loads[link][axis] += nbytes * runs
+            if sent is not None and r:
+                sent.setdefault(s, Counter())[_network(r[0][2])] += nbytes * runs
     return loads
 
 
@@ -164,6 +220,8 @@ def axis_rings(mesh: MeshLayout, placement: Placement, target: Target) -> list[A
             if (flat // stride) % size:
                 continue
             members = tuple(ids[flat + k * stride] for k in range(size))
+            # a ring over several hosts or slices visits them part by part (two levels)
+            members = tuple(d for part in by_unit(members, placement, target) for d in part)
             sites = [placement[d] for d in members]
             routes = [route(sites[k], sites[(k + 1) % size], target) for k in range(size)]
             hops = [len(r) for r in routes]
@@ -211,7 +269,8 @@ def layout_on_chips(
         ledger_place = Placement(moved, placement.assumed)
     else:
         ledger_place = placement
-    loads = link_loads(report.collectives, ledger_place, target)
+    sent: dict[int, Counter[bool]] = {}
+    loads = link_loads(report.collectives, ledger_place, target, sent)
     hosts = {(placement[d].slice, placement[d].host) for d in mesh.device_ids}
     slices = sorted({s for s, _ in hosts})
     keys = set(loads)
@@ -265,7 +324,9 @@ def layout_on_chips(
         ledger_bytes=sum(ledger_bytes(c) * _runs(c) for c in report.collectives),
         link_bytes=sum(x.bytes for x in links),
         cross_host_bytes=sum(x.bytes for x in links if x.crosses_hosts),
-        network_bytes=sum(x.bytes for x in links if x.kind in ("network", "dcn")),
+        network_bytes=sum(x.bytes for x in links if _network(x.kind)),
+        device_chip_bytes=max((b[False] for b in sent.values()), default=0),
+        device_network_bytes=max((b[True] for b in sent.values()), default=0),
         collective_seconds=seconds if mesh is base else None,
         notes=tuple(notes),
     )
