@@ -13,6 +13,12 @@ from shardviz.model import Frame
 #: Where installed packages live: a path inside is named from the package down.
 PACKAGE_DIRS = ("site-packages/", "dist-packages/")
 
+#: The directory holding shardviz's own package directory: the package's files are named from the package down
+#: (``shardviz/strategies/models/decoder.py``) wherever it is checked out, also when it is
+#: installed editable outside ``site-packages`` and the working directory.
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_LIBRARY_ROOT = os.path.dirname(_PACKAGE_DIR).replace("\\", "/").rstrip("/") + "/"
+
 
 def cell_label(path: str) -> str:
     """``In [12]`` for code the running IPython kernel compiled as cell 12, else ``""``."""
@@ -30,9 +36,17 @@ def cell_label(path: str) -> str:
     return "In [" + str(got[1])[3:]
 
 
+def library_label(path: str) -> str:
+    """``shardviz/strategies/models/decoder.py`` for a file of shardviz's own package, from
+    its package down (never the machine's path to it); ``""`` for any other file."""
+    slashed = path.replace("\\", "/")
+    rest = slashed[len(_LIBRARY_ROOT) :] if slashed.startswith(_LIBRARY_ROOT) else ""
+    return rest if rest.startswith("shardviz/") else ""
+
+
 def file_label(path: str) -> str:
     """``In [12]``, ``models/llama.py`` (from the working directory), ``flax/linen/module.py``
-    (from its package), or the path itself."""
+    or ``shardviz/strategies/models/decoder.py`` (from its package), or the path itself."""
     cell = cell_label(path)
     if cell:
         return cell
@@ -40,6 +54,9 @@ def file_label(path: str) -> str:
     for marker in PACKAGE_DIRS:
         if marker in slashed:
             return slashed.split(marker, 1)[1]
+    library = library_label(path)
+    if library:
+        return library
     if os.path.isabs(path):
         try:
             rel = os.path.relpath(path)

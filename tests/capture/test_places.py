@@ -48,6 +48,24 @@ def test_files_are_named_from_the_working_directory_or_their_package(tmp_path, m
     assert Frame("/a/b/train.py", 3, "f").place == "train.py:3"  # no label: the basename
 
 
+def test_the_librarys_own_files_are_named_from_its_package(tmp_path, monkeypatch):
+    # A checkout outside site-packages and outside the working directory (a notebook run from
+    # notebooks/, an editable install): never the machine's path to the library.
+    monkeypatch.chdir(tmp_path)
+    from shardviz.strategies.models import decoder as module
+
+    decoder = str(module.__file__)
+    assert os.path.isabs(decoder)
+    assert file_label(decoder) == "shardviz/strategies/models/decoder.py"
+    assert Frame(decoder, 250, "f", label=file_label(decoder)).place == (
+        "shardviz/strategies/models/decoder.py:250"
+    )
+    # A sibling directory whose name starts the same is not the library.
+    root = os.path.dirname(os.path.dirname(sv.__file__))
+    sibling = os.path.join(root, "shardviz_extra", "x.py")
+    assert file_label(sibling) == sibling
+
+
 def _f(name: str, line: int) -> Frame:
     return Frame("/m.py", line, name)
 
