@@ -43,7 +43,8 @@ def with_host(
             :data:`CPU_PEAK` peak); any other backend takes the compiler's.
         compiler_host: ``memory_analysis()``'s host (argument, output, alias, temp) bytes.
         offloaded: host buffers the program allocates itself (an offloaded scan's stack),
-            which the compilers' host temp leaves out.
+            which the compilers' host temp leaves out; dropped when a compiler's host temp
+            is at least as large (it then holds them).
 
     The GPU compiler's own peak counts its host buffers too (h100, jax 0.10.2: peak =
     argument + output + temp + host output, within 0.02%); with host memory in use the HBM
@@ -68,6 +69,11 @@ def with_host(
     arg, out, alias, temp = compiler_host
     if not any(compiler_host) and not leaf_arg and not leaf_out and not offloaded:
         return m
+    if offloaded and temp >= offloaded:
+        # A compiler whose host temp already holds the program's own host buffers (libtpu
+        # with jax 0.10.2: act-offload's 128 KiB of layer inputs as temp 128 KiB, its host
+        # memory space 128 KiB): adding them again would count them twice.
+        offloaded = 0
     peak, definition = m.peak_bytes, m.peak_definition
     hbm = dict(m.by_space).get("default")
     if platform == "gpu" and hbm and m.compiler_peak_bytes == peak and (arg or out or temp):

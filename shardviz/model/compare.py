@@ -32,7 +32,8 @@ class MemoryBreakdown:
     memory (the report's :attr:`~shardviz.model.MemoryReport.host_bytes`), and
     ``host_params`` / ``host_optimizer`` the parameter and optimizer leaves among them
     (those also count in ``params`` / ``optimizer``, which are by role, wherever they live),
-    ``host_outputs`` and ``host_scratch`` the rest.
+    ``host_outputs``, ``host_scratch`` and ``host_padding`` the rest: the five add up to
+    ``host``.
     """
 
     params: int
@@ -50,9 +51,12 @@ class MemoryBreakdown:
     host_params: int = 0
     host_optimizer: int = 0
     #: Host outputs not written over a host argument, and host scratch (values a remat
-    #: policy offloads): the rest of ``host``.
+    #: policy offloads).
     host_outputs: int = 0
     host_scratch: int = 0
+    #: What the compiler's host figure holds beyond the leaves: its layout padding (a TPU
+    #: pads each array to its 8 x 128 tiles); 0 where the host figures are the leaves'.
+    host_padding: int = 0
 
     @property
     def reconciled(self) -> bool:

@@ -95,8 +95,11 @@ class Estimate(JsonMixin):
     #: of that the step's compute cannot hide (``None``: no transfers, or no link figure).
     host_seconds: float | None = None
     host_exposed_seconds: float | None = None
-    #: One line: bytes each way, time on the link, whether it hides under compute.
+    #: One line: bytes each way, time on the link, whether it hides under the step's work.
     host_text: str = ""
+    #: What the transfers hide under, in words: ``compute``, or ``the step's HBM time`` for
+    #: a step whose HBM time is longer than its compute (``""``: no transfers).
+    host_under: str = ""
 
     def mfu_at(self, step_seconds: float) -> float | None:
         """The MFU of a step that took ``step_seconds`` (a measured or published step):

@@ -46,6 +46,17 @@ def format_seconds(s: float) -> str:
     return f"{sig3(s / 1e-9)} ns" if a else "0 s"
 
 
+def format_bandwidth(bytes_per_second: float) -> str:
+    """A link's or memory's bandwidth in decimal units, as chip sheets publish it and the
+    hardware presets hold it: ``15 GB/s``, ``819 GB/s``, ``3.35 TB/s``, ``800 MB/s``. Bytes
+    stay binary; a bandwidth is said one way only, so ``15e9`` never reads ``14 GiB/s``."""
+    b = bytes_per_second
+    for scale, unit in ((1e12, "TB/s"), (1e9, "GB/s"), (1e6, "MB/s"), (1e3, "kB/s")):
+        if abs(b) >= scale:
+            return f"{sig3(b / scale)} {unit}"
+    return f"{sig3(b)} B/s"
+
+
 def format_flops(f: float | None) -> str:
     """``512 FLOP``, ``268 MFLOP``, ``2.15 GFLOP``; ``n/a`` for ``None``."""
     if f is None:

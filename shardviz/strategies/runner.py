@@ -39,6 +39,7 @@ from shardviz.model import (
 from shardviz.model.arguments import shown, whole_number
 from shardviz.model.hardware_presets import hardware
 from shardviz.model.pipeline_timing import measured_schedule
+from shardviz.model.program import HOST_FROM_COMPILER
 from shardviz.model.schedule import Schedule, gpipe
 from shardviz.model.schedule import schedule as make_schedule
 from shardviz.model.serving import ServingComparison
@@ -83,17 +84,34 @@ def _memory(report: Report, grads: int) -> MemoryBreakdown:
         by_role[_ROLES.get(leaf.role, leaf.role)] += leaf.bytes
         if leaf.on_host:
             on_host[_ROLES.get(leaf.role, leaf.role)] += leaf.bytes
-    # The TPU compiler reports temp as 0; its buffer assignment has the scratch in HBM.
-    temp = m.temp_bytes or dict(m.assigned).get("temp", 0)
+    # HBM temp from the buffer assignment where there is one (TPU, GPU): the TPU compiler
+    # reports temp as 0, or, when the program offloads, a figure larger than its HBM peak
+    # (6 MiB beside a 5 MiB peak for zero-offload); the assignment's HBM roles add to the peak.
+    temp = dict(m.assigned).get("temp", m.temp_bytes) if m.assigned else m.temp_bytes
+    # Host outputs as the output leaves count them (what the new state is), unless donated
+    # arguments share their buffers; what the compiler's host figure holds beyond the
+    # leaves is its layout padding (a TPU pads arrays to its 8 x 128 tiles).
+    out_on_host = sum(lb.bytes for lb in m.out_leaves if lb.on_host)
+    outputs = (
+        out_on_host
+        if out_on_host and not m.host_alias_bytes
+        else max(0, m.host_output_bytes - m.host_alias_bytes)
+    )
+    scratch = m.host_temp_bytes + m.offloaded_bytes
+    # The leaves count host arguments too; a TPU/GPU compiler counts them apart (on CPU its
+    # argument figure already holds them).
+    compiler_args = m.argument_bytes + (
+        m.host_argument_bytes if m.host_source == HOST_FROM_COMPILER else 0
+    )
+    padding = max(0, m.host_bytes - on_host["params"] - on_host["optimizer"] - outputs - scratch)
     return MemoryBreakdown(
         params=by_role["params"], grads=grads, optimizer=by_role["optimizer"],
         batch=by_role["batch"], activations=max(0, temp - grads),
         arguments_from_leaves=sum(lb.bytes for lb in m.by_leaf),
-        arguments_from_compiler=m.argument_bytes, temp=temp, output=m.output_bytes,
+        arguments_from_compiler=compiler_args, temp=temp, output=m.output_bytes,
         alias=m.alias_bytes, peak=m.peak_bytes, host=m.host_bytes,
         host_params=on_host["params"], host_optimizer=on_host["optimizer"],
-        host_outputs=max(0, m.host_output_bytes - m.host_alias_bytes),
-        host_scratch=m.host_temp_bytes + m.offloaded_bytes,
+        host_outputs=outputs, host_scratch=scratch, host_padding=padding,
     )  # fmt: skip
 
 

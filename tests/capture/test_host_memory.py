@@ -219,3 +219,14 @@ def test_gpu_peak_counts_host_so_the_hbm_peak_is_the_default_space():
 
 
 OPT_BYTES = 4 * 512 * 512 * 4
+
+
+def test_offloaded_buffers_the_compilers_host_temp_holds_count_once():
+    """libtpu with jax 0.10.2 counts act-offload's stacked layer inputs in its host temp (128
+    KiB, its host memory space 128 KiB): the program's own host buffers are not added again.
+    A compiler whose host temp leaves them out (smaller) gets them added."""
+    m = MemoryReport(0, 0, 0, 0, 0, 1000, peak_definition="tpu")
+    held = with_host(m, "tpu", (0, 0, 0, 128 * 1024), offloaded=128 * 1024)
+    assert held.host_bytes == 128 * 1024 and held.offloaded_bytes == 0
+    apart = with_host(m, "tpu", (0, 0, 0, 0), offloaded=128 * 1024)
+    assert apart.host_bytes == 128 * 1024 and apart.offloaded_bytes == 128 * 1024

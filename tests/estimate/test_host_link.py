@@ -34,3 +34,28 @@ def test_no_transfers_or_no_link_gives_nothing_and_unknown_compute_says_so() -> 
     assert host_link([_t("to host", MB)], 0.0, 1.0) is None
     link = host_link([_t("to host", MB)], 1e9, None)
     assert link.hides is None and "whether it hides is unknown" in link.text
+
+
+def test_a_memory_bound_step_hides_the_link_under_its_hbm_time_never_under_compute() -> None:
+    # Notebook 12's act-offload on a v5e: 128 KiB each way, compute 4.65 µs, HBM 90.7 µs.
+    link = host_link([_t("to host", 131_072), _t("to device", 131_072)], 15e9, 90.7e-6, "memory")
+    assert link.hides and "can hide under the step's HBM time (90.7 µs)" in link.text
+    assert "compute" not in link.text
+    over = host_link([_t("to host", 10 * MB)], 1e9, 4e-3, "memory")
+    assert "6 ms more than the step's HBM time (4 ms) can hide" in over.text
+
+
+def test_the_link_is_said_in_the_units_its_figure_is_published_in() -> None:
+    # 15e9 B/s is the v5e sheet's 15 GB/s, never "14 GiB/s" beside it.
+    link = host_link([_t("to host", MB)], 15e9, 1.0)
+    assert "at 15 GB/s each way" in link.text and "GiB/s" not in link.text
+
+
+def test_bandwidths_read_in_decimal_units_with_three_digits() -> None:
+    from shardviz.model.units import format_bandwidth
+
+    assert format_bandwidth(15e9) == "15 GB/s"
+    assert format_bandwidth(8.19e11) == "819 GB/s"
+    assert format_bandwidth(3.35e12) == "3.35 TB/s"
+    assert format_bandwidth(8e8) == "800 MB/s"
+    assert format_bandwidth(0) == "0 B/s"

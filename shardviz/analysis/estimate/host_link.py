@@ -4,8 +4,9 @@ whether it hides under the step's compute.
 Per device: the link carries each direction at ``Hardware.host_bandwidth`` at once (PCIe is
 full duplex), so the transfers take the larger direction's bytes per step over it. They are
 asynchronous copies the compiler overlaps with the ops scheduled beside them: they hide
-when that time fits under the step's compute (or HBM) time, and what does not fit is
-exposed. Model in, numbers out (no jax).
+when that time fits under the step's own work, the larger of its compute and its HBM time
+(a memory-bound step hides them under its HBM time, never "under compute"), and what does
+not fit is exposed. Model in, numbers out (no jax).
 """
 
 from __future__ import annotations
@@ -14,7 +15,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from shardviz.model.offload import HostTransfer
-from shardviz.model.units import format_bytes, format_seconds
+from shardviz.model.units import format_bandwidth, format_bytes, format_seconds
+
+#: What the transfers hide under, in words, by the part of the step that is longest.
+UNDER_WORDS = {"compute": "compute", "memory": "the step's HBM time"}
 
 
 @dataclass(frozen=True)
@@ -27,6 +31,13 @@ class HostLink:
     seconds: float
     #: The time they can hide under (the larger of compute and HBM time); ``None``: unknown.
     overlap_seconds: float | None
+    #: Which of the two that is: ``compute`` or ``memory`` (HBM time).
+    under: str = "compute"
+
+    @property
+    def under_words(self) -> str:
+        """``compute`` or ``the step's HBM time``: what the transfers hide under."""
+        return UNDER_WORDS.get(self.under, self.under)
 
     @property
     def exposed_seconds(self) -> float | None:
@@ -37,35 +48,38 @@ class HostLink:
 
     @property
     def hides(self) -> bool | None:
-        """Whether the transfers can hide under compute (``None``: compute unknown)."""
+        """Whether the transfers can hide under the step's own work (``None``: unknown)."""
         exposed = self.exposed_seconds
         return None if exposed is None else exposed == 0.0
 
     @property
     def text(self) -> str:
-        """``host link: 512 KiB to host + 512 KiB to device per step, 35 us over 15 GB/s
-        PCIe; hides under compute (1.2 ms)``."""
+        """``host link: 512 KiB to host + 512 KiB to device per step, 35 µs at 15 GB/s each
+        way; can hide under the step's HBM time (90.7 µs)``."""
         head = (
             f"host link: {format_bytes(self.to_host_bytes)} to host + "
             f"{format_bytes(self.to_device_bytes)} to device per step, "
-            f"{format_seconds(self.seconds)} at {format_bytes(int(self.bandwidth))}/s each way"
+            f"{format_seconds(self.seconds)} at {format_bandwidth(self.bandwidth)} each way"
         )
         if self.overlap_seconds is None:
             return head + "; compute time unknown, so whether it hides is unknown"
+        under = f"{self.under_words} ({format_seconds(self.overlap_seconds)})"
         if self.hides:
-            return head + f"; can hide under compute ({format_seconds(self.overlap_seconds)})"
-        return head + (
-            f"; {format_seconds(self.exposed_seconds or 0.0)} more than compute "
-            f"({format_seconds(self.overlap_seconds)}) can hide"
-        )
+            return head + f"; can hide under {under}"
+        return head + f"; {format_seconds(self.exposed_seconds or 0.0)} more than {under} can hide"
 
 
 def host_link(
-    transfers: Sequence[HostTransfer], bandwidth: float, overlap_seconds: float | None
+    transfers: Sequence[HostTransfer],
+    bandwidth: float,
+    overlap_seconds: float | None,
+    under: str = "compute",
 ) -> HostLink | None:
-    """The transfers timed on a link of ``bandwidth`` bytes/s each way; ``None`` without any."""
+    """The transfers timed on a link of ``bandwidth`` bytes/s each way, hiding under
+    ``overlap_seconds`` of the step's ``under`` (``compute`` or ``memory``); ``None``
+    without any."""
     if not transfers or bandwidth <= 0:
         return None
     out = sum(t.bytes_per_step for t in transfers if t.direction == "to host")
     back = sum(t.bytes_per_step for t in transfers if t.direction == "to device")
-    return HostLink(out, back, bandwidth, max(out, back) / bandwidth, overlap_seconds)
+    return HostLink(out, back, bandwidth, max(out, back) / bandwidth, overlap_seconds, under)

@@ -165,10 +165,13 @@ def _estimate(
     memory = None if bytes_accessed is None else bytes_accessed / hbm_bw
 
     host_bw = (hw.host_bandwidth or 0.0) / per_chip or None
+    # The link hides under the longer of the step's compute and HBM time, named as such.
+    under = "memory" if memory is not None and (compute is None or memory > compute) else "compute"
     link = host_link(
         report.host_transfers,
         host_bw or 0.0,
         max((x for x in (compute, memory) if x is not None), default=None),
+        under,
     )
     parts = {
         "compute": compute, "memory": memory, "communication": collective_seconds,
@@ -224,6 +227,7 @@ def _estimate(
         host_seconds=link.seconds if link else None,
         host_exposed_seconds=link.exposed_seconds if link else None,
         host_text=link.text if link else "",
+        host_under=link.under_words if link else "",
     )
     return estimate, collectives, resolved
 

@@ -35,7 +35,8 @@ class HostView:
     host_exact: str
     #: Host bytes by role: ``(("params", "3 MiB"), ("optimizer", …), ("outputs", …),
     #: ("offloaded", …))``, the parts with bytes only; ``outputs`` are the step's new state
-    #: written to host, ``offloaded`` the values a remat policy sends there.
+    #: written to host, ``offloaded`` the values a remat policy sends there, ``layout
+    #: padding`` what the compiler's tiles add to the host arrays; they add up to ``host``.
     roles: tuple[tuple[str, str], ...]
     to_host: int
     to_device: int
@@ -56,12 +57,13 @@ def _roles(r: StrategyResult) -> tuple[tuple[str, str], ...]:
     parts = (
         ("params", m.host_params), ("optimizer", m.host_optimizer),
         ("outputs", m.host_outputs), ("offloaded", m.host_scratch),
+        ("layout padding", m.host_padding),
     )  # fmt: skip
     return tuple((k, format_bytes(v)) for k, v in parts if v)
 
 
 def _link(r: StrategyResult) -> tuple[str, str]:
-    """(``35 µs, hides under compute (1.2 ms)``, ``≥ 1.2 ms (compute-bound)``)."""
+    """(``35 µs, hides under the step's HBM time``, ``≥ 1.2 ms (memory-bound)``)."""
     e = r.report.estimate
     if e is None:
         return "—", "—"
@@ -75,9 +77,9 @@ def _link(r: StrategyResult) -> tuple[str, str]:
     if exposed is None:
         hides = "compute unknown"
     elif exposed == 0.0:
-        hides = "hides under compute"
+        hides = f"hides under {e.host_under or 'compute'}"
     else:
-        hides = f"{format_seconds(exposed)} beyond compute"
+        hides = f"{format_seconds(exposed)} beyond {e.host_under or 'compute'}"
     return f"{format_seconds(e.host_seconds)}, {hides}", step
 
 

@@ -373,6 +373,9 @@ def _memory_chart(view: ComparisonView) -> str:
     items = [(x.color, x.label, x.meaning) for x in comps]
     if view.host:
         items.append((HOST_COLOR, f"{HOST_LABEL} (thin bar)", HOST_MEANING))
+    if any(s.peak < s.memory_total for s in view.strategies):
+        items.append(("#1b1f24", "peak (black tick)", "the compiler's peak, inside a bar whose "
+                      "parts by role add to more: the compiler reuses some of their buffers"))  # fmt: skip
     if view.has_estimates:
         items.append(("#cf222e", "HBM per device (dashed)", "the target's HBM per device: a "
                       "bar past the line does not fit"))  # fmt: skip

@@ -318,15 +318,24 @@ def reconciled_str(m: MemoryBreakdown) -> str:
     return f"no: compiler {'+' if diff > 0 else '-'}{format_bytes(abs(diff))}"
 
 
-def reconcile_line(m: MemoryBreakdown) -> str:
-    """Both argument figures exactly, and whether they agree."""
+#: Why a TPU compiler's argument bytes exceed the leaves': said beside the "no" badge.
+TPU_PADDING = (
+    "a TPU lays each array out in tiles (8 x 128 numbers for the last two dimensions), so "
+    "small arrays take more bytes than their shapes: the leaves count the shapes"
+)
+
+
+def reconcile_line(m: MemoryBreakdown, platform: str = "") -> str:
+    """Both argument figures exactly, and whether they agree; on TPU, a compiler figure
+    above the leaves' says why (its layout padding)."""
     leaves, comp = m.arguments_from_leaves, m.arguments_from_compiler
     if leaves == comp:
         return f"arguments: leaves {leaves:,} B = compiler {comp:,} B (reconciled)"
     diff = comp - leaves
+    why = f": {TPU_PADDING}" if platform == "tpu" and diff > 0 else ""
     return (
         f"arguments: leaves {leaves:,} B ≠ compiler {comp:,} B "
-        f"(compiler {'+' if diff > 0 else '-'}{abs(diff):,} B; not reconciled)"
+        f"(compiler {'+' if diff > 0 else '-'}{abs(diff):,} B; not reconciled{why})"
     )
 
 
@@ -872,7 +881,7 @@ def strategy_view(
         temp_below_grads=m.temp < m.grads,
         reconciled=m.reconciled,
         reconciled_str=reconciled_str(m),
-        reconcile_line=reconcile_line(m),
+        reconcile_line=reconcile_line(m, r.report.platform),
         arguments_leaves=f"{m.arguments_from_leaves:,} B",
         arguments_compiler=f"{m.arguments_from_compiler:,} B",
         count=collective_count(r),
