@@ -36,10 +36,15 @@ def device_color(device_id: int) -> str:
     return f"#{round(r * 255):02x}{round(g * 255):02x}{round(b * 255):02x}"
 
 
+def _rgb(color: str) -> tuple[int, ...]:
+    """The red, green and blue of a ``#rrggbb`` colour, 0-255."""
+    value = color.lstrip("#")
+    return tuple(int(value[i : i + 2], 16) for i in (0, 2, 4))
+
+
 def _luminance(color: str) -> float:
     """Relative luminance (WCAG) of a ``#rrggbb`` colour."""
-    value = color.lstrip("#")
-    channels = [int(value[i : i + 2], 16) / 255 for i in (0, 2, 4)]
+    channels = [c / 255 for c in _rgb(color)]
     lin = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
     return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
 
@@ -64,3 +69,19 @@ KIND_COLORS = {
 OTHER_KIND = ("#57606a", "#f6f8fa")
 #: The colour of compute (every op that is not a collective) on a timeline.
 COMPUTE_COLOR = "#afb8c1"
+
+#: Link load, light to dark: a grey ramp, apart from every mesh axis's and collective kind's
+#: hue, so a busy link never reads as an axis's ring (the physical view draws both).
+LOAD_LIGHT = "#c4ccd4"
+LOAD_DARK = "#1f2328"
+#: A link that carries nothing.
+IDLE_LINK = "#eaeef2"
+
+
+def load_color(share: float) -> str:
+    """The colour of a link carrying ``share`` (0-1) of the busiest link's bytes."""
+    share = min(1.0, max(0.0, share))
+    light, dark = _rgb(LOAD_LIGHT), _rgb(LOAD_DARK)
+    return "#" + "".join(
+        f"{round(a + (b - a) * share):02x}" for a, b in zip(light, dark, strict=True)
+    )

@@ -5,15 +5,21 @@ the mesh on the physical chips, each axis's rings drawn on the links, the load p
 the hops of its first ring), the busiest links, the totals. The text view prints them with
 the chips as a grid of device ids (one panel per z); the HTML view draws the chips (TPU:
 one SVG panel per z, x across, y down, wraparound links as arcs round the edge; GPU: one box
-per host with its GPUs in a row), every link coloured and thickened by its load, and each
-axis's rings as coloured strokes (dashed where a step is several hops).
+per host with its GPUs in a row), every link coloured and thickened by its load on a grey
+ramp of its own (:func:`~.colors.load_color`, apart from the axes' hues) with its scale drawn
+under the chips, and each axis's rings as coloured strokes (dashed where a step is several
+hops). A chip's label sits on a plate in its top-left corner, drawn last; the rings run below
+and right of it and the links in the gaps between chips, so no line crosses a label.
 
 Testable hooks: ``<div class="sv-root sv-physical" data-target="…">``; each panel ``<svg
 class="sv-chips" data-z="…">`` (GPU: ``data-host``); each chip ``<g class="sv-chip"
 data-device="…" data-chip="x,y[,z]">``; each link ``<line|path class="sv-link" data-kind=
 "ici|wrap|nvlink|network" data-bytes="…" data-link="a|b">``; each ring step ``<path
-class="sv-ring" data-axis="…">``; the busiest links ``<table class="sv-busiest">``; each axis
-``<li class="sv-axis" data-axis="…" data-shape="…">``.
+class="sv-ring" data-axis="…">``; each chip's label ``<g class="sv-chipname">`` (its plate's
+``<rect>``, then its ``<text>``); the load's scale ``<div class="sv-loadscale" data-min="…"
+data-max="…">`` (bytes of the least and the most loaded link) with a ``<rect
+class="sv-loadstep" data-load="…">`` per step; the busiest links ``<table
+class="sv-busiest">``; each axis ``<li class="sv-axis" data-axis="…" data-shape="…">``.
 """
 
 from __future__ import annotations
@@ -23,8 +29,9 @@ from dataclasses import dataclass
 
 from shardviz.model.physical import LINK_RULE, AxisRings, LinkLoad, PhysicalLayout
 from shardviz.model.units import format_bytes, format_seconds
+from shardviz.render.colors import IDLE_LINK, load_color
 from shardviz.render.html import CSS, SANS, page
-from shardviz.render.svg import esc, svg_num, svg_text
+from shardviz.render.svg import esc, svg_num, svg_rect, svg_text, text_width
 from shardviz.render.table import aligned_table
 
 #: One colour per mesh axis, in mesh order (then repeat).
@@ -37,11 +44,29 @@ MAX_RINGS = 64
 CELL = 46.0
 GAP = 30.0
 WIDTH = 96
+#: Chip labels: font size (px), and their plate's inset from the chip's top-left corner.
+LABEL_PX = 10
+LABEL_INSET = 3.0
+LABEL_H = 13.0
+#: Rings of neighbouring axes sit this far apart (px).
+RING_SPREAD = 5.0
+#: Link widths: idle, and the least to the most loaded.
+IDLE_W, LOAD_W0, LOAD_W1 = 1.5, 2.0, 8.0
+#: Steps drawn in the load scale.
+SCALE_STEPS = 5
 
 _CSS = (
     f".sv-physical .sv-chips{{margin:6px 12px 6px 0;font:11px {SANS}}}"
+    ".sv-physical svg.sv-chips{max-width:100%;height:auto}"
     ".sv-physical .sv-chip rect{fill:#fff;stroke:#8c959f}"
     ".sv-physical .sv-chip text{fill:#1b1f24;text-anchor:middle}"
+    ".sv-physical .sv-chipname rect{fill:#fff;stroke:none}"
+    f".sv-physical .sv-chipname text{{font-size:{LABEL_PX}px;fill:#1b1f24}}"
+    ".sv-physical .sv-loadscale{display:flex;flex-wrap:wrap;align-items:center;gap:4px 14px;"
+    "margin:4px 0 8px;font-size:12px;color:#424a53;max-width:720px}"
+    ".sv-physical .sv-loadscale svg{flex:none}"
+    ".sv-physical .sv-loadscale .sv-scalelab{font-size:10px;fill:#424a53}"
+    ".sv-physical .sv-loadwords{flex:1 1 320px}"
     ".sv-physical .sv-link{fill:none;stroke-linecap:round}"
     ".sv-physical .sv-ring{fill:none;stroke-width:2;opacity:.85}"
     ".sv-physical .sv-host>rect{fill:#f6f8fa;stroke:#57606a}"
@@ -216,13 +241,94 @@ def physical_text(p: PhysicalLayout) -> str:
 
 
 def _load_style(nbytes: int, top: int) -> tuple[str, float]:
-    """A link's colour and width by its share of the busiest link's bytes."""
+    """A link's colour and width by its share of the busiest link's bytes: the load ramp of
+    :func:`~.colors.load_color` (greys, apart from the axes' hues), thicker when busier."""
     if nbytes <= 0 or top <= 0:
-        return "#d0d7de", 1.5
+        return IDLE_LINK, IDLE_W
     share = nbytes / top
-    light, dark = (253, 208, 162), (165, 0, 38)
-    rgb = tuple(round(a + (b - a) * share) for a, b in zip(light, dark, strict=True))
-    return "#" + "".join(f"{v:02x}" for v in rgb), 2.0 + 6.0 * share
+    return load_color(share), LOAD_W0 + (LOAD_W1 - LOAD_W0) * share
+
+
+def _load_scale(p: PhysicalLayout) -> str:
+    """The key to the links: the load ramp from the least to the most loaded link, with their
+    bytes, and what the bars and the coloured lines mean."""
+    loads = [x.bytes for x in p.links if x.bytes > 0]
+    rings = (
+        "Thin coloured lines: each axis's rings, in the axis's colour above (dotted where a "
+        "step jumps several hops)."
+    )
+    if not loads:
+        return (
+            '<div class="sv-loadscale" data-min="0" data-max="0"><span class="sv-loadwords">'
+            f"No link carries bytes. {esc(rings)}</span></div>"
+        )
+    low, top = min(loads), max(loads)
+    step_w, h = 36.0, 14.0
+    parts = []
+    for k in range(SCALE_STEPS):
+        nbytes = round(low + (top - low) * k / (SCALE_STEPS - 1))
+        color, width = _load_style(nbytes, top)
+        parts.append(
+            svg_rect(
+                k * step_w,
+                h / 2 + 2 - width / 2,
+                step_w - 2,
+                width,
+                f' class="sv-loadstep" fill="{color}" data-load="{nbytes}"',
+            )
+        )
+    w = SCALE_STEPS * step_w
+    parts.append(svg_text(0, h + 14, format_bytes(low), "sv-scalelab"))
+    parts.append(svg_text(w - 2, h + 14, format_bytes(top), "sv-scalelab", ' text-anchor="end"'))
+    svg = (
+        f'<svg width="{svg_num(w)}" height="{svg_num(h + 18)}" '
+        f'viewBox="0 0 {svg_num(w)} {svg_num(h + 18)}">{"".join(parts)}</svg>'
+    )
+    words = (
+        "Grey bars between chips: the bytes each link carries per step, all axes together; "
+        "darker and thicker is busier, pale is idle (hover a bar for its share by axis; the "
+        f"busiest are listed below). {rings}"
+    )
+    return (
+        f'<div class="sv-loadscale" data-min="{low}" data-max="{top}">{svg}'
+        f'<span class="sv-loadwords">{esc(words)}</span></div>'
+    )
+
+
+@dataclass(frozen=True)
+class ChipLabels:
+    """Where a panel's chip labels and its rings sit inside each chip: the label on a plate
+    in the top-left corner, the rings' ends below and right of every plate, so that no ring
+    drawn chip to chip along a row or a column crosses a label."""
+
+    ring_dx: float
+    ring_dy: float
+
+    @staticmethod
+    def plate(cx: float, cy: float, label: str) -> tuple[float, float, float, float]:
+        """The label's plate (x, y, width, height) on the chip centred at (cx, cy)."""
+        w = text_width(label, LABEL_PX) + 4
+        return cx - CELL / 2 + LABEL_INSET, cy - CELL / 2 + LABEL_INSET, w, LABEL_H
+
+    @classmethod
+    def fit(cls, labels: list[str], n_axes: int) -> ChipLabels:
+        """Ring ends clear of the widest label's plate and of the busiest link's bar (drawn
+        centre to centre), with room for ``n_axes`` rings side by side."""
+        widest = max(labels, key=len, default="")
+        x, y, w, h = cls.plate(0.0, 0.0, widest)
+        bar = LOAD_W1 / 2 + 2
+        spread = (n_axes - 1) / 2 * RING_SPREAD
+        return cls(ring_dx=max(x + w + 2, bar) + spread, ring_dy=max(y + h + 2, bar) + spread)
+
+
+def _chip_name(cx: float, cy: float, label: str) -> str:
+    """A chip's label on a white plate (drawn after the rings, so nothing hides it)."""
+    x, y, w, h = ChipLabels.plate(cx, cy, label)
+    return (
+        f'<g class="sv-chipname">{svg_rect(x, y, w, h)}'
+        + svg_text(x + 2, y + h - 3, label, "sv-chiplabel")
+        + "</g>"
+    )
 
 
 def _link_attrs(link: LinkLoad, top: int) -> str:
@@ -255,6 +361,7 @@ def _tpu_panels(p: PhysicalLayout) -> list[str]:
     slices = sorted({c.slice for c in p.chips})
     colors = {name: axis_color(i) for i, name in enumerate(p.mesh.axis_names)}
     site = {c.device: (c.slice, *c.chip) for c in p.chips}
+    fit = ChipLabels.fit([f"d{c.device}" for c in p.chips], len(p.axes))
     panels = []
     for sl in slices:
         for z in range(nz):
@@ -283,11 +390,15 @@ def _tpu_panels(p: PhysicalLayout) -> list[str]:
                     parts.append(
                         f'<path d="{path}" stroke-dasharray="5 3"{_link_attrs(link, top)}</path>'
                     )
-                else:
+                else:  # in the gap between the two chips, edge to edge
+                    length = max(abs(bx - ax) + abs(by - ay), 1.0)
+                    ux, uy = (bx - ax) / length * CELL / 2, (by - ay) / length * CELL / 2
                     parts.append(
-                        f'<line x1="{svg_num(ax)}" y1="{svg_num(ay)}" x2="{svg_num(bx)}" '
-                        f'y2="{svg_num(by)}"{_link_attrs(link, top)}</line>'
+                        f'<line x1="{svg_num(ax + ux)}" y1="{svg_num(ay + uy)}" '
+                        f'x2="{svg_num(bx - ux)}" y2="{svg_num(by - uy)}"{_link_attrs(link, top)}'
+                        "</line>"
                     )
+            names = []
             for y in range(ny):
                 for x in range(nx):
                     key = (sl, x, y, z)[: 1 + len(shape)]
@@ -299,13 +410,13 @@ def _tpu_panels(p: PhysicalLayout) -> list[str]:
                         f'<g class="sv-chip" data-device="{"" if d is None else d}" '
                         f'data-chip="{chip}"><title>chip ({esc(chip)}): {esc(label)}</title>'
                         f'<rect x="{svg_num(cx - CELL / 2)}" y="{svg_num(cy - CELL / 2)}" '
-                        f'width="{svg_num(CELL)}" height="{svg_num(CELL)}" rx="4"/>'
-                        + svg_text(cx, cy + 4, label, "sv-chiplabel")
-                        + "</g>"
+                        f'width="{svg_num(CELL)}" height="{svg_num(CELL)}" rx="4"/></g>'
                     )
-            # each axis's rings, offset a little per axis so they do not hide each other
+                    names.append(_chip_name(cx, cy, label))
+            # each axis's rings, offset a little per axis so they do not hide each other, and
+            # below and right of the chips' labels
             for i, a in enumerate(p.axes):
-                off = (i - (len(p.axes) - 1) / 2) * 5.0
+                off = (i - (len(p.axes) - 1) / 2) * RING_SPREAD
                 for ring in a.rings[:MAX_RINGS]:
                     n = len(ring.devices)
                     for k in range(n):
@@ -317,7 +428,8 @@ def _tpu_panels(p: PhysicalLayout) -> list[str]:
                             center(t[1], t[2] if len(t) > 2 else 0),
                         )
                         dash = ' stroke-dasharray="2 3"' if ring.hops[k] > 1 else ""
-                        sx, sy, tx, ty = sx + off, sy + off, tx + off, ty + off
+                        dx, dy = fit.ring_dx + off, fit.ring_dy + off
+                        sx, sy, tx, ty = sx + dx, sy + dy, tx + dx, ty + dy
                         step = f"L{svg_num(tx)},{svg_num(ty)}"
                         if ring.hops[k] == 1 and abs(sx - tx) > pitch * 1.5:  # x wraparound
                             lift = min(sy, ty) - CELL * 0.9
@@ -333,6 +445,7 @@ def _tpu_panels(p: PhysicalLayout) -> list[str]:
                             f'stroke="{colors.get(a.axis, "#57606a")}"{dash}>'
                             f"<title>{esc(a.axis)}: {ring.hops[k]} hop(s)</title></path>"
                         )
+            parts += names
             cap = []
             if len(slices) > 1:
                 cap.append(f"slice {sl}")
@@ -456,7 +569,7 @@ def physical_html(p: PhysicalLayout) -> str:
         f"<style>{CSS.replace(chr(10), '')}{_CSS}</style>"
         f'<div class="sv-head"><b>{esc(f.title)}</b></div>'
         f'<ul class="sv-axes">{axes}</ul>'
-        f'<div class="sv-panels">{"".join(panels)}</div>'
+        f'<div class="sv-panels">{"".join(panels)}</div>{_load_scale(p)}'
         f"{busiest}<div class='sv-totals'>{totals}</div>"
         f'<p class="sv-rule">Rule: {esc(LINK_RULE)}</p>'
         + (f'<ul class="sv-notes">{notes}</ul>' if notes else "")

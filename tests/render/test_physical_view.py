@@ -3,11 +3,14 @@ view, and every name escaped."""
 
 from __future__ import annotations
 
+import dataclasses
+import html as html_lib
 import re
 import xml.etree.ElementTree as ET
 
 from shardviz.model import display
 from shardviz.model.physical import PhysicalLayout
+from shardviz.model.units import format_bytes
 from tests.estimate.physical_programs import by_chip, explained, mesh_of, sv
 
 
@@ -130,3 +133,110 @@ def test_a_ring_step_over_a_wraparound_link_is_drawn_round_the_edge():
     steps = re.findall(r'<path class="sv-ring" data-axis="model" d="([^"]*)"', html)
     assert len(steps) == 64
     assert sum(" C" in d for d in steps) == 16  # the step from x=3 back to x=0 in each ring
+
+
+# ----- reading at a glance: the load's own palette and scale, labels no line crosses -----
+
+
+def _jumps() -> PhysicalLayout:
+    """Notebook 11's layout: the 4x4 v5e's devices in jax's order, rows and columns jumping."""
+    chips = by_chip("v5e:4x4")
+    devices = sorted(chips.values(), key=lambda d: d.id)
+    return sv.physical(explained(mesh_of(devices, (4, 4), ("data", "model"))))
+
+
+def _rgb(color: str) -> tuple[int, int, int]:
+    return tuple(int(color[i : i + 2], 16) for i in (1, 3, 5))  # type: ignore[return-value]
+
+
+def test_link_load_has_a_palette_of_its_own_and_a_drawn_scale():
+    from shardviz.render.physical import AXIS_COLORS, _load_style
+
+    p = _jumps()
+    html = p._repr_html_()
+    links = re.findall(
+        r'class="sv-link" [^>]*?data-bytes="(\d+)"[^>]*?stroke="(#[0-9a-f]{6})"', html
+    )
+    assert len(links) == len(p.links)
+    # every axis's colour is a hue (its channels far apart), every link's a grey
+    assert all(max(_rgb(c)) - min(_rgb(c)) > 60 for c in AXIS_COLORS)
+    for _, color in links:
+        r, g, b = _rgb(color)
+        assert max(r, g, b) - min(r, g, b) <= 24, f"{color} is a hue, not a grey of the load ramp"
+    # busier is darker and thicker, on one ramp from the least to the most loaded link
+    top = p.max_link_bytes
+    styles = [_load_style(round(top * k / 8), top) for k in range(1, 9)]
+    assert all(
+        sum(_rgb(a)) > sum(_rgb(b)) for (a, _), (b, _) in zip(styles, styles[1:], strict=False)
+    )
+    assert all(wa < wb for (_, wa), (_, wb) in zip(styles, styles[1:], strict=False))
+    assert {c for _, c in links} <= {_load_style(x.bytes, top)[0] for x in p.links}
+    # the scale: from the least to the most loaded link, their bytes written under it
+    low, top = min(x.bytes for x in p.links if x.bytes), max(x.bytes for x in p.links)
+    m = re.search(r'<div class="sv-loadscale" data-min="(\d+)" data-max="(\d+)">(.*?)</div>', html)
+    assert m and (int(m.group(1)), int(m.group(2))) == (low, top)
+    scale = m.group(3)
+    assert format_bytes(low) in scale and format_bytes(top) in scale
+    steps = re.findall(r'class="sv-loadstep" fill="(#[0-9a-f]{6})" data-load="(\d+)"', scale)
+    assert len(steps) >= 3 and int(steps[0][1]) == low and int(steps[-1][1]) == top
+    words = html_lib.unescape(scale)
+    assert "bytes each link carries per step" in words and "each axis's rings" in words
+
+
+def test_an_idle_slice_says_no_link_carries_bytes():
+    p = _v5e()
+    idle = dataclasses.replace(p, links=tuple(dataclasses.replace(x, bytes=0) for x in p.links))
+    assert 'data-min="0" data-max="0"' in idle._repr_html_()
+    assert "No link carries bytes" in idle._repr_html_()
+
+
+def _points(d: str, n: int = 64) -> list[tuple[float, float]]:
+    """Points along a ring step's path: ``M x,y L x,y`` or ``M x,y C x,y x,y x,y``."""
+    nums = [tuple(map(float, xy.split(","))) for xy in re.findall(r"-?[\d.]+,-?[\d.]+", d)]
+    if len(nums) == 2:
+        (x0, y0), (x1, y1) = nums
+        return [(x0 + (x1 - x0) * t / n, y0 + (y1 - y0) * t / n) for t in range(n + 1)]
+    p0, p1, p2, p3 = nums
+    out = []
+    for k in range(n + 1):
+        t = k / n
+        c = ((1 - t) ** 3, 3 * (1 - t) ** 2 * t, 3 * (1 - t) * t**2, t**3)
+        out.append(
+            tuple(sum(w * q[i] for w, q in zip(c, (p0, p1, p2, p3), strict=True)) for i in (0, 1))
+        )
+    return out  # type: ignore[return-value]
+
+
+def test_no_ring_or_link_crosses_a_chip_label():
+    for p in (_jumps(), _v5e()):
+        html = p._repr_html_()
+        for svg in re.findall(r'<svg class="sv-chips".*?</svg>', html, re.S):
+            plates = [
+                tuple(map(float, m))
+                for m in re.findall(
+                    r'<g class="sv-chipname"><rect x="([\d.]+)" y="([\d.]+)" '
+                    r'width="([\d.]+)" height="([\d.]+)"/>',
+                    svg,
+                )
+            ]
+            assert len(plates) == svg.count('class="sv-chip"')
+            names = re.findall(r'<g class="sv-chipname">.*?<text[^>]*>([^<]*)</text>', svg)
+            assert all(n.startswith("d") for n in names)
+            # the labels are drawn last: nothing is painted over them
+            assert svg.index('class="sv-chipname"') > max(
+                svg.rfind('class="sv-ring"'), svg.rfind('class="sv-link"')
+            )
+            lines = re.findall(r'class="sv-ring"[^>]*? d="([^"]*)"', svg)
+            lines += [
+                f"M{a},{b} L{c},{d}"
+                for a, b, c, d in re.findall(
+                    r'<line x1="([\d.]+)" y1="([\d.]+)" x2="([\d.]+)" y2="([\d.]+)" class="sv-link"',
+                    svg,
+                )
+            ]
+            assert lines
+            for d in lines:
+                for x, y in _points(d):
+                    for px, py, w, h in plates:
+                        inside = px + 0.5 < x < px + w - 0.5 and py + 0.5 < y < py + h - 0.5
+                        assert not inside, f"{d} crosses the label plate at {(px, py, w, h)}"
