@@ -19,10 +19,10 @@ BIG_MLP = dict(d_model=16384, d_hidden=65536, batch=256)
 STAGES = ("dp", "zero1", "zero2", "zero3")
 
 
-def _per_chip_state(strategy: str) -> tuple[int, int, int]:
-    """The transformer's parameters, gradients and Adam state placed by ``strategy``'s rules
-    over the pod's 256 chips (laid out, nothing compiled or allocated): the bytes of each on
-    the fullest chip."""
+def _per_chip_state(strategy: str) -> tuple[int, int, int, int]:
+    """The transformer's parameters, gradients, Adam's moments and Adam's step counter (its
+    one scalar) placed by ``strategy``'s rules over the pod's 256 chips (laid out, nothing
+    compiled or allocated): the bytes of each on the fullest chip."""
     import optax
 
     import shardviz as sv
@@ -38,10 +38,16 @@ def _per_chip_state(strategy: str) -> tuple[int, int, int]:
     )
     params, opt_state, _ = built.abstract
 
-    def per_chip(tree: Any) -> int:
-        return sum(leaf.max_bytes_per_device for leaf in sv.layout_tree(tree).leaves)
+    def per_chip(tree: Any, scalars: bool | None = None) -> int:
+        leaves = sv.layout_tree(tree).leaves
+        return sum(
+            leaf.max_bytes_per_device
+            for leaf in leaves
+            if scalars is None or (leaf.ndim == 0) == scalars
+        )
 
-    return per_chip(params), built.grad_bytes, per_chip(opt_state)
+    moments, counter = per_chip(opt_state, scalars=False), per_chip(opt_state, scalars=True)
+    return per_chip(params), built.grad_bytes, moments, counter
 
 
 @exercise(
@@ -54,14 +60,14 @@ def _per_chip_state(strategy: str) -> tuple[int, int, int]:
 )
 def zero2_state(answer: Any) -> tuple[bool, str, str]:
     got = byte_count(answer)
-    params, grads, opt = _per_chip_state("zero2")
-    total = params + grads + opt
+    params, grads, moments, counter = _per_chip_state("zero2")
+    total = params + grads + moments + counter
     right = abs(got - total) <= 0.01 * total
     if right:
         message = (
             f"shardviz placed the state with zero2's rules on the pod's 256 chips: per chip "
-            f"{format_bytes(params)} of parameters (whole), {format_bytes(grads)} of gradients "
-            f"and {format_bytes(opt)} of Adam moments (each a 256th), "
+            f"{params:,} B of parameters (whole), {grads:,} B of gradients and {moments:,} B "
+            f"of Adam's moments (each a 256th), and {counter:,} B of Adam's step counter: "
             f"{format_bytes(total, exact=True)} in all"
         )
     else:
