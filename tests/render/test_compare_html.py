@@ -277,3 +277,69 @@ def test_no_estimates_no_estimate_markup() -> None:
         for cls in ("sv-cmp-estrow", "sv-cmp-est", "sv-cmp-fit", "sv-cmp-hbm", "sv-cmp-hbm-off"):
             assert not doc.with_class(cls), cls
         assert "data-target" not in out and "a lower bound" not in out
+
+
+# --------------------------------------------------------------------------------------------
+# Fitting a notebook's output column at 1280 px (issue 40)
+
+
+def test_the_figures_are_two_narrow_tables_one_row_per_strategy_in_each() -> None:
+    from shardviz.render.compare.html import FIT_W
+
+    for c in (comparison(), comparison_edges()):
+        out = comparison_html(c)
+        doc = Doc(out)
+        names = [r.strategy for r in c.results]
+        assert [a["data-strategy"] for a in doc.with_class("sv-strategy")] == names
+        assert [a["data-strategy"] for a in doc.with_class("sv-cmp-collrow")] == names
+        memory = out[out.index('<table class="sv-cmp-t sv-cmp-table">') :]
+        memory = memory[: memory.index("</table>")]
+        assert "reconciled" in memory and "moved" not in memory and "loss" not in memory
+        colls = out[out.index('<table class="sv-cmp-t sv-cmp-colltable">') :]
+        colls = colls[: colls.index("</table>")]
+        assert "by mesh axes" in colls and "peak" not in colls
+        # every chart is drawn no wider than the column, and scales down past it
+        for w in re.findall(r'<svg class="sv-cmp-chart[^"]*"[^>]*? width="([\d.]+)"', out):
+            assert float(w) <= FIT_W + 40, w
+        assert "svg.sv-cmp-chart{max-width:100%;height:auto}" in out
+
+
+def test_a_reconciled_no_has_its_figures_under_the_table_not_in_the_cell() -> None:
+    c = comparison_edges()
+    out = comparison_html(c)
+    doc = Doc(out)
+    bad = c.result("fsdp").memory
+    cell = re.search(r'<td data-reconciled="0">(.*?)</td>', out)
+    assert cell and "no *" in cell.group(1)
+    assert "leaves" not in re.sub(r'title="[^"]*"', "", cell.group(1))  # only on hover
+    notes = doc.with_class("sv-cmp-reconnotes")
+    assert len(notes) == 1
+    block = out[out.index('class="sv-cmp-line sv-cmp-reconnotes"') :]
+    block = block[: block.index("</div></div>")]
+    assert f"leaves {bad.arguments_from_leaves:,} B" in block
+    assert f"compiler {bad.arguments_from_compiler:,} B" in block
+    assert 'data-strategy="fsdp"' in block and 'data-strategy="tp"' not in block
+    assert "* reconciled:" in block
+    assert not Doc(comparison_html(comparison())).with_class("sv-cmp-reconnotes")
+
+
+def test_a_strategys_name_under_its_bars_is_cut_to_its_group_whole_on_hover() -> None:
+    from shardviz.render.svg import text_width
+
+    c = comparison_edges()
+    long = "a-strategy-name-far-too-long-for-its-bars"
+    r = dataclasses.replace(c.results[0], strategy=long)
+    out = comparison_html(dataclasses.replace(c, results=(r, *c.results[1:])))
+    for chart in re.findall(r'<svg class="sv-cmp-chart sv-cmp-movedchart".*?</svg>', out, re.S):
+        labels = re.findall(
+            r'<text class="sv-cmp-lab" x="([\d.]+)"[^>]*>([^<]*)(?:<title>([^<]*)</title>)?</text>',
+            chart,
+        )
+        assert len(labels) == len(c.results)
+        assert labels[0][2] == long and labels[0][1].endswith("…")
+        # the names' boxes, centred under their groups, do not overlap
+        spans = sorted(
+            (float(x) - text_width(t, 12) / 2, float(x) + text_width(t, 12) / 2)
+            for x, t, _ in labels
+        )
+        assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:], strict=False)), spans

@@ -5,8 +5,15 @@ notebook or a file opened offline. Every string from the model is escaped where 
 the markup. The words and figures come from :func:`~.view.comparison_view`, computed once
 and read by the text view too, so the text and HTML views agree.
 
+Everything is laid out to fit a notebook's output column at 1280 px with the file browser open
+(about 790 px, :data:`FIT_W`): the strategies' figures are two tables, memory (``table.sv-cmp-
+table``) then collectives, time and check (``table.sv-cmp-colltable``), their text cells wrap and
+their figures never do; the charts are drawn to that width and scale down past it.
+
 Testable hooks: one ``<tr class="sv-strategy" data-strategy="dp">`` per strategy in the
-table; on the memory chart one ``<g class="sv-cmp-memrow" data-strategy="dp"
+memory table and one ``<tr class="sv-cmp-collrow" data-strategy="dp">`` in the collectives
+table; a strategy whose argument bytes do not reconcile has its figures in ``<div
+class="sv-cmp-reconnotes">`` under the memory table; on the memory chart one ``<g class="sv-cmp-memrow" data-strategy="dp"
 data-total="…">`` per strategy holding its segments ``<rect class="sv-mem"
 data-component="params" data-bytes="…">`` (they add up to ``data-total``); on the transfer
 chart one ``<rect class="sv-moved" data-strategy="dp" data-kind="all-reduce" data-bytes="…">``
@@ -68,8 +75,15 @@ _KIND_CSS = "".join(
 )
 STYLE = "<style>" + (CSS + "\n" + COMPARE_CSS + _KIND_CSS).replace("\n", "") + "</style>"
 
-#: Width of the bar area of both charts, in px.
+#: Width of the bar area of both charts at most, in px.
 CHART_W = 560.0
+#: Width a chart is laid out to fit (a notebook's output column at 1280 px with the file
+#: browser open is about 790 px, less the view's padding); the memory chart's bar area
+#: shrinks to fit it, down to :data:`MIN_CHART_W`, and any chart still wider scales down.
+FIT_W = 720.0
+MIN_CHART_W = 300.0
+#: Widest room for a strategy's name under its bars on a transfer chart, px.
+MAX_NAME_W = 120.0
 MEM_ROW_H = 24.0
 MEM_ROW_GAP = 12.0
 HOST_BAR_H = 5.0
@@ -114,6 +128,8 @@ def _check_badge(s: StrategyView) -> str:
 
 
 def _reconciled_cell(s: StrategyView) -> str:
+    """A badge; the exact figures of a "no" are said under the table (:func:`_reconcile_notes`),
+    so the column stays narrow."""
     tip = esc(s.reconcile_line)
     if s.reconciled:
         return (
@@ -121,9 +137,25 @@ def _reconciled_cell(s: StrategyView) -> str:
             f"yes</span></td>"
         )
     return (
-        f'<td data-reconciled="0"><span class="sv-cmp-badge sv-bad" title="{tip}">no</span>'
-        f'<span class="sv-cmp-axes">leaves {s.arguments_leaves}</span>'
-        f'<span class="sv-cmp-axes">compiler {s.arguments_compiler}</span></td>'
+        f'<td data-reconciled="0"><span class="sv-cmp-badge sv-bad" title="{tip}">no *</span></td>'
+    )
+
+
+def _reconcile_notes(view: ComparisonView) -> str:
+    """Under the memory table: each strategy whose argument bytes do not reconcile, with both
+    figures exactly (what its "no *" badge stands for)."""
+    bad = [s for s in view.strategies if not s.reconciled]
+    if not bad:
+        return ""
+    items = "".join(
+        f'<div data-strategy="{esc(s.strategy)}"><b>{esc(s.label)}</b> '
+        f"{esc(s.reconcile_line)}</div>"
+        for s in bad
+    )
+    return (
+        '<div class="sv-cmp-line sv-cmp-reconnotes">* reconciled: whether the bytes of the '
+        "arguments' leaves (the arrays you pass) add up to the compiler's argument bytes"
+        f"{items}</div>"
     )
 
 
@@ -136,14 +168,14 @@ def _target_attr(s: StrategyView) -> str:
 # The table
 
 
-def _table_head(view: ComparisonView, with_mesh: bool) -> list[str]:
-    comps, hosts = view.components, view.multi_host
+def _memory_head(view: ComparisonView, with_mesh: bool) -> list[str]:
+    """The memory table's head: memory per device by component, the peak, the compiler's
+    temp, whether the argument bytes reconcile."""
+    comps = view.components
     head1 = (
         "<tr>"
         + _th("")
         + _th("memory per device", "sv-cmp-group sv-cmp-sep", f' colspan="{len(comps) + 3}"')
-        + _th("collectives per step", "sv-cmp-group sv-cmp-sep", f' colspan="{3 + hosts}"')
-        + _th("time and check", "sv-cmp-group sv-cmp-sep", ' colspan="2"')
         + "</tr>"
     )
     cells = [_th("strategy" + (" · mesh" if with_mesh else ""))]
@@ -161,6 +193,23 @@ def _table_head(view: ComparisonView, with_mesh: bool) -> list[str]:
             'gradients, activations and intermediates; part of the peak"',
         ),
         _th("reconciled", extra=' title="argument bytes: sum of the leaves vs the compiler"'),
+    ]
+    return ['<table class="sv-cmp-t sv-cmp-table"><thead>', head1, "<tr>", *cells, "</tr>",
+            "</thead><tbody>"]  # fmt: skip
+
+
+def _collectives_head(view: ComparisonView, with_mesh: bool) -> list[str]:
+    """The second table's head: collectives per step, the step time, the loss check."""
+    hosts = view.multi_host
+    head1 = (
+        "<tr>"
+        + _th("")
+        + _th("collectives per step", "sv-cmp-group sv-cmp-sep", f' colspan="{3 + hosts}"')
+        + _th("time and check", "sv-cmp-group sv-cmp-sep", ' colspan="2"')
+        + "</tr>"
+    )
+    cells = [
+        _th("strategy" + (" · mesh" if with_mesh else "")),
         _th("count", "sv-cmp-r sv-cmp-sep"),
         _th("moved", "sv-cmp-r"),
         *(
@@ -172,12 +221,12 @@ def _table_head(view: ComparisonView, with_mesh: bool) -> list[str]:
         _th("step", "sv-cmp-r sv-cmp-sep", ' title="median step time"'),
         _th("loss", extra=' title="the loss against an unsharded run"'),
     ]
-    return ['<table class="sv-cmp-t sv-cmp-table"><thead>', head1, "<tr>", *cells, "</tr>",
-            "</thead><tbody>"]  # fmt: skip
+    return ['<table class="sv-cmp-t sv-cmp-colltable"><thead>', head1, "<tr>", *cells,
+            "</tr></thead><tbody>"]  # fmt: skip
 
 
-def _table_row(view: ComparisonView, s: StrategyView, with_mesh: bool) -> str:
-    hosts = view.multi_host
+def _name_cell(view: ComparisonView, s: StrategyView, with_mesh: bool) -> str:
+    """A strategy's first cell: its name, its target, its title and its mesh, one a line."""
     name = f'<span class="sv-cmp-name">{esc(s.strategy)}</span>'
     if view.by_target and s.target_label:
         name += f'<span class="sv-cmp-target">@ {esc(s.target_label)}</span>'
@@ -185,7 +234,12 @@ def _table_row(view: ComparisonView, s: StrategyView, with_mesh: bool) -> str:
         name += f'<span class="sv-cmp-sub" title="{esc(s.title)}">{esc(s.title)}</span>'
     if with_mesh:
         name += f'<span class="sv-cmp-mesh">{esc(s.mesh)}</span>'
-    row = [f"<td>{name}</td>"]
+    return f'<td class="sv-cmp-who">{name}</td>'
+
+
+def _memory_table_row(view: ComparisonView, s: StrategyView, with_mesh: bool) -> str:
+    """A strategy's row of the memory table (``tr.sv-strategy``)."""
+    row = [_name_cell(view, s, with_mesh)]
     for i, p in enumerate(s.memory):
         row.append(_bytes_cell(p.bytes, p.text, "sv-cmp-r" + (" sv-cmp-sep" if i == 0 else "")))
     row.append(_bytes_cell(s.peak, s.peak_str, "sv-cmp-r sv-cmp-peak"))
@@ -194,6 +248,17 @@ def _table_row(view: ComparisonView, s: StrategyView, with_mesh: bool) -> str:
         f'title="{esc(s.temp_line)}">{esc(s.temp_str)}</td>'
     )
     row.append(_reconciled_cell(s))
+    return (
+        f'<tr class="sv-strategy" data-strategy="{esc(s.strategy)}"{_target_attr(s)}>'
+        + "".join(row)
+        + "</tr>"
+    )
+
+
+def _collectives_row(view: ComparisonView, s: StrategyView, with_mesh: bool) -> str:
+    """A strategy's row of the collectives table (``tr.sv-cmp-collrow``)."""
+    hosts = view.multi_host
+    row = [_name_cell(view, s, with_mesh)]
     row.append(f'<td class="sv-cmp-r sv-cmp-sep">{s.count}</td>')
     row.append(_bytes_cell(s.moved, s.moved_str))
     if hosts:
@@ -209,7 +274,7 @@ def _table_row(view: ComparisonView, s: StrategyView, with_mesh: bool) -> str:
     row.append(f'<td class="sv-cmp-r sv-cmp-sep">{esc(s.step_str)}{bar}</td>')
     row.append(f"<td>{_check_badge(s)}</td>")
     return (
-        f'<tr class="sv-strategy" data-strategy="{esc(s.strategy)}"{_target_attr(s)}>'
+        f'<tr class="sv-cmp-collrow" data-strategy="{esc(s.strategy)}"{_target_attr(s)}>'
         + "".join(row)
         + "</tr>"
     )
@@ -221,12 +286,17 @@ def _scrolled(table: str) -> str:
     return f'<div class="sv-cmp-scroll">{table}</div>'
 
 
-def _comparison_table(view: ComparisonView) -> str:
+def _comparison_tables(view: ComparisonView) -> str:
+    """Two tables, each narrow enough for a notebook's output column at 1280 px: memory per
+    device (with the reconciliation's footnote), then collectives, time and the check."""
     with_mesh = view.mesh_line is None  # one mesh for all is named above the table
-    out = _table_head(view, with_mesh)
-    out += [_table_row(view, s, with_mesh) for s in view.strategies]
-    out.append("</tbody></table>")
-    return "".join(out)
+    memory = _memory_head(view, with_mesh)
+    memory += [_memory_table_row(view, s, with_mesh) for s in view.strategies]
+    memory.append("</tbody></table>")
+    colls = _collectives_head(view, with_mesh)
+    colls += [_collectives_row(view, s, with_mesh) for s in view.strategies]
+    colls.append("</tbody></table>")
+    return _scrolled("".join(memory)) + _reconcile_notes(view) + _scrolled("".join(colls))
 
 
 # --------------------------------------------------------------------------------------------
@@ -330,12 +400,13 @@ def _legend(items: Sequence[tuple[str, str, str]]) -> str:
 
 
 class _Frame(NamedTuple):
-    """Where the memory chart's bars sit: the bar area's left edge, the chart's width and the
-    bytes at the scale's end."""
+    """Where the memory chart's bars sit: the bar area's left edge, the chart's width, the
+    bytes at the scale's end and the bar area's width."""
 
     left: float
     width: float
     top: int
+    bars: float
 
 
 def _memory_chart(view: ComparisonView) -> str:
@@ -345,9 +416,10 @@ def _memory_chart(view: ComparisonView) -> str:
     cap = 260.0 if view.by_target else 180.0
     left = min(cap, max(60.0, *(text_width(s.label, 12) + 16 for s in view.strategies)))
     right = 186.0 if view.hbm_off_scale else 96.0
+    bars = min(CHART_W, max(MIN_CHART_W, FIT_W - left - right))
     top_pad = 6.0
     rows_h = len(view.strategies) * (MEM_ROW_H + MEM_ROW_GAP)
-    width = left + CHART_W + right
+    width = left + bars + right
     height = top_pad + rows_h + 22
     out = [
         f'<svg class="sv-cmp-chart sv-cmp-memchart" width="{svg_num(width)}" '
@@ -355,7 +427,7 @@ def _memory_chart(view: ComparisonView) -> str:
     ]
     axis_y = top_pad + rows_h
     for v, text in zip(scale.ticks, scale.labels, strict=True):
-        x = left + CHART_W * v / scale.end
+        x = left + bars * v / scale.end
         out.append(
             f'<path class="sv-cmp-grid" d="M{svg_num(x)} {svg_num(top_pad)}V{svg_num(axis_y)}"/>'
         )
@@ -363,7 +435,7 @@ def _memory_chart(view: ComparisonView) -> str:
     out.append(
         f'<path d="M{svg_num(left)} {svg_num(top_pad)}V{svg_num(axis_y)}" stroke="#8c959f"/>'
     )
-    frame = _Frame(left, width, scale.end)
+    frame = _Frame(left, width, scale.end, bars)
     for k, s in enumerate(view.strategies):
         y = top_pad + MEM_ROW_GAP / 2 + k * (MEM_ROW_H + MEM_ROW_GAP)
         out.extend(_memory_row(s, frame, y))
@@ -384,7 +456,7 @@ def _memory_chart(view: ComparisonView) -> str:
 
 def _host_bar(h: HostView, s: StrategyView, at: _Frame, y: float) -> str:
     """A thin bar under a strategy's HBM stack: the bytes it keeps in host memory."""
-    w = CHART_W * h.host / at.top
+    w = at.bars * h.host / at.top
     return (
         f'<rect class="sv-mem sv-cmp-hostbar" data-component="host" data-bytes="{h.host}" '
         f'data-strategy="{esc(s.strategy)}" x="{svg_num(at.left)}" y="{svg_num(y)}" '
@@ -440,7 +512,7 @@ def _memory_segment(s: StrategyView, p: PartView, x: float, y: float, w: float) 
 def _memory_row(s: StrategyView, at: _Frame, y: float) -> list[str]:
     """One strategy's stacked bar on the memory chart, at height ``y``: its name, a segment
     per component, the peak after the bar (and a tick where it falls inside), its HBM mark."""
-    left, _, top = at
+    left, top = at.left, at.top
     name = s.label
     while text_width(name, 12) > left - 10 and len(name) > 4:
         name = name[:-2] + "…"
@@ -452,12 +524,12 @@ def _memory_row(s: StrategyView, at: _Frame, y: float) -> list[str]:
     ]
     x = left
     for p in s.memory:
-        w = CHART_W * p.bytes / top
+        w = at.bars * p.bytes / top
         out.extend(_memory_segment(s, p, x, y, w))
         x += w
     out.append(svg_text(x + 6, y + MEM_ROW_H / 2, s.peak_str + " peak", "sv-cmp-val"))
     if s.peak < s.memory_total:
-        px = left + CHART_W * s.peak / top
+        px = left + at.bars * s.peak / top
         out.append(
             f'<path d="M{svg_num(px)} {svg_num(y - 3)}v{svg_num(MEM_ROW_H + 6)}" '
             'stroke="#1b1f24" stroke-width="2"><title>the peak</title></path>'
@@ -471,10 +543,10 @@ def _memory_row(s: StrategyView, at: _Frame, y: float) -> list[str]:
 def _hbm_mark(e: EstimateView, at: _Frame, y: float) -> str:
     """The target's HBM per device on a strategy's memory bar: a dashed line on the scale, or
     a label at the chart's right edge (``HBM 16 GiB →``) when it is far above every bar."""
-    left, width, top = at
+    left, width, top = at.left, at.width, at.top
     tip = f"HBM per device on {e.target}: {e.hbm_exact}; {e.fit_text}"
     if e.hbm_bytes <= top:
-        x = left + CHART_W * e.hbm_bytes / top
+        x = left + at.bars * e.hbm_bytes / top
         return (
             f'<path class="sv-cmp-hbm" data-hbm="{e.hbm_bytes}" '
             f'd="M{svg_num(x)} {svg_num(y - 4)}v{svg_num(MEM_ROW_H + 8)}">'
@@ -532,7 +604,9 @@ def _moved_chart(view: ComparisonView, chart: _Chart) -> str:
         return '<div class="sv-cmp-dim">no collectives in any strategy</div>'
     n_s, n_k = len(view.strategies), len(series)
     bw = max(12.0, min(52.0, (CHART_W - 24 * n_s) / max(1, n_s * n_k)))
-    group_w = bw * n_k + 24
+    # room for each strategy's name under its bars (a longer one is cut, whole on hover)
+    names_w = max(text_width(s.strategy, 12) for s in view.strategies) + 12
+    group_w = max(bw * n_k, min(names_w, MAX_NAME_W)) + 24
     left = max(text_width(x, 10) for x in scale.labels) + 10
     top_pad = 16.0
     width = max(left + group_w * n_s + 8, 200.0)
@@ -603,13 +677,17 @@ def _moved_group(view: ComparisonView, s: StrategyView, chart: _Chart, at: _Bars
     then its name (and target, across targets) under them."""
     gx, group_w, bw, base, _ = at
     out = [f'<g class="sv-cmp-movedgroup" data-strategy="{esc(s.strategy)}"{_target_attr(s)}>']
+    pad = (group_w - 24 - bw * len(chart.series)) / 2  # the bars centred over the name
     for j, (x_, t) in enumerate(zip(chart.series, chart.cells(s), strict=True)):
         if t.count:
-            out.extend(_moved_bar(s, x_, t, chart, gx + j * bw, at))
-    name = s.strategy if text_width(s.strategy, 12) <= group_w else s.strategy[:12] + "…"
+            out.extend(_moved_bar(s, x_, t, chart, gx + pad + j * bw, at))
+    name = s.strategy
+    while text_width(name, 12) > group_w - 12 and len(name) > 4:
+        name = name[:-2] + "…"
     out.append(
         svg_text(gx + (group_w - 24) / 2, base + 14, name, "sv-cmp-lab",
                  ' style="text-anchor:middle"')
+        .replace("</text>", f"<title>{esc(s.strategy)}</title></text>")
     )  # fmt: skip
     if view.by_target and s.target_name is not None:
         sub = s.target_name
@@ -744,7 +822,7 @@ def comparison_html(c: Comparison | ComparisonView) -> str:
     if not view.strategies:
         body.append('<div class="sv-cmp-dim">no strategies</div>')
         return f'<div class="sv-root sv-compare">{STYLE}' + "".join(body) + "</div>"
-    body.append(_scrolled(_comparison_table(view)))
+    body.append(_comparison_tables(view))
     if view.has_estimates:
         body.append(
             '<h4 class="sv-cmp-h">Estimated step on the target<span class="sv-cmp-dim">'
