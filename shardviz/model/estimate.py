@@ -83,6 +83,10 @@ class Estimate(JsonMixin):
     #: (:meth:`~shardviz.model.kernels.KernelUse.describe`: ``3 calls of `splash_mha_fwd` not
     #: counted: flops and time for them are missing``): then the estimate is not a bound.
     uncounted: tuple[str, ...] = ()
+    #: One sentence per kernel counted at its costliest (``bounded``: a condition on data in
+    #: it could not be read): its flops may be high, so the step may be too; then the
+    #: estimate is not a bound either.
+    overcounted: tuple[str, ...] = ()
     #: The step as the compiled schedule runs it (:mod:`shardviz.analysis.estimate.predict`): each
     #: op's own time (compute or HBM, whichever is longer) one after another, plus the
     #: communication and transfers the ops in flight beside them do not hide. A
@@ -116,14 +120,33 @@ class Estimate(JsonMixin):
 
     @property
     def bounded(self) -> bool:
-        """Whether the step and MFU are bounds: every kernel of the program was counted."""
-        return not self.uncounted
+        """Whether the step and MFU are bounds: every kernel of the program was counted
+        exactly (none missing, none counted at its costliest)."""
+        return not self.uncounted and not self.overcounted
+
+    @property
+    def unbounded_kernels(self) -> tuple[str, ...]:
+        """Why the estimate is not a bound, one sentence per kernel: the uncounted ones, then
+        those counted at their costliest."""
+        return self.uncounted + self.overcounted
+
+    @property
+    def why_not_a_bound(self) -> str:
+        """``1 kernel not counted``, ``2 kernels counted at their costliest``, both joined by
+        ``and``; ``""`` for a bound."""
+
+        def n(count: int, what: str) -> str:
+            return f"{count} kernel{'s' if count != 1 else ''} {what}" if count else ""
+
+        parts = (n(len(self.uncounted), "not counted"),
+                 n(len(self.overcounted), "counted at their costliest"))  # fmt: skip
+        return " and ".join(p for p in parts if p)
 
     @property
     def not_a_bound(self) -> str:
         """``not a bound: 3 calls of `splash_mha_fwd` not counted: …`` (``""`` when every
-        kernel was counted)."""
-        return "not a bound: " + "; ".join(self.uncounted) if self.uncounted else ""
+        kernel was counted exactly)."""
+        return "not a bound: " + "; ".join(self.unbounded_kernels) if not self.bounded else ""
 
     @property
     def predicted_text(self) -> str:
@@ -164,8 +187,7 @@ class Estimate(JsonMixin):
             parts[0] += f", MFU {at_most}{format_percent(self.mfu)}"
         parts[0] += ")"
         if not self.bounded:
-            n = len(self.uncounted)
-            parts[0] += f", not a bound: {n} kernel{'s' if n != 1 else ''} not counted"
+            parts[0] += f", not a bound: {self.why_not_a_bound}"
         if self.predicted_seconds is not None:
             parts.append(f"predicted {format_seconds(self.predicted_seconds)}")
         parts.append(self.fit_text)
@@ -188,6 +210,6 @@ class Estimate(JsonMixin):
                 + ", ".join(self.lower_bound)
                 + ")"
             )
-        lines += [f"  not a bound: {k}" for k in self.uncounted]
+        lines += [f"  not a bound: {k}" for k in self.unbounded_kernels]
         lines += [f"  note: {n}" for n in self.notes]
         return "\n".join(lines)

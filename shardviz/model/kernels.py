@@ -58,12 +58,24 @@ class KernelUse:
         f = self.source.innermost if self.source is not None else None
         return f.place if f is not None else ""
 
+    @property
+    def upper_bound(self) -> bool:
+        """Whether its flops are an upper bound (``bounded``: a condition in the kernel could
+        not be read, so every step was counted as if it computed)."""
+        return self.how == "bounded"
+
     def describe(self) -> str:
-        """One line: ``3 calls of `splash_mha_fwd` not counted: ...``."""
+        """One line: ``3 calls of `splash_mha_fwd` not counted: ...``, or for a kernel
+        counted at its costliest, ``... counted at their costliest: ...``."""
         calls = f"{format_count(self.calls)} call{'s' if self.calls != 1 else ''}"
+        why = f" ({self.why})" if self.why else ""
         if not self.counted:
-            why = f" ({self.why})" if self.why else ""
             return f"{calls} of `{self.name}` not counted: flops and time for them are missing{why}"
+        if self.upper_bound:
+            return (
+                f"{calls} of `{self.name}` counted at their costliest, every grid step as if "
+                f"it computed: flops and time for them may be high{why}"
+            )
         return f"{calls} of `{self.name}`: {self.how}"
 
 

@@ -194,6 +194,29 @@ class TestMfu:
         assert est.uncounted == () and est.bounded and est.not_a_bound == ""
         assert "estimated step >= " in est.summary and "not a bound" not in str(est)
 
+    def test_a_kernel_counted_at_its_costliest_makes_the_estimate_no_bound(self):
+        # A `bounded` kernel (a condition on data could not be read, every grid step counted)
+        # may count too many flops: the step is then not a lower bound either.
+        from shardviz.model import KernelUse
+
+        costliest = KernelUse("splash_mha_fwd", "tpu_custom_call", 2, 4.1e12, 4.1e12, "bounded")
+        missing = KernelUse("splash_mha_bwd", "tpu_custom_call", 1, None, None, "not counted")
+        cost = dataclasses.replace(self.cost(V5E_PEAK, V5E_PEAK), kernels=(costliest,))
+        est, _ = estimate_report(report(cost=cost), "v5e")
+        sentence = (
+            "2 calls of `splash_mha_fwd` counted at their costliest, every grid step as if it "
+            "computed: flops and time for them may be high"
+        )
+        assert est.uncounted == () and est.overcounted == (sentence,)
+        assert not est.bounded and est.not_a_bound == f"not a bound: {sentence}"
+        assert ">=" not in est.summary
+        assert "not a bound: 1 kernel counted at their costliest" in est.summary
+        assert f"  not a bound: {sentence}" in str(est).splitlines()
+        cost = dataclasses.replace(cost, kernels=(costliest, missing))
+        est, _ = estimate_report(report(cost=cost), "v5e")
+        assert est.why_not_a_bound == "1 kernel not counted and 1 kernel counted at their costliest"
+        assert Estimate.from_json(est.to_json()) == est
+
     def test_small_mfus_keep_their_digits(self):
         est, _ = estimate_report(report(cost=self.cost(V5E_PEAK, 1e-4 * V5E_PEAK)), "v5e")
         assert "MFU <= 0.01%" in est.summary

@@ -96,7 +96,7 @@ def test_html_shows_the_kernels_and_the_notice() -> None:
     assert COUNTED in doc.all_text
     assert "144 µs (not a bound)" in doc.all_text
     assert (
-        "estimated step, communication-bound (not a bound: a kernel was not counted)"
+        "estimated step, communication-bound (not a bound: 1 kernel not counted)"
         in doc.all_text
     )
     assert [a["data-part"] for a in doc.with_class("sv-est-row")][-2:] == ["kernels", "hbm"]

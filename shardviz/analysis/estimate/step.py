@@ -190,6 +190,8 @@ def _estimate(
     # A kernel whose flops are unknown is named, never left silently at zero: the step and
     # MFU are then no bound.
     uncounted = tuple(k.describe() for k in cost.uncounted_kernels) if cost is not None else ()
+    kernels = cost.kernels if cost is not None else ()
+    overcounted = tuple(k.describe() for k in kernels if k.upper_bound)
 
     predicted = predict_step(
         cost.ops if cost is not None else (), collectives, trip_counts, peak, hbm_bw,
@@ -221,6 +223,7 @@ def _estimate(
         peak_flops_per_second=peak,
         lower_bound=unknown,
         uncounted=uncounted,
+        overcounted=overcounted,
         predicted_seconds=predicted.seconds if predicted else None,
         predicted_exposed_seconds=predicted.exposed_seconds if predicted else None,
         predicted_exposed=predicted.exposed if predicted else (),

@@ -193,9 +193,15 @@ def _source_cell(source: Source | None, what: str = "collective") -> str:
         else ""
     )
     return (
-        f'<code title="{esc(source.location)}">{esc(short_location(source))}</code>{line}'
+        f'<code title="{esc(_frames_title(source))}">{esc(short_location(source))}</code>{line}'
         f'<span class="sv-chain" title="{esc(source.chain)}">{esc(source.chain)}</span>'
     )
+
+
+def _frames_title(source: Source) -> str:
+    """Every frame as a person names its file, outermost first (``train.py:12 >
+    shardviz/strategies/models/decoder.py:250``): never the machine's path to a file."""
+    return " > ".join(f.place for f in source.frames)
 
 
 def _frames(source: Source | None, what: str = "collective") -> str:
@@ -203,7 +209,7 @@ def _frames(source: Source | None, what: str = "collective") -> str:
     if source is None or not source.frames:
         return esc(no_source_words(what))
     items = [
-        f"<li>{esc(f.function)} <span class='sv-dim'>at</span> {esc(f.file)}:{f.line}</li>"
+        f"<li>{esc(f.function)} <span class='sv-dim'>at</span> {esc(f.place)}</li>"
         for f in source.frames
     ]
     if source.text:
@@ -460,7 +466,7 @@ def _stats(v: ReportView) -> str:
         tiles.append(("—", "step time: not measured", ""))
     e = v.estimate
     if e is not None:
-        what = "a lower bound" if e.bounded else "not a bound: a kernel was not counted"
+        what = "a lower bound" if e.bounded else f"not a bound: {e.why_not_a_bound}"
         tiles.append(
             (e.at_least if e.bounded else e.step, f"estimated step, {e.bound}-bound ({what})",
              "sv-est" if e.bounded else "sv-est sv-bad")

@@ -563,10 +563,12 @@ class EstimateSection:
     #: ``not a bound: 3 calls of `splash_mha_fwd` not counted: …`` (``""`` when every kernel
     #: was counted: then the step and MFU are bounds).
     not_a_bound: str = ""
+    #: ``1 kernel not counted`` / ``2 kernels counted at their costliest`` (``""`` for a bound).
+    why_not_a_bound: str = ""
 
     @property
     def bounded(self) -> bool:
-        """Whether the step and MFU are bounds (every kernel counted)."""
+        """Whether the step and MFU are bounds (every kernel counted exactly)."""
         return not self.not_a_bound
 
 
@@ -590,6 +592,7 @@ def estimate_section(report: Report) -> EstimateSection | None:
         at_least=at_least_str(e),
         words=estimate_words(e),
         not_a_bound=e.not_a_bound,
+        why_not_a_bound=e.why_not_a_bound,
     )
 
 

@@ -837,8 +837,7 @@ def estimate_words(e: Estimate) -> str:
     ``not a bound: 1 kernel not counted; not a measurement``."""
     if e.bounded:
         return ESTIMATE_WORDS
-    n = len(e.uncounted)
-    return f"not a bound: {n} kernel{'s' if n != 1 else ''} not counted; not a measurement"
+    return f"not a bound: {e.why_not_a_bound}; not a measurement"
 
 
 def at_least_str(e: Estimate) -> str:
@@ -1009,7 +1008,9 @@ def estimate_rows(e: Estimate, measured: float | None = None) -> list[EstimateRo
             )
         )  # fmt: skip
     if not e.bounded:
-        rows.append(EstimateRow("kernels", "kernels", "not a bound", "; ".join(e.uncounted)))
+        rows.append(
+            EstimateRow("kernels", "kernels", "not a bound", "; ".join(e.unbounded_kernels))
+        )
     rows.append(
         EstimateRow("hbm", "HBM", e.fit_text,
                     f"{headroom_str(e)} per device" if headroom_str(e) else "")

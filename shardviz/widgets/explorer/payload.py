@@ -726,6 +726,7 @@ def estimate_payload(report: Report) -> dict[str, Any] | None:
         "hfu": e.hfu,
         "lower_bound": list(e.lower_bound),
         "uncounted": list(e.uncounted),
+        "overcounted": list(e.overcounted),
         "not_a_bound": e.not_a_bound,
         "predicted_seconds": e.predicted_seconds,
         "predicted_exposed_seconds": e.predicted_exposed_seconds,
@@ -751,8 +752,7 @@ def estimate_text(e: Estimate, section: EstimateSection) -> dict[str, str]:
     """
     at_least, at_most = ("≥ ", "≤ ") if e.bounded else ("", "")
     mfu = f", MFU {at_most}{format_mfu(e.mfu)}" if e.mfu is not None else ""
-    n = len(e.uncounted)
-    missing = f" · not a bound: {n} kernel{'s' if n != 1 else ''} not counted" if n else ""
+    missing = f" · not a bound: {e.why_not_a_bound}" if not e.bounded else ""
     rows = [f"{r.name} {r.value}" + (f": {r.meaning}" if r.meaning else "") for r in section.rows]
     notes = [f"{kind}: {text}" for kind, text in section.notes]
     return {
