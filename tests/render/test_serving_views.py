@@ -87,3 +87,19 @@ def test_slice_choice_text_and_html():
 
 def test_a_serving_comparison_round_trips_through_json():
     assert ServingComparison.from_json(COMPARISON.to_json()) == COMPARISON
+
+
+def test_html_cells_hold_one_figure_each_and_every_mark_is_keyed():
+    """At 1280 px with the file browser open (a 794 px output column) no cell wraps: the HBM
+    every row shares is in the total's header, cells never wrap; the pink row and the chart's
+    dashed line and dots are said in words where they appear."""
+    html = COMPARISON._repr_html_()
+    assert "total of HBM 16\u00a0GiB" in html and "/ 16 GiB" not in html
+    assert "white-space:nowrap}" in html.split(".sv-serving td{", 1)[1].split("</style>")[0]
+    assert "its total does not fit one chip's HBM" in html  # dp's row is pink
+    assert "HBM 16 GiB per device" in html and "the largest batch that fits it" in html
+    fits = replace(COMPARISON, results=COMPARISON.results[:1])
+    assert "does not fit one chip" not in fits._repr_html_()
+    # Two HBM sizes: each total names its own.
+    mixed = replace(COMPARISON, results=(RESULT, replace(RESULT, strategy="dp", hbm_bytes=GiB)))
+    assert "/ 16 GiB" in mixed._repr_html_() and "/ 1 GiB" in mixed._repr_html_()

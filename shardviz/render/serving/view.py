@@ -12,6 +12,7 @@ from shardviz.render.findings.view import count_str
 __all__ = [
     "COLUMNS",
     "NOT_COMPILED",
+    "columns",
     "findings_head",
     "PALETTE",
     "PANELS",
@@ -23,6 +24,7 @@ __all__ = [
     "not_compiled_note",
     "result_row",
     "serving_chart",
+    "shared_hbm",
     "slice_lines",
     "summary_line",
     "x_ticks",
@@ -69,13 +71,31 @@ def not_compiled_note(r: ServingResult) -> str:
     return f"{NOT_COMPILED}: {r.why_not_compiled or 'no reason was recorded'}"
 
 
-def result_row(r: ServingResult) -> ResultRow:
-    """A result's cells in :data:`COLUMNS` order. A result that was not compiled shows
+def shared_hbm(c: ServingComparison) -> int:
+    """The HBM per chip every result has, or 0 when they differ or it is unknown: then each
+    row's total names its own."""
+    sizes = {r.hbm_bytes for r in c.results}
+    return sizes.pop() if len(sizes) == 1 else 0
+
+
+def columns(c: ServingComparison) -> tuple[str, ...]:
+    """:data:`COLUMNS`, the total's header naming the HBM when every result shares it
+    (``total of HBM 16 GiB``), so each total cell is one figure, never wrapped."""
+    hbm = shared_hbm(c)
+    if not hbm:
+        return COLUMNS
+    size = format_bytes(hbm).replace(" ", "\u00a0")  # the header wraps, never inside 16 GiB
+    return tuple(f"total of HBM {size}" if h == "total / HBM" else h for h in COLUMNS)
+
+
+def result_row(r: ServingResult, hbm_in_header: bool = False) -> ResultRow:
+    """A result's cells in :data:`COLUMNS` order (:func:`columns` with ``hbm_in_header``:
+    the total without its ``/ 16 GiB``). A result that was not compiled shows
     :data:`NOT_COMPILED` where the compiled figures go (working memory, collectives, the
     step and tokens/s), its total as at least its weights and cache, and no largest batch;
     the note says why."""
     mesh = " x ".join(str(n) for _, n in r.mesh)
-    hbm = f" / {format_bytes(r.hbm_bytes)}" if r.hbm_bytes else ""
+    hbm = f" / {format_bytes(r.hbm_bytes)}" if r.hbm_bytes and not hbm_in_header else ""
     kv = format_bytes(r.kv_bytes) + (f" (x{r.kv_copies} copies)" if r.kv_copies > 1 else "")
     if not r.compiled:
         cells: tuple[str, ...] = (
