@@ -138,8 +138,9 @@ class Estimate(JsonMixin):
         def n(count: int, what: str) -> str:
             return f"{count} kernel{'s' if count != 1 else ''} {what}" if count else ""
 
+        over = len(self.overcounted)
         parts = (n(len(self.uncounted), "not counted"),
-                 n(len(self.overcounted), "counted at their costliest"))  # fmt: skip
+                 n(over, f"counted at {'its' if over == 1 else 'their'} costliest"))  # fmt: skip
         return " and ".join(p for p in parts if p)
 
     @property

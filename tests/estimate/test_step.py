@@ -210,11 +210,11 @@ class TestMfu:
         assert est.uncounted == () and est.overcounted == (sentence,)
         assert not est.bounded and est.not_a_bound == f"not a bound: {sentence}"
         assert ">=" not in est.summary
-        assert "not a bound: 1 kernel counted at their costliest" in est.summary
+        assert "not a bound: 1 kernel counted at its costliest" in est.summary
         assert f"  not a bound: {sentence}" in str(est).splitlines()
         cost = dataclasses.replace(cost, kernels=(costliest, missing))
         est, _ = estimate_report(report(cost=cost), "v5e")
-        assert est.why_not_a_bound == "1 kernel not counted and 1 kernel counted at their costliest"
+        assert est.why_not_a_bound == "1 kernel not counted and 1 kernel counted at its costliest"
         assert Estimate.from_json(est.to_json()) == est
 
     def test_small_mfus_keep_their_digits(self):

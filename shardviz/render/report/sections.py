@@ -563,7 +563,7 @@ class EstimateSection:
     #: ``not a bound: 3 calls of `splash_mha_fwd` not counted: …`` (``""`` when every kernel
     #: was counted: then the step and MFU are bounds).
     not_a_bound: str = ""
-    #: ``1 kernel not counted`` / ``2 kernels counted at their costliest`` (``""`` for a bound).
+    #: ``1 kernel not counted`` / ``2 kernels counted at their costliest`` (``""``: a bound).
     why_not_a_bound: str = ""
 
     @property
