@@ -343,3 +343,26 @@ def test_a_strategys_name_under_its_bars_is_cut_to_its_group_whole_on_hover() ->
             for x, t, _ in labels
         )
         assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:], strict=False)), spans
+
+
+def test_a_peak_label_starts_past_the_hbm_line_that_would_cross_it() -> None:
+    from shardviz.render.svg import text_width
+
+    from .compare_fixtures import on_target, small_hbm
+
+    c = comparison()
+    top = max(memory_total(r.memory) for r in c.results)
+    # an HBM just past the biggest bar's end: its line would run through that bar's label
+    hw = dataclasses.replace(small_hbm(), hbm_bytes=int(top * 1.04))
+    out = comparison_html(
+        dataclasses.replace(c, results=tuple(on_target(r, hw) for r in c.results))
+    )
+    rows = re.findall(r'<g class="sv-cmp-memrow".*?</g>', out, re.S)
+    assert len(rows) == len(c.results)
+    for row in rows:
+        line = float(re.search(r'class="sv-cmp-hbm" data-hbm="\d+" d="M([\d.]+) ', row).group(1))
+        x, text = re.search(
+            r'<text class="sv-cmp-val" x="([\d.]+)"[^>]*>([^<]*peak)</text>', row
+        ).groups()
+        start = float(x)
+        assert not (start - 2 <= line <= start + text_width(text, 11) + 2), (line, start, text)

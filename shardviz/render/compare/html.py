@@ -527,7 +527,8 @@ def _memory_row(s: StrategyView, at: _Frame, y: float) -> list[str]:
         w = at.bars * p.bytes / top
         out.extend(_memory_segment(s, p, x, y, w))
         x += w
-    out.append(svg_text(x + 6, y + MEM_ROW_H / 2, s.peak_str + " peak", "sv-cmp-val"))
+    out.append(svg_text(_peak_label_x(s, at, x), y + MEM_ROW_H / 2, s.peak_str + " peak",
+                        "sv-cmp-val"))  # fmt: skip
     if s.peak < s.memory_total:
         px = left + at.bars * s.peak / top
         out.append(
@@ -538,6 +539,18 @@ def _memory_row(s: StrategyView, at: _Frame, y: float) -> list[str]:
         out.append(_hbm_mark(s.estimate, at, y))
     out.append("</g>")
     return out
+
+
+def _peak_label_x(s: StrategyView, at: _Frame, end: float) -> float:
+    """Where a bar's ``… peak`` label starts: after the bar, or after the target's HBM line
+    when the line would cross the label."""
+    x = end + 6
+    e = s.estimate
+    if e is not None and e.hbm_bytes <= at.top:
+        line = at.left + at.bars * e.hbm_bytes / at.top
+        if x - 4 <= line <= x + text_width(s.peak_str + " peak", 11) + 4:
+            x = line + 6
+    return x
 
 
 def _hbm_mark(e: EstimateView, at: _Frame, y: float) -> str:
