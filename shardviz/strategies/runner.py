@@ -49,6 +49,7 @@ from shardviz.strategies.named import get_rule_set
 from shardviz.strategies.pipeline.gspmd import pipelined_model
 from shardviz.strategies.pipeline.shard_map import residual_bytes
 from shardviz.strategies.pipeline.stages import STAGE_AXIS
+from shardviz.strategies.progress import Steps, stepping
 from shardviz.strategies.rules import OFFLOAD, OFFLOAD_WHAT, RuleSet
 from shardviz.strategies.serving.compare import compare_serving
 from shardviz.strategies.step import StrategyStep, strategy_step
@@ -398,6 +399,7 @@ def compare(
     schedule: str | None = None,
     checkpoint: bool = False,
     profile: bool = False,
+    progress: bool | Steps = True,
     **sizes: Any,
 ) -> Comparison | ServingComparison:
     """Run ``model``'s training step under each strategy on the same devices and compare.
@@ -444,6 +446,11 @@ def compare(
             ``report.timeline``); a pipeline's ``schedule`` then carries its slots as they
             ran and the bubble measured (illustrative on CPU, real on GPU/TPU). Strategies
             compiled for a topology do not run, so there is nothing to profile.
+        progress: once the work has taken 2 s, show each step (``step 2 of 6: compiling
+            fsdp for v5e:16x16, 12 s``) as a bar in a notebook or a line on a terminal's
+            stderr (nothing in a file or a test); ``False`` shows nothing; an object with
+            ``start(k, n, what)`` and ``finish(words)`` is told instead
+            (:class:`~shardviz.strategies.progress.Steps`).
         **sizes: model sizes for a built-in model (e.g. ``d_model=256``); for a published
             architecture (``"llama3.1-70b"``...) also ``seq``, ``batch`` or
             ``batch_per_device`` (times the devices compiled for), ``remat``...; its
@@ -462,8 +469,9 @@ def compare(
                     "leave mesh out and name the devices with target= (e.g. 'v5e:4x4')",
                 )
             )
-        serving = None if strategies is _TRAIN_DEFAULT else strategies
-        return compare_serving(model, serving, mode=mode, target=target, **sizes)  # type: ignore[arg-type]
+        # A RuleSet among them is refused there, naming the serving strategies.
+        serving: Any = None if strategies is _TRAIN_DEFAULT else strategies
+        return compare_serving(model, serving, mode=mode, target=target, progress=progress, **sizes)
     chosen = [] if isinstance(strategies, str) else list(strategies)
     if not chosen:
         raise ShardvizError(
@@ -491,25 +499,47 @@ def compare(
     mesh_topo = topology_of(as_jax_mesh(mesh).devices.flat) if mesh is not None else None
     if mesh_topo is not None:  # the mesh is on a topology: that topology, on that mesh
         targets = [t for t in targets if isinstance(t, Topology)] or [mesh_topo]
-        local = _by_model(_compile_only, m, rule_sets, mesh, steps, seed, opt, None)
-    elif any(not isinstance(t, Topology) for t in targets):
-        local = _by_model(_run_here, m, rule_sets, mesh, steps, seed, opt, profile)
-    results: list[StrategyResult] = []
-    for t in targets:
-        if isinstance(t, Topology) and t is mesh_topo:
-            results += local
-        elif isinstance(t, Topology):
-            results += _by_model(_compile_only, m, rule_sets, None, steps, seed, opt, t.devices)
-        elif t is None:
-            results += local
-        else:
-            results += [replace(r, report=with_estimate(r.report, t)) for r in local]
+    live = mesh_topo is None and any(not isinstance(t, Topology) for t in targets)
+    elsewhere = [t for t in targets if isinstance(t, Topology) and t is not mesh_topo]
+    # Each strategy compiled here (and run: two steps), on the mesh's topology, and on each
+    # other topology.
+    units = (2 if live else 1 if mesh_topo is not None else 0) + len(elsewhere)
+    names = [t.name for t in ([mesh_topo] if mesh_topo is not None else []) + elsewhere]
+    done = _done_words(len(rule_sets), live, names)
+    with stepping(progress, "shardviz.compare", units * len(rule_sets), done) as step:
+        if mesh_topo is not None:
+            local = _by_model(
+                _compile_only, m, rule_sets, mesh, steps, seed, opt, None, step, mesh_topo.name
+            )
+        elif live:
+            local = _by_model(_run_here, m, rule_sets, mesh, steps, seed, opt, profile, step)
+        results: list[StrategyResult] = []
+        for t in targets:
+            if isinstance(t, Topology) and t is mesh_topo:
+                results += local
+            elif isinstance(t, Topology):
+                results += _by_model(
+                    _compile_only, m, rule_sets, None, steps, seed, opt, t.devices, step, t.name
+                )
+            elif t is None:
+                results += local
+            else:
+                results += [replace(r, report=with_estimate(r.report, t)) for r in local]
     leaves = jax.tree.leaves(jax.eval_shape(m.init_params, jax.random.key(seed)))
     dtypes = sorted({str(jnp.dtype(x.dtype)) for x in leaves})
     return Comparison(
         model=m.name, num_params=int(sum(int(np.prod(x.shape)) for x in leaves)),
         param_dtype="/".join(dtypes), results=tuple(results),
     )  # fmt: skip
+
+
+def _done_words(k: int, live: bool, compiled_for: list[str]) -> str:
+    """What a comparison did, for its progress's last line: ``3 strategies run here and
+    compiled for v5e:16x16, h100:2x8``."""
+    parts = (["run here"] if live else []) + (
+        [f"compiled for {', '.join(compiled_for)}"] if compiled_for else []
+    )
+    return f"{k} strateg{'y' if k == 1 else 'ies'} " + " and ".join(parts)
 
 
 def rule_set_for(m: ModelDef, strategy: str | RuleSet, pipeline: dict[str, Any]) -> RuleSet:
@@ -678,10 +708,17 @@ def _pipeline_words(stages: int, microbatches: int, order: str | None, checkpoin
 
 
 def _run_here(
-    m: ModelDef, rule_sets: list, mesh: Any, steps: int, seed: int, opt: Any, profile: bool
+    m: ModelDef,
+    rule_sets: list,
+    mesh: Any,
+    steps: int,
+    seed: int,
+    opt: Any,
+    profile: bool,
+    step: Callable[[str], None],
 ) -> list:
     """Every strategy compiled, run and checked (and profiled, with ``profile``) on this
-    machine's devices."""
+    machine's devices, each compile and each run a step of ``step``'s progress."""
     # The starting state, the unsharded reference step (the same for every strategy) and
     # the reading of each compiled program go to a second thread while this one compiles
     # every strategy from shapes (XLA compiles on one core with the GIL released, so on a
@@ -690,24 +727,39 @@ def _run_here(
     try:
         state_job = pool.submit(initial_state, m, opt, seed)
         reference_job = pool.submit(lambda: reference_outputs(m, opt, state_job.result()))
-        finishes = [
-            _compile_strategy(m, rs, mesh, steps, seed, opt, pool, profile=profile)
-            for rs in rule_sets
-        ]
-        state = state_job.result()
-        return [finish(state, reference_job.result) for finish in finishes]
+        finishes = []
+        for rs in rule_sets:
+            step(f"compiling {rs.name}")
+            finishes.append(_compile_strategy(m, rs, mesh, steps, seed, opt, pool, profile=profile))
+        out = []
+        for rs, finish in zip(rule_sets, finishes, strict=True):
+            step(f"running {rs.name} and checking it against one device")
+            out.append(finish(state_job.result(), reference_job.result))
+        return out
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _compile_only(
-    m: ModelDef, rule_sets: list, mesh: Any, steps: int, seed: int, opt: Any, devices: Any
+    m: ModelDef,
+    rule_sets: list,
+    mesh: Any,
+    steps: int,
+    seed: int,
+    opt: Any,
+    devices: Any,
+    step: Callable[[str], None],
+    where: str,
 ) -> list:
-    """Every strategy compiled for devices that are not here (a topology's): nothing runs,
-    so there is no starting state and no reference step."""
-    finishes = [_compile_strategy(m, rs, mesh, steps, seed, opt, None, devices) for rs in rule_sets]
+    """Every strategy compiled for devices that are not here (``where``, a topology's):
+    nothing runs, so there is no starting state and no reference step. Each strategy is a
+    step of ``step``'s progress: compiled, then read, before the next."""
 
     def nothing() -> Any:
         raise AssertionError("a deviceless program asked for its reference")
 
-    return [finish((), nothing) for finish in finishes]
+    out = []
+    for rs in rule_sets:
+        step(f"compiling {rs.name} for {where}")
+        out.append(_compile_strategy(m, rs, mesh, steps, seed, opt, None, devices)((), nothing))
+    return out

@@ -1,8 +1,8 @@
 """Progress of a plan search while it runs: a bar in a notebook, one quiet line on a terminal,
 nothing when output goes to a file or a test.
 
-The notebook bar is an ``ipywidgets`` progress bar (already a dependency of the widgets), so
-no progress library is needed. It fills with the time budget and names the best plan so far.
+The notebook bar is :mod:`shardviz.strategies.progress`'s ``ipywidgets`` bar (the one every
+long wait shows), filling with the time budget and naming the best plan so far.
 
 A search compiles many plans on purpose, some of them poor; the SPMD partitioner's warnings
 about those would flood the terminal, so :func:`compiler_quiet` sends file descriptor 2 to
@@ -12,11 +12,12 @@ about those would flood the terminal, so :func:`compiler_quiet` sends file descr
 from __future__ import annotations
 
 import contextlib
-import html
 import os
 import sys
 from collections.abc import Iterator
 from typing import Any, Protocol, TextIO
+
+from shardviz.strategies.progress import Bar, Line, in_notebook, terminal_stream
 
 
 class Progress(Protocol):
@@ -42,25 +43,24 @@ def _line(tried: int, elapsed: float, budget: float, best: str) -> str:
     return f"{plans} tried, {elapsed:.0f} of {budget:.0f} s; best so far: {best or 'none yet'}"
 
 
-class TerminalLine:
+#: What the search's line starts with.
+TITLE = "shardviz.suggest"
+
+
+class TerminalLine(Line):
     """One line on ``stream``, rewritten in place after each plan; ended at the finish."""
 
     def __init__(self, stream: TextIO) -> None:
-        self.stream = stream
-        self._width = 0
+        super().__init__(stream, TITLE)
 
     def update(self, tried: int, elapsed: float, budget: float, best: str) -> None:
-        text = "shardviz.suggest: " + _line(tried, elapsed, budget, best)
-        self.stream.write("\r" + text.ljust(self._width))
-        self.stream.flush()
-        self._width = len(text)
+        self.show(0.0, _line(tried, elapsed, budget, best))
 
     def finish(self, words: str) -> None:
-        self.stream.write("\r" + ("shardviz.suggest: " + words).ljust(self._width) + "\n")
-        self.stream.flush()
+        self.end(words)
 
 
-class NotebookBar:
+class NotebookBar(Bar):
     """An ``ipywidgets`` bar filling with the time budget, and a line under it.
 
     At the finish the bar's output is replaced by the final line as plain text and HTML, so a
@@ -69,37 +69,14 @@ class NotebookBar:
     """
 
     def __init__(self, display: Any) -> None:
-        import ipywidgets
-
-        self.bar = ipywidgets.FloatProgress(
-            value=0.0, min=0.0, max=1.0, description="searching", bar_style="info"
-        )
-        self.label = ipywidgets.Label(value="compiling the first plan…")
-        self.box = ipywidgets.VBox([self.bar, self.label])
-        self.handle = display(self.box, display_id=True)
+        super().__init__(display, TITLE, "searching", "compiling the first plan…")
 
     def update(self, tried: int, elapsed: float, budget: float, best: str) -> None:
-        self.bar.value = min(1.0, elapsed / budget) if budget > 0 else 1.0
-        self.label.value = _line(tried, elapsed, budget, best)
+        fraction = elapsed / budget if budget > 0 else 1.0
+        self.show(fraction, _line(tried, elapsed, budget, best))
 
     def finish(self, words: str) -> None:
-        self.bar.value = 1.0
-        self.bar.bar_style = "success"
-        self.bar.description = "done"
-        self.label.value = words
-        if self.handle is not None:
-            line = "shardviz.suggest: " + words
-            bundle = {"text/plain": line, "text/html": f"<div>{html.escape(line)}</div>"}
-            self.handle.update(bundle, raw=True)
-
-
-def in_notebook() -> bool:
-    """Whether this runs in a Jupyter kernel (where widgets display)."""
-    shell = sys.modules.get("IPython")
-    if shell is None:
-        return False
-    ip = shell.get_ipython()  # type: ignore[attr-defined]
-    return ip is not None and "IPKernelApp" in getattr(ip, "config", {})
+        self.end(words)
 
 
 def progress_for(show: bool | Progress, terminal: TextIO | None = None) -> Progress:
@@ -114,10 +91,8 @@ def progress_for(show: bool | Progress, terminal: TextIO | None = None) -> Progr
         from IPython.display import display
 
         return NotebookBar(display)
-    stream = terminal if terminal is not None else sys.stderr
-    if stream is not None and stream.isatty():
-        return TerminalLine(stream)
-    return Quiet()
+    stream = terminal_stream(terminal)
+    return TerminalLine(stream) if stream is not None else Quiet()
 
 
 @contextlib.contextmanager

@@ -23,6 +23,7 @@ from shardviz.model.serving import (
 from shardviz.model.targets import target_for
 from shardviz.model.units import format_bytes
 from shardviz.strategies.models.configs import param_count
+from shardviz.strategies.progress import Steps, stepping
 from shardviz.strategies.serving.layout import SERVING_STRATEGIES
 from shardviz.strategies.serving.plan import arch_config, serve
 from shardviz.strategies.zoo import ModelDef, get_model
@@ -187,6 +188,7 @@ def compare_serving(
     batch: int = 8,
     context: int | None = None,
     dtype: Any = "bfloat16",
+    progress: bool | Steps = True,
     **sizes: Any,
 ) -> ServingComparison:
     """Serving strategies compiled side by side (see :func:`shardviz.compare`).
@@ -200,6 +202,9 @@ def compare_serving(
         :func:`where_to_serve`).
       batch, context: sequences and positions per sequence (``context``: the model's ``seq``).
       dtype: weights and cache, ``"bfloat16"``, ``"int8"``, ``"int4"`` or a pair.
+      progress: each strategy's compile as a step of a bar in a notebook or a line on a
+        terminal, once the work has taken 2 s (see :func:`shardviz.compare`); ``False``
+        shows nothing.
       **sizes: the model's sizes (reduced dims), as ``get_model`` takes them.
 
     Raises:
@@ -221,13 +226,17 @@ def compare_serving(
     default = m.info.get("seq", 2048) if context is None else context
     batch, ctx = serving_sizes(where, batch, default, m.kv_bytes_per_token(cache_dtype))
     devices, hw, target_obj, target_name = where_to_serve(target, where)
-    results = tuple(
-        serve(
-            m, s, devices, mode=mode, batch=batch, context=ctx, weight_dtype=weight_dtype,
-            cache_dtype=cache_dtype, hw=hw, target=target_obj, target_name=target_name,
-        )
-        for s in names
-    )  # fmt: skip
+    done = f"{len(names)} {mode} step{'s' if len(names) != 1 else ''} compiled for {target_name}"
+    with stepping(progress, "shardviz.compare", len(names), done) as step:
+        served = []
+        for s in names:
+            step(f"compiling the {mode} step under {s!r} for {target_name}")
+            one = serve(
+                m, s, devices, mode=mode, batch=batch, context=ctx, weight_dtype=weight_dtype,
+                cache_dtype=cache_dtype, hw=hw, target=target_obj, target_name=target_name,
+            )  # fmt: skip
+            served.append(one)
+    results = tuple(served)
     per_token = m.kv_bytes_per_token(cache_dtype)
     params = param_count(config)
     return ServingComparison(

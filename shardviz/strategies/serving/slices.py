@@ -22,6 +22,7 @@ from shardviz.model.serving import SliceChoice, SliceTried, bytes_per_element
 from shardviz.model.targets import standard_shape
 from shardviz.model.units import format_bytes
 from shardviz.strategies.models.configs import param_count
+from shardviz.strategies.progress import Steps, stepping
 from shardviz.strategies.serving.compare import dtypes_of, serving_sizes
 from shardviz.strategies.serving.plan import arch_config, serve
 from shardviz.strategies.zoo import ModelDef, get_model
@@ -50,6 +51,7 @@ def smallest_slice(
     batch: int = 1,
     context: int = 8192,
     check: bool = True,
+    progress: bool | Steps = True,
     **sizes: Any,
 ) -> SliceChoice:
     """The smallest slice of ``chip`` that holds ``model``'s weights and its KV cache.
@@ -62,6 +64,10 @@ def smallest_slice(
       batch, context: the sequences to hold and their length.
       check: compile the decode step for the slice found (deviceless) and require the
         compiler's per chip bytes to fit as well.
+      progress: with ``check``, each slice's compile as a step of a bar in a notebook or a
+        line on a terminal, once the work has taken 2 s (the steps counted are the slices
+        the byte count lets through: the first that fits ends the search); ``False`` shows
+        nothing.
       **sizes: the model's sizes (reduced dims), as ``get_model`` takes them.
 
     Raises:
@@ -85,24 +91,32 @@ def smallest_slice(
     kv = int(per_seq * batch)
     tried: list[SliceTried] = []
     rejected: list[str] = []  # what the compiler said of slices the count let through
-    for name, chips in slice_sizes(chip):
-        need = -(-(weights + kv) // chips)
-        tried.append(SliceTried(name, chips, need, hw.hbm_bytes))
-        if need > hw.hbm_bytes:
-            continue
-        checked = ""
-        if check:
-            fits, checked = _compiled_fit(m, name, batch, context, weight_dtype, cache_dtype)
-            if not fits:
-                rejected.append(checked)
+    slices = slice_sizes(chip)
+    # With check, each slice the byte count lets through may be compiled: a step each.
+    counted = sum(-(-(weights + kv) // chips) <= hw.hbm_bytes for _, chips in slices)
+    title = "shardviz.smallest_slice"
+    with stepping(progress if check else False, title, counted, "no slice holds it") as step:
+        for name, chips in slices:
+            need = -(-(weights + kv) // chips)
+            tried.append(SliceTried(name, chips, need, hw.hbm_bytes))
+            if need > hw.hbm_bytes:
                 continue
-        room = int((chips * hw.hbm_bytes - weights) // per_seq)
-        return SliceChoice(
-            model=m.name, chip=hw.preset or chip, slice=name, chips=chips,
-            weight_dtype=weight_dtype, cache_dtype=cache_dtype, batch=batch, context=context,
-            weight_bytes=weights, kv_bytes=kv, hbm_bytes_per_chip=hw.hbm_bytes,
-            room_sequences=room, tried=tuple(tried), checked="; ".join([*rejected, checked]),
-        )  # fmt: skip
+            checked = ""
+            if check:
+                step(f"compiling the decode step for {name} (strategy 'tp')")
+                fits, checked = _compiled_fit(m, name, batch, context, weight_dtype, cache_dtype)
+                if not fits:
+                    rejected.append(checked)
+                    continue
+            room = int((chips * hw.hbm_bytes - weights) // per_seq)
+            step.done = f"{name} holds it (the compiled step fits)"
+            return SliceChoice(
+                model=m.name, chip=hw.preset or chip, slice=name, chips=chips,
+                weight_dtype=weight_dtype, cache_dtype=cache_dtype, batch=batch,
+                context=context, weight_bytes=weights, kv_bytes=kv,
+                hbm_bytes_per_chip=hw.hbm_bytes, room_sequences=room, tried=tuple(tried),
+                checked="; ".join([*rejected, checked]),
+            )  # fmt: skip
     biggest = tried[-1]
     what = (
         f"{m.name} in {weight_dtype} with {batch:,} x {context:,} tokens of {cache_dtype} "
