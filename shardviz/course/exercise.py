@@ -21,6 +21,7 @@ from typing import Any
 from shardviz.course.solutions import solutions
 from shardviz.errors import ShardvizError
 from shardviz.render.svg import esc
+from shardviz.strategies.progress import Steps, stepping
 
 #: What a learner's answer cell holds before they write anything.
 UNANSWERED = ...
@@ -120,12 +121,16 @@ def _order(exercise_id: str) -> tuple[int, ...]:
     return tuple(int(part) for part in exercise_id.split("."))
 
 
-def check(exercise_id: str, answer: Any) -> Verdict:
+def check(exercise_id: str, answer: Any, *, progress: bool | Steps = True) -> Verdict:
     """Judge ``answer`` to exercise ``exercise_id`` (what a notebook's check cell calls).
 
     An answer left as ``...`` is "not answered yet" (so a notebook runs top to bottom before
     anyone answers). An answer the judge cannot even run (an unknown mesh axis, a spec longer
     than the array) is wrong, with shardviz's own error message as the hint.
+
+    A judge that compiles for a while shows ``checking 11.2…`` with the elapsed seconds (and
+    what its compiles are doing), as a bar in a notebook or a line on a terminal, once it
+    has taken 2 s; ``progress=False`` shows nothing (see :func:`shardviz.compare`).
 
     Raises:
         KeyError: there is no exercise ``exercise_id``.
@@ -137,7 +142,11 @@ def check(exercise_id: str, answer: Any) -> Verdict:
     if answer is UNANSWERED:
         return Verdict(exercise_id, None, f"replace the ... with your answer: {ex.prompt}")
     try:
-        right, message, hint = ex.judge(answer)
+        with stepping(
+            progress, "shardviz.check", 1, f"exercise {exercise_id} checked", "checking"
+        ) as step:
+            step(f"checking {exercise_id}…")
+            right, message, hint = ex.judge(answer)
     except ShardvizError as err:
         return Verdict(exercise_id, False, "shardviz could not run this answer.", str(err))
     except (TypeError, ValueError) as err:
