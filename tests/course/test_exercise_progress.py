@@ -79,4 +79,4 @@ def test_a_judge_that_fails_ends_the_progress_saying_so(registered):
     seen = Recorder()
     verdict = check("99.2", "answer", progress=seen)
     assert verdict.right is False and "no such axis" in verdict.hint
-    assert seen.finished == ["stopped by an error at step 1 of 1"]
+    assert seen.finished == ["stopped by ShardvizError at step 1 of 1: checking 99.2…"]

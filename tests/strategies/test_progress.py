@@ -288,8 +288,8 @@ def test_nested_work_shows_in_the_outer_line():
 
 @pytest.mark.parametrize(
     ("error", "words"),
-    [(KeyboardInterrupt(), "interrupted at step 1 of 3"),
-     (ValueError("bad"), "stopped by an error at step 1 of 3")],
+    [(KeyboardInterrupt(), "interrupted at step 1 of 3: compiling dp"),
+     (ValueError("bad"), "stopped by ValueError at step 1 of 3: compiling dp")],
 )  # fmt: skip
 def test_an_interrupt_or_error_ends_the_progress_and_goes_on(error, words):
     seen = Recorder()
