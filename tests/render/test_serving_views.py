@@ -103,3 +103,34 @@ def test_html_cells_hold_one_figure_each_and_every_mark_is_keyed():
     # Two HBM sizes: each total names its own.
     mixed = replace(COMPARISON, results=(RESULT, replace(RESULT, strategy="dp", hbm_bytes=GiB)))
     assert "/ 16 GiB" in mixed._repr_html_() and "/ 1 GiB" in mixed._repr_html_()
+
+
+def test_chart_labels_stay_inside_their_panel_and_clear_of_the_dots():
+    """The notebook's sweeps (batch to 2,048, context to 32,768) once drew '204(' and '3276'
+    cut at the panel's edge, and the dots over the 'HBM 16 GiB' label. Widths are taken at
+    0.61 em a character, wider than the sans-serif the chart uses."""
+    import re
+
+    wide = replace(
+        RESULT,
+        max_batch=2048,
+        sweep=tuple((2**k, (9 + k) * GiB // 2, 10.0 * k) for k in range(12)),
+        context_sweep=tuple((2**k, 13 * GiB, 228.0) for k in range(9, 16)),
+    )
+    html = replace(COMPARISON, results=(wide,))._repr_html_()
+    panels = re.findall(r"<svg[^>]*>.*?</svg>", html)
+    assert len(panels) == 4
+    for svg in panels:
+        width = float(re.search(r'width="([\d.]+)"', svg).group(1))
+        for x, text in re.findall(r'<text x="([\d.]+)"[^>]*text-anchor="middle">([^<]+)<', svg):
+            half = len(text) * 10 * 0.61 / 2
+            assert float(x) - half >= 0 and float(x) + half <= width, (text, x, width)
+        label = re.search(r'class="sv-hbmlabel[^"]*" x="([\d.]+)" y="([\d.]+)">([^<]+)<', svg)
+        if label is None:
+            continue
+        lx, ly, words = float(label.group(1)), float(label.group(2)), label.group(3)
+        right = lx + len(words) * 10 * 0.61
+        for cx, cy in re.findall(r'class="sv-max-batch" cx="([\d.]+)" cy="([\d.]+)"', svg):
+            apart_x = float(cx) + 3.5 < lx or float(cx) - 3.5 > right
+            apart_y = float(cy) - 3.5 > ly or float(cy) + 3.5 < ly - 10
+            assert apart_x or apart_y, (words, cx, cy)
