@@ -421,3 +421,15 @@ def test_tile_grids_escape_every_string() -> None:
     assert NASTY not in out and "<script" not in out.lower()
     assert f"tiles of v{NASTY}" in Doc(out).all_text
     assert_offline(out)
+
+
+def test_a_cut_line_in_the_ledger_keeps_its_whole_text_on_hover() -> None:
+    """What the ledger cuts with an ellipsis to fit a 790 px output (a call chain, a source
+    line, a memory segment's label) carries its whole text in a title (issue 40)."""
+    from shardviz.render.report.html import REPORT_CSS, _seg, _source_cell
+
+    cell = _source_cell(None)
+    assert re.search(r'<span class="sv-chain" title="[^"]+">', cell), cell
+    seg = _seg("params", 1234, 10_000, "#fff", "params (4)")
+    assert 'title="params (4) 1.2 KiB (1,234 B)"' in seg
+    assert "text-overflow:ellipsis" in REPORT_CSS.split(".sv-report .sv-seg{")[1].split("}")[0]

@@ -186,7 +186,10 @@ def _source_cell(source: Source | None, what: str = "collective") -> str:
     says why there is no source."""
     if source is None or source.innermost is None:
         why = no_source_words(what)
-        return f'<span class="sv-dim" title="{esc(why)}">?</span><span class="sv-chain">{esc(why)}</span>'
+        return (
+            f'<span class="sv-dim" title="{esc(why)}">?</span>'
+            f'<span class="sv-chain" title="{esc(why)}">{esc(why)}</span>'
+        )
     line = (
         f' <span class="sv-srcline" title="{esc(source.text)}">{esc(source.text)}</span>'
         if source.text
