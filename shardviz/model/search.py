@@ -184,8 +184,9 @@ class Search(JsonMixin, display.Shown):
         roles: argument name -> ``params``, ``optimizer`` or ``batch`` (how its leaves were
             searched).
         notes: what else the search wants the reader to know.
-        stopped: why the search stopped: ``"budget"`` (the budget ran out), ``"converged"``
-            (no move from any of the best plans ranked better), ``"memory"`` (no plan fits
+        stopped: why the search stopped: ``"budget"`` (the budget ran out), ``"max_plans"``
+            (the cap on plans compiled was reached), ``"converged"`` (every seed compiled,
+            and no move from any of the best plans ranked better), ``"memory"`` (no plan fits
             the memory limit); ``""`` when not recorded.
     """
 

@@ -87,21 +87,23 @@ def test_text_lists_every_plan_best_first_with_its_figures() -> None:
     text = search_text(search())
     lines = text.splitlines()
     assert lines[0] == "Plan search · mlp train step"
+    assert max(len(x) for x in lines) < 100  # a notebook wraps longer lines mid-word
+    flat = " ".join(x.strip() for x in lines)  # long status lines wrap at words
     assert (
-        "  4 plans compiled (compile-only) in 12.5 s; stopped: no move from the best plans "
-        "ranked better (converged)" in lines
+        "4 plans compiled (compile-only) in 12.5 s; stopped: no move from the best plans "
+        "ranked better (converged)" in flat
     )
     assert "  memory limit 512 KiB per device (peak); no target" in lines
     assert (
-        "  best: #2, found after 1.2 s: from #1: 'model' on every dim of size 512 "
-        "(off the batch)" in lines
+        "best: #2, found after 1.2 s: from #1: 'model' on every dim of size 512 "
+        "(off the batch)" in flat
     )
     rows = [x for x in lines if re.match(r"\s+\d+\s+#\d", x)]
     assert [r.split()[1] for r in rows] == ["#2", "#1", "#3", "#4"]
     assert rows[0].split()[:8] == ["1", "#2", "300", "KiB", "yes", "96", "KiB", "1.10x"]
     assert rows[1].split()[2:8] == ["2", "MiB", "yes", "3", "MiB", "1.00x"]
     assert " no " in rows[2]
-    assert "(failed: the compiler rejected it)" in rows[3]
+    assert "(failed: the compiler rejected it)" in " ".join(text.split("#4", 1)[1].split())
 
 
 def test_text_shows_the_best_plans_specs_and_its_optimizer_state_where_it_differs() -> None:

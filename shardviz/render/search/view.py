@@ -38,7 +38,9 @@ def status_lines(s: Search) -> list[str]:
     """What was searched, for how long, under which limit, and how plans were ranked."""
     n = s.tried
     plans = f"{n} plan{'s' if n != 1 else ''}"
-    if s.budget_ran_out:
+    if s.stopped == "max_plans":
+        why = f"stopped: the cap of {plans} (max_plans) was reached"
+    elif s.budget_ran_out:
         why = f"stopped: the budget of {s.budget_seconds:g} s ran out"
     elif s.stopped == "memory":
         why = "stopped: no plan fits the memory limit"

@@ -17,15 +17,19 @@ spec and its optimizer state's) on a mesh:
    decoder's remat policy; under a memory limit, offload to pinned host memory); the first
    change that ranks better is kept, and the sweeps go on until none helps. Then the descent
    starts again from the best plan among the top :data:`BEAM` not yet descended from, until
-   every one of them has been (converged) or the budget runs out.
+   every one of them has been. Seeds left for later then get their turn (each descended
+   from in the same way), and the search has converged only when none is left.
 
 When the arguments' names mark no parameters (``mlp(x, w1, w2)``), the leaves the program
 uses as weights (:mod:`.structure`) are searched as parameters.
 
-Nothing is compiled twice (two choices giving the same specs compile once), and an assignment whose arguments alone need more than the memory
-limit is skipped without compiling. Every plan is compiled compile-only (``explain(fn,
-*ShapeDtypeStructs, run=False)``), and ranked by :mod:`.search_rank`'s rule. At ``budget_s``
-the search stops and returns what it has, saying so.
+Nothing is compiled twice (two choices giving the same specs compile once), and an
+assignment whose arguments alone need more than the memory limit is skipped without
+compiling. Every plan is compiled compile-only (``explain(fn, *ShapeDtypeStructs,
+run=False)``), and ranked by :mod:`.search_rank`'s rule. At ``budget_s`` the search stops and
+returns what it has, saying so; so it does after ``max_plans`` compiles, a cap that makes a
+search try the same plans on any machine (the seeds' share is then counted in plans, not
+seconds).
 """
 
 from __future__ import annotations
@@ -213,8 +217,13 @@ class _Runner:
         plans: list[SuggestedPlan] | None = None,
         start: float | None = None,
         host_limit: int | None = None,
+        max_plans: int | None = None,
     ) -> None:
         self.space, self.inputs, self.limit, self.budget = space, inputs, limit, budget
+        #: At most this many plans compiled (over every mesh shape); ``None``: no cap.
+        self.max_plans = max_plans
+        #: The search stopped at :attr:`max_plans`.
+        self.capped = False
         self.host_limit = host_limit
         #: The least host bytes an offloaded assignment skipped for the host limit needed.
         self.least_host_skipped: int | None = None
@@ -236,7 +245,7 @@ class _Runner:
         self.longest = 0.0
         self.with_target = inputs.target is not None
         self.kept_batch: tuple[str, ...] | None = None
-        #: Seeds left uncompiled so that the descent has its share of the budget.
+        #: Seeds never compiled because the search stopped first (the budget or the cap).
         self.seeds_left = 0
 
     def elapsed(self) -> float:
@@ -250,6 +259,12 @@ class _Runner:
         late = elapsed > self.budget or elapsed + ahead > self.budget * (1 + OVERRUN)
         if self.plans and late:
             self.ran_out = True
+            raise _OutOfTime
+
+    def _check_cap(self) -> None:
+        """Stop once :attr:`max_plans` plans are compiled."""
+        if self.max_plans is not None and len(self.plans) >= self.max_plans:
+            self.capped = True
             raise _OutOfTime
 
     def over_memory(self, choice: Choice) -> bool:
@@ -334,6 +349,7 @@ class _Runner:
         (``on_host``, ``remat``, ``activations``, ``pipeline``)."""
         if key in self.seen_specs:
             return None
+        self._check_cap()
         self._check_time(ahead=self._last)
         self.seen_specs.add(key)
         label = f"#{len(self.plans) + 1}"
@@ -499,13 +515,27 @@ def _seeds(
     seeds: dict[Choice, str] = {}
     # With the data kept as placed (one batch choice), every seed takes its batch split.
     kept = space.batch_choices[0] if len(space.batch_choices) == 1 else None
+    # Seeds named after a strategy whose batch split gave way to the data as placed.
+    rebatched: set[Choice] = set()
     for rule_set in strategies:
         for mapping in role_mappings(rule_set, space.axes):
             choice = space.from_rule_set(rule_set, mapping, any_batch=kept is not None)
-            if choice is not None and kept is not None:
+            if choice is None:
+                continue
+            words = f"strategy {rule_set.name!r} ({mapping_words(mapping)})"
+            if kept is not None and choice.batch != kept:
+                # Only the strategy's parameter specs are left, and with the batch elsewhere
+                # they may be another plan: ZeRO-3's weights over 'model' beside a batch over
+                # 'data' is Megatron's split, not FSDP. A strategy that places the batch as
+                # it is placed names the seed instead.
                 choice = dataclasses.replace(choice, batch=kept)
-            if choice is not None and choice not in seeds:
-                seeds[choice] = f"strategy {rule_set.name!r} ({mapping_words(mapping)})"
+                words = f"{words} parameters; batch as placed"
+                if choice not in seeds:
+                    rebatched.add(choice)
+            elif choice in rebatched:
+                del seeds[choice]
+                rebatched.discard(choice)
+            seeds.setdefault(choice, words)
     plain = space.replicated(space.batch_choices[0] if space.batch_choices else ())
     seeds.setdefault(plain, "parameters replicated, batch split over every axis it divides")
     structural: list[Choice] = []
@@ -543,6 +573,7 @@ def suggest(
     host_memory_limit: int | float | str | None = None,
     target: Any = None,
     budget_s: float = 60.0,
+    max_plans: int | None = None,
     strategies: Sequence[str | RuleSet] | None = None,
     optimizer: optax.GradientTransformation | None = None,
     progress: bool | Progress = True,
@@ -582,6 +613,10 @@ def suggest(
             search starts none once the budget is spent, nor one that would end more than
             10% past it (judged by the last), and the first plan is always compiled; when
             one compile alone outlasts the budget, the notes and the progress say so.
+        max_plans: stop after compiling this many plans (a whole number >= 1; default no
+            cap). Unlike the budget, a cap tries the same plans on any machine, however
+            fast: the seeds' share is counted in plans, so give ``budget_s`` room to spare
+            and let the cap end the search (``stopped == "max_plans"``).
         strategies: the seeds (built-in names or rule sets); default every built-in one.
             Beside them the program's structure seeds the search (Megatron's split read from
             the jaxpr, and the like); ``()`` starts from replicated parameters alone.
@@ -591,8 +626,8 @@ def suggest(
         mesh_shapes: the mesh's shape as a knob: ``True`` searches every way to factor its
             devices over its axes (2 x 4, 4 x 2, 1 x 8, 8 x 1 for 8 devices on two axes),
             or give the shapes (``[(2, 4), (4, 2)]``, whole sizes); the mesh's own shape
-            comes first, and each shape may use its share of the budget and what the earlier
-            ones left.
+            comes first, and each shape may use its share of the budget (and of
+            ``max_plans``) and what the earlier ones left.
             A plan's report (and ``plan.rules.extra["mesh_shape"]``) says its shape.
 
         pipelines: search pipelines too (the zoo transformer, whose parameters hold a list
@@ -621,6 +656,7 @@ def suggest(
     limit = memory_bytes(memory_limit)
     host_limit = memory_bytes(host_memory_limit, "host_memory_limit")
     budget = finite_number("suggest", "budget_s", budget_s, example=60)
+    cap = None if max_plans is None else whole_number("suggest", "max_plans", max_plans, example=20)
     start = time.monotonic()  # reading the program counts against the budget too
     inputs = search_inputs(fn, args, mesh, optimizer, target, seed)
     shapes = _mesh_shapes(mesh_shapes, inputs.jmesh)
@@ -644,6 +680,8 @@ def suggest(
                 if runners and plans and time.monotonic() - start > budget:
                     runners[-1].ran_out = True  # no time left for the other shapes
                     break
+                if cap is not None and len(plans) >= cap:
+                    break  # the cap is over every shape
                 space, shaped, here = _shape_space(
                     inputs, shape, leaves, links, kept, k == 0, pipelines
                 )
@@ -654,6 +692,7 @@ def suggest(
                 runner = _Runner(
                     space, shaped, limit, budget * (k + 1) / len(shapes), reporter,
                     plans=plans, start=start, host_limit=host_limit,
+                    max_plans=None if cap is None else math.ceil(cap * (k + 1) / len(shapes)),
                 )  # fmt: skip
                 if runners:
                     runner.limit = runners[0].limit  # a target's HBM, read from the first plan
@@ -848,40 +887,70 @@ def _walk(runner: _Runner, seeds: list[tuple[Choice, str]]) -> None:
     count), then descend from the best plan not yet descended from among the top
     :data:`BEAM`, until each of them has been; then the same with the seeds that leave an
     axis idle (they duplicate work, so they rarely win). Once some plan fits, the seeds stop
-    at :data:`SEED_SHARE` of the budget left, so the descent has the rest. Stops when the
-    budget runs out."""
+    at :data:`SEED_SHARE` of the budget left (of ``max_plans`` when there is a cap), so the
+    descent has the rest; the seeds left then get their turn once the descent has converged,
+    so a search that converged compiled every seed. Stops when the budget (or the cap) runs
+    out; :attr:`_Runner.seeds_left` then counts the seeds never tried."""
     descended: set[str] = set()
     busy = [s for s in seeds if runner.space.idle_ways(s[0]) == 1]
     idle = [s for s in seeds if runner.space.idle_ways(s[0]) > 1]
-    deadline = runner.elapsed() + SEED_SHARE * max(0.0, runner.budget - runner.elapsed())
+    if runner.max_plans is not None:
+        share = len(runner.plans) + SEED_SHARE * (runner.max_plans - len(runner.plans))
+
+        def seeds_done() -> bool:
+            return len(runner.plans) >= share
+    else:
+        deadline = runner.elapsed() + SEED_SHARE * max(0.0, runner.budget - runner.elapsed())
+
+        def seeds_done() -> bool:
+            return runner.elapsed() > deadline
+
     try:
         for batch in (busy, idle):
-            for i, (choice, how) in enumerate(batch):
-                if runner.elapsed() > deadline and any(
-                    p.compiled and p.fits is not False for p in runner.plans
-                ):
-                    runner.seeds_left += len(batch) - i
-                    break
-                plan = runner.try_choice(choice, how)
-                # A pipeline's microbatch count is tuned at once (pipelines were asked for).
-                if plan is not None and plan.compiled and choice.pipeline is not None:
-                    descended.add(plan.label)
-                    runner.descend(plan)
-            while True:
-                beam = [p for p in runner.ranked() if p.compiled and p.label in runner.choice_of]
-                beam = beam[:BEAM]
-                starts = [p for p in beam if p.label not in descended]
-                if not starts:
-                    break
-                descended.add(starts[0].label)
-                runner.descend(starts[0])
+            left = _seeded(runner, batch, descended, seeds_done)
+            _descend_beam(runner, descended)
+            while left:  # converged with time to spare: the seeds left for later, then on
+                left = _seeded(runner, left, descended, lambda: False)
+                _descend_beam(runner, descended)
     except _OutOfTime:
-        return
+        runner.seeds_left += sum(1 for c, _ in seeds if c not in runner.seen)
+
+
+def _seeded(
+    runner: _Runner,
+    seeds: list[tuple[Choice, str]],
+    descended: set[str],
+    done: Callable[[], bool],
+) -> list[tuple[Choice, str]]:
+    """Compile ``seeds`` in order until ``done()`` says their share is spent (only once some
+    plan fits); the seeds left for later."""
+    for i, (choice, how) in enumerate(seeds):
+        if done() and any(p.compiled and p.fits is not False for p in runner.plans):
+            return seeds[i:]
+        plan = runner.try_choice(choice, how)
+        # A pipeline's microbatch count is tuned at once (pipelines were asked for).
+        if plan is not None and plan.compiled and choice.pipeline is not None:
+            descended.add(plan.label)
+            runner.descend(plan)
+    return []
+
+
+def _descend_beam(runner: _Runner, descended: set[str]) -> None:
+    """Descend from the best plan not yet descended from among the top :data:`BEAM`, until
+    each of them has been."""
+    while True:
+        beam = [p for p in runner.ranked() if p.compiled and p.label in runner.choice_of]
+        starts = [p for p in beam[:BEAM] if p.label not in descended]
+        if not starts:
+            return
+        descended.add(starts[0].label)
+        runner.descend(starts[0])
 
 
 def _result(runners: list[_Runner], budget: float, reporter: Progress) -> SuggestedSearch:
     runner = runners[0]  # the mesh's own shape; the others add their counts to it
     runner.ran_out = any(r.ran_out for r in runners)
+    runner.capped = any(r.capped for r in runners)
     runner.skipped = sum(r.skipped for r in runners)
     runner.seeds_left = sum(r.seeds_left for r in runners)
     least = [r.least_skipped for r in runners if r.least_skipped is not None]
@@ -922,10 +991,11 @@ def _result(runners: list[_Runner], budget: float, reporter: Progress) -> Sugges
         if runner.longest > budget
         else ""
     )
+    # One short line (under 100 characters with the progress's title, as a rule).
     reporter.finish(
-        f"{search.tried} plans tried in {search.elapsed_seconds:.0f} s"
-        + f" (stopped: {search.stopped})"
-        + (f"; best: {_summary(best)}" if best is not None else "; no plan fits")
+        f"{search.tried} plan{'s' if search.tried != 1 else ''} in "
+        f"{search.elapsed_seconds:.0f} s ({_STOP_WORDS.get(search.stopped, search.stopped)})"
+        + (f"; best {_summary(best)}" if best is not None else "; no plan fits")
         + slow
     )
     return search
@@ -941,9 +1011,21 @@ def _roles(space: Space, inputs: SearchInputs) -> dict[str, str]:
     return out
 
 
+#: Why a search stopped, in the progress's last line.
+_STOP_WORDS = {
+    "converged": "converged",
+    "budget": "budget spent",
+    "max_plans": "max_plans reached",
+    "memory": "nothing fits",
+}
+
+
 def _stopped(runner: _Runner, plans: list[SuggestedPlan]) -> str:
-    """Why the search stopped, in one word: ``budget``, ``memory`` (no assignment fits the
-    limit), or ``converged``."""
+    """Why the search stopped, in one word: ``budget``, ``max_plans`` (the cap on plans
+    compiled), ``memory`` (no assignment fits the limit), or ``converged`` (every seed
+    compiled, and no move from the best plans ranked better)."""
+    if runner.capped:
+        return "max_plans"
     if runner.ran_out:
         return "budget"
     if not plans or not any(p.compiled and p.fits is not False for p in plans):
@@ -954,7 +1036,12 @@ def _stopped(runner: _Runner, plans: list[SuggestedPlan]) -> str:
 def _notes(runner: _Runner, plans: list[SuggestedPlan], budget: float) -> list[str]:
     notes = []
     n = len(plans)
-    if runner.ran_out:
+    if runner.capped:
+        notes.append(
+            f"the cap of {n} plan{'s' if n != 1 else ''} (max_plans) was reached: the best so "
+            "far is shown; give a larger max_plans to search further"
+        )
+    elif runner.ran_out:
         notes.append(
             f"the budget of {budget:g} s ran out after {n} plan{'s' if n != 1 else ''}: the "
             "best so far is shown; give a larger budget_s to search further"
@@ -1015,8 +1102,8 @@ def _notes(runner: _Runner, plans: list[SuggestedPlan], budget: float) -> list[s
     offloaded = [p for p in plans if p.on_host]
     if offloaded:
         notes.append(
-            f"{len(offloaded)} plan{'s' if len(offloaded) != 1 else ''} keep the optimizer state "
-            "in pinned host memory (ZeRO-Offload; their how says so): peak is HBM, the host "
+            f"{len(offloaded)} plan{'s keep' if len(offloaded) != 1 else ' keeps'} the optimizer "
+            "state in pinned host memory (ZeRO-Offload; the how says so): peak is HBM, the host "
             "bytes per device are shown beside it; tried only from plans over the memory limit"
         )
         if runner.inputs.model is None:
@@ -1047,10 +1134,12 @@ def _notes(runner: _Runner, plans: list[SuggestedPlan], budget: float) -> list[s
             "run one with sv.compare(model, [plan.rules])"
         )
     if runner.seeds_left:
+        k = runner.seeds_left
+        what = "max_plans" if runner.capped else "budget_s"
         notes.append(
-            f"{runner.seeds_left} seed{'s' if runner.seeds_left != 1 else ''} left uncompiled: "
-            f"the seeds may use {SEED_SHARE:.0%} of the budget once a plan fits, the descent "
-            "the rest; give a larger budget_s to try them"
+            f"{k} seed{'s' if k != 1 else ''} never compiled: the search stopped first (the "
+            f"seeds may use {SEED_SHARE:.0%} of the {'plans' if runner.capped else 'budget'} "
+            f"once a plan fits, the descent the rest); give a larger {what} to try them"
         )
     if runner.space.remats:
         chosen = sorted({p.remat or runner.space.own_remat or "" for p in plans if p.compiled})
