@@ -37,7 +37,7 @@ from shardviz.model.findings import (
     StopTrying,
     register_fix_trier,
 )
-from shardviz.model.units import format_bytes, format_seconds
+from shardviz.model.units import format_bytes, format_percent, format_seconds
 
 #: Fixes tried per finding at most (the first that helps is kept).
 MAX_TRIES = 3
@@ -131,17 +131,38 @@ def judge(cand: Candidate, before: Outcome, after: Outcome, still: bool) -> tupl
             and after.peak_bytes <= before.peak_bytes
         )
         lead = "the problem is gone" if not still else "the problem is still there"
-    rest = [x for x in (moved, peak) if x != lead]
     # A fix for remats or repeated work must also make the finding go away.
     if still and goal in ("remats", "flops"):
         ok = False
-    return ok, f"{lead}; " + "; ".join(rest)
+    return ok, _weighed(lead, ok, before, after)
+
+
+def _weighed(lead: str, ok: bool, before: Outcome, after: Outcome) -> str:
+    """The verdict: ``lead`` (what the fix is for), then the bytes moved and the peak with
+    their change in percent. A fix that helps at the price of the other figure says so
+    (``..., at the cost of peak 1.1 MiB -> 1.5 MiB (+34.9%)``), so that a large cost for a
+    small gain reads as the trade-off it is."""
+    figures = (
+        ("bytes moved", before.moved_bytes, after.moved_bytes),
+        ("peak", before.peak_bytes, after.peak_bytes),
+    )
+    words = [(_change(what, b, a), a > b) for what, b, a in figures]
+    rest = [w for w, _ in words if w != lead]
+    costs = [w for w, worse in words if worse and w != lead]
+    if not ok or not costs:
+        return "; ".join([lead, *rest])
+    gains = [w for w in rest if w not in costs]
+    return "; ".join([lead, *gains]) + ", at the cost of " + " and ".join(costs)
 
 
 def _change(what: str, before: int, after: int) -> str:
+    """``peak 1.1 MiB -> 1.5 MiB (+34.9%)``; the percent left out from nothing."""
     if before == after:
         return f"{what} unchanged ({format_bytes(before)})"
-    return f"{what} {format_bytes(before)} -> {format_bytes(after)}"
+    change = ""
+    if before:
+        change = f" ({'+' if after > before else ''}{format_percent(after / before - 1)})"
+    return f"{what} {format_bytes(before)} -> {format_bytes(after)}{change}"
 
 
 def check_fixes(

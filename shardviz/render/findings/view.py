@@ -157,8 +157,12 @@ def _has_seconds(o: Outcome) -> bool:
 
 
 def check_word(check: FixCheck) -> str:
-    """``helps`` or ``does not help``."""
-    return "helps" if check.helps else "does not help"
+    """``helps``, ``trade-off`` (it helps, but moves more bytes or raises the peak: the
+    verdict weighs the two) or ``does not help``."""
+    if not check.helps:
+        return "does not help"
+    b, a = check.before, check.after
+    return "trade-off" if a.moved_bytes > b.moved_bytes or a.peak_bytes > b.peak_bytes else "helps"
 
 
 def fix_summary(f: Finding) -> str:
@@ -214,7 +218,7 @@ class CheckView:
     """A fix's before/after, as every view shows it."""
 
     helps: bool
-    word: str  # "helps" / "does not help"
+    word: str  # "helps" / "trade-off" / "does not help"
     verdict: str
     rows: tuple[CheckRow, ...]
 
