@@ -84,6 +84,12 @@ def replicated_partner_program():
 
 def regather():
     """One weight used by three checkpointed layers: gathered again for each."""
+    step, args = regather_program()
+    return sv.explain(step, *args, run=False).try_fixes()
+
+
+def regather_program():
+    """:func:`regather`'s function and arguments (notebook 10's section 3)."""
     m = mesh((8,), ("data",))
     w = put(m, jnp.ones((256, 256)), "data", None)
     x = put(m, jnp.ones((64, 256)), "data", None)
@@ -98,7 +104,7 @@ def regather():
 
         return jax.grad(loss)(w)
 
-    return sv.explain(step, w, x, run=False).try_fixes()
+    return step, (w, x)
 
 
 def reshard_chain():
