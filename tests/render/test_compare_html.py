@@ -366,3 +366,56 @@ def test_a_peak_label_starts_past_the_hbm_line_that_would_cross_it() -> None:
         ).groups()
         start = float(x)
         assert not (start - 2 <= line <= start + text_width(text, 11) + 2), (line, start, text)
+
+
+def _text_boxes(svg: str) -> list[tuple[float, float, float, str]]:
+    """Each ``<text>`` of a chart as (left, right, baseline, text), by the widths views use."""
+    from shardviz.render.svg import text_width
+
+    out = []
+    for attrs, text in re.findall(r"<text ([^>]*)>([^<]*)", svg):
+        x, y = (
+            float(re.search(r'x="([\d.]+)"', attrs)[1]),
+            float(re.search(r'y="([\d.]+)"', attrs)[1]),
+        )
+        w = text_width(text, 12 if "sv-cmp-lab" in attrs else 10)
+        if "text-anchor:middle" in attrs or 'text-anchor="middle"' in attrs:
+            x -= w / 2
+        elif 'text-anchor="end"' in attrs:
+            x -= w
+        out.append((x, x + w, y, text))
+    return out
+
+
+def test_no_two_labels_on_a_transfer_chart_overlap() -> None:
+    from .compare_fixtures import comparison_targets
+    from .host_fixtures import comparison_two_hosts
+
+    for c in (comparison(), comparison_edges(), comparison_targets(), comparison_two_hosts()):
+        out = comparison_html(c)
+        charts = re.findall(r'<svg class="sv-cmp-chart sv-cmp-movedchart".*?</svg>', out, re.S)
+        assert len(charts) == 2
+        for chart in charts:
+            boxes = _text_boxes(chart)
+            for i, a in enumerate(boxes):
+                for b in boxes[i + 1 :]:
+                    apart = a[1] <= b[0] + 0.5 or b[1] <= a[0] + 0.5 or abs(a[2] - b[2]) >= 10
+                    assert apart, f"{a} overlaps {b}"
+
+
+def test_value_labels_of_neighbouring_bars_of_one_height_are_not_drawn_over_each_other() -> None:
+    c = comparison()
+    fsdp = c.result("fsdp")
+    # fsdp's three kinds move the same 768.5 KiB: each label is a little wider than its bar
+    same = tuple(dataclasses.replace(x, moved_bytes=786_944) for x in fsdp.collectives)
+    fsdp = dataclasses.replace(fsdp, collectives=same)
+    c = dataclasses.replace(
+        c, results=tuple(fsdp if r.strategy == "fsdp" else r for r in c.results)
+    )
+    chart = re.search(
+        r'<svg class="sv-cmp-chart sv-cmp-movedchart".*?</svg>', comparison_html(c), re.S
+    )
+    assert chart is not None
+    labels = [b for b in _text_boxes(chart.group(0)) if b[3] == "768.5 KiB"]
+    assert len(labels) == 2, labels  # the first and the third: the second would overlap both
+    assert labels[0][1] <= labels[1][0]

@@ -660,9 +660,16 @@ class _Bars(NamedTuple):
 
 
 def _moved_bar(
-    s: StrategyView, x_: Series, t: Traffic, chart: _Chart, x: float, at: _Bars
+    s: StrategyView,
+    x_: Series,
+    t: Traffic,
+    chart: _Chart,
+    x: float,
+    at: _Bars,
+    taken: list[tuple[float, float, float]],
 ) -> list[str]:
-    """One strategy's bar for one series at ``x``, its bytes over it when they fit."""
+    """One strategy's bar for one series at ``x``, its bytes over it when they fit and clear
+    the labels already drawn (``taken``: their left, right and baseline, added to here)."""
     _, _, bw, base, top = at
     h = MOVED_H * t.moved / top
     tip = (
@@ -676,7 +683,11 @@ def _moved_bar(
         f'width="{svg_num(bw - 2)}" height="{svg_num(h)}" fill="{x_.color}">'
         f"<title>{esc(tip)}</title></rect>"
     ]
-    if text_width(t.moved_str, 10) <= bw + 4:
+    tw, mid, y = text_width(t.moved_str, 10), x + (bw - 2) / 2, base - h - 7
+    box = (mid - tw / 2, mid + tw / 2, y)
+    clear = all(b[1] + 2 <= box[0] or box[1] + 2 <= b[0] or abs(b[2] - y) >= 12 for b in taken)
+    if tw <= bw + 4 and clear:
+        taken.append(box)
         out.append(
             svg_text(
                 x + (bw - 2) / 2, base - h - 7, t.moved_str, "sv-tick", ' text-anchor="middle"'
@@ -691,9 +702,10 @@ def _moved_group(view: ComparisonView, s: StrategyView, chart: _Chart, at: _Bars
     gx, group_w, bw, base, _ = at
     out = [f'<g class="sv-cmp-movedgroup" data-strategy="{esc(s.strategy)}"{_target_attr(s)}>']
     pad = (group_w - 24 - bw * len(chart.series)) / 2  # the bars centred over the name
+    taken: list[tuple[float, float, float]] = []  # the value labels drawn, never overlapping
     for j, (x_, t) in enumerate(zip(chart.series, chart.cells(s), strict=True)):
         if t.count:
-            out.extend(_moved_bar(s, x_, t, chart, gx + pad + j * bw, at))
+            out.extend(_moved_bar(s, x_, t, chart, gx + pad + j * bw, at, taken))
     name = s.strategy
     while text_width(name, 12) > group_w - 12 and len(name) > 4:
         name = name[:-2] + "…"
