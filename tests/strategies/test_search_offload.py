@@ -5,6 +5,7 @@ to pinned host memory (ZeRO-Offload); ``host_memory_limit`` caps host memory as
 from __future__ import annotations
 
 import math
+import re
 
 import jax
 import pytest
@@ -96,11 +97,13 @@ def test_the_host_bytes_are_the_optimizer_states_bytes_per_device(offloaded) -> 
 
 
 def test_the_views_say_the_plan_offloads_and_show_its_host_bytes(offloaded) -> None:
-    text = str(offloaded)
+    text = " ".join(str(offloaded).split())  # the plan table's how column wraps at words
     assert "optimizer state in pinned host memory" in text  # the best plan's specs heading
     assert "offloaded to pinned host memory" in text or "[optimizer state in" in text
     assert "(host " in text and "per device)" in text
-    assert any("keep the optimizer state in pinned host memory" in n for n in offloaded.notes)
+    assert any(
+        re.search("keeps? the optimizer state in pinned host memory", n) for n in offloaded.notes
+    )
     assert "sv-how" in offloaded._repr_html_()
 
 

@@ -25,9 +25,16 @@ def mesh_2x4() -> Mesh:
 def search(mesh_2x4) -> SuggestedSearch:
     """The zoo transformer (2 layers, batch 16) with pipelines and no other seeds but the
     replicated plan: the pipeline on 'data' (2 stages; 'model' does not divide 2 layers)
-    from 4 microbatches, and the knob's move to 2."""
+    from 4 microbatches, and the knob's move to 2, then the replicated plan: three plans,
+    capped so that a slow or busy machine compiles the same ones."""
     return suggest(
-        "transformer", mesh=mesh_2x4, pipelines=True, strategies=(), budget_s=30, progress=False
+        "transformer",
+        mesh=mesh_2x4,
+        pipelines=True,
+        strategies=(),
+        max_plans=3,
+        budget_s=600,
+        progress=False,
     )
 
 
