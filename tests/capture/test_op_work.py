@@ -156,7 +156,8 @@ ENTRY %e (a: f32[256,256], h: f32[256,256]) -> f32[256,256] {
     assert ops["r"].hbm_bytes == 2 * size  # reads hd and writes r; m is in VMEM
 
 
-CASES = sorted(p.stem for p in FIXTURES.glob("*.txt"))
+#: The compiles with the compiler's own cost beside them (the TPU's dumps have none).
+CASES = sorted(p.stem for p in FIXTURES.glob("*.txt") if (FIXTURES / f"{p.stem}.json").exists())
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -177,3 +178,25 @@ def test_compiled_loops_ops_add_up_to_the_matmuls_and_near_the_compilers_bytes(c
         assert 0 < hbm < compiler
     else:
         assert 0.75 * compiler <= hbm <= compiler, (hbm, compiler)
+
+
+OFFLOAD = Path(__file__).resolve().parents[1] / "fixtures" / "offload"
+#: One layer's offloaded activation per device (64 rows x 512 f32), L=4 layers, and the
+#: 4 x 512 x 512 f32 optimizer state kept in host memory (tests/fixtures/offload).
+ACT, LAYERS, OPT = 64 * 512 * 4, 4, 4 * 512 * 512 * 4
+
+
+@pytest.mark.parametrize(
+    "name", ["v5e_offload", "v5e_offload_dumped", "h100_offload"]
+)  # jax 0.10's TPU slice ops, jax 0.12's async-start wrapping them, the GPU's fusion-start
+def test_an_offload_moves_one_layers_slice_per_trip_asynchronously(name) -> None:
+    # Each trip sends one layer's activation to host and the backward brings it back: the
+    # slice, not the whole stacked host buffer, and as async copies that ops can hide.
+    module = parse_hlo_module((OFFLOAD / f"{name}.txt").read_text())
+    ops = op_work(module, computation_runs(module, loops_of(module)))
+    host = [op for op in ops if op.host_bytes]
+    assert all(op.transfer for op in host)  # the allocation and the -done halves move nothing
+    slices = sum(op.host_bytes * op.runs for op in host if "slice" in op.name)
+    assert slices == 2 * LAYERS * ACT  # to host and back
+    copies = sum(op.host_bytes * op.runs for op in host if op.name.startswith("copy-start"))
+    assert copies == (2 if name.startswith("v5e") else 1) * OPT  # GPU keeps it in HBM

@@ -51,7 +51,16 @@ _FREE = frozenset(
 _CONTROL = frozenset(("while", "call", "conditional"))
 #: Ops through which a fusion reads only part of an operand.
 _SLICING = frozenset(("slice", "dynamic-slice", "gather"))
-_TRANSFERS = frozenset(("copy-start", "async-start"))
+#: Async copies between memories: a copy, a generic async op (jax 0.12's TPU form of a slice
+#: to or from host memory), and the TPU's own slice ops of jax 0.10 (GPU: a ``fusion-start``
+#: wrapping the slice, see :meth:`_Reader.transfer`).
+_TRANSFERS = frozenset(
+    ("copy-start", "async-start", "dynamic-update-slice-start", "dynamic-slice-start")
+)
+#: The ``-done`` halves of those: the time is the start's.
+_TRANSFER_DONES = frozenset(("dynamic-update-slice-done", "dynamic-slice-done"))
+#: What a GPU ``fusion-start`` wraps when it moves a slice between memories.
+_WRAPPED_SLICES = frozenset(("dynamic-update-slice", "dynamic-slice"))
 
 
 def schedule_computations(module: HloModule) -> list[HloComputation]:
@@ -107,6 +116,25 @@ class _Reader:
             total = sum(self.flops(i) for i in comp.instructions) if comp is not None else 0.0
             self._flops[name] = total
         return self._flops[name]
+
+    def transfer(self, ins: HloInstruction) -> bool:
+        """Whether ``ins`` starts an async copy (its time overlaps the ops until its done)."""
+        if ins.opcode in _TRANSFERS:
+            return True
+        if ins.opcode != "fusion-start" or not ins.called_computations:
+            return False
+        comp = self.module.computation(ins.called_computations[0])
+        root = comp.root if comp is not None else None
+        while root is not None and root.opcode in ("copy", "bitcast") and len(root.operands) == 1:
+            root = self.module.instruction(root.operands[0])
+        return root is not None and root.opcode in _WRAPPED_SLICES
+
+    def transfer_done(self, ins: HloInstruction) -> bool:
+        """Whether ``ins`` ends an async copy (its time is the start's)."""
+        if ins.opcode in _TRANSFER_DONES:
+            return True
+        start = self.module.instruction(ins.operands[0]) if ins.operands else None
+        return ins.opcode == "fusion-done" and start is not None and self.transfer(start)
 
     def collectives(self, ins: HloInstruction) -> frozenset[str]:
         """The ledger collectives ``ins`` is part of (itself, or inside what it calls)."""
@@ -194,14 +222,40 @@ class _Reader:
             out = self._in_place_writes(ins, out)
         elif ins.opcode == "copy-start":
             out = _leaves(ins.shape[0]) if isinstance(ins.shape, tuple) and ins.shape else out
-        elif ins.opcode == "async-start":
+        elif ins.opcode in ("async-start", "fusion-start"):
+            # What the wrapped op reads (a slice, not the whole buffer it is cut from) and
+            # writes (an update written in place, into the buffer's memory).
             operands = self._fused_reads(ins, operands)
             shape = ins.shape
             out = _leaves(shape[1]) if isinstance(shape, tuple) and len(shape) > 1 else out
-        elif ins.opcode in ("dynamic-update-slice",) and len(operands) > 1:
-            operands, out = operands[1:], operands[1]
+            out = self._in_place_writes(ins, out)
+        elif (
+            ins.opcode in ("dynamic-update-slice", "dynamic-update-slice-start")
+            and len(operands) > 1
+        ):
+            # In place: the update is read and written into the buffer's memory.
+            space = operands[0][0].memory_space if len(operands[0]) == 1 else HBM
+            operands, out = operands[1:2], tuple(_in(a, space) for a in operands[1])
+        elif ins.opcode == "dynamic-slice-start" and operands:
+            # The slice is read from the buffer's memory and written where the result lives.
+            shape = ins.shape
+            out = _leaves(shape[1]) if isinstance(shape, tuple) and len(shape) > 1 else out
+            space = operands[0][0].memory_space if len(operands[0]) == 1 else HBM
+            operands = [tuple(_in(a, space) for a in out)]
         leaves = [a for group in operands for a in group] + list(out)
         return _bytes_in(tuple(leaves), HBM), _bytes_in(tuple(leaves), HOST)
+
+
+def _allocation(ins: HloInstruction) -> bool:
+    """An ``AllocateBuffer`` custom call: it reserves a buffer (for an offload) and moves
+    nothing."""
+    target = ins.attrs.get("custom_call_target", "").strip('"')
+    return ins.opcode == "custom-call" and target == "AllocateBuffer"
+
+
+def _in(a: ArrayShape, space: int) -> ArrayShape:
+    """``a`` placed in memory ``space``."""
+    return ArrayShape(a.type, a.dims, space)
 
 
 def _through_bitcasts(module: HloModule, name: str) -> list[tuple[HloInstruction, str]]:
@@ -239,13 +293,13 @@ def op_work(
             for name in parts:
                 span = windows.setdefault(name, [k, k])
                 span[1] = k
-            if ins.opcode in _FREE:
+            if ins.opcode in _FREE or reader.transfer_done(ins) or _allocation(ins):
                 continue
             flops = reader.flops(ins)
             if parts and not flops:
                 continue  # a collective's own op: the ledger times it
             hbm, host = reader.traffic(ins)
-            transfer = ins.opcode in _TRANSFERS
+            transfer = reader.transfer(ins)
             if transfer:
                 done = done_of(module, ins)
                 end = position.get(done.name) if done is not None else None
