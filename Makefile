@@ -8,7 +8,7 @@ NODE_STAMP := node_modules/.installed
 TSC := node_modules/.bin/tsc
 DEVICES ?= 8
 
-.PHONY: demo test lint format venv clean browser-deps typecheck docs python313 test-current
+.PHONY: demo test lint format venv clean browser-deps typecheck docs python313 test-current plans
 
 # The current-jax leg (issue 39): Debian's Python 3.13 with the newest jax, jaxlib, libtpu and
 # CUDA plugin that pyproject.toml allows, in a venv of its own beside $(VENV).
@@ -80,6 +80,11 @@ test: $(STAMP) browser-deps $(NODE_STAMP)
 SPHINXOPTS ?=
 docs: $(STAMP)
 	$(PY) -m sphinx -W --keep-going -b html $(SPHINXOPTS) docs docs/_build/html
+
+## plans: compile the plans shardviz ships (notebook 11's Llama 3.1 8B on a v5e pod: minutes of
+## CPU) and store them in shardviz/strategies/plans/ with the jax, jaxlib and libtpu versions
+plans: $(STAMP)
+	$(PY) benchmarks/plans.py
 
 lint: $(STAMP)
 	$(PY) -m ruff check .
