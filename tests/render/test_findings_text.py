@@ -78,8 +78,9 @@ def test_no_findings_says_which_checks_ran() -> None:
 
 
 def test_one_block_per_finding_in_order() -> None:
-    text = findings_text(findings())
-    heads = [line for line in text.splitlines() if line[:2] in ("1.", "2.", "3.")]
+    blocks = findings_text(findings()).split("\n\n")[1:4]
+    # a title wraps under its words (after "3. "), before the 4-space body
+    heads = [" ".join(b.split("\n    ")[0].split("\n   ")) for b in blocks]
     assert heads == [
         "1. error · over-hbm · Peak memory 21 GiB per device is over the v5e's 16 GiB of HBM",
         "2. warning · loop-collective · w1 is all-gathered inside the scan: 12 times per step",
