@@ -13,6 +13,7 @@ live compile, and the tests compile a reduced call both ways and compare.
 
 from __future__ import annotations
 
+import functools
 import gzip
 import json
 import re
@@ -184,11 +185,23 @@ def write_plan(call: PlanCall, directory: Path = PLAN_DIR, **options: Any) -> Pa
 
 
 def read_plan(path: Path) -> ShippedPlan:
-    """A plan file read back (any call, any versions).
+    """A plan file read back (any call, any versions); the same file (path, size and time
+    unchanged) is read once (seconds for a large comparison).
 
     Raises:
         FileError: the file is missing, not a plan, or of another format.
     """
+    try:
+        st = path.stat()
+    except OSError as err:
+        raise FileError(
+            problem(f"the shipped plan {path.name}", f"it could not be read ({err})", "make plans")
+        ) from err
+    return _read_plan(path, st.st_size, st.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=4)
+def _read_plan(path: Path, size: int, mtime_ns: int) -> ShippedPlan:
     where = f"the shipped plan {path.name}"
     try:
         record = json.loads(gzip.decompress(path.read_bytes()))
