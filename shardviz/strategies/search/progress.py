@@ -2,7 +2,9 @@
 nothing when output goes to a file or a test.
 
 The notebook bar is :mod:`shardviz.strategies.progress`'s ``ipywidgets`` bar (the one every
-long wait shows), filling with the time budget and naming the best plan so far.
+long wait shows), naming the best plan so far and filling towards whichever limit is nearer:
+the time budget, or with ``max_plans`` the cap (a capped search that ends at its cap long
+before its budget fills the bar, and its line says "k of N plans").
 
 A search compiles many plans on purpose, some of them poor; the SPMD partitioner's warnings
 about those would flood the terminal, so :func:`compiler_quiet` sends file descriptor 2 to
@@ -12,6 +14,7 @@ about those would flood the terminal, so :func:`compiler_quiet` sends file descr
 from __future__ import annotations
 
 import contextlib
+import inspect
 import os
 import sys
 from collections.abc import Iterator
@@ -21,9 +24,13 @@ from shardviz.strategies.progress import Bar, Line, in_notebook, terminal_stream
 
 
 class Progress(Protocol):
-    """What the search reports to: after each plan, and once at the end."""
+    """What the search reports to: after each plan (``max_plans``: the search's cap, ``None``
+    when it has none), and once at the end. An object whose ``update`` takes no
+    ``max_plans`` is told the other four."""
 
-    def update(self, tried: int, elapsed: float, budget: float, best: str) -> None: ...
+    def update(
+        self, tried: int, elapsed: float, budget: float, best: str, max_plans: int | None = None
+    ) -> None: ...
 
     def finish(self, words: str) -> None: ...
 
@@ -31,15 +38,49 @@ class Progress(Protocol):
 class Quiet:
     """Reports nothing."""
 
-    def update(self, tried: int, elapsed: float, budget: float, best: str) -> None:
+    def update(
+        self, tried: int, elapsed: float, budget: float, best: str, max_plans: int | None = None
+    ) -> None:
         pass
 
     def finish(self, words: str) -> None:
         pass
 
 
-def _line(tried: int, elapsed: float, budget: float, best: str) -> str:
-    plans = f"{tried} plan{'s' if tried != 1 else ''}"
+def tell(
+    progress: Progress,
+    tried: int,
+    elapsed: float,
+    budget: float,
+    best: str,
+    max_plans: int | None,
+) -> None:
+    """``progress.update(...)`` with ``max_plans`` when its ``update`` takes it (a reporter
+    written before the cap existed takes four arguments and still works)."""
+    try:
+        params = list(inspect.signature(progress.update).parameters.values())
+    except (TypeError, ValueError):  # a builtin or C callable: tell it the four
+        params = []
+    takes = any(p.name == "max_plans" or p.kind is p.VAR_KEYWORD for p in params)
+    if takes:
+        progress.update(tried, elapsed, budget, best, max_plans=max_plans)
+    else:
+        progress.update(tried, elapsed, budget, best)
+
+
+def filled(tried: int, elapsed: float, budget: float, max_plans: int | None) -> float:
+    """How far the search is towards its nearer limit, 0 to 1: the share of the budget spent
+    or, with a cap, of the plans compiled, whichever is larger."""
+    by_time = elapsed / budget if budget > 0 else 1.0
+    by_plans = tried / max_plans if max_plans else 0.0
+    return min(1.0, max(0.0, by_time, by_plans))
+
+
+def _line(tried: int, elapsed: float, budget: float, best: str, max_plans: int | None) -> str:
+    if max_plans:
+        plans = f"{tried} of {max_plans} plan{'s' if max_plans != 1 else ''}"
+    else:
+        plans = f"{tried} plan{'s' if tried != 1 else ''}"
     return f"{plans} tried, {elapsed:.0f} of {budget:.0f} s; best so far: {best or 'none yet'}"
 
 
@@ -53,15 +94,18 @@ class TerminalLine(Line):
     def __init__(self, stream: TextIO) -> None:
         super().__init__(stream, TITLE)
 
-    def update(self, tried: int, elapsed: float, budget: float, best: str) -> None:
-        self.show(0.0, _line(tried, elapsed, budget, best))
+    def update(
+        self, tried: int, elapsed: float, budget: float, best: str, max_plans: int | None = None
+    ) -> None:
+        self.show(0.0, _line(tried, elapsed, budget, best, max_plans))
 
     def finish(self, words: str) -> None:
         self.end(words)
 
 
 class NotebookBar(Bar):
-    """An ``ipywidgets`` bar filling with the time budget, and a line under it.
+    """An ``ipywidgets`` bar filling towards the nearer limit (:func:`filled`), and a line
+    under it.
 
     At the finish the bar's output is replaced by the final line as plain text and HTML, so a
     saved or exported notebook (or the docs site) shows what the search did, not a widget
@@ -71,9 +115,11 @@ class NotebookBar(Bar):
     def __init__(self, display: Any) -> None:
         super().__init__(display, TITLE, "searching", "compiling the first plan…")
 
-    def update(self, tried: int, elapsed: float, budget: float, best: str) -> None:
-        fraction = elapsed / budget if budget > 0 else 1.0
-        self.show(fraction, _line(tried, elapsed, budget, best))
+    def update(
+        self, tried: int, elapsed: float, budget: float, best: str, max_plans: int | None = None
+    ) -> None:
+        fraction = filled(tried, elapsed, budget, max_plans)
+        self.show(fraction, _line(tried, elapsed, budget, best, max_plans))
 
     def finish(self, words: str) -> None:
         self.end(words)

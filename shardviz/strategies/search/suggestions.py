@@ -67,7 +67,7 @@ from shardviz.strategies.named import get_rule_set
 from shardviz.strategies.rules import RuleSet
 from shardviz.strategies.runner import rule_set_for
 from shardviz.strategies.search.inputs import SearchInputs, search_inputs, search_pipeline_rules
-from shardviz.strategies.search.progress import Progress, compiler_quiet, progress_for
+from shardviz.strategies.search.progress import Progress, compiler_quiet, progress_for, tell
 from shardviz.strategies.search.rank import better, ranked, ranking_words
 from shardviz.strategies.search.rules import rule_set_of
 from shardviz.strategies.zoo import ModelDef
@@ -218,8 +218,12 @@ class _Runner:
         start: float | None = None,
         host_limit: int | None = None,
         max_plans: int | None = None,
+        whole: tuple[float, int | None] | None = None,
     ) -> None:
         self.space, self.inputs, self.limit, self.budget = space, inputs, limit, budget
+        #: The whole search's budget and cap, which the progress fills towards (a mesh
+        #: shape's runner has its share of each).
+        self.whole = (budget, max_plans) if whole is None else whole
         #: At most this many plans compiled (over every mesh shape); ``None``: no cap.
         self.max_plans = max_plans
         #: The search stopped at :attr:`max_plans`.
@@ -377,7 +381,8 @@ class _Runner:
         best = _summary(self.best())
         if self._last > self.budget:
             best += f" (one compile took {format_seconds(self._last)}, past the whole budget)"
-        self.progress.update(len(self.plans), self.elapsed(), self.budget, best)
+        budget, cap = self.whole
+        tell(self.progress, len(self.plans), self.elapsed(), budget, best, cap)
         return plan
 
     def _plan(
@@ -693,6 +698,7 @@ def suggest(
                     space, shaped, limit, budget * (k + 1) / len(shapes), reporter,
                     plans=plans, start=start, host_limit=host_limit,
                     max_plans=None if cap is None else math.ceil(cap * (k + 1) / len(shapes)),
+                    whole=(budget, cap),
                 )  # fmt: skip
                 if runners:
                     runner.limit = runners[0].limit  # a target's HBM, read from the first plan
