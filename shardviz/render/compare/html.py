@@ -142,15 +142,17 @@ def _reconciled_cell(s: StrategyView) -> str:
 
 
 def _reconcile_notes(view: ComparisonView) -> str:
-    """Under the memory table: each strategy whose argument bytes do not reconcile, with both
-    figures exactly (what its "no *" badge stands for)."""
-    bad = [s for s in view.strategies if not s.reconciled]
-    if not bad:
+    """Under the memory table: the strategies whose argument bytes do not reconcile, with
+    both figures exactly (what their "no *" badges stand for), strategies with the same
+    figures on one line and a reason they share said once
+    (:attr:`.view.ComparisonView.reconcile_notes`)."""
+    notes = view.reconcile_notes
+    if not notes:
         return ""
     items = "".join(
-        f'<div data-strategy="{esc(s.strategy)}"><b>{esc(s.label)}</b> '
-        f"{esc(s.reconcile_line)}</div>"
-        for s in bad
+        f'<div data-strategy="{esc(", ".join(n.strategies))}"><b>{esc(", ".join(n.labels))}</b> '
+        f"{esc(n.text)}</div>"
+        for n in notes
     )
     return (
         '<div class="sv-cmp-line sv-cmp-reconnotes">* reconciled: whether the bytes of the '

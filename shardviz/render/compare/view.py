@@ -325,18 +325,34 @@ TPU_PADDING = (
 )
 
 
-def reconcile_line(m: MemoryBreakdown, platform: str = "") -> str:
-    """Both argument figures exactly, and whether they agree; on TPU, a compiler figure
-    above the leaves' says why (its layout padding)."""
+def reconcile_why(m: MemoryBreakdown, platform: str = "") -> str:
+    """Why the argument figures differ, when it is known: on TPU, a compiler figure above the
+    leaves' is its layout padding (:data:`TPU_PADDING`); else ``""``."""
+    diff = m.arguments_from_compiler - m.arguments_from_leaves
+    return TPU_PADDING if platform == "tpu" and diff > 0 else ""
+
+
+def reconcile_figures(m: MemoryBreakdown) -> str:
+    """Both argument figures exactly, and whether they agree (no reason given)."""
     leaves, comp = m.arguments_from_leaves, m.arguments_from_compiler
     if leaves == comp:
         return f"arguments: leaves {leaves:,} B = compiler {comp:,} B (reconciled)"
     diff = comp - leaves
-    why = f": {TPU_PADDING}" if platform == "tpu" and diff > 0 else ""
     return (
         f"arguments: leaves {leaves:,} B ≠ compiler {comp:,} B "
-        f"(compiler {'+' if diff > 0 else '-'}{abs(diff):,} B; not reconciled{why})"
+        f"(compiler {'+' if diff > 0 else '-'}{abs(diff):,} B; not reconciled)"
     )
+
+
+def _with_why(figures: str, why: str) -> str:
+    """``figures`` with ``why`` said inside its closing parenthesis."""
+    return f"{figures[:-1]}: {why})" if why else figures
+
+
+def reconcile_line(m: MemoryBreakdown, platform: str = "") -> str:
+    """Both argument figures exactly, and whether they agree; on TPU, a compiler figure
+    above the leaves' says why (its layout padding)."""
+    return _with_why(reconcile_figures(m), reconcile_why(m, platform))
 
 
 def header_str(c: Comparison) -> str:
@@ -670,6 +686,9 @@ class StrategyView:
     reconciled: bool
     reconciled_str: str
     reconcile_line: str
+    #: :attr:`reconcile_line` in two: the figures, and why they differ (``""`` unknown).
+    reconcile_figures: str
+    reconcile_why: str
     arguments_leaves: str  # ``1,234 B``
     arguments_compiler: str
     count: int
@@ -756,6 +775,9 @@ class ComparisonView:
     #: strategy with a kernel not counted: the note under the estimates, naming the kernels
     #: (``mark``: :data:`NOT_A_BOUND_MARK`, as its figures carry it).
     not_bounds: tuple[tuple[str, str, str], ...] = ()
+    #: The footnote under the memory table: argument bytes that do not reconcile, each
+    #: reason said once (:func:`reconcile_notes`).
+    reconcile_notes: tuple[ReconcileNote, ...] = ()
 
     def members(self, group: TargetGroup) -> tuple[StrategyView, ...]:
         """The strategies of one of :attr:`target_groups`, in their order."""
@@ -882,6 +904,8 @@ def strategy_view(
         reconciled=m.reconciled,
         reconciled_str=reconciled_str(m),
         reconcile_line=reconcile_line(m, r.report.platform),
+        reconcile_figures=reconcile_figures(m),
+        reconcile_why=reconcile_why(m, r.report.platform),
         arguments_leaves=f"{m.arguments_from_leaves:,} B",
         arguments_compiler=f"{m.arguments_from_compiler:,} B",
         count=collective_count(r),
@@ -924,6 +948,40 @@ def view_groups(strategies: Sequence[StrategyView]) -> tuple[TargetGroup, ...]:
         if s.estimate is not None:
             out.setdefault(s.estimate.target, []).append(i)
     return tuple(TargetGroup(t, tuple(ii)) for t, ii in out.items())
+
+
+@dataclass(frozen=True)
+class ReconcileNote:
+    """One line of the footnote under the memory table: the strategies it is about and what
+    it says of their argument bytes."""
+
+    strategies: tuple[str, ...]
+    labels: tuple[str, ...]
+    text: str
+
+
+def reconcile_notes(strategies: Sequence[StrategyView]) -> tuple[ReconcileNote, ...]:
+    """The strategies whose argument bytes do not reconcile, each reason said once: those
+    with the same figures share a line; a reason several lines share (a TPU's layout padding
+    for every strategy) follows them once, naming them; a reason one line has stays in it."""
+    by_why: dict[str, dict[str, list[StrategyView]]] = {}
+    for s in strategies:
+        if not s.reconciled:
+            by_why.setdefault(s.reconcile_why, {}).setdefault(s.reconcile_figures, []).append(s)
+    notes: list[ReconcileNote] = []
+    for why, by_figures in by_why.items():
+        alone = len(by_figures) == 1
+        for figures, group in by_figures.items():
+            text = _with_why(figures, why) if alone else figures
+            notes.append(ReconcileNote(*_named(group), text))
+        if why and not alone:
+            everyone = [s for group in by_figures.values() for s in group]
+            notes.append(ReconcileNote(*_named(everyone), f"compiler above the leaves: {why}"))
+    return tuple(notes)
+
+
+def _named(group: Sequence[StrategyView]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    return tuple(s.strategy for s in group), tuple(s.label for s in group)
 
 
 def strategies_word(n: int) -> str:
@@ -978,4 +1036,5 @@ def comparison_view(c: Comparison) -> ComparisonView:
             for s in strategies
             if s.estimate is not None and s.estimate.not_a_bound
         ),
+        reconcile_notes=reconcile_notes(strategies),
     )
