@@ -95,10 +95,7 @@ def test_html_shows_the_kernels_and_the_notice() -> None:
     assert f"not a bound: {MISSING}" in doc.all_text
     assert COUNTED in doc.all_text
     assert "144 µs (not a bound)" in doc.all_text
-    assert (
-        "estimated step, communication-bound (not a bound: 1 kernel not counted)"
-        in doc.all_text
-    )
+    assert "estimated step, communication-bound (not a bound: 1 kernel not counted)" in doc.all_text
     assert [a["data-part"] for a in doc.with_class("sv-est-row")][-2:] == ["kernels", "hbm"]
     # Every kernel counted, or none: no notice.
     plain = Doc(report_html(dp_v5e_report()))
