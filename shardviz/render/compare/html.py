@@ -872,7 +872,8 @@ def comparison_html(c: Comparison | ComparisonView) -> str:
     if view.host:
         body.append(
             '<h4 class="sv-cmp-h">HBM and host memory<span class="sv-cmp-dim">per device; '
-            "the host link per step (PCIe / host DMA) and whether compute hides it</span></h4>"
+            "the host link per step (PCIe / host DMA) and whether the step's own work (its "
+            "compute or HBM time) hides it</span></h4>"
         )
         body.append(_scrolled(_host_table(view)))
     body.append(
