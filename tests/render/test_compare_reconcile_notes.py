@@ -19,8 +19,8 @@ def _padded(r: StrategyResult, extra: int, platform: str = "tpu", name: str = ""
     m = r.memory
     memory = dataclasses.replace(m, arguments_from_compiler=m.arguments_from_leaves + extra)
     report = dataclasses.replace(r.report, platform=platform)
-    named = {"strategy": name, "title": name} if name else {}
-    return dataclasses.replace(r, memory=memory, report=report, **named)
+    out = dataclasses.replace(r, memory=memory, report=report)
+    return dataclasses.replace(out, strategy=name, title=name) if name else out
 
 
 def _notes_block(html: str) -> str:

@@ -45,6 +45,7 @@ def test_a_long_title_wraps_under_its_words() -> None:
 
 def test_a_number_stays_with_its_unit() -> None:
     f = loop_collective()
+    assert f.check is not None
     verdict = "moved 6.1 MiB -> 608 KiB per device per step, " * 3
     f = dataclasses.replace(f, check=dataclasses.replace(f.check, verdict=verdict))
     text = findings_text(Findings("f", (f,)))
@@ -96,6 +97,7 @@ def test_names_longer_than_a_line_do_not_break_anything() -> None:
     name = "a_function_named_by_someone_who_likes_long_names_" * 3
     assert len(name) > 100
     f = loop_collective()
+    assert f.fix is not None
     f = dataclasses.replace(
         f,
         title=f"{name} is all-gathered inside the scan",

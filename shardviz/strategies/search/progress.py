@@ -24,13 +24,11 @@ from shardviz.strategies.progress import Bar, Line, in_notebook, terminal_stream
 
 
 class Progress(Protocol):
-    """What the search reports to: after each plan (``max_plans``: the search's cap, ``None``
-    when it has none), and once at the end. An object whose ``update`` takes no
-    ``max_plans`` is told the other four."""
+    """What the search reports to: after each plan, and once at the end. An ``update`` that
+    also takes a ``max_plans`` keyword is told the search's cap (``None`` when it has none),
+    as :class:`NotebookBar` and :class:`TerminalLine` are (:func:`tell`)."""
 
-    def update(
-        self, tried: int, elapsed: float, budget: float, best: str, max_plans: int | None = None
-    ) -> None: ...
+    def update(self, tried: int, elapsed: float, budget: float, best: str) -> None: ...
 
     def finish(self, words: str) -> None: ...
 
@@ -63,7 +61,8 @@ def tell(
         params = []
     takes = any(p.name == "max_plans" or p.kind is p.VAR_KEYWORD for p in params)
     if takes:
-        progress.update(tried, elapsed, budget, best, max_plans=max_plans)
+        update: Any = progress.update  # the protocol's four, and the keyword it takes
+        update(tried, elapsed, budget, best, max_plans=max_plans)
     else:
         progress.update(tried, elapsed, budget, best)
 
