@@ -280,8 +280,10 @@ def section(f: dict, layers: int | None, wall: float | None, command: str) -> st
     out += [
         "",
         f"Memory: peak {format_bytes(f['peak'])} per device; host: arguments "
-        f"{format_bytes(f['host_args'])}, temporaries {format_bytes(f['host_temp'])}, "
-        f"offloaded {format_bytes(f['offloaded'])}, {f['transfers']} host transfers scheduled.",
+        f"{format_bytes(f['host_args'])}, temporaries {format_bytes(f['host_temp'])} (the "
+        "compiler's, the offloaded activations among them)"
+        + (f", {format_bytes(f['offloaded'])} more the program allocates" if f["offloaded"] else "")
+        + f"; {f['transfers']} host transfers scheduled.",
         "",
         "Kernels per device per step:",
         "",
