@@ -22,6 +22,7 @@ from typing import Any
 import jax
 
 from shardviz.capture.dump_watch import PARTITIONED, PROPAGATED, DumpWatch, Stage, read_dump
+from shardviz.capture.hlo import compiler_log as native_log
 from shardviz.capture.hlo.compiler_log import compiler_log
 from shardviz.capture.hlo.kernels import KernelTable
 from shardviz.capture.hlo.text import HloModule, parse_hlo_module
@@ -394,7 +395,9 @@ def text_cost(hlo_text: str) -> dict | None:
         from jax._src.lib import _jax
         from jaxlib import _hlo  # type: ignore[attr-defined]
 
-        with compiler_log():  # the parser's warnings go to the terminal, not a cell
+        # The parser's warnings go to the terminal, not a cell (the module's own function:
+        # `compiler_log` here is the compile's, which tests hook to see each compile).
+        with native_log.compiler_log():
             hlo_module = _hlo.hlo_module_from_text(hlo_text)
             backend = xla_bridge.get_backend(jax.default_backend())
             return dict(_jax.hlo_module_cost_analysis(backend, hlo_module))
