@@ -6,6 +6,7 @@ reason one line has stays inside it."""
 from __future__ import annotations
 
 import dataclasses
+import itertools
 
 from shardviz.model.compare import Comparison, StrategyResult
 from shardviz.render.compare.html import comparison_html
@@ -74,3 +75,24 @@ def test_strategy_names_are_escaped_in_the_footnote() -> None:
     results = tuple(_padded(dp_result(), 8, name=n) for n in (NASTY, "dp"))
     block = _notes_block(comparison_html(Comparison("mlp", 1, "float32", results)))
     assert NASTY not in block and "&lt;script&gt;" in block
+
+
+def test_the_text_says_a_shared_reason_once_in_its_notes() -> None:
+    from shardviz.render.compare.text import comparison_text
+
+    results = (_padded(dp_result(), 1024), _padded(fsdp_result(), 2048), tp_result())
+    text = comparison_text(Comparison("mlp", 1, "float32", results))
+    flat = " ".join(text.split())  # the notes wrap at 99 characters
+    assert flat.count(TPU_PADDING) == 1  # not once per strategy block
+    notes = text[text.index("\nNotes\n") :]
+    assert "dp, fsdp: arguments, compiler above the leaves:" in notes
+    assert "arguments: leaves" in text and "(compiler +1,024 B; not reconciled)" in text
+    lines = notes.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("  dp, fsdp:"))
+    rest = itertools.takewhile(lambda x: x.startswith("    "), lines[start + 1 :])
+    mine = [lines[start], *rest]
+    assert len(mine) > 1 and all(len(line) < 100 for line in mine)
+    # one strategy with the reason keeps it in its own block
+    alone = comparison_text(Comparison("mlp", 1, "float32", (_padded(dp_result(), 1024),)))
+    assert " ".join(alone.split()).count(TPU_PADDING) == 1
+    assert "compiler above the leaves" not in alone

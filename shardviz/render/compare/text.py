@@ -7,7 +7,8 @@ matplotlib views read too.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import textwrap
+from collections.abc import Mapping, Sequence
 
 from shardviz.model.compare import Comparison
 from shardviz.render.compare.host import roles_str
@@ -104,14 +105,25 @@ def _estimate_table(view: ComparisonView) -> list[str]:
     return lines
 
 
-def _strategy_lines(s: StrategyView) -> list[str]:
+def _shared_whys(view: ComparisonView) -> dict[str, list[str]]:
+    """Reasons that several strategies' argument figures differ for (a TPU's layout padding
+    for every strategy): said once in the notes, not in each strategy's block."""
+    by_why: dict[str, list[str]] = {}
+    for s in view.strategies:
+        if not s.reconciled and s.reconcile_why:
+            by_why.setdefault(s.reconcile_why, []).append(s.label)
+    return {why: labels for why, labels in by_why.items() if len(labels) > 1}
+
+
+def _strategy_lines(s: StrategyView, shared: Mapping[str, list[str]]) -> list[str]:
     lines = [f"{s.heading} · Mesh {s.mesh}"]
     if s.description:
         lines.append(f"  {s.description}")
     if s.schedule_line:
         lines.append(f"  {s.schedule_line}")
     lines.append(f"  peak {s.peak_exact} per device")
-    lines.append(f"  {s.reconcile_line}")
+    reconcile = s.reconcile_figures if s.reconcile_why in shared else s.reconcile_line
+    lines.append(f"  {reconcile}")
     lines.append(f"  {s.temp_line}")
     lines.append(f"  {s.loss_str} · step {s.step_str} (median)")
     if s.estimate is not None and s.estimate.line:
@@ -162,10 +174,22 @@ def comparison_text(c: Comparison | ComparisonView) -> str:
         if view.has_estimates:
             tables += [""] + _estimate_table(view)
         sections.append(tables)
-        sections.extend(_strategy_lines(s) for s in view.strategies)
+        shared = _shared_whys(view)
+        sections.extend(_strategy_lines(s, shared) for s in view.strategies)
     else:
+        shared = {}
         sections.append(["no strategies"])
     notes = [f"  {n}" for n in view.notes]
+    notes += [
+        textwrap.fill(
+            f"{', '.join(labels)}: arguments, compiler above the leaves: {why}",
+            width=99,
+            initial_indent="  ",
+            subsequent_indent="    ",
+            break_on_hyphens=False,
+        )
+        for why, labels in shared.items()
+    ]
     notes += [f"  {s.label}: {n}" for s in view.strategies for n in s.notes]
     if notes:
         sections.append(["Notes", *notes])
