@@ -177,10 +177,8 @@ class _Reader:
             if not users:
                 continue
             if all(u.opcode in _SLICING and u.operands[:1] == (src,) for u, src in users):
-                space = out[index][0].memory_space if len(out[index]) == 1 else HBM
-                out[index] = tuple(
-                    ArrayShape(a.type, a.dims, space) for u, _ in users for a in _leaves(u.shape)
-                )
+                space = _space_of(out[index])
+                out[index] = tuple(_in(a, space) for u, _ in users for a in _leaves(u.shape))
             elif all(
                 u.opcode == "dynamic-update-slice" and u.operands[:1] == (src,) for u, src in users
             ):
@@ -208,7 +206,7 @@ class _Reader:
         for leaf, r in zip(out_leaves, roots, strict=True):
             if r is not None and r.opcode == "dynamic-update-slice" and len(r.operands) > 1:
                 update = _leaves(self.module.shape_of(r.operands[1]))
-                written.extend(ArrayShape(a.type, a.dims, leaf.memory_space) for a in update)
+                written.extend(_in(a, leaf.memory_space) for a in update)
             else:
                 written.append(leaf)
         return tuple(written)
@@ -226,21 +224,18 @@ class _Reader:
             # What the wrapped op reads (a slice, not the whole buffer it is cut from) and
             # writes (an update written in place, into the buffer's memory).
             operands = self._fused_reads(ins, operands)
-            shape = ins.shape
-            out = _leaves(shape[1]) if isinstance(shape, tuple) and len(shape) > 1 else out
-            out = self._in_place_writes(ins, out)
+            out = self._in_place_writes(ins, _async_result(ins, out))
         elif (
             ins.opcode in ("dynamic-update-slice", "dynamic-update-slice-start")
             and len(operands) > 1
         ):
             # In place: the update is read and written into the buffer's memory.
-            space = operands[0][0].memory_space if len(operands[0]) == 1 else HBM
+            space = _space_of(operands[0])
             operands, out = operands[1:2], tuple(_in(a, space) for a in operands[1])
         elif ins.opcode == "dynamic-slice-start" and operands:
             # The slice is read from the buffer's memory and written where the result lives.
-            shape = ins.shape
-            out = _leaves(shape[1]) if isinstance(shape, tuple) and len(shape) > 1 else out
-            space = operands[0][0].memory_space if len(operands[0]) == 1 else HBM
+            out = _async_result(ins, out)
+            space = _space_of(operands[0])
             operands = [tuple(_in(a, space) for a in out)]
         leaves = [a for group in operands for a in group] + list(out)
         return _bytes_in(tuple(leaves), HBM), _bytes_in(tuple(leaves), HOST)
@@ -256,6 +251,18 @@ def _allocation(ins: HloInstruction) -> bool:
 def _in(a: ArrayShape, space: int) -> ArrayShape:
     """``a`` placed in memory ``space``."""
     return ArrayShape(a.type, a.dims, space)
+
+
+def _space_of(leaves: tuple[ArrayShape, ...]) -> int:
+    """The memory one array lives in (HBM for a tuple of several)."""
+    return leaves[0].memory_space if len(leaves) == 1 else HBM
+
+
+def _async_result(ins: HloInstruction, default: tuple[ArrayShape, ...]) -> tuple[ArrayShape, ...]:
+    """An async start's result: the second element of its ``(operands, result, context)``
+    tuple (``default`` for any other shape)."""
+    shape = ins.shape
+    return _leaves(shape[1]) if isinstance(shape, tuple) and len(shape) > 1 else default
 
 
 def _through_bitcasts(module: HloModule, name: str) -> list[tuple[HloInstruction, str]]:
