@@ -10,9 +10,11 @@ import contextvars
 import fcntl
 import io
 import os
+import select
 import struct
 import termios
 import threading
+import time
 
 import pytest
 
@@ -217,6 +219,17 @@ def test_on_a_terminal_the_reporter_is_a_line(monkeypatch):
     assert text.endswith("\n") and text.rstrip().endswith("v5e:2x2 holds it in 3 s")
 
 
+def read_until(fd: int, wait_s: float = 30.0) -> str:
+    """What a pty has received up to the end of the line: one read may hold only the first write."""
+    text = ""
+    deadline = time.monotonic() + wait_s
+    while not text.endswith("\n") and time.monotonic() < deadline:
+        ready, _, _ = select.select([fd], [], [], 0.1)
+        if ready:
+            text += os.read(fd, 4096).decode()
+    return text
+
+
 def test_a_real_terminal_gets_the_line_on_its_own_descriptor(monkeypatch):
     # The line goes to a copy of the terminal's descriptor taken before any compile: while
     # XLA runs, shardviz copies fd 2 into the compiler's log.
@@ -227,7 +240,7 @@ def test_a_real_terminal_gets_the_line_on_its_own_descriptor(monkeypatch):
         r = steps_for(True, "shardviz.compare", terminal=tty)
         r.start(1, 2, "compiling dp")
         r.finish("2 strategies run here in 1 s")
-        text = os.read(main, 4096).decode()
+        text = read_until(main)
         assert "shardviz.compare: step 1 of 2: compiling dp, 0 s" in text
         assert "2 strategies run here in 1 s" in text
         # A line wider than the terminal is cut to it (a wrapped line cannot be rewritten).
@@ -235,7 +248,7 @@ def test_a_real_terminal_gets_the_line_on_its_own_descriptor(monkeypatch):
         r = steps_for(True, "shardviz.compare", terminal=tty)
         r.start(1, 2, "compiling dp")
         r.finish("done")
-        cut = os.read(main, 4096).decode().split("\r")[1]
+        cut = read_until(main).split("\r")[1]
         assert cut.startswith("shardviz.compare: step 1") and cut.endswith("…")
         assert len(cut) == 29  # one column left free, so the cursor never wraps
     finally:
