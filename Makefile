@@ -7,6 +7,9 @@ STAMP := $(VENV)/.installed
 NODE_STAMP := node_modules/.installed
 TSC := node_modules/.bin/tsc
 DEVICES ?= 8
+# Test workers (pytest-xdist): each file stays on one worker (tests/conftest.py's groups).
+TEST_WORKERS ?= 2
+PYTEST_PARALLEL := -n $(TEST_WORKERS) --dist loadgroup
 
 .PHONY: demo test lint format venv clean browser-deps typecheck docs python313 test-current plans
 
@@ -62,7 +65,7 @@ $(STAMP_CURRENT): pyproject.toml
 ## is there is written beside it; under 15 minutes on 2 cores)
 test-current: $(STAMP_CURRENT)
 	$(PY_CURRENT) -c 'import sys, jax, jaxlib; print("test-current: Python", sys.version.split()[0], "jax", jax.__version__, "jaxlib", jaxlib.__version__)'
-	set -f; $(PY_CURRENT) -m pytest $$(sed -e 's/#.*//' tests/current_jax.txt)
+	set -f; $(PY_CURRENT) -m pytest $(PYTEST_PARALLEL) $$(sed -e 's/#.*//' tests/current_jax.txt)
 
 ## test: install (Python packages, Chromium, typescript), lint, type-check the Python and the JS,
 ## then the whole suite (notebooks and browser tests included)
@@ -71,7 +74,7 @@ test: $(STAMP) browser-deps $(NODE_STAMP)
 	$(PY) -m ruff format --check .
 	$(PY) -m mypy
 	$(TSC) --noEmit -p tsconfig.json
-	$(PY) -m pytest
+	$(PY) -m pytest $(PYTEST_PARALLEL)
 
 ## docs: the docs site (Sphinx + MyST-NB) into docs/_build/html, offline, warnings as errors.
 ## Notebooks and how-to pages are executed; a rebuild re-runs only those whose cells changed,
