@@ -5,8 +5,10 @@ three overlapped perfectly. The prediction follows the compiled schedule instead
 (:attr:`shardviz.model.Cost.ops`): each op takes its compute time or its HBM time,
 whichever is larger (a roofline per op, at peak rates), ops run one after another, and an
 async transfer (a collective, a prefetch, a host offload) is hidden by the ops the
-compiler scheduled while it is in flight; what they do not cover is added. A synchronous
-collective is exposed whole. No jax import.
+compiler scheduled while it is in flight, in the room they leave on the resource it uses;
+what they do not cover is added. A synchronous collective is exposed whole. Both use the
+same per-op flops and bytes (:func:`op_parts`), so the bound is never above the prediction.
+No jax import.
 """
 
 from __future__ import annotations
@@ -23,23 +25,47 @@ __all__ = ["Prediction", "predict_step"]
 class Prediction:
     """A step as the schedule runs it, per device: ``ops_seconds`` (the ops, one after
     another) plus ``exposed_seconds`` (transfers their ops do not hide) is ``seconds``.
-    ``exposed`` lists the largest exposed transfers, (name, seconds per step)."""
+    ``exposed`` lists the largest exposed transfers, (name, seconds per step).
+
+    ``compute_seconds``, ``memory_seconds`` and ``host_seconds``: every op's matmul flops at
+    peak, HBM bytes at full bandwidth and host bytes over the host link, added up per step
+    (transfers included): the same per-op work, each resource alone. The lower bound of
+    :mod:`.step` takes its compute and memory terms from here, so it is never above
+    ``seconds`` (each op takes at least each of its parts, and a transfer hides only in the
+    room its ops leave on the resource it uses).
+    """
 
     seconds: float
     ops_seconds: float
     exposed_seconds: float
     exposed: tuple[tuple[str, float], ...] = ()
+    compute_seconds: float = 0.0
+    memory_seconds: float = 0.0
+    host_seconds: float = 0.0
+
+
+#: The resources an op or a transfer uses: the matmul units, HBM, the host link, the
+#: chip-to-chip links (collectives; ops use none).
+RESOURCES = ("compute", "memory", "host", "link")
+
+
+def op_parts(
+    op: OpWork, peak: float, hbm_bandwidth: float, host_bandwidth: float | None = None
+) -> tuple[float, float, float]:
+    """One run of ``op`` on each resource: (its matmuls at peak, its HBM bytes at full
+    bandwidth, its host bytes over the host link at ``host_bandwidth``). Without that figure
+    the host bytes are taken at HBM bandwidth, with the HBM bytes."""
+    if host_bandwidth:
+        return op.flops / peak, op.hbm_bytes / hbm_bandwidth, op.host_bytes / host_bandwidth
+    return op.flops / peak, (op.hbm_bytes + op.host_bytes) / hbm_bandwidth, 0.0
 
 
 def op_seconds(
     op: OpWork, peak: float, hbm_bandwidth: float, host_bandwidth: float | None = None
 ) -> float:
-    """One run of ``op``: its matmuls at peak or its HBM bytes at full bandwidth, whichever
-    takes longer. Its host bytes cross the chip's host link at ``host_bandwidth`` (PCIe);
-    without that figure they are taken at HBM bandwidth, with the HBM bytes."""
-    if host_bandwidth:
-        return max(op.flops / peak, op.hbm_bytes / hbm_bandwidth, op.host_bytes / host_bandwidth)
-    return max(op.flops / peak, (op.hbm_bytes + op.host_bytes) / hbm_bandwidth)
+    """One run of ``op``: its matmuls at peak, its HBM bytes at full bandwidth or its host
+    bytes over the host link, whichever takes longest (:func:`op_parts`)."""
+    return max(op_parts(op, peak, hbm_bandwidth, host_bandwidth))
 
 
 def predict_step(
@@ -54,28 +80,50 @@ def predict_step(
     """The step predicted from the schedule's ops and the ledger's estimated collectives
     (``estimated_seconds`` filled in; ``trip_counts`` their runs per step, a loop of unknown
     count counted once). ``None`` without ops (a report built without the compiled
-    schedule)."""
+    schedule).
+
+    An op in flight beside transfers lends them the room it leaves on each resource (its
+    time less its own use of it), first come first served: a prefetch hides under a
+    compute-bound op, not under one that keeps HBM busy; collectives share the links' room.
+    What a transfer still needs after that is exposed, the longest of its resources."""
     if not ops:
         return None
     busy = 0.0
-    cover: dict[str, float] = {}  # transfer -> seconds of ops in flight beside it, per step
-    transfers: dict[str, float] = {}  # transfer -> its own seconds per step
+    totals = dict.fromkeys(RESOURCES, 0.0)
+    need: dict[str, dict[str, float]] = {}  # transfer -> resource -> seconds per step
+    room: list[tuple[tuple[str, ...], dict[str, float]]] = []  # per op: in flight, room left
     for op in ops:
-        seconds = op_seconds(op, peak, hbm_bandwidth, host_bandwidth) * op.runs
+        parts = dict(zip(RESOURCES, (*op_parts(op, peak, hbm_bandwidth, host_bandwidth), 0.0),
+                         strict=True))  # fmt: skip
+        for r in RESOURCES:
+            totals[r] += parts[r] * op.runs
         if op.transfer:
-            transfers[op.name] = transfers.get(op.name, 0.0) + seconds
+            mine = need.setdefault(op.name, dict.fromkeys(RESOURCES, 0.0))
+            for r in RESOURCES:
+                mine[r] += parts[r] * op.runs
             continue
+        seconds = max(parts.values()) * op.runs
         busy += seconds
-        for name in op.in_flight:
-            cover[name] = cover.get(name, 0.0) + seconds
+        if op.in_flight:
+            room.append((op.in_flight, {r: seconds - parts[r] * op.runs for r in RESOURCES}))
     for c in collectives:
         runs = (trip_counts or {}).get(c.hlo_name, 1) or 1
-        transfers[c.hlo_name] = transfers.get(c.hlo_name, 0.0) + (c.estimated_seconds or 0.0) * runs
-    exposed = {
-        name: seconds - cover.get(name, 0.0)
-        for name, seconds in transfers.items()
-        if seconds > cover.get(name, 0.0)
-    }
+        mine = need.setdefault(c.hlo_name, dict.fromkeys(RESOURCES, 0.0))
+        mine["link"] += (c.estimated_seconds or 0.0) * runs
+    left = {name: dict(parts) for name, parts in need.items()}
+    for flying, spare in room:
+        for name in flying:
+            wants = left.get(name)
+            if wants is None:
+                continue
+            for r in RESOURCES:
+                used = min(wants[r], spare[r])
+                wants[r] -= used
+                spare[r] -= used
+    exposed = {name: max(parts.values()) for name, parts in left.items() if max(parts.values()) > 0}
     total = float(sum(exposed.values()))
     largest = sorted(exposed.items(), key=lambda kv: -kv[1])[:top]
-    return Prediction(busy + total, busy, total, tuple(largest))
+    return Prediction(
+        busy + total, busy, total, tuple(largest),
+        totals["compute"], totals["memory"], totals["host"],
+    )  # fmt: skip

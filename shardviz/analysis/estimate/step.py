@@ -11,14 +11,16 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 
+from shardviz.analysis.estimate.caveats import loop_notes, preview_notes
 from shardviz.analysis.estimate.collectives import collective_time
 from shardviz.analysis.estimate.host_link import host_link
 from shardviz.analysis.estimate.placement import Placement, place
-from shardviz.analysis.estimate.predict import predict_step
+from shardviz.analysis.estimate.predict import Prediction, predict_step
 from shardviz.model.estimate import BOUNDS, Estimate
 from shardviz.model.hardware import Hardware, Target
 from shardviz.model.program import Collective, Report
 from shardviz.model.targets import target_for, target_of_mesh
+from shardviz.model.units import format_bytes
 
 TargetLike = Target | Hardware | str
 
@@ -91,6 +93,45 @@ def _collective_total(
     return total, notes
 
 
+def _compute_and_memory(
+    report: Report, predicted: Prediction | None, peak: float, hbm_bw: float, notes: list[str]
+) -> tuple[float | None, float | None, float | None]:
+    """(hardware flops per device, compute seconds, memory seconds) for the bound.
+
+    With the compiled schedule, compute and memory are every op's matmul flops and HBM
+    bytes added up: the per-op work the prediction runs one op after another, so the bound
+    is never above it. The compiler's own bytes accessed (it also counts what a fusion keeps
+    in registers, and on TPU what sits in VMEM) is said apart in a note. Without the
+    schedule, the compiler's flops and bytes accessed per step."""
+    n = report.mesh.size if report.mesh is not None else 1
+    flops = bytes_accessed = None
+    cost = report.cost
+    if cost is not None:
+        flops, bytes_accessed = cost.flops_per_device, cost.bytes_accessed_per_device
+        if flops is None and cost.flops_global is not None:
+            flops = cost.flops_global / n
+            notes.append(f"per-device flops unknown: global flops / {n} devices")
+        if bytes_accessed is None and cost.bytes_accessed_global is not None and predicted is None:
+            bytes_accessed = cost.bytes_accessed_global / n
+            notes.append(f"per-device bytes accessed unknown: global / {n} devices")
+    if predicted is not None:
+        per_op = predicted.memory_seconds * hbm_bw
+        apart = (
+            f" (the compiler's bytes accessed: {format_bytes(bytes_accessed)})"
+            if bytes_accessed is not None
+            else ""
+        )
+        notes.append(
+            f"HBM bytes per step: each op's reads and writes, {format_bytes(per_op)}{apart}"
+        )
+        return flops, predicted.compute_seconds, predicted.memory_seconds
+    if flops is None:
+        notes.append("no flop count from the compiler: compute time unknown")
+    compute = None if flops is None else flops / peak
+    memory = None if bytes_accessed is None else bytes_accessed / hbm_bw
+    return flops, compute, memory
+
+
 def estimate_report(
     report: Report,
     target: TargetLike | None = None,
@@ -148,23 +189,13 @@ def _estimate(
     collective_seconds, more = _collective_total(collectives, trip_counts)
     notes += more
 
-    n = report.mesh.size if report.mesh is not None else 1
-    flops = bytes_accessed = None
-    cost = report.cost
-    if cost is not None:
-        flops, bytes_accessed = cost.flops_per_device, cost.bytes_accessed_per_device
-        if flops is None and cost.flops_global is not None:
-            flops = cost.flops_global / n
-            notes.append(f"per-device flops unknown: global flops / {n} devices")
-        if bytes_accessed is None and cost.bytes_accessed_global is not None:
-            bytes_accessed = cost.bytes_accessed_global / n
-            notes.append(f"per-device bytes accessed unknown: global / {n} devices")
-    if flops is None:
-        notes.append("no flop count from the compiler: compute time unknown")
-    compute = None if flops is None else flops / peak
-    memory = None if bytes_accessed is None else bytes_accessed / hbm_bw
-
     host_bw = (hw.host_bandwidth or 0.0) / per_chip or None
+    cost = report.cost
+    predicted = predict_step(
+        cost.ops if cost is not None else (), collectives, trip_counts, peak, hbm_bw,
+        host_bandwidth=host_bw,
+    )  # fmt: skip
+    flops, compute, memory = _compute_and_memory(report, predicted, peak, hbm_bw, notes)
     # The link hides under the longer of the step's compute and HBM time, named as such.
     under = "memory" if memory is not None and (compute is None or memory > compute) else "compute"
     link = host_link(
@@ -193,18 +224,13 @@ def _estimate(
     kernels = cost.kernels if cost is not None else ()
     overcounted = tuple(k.describe() for k in kernels if k.upper_bound)
 
-    predicted = predict_step(
-        cost.ops if cost is not None else (), collectives, trip_counts, peak, hbm_bw,
-        host_bandwidth=host_bw,
-    )  # fmt: skip
     if report.host_transfers and hw.host_bandwidth is None:
         notes.append(f"{hw.name} has no host link figure: host transfers not timed")
     mem = report.memory
     # The report's peak is already each backend's right figure (capture.memory.peak_rule):
     # the TPU compiler's own peak, larger, also counts on-chip VMEM, which is not HBM.
     peak_bytes = mem.peak_bytes
-    if report.platform == "cpu":
-        notes.append("memory and cost come from the CPU compile; the target's compiler may differ")
+    notes += preview_notes(report, resolved) + loop_notes(cost)
     estimate = Estimate(
         target=resolved.label,
         compute_seconds=compute,
