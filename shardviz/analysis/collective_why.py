@@ -32,6 +32,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from shardviz.analysis.detect.inputs import INPUT_NAMES, leaf_group
 from shardviz.analysis.sharding_origins import (
     UNKNOWN,
     ShardingGraph,
@@ -72,6 +73,9 @@ class _Conversion:
     partial: tuple[str, ...] = ()
     others: tuple[Origin, ...] = ()
     holders: tuple[str, ...] = ()
+    #: ``contracting``: the op's operands split a contracted dim differently, and the
+    #: partitioner gathered this one (no dim of the result asked for the move).
+    reason: str = ""
 
 
 def _contracting(program: ShardingGraph, r: Value) -> list[tuple[Value, tuple[int, ...]]]:
@@ -203,6 +207,9 @@ def _operand_conversion(program: ShardingGraph, c: Collective, r: Value) -> _Con
         fits, to = _fits_move(program, c, x, _needed(program, r, i))
         if fits:
             found.append((x, to))
+    reason = ""
+    if not found and c.kind == "all-gather" and r.op == "dot":
+        found, reason = _contracted_gather(program, c, r), "contracting"
     if len(found) != 1:
         return None
     x, to = found[0]
@@ -212,7 +219,27 @@ def _operand_conversion(program: ShardingGraph, c: Collective, r: Value) -> _Con
         to_spec=to,
         from_origin=program.origin(x.name),
         to_origin=program.origin(r.name),
+        reason=reason,
     )
+
+
+def _contracted_gather(
+    program: ShardingGraph, c: Collective, r: Value
+) -> list[tuple[Value, Spec | None]]:
+    """The dot operand an all-gather gathers on a contracted dim the two operands split
+    differently (``('fsdp',)`` in one, ``('fsdp', 'expert')`` in the other): the
+    partitioner gathers one side rather than the result asking for it."""
+    if r.ins is None or c.dimension is None:
+        return []
+    found: list[tuple[Value, Spec | None]] = []
+    for i, key in enumerate(("lhs_contracting_dims", "rhs_contracting_dims")):
+        x = program.node(r.operands[i]) if i < len(r.operands) else None
+        if x is None or x.spec is None or c.dimension not in int_list(r.ins, key):
+            continue
+        fits, to = _fits_move(program, c, x, {})
+        if fits and to is not None:
+            found.append((x, to))
+    return found
 
 
 def _output_conversion(program: ShardingGraph, c: Collective) -> _Conversion | None:
@@ -238,6 +265,152 @@ def _output_conversion(program: ShardingGraph, c: Collective) -> _Conversion | N
         from_origin=program.origin(p.name),
         to_origin=program.origin(out.name),
     )
+
+
+# --- conversions that matter at scale ------------------------------------------------------
+
+#: Ops a weight passes through on its way to a matmul (a dynamic slice: one layer's
+#: weights out of stacked ones).
+_AS_IS = frozenset({"convert", "copy", "bitcast", "transpose", "reshape", "dynamic-slice"})
+
+
+def _weight(program: ShardingGraph, name: str) -> Value | None:
+    """The argument ``name`` reads (through converts, copies, transposes and a layer's
+    slice), else ``None``: a value the program computes is an activation, not a weight, and
+    an argument named as data (``x``, ``batch``, ...) is no weight either."""
+    node = program.node(name)
+    for _ in range(8):
+        if node is None:
+            return None
+        if node.fixed == "argument":
+            group = leaf_group(node.label.removeprefix("argument "))
+            return None if group.lower() in INPUT_NAMES else node
+        if node.op not in _AS_IS or not node.operands:
+            return None
+        node = program.node(node.operands[0])
+    return None
+
+
+def _dot_expert_axes(program: ShardingGraph, r: Value) -> tuple[tuple[str, ...], int]:
+    """The axes an expert layer's matmul splits its experts over (the batch dim of a weight
+    operand: ``egcm,emh->egch``'s ``e``), and which operand that weight is (-1: none)."""
+    if r.op != "dot" or r.ins is None:
+        return (), -1
+    for i, key in enumerate(("lhs_batch_dims", "rhs_batch_dims")):
+        x = program.node(r.operands[i]) if i < len(r.operands) else None
+        dims = int_list(r.ins, key)
+        if x is None or x.spec is None or not dims or _weight(program, x.name) is None:
+            continue
+        axes = tuple(a for d in dims if d < len(x.spec) for a in x.spec[d])
+        if axes:
+            return axes, i
+    return (), -1
+
+
+class _Experts:
+    """The axes the program's expert layers split their experts over (read once, lazily:
+    only conversions that may be an expert layer's ask for them)."""
+
+    def __init__(self, program: ShardingGraph) -> None:
+        self.program = program
+        self._axes: tuple[str, ...] | None = None
+
+    @property
+    def axes(self) -> tuple[str, ...]:
+        if self._axes is None:
+            found: dict[str, None] = {}
+            for comp in self.program.module.computations:
+                for ins in comp.instructions:
+                    node = self.program.node(ins.name) if ins.opcode == "dot" else None
+                    if node is not None:
+                        found.update(dict.fromkeys(_dot_expert_axes(self.program, node)[0]))
+            self._axes = tuple(found)
+        return self._axes
+
+
+@dataclass(frozen=True)
+class _Kind:
+    """A conversion recognised as one that matters at scale, and a sentence saying so."""
+
+    name: str
+    words: str
+    expert_axes: tuple[str, ...] = ()
+    better: Spec | None = None
+
+
+def _batch_dims_of(r: Value, i: int) -> tuple[int, ...]:
+    assert r.ins is not None
+    return int_list(r.ins, "lhs_batch_dims" if i == 0 else "rhs_batch_dims")
+
+
+def _result_expert_axes(r: Value, experts: _Experts) -> tuple[str, ...]:
+    """The expert axes a batched matmul's result is split over on its batch dims (a
+    weight's gradient, ``egcm,egch->emh``, has no weight operand but is split that way)."""
+    if r.op != "dot" or r.ins is None or r.spec is None:
+        return ()
+    batch = len(int_list(r.ins, "lhs_batch_dims"))
+    on = [a for e in r.spec[:batch] for a in e]
+    return tuple(a for a in on if a in experts.axes)
+
+
+def _token_gather(
+    program: ShardingGraph, experts: _Experts, c: Collective, r: Value, conv: _Conversion
+) -> _Kind | None:
+    """Tokens gathered on their way into an expert layer's matmul: their expert dim is not
+    split over the axes the experts are, so each device gets every token, where an
+    all-to-all over the expert axes would send each token to its experts' devices only."""
+    expert, w = _dot_expert_axes(program, r)
+    if not expert:
+        expert = _result_expert_axes(r, experts)
+    if not expert or conv.value not in r.operands or conv.from_spec is None:
+        return None
+    i = r.operands.index(conv.value)
+    if i == w or i > 1:
+        return None
+    dims = _batch_dims_of(r, i)
+    spec = list(conv.from_spec)
+    if not dims or any(set(expert) <= set(spec[d]) for d in dims if d < len(spec)):
+        return None
+    d = dims[0]
+    better = tuple(tuple(a for a in e if a not in expert) for e in spec)
+    better = better[:d] + (tuple(expert),) + better[d + 1 :]
+    split = why_spec(conv.from_spec)
+    words = (
+        f"These are the tokens going into an expert layer's matmul: the experts are split over "
+        f"{why_axes(expert)}, but the tokens' expert dim is not ({split}), so every device "
+        f"gathers every token over {why_axes(c.axes)} instead of an all-to-all over "
+        f"{why_axes(expert)} sending each token to its experts' devices; as "
+        f"{why_spec(better)} they would need only that all-to-all."
+    )
+    return _Kind("token-gather", words, expert, better)
+
+
+def _kind(
+    program: ShardingGraph, experts: _Experts, c: Collective, r: Value | None, conv: _Conversion
+) -> _Kind | None:
+    """What kind of conversion ``c`` makes, where it is one that matters at scale."""
+    if r is None:
+        return None
+    if c.kind == "all-gather" and not conv.partial and _weight(program, conv.value) is None:
+        token = _token_gather(program, experts, c, r, conv)
+        if token is not None:
+            return token
+        return _Kind(
+            "activation-gather",
+            f"It gathers an activation, not a weight: each device receives all of it over "
+            f"{why_axes(c.axes)}, a cost that grows with the batch, not with the model.",
+        )
+    combine = c.kind == "all-reduce" and len(conv.holders) == 2 and r.op == "dot"
+    batched = r.ins is not None and bool(int_list(r.ins, "lhs_batch_dims"))
+    if combine and batched and experts.axes and set(c.axes) <= set(experts.axes):
+        return _Kind(
+            "combine-all-reduce",
+            f"This all-reduce over {why_axes(c.axes)} takes the place of the expert layer's "
+            "all-to-all: each device receives the sum of every token's expert outputs, "
+            "where an all-to-all would bring back only its own tokens' outputs.",
+            experts.axes,
+        )
+    return None
 
 
 # --- words ----------------------------------------------------------------------------------
@@ -307,6 +480,17 @@ def _summary(
         )
     verb = _VERBS.get(c.kind, f"uses a {c.kind}")
     from_side = _side_words(conv.from_origin, conv.value)
+    if r is not None and conv.reason == "contracting":
+        other = next((program.node(o) for o in r.operands[:2] if o != conv.value), None)
+        theirs = (
+            f" and {program.value_words(other.name)} as {why_spec(other.spec)}"
+            if other is not None
+            else ""
+        )
+        return (
+            f"{needed} contracts a dim that its operands split differently: {value} is {frm} "
+            f"({from_side}){theirs}, so the partitioner {verb} over {axes}, to {to}."
+        )
     if r is None:  # to the declared output
         return (
             f"The declared output sharding is {to}, but {value} is {frm} "
@@ -334,7 +518,7 @@ def _needed_words(op: str, source: Source | None) -> str:
     )
 
 
-def _why(program: ShardingGraph, c: Collective) -> CollectiveWhy:
+def _why(program: ShardingGraph, experts: _Experts, c: Collective) -> CollectiveWhy:
     r = program.node(c.reshard) if c.reshard else None
     conv: _Conversion | None = None
     if r is not None:
@@ -349,6 +533,9 @@ def _why(program: ShardingGraph, c: Collective) -> CollectiveWhy:
     summary = _summary(program, c, r, conv, needed if op else "")
     if summary[:1].islower():
         summary = summary[0].upper() + summary[1:]
+    kind = _kind(program, experts, c, r, conv) if conv is not None else None
+    if kind is not None:
+        summary += " " + kind.words
     return CollectiveWhy(
         from_spec=conv.from_spec if conv else None,
         to_spec=conv.to_spec if conv else None,
@@ -363,6 +550,9 @@ def _why(program: ShardingGraph, c: Collective) -> CollectiveWhy:
         needed_by_code=source.text if source is not None else "",
         partial_axes=conv.partial if conv else (),
         other_origins=conv.others if conv else (),
+        conversion=kind.name if kind else "",
+        expert_axes=kind.expert_axes if kind else (),
+        better_spec=kind.better if kind else None,
     )
 
 
@@ -392,4 +582,7 @@ def collective_reasons(
         program = ShardingGraph(module, mesh, device_ids, intermediates)
     except HloParseError:
         return tuple(collectives)
-    return tuple(c if c.user_written else replace(c, why=_why(program, c)) for c in collectives)
+    experts = _Experts(program)
+    return tuple(
+        c if c.user_written else replace(c, why=_why(program, experts, c)) for c in collectives
+    )

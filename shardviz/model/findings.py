@@ -38,6 +38,7 @@ ProgramFindingKind = Literal[
     "full-reduce",
     "offload-missed",
     "placement",
+    "expert-gather",
 ]
 #: What ``sv.compare(..., mode="decode" | "prefill")`` checks each serving strategy for: a KV
 #: cache copied across a tensor-parallel group, weights copied under data parallelism, a

@@ -62,7 +62,12 @@ class CollectiveWhy:
     ``needed_by_code``; HLO value ``needed_by_value``) needs the converted form. When the
     op sums over a split dim, ``partial_axes`` are the mesh axes each device holds partial
     sums over (the ``from`` side), and ``other_origins`` are the other operands that split it.
-    ``summary`` says it in one sentence.
+    ``summary`` says it in one sentence. ``conversion`` names the kind of conversion where
+    shardviz recognises one that matters at scale (``token-gather``: the tokens going into
+    an expert layer's matmul gathered where an all-to-all over ``expert_axes`` would send
+    each to its experts' devices, ``better_spec`` being the tokens' spec that does so;
+    ``activation-gather``: an activation, not a weight, gathered; ``combine-all-reduce``:
+    an expert layer's outputs summed over ``expert_axes`` in place of an all-to-all).
     """
 
     from_spec: Spec | None
@@ -78,6 +83,9 @@ class CollectiveWhy:
     needed_by_code: str = ""
     partial_axes: tuple[str, ...] = ()
     other_origins: tuple[Origin, ...] = ()
+    conversion: str = ""
+    expert_axes: tuple[str, ...] = ()
+    better_spec: Spec | None = None
 
 
 def why_axes(axes: Sequence[str]) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from shardviz.analysis.detect import device_order, offload, placement, traffic
+from shardviz.analysis.detect import device_order, experts, offload, placement, traffic
 from shardviz.analysis.detect.candidate import Candidate
 from shardviz.analysis.detect.inputs import Facts
 from shardviz.model import Report
@@ -25,6 +25,7 @@ DETECTORS: dict[str, Detector] = {
     "full-reduce": lambda r, f: traffic.full_reduce(r),
     "offload-missed": lambda r, f: offload.offload_missed(r),
     "placement": lambda r, f: device_order.placement(r),
+    "expert-gather": lambda r, f: experts.expert_gather(r),
 }
 
 _SEVERITY = {"error": 0, "warning": 1, "info": 2}

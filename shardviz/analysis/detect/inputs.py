@@ -18,6 +18,12 @@ from shardviz.model.units import format_bytes
 
 __all__ = ["format_bytes", "format_spec"]
 
+#: Arguments that hold the data, not weights: gathering them is no regather of a weight.
+INPUT_NAMES = frozenset(
+    {"batch", "inputs", "input", "x", "data", "tokens", "features", "images", "targets",
+     "labels", "y", "xs", "ys"}
+)  # fmt: skip
+
 
 @dataclass(frozen=True)
 class Remat:

@@ -15,6 +15,7 @@ from shardviz.analysis.detect.candidate import (
     spec_fix,
 )
 from shardviz.analysis.detect.inputs import (
+    INPUT_NAMES,
     Facts,
     Remat,
     axis_sizes,
@@ -40,11 +41,6 @@ from shardviz.model.tiles import dtype_bits
 
 #: Gathers of one weight per step a strategy needs at most: one forward, one backward.
 GATHERS_NEEDED = 2
-#: Arguments that hold the data, not weights: gathering them is no regather of a weight.
-INPUT_NAMES = frozenset(
-    {"batch", "inputs", "input", "x", "data", "tokens", "features", "images", "targets",
-     "labels", "y", "xs", "ys"}
-)  # fmt: skip
 #: A loop's collectives carrying at least this share of the step's bytes are a warning.
 LOOP_SHARE = 0.5
 
