@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import re
@@ -27,6 +28,7 @@ from shardviz.capture.calls import (
     plain_function,
 )
 from shardviz.capture.interrupts import interrupts_deferred
+from shardviz.capture.layout import path_str
 from shardviz.capture.processes import agreed_max, host_value, local_device, local_pieces
 from shardviz.errors import CompileError, problem
 from shardviz.model import Check, OpEvent, OpTiming
@@ -87,7 +89,9 @@ def _to_single_device(tree: Any, device: Any) -> Any:
     return jax.tree.map(move, tree)
 
 
-def tolerance_rule(dtype: Any, computed_in: Any = None) -> tuple[float, str]:
+def tolerance_rule(
+    dtype: Any, computed_in: Any = None, tolerance: float | None = None
+) -> tuple[float, str]:
     """The relative tolerance of outputs of ``dtype`` (times ``max(1, |reference|)``) and
     how to say it: float64 1e-9; float32 and complex64 1e-3 (sums run in another order when
     sharded, and Adam's ``m / sqrt(v)`` amplifies those last bits on near-zero gradients);
@@ -96,11 +100,14 @@ def tolerance_rule(dtype: Any, computed_in: Any = None) -> tuple[float, str]:
 
     ``computed_in``: the float dtype the program did its math in, when it is less precise
     than the outputs (float32 weights updated from bfloat16 matmuls): those outputs carry
-    that dtype's error, and get its tolerance.
+    that dtype's error, and get its tolerance. ``tolerance``: the relative tolerance the
+    caller gave, for every float output (integers stay exact).
     """
     d = np.dtype(dtype)
     if not (jnp.issubdtype(d, jnp.floating) or jnp.issubdtype(d, jnp.complexfloating)):
         return 0.0, f"{d.name}: exact"
+    if tolerance is not None:
+        return tolerance, f"{d.name}: {tolerance:g} x max(1, |reference|) (tolerance= given)"
     real = np.finfo(d).dtype if d.kind == "c" else d
     said = d.name
     if computed_in is not None:
@@ -160,9 +167,15 @@ def reference_outputs(fn: Any, args: tuple, kwargs: dict) -> Any:
 
 
 def check_against_one_device(
-    fn: Any, args: tuple, kwargs: dict, outputs: Any
+    fn: Any,
+    args: tuple,
+    kwargs: dict,
+    outputs: Any,
+    computed_in: Any = None,
+    tolerance: float | None = None,
 ) -> tuple[Check | None, str | None, Any]:
-    """Run ``fn`` unsharded on one device and compare with the sharded ``outputs``.
+    """Run ``fn`` unsharded on one device and compare with the sharded ``outputs``
+    (:func:`compare_outputs`, with ``computed_in`` and ``tolerance``).
 
     Returns the check (or ``None`` and the reason it could not run, e.g. the function pins
     shardings to a mesh inside, as ``shard_map`` and sharding constraints do) and the
@@ -178,10 +191,76 @@ def check_against_one_device(
             "pass reference= an unconstrained version of it",
             None,
         )
-    check = compare_outputs(outputs, ref)
+    check = compare_outputs(outputs, ref, computed_in, tolerance)
     if check is None:
         return None, "no single-device check: the outputs have a different structure", ref
     return check, None, ref
+
+
+#: The ops whose operands' float type is the precision a program computes in.
+_COMPUTE_OPS = ("dot_general", "dot", "convolution")
+#: A StableHLO tensor type's element type (``tensor<32x64xbf16>`` is ``bf16``).
+_TENSOR_TYPE = re.compile(r"tensor<(?:[\d?]+x)*([A-Za-z]\w*)>")
+#: An HLO instruction: its name, result element type and opcode (``%dot.1 = f32[8,16]{1,0}
+#: dot(...)``); and an operand's name.
+_HLO_OP = re.compile(r"^\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=\s*(\w+)\[[^=]*?\s([\w\-]+)\((.*)$")
+_HLO_OPERAND = re.compile(r"%([\w.\-]+)")
+
+
+def _float_dtype(name: str) -> np.dtype | None:
+    """The numpy float dtype of an HLO/StableHLO element type (``bf16``, ``f32``,
+    ``f8E4M3FN``), or ``None`` for any other (integers, tuples, predicates)."""
+    if not name.startswith(("f", "bf")):
+        return None
+    full = {"bf16": "bfloat16", "f16": "float16", "f32": "float32", "f64": "float64"}.get(name)
+    try:
+        return np.dtype(jnp.dtype(full or f"float8_{name[2:].lower()}"))
+    except TypeError:
+        return None
+
+
+def compute_dtype(text: str) -> np.dtype | None:
+    """The narrowest float type the operands of ``text``'s matmuls and convolutions have: the
+    precision a program computes in (``bfloat16`` for a step that casts float32 weights to
+    bfloat16 for its dots); ``None`` when it has no float dot or convolution.
+
+    ``text`` is a StableHLO module (``lowered.as_text()``: the dots as written, before a
+    backend widens them, as the CPU's does bfloat16 dots to float32) or an HLO module.
+    """
+    narrowest: np.dtype | None = None
+    types: dict[str, str] = {}  # HLO: each instruction's element type, by name
+    for line in text.splitlines():
+        found: list[str] = []
+        if "stablehlo." in line:
+            op = line.split("stablehlo.", 1)[1].split(None, 1)[0].split("(", 1)[0]
+            if op in _COMPUTE_OPS and " : (" in line:
+                found = _TENSOR_TYPE.findall(line.rsplit(" : (", 1)[1].split(") ->", 1)[0])
+        else:
+            m = _HLO_OP.match(line)
+            if m is None:
+                continue
+            name, result, op, rest = m.groups()
+            types[name] = result
+            if op in _COMPUTE_OPS:
+                operands = rest.split(")", 1)[0]
+                found = [types.get(o, "") for o in _HLO_OPERAND.findall(operands)]
+        for element in found:
+            d = _float_dtype(element)
+            if d is not None and (narrowest is None or d.itemsize < narrowest.itemsize):
+                narrowest = d
+    return narrowest
+
+
+def program_compute_dtype(lowered: Any, hlo_text: str) -> np.dtype | None:
+    """:func:`compute_dtype` of a compiled program: the narrower of its lowered module's (the
+    dots as the program wrote them; ``lowered`` may be ``None``) and its compiled module's."""
+    found = [compute_dtype(hlo_text)]
+    if lowered is not None:
+        # A stage that cannot print its module: the compiled text alone says.
+        with contextlib.suppress(Exception):
+            found.append(compute_dtype(lowered.as_text()))
+    dtypes = [d for d in found if d is not None]
+    return min(dtypes, key=lambda d: d.itemsize) if dtypes else None
 
 
 def _widened(x: np.ndarray) -> np.ndarray:
@@ -203,19 +282,23 @@ def difference(got: np.ndarray, want: np.ndarray) -> float:
     return float(np.max(d))
 
 
-def compare_outputs(outputs: Any, ref: Any, computed_in: Any = None) -> Check | None:
+def compare_outputs(
+    outputs: Any, ref: Any, computed_in: Any = None, tolerance: float | None = None
+) -> Check | None:
     """Sharded outputs against reference outputs, leaf by leaf (None if the trees differ),
     each within :func:`tolerance_rule` of its dtype (and of ``computed_in``, the dtype the
-    program computed in, when that is less precise)."""
+    program computed in, when that is less precise; or the relative ``tolerance`` given).
+    The check names the leaf closest to failing (``out/0/w1``: the output's path) and its
+    largest difference."""
     got_leaves = jax.tree.leaves(outputs)
-    ref_leaves = jax.tree.leaves(ref)
-    if len(got_leaves) != len(ref_leaves):
+    ref_flat = jax.tree_util.tree_flatten_with_path({"out": ref})[0]
+    if len(got_leaves) != len(ref_flat):
         return None
-    # Per leaf: the largest difference (over this process's shards, then over every
-    # process), the reference's scale and the dtype's tolerance.
-    leaves: list[tuple[float, float, float, str]] = []
+    # Per leaf: its path, the largest difference (over this process's shards, then over
+    # every process), the reference's scale and the dtype's tolerance.
+    leaves: list[tuple[str, float, float, str]] = []
     diffs: list[float] = []
-    for got, want in zip(got_leaves, ref_leaves, strict=True):
+    for got, (keys, want) in zip(got_leaves, ref_flat, strict=True):
         w = np.asarray(want)
         if not _numeric(w.dtype):
             continue
@@ -225,19 +308,20 @@ def compare_outputs(outputs: Any, ref: Any, computed_in: Any = None) -> Check | 
         wide = _widened(w)
         finite = np.abs(wide[np.isfinite(wide)])
         scale = float(np.max(finite)) if finite.size else 0.0
-        rel, rule = tolerance_rule(w.dtype, computed_in)
+        rel, rule = tolerance_rule(w.dtype, computed_in, tolerance)
         diffs.append(diff)
-        leaves.append((diff, scale, rel * max(1.0, scale), rule))
+        leaves.append((path_str(keys), scale, rel * max(1.0, scale), rule))
     max_abs, max_rel, tol, ok, worst, said = 0.0, 0.0, 0.0, True, -1.0, ""
-    for diff, (_, scale, leaf_tol, rule) in zip(agreed_max(diffs), leaves, strict=True):
+    leaf, leaf_diff = "", 0.0
+    for diff, (path, scale, leaf_tol, rule) in zip(agreed_max(diffs), leaves, strict=True):
         max_abs = max(max_abs, diff)
         max_rel = max(max_rel, diff / scale if scale else diff)
         ratio = diff / leaf_tol if leaf_tol else (0.0 if diff == 0 else float("inf"))
         if ratio > worst:  # report the tolerance of the leaf closest to failing
-            worst, tol, said = ratio, leaf_tol, rule
+            worst, tol, said, leaf, leaf_diff = ratio, leaf_tol, rule, path, diff
         ok = ok and diff <= leaf_tol
     return Check(max_abs_diff=max_abs, max_rel_diff=max_rel, tolerance=tol, matches=ok,
-                 tolerance_rule=said)  # fmt: skip
+                 tolerance_rule=said, leaf=leaf, leaf_diff=leaf_diff)  # fmt: skip
 
 
 def profile_trace(

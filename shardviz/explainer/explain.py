@@ -59,6 +59,7 @@ from shardviz.capture.run import (
     CPU_MAX_PARTICIPANTS,
     check_against_one_device,
     profile_trace,
+    program_compute_dtype,
     run_steps,
 )
 from shardviz.capture.stages import StageProgram, jax_stage
@@ -77,6 +78,7 @@ from shardviz.explainer.fix_check import (
     with_target,
 )
 from shardviz.model import Cost, Frame, MeshLayout, Report, Source, Timing, TreeLayout
+from shardviz.model.arguments import finite_number
 
 
 def _is_abstract(args: tuple) -> bool:
@@ -682,6 +684,7 @@ def explain(
     kwargs: dict[str, Any] | None = None,
     target: Any = None,
     diagnose: bool = True,
+    tolerance: float | None = None,
     **jit_kwargs: Any,
 ) -> Report:
     """Compile ``fn`` on its (sharded) arguments, explain the result, and run it for real.
@@ -729,6 +732,11 @@ def explain(
         check: compare the outputs with an unsharded single-device run.
         reference: the function to run for that check (default ``fn`` itself); give an
             unconstrained twin when ``fn`` pins shardings inside (constraints, shard_map).
+        tolerance: the check's relative tolerance for every float output (times
+            ``max(1, |reference|)``); default each output's dtype's, or that of the narrowest
+            float the program's matmuls and convolutions take where that is less precise
+            (bfloat16 dots updating float32 weights: 0.02). ``report.check`` names the leaf
+            closest to failing (``check.leaf``) and its largest difference.
         kwargs: keyword arguments for ``fn`` (their arrays are not listed in
             ``report.arguments``: pass arrays positionally to see their layouts).
         diagnose: look for problems (``report.findings``). Their fixes are not tried here
@@ -748,7 +756,7 @@ def explain(
     """
     report, _, _ = explain_run(
         fn, *args, run=run, steps=steps, profile=profile, check=check, reference=reference,
-        target=target, diagnose=diagnose,
+        target=target, diagnose=diagnose, tolerance=tolerance,
         kwargs=kwargs, **jit_kwargs,
     )  # fmt: skip
     return report
@@ -821,11 +829,14 @@ def explain_run(
     kwargs: dict[str, Any] | None = None,
     target: Any = None,
     diagnose: bool = True,
+    tolerance: float | None = None,
     **jit_kwargs: Any,
 ) -> tuple[Report, Any, Any]:
     """:func:`explain`, also returning the sharded outputs and the reference outputs (or None)."""
     stage = _stage_of(fn, jit_kwargs)
     _check_options(stage or fn, steps, kwargs)
+    if tolerance is not None:
+        tolerance = finite_number("explain", "tolerance", tolerance, example=1e-2)
     kwargs = dict(kwargs or {})
     if run:
         refuse_deleted(args, kwargs)
@@ -908,7 +919,10 @@ def explain_run(
             "reference=<the step function> to check its outputs"
         )
     elif check:
-        chk, why, ref = check_against_one_device(reference or fn, args, kwargs, arrays_only(raw))
+        computed_in = program_compute_dtype(comp.lowered, comp.hlo_text)
+        chk, why, ref = check_against_one_device(
+            reference or fn, args, kwargs, arrays_only(raw), computed_in, tolerance
+        )
         if why:
             notes.append(why)
     prof, events = None, None

@@ -47,7 +47,7 @@ MAX_FLOAT = 2.0**100
 #: own (by ``module.qualname``); a class of its own says so in its ``NON_FINITE``.
 _NON_FINITE_ELSEWHERE: dict[str, frozenset[str]] = {
     # A sharded output NaN where the reference is not: the difference is NaN or inf.
-    "shardviz.model.program.Check": frozenset({"max_abs_diff", "max_rel_diff"}),
+    "shardviz.model.program.Check": frozenset({"max_abs_diff", "max_rel_diff", "leaf_diff"}),
 }
 
 T = TypeVar("T")

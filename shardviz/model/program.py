@@ -328,6 +328,10 @@ class Check:
     #: The tolerance's rule for the leaf closest to failing, e.g. ``int32: exact`` or
     #: ``bfloat16: 0.02 x max(1, |reference|)``.
     tolerance_rule: str = ""
+    #: The output leaf closest to failing (the one that fails, when the check does), by its
+    #: path (``out/0/w1``), and its largest difference.
+    leaf: str = ""
+    leaf_diff: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from shardviz.capture.interrupts import interrupts_deferred
 from shardviz.capture.jax_compat import fast_compile_options
 from shardviz.capture.mesh import as_jax_mesh, mesh_layout
 from shardviz.capture.processes import local_device
-from shardviz.capture.run import compare_outputs
+from shardviz.capture.run import compare_outputs, program_compute_dtype
 from shardviz.capture.topology import Topology, topology, topology_of
 from shardviz.errors import ArgumentError, ShardvizError, problem
 from shardviz.explainer.explain import (
@@ -36,7 +36,7 @@ from shardviz.model import (
     Report,
     StrategyResult,
 )
-from shardviz.model.arguments import shown, whole_number
+from shardviz.model.arguments import finite_number, shown, whole_number
 from shardviz.model.hardware_presets import hardware
 from shardviz.model.pipeline_timing import measured_schedule
 from shardviz.model.program import HOST_FROM_COMPILER
@@ -241,6 +241,7 @@ def _compile_strategy(
     devices: Sequence[Any] | None = None,
     *,
     profile: bool = False,
+    tolerance: float | None = None,
 ) -> Finish:
     """The first half of :func:`run_strategy`: place nothing, compile the step from shapes
     and shardings alone, and analyse it (on ``helper`` when given, while the caller goes on
@@ -260,8 +261,11 @@ def _compile_strategy(
         remember_program(step, abstract, {}, comp, base)
         if base.deviceless:  # compiled for a topology that is not here: nothing runs
             return _result(rule_set, built, estimated(comp, base))
+        computed_in = _narrowest(
+            _compute_dtype(model), program_compute_dtype(comp.lowered, comp.hlo_text)
+        )
         return _run_result(
-            rule_set, built, state, get_reference, steps, profile, _compute_dtype(model)
+            rule_set, built, state, get_reference, steps, profile, computed_in, tolerance
         )
 
     return finish
@@ -275,13 +279,15 @@ def _run_result(
     steps: int,
     profile: bool = False,
     computed_in: Any = None,
+    tolerance: float | None = None,
 ) -> StrategyResult:
     """Place ``state`` with the strategy's shardings, run and time the compiled step (and
     profile it, with ``profile``), and check its outputs and loss against the reference.
 
     Both checks follow one rule (:func:`~shardviz.capture.run.tolerance_rule`): each output
     within the tolerance of its dtype, or of ``computed_in`` (the dtype the model computes
-    in) where that is less precise; ``report.check`` judges every output (the parameters,
+    in, or the narrowest its matmuls take) where that is less precise, or the relative
+    ``tolerance`` given; ``report.check`` judges every output (the parameters,
     the optimizer state and the loss), ``loss_matches`` the loss alone.
     """
     params, opt_state, batch = jax.device_put(state, built.shardings)
@@ -295,8 +301,8 @@ def _run_result(
             rule_set, built, report, reference_loss=ref_loss,
             step_seconds=report.timing.step_seconds if report.timing else None,
         )  # fmt: skip
-    report = replace(report, check=compare_outputs(outputs, reference, computed_in))
-    loss_check = compare_outputs(outputs[2], reference[2], computed_in)
+    report = replace(report, check=compare_outputs(outputs, reference, computed_in, tolerance))
+    loss_check = compare_outputs(outputs[2], reference[2], computed_in, tolerance)
     return _result(
         rule_set, built, report, loss=float(outputs[2]), reference_loss=ref_loss,
         loss_matches=loss_check.matches if loss_check is not None else None,
@@ -309,6 +315,12 @@ def _compute_dtype(model: ModelDef) -> str | None:
     ``compute_dtype``, its weights cast to it in the loss); ``None``: its own dtypes."""
     dtype = model.info.get("compute_dtype")
     return str(dtype) if dtype is not None else None
+
+
+def _narrowest(*dtypes: Any) -> np.dtype | None:
+    """The float dtype of fewest bytes among ``dtypes`` (``None`` ones left out)."""
+    found = [np.dtype(jnp.dtype(d)) for d in dtypes if d is not None]
+    return min(found, key=lambda d: d.itemsize) if found else None
 
 
 def _result(
@@ -400,6 +412,7 @@ def compare(
     checkpoint: bool = False,
     profile: bool = False,
     progress: bool | Steps = True,
+    tolerance: float | None = None,
     **sizes: Any,
 ) -> Comparison | ServingComparison:
     """Run ``model``'s training step under each strategy on the same devices and compare.
@@ -451,6 +464,9 @@ def compare(
             stderr (nothing in a file or a test); ``False`` shows nothing; an object with
             ``start(k, n, what)`` and ``finish(words)`` is told instead
             (:class:`~shardviz.strategies.progress.Steps`).
+        tolerance: the check's relative tolerance for every float output, as
+            :func:`~shardviz.explain`'s (default each output's dtype's, or that of the
+            narrowest float the step's matmuls take where that is less precise).
         **sizes: model sizes for a built-in model (e.g. ``d_model=256``); for a published
             architecture (``"llama3.1-70b"``...) also ``seq``, ``batch`` or
             ``batch_per_device`` (times the devices compiled for), ``remat``...; its
@@ -460,6 +476,8 @@ def compare(
     Raises:
         ShardvizError: an unknown model, strategy, preset or topology (naming the fix).
     """
+    if tolerance is not None:
+        tolerance = finite_number("compare", "tolerance", tolerance, example=1e-2)
     if mode != "train":
         if mesh is not None:
             raise ShardvizError(
@@ -512,7 +530,9 @@ def compare(
                 _compile_only, m, rule_sets, mesh, steps, seed, opt, None, step, mesh_topo.name
             )
         elif live:
-            local = _by_model(_run_here, m, rule_sets, mesh, steps, seed, opt, profile, step)
+            local = _by_model(
+                _run_here, m, rule_sets, mesh, steps, seed, opt, profile, step, tolerance
+            )
         results: list[StrategyResult] = []
         for t in targets:
             if isinstance(t, Topology) and t is mesh_topo:
@@ -716,6 +736,7 @@ def _run_here(
     opt: Any,
     profile: bool,
     step: Callable[[str], None],
+    tolerance: float | None = None,
 ) -> list:
     """Every strategy compiled, run and checked (and profiled, with ``profile``) on this
     machine's devices, each compile and each run a step of ``step``'s progress."""
@@ -730,7 +751,11 @@ def _run_here(
         finishes = []
         for rs in rule_sets:
             step(f"compiling {rs.name}")
-            finishes.append(_compile_strategy(m, rs, mesh, steps, seed, opt, pool, profile=profile))
+            finishes.append(
+                _compile_strategy(
+                    m, rs, mesh, steps, seed, opt, pool, profile=profile, tolerance=tolerance
+                )
+            )
         out = []
         for rs, finish in zip(rule_sets, finishes, strict=True):
             step(f"running {rs.name} and checking it against one device")

@@ -1092,6 +1092,7 @@ def _check(c: CheckSection) -> list[str]:
         f"<tr><td>max rel diff</td><td class='sv-r'>{esc(c.max_rel)}</td></tr>"
         f"<tr><td>tolerance</td><td class='sv-r'>{esc(c.tolerance)}</td></tr>"
         + (f"<tr><td>rule</td><td class='sv-r'>{esc(c.rule)}</td></tr>" if c.rule else "")
+        + (f"<tr><td>fails at</td><td class='sv-r'>{esc(c.failing)}</td></tr>" if c.failing else "")
         + "</table>"
     )
     return out

@@ -652,6 +652,8 @@ class CheckSection:
     max_rel: str
     tolerance: str
     rule: str
+    #: The failing output leaf and its largest difference, in words ("" when it matches).
+    failing: str = ""
 
 
 def check_section(report: Report) -> CheckSection:
@@ -668,6 +670,12 @@ def check_section(report: Report) -> CheckSection:
         max_rel=format_diff(c.max_rel_diff),
         tolerance=format_diff(c.tolerance),
         rule=c.tolerance_rule or "",
+        failing=(
+            f"{c.leaf}: largest difference {format_diff(c.leaf_diff)}, tolerance "
+            f"{format_diff(c.tolerance)}"
+            if c.leaf and not c.matches
+            else ""
+        ),
     )
 
 

@@ -246,6 +246,7 @@ def _check_lines(c: CheckSection) -> list[str]:
         f"Check vs {c.reference}: {c.word}",
         f"  max abs diff {c.max_abs} · max rel diff {c.max_rel} · tolerance {c.tolerance}"
         + (f" ({c.rule})" if c.rule else ""),
+        *([f"  fails at {c.failing}"] if c.failing else []),
     ]
 
 
