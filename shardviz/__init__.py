@@ -53,6 +53,7 @@ API: dict[str, str] = {
     "hardware": "shardviz.model.hardware_presets",
     "physical": "shardviz.analysis.estimate.physical",
     "PhysicalLayout": "shardviz.model",
+    "OpProfile": "shardviz.model",
     "Plan": "shardviz.model.search",
     "Search": "shardviz.model.search",
     "ServingComparison": "shardviz.model.serving",
@@ -75,6 +76,7 @@ API: dict[str, str] = {
     "clear_cache": "shardviz.explainer.cache",
     "diagnose": "shardviz.explainer.diagnose",
     "explain": "shardviz.explainer.explain",
+    "op_profile": "shardviz.explainer.op_profile",
     "RuleSet": "shardviz.strategies.rules",
     "compare": "shardviz.strategies.runner",
     "suggest": "shardviz.strategies.search.suggestions",
@@ -132,6 +134,7 @@ if TYPE_CHECKING:
     from shardviz.explainer.cache import clear_cache as clear_cache
     from shardviz.explainer.diagnose import diagnose as diagnose
     from shardviz.explainer.explain import explain as explain
+    from shardviz.explainer.op_profile import op_profile as op_profile
     from shardviz.model import ArrayLayout as ArrayLayout
     from shardviz.model import Check as Check
     from shardviz.model import Collective as Collective
@@ -145,6 +148,7 @@ if TYPE_CHECKING:
     from shardviz.model import Hardware as Hardware
     from shardviz.model import MemoryReport as MemoryReport
     from shardviz.model import MeshLayout as MeshLayout
+    from shardviz.model import OpProfile as OpProfile
     from shardviz.model import PhysicalLayout as PhysicalLayout
     from shardviz.model import Report as Report
     from shardviz.model import ShardingOf as ShardingOf

@@ -45,6 +45,7 @@ from shardviz.model.hardware import Target as Target
 from shardviz.model.kernels import KernelUse as KernelUse
 from shardviz.model.mesh import Device as Device
 from shardviz.model.mesh import MeshLayout as MeshLayout
+from shardviz.model.op_profile import OpProfile as OpProfile
 from shardviz.model.physical import PhysicalLayout as PhysicalLayout
 from shardviz.model.program import COLLECTIVE_KINDS as COLLECTIVE_KINDS
 from shardviz.model.program import Check as Check

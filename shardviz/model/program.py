@@ -233,6 +233,14 @@ class OpWork:
     transfer: bool = False
     in_flight: tuple[str, ...] = ()
     host_bytes: float = 0.0
+    #: What the op is, for grouping it by layer and module (:func:`shardviz.op_profile`): its
+    #: HLO opcode, jax's ``op_name`` (the name stack, ``jit(step)/jvp(loss)/attn/dot_general``;
+    #: a fused op's from the fusion), the computation it sits in (a loop body for a scanned
+    #: layer) and the Python functions that made it, outermost first (``step > loss > mlp``).
+    opcode: str = ""
+    op_name: str = ""
+    computation: str = ""
+    functions: str = ""
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from shardviz.model.array import ArrayLayout, TreeLayout
 from shardviz.model.compare import Comparison
 from shardviz.model.findings import Findings
 from shardviz.model.mesh import MeshLayout
+from shardviz.model.op_profile import OpProfile
 from shardviz.model.physical import PhysicalLayout
 from shardviz.model.program import Report
 from shardviz.model.schedule import Schedule
@@ -25,6 +26,7 @@ from shardviz.render.compare.text import comparison_text
 from shardviz.render.findings.html import findings_html, findings_page
 from shardviz.render.findings.text import findings_text
 from shardviz.render.html import array_html, mesh_html, page, tree_html
+from shardviz.render.op_profile import op_profile_html, op_profile_page, op_profile_text
 from shardviz.render.physical import physical_html, physical_page, physical_text
 from shardviz.render.report.html import report_html
 from shardviz.render.report.text import report_text
@@ -95,6 +97,9 @@ VIEWS: tuple[tuple[type, display.Format, display.View], ...] = (
     (PhysicalLayout, "text", physical_text),
     (PhysicalLayout, "html", physical_html),
     (PhysicalLayout, "page", physical_page),
+    (OpProfile, "text", op_profile_text),
+    (OpProfile, "html", op_profile_html),
+    (OpProfile, "page", op_profile_page),
 )
 
 

@@ -17,6 +17,7 @@ traffic; bytes moved to or from host memory are counted apart. Pure text in, num
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 
 from shardviz.capture.hlo.collectives import collective_parts, done_of
@@ -279,6 +280,14 @@ def _through_bitcasts(module: HloModule, name: str) -> list[tuple[HloInstruction
     return out
 
 
+def _what(module: HloModule, ins: HloInstruction) -> tuple[str, str, str, str]:
+    """``ins``'s opcode, ``op_name``, computation and Python function chain (see
+    :class:`~shardviz.model.OpWork`), the metadata read from the nearest op that has it."""
+    named = module.named(ins)
+    source = module.source_of(named)
+    return ins.opcode, named.op_name, ins.computation, source.chain if source else ""
+
+
 def op_work(
     module: HloModule, runs: Mapping[str, int], kernels: KernelTable | None = None
 ) -> tuple[OpWork, ...]:
@@ -311,11 +320,11 @@ def op_work(
                 done = done_of(module, ins)
                 end = position.get(done.name) if done is not None else None
                 windows[ins.name] = [k, len(comp.instructions) if end is None else end]
-            rows.append((k, OpWork(ins.name, flops, float(hbm), n, transfer, (), float(host))))
+            rows.append((k, OpWork(ins.name, flops, float(hbm), n, transfer, (), float(host),
+                                   *_what(module, ins))))  # fmt: skip
         for k, op in rows:
             flying = tuple(
                 name for name, (lo, hi) in windows.items() if lo < k < hi and name != op.name
             )
-            out.append(OpWork(op.name, op.flops, op.hbm_bytes, op.runs, op.transfer, flying,
-                              op.host_bytes))  # fmt: skip
+            out.append(dataclasses.replace(op, in_flight=flying))
     return tuple(out)
