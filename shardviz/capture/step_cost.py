@@ -11,6 +11,7 @@ scanned program and its unrolled twin get the same per-step figures.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 from shardviz.capture.compile import Compiled, global_cost, per_device_cost, text_cost
@@ -31,44 +32,50 @@ CostFn = Callable[[str], dict | None]
 
 def loop_extra(
     text: str, module: HloModule, loops: tuple[Loop, ...], cost_of: CostFn = text_cost
-) -> dict[str, float] | None:
+) -> tuple[dict[str, float], frozenset[str]]:
     """What the loops add per step beyond one run of each body: each body's own cost (its
-    cost less its nested loops' bodies) times ``counted_runs - 1``. ``None`` when the cost
-    model refuses a body."""
+    cost less its nested loops' bodies) times ``counted_runs - 1``; and the loops whose
+    body the cost model refused, which add nothing (a refused loop inside a counted one
+    stays in that one's own cost: counted once per run of it)."""
     whole: dict[str, dict] = {}
+    refused: set[str] = set()
     for loop in loops:
         if loop.counted_runs == 1:  # nothing to add (a loop inside one that runs more runs more)
             continue
         cost = cost_of(loop_body_module(text, module, loop.body))
         if cost is None:
-            return None
-        whole[loop.name] = cost
+            refused.add(loop.name)
+        else:
+            whole[loop.name] = cost
     extra = dict.fromkeys(_KEYS, 0.0)
     for loop in loops:
-        if loop.counted_runs == 1:
+        if loop.name not in whole:
             continue
         own = dict(whole[loop.name])
         for child in loops:
-            if child.parent == loop.name:
+            if child.parent == loop.name and child.name in whole:
                 for k in _KEYS:
                     own[k] = own.get(k, 0.0) - float(whole[child.name].get(k, 0.0))
         for k in _KEYS:
             extra[k] += float(own.get(k, 0.0)) * (loop.counted_runs - 1)
-    return extra
+    return extra, frozenset(refused)
 
 
 def per_step(
     once: dict | None, text: str, module: HloModule | None = None, cost_of: CostFn = text_cost
 ) -> tuple[dict | None, tuple[Loop, ...]]:
     """``once`` (a cost analysis counting each loop body once) made per step, and the loops
-    of ``text``. Unchanged (``once``) when there is no loop or a body cannot be costed."""
+    of ``text``; a loop whose body the cost model refused is counted once and comes back
+    with ``costed=False`` (so every figure built on these says it is a lower bound)."""
     if once is None or not text or " while(" not in text:
         return once, ()
     module = module if module is not None else parse_hlo_module(text)
     loops = loops_of(module)
-    extra = loop_extra(text, module, loops, cost_of) if loops else None
-    if extra is None:
+    if not loops:
         return once, loops
+    extra, refused = loop_extra(text, module, loops, cost_of)
+    loops = tuple(dataclasses.replace(lp, costed=False) if lp.name in refused else lp
+                  for lp in loops)  # fmt: skip
     out = dict(once)
     for k in _KEYS:
         if k in out:

@@ -199,6 +199,11 @@ class Loop:
     parent: str | None = None
     op_name: str = ""
     source: Source | None = None
+    #: Whether the compiler's cost model counted its body alone, once per further run
+    #: (``False``: it refused the body, so the flops and bytes accessed per step hold the
+    #: body once per run of the loop around it; matmul, model flops and the ops still count
+    #: every trip).
+    costed: bool = True
 
     @property
     def known(self) -> bool:
@@ -294,9 +299,16 @@ class Cost:
         return tuple(lp for lp in self.loops if not lp.known)
 
     @property
+    def uncosted_loops(self) -> tuple[Loop, ...]:
+        """The loops whose trips the flops and bytes accessed do not count (the compiler's
+        cost model refused their body): those two figures hold each body once."""
+        return tuple(lp for lp in self.loops if not lp.costed)
+
+    @property
     def lower_bound(self) -> bool:
-        """Whether the per-step figures are lower bounds (some loop's count is unknown)."""
-        return any(not lp.known for lp in self.loops)
+        """Whether the per-step figures are lower bounds (some loop's count is unknown, or
+        the cost model could not count some loop's trips)."""
+        return any(not lp.known or not lp.costed for lp in self.loops)
 
     @property
     def uncounted_kernels(self) -> tuple[KernelUse, ...]:

@@ -276,6 +276,7 @@ def loop_body_module(text: str, module: HloModule, body: str) -> str:
     module). Metadata keeps its ``op_name``, not its stack frames (the table is the whole
     module's)."""
     needed: set[str] = set()
+    names = {c.name for c in module.computations}
     stack = [body]
     while stack:
         name = stack.pop()
@@ -287,6 +288,10 @@ def loop_body_module(text: str, module: HloModule, body: str) -> str:
             continue
         for ins in comp.instructions:
             stack.extend(ins.called_computations)
+            # Any other attribute naming a computation (a custom call's comparator, keys a
+            # newer compiler adds): without it the module does not parse, and the loop
+            # would go uncounted.
+            stack.extend(n for n in _REFERENCE_RE.findall(ins.attr_text) if n in names)
     attrs = ", ".join(f"{k}={module.attrs[k]}" for k in _HEADER_ATTRS if k in module.attrs)
     lines = [f"HloModule {body.replace('.', '_')}_trip" + (f", {attrs}" if attrs else ""), ""]
     for name, block in _computation_blocks(text):
@@ -299,6 +304,8 @@ def loop_body_module(text: str, module: HloModule, body: str) -> str:
     return "\n".join(lines)
 
 
+#: A ``%name`` in an instruction's attributes (a computation's, where one has that name).
+_REFERENCE_RE = re.compile(r"%([\w.\-]+)")
 _BLOCK_START_RE = re.compile(r"^(ENTRY\s+)?%?([\w.\-]+)\s*\(")
 
 

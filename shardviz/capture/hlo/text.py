@@ -442,7 +442,7 @@ class HloInstruction:
             # attributes only to find that out was most of a large program's caller map.
             return ()
         names: list[str] = []
-        for key in ("calls", "to_apply", "body", "condition", "branch_computations"):
+        for key in _LIST_CALL_KEYS:
             v = self.attrs.get(key)
             if v:
                 names.extend(n.strip().lstrip("%") for n in v.strip("{}").split(",") if n.strip())
@@ -668,7 +668,12 @@ _LITERAL_OPERANDS = {"constant", "parameter", "iota", "rng-get-and-update-state"
 #: The attribute keys that name called computations, as printed (``key=``).
 _CALL_KEYS = (
     "calls=", "to_apply=", "body=", "condition=", "branch_computations=",
-    "true_computation=", "false_computation=",
+    "called_computations=", "true_computation=", "false_computation=",
+)  # fmt: skip
+#: The keys whose value is one computation or a ``{list}`` of them: a custom call's
+#: ``called_computations`` (the CPU compiler's ``TopK`` names its comparator so).
+_LIST_CALL_KEYS = (
+    "calls", "to_apply", "body", "condition", "branch_computations", "called_computations",
 )  # fmt: skip
 _CALL_KEY_RE = re.compile("|".join(re.escape(k) for k in _CALL_KEYS))
 

@@ -972,7 +972,8 @@ def _estimate(e: EstimateSection) -> list[str]:
 
 def _cost(c: CostSection) -> list[str]:
     out = [
-        "<h4>Cost<span class='sv-dim'>per step: the compiler's estimate, loops counted</span></h4>"
+        "<h4>Cost<span class='sv-dim'>per step: the compiler's estimate, "
+        f"{esc(c.loops)}</span></h4>"
     ]
     if not c.available:
         out.append('<div class="sv-dim">not available from this backend</div>')

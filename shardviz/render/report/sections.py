@@ -47,6 +47,7 @@ from shardviz.render.report.view import (
     kind_totals,
     layout_hint,
     ledger_headline,
+    loops_heading,
     measured_step,
     memory_parts,
     mesh_line,
@@ -498,6 +499,9 @@ class CostSection:
     #: One sentence naming each kernel whose flops are missing (``""`` when none is): the
     #: flops above, and every time built on them, leave its work out.
     uncounted: str = ""
+    #: What the heading says of the loops: ``loops counted``, or the loops whose trips the
+    #: flops and bytes could not count (``loop at router.py:12 counted once``).
+    loops: str = "loops counted"
 
     @property
     def kernels_heading(self) -> str:
@@ -534,7 +538,7 @@ def cost_section(report: Report) -> CostSection:
     )
     return CostSection(
         True, one, *figures, intensity, tuple(cost_rows(c)), tuple(kernel_rows(c)),
-        uncounted_words(c),
+        uncounted_words(c), loops_heading(c),
     )  # fmt: skip
 
 

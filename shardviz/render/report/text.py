@@ -194,7 +194,7 @@ def _memory_lines(m: MemorySection) -> list[str]:
 def _cost_lines(c: CostSection) -> list[str]:
     if not c.available:
         return ["Cost · not available from this backend"]
-    lines = ["Cost per step (the compiler's estimate, loops counted)"]
+    lines = [f"Cost per step (the compiler's estimate, {c.loops})"]
     if c.one_device:
         lines.append(f"  flops           {c.flops} on the one device")
         lines.append(f"  bytes accessed  {c.accessed} on the one device")

@@ -180,7 +180,7 @@ def cost_rows(cost: Cost) -> list[tuple[str, str, str]]:
             f", {format_float_bytes(cost.compiler_bytes_accessed_per_device)}"
         )
         rows.append(("loops", loops_words(cost), f"per step, each body times its runs; {once}"))
-    if cost.lower_bound:
+    if cost.unknown_loops:
         where = ", ".join(lp.where for lp in cost.unknown_loops)
         rows.append(
             (
@@ -190,7 +190,38 @@ def cost_rows(cost: Cost) -> list[tuple[str, str, str]]:
                 "every per-step figure is a lower bound",
             )
         )
+    if cost.uncosted_loops:
+        rows.append(("lower bound", uncosted_words(cost), UNCOSTED_MEANING))
     return rows
+
+
+#: What a loop the compiler's cost model refused does to the figures.
+UNCOSTED_MEANING = (
+    "the compiler's cost model refused the loop's body alone, so flops and bytes accessed "
+    "count it once, not per trip (lower bounds); matmul and model flops count every trip"
+)
+
+
+def uncosted_words(cost: Cost) -> str:
+    """The loops whose trips flops and bytes accessed miss, with their runs per step
+    (``loop at router.py:12, x4 a step``)."""
+
+    def one(lp: Loop) -> str:
+        runs = "?" if lp.runs is None else str(lp.runs)
+        return f"{loop_role(lp)} at {lp.where}, x{runs} a step"
+
+    return ", ".join(one(lp) for lp in cost.uncosted_loops)
+
+
+def loops_heading(cost: Cost) -> str:
+    """What the cost heading says of the loops: ``loops counted``, or which loops its flops
+    and bytes count once (a count that depends on the data; a body the compiler's cost
+    model refused)."""
+    unknown = [f"{loop_role(lp)} at {lp.where} (count unknown)" for lp in cost.unknown_loops]
+    uncosted = [uncosted_words(cost)] if cost.uncosted_loops else []
+    if not unknown and not uncosted:
+        return "loops counted"
+    return f"not every loop counted: {', '.join(unknown + uncosted)} counted once"
 
 
 #: How a kernel's flops were found, in words (:data:`~shardviz.model.kernels.KERNEL_HOWS`).
