@@ -1,0 +1,79 @@
+"""A real jax profile read back: each measured op named as the compiled HLO names it, put in a
+module beside the prediction (structure only: no timing asserts)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+import shardviz as sv
+from shardviz.capture.trace_file import measured_ops, trace_files
+from shardviz.model.op_profile import MODULES
+
+
+def loss_fn(w, x):
+    with jax.named_scope("mlp"):
+        h = jax.nn.relu(x @ w["w1"]) @ w["w2"]
+    return -jnp.mean(jax.nn.log_softmax(h))
+
+
+@jax.jit
+def step(w, x):
+    g = jax.grad(loss_fn)(w, x)
+    with jax.named_scope("sgd"):
+        return jax.tree.map(lambda p, d: p - 0.1 * d, w, g)
+
+
+def test_a_profiled_step_beside_its_prediction(tmp_path):
+    w = {"w1": jnp.ones((16, 32)), "w2": jnp.ones((32, 8))}
+    x = jnp.ones((4, 16))
+    jax.block_until_ready(step(w, x))
+    with jax.profiler.trace(str(tmp_path)):
+        for _ in range(2):
+            jax.block_until_ready(step(w, x))
+    report = sv.explain(step, w, x, run=False)
+    hlo = step.lower(w, x).compile().as_text()
+    p = sv.op_profile(report, trace=tmp_path, target="v5e")
+    assert p.measured and p.measured_seconds is not None and p.measured_seconds > 0
+    measured = [o for o in p.ops if o.measured_seconds]
+    assert measured
+    for op in measured:
+        assert f"%{op.name} " in hlo or f"{op.name} = " in hlo, op.name  # the HLO's names
+        assert op.module in MODULES
+    assert {o.name for o in measured if not o.predicted} == set(p.unmatched)
+    # the matmuls ran and are the MLP's
+    mlp = p.module("mlp")
+    assert mlp is not None and mlp.measured_seconds and mlp.flops > 0
+    text = str(p)
+    assert "measured" in text and "ratio" in text
+    assert all(len(line) < 100 for line in text.splitlines())
+
+
+def test_a_trace_file_read_alone(tmp_path):
+    events = [
+        {"ph": "X", "name": "dot.1", "dur": 30.0,
+         "args": {"hlo_op": "dot.1", "hlo_module": "jit_step", "run_id": r, "device_ordinal": d}}
+        for r in ("1", "2") for d in ("0", "1")
+    ] + [{"ph": "X", "name": "x", "dur": 9.0, "args": {"hlo_op": "x", "hlo_module": "jit_init"}}]  # fmt: skip
+    path = tmp_path / "host.trace.json.gz"
+    with gzip.open(path, "wt") as f:
+        json.dump({"traceEvents": events}, f)
+    assert trace_files(tmp_path) == [str(path)]
+    (op,) = measured_ops(path, frozenset({"dot.1"}))
+    assert (op.name, op.runs) == ("dot.1", 1.0)  # 2 steps x 2 devices, once each
+    assert op.seconds == pytest.approx(30e-6)
+
+
+def test_no_profile_is_an_actionable_error(tmp_path):
+    with pytest.raises(sv.ShardvizError, match=r"jax\.profiler\.trace"):
+        trace_files(tmp_path)
+    with pytest.raises(sv.ShardvizError, match="neither"):
+        trace_files(tmp_path / "missing")
+    bad = tmp_path / "a.trace.json.gz"
+    bad.write_bytes(b"not gzip")
+    with pytest.raises(sv.ShardvizError, match="not a readable"):
+        measured_ops(bad)
