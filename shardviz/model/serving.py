@@ -22,6 +22,7 @@ from shardviz.model.findings import Finding
 __all__ = [
     "DTYPE_BYTES",
     "SERVING_MODES",
+    "ExpertReads",
     "ServingCollective",
     "ServingComparison",
     "ServingResult",
@@ -104,6 +105,31 @@ class ServingCollective:
 
 
 @dataclass(frozen=True)
+class ExpertReads:
+    """A mixture of experts' expert weights in one step: the experts a batch touches and the
+    bytes read, per layer, with routing taken as uniform and independent across tokens.
+
+    ``touched`` is the whole model's distinct experts per layer, ``E x (1 - (1 - k/E)^T)``
+    for ``T = tokens`` (each expert is missed by a token with probability ``1 - k/E``).
+    Per device: ``experts_per_device`` experts each see ``tokens_per_expert`` tokens (the
+    batch's, or one data shard's where the experts are copied over ``data``), so
+    ``touched_per_device = experts_per_device x (1 - (1 - k/E)^tokens_per_expert)``;
+    ``read_bytes`` is that share of the ``held_bytes`` of expert weights on the device (all
+    layers): what a kernel that skips idle experts reads (the step's estimate uses it).
+    """
+
+    experts: int
+    experts_per_token: int
+    tokens: int
+    touched: float
+    experts_per_device: int
+    tokens_per_expert: int
+    touched_per_device: float
+    held_bytes: int
+    read_bytes: int
+
+
+@dataclass(frozen=True)
 class ServingResult(JsonMixin):
     """One strategy serving one model on one target, per device (bytes) and per step.
 
@@ -145,6 +171,8 @@ class ServingResult(JsonMixin):
       why_not_compiled: why there is no compiled program (``""`` when ``compiled``).
       refused_bytes: when the compiler refused the step for memory, the per device bytes it
         said the step needs (``None``: compiled, or the compiler gave no figure).
+      experts: a mixture of experts' expert weights touched and read per step (``None``:
+        a dense model).
     """
 
     strategy: str
@@ -179,6 +207,7 @@ class ServingResult(JsonMixin):
     notes: tuple[str, ...] = ()
     why_not_compiled: str = ""
     refused_bytes: int | None = None
+    experts: ExpertReads | None = None
 
     @property
     def total_bytes(self) -> int:

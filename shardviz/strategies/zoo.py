@@ -44,6 +44,7 @@ from shardviz.strategies.transformer import Constrain
 
 __all__ = [
     "ARCH_NAMES",
+    "DECODER_FIELDS",
     "MODEL_NAMES",
     "ModelDef",
     "default_sizes",
@@ -121,30 +122,78 @@ class ModelDef:
 
         What a serving batch's cache costs per position of every sequence; LLaMA 3 70B in
         int8: 2 x 80 x 8 x 128 x 1 = 163,840 bytes. ``dtype`` is a name (``"int8"``,
-        ``"bf16"``) or a dtype object (``jnp.bfloat16``, ``np.dtype("int8")``).
+        ``"bf16"``) or a dtype object (``jnp.bfloat16``, ``np.dtype("int8")``). The sizes come
+        from a published architecture's config, or from ``info`` for your own model
+        (``ModelDef.custom(..., info={"layers": 2, "kv_heads": 4, "head_dim": 64})``; without
+        ``kv_heads``, ``heads``: every head keeps its keys and values).
 
         Raises:
-          ShardvizError: the model has no attention layers shardviz knows of (a custom or
-            MLP model).
+          ShardvizError: the model declares no layers, KV heads or head dim (an MLP, or a
+            custom model without them in ``info``), naming what is missing.
           ArgumentError: ``dtype`` is not bfloat16, int8 or int4.
         """
         where = f"{self.name}.kv_bytes_per_token"
-        info = self.info
-        config = info.get("config")
-        if config is not None:
+        config = self.info.get("config")
+        if isinstance(config, ArchConfig):
             layers, kv_heads, head_dim = config.layers, config.kv_heads, config.head_dim
-        elif {"layers", "heads", "head_dim"} <= set(info):
-            layers, kv_heads, head_dim = info["layers"], info["heads"], info["head_dim"]
         else:
+            sizes = {k: self.info[k] for k in ("layers", "kv_heads", "head_dim") if k in self.info}
+            if "kv_heads" not in sizes and "heads" in self.info:
+                sizes["kv_heads"] = self.info["heads"]  # multi-head attention
+            missing = [k for k in ("layers", "kv_heads", "head_dim") if k not in sizes]
+            if missing:
+                raise ShardvizError(
+                    problem(
+                        where,
+                        f"model {self.name!r} has no attention layers shardviz knows the sizes "
+                        f"of: its info declares no {_listed(missing)}",
+                        "declare them, e.g. ModelDef.custom(name, params, loss, batch, info="
+                        "{'layers': 2, 'kv_heads': 4, 'head_dim': 64, ...}), or use a "
+                        "published architecture (e.g. 'llama3.1-70b')",
+                    )
+                )
+            layers, kv_heads, head_dim = (
+                whole_number(where, k, sizes[k]) for k in ("layers", "kv_heads", "head_dim")
+            )
+        return 2 * layers * kv_heads * head_dim * bytes_per_element(dtype, where)
+
+    def decoder_config(self, where: str = "serving") -> ArchConfig:
+        """The decoder architecture this model declares, for the serving steps.
+
+        A published architecture's ``info["config"]``; for your own decoder, the sizes in
+        ``info`` (:data:`DECODER_FIELDS`: layers, d_model, heads, kv_heads, head_dim, ffn,
+        vocab; ``experts`` and ``experts_per_token`` for a mixture of experts; ``d_ff`` is
+        taken for ``ffn``; optional ``tied_embeddings``, ``qkv_bias``, ``norm_eps``,
+        ``rope_theta``, ``context``). Serving compiles its own steps for a decoder of these
+        sizes (pre-norm RMSNorm, RoPE, grouped-query attention, SwiGLU MLP or top-k experts),
+        not the model's loss: the bytes, flops and collectives are those of that structure.
+
+        Raises:
+          ShardvizError: a size is missing (naming it and how to declare it), or the sizes do
+            not fit together (``heads`` not a multiple of ``kv_heads``, ``experts`` without
+            ``experts_per_token``).
+        """
+        config = self.info.get("config")
+        if isinstance(config, ArchConfig):
+            return config
+        sizes = dict(self.info)
+        if "ffn" not in sizes and "d_ff" in sizes:
+            sizes["ffn"] = sizes["d_ff"]
+        missing = [k for k in DECODER_FIELDS if k not in sizes]
+        if missing:
             raise ShardvizError(
                 problem(
                     where,
-                    "this model has no attention layers shardviz knows the sizes of",
-                    "use 'transformer' or a published architecture (e.g. 'llama3.1-70b'), or "
-                    "compute 2 x layers x kv_heads x head_dim x bytes yourself",
+                    f"model {self.name!r} does not declare {_listed(missing)} in its info "
+                    f"({'; '.join(f'{k}: {DECODER_FIELDS[k]}' for k in missing)})",
+                    "declare the decoder's sizes, e.g. ModelDef.custom(name, params, loss, "
+                    "batch, info={'layers': 2, 'd_model': 256, 'heads': 8, 'kv_heads': 4, "
+                    "'head_dim': 32, 'ffn': 512, 'vocab': 512, 'experts': 8, "
+                    "'experts_per_token': 2}) (experts: 0 or left out for a dense MLP)",
                 )
             )
-        return 2 * layers * kv_heads * head_dim * bytes_per_element(dtype, where)
+        keep = set(DECODER_FIELDS) | set(_DECODER_OPTIONS)
+        return ArchConfig(name=self.name, **{k: v for k, v in sizes.items() if k in keep})
 
     @classmethod
     def custom(
@@ -312,6 +361,28 @@ def _constant(tree: Any) -> Callable[[jax.Array], Any]:
         return tree
 
     return same
+
+
+def _listed(names: list[str]) -> str:
+    """``['a', 'b', 'c']`` -> ``"a, b or c"``."""
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
+
+
+#: What a ``ModelDef``'s ``info`` declares for serving your own decoder, and what each is.
+DECODER_FIELDS: dict[str, str] = {
+    "layers": "decoder layers",
+    "d_model": "the residual width",
+    "heads": "query heads",
+    "kv_heads": "key/value heads (grouped-query attention; = heads without it)",
+    "head_dim": "each head's width",
+    "ffn": "the MLP's hidden size (each expert's in a mixture of experts)",
+    "vocab": "the vocabulary",
+}
+#: Sizes and options an ``info`` may add (an ArchConfig's fields; experts: 0 = dense).
+_DECODER_OPTIONS = (
+    "experts", "experts_per_token", "tied_embeddings", "qkv_bias", "norm_eps", "rope_theta",
+    "context", "activation",
+)  # fmt: skip
 
 
 _DEFAULTS: dict[str, dict[str, Any]] = {

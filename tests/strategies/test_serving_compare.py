@@ -121,12 +121,13 @@ def test_a_mesh_is_refused_in_serving_modes():
         sv.compare(MODEL, ["tp"], jax.make_mesh((8,), ("x",)), mode="decode")
 
 
-def test_models_serving_cannot_compile_are_refused():
-    with pytest.raises(ShardvizError, match="not a published decoder"):
+def test_models_without_a_decoders_sizes_are_refused_naming_the_missing_ones():
+    # the zoo's transformer has no kv_heads (its d_ff is taken for ffn); the MLP has no layers
+    with pytest.raises(ShardvizError, match="'transformer' does not declare kv_heads in"):
         sv.compare("transformer", ["tp"], mode="decode")
-    moe = get_model("mixtral-8x7b", **DIMS, experts=4)
-    with pytest.raises(ShardvizError, match="mixture of experts"):
-        sv.compare(moe, ["tp"], mode="decode")
+    missing = "layers, heads, kv_heads, head_dim, ffn or vocab in its info"
+    with pytest.raises(ShardvizError, match=f"'mlp' does not declare {missing}"):
+        sv.smallest_slice("mlp", "v5e", check=False)
 
 
 def test_compare_without_strategies_serves_the_serving_defaults():

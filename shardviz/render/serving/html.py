@@ -14,6 +14,7 @@ from shardviz.render.serving.view import (
     PANELS,
     ServingChart,
     columns,
+    expert_lines,
     findings_head,
     result_row,
     serving_chart,
@@ -152,8 +153,8 @@ _OVER_KEY = (
 
 
 def serving_html(c: ServingComparison) -> str:
-    """The summary, the table (rows over HBM marked, with a key saying so), notes, findings
-    and the chart."""
+    """The summary, the table (rows over HBM marked, with a key saying so), a mixture of
+    experts' reads, notes, findings and the chart."""
     in_header = bool(shared_hbm(c))
     head = "".join(f"<th>{esc(h)}</th>" for h in columns(c))
     body = []
@@ -167,12 +168,21 @@ def serving_html(c: ServingComparison) -> str:
         body.append(f'<tr class="sv-serving-row"{style}>{cells}</tr>')
         notes += [f"<li>{esc(r.strategy)}: {esc(n)}</li>" for n in row.notes]
     findings = finding_items_html(c.findings, findings_head(c)) if c.findings else ""
+    experts = expert_lines(c)
+    reads = (
+        f'<p class="sv-experts">{esc(experts[0])}</p><ul class="sv-experts">'
+        + "".join(f"<li>{esc(x)}</li>" for x in experts[1:])
+        + "</ul>"
+        if experts
+        else ""
+    )
     return (
         f'<div class="sv-serving" style="font-family:{esc(SANS)}">{_STYLE}'
         f"<p>{esc(summary_line(c))}</p>"
         f"<table><thead><tr>{head}"
         f"</tr></thead><tbody>{''.join(body)}</tbody></table>"
         + (_OVER_KEY if over else "")
+        + reads
         + (f"<ul>{''.join(notes)}</ul>" if notes else "")
         + findings
         + memory_chart_svg(c)

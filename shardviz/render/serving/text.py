@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 
 from shardviz.model.serving import ServingComparison, SliceChoice
@@ -9,6 +10,7 @@ from shardviz.render.findings.text import finding_lines
 from shardviz.render.findings.view import finding_view
 from shardviz.render.serving.view import (
     COLUMNS,
+    expert_lines,
     findings_head,
     result_row,
     slice_lines,
@@ -20,7 +22,8 @@ __all__ = ["serving_text", "slice_text"]
 
 
 def serving_text(c: ServingComparison) -> str:
-    """The summary, one row per strategy, the notes and the findings (each as
+    """The summary, one row per strategy, a mixture of experts' reads, the notes and the
+    findings (each as
     ``print(report.findings)`` shows a program's)."""
     rows: list[Sequence[str] | str] = []
     notes: list[str] = []
@@ -30,6 +33,11 @@ def serving_text(c: ServingComparison) -> str:
         notes += [f"  {r.strategy}: {n}" for n in row.notes]
     lines = [summary_line(c), ""]
     lines += aligned_table(COLUMNS, rows, right=set(range(2, len(COLUMNS))), indent="  ")
+    experts = expert_lines(c)
+    if experts:
+        lines += ["", *textwrap.wrap(experts[0], 96)]
+        for paragraph in experts[1:]:
+            lines += textwrap.wrap(paragraph, 96, initial_indent="  ", subsequent_indent="    ")
     if notes:
         lines += ["", "Notes", *notes]
     if c.findings:

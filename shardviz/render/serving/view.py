@@ -6,13 +6,14 @@ from dataclasses import dataclass
 
 from shardviz.model.findings import Findings
 from shardviz.model.serving import ServingComparison, ServingResult, SliceChoice
-from shardviz.model.units import format_bytes, format_count, format_seconds
+from shardviz.model.units import format_bytes, format_count, format_seconds, sig3
 from shardviz.render.findings.view import count_str
 
 __all__ = [
     "COLUMNS",
     "NOT_COMPILED",
     "columns",
+    "expert_lines",
     "findings_head",
     "PALETTE",
     "PANELS",
@@ -137,6 +138,51 @@ def summary_line(c: ServingComparison) -> str:
         f"{format_bytes(c.weight_bytes_total)}): {what}. KV cache "
         f"{c.kv_bytes_per_token:,.0f} B per token."
     )
+
+
+def expert_lines(c: ServingComparison) -> list[str]:
+    """A mixture of experts' expert weights per step, one paragraph each (``[]`` for a dense
+    model): the experts the step's tokens touch per layer, ``E x (1 - (1 - k/E)^T)``; then
+    per strategy (``"tp: ..."``) the experts on a device, the tokens each sees, those touched,
+    the expert bytes read of those held, and the all-to-alls of the compiled step."""
+    moe = [r for r in c.results if r.experts is not None]
+    if not moe:
+        return []
+    x = moe[0].experts
+    assert x is not None
+    e, k = x.experts, x.experts_per_token
+    head = (
+        f"Experts: top-{k} of {e} per token. A step's {x.tokens:,} tokens touch {e} x (1 - "
+        f"(1 - {k}/{e})^{x.tokens:,}) = {sig3(x.touched)} of the {e} experts of each layer "
+        "(routing taken as uniform); a kernel that skips idle experts reads only theirs, and "
+        "the step's estimate counts that. Per device:"
+    )
+    lines = [head]
+    for r in moe:
+        x = r.experts
+        assert x is not None
+        alltoall = [col for col in r.collectives if col.kind == "all-to-all"]
+        if alltoall:
+            moved = "; ".join(
+                f"{col.count} all-to-all over {'x'.join(col.axes) or 'no mesh axis'} "
+                f"({format_bytes(col.moved_bytes)})"
+                for col in alltoall
+            )
+            said = f"the compiled step moves the tokens to and from them: {moved} per step"
+        elif r.compiled:
+            said = "the compiled step has no all-to-all: the tokens stay on their chips"
+        else:
+            said = not_compiled_note(r)
+        one = "" if x.experts_per_device == 1 else "s"
+        seen = "" if x.tokens_per_expert == 1 else "s"
+        text = (
+            f"{r.strategy}: {x.experts_per_device} expert{one} per layer, each seeing "
+            f"{x.tokens_per_expert:,} token{seen}: {sig3(x.touched_per_device)} touched, "
+            f"{format_bytes(x.read_bytes)} of the {format_bytes(x.held_bytes)} of expert "
+            f"weights read per step; {said}"
+        )
+        lines.append(text)
+    return lines
 
 
 def findings_head(c: ServingComparison) -> str:

@@ -30,6 +30,7 @@ from shardviz.strategies.zoo import ModelDef, get_model
 
 __all__ = [
     "DEFAULT_STRATEGIES",
+    "MOE_STRATEGIES",
     "Where",
     "compare_serving",
     "dtypes_of",
@@ -39,8 +40,10 @@ __all__ = [
     "where_to_serve",
 ]
 
-#: The strategies compared when none are named.
+#: The strategies compared when none are named; for a mixture of experts, ``ep`` in place of
+#: ``dp`` (the experts split over the batch's axis instead of copied on every chip).
 DEFAULT_STRATEGIES: tuple[str, ...] = ("tp", "dp+tp", "dp")
+MOE_STRATEGIES: tuple[str, ...] = ("tp", "dp+tp", "ep")
 
 #: Devices to compile for, the chip's figures (``None``: no estimate), the target for the
 #: collectives' estimate, and the name the views show.
@@ -194,8 +197,12 @@ def compare_serving(
     """Serving strategies compiled side by side (see :func:`shardviz.compare`).
 
     Args:
-      model: a published architecture's name (``"llama3.1-70b"``) or its ``ModelDef``.
-      strategies: names in :data:`~.layout.SERVING_STRATEGIES`; ``None``: the defaults.
+      model: a published architecture's name (``"llama3.1-70b"``) or a ``ModelDef``: the
+        zoo's, or your own declaring its decoder's sizes in ``info`` (layers, d_model,
+        heads, kv_heads, head_dim, ffn, vocab; experts and experts_per_token for a mixture
+        of experts: :meth:`~shardviz.strategies.zoo.ModelDef.decoder_config`).
+      strategies: names in :data:`~.layout.SERVING_STRATEGIES`; ``None``: the defaults
+        (:data:`DEFAULT_STRATEGIES`, :data:`MOE_STRATEGIES` for a mixture of experts).
       mode: ``"decode"`` (one token per sequence, the cache full to ``context``) or
         ``"prefill"`` (a prompt of ``context`` tokens).
       target: a topology (``"v5e:4x2"``), a preset (``"v5e"``) or ``None`` (see
@@ -210,8 +217,9 @@ def compare_serving(
     Raises:
       ArgumentError: an unknown mode, strategy or dtype, strategies given as a string, a
         list of several targets, or a batch or context that is not a whole number >= 1.
-      ShardvizError: an unknown model, or a batch that does not divide over a strategy's
-        data axis.
+      ShardvizError: an unknown model, a model that does not declare a decoder's sizes
+        (naming the missing ones), ``ep`` for a dense model, or a batch that does not divide
+        over a strategy's data axis.
     """
     where = f"compare(mode={mode!r})"
     if not isinstance(mode, str) or mode not in SERVING_MODES:
@@ -222,6 +230,8 @@ def compare_serving(
     one_target(target, where)  # a list of several fails before any work
     m = get_model(model, **sizes) if isinstance(model, str) else model
     config = arch_config(m, where)
+    if strategies is None and config.is_moe:
+        names = list(MOE_STRATEGIES)
     weight_dtype, cache_dtype = dtypes_of(dtype, where)
     default = m.info.get("seq", 2048) if context is None else context
     batch, ctx = serving_sizes(where, batch, default, m.kv_bytes_per_token(cache_dtype))

@@ -12,6 +12,11 @@ Every strategy uses the same three mesh axes (size 1 when unused):
 
 The strategies (:data:`SERVING_STRATEGIES`) differ only in those sizes. A dim that does not
 divide by its axes is left whole, and the layout says so in its notes.
+
+A mixture of experts' expert weights split like the MLP (their hidden size over the tensor
+group) under every strategy; under ``ep`` the experts themselves split over ``data``, the
+axis the batch splits over, so each token goes to its experts' chips and back (the compiled
+step's collectives say how).
 """
 
 from __future__ import annotations
@@ -39,6 +44,9 @@ SERVING_STRATEGIES: dict[str, str] = {
     "tp-heads": "one tensor-parallel group, the cache split over KV heads only: chips beyond "
     "the KV heads hold copies of the cache (what a TP group wider than the KV heads does "
     "without a sequence split)",
+    "ep": "mixtures of experts: the experts and the batch split over a data axis as wide as "
+    "the experts divide, each chip holding its experts whole; attention tensor-parallel over "
+    "the rest",
 }
 
 #: Logical axes of the weights -> the mesh axes they split over (``group``: tensor x sequence).
@@ -71,8 +79,20 @@ class ServingLayout:
         return dict(self.sizes)[axis]
 
 
-def _mesh_sizes(strategy: str, chips: int, kv_heads: int) -> dict[str, int]:
-    kv_ways = math.gcd(chips, kv_heads)
+def _mesh_sizes(strategy: str, chips: int, config: ArchConfig) -> dict[str, int]:
+    kv_ways = math.gcd(chips, config.kv_heads)
+    if strategy == "ep":
+        if not config.is_moe:
+            raise ArgumentError(
+                problem(
+                    f"serving strategy 'ep' for {config.name}",
+                    "it splits the experts of a mixture of experts, and this model has none",
+                    "use 'dp' or 'dp+tp' for a dense model",
+                )
+            )
+        data = math.gcd(chips, config.experts)
+        tensor = math.gcd(chips // data, config.kv_heads)
+        return {"data": data, "sequence": chips // data // tensor, "tensor": tensor}
     if strategy == "tp":
         return {"data": 1, "sequence": chips // kv_ways, "tensor": kv_ways}
     if strategy == "tp-heads":
@@ -106,9 +126,10 @@ def serving_layout(
     """The mesh sizes and specs of ``strategy`` serving ``config`` on ``chips`` devices.
 
     Raises:
-      ArgumentError: an unknown strategy, or a batch that does not divide over ``data``.
+      ArgumentError: an unknown strategy, ``ep`` for a dense model, or a batch that does not
+        divide over ``data``.
     """
-    sizes = _mesh_sizes(strategy, chips, config.kv_heads)
+    sizes = _mesh_sizes(strategy, chips, config)
     notes: list[str] = []
     if sizes["data"] > 1 and batch % sizes["data"]:
         raise ArgumentError(
@@ -126,6 +147,8 @@ def serving_layout(
             axes = _axes_for(kind, sizes) if kind else ()
             if path.endswith(("/wk", "/wv")) and name == "embed":
                 axes = _axes_for("sequence", sizes)  # k/v projections: embed over sequence
+            if strategy == "ep" and name == "expert" and path.startswith("layers/moe/w_"):
+                axes = _axes_for("data", sizes)  # the experts (not the router's) over data
             if axes and dim % math.prod(sizes[a] for a in axes):
                 notes.append(
                     f"{path}: {name}={dim} does not divide over {'x'.join(axes)}; kept whole"

@@ -4,7 +4,11 @@ The weights and the cache are ShapeDtypeStructs placed by the strategy's layout 
 allocated: any size compiles, on this machine's CPU devices or a deviceless TPU/GPU
 topology's). Per device weight and cache bytes come from their shard shapes (the compiler's
 argument bytes are kept beside them, to check); working memory and the collectives come from
-the compiled program; flops from the dims; the step from :mod:`.step_time`.
+the compiled program; flops from the dims; the step from :mod:`.step_time`; a mixture of
+experts' expert weights touched and read from :mod:`.experts`.
+
+The model is a published architecture or your own decoder declaring its sizes
+(:meth:`~shardviz.strategies.zoo.ModelDef.decoder_config`), dense or a mixture of experts.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from shardviz.explainer.explain import analyse_program, compile_program, estimat
 from shardviz.model.hardware import Hardware, Target
 from shardviz.model.program import Report
 from shardviz.model.serving import (
+    ExpertReads,
     ServingCollective,
     ServingResult,
     largest_batch,
@@ -36,11 +41,13 @@ from shardviz.model.serving import (
 from shardviz.model.units import format_bytes
 from shardviz.strategies.models.configs import ArchConfig
 from shardviz.strategies.models.params import nest
+from shardviz.strategies.serving.experts import expert_reads
 from shardviz.strategies.serving.layout import AXES, ServingLayout, serving_layout
 from shardviz.strategies.serving.step_time import StepTime, step_flops, step_time
 from shardviz.strategies.serving.steps import (
     cache_shape,
     decode_step,
+    moe_group,
     prefill_step,
     serving_weights,
 )
@@ -50,30 +57,13 @@ __all__ = ["Served", "arch_config", "serve"]
 
 
 def arch_config(model: ModelDef, where: str) -> ArchConfig:
-    """The published architecture of ``model`` (its ``info["config"]``).
+    """The decoder ``model`` is served as: a published architecture's config, or the sizes
+    your own model declares (:meth:`~shardviz.strategies.zoo.ModelDef.decoder_config`).
 
     Raises:
-      ShardvizError: the model is not a published decoder, or is a mixture of experts.
+      ShardvizError: a size the serving steps need is missing (named), or they do not fit.
     """
-    config = model.info.get("config")
-    if not isinstance(config, ArchConfig):
-        raise ShardvizError(
-            problem(
-                where,
-                f"model {model.name!r} is not a published decoder architecture",
-                "serve a published architecture, reduced if need be, e.g. "
-                "sv.strategies.zoo.get_model('llama3.1-8b', layers=2, d_model=256)",
-            )
-        )
-    if config.is_moe:
-        raise ShardvizError(
-            problem(
-                where,
-                f"{config.name} is a mixture of experts; serving steps cover dense decoders",
-                "serve a dense architecture (Llama, Qwen)",
-            )
-        )
-    return config
+    return model.decoder_config(where)
 
 
 @dataclass(frozen=True)
@@ -88,6 +78,12 @@ class Served:
     kv_bytes: int
     weight_copies: int
     kv_copies: int
+    expert_bytes: int = 0
+    expert_ways: int = 1
+
+
+#: The leaves holding a mixture of experts' expert weights (not its router).
+_EXPERT_LEAVES = ("layers/moe/w_gate", "layers/moe/w_up", "layers/moe/w_down")
 
 
 def _bits(dtype: Any) -> float:
@@ -129,12 +125,43 @@ def place(
     w_dev = sum(_per_device(x) for x in flat.values())
     w_all = sum(_whole(x) for x in flat.values())
     n = len(devices)
+    experts = [flat[path] for path in _EXPERT_LEAVES if path in flat]
     return Served(
         layout=layout, mesh=mesh, weights=weights, cache=(one, one),
         weight_bytes=int(w_dev), kv_bytes=int(2 * _per_device(one)),
         weight_copies=max(1, round(w_dev * n / w_all)),
         kv_copies=max(1, round(_per_device(one) * n / _whole(one) / 1)),
+        expert_bytes=int(sum(_per_device(x) for x in experts)),
+        expert_ways=_ways(layout, layout.weight_specs[_EXPERT_LEAVES[0]][1]) if experts else 1,
     )  # fmt: skip
+
+
+def _axes_of(entry: Any) -> tuple[str, ...]:
+    """The mesh axes one partition spec entry splits a dim over (``None``: none)."""
+    return () if entry is None else (entry,) if isinstance(entry, str) else tuple(entry)
+
+
+def _ways(layout: ServingLayout, entry: Any) -> int:
+    """Devices one partition spec entry splits a dim over (``None``: 1)."""
+    return math.prod(layout.size(a) for a in _axes_of(entry))
+
+
+def _reads(config: ArchConfig, served: Served, mode: str, batch: int,
+           context: int) -> ExpertReads | None:  # fmt: skip
+    """A mixture of experts' expert weights touched and read in the step (``None``: dense)."""
+    if not config.is_moe:
+        return None
+    entry = served.layout.weight_specs[_EXPERT_LEAVES[0]][1]
+    return expert_reads(
+        config, mode, batch, context, held_bytes=served.expert_bytes,
+        expert_ways=served.expert_ways, data=served.layout.size("data"),
+        experts_over_data="data" in _axes_of(entry),
+    )  # fmt: skip
+
+
+def _weights_read(served: Served, reads: ExpertReads | None) -> int:
+    """The weight bytes one device reads in the step: all it holds but the idle experts."""
+    return served.weight_bytes - (reads.held_bytes - reads.read_bytes if reads else 0)
 
 
 def _flat(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -148,15 +175,33 @@ def _flat(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 def _constrain(mesh: Mesh, layout: ServingLayout) -> Any:
     """Pin a layer's cache ``[B, S, N, K]`` and the decode scores ``[B, N, G, S]`` to the
     cache's split, so attention runs where the cache lies (softmax over a split context:
-    small all-reduces) instead of gathering the cache."""
+    small all-reduces) instead of gathering the cache.
+
+    A mixture of experts' routing groups stay with their data shard; where the experts split
+    over ``data`` too (``ep``), the tokens each expert takes are pinned first where they were
+    routed, then where the expert lies (and its outputs the other way), so the compiler
+    moves them as all-to-alls instead of gathering every token to every chip."""
     _, b, s, n, _ = tuple(layout.cache_spec) + (None,) * (5 - len(layout.cache_spec))
-    specs = {"cache_layer": P(b, s, n, None), "scores": P(b, n, None, s)}
+    specs: dict[str, tuple[P, ...]] = {
+        "cache_layer": (P(b, s, n, None),),
+        "scores": (P(b, n, None, s),),
+    }
+    if "layers/moe/w_gate" in layout.weight_specs:
+        _, e, _, f = layout.weight_specs["layers/moe/w_gate"]
+        routed, at_expert = P(None, b, None, None), P(e, None, None, None)
+        moved = (routed, at_expert) if e is not None and e == b else (P(e, b, None, None),)
+        specs |= {
+            "moe_in": (P(b, None, None),),
+            "dispatched": moved,
+            "expert_hidden": (P(*moved[-1][:3], f),),
+            "expert_out": moved[::-1],
+            "mlp_out": (P(b, None, None),),
+        }
 
     def constrain(name: str, x: jax.Array) -> jax.Array:
-        spec = specs.get(name)
-        if spec is None:
-            return x
-        return jax.lax.with_sharding_constraint(x, NamedSharding(mesh, spec))
+        for spec in specs.get(name, ()):
+            x = jax.lax.with_sharding_constraint(x, NamedSharding(mesh, spec))
+        return x
 
     return constrain
 
@@ -168,8 +213,10 @@ def compile_step(config: ArchConfig, served: Served, mode: str, batch: int, cont
     mesh, layout = served.mesh, served.layout
     constrain = _constrain(mesh, layout)
     data = layout.cache_spec[1]
+    per_shard = batch // layout.size("data") * (1 if mode == "decode" else context)
+    group = moe_group(per_shard)
     if mode == "decode":
-        step = functools.partial(decode_step, config=config, constrain=constrain)
+        step = functools.partial(decode_step, config=config, constrain=constrain, group=group)
         args: tuple = (
             served.weights, *served.cache,
             jax.ShapeDtypeStruct((batch,), jnp.int32, sharding=NamedSharding(mesh, P(data))),
@@ -178,7 +225,7 @@ def compile_step(config: ArchConfig, served: Served, mode: str, batch: int, cont
         jit_kwargs: dict[str, Any] = {"donate_argnums": (1, 2)}
     else:
         step = functools.partial(
-            prefill_step, config=config, cache_dtype=cache_dtype, constrain=constrain
+            prefill_step, config=config, cache_dtype=cache_dtype, constrain=constrain, group=group
         )
         tokens = jax.ShapeDtypeStruct(
             (batch, context), jnp.int32, sharding=NamedSharding(mesh, P(data))
@@ -264,6 +311,7 @@ def serve(
     timed: StepTime | None = None
     n = len(devices)
     flops = step_flops(config, mode, batch, context) / n
+    reads = _reads(config, served, mode, batch, context)
     hbm = hw.hbm_bytes if hw is not None else 0
     if report is not None:
         collectives, note = _collectives(report, config.layers)
@@ -273,7 +321,8 @@ def serve(
         arguments = int(m.argument_bytes)
         if hw is not None:
             coll = sum(c.seconds or 0.0 for c in collectives)
-            timed = step_time(mode, hw, served.weight_bytes, served.kv_bytes, flops, coll)
+            read = _weights_read(served, reads)
+            timed = step_time(mode, hw, read, served.kv_bytes, flops, coll)
         if hbm:
             per_seq = served.kv_bytes / batch
             max_batch = largest_batch(
@@ -297,7 +346,7 @@ def serve(
         max_batch=max_batch, compiled=report is not None, notes=tuple(notes),
         sweep=_sweep(config, mode, served, batch, context, working, hw, timed, max_batch),
         context_sweep=_context_sweep(config, mode, served, batch, context, working, hw, timed),
-        why_not_compiled=why_not, refused_bytes=needed,
+        why_not_compiled=why_not, refused_bytes=needed, experts=reads,
     )  # fmt: skip
 
 
@@ -357,7 +406,8 @@ def _point(config: ArchConfig, mode: str, served: Served, hw: Hardware, timed: A
     n = math.prod(served.layout.shape)
     kv = int(served.kv_bytes * scale)
     flops = step_flops(config, mode, b, ctx) / n
-    t = step_time(mode, hw, served.weight_bytes, kv, flops, timed.collective_seconds)
+    read = _weights_read(served, _reads(config, served, mode, b, ctx))
+    t = step_time(mode, hw, read, kv, flops, timed.collective_seconds)
     tokens = b if mode == "decode" else b * ctx
     return serving_bytes(served.weight_bytes, working, kv), tokens / t.step_seconds / n
 

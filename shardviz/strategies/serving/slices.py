@@ -57,7 +57,9 @@ def smallest_slice(
     """The smallest slice of ``chip`` that holds ``model``'s weights and its KV cache.
 
     Args:
-      model: a published architecture's name (``"llama3.1-70b"``) or its ``ModelDef``.
+      model: a published architecture's name (``"llama3.1-70b"``) or a ``ModelDef`` (your
+        own declaring its decoder's sizes in ``info``, dense or a mixture of experts: see
+        :meth:`~shardviz.strategies.zoo.ModelDef.decoder_config`).
       chip: a preset name (``"v5e"``, ``"v6e"``, ``"v5p"``, ``"h100"``, ``"a100"``...);
         GPU slices are one host's GPUs (``"h100:1x8"``), compiled by the CUDA plugin.
       dtype: weights and cache (``"bfloat16"``, ``"int8"``, ``"int4"``) or a pair.

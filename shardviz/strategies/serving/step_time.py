@@ -20,17 +20,20 @@ __all__ = ["StepTime", "step_flops", "step_time"]
 
 def _matmul_params(config: ArchConfig) -> int:
     """Parameters that take part in a matmul per token: all but the embedding (a gather;
-    with tied embeddings it is the output head too) and the norm scales."""
+    with tied embeddings it is the output head too) and the norm scales; of a mixture of
+    experts, the router and the ``experts_per_token`` experts a token goes to (its active
+    parameters, as the field counts model flops)."""
     c = config
     norms = c.layers * 2 * c.d_model + c.d_model
     embed = 0 if c.tied_embeddings else c.vocab * c.d_model
-    return param_count(c) - norms - embed
+    idle = (c.experts - c.experts_per_token) * 3 * c.d_model * c.ffn * c.layers
+    return param_count(c) - norms - embed - idle
 
 
 def step_flops(config: ArchConfig, mode: str, batch: int, context: int) -> float:
     """Flops of one step, whole model (all devices together).
 
-    Decode: ``2 x matmul params x batch`` plus attention's two matmuls over the context,
+    Decode: ``2 x matmul params x batch`` (a mixture of experts' active ones) plus attention's two matmuls over the context,
     ``4 x batch x context x heads x head_dim x layers``. Prefill: the same for every one of
     the ``context`` prompt tokens, attention over every block (the blockwise program
     computes masked blocks too): ``2 x P x B x S + 4 x B x S^2 x H x K x L``.
@@ -61,7 +64,9 @@ def step_time(
     flops_per_device: float,
     collective_seconds: float,
 ) -> StepTime:
-    """The step on ``hw`` for one device's bytes and flops (see the module doc)."""
+    """The step on ``hw`` for one device's bytes and flops (see the module doc);
+    ``weight_bytes``: the weights the step reads (a mixture of experts': only the experts
+    its tokens touch, :mod:`.experts`)."""
     bw, peak = hw.hbm_bandwidth, hw.peak_flops_bf16
     memory = (weight_bytes + kv_bytes) / bw
     compute = flops_per_device / peak

@@ -7,6 +7,13 @@
 - :func:`prefill_step`: the whole prompt (blockwise attention), its keys and values as the
   cache, and the first generated token.
 
+A mixture of experts' MLP is :func:`~..models.experts.moe_mlp`: top-k routing within groups
+of at most :data:`MOE_GROUP` tokens of one data shard, each expert taking up to
+``ceil(k x`` :data:`CAPACITY_FACTOR` ``x group / experts)`` of them (GShard's capacity), as
+one-hot dispatch and combine einsums: the program reads every expert's weights, and moves
+tokens between chips where the experts are split (see :mod:`.experts` for the weights a
+dropless kernel reads, the figure the step's estimate uses).
+
 Quantised weights and caches are dequantised to bfloat16 as they are read (weight-only
 quantisation: the matmuls run in bfloat16, as the scaling book assumes). A fixed scale stands
 in for the per-channel scales a real quantiser keeps: they are under 0.1% of the bytes, and
@@ -15,6 +22,7 @@ the values here are never meant to be good text, only the program's shapes and t
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -24,12 +32,22 @@ import numpy as np
 
 from shardviz.strategies.models.attention import blockwise_attention
 from shardviz.strategies.models.configs import ArchConfig
+from shardviz.strategies.models.experts import moe_mlp
 from shardviz.strategies.models.mlp import gated_mlp
 from shardviz.strategies.models.norm import rms_norm
 from shardviz.strategies.models.params import nest, param_table
 from shardviz.strategies.models.rope import apply_rope, rope_frequencies
 
-__all__ = ["Constrain", "cache_shape", "decode_step", "prefill_step", "serving_weights"]
+__all__ = [
+    "CAPACITY_FACTOR",
+    "MOE_GROUP",
+    "Constrain",
+    "cache_shape",
+    "decode_step",
+    "moe_group",
+    "prefill_step",
+    "serving_weights",
+]
 
 BF16 = jnp.bfloat16
 #: name -> array -> the array pinned to the layout's spec for ``name`` (or unchanged).
@@ -38,6 +56,9 @@ Constrain = Callable[[str, jax.Array], jax.Array]
 _WEIGHT_SCALE = {"int8": 1 / 64, "int4": 1 / 4}
 _CACHE_SCALE = {"int8": 8.0, "int4": 2.0}
 _CACHE_RANGE = {"int8": 127, "int4": 7}
+#: The most tokens of one routing group, and the experts' capacity factor (GShard's 1.25).
+MOE_GROUP = 256
+CAPACITY_FACTOR = 1.25
 
 
 def _none(name: str, x: jax.Array) -> jax.Array:
@@ -94,8 +115,26 @@ def _project(p: dict[str, Any], x: jax.Array, w: str, b: str, bias: bool) -> jax
     return y + p[b].astype(BF16) if bias else y
 
 
-def _mlp(p: dict[str, Any], x: jax.Array, config: ArchConfig) -> jax.Array:
-    return gated_mlp({k: _weight(v) for k, v in p.items()}, x, config.activation)
+def moe_group(tokens_per_shard: int) -> int:
+    """Tokens per routing group: :data:`MOE_GROUP` or fewer, dividing one data shard's tokens
+    (so routing never crosses a shard: ``[B, S, D]`` cut into groups keeps the batch split)."""
+    return math.gcd(tokens_per_shard, MOE_GROUP)
+
+
+def _mlp(
+    p: dict[str, Any], x: jax.Array, config: ArchConfig, constrain: Constrain, group: int | None
+) -> jax.Array:
+    """The layer's MLP: SwiGLU, or top-k of the experts (groups of ``group`` tokens; ``None``:
+    :func:`moe_group` of all the tokens)."""
+    if not config.is_moe:
+        return gated_mlp({k: _weight(v) for k, v in p["mlp"].items()}, x, config.activation)
+    out, _ = moe_mlp(
+        {k: _weight(v) for k, v in p["moe"].items()}, x,
+        top_k=config.experts_per_token, capacity_factor=CAPACITY_FACTOR,
+        group=group or moe_group(x.shape[0] * x.shape[1]), activation=config.activation,
+        constrain=constrain,
+    )  # fmt: skip
+    return out
 
 
 def _logits_token(params: dict[str, Any], x: jax.Array, config: ArchConfig) -> jax.Array:
@@ -119,11 +158,12 @@ def decode_step(
     *,
     config: ArchConfig,
     constrain: Constrain = _none,
+    group: int | None = None,
 ) -> tuple[jax.Array, jax.Array, jax.Array]:
     """One generated token per sequence: ``tokens: int32 [B]`` at position ``pos`` (a scalar).
 
     Returns the next tokens ``[B]`` and both caches with position ``pos`` written (donate the
-    caches so the write is in place).
+    caches so the write is in place). ``group``: a mixture of experts' routing group.
     """
     c = config
     inv_freq = rope_frequencies(c.head_dim, c.rope_theta, c.rope_scaling)
@@ -163,7 +203,7 @@ def decode_step(
         out = jnp.einsum("bngs,bsnk->bngk", w, values).reshape(b, 1, heads, kd)
         x = x + jnp.einsum("bsnk,nkd->bsd", out, _weight(a["wo"]))
         h = rms_norm(x, p["mlp_norm"]["scale"], c.norm_eps)
-        return (x + _mlp(p["mlp"], h, c), ck, cv), None
+        return (x + _mlp(p, h, c, constrain, group), ck, cv), None
 
     layers = {k: v for k, v in params["layers"].items()}
     (x, cache_k, cache_v), _ = jax.lax.scan(
@@ -180,11 +220,12 @@ def prefill_step(
     cache_dtype: str,
     block: int = 512,
     constrain: Constrain = _none,
+    group: int | None = None,
 ) -> tuple[jax.Array, jax.Array, jax.Array]:
     """The prompt ``tokens: int32 [B, S]`` through every layer (causal blockwise attention).
 
     Returns the first generated token ``[B]`` and the caches ``[layers, B, S, kv_heads,
-    head_dim]`` in ``cache_dtype``.
+    head_dim]`` in ``cache_dtype``. ``group``: a mixture of experts' routing group.
     """
     c = config
     inv_freq = rope_frequencies(c.head_dim, c.rope_theta, c.rope_scaling)
@@ -203,7 +244,7 @@ def prefill_step(
         h = rms_norm(x, p["mlp_norm"]["scale"], c.norm_eps)
         kc = constrain("cache_layer", _to_cache(k, dtype))
         vc = constrain("cache_layer", _to_cache(v, dtype))
-        return x + _mlp(p["mlp"], h, c), (kc, vc)
+        return x + _mlp(p, h, c, constrain, group), (kc, vc)
 
     x, (cache_k, cache_v) = jax.lax.scan(layer, x, params["layers"])
     return _logits_token(params, x, c), cache_k, cache_v
