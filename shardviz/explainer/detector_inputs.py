@@ -45,13 +45,13 @@ def remats(log: str, report: Report, ids: Sequence[int]) -> tuple[Remat, ...]:
     out = []
     for r in found:
         leaf = leaf_named(report, r.op_name)
-        dims = shapes.get(r.instruction, leaf.shape if leaf is not None else None)
+        dims = shapes.get(r.instruction, leaf.shape if leaf is not None else r.dims)
         to = lambda t, d=dims: _spec(t, d, report.mesh, ids) if d is not None else None  # noqa: E731
         out.append(
             Remat(
                 value=r.instruction, op_name=r.op_name, from_spec=to(r.source_sharding),
                 to_spec=to(r.target_sharding), from_hlo=r.source_sharding,
-                to_hlo=r.target_sharding,
+                to_hlo=r.target_sharding, dtype=r.dtype, shape=dims,
             )
         )  # fmt: skip
     return tuple(out)

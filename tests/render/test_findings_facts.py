@@ -32,8 +32,10 @@ def test_counts_by_severity() -> None:
 
 def test_checks_name_all_ten_kinds() -> None:
     text = checks_str()
-    assert text.startswith("checked for 12 kinds: ")
-    assert text.removeprefix(f"checked for {len(PROGRAM_FINDING_KINDS)} kinds: ").split(", ") == list(PROGRAM_FINDING_KINDS)
+    assert text.startswith("checked for 13 kinds: ")
+    assert text.removeprefix(f"checked for {len(PROGRAM_FINDING_KINDS)} kinds: ").split(
+        ", "
+    ) == list(PROGRAM_FINDING_KINDS)
 
 
 def test_cost_words_by_kind() -> None:

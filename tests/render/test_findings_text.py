@@ -70,7 +70,7 @@ def test_header_counts_by_severity() -> None:
 def test_no_findings_says_which_checks_ran() -> None:
     text = findings_text(no_findings())
     assert text.splitlines()[0] == "Findings · mlp_block · no findings"
-    assert "checked for 12 kinds:" in text
+    assert "checked for 13 kinds:" in text
     words = text.replace("\n", " ").replace(",", " ").split()
     for kind in PROGRAM_FINDING_KINDS:
         assert kind in words, kind

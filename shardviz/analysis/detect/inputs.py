@@ -36,6 +36,10 @@ class Remat:
     to_spec: Spec | None
     from_hlo: str
     to_hlo: str
+    #: The value's element type (HLO's ``f32``) and dims, as the compile log gives them
+    #: (``None``: not known), for its size where the report does not hold the value.
+    dtype: str = ""
+    shape: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ been reduce-scatters."""
 from __future__ import annotations
 
 import math
+import re
 from collections import defaultdict
 
 from shardviz.analysis.detect.candidate import (
@@ -75,9 +76,21 @@ def _remat(report: Report, remats: list[Remat], values: dict[str, ShardingOf]) -
     s = values.get(first.value)
     leaf = leaf_named(report, first.op_name) if s is None else None
     sizes = axis_sizes(report)
-    ways = ways_of(tuple(spec_axes(first.from_spec)), sizes) if first.from_spec else 1
-    full = _bytes_of(s) if s is not None else (full_bytes(leaf) if leaf is not None else 0)
+    ways = (
+        ways_of(tuple(spec_axes(first.from_spec)), sizes) if first.from_spec
+        else _hlo_ways(first.from_hlo)
+    )  # fmt: skip
+    full = (
+        _bytes_of(s) if s is not None
+        else full_bytes(leaf) if leaf is not None
+        else _logged_bytes(first)
+    )  # fmt: skip
     moved = full - full // max(1, ways)
+    frm, to = _remat_side(first.from_spec, first.from_hlo), _remat_side(first.to_spec, first.to_hlo)
+    moving = (
+        f"moving about {format_bytes(moved)} per device" if moved
+        else "moving the whole value to every device"
+    )  # fmt: skip
     linked = [
         number_of(report, c) for c in report.collectives
         if c.reshard is not None and (c.reshard == first.value or (
@@ -102,22 +115,20 @@ def _remat(report: Report, remats: list[Remat], values: dict[str, ShardingOf]) -
         what = f"{s.name} ({s.dtype}{list(s.shape)})"
     elif leaf is not None:
         what = f"argument {leaf.name} ({leaf.dtype}{list(leaf.shape)})"
+    elif first.shape is not None and first.dtype:
+        what = f"%{first.value} ({_numpy_dtype(first.dtype)}{list(first.shape)})"
     else:
         what = f"%{first.value}"
     more = f" ({len(remats)} times)" if len(remats) > 1 else ""
     finding = Finding(
         kind="involuntary-remat",
         severity="warning",
-        title=(
-            f"the compiler replicated {what} to reshard it from "
-            f"{spec_code(first.from_spec)} to {spec_code(first.to_spec)}{more}"
-        ),
+        title=(f"the compiler replicated {what} to reshard it from {frm} to {to}{more}"),
         why=(
-            f"The value {what} is split as {spec_code(first.from_spec)}, and its next use "
-            f"needs {spec_code(first.to_spec)}. The SPMD partitioner found no efficient "
-            "way between the two (XLA's 'involuntary full rematerialization' warning, "
-            "which only reaches the terminal): each device gathers the whole value, then "
-            f"keeps its new part, moving about {format_bytes(moved)} per device and "
+            f"The value {what} is split as {frm}, and its next use needs {to}. The SPMD "
+            "partitioner found no efficient way between the two (XLA's 'involuntary full "
+            "rematerialization' warning, which only reaches the terminal): each device "
+            f"gathers the whole value, then keeps its new part, {moving} and "
             "holding the full value for a while. Make the two sides agree: give the "
             "input the spec its user needs, or constrain the value where it is made."
         ),
@@ -131,6 +142,49 @@ def _remat(report: Report, remats: list[Remat], values: dict[str, ShardingOf]) -
         ),  # fmt: skip
     )
     return Candidate(finding, tuple(dict.fromkeys(fixes)), goal="remats")
+
+
+def _remat_side(spec: Spec | None, hlo: str) -> str:
+    """One side of a rematerialization: its spec, else the compiler's own sharding text
+    (never a bare ``?``: the log always prints both shardings)."""
+    if spec is not None:
+        return spec_code(spec)
+    return f"the compiler's sharding {hlo}" if hlo else "a sharding the log does not print"
+
+
+def _hlo_ways(text: str) -> int:
+    """How many parts an HLO sharding (``{devices=[1,8,1,1]<=[8]}``) splits a value into:
+    its tile counts, less the last when that one only replicates (1 when it says none)."""
+    m = re.search(r"devices=\[([0-9,]+)\]", text)
+    if m is None:
+        return 1
+    counts = [int(n) for n in m.group(1).split(",")]
+    if "last_tile_dim_replicate" in text:
+        counts = counts[:-1]
+    return math.prod(counts)
+
+
+def _logged_bytes(r: Remat) -> int:
+    """The value's size from the shape the compile log prints (0 when it prints none)."""
+    if r.shape is None or not r.dtype:
+        return 0
+    try:
+        bits = dtype_bits(_numpy_dtype(r.dtype))
+    except ValueError:
+        return 0
+    return math.prod(r.shape) * max(1, bits // 8)
+
+
+#: HLO's element type prefixes in numpy's spelling (``bf16`` -> ``bfloat16``).
+_HLO_PREFIXES = {"bf": "bfloat", "f": "float", "s": "int", "u": "uint", "c": "complex"}
+
+
+def _numpy_dtype(hlo: str) -> str:
+    """An HLO element type (``f32``, ``bf16``, ``s32``, ``pred``) in numpy's spelling."""
+    if hlo == "pred":
+        return "bool"
+    m = re.match(r"^(bf|f|s|u|c)(\d+)$", hlo)
+    return f"{_HLO_PREFIXES[m.group(1)]}{m.group(2)}" if m else hlo
 
 
 def _first_use(report: Report, leaf: ArrayLayout | None) -> Source | None:

@@ -103,6 +103,10 @@ class FullRemat:
     #: The HLO instruction it was for, and its ``op_name`` (the jax name of the value).
     instruction: str
     op_name: str
+    #: The instruction's element type and dims as the warning prints them (``f32``,
+    #: ``(4, 8)``; empty when it prints none).
+    dtype: str = ""
+    dims: tuple[int, ...] | None = None
 
 
 _REMAT = re.compile(
@@ -112,6 +116,7 @@ _REMAT = re.compile(
     re.MULTILINE,
 )
 _OP_NAME = re.compile(r'op_name="((?:[^"\\]|\\.)*)"')
+_SHAPE = re.compile(r"^ = (?P<dtype>[a-z]+[0-9]*)\[(?P<dims>[0-9,]*)\]")
 
 
 def full_rematerializations(log: str) -> tuple[FullRemat, ...]:
@@ -119,7 +124,12 @@ def full_rematerializations(log: str) -> tuple[FullRemat, ...]:
     out = []
     for m in _REMAT.finditer(log):
         op = _OP_NAME.search(m.group("rest"))
+        shape = _SHAPE.match(m.group("rest"))
+        dims = tuple(int(d) for d in shape.group("dims").split(",") if d) if shape else None
         out.append(
-            FullRemat(m.group("src"), m.group("dst"), m.group("ins"), op.group(1) if op else "")
-        )
+            FullRemat(
+                m.group("src"), m.group("dst"), m.group("ins"), op.group(1) if op else "",
+                shape.group("dtype") if shape else "", dims,
+            )
+        )  # fmt: skip
     return tuple(out)
