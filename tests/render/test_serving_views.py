@@ -135,3 +135,28 @@ def test_chart_labels_stay_inside_their_panel_and_clear_of_the_dots():
             apart_x = float(cx) + 3.5 < lx or float(cx) - 3.5 > right
             apart_y = float(cy) - 3.5 > ly or float(cy) + 3.5 < ly - 10
             assert apart_x or apart_y, (words, cx, cy)
+
+
+def test_a_mixture_of_experts_reads_and_all_to_alls_are_said_in_text_html_and_json():
+    from shardviz.model.serving import ExpertReads
+
+    reads = ExpertReads(experts=8, experts_per_token=2, tokens=8, touched=7.2, experts_per_device=1,
+                        tokens_per_expert=8, touched_per_device=0.9, held_bytes=GiB,
+                        read_bytes=9 * GiB // 10, )  # fmt: skip
+    ep = replace(RESULT, strategy="ep", experts=reads, collectives=(
+        ServingCollective("all-to-all", ("data",), 64, 3 << 20, 1e-4),))  # fmt: skip
+    moe = replace(COMPARISON, model="<moe>", results=(ep,), findings=())
+    text = str(moe)
+    said = " ".join(text.split())
+    assert "8 x (1 - (1 - 2/8)^8) = 7.2 of the 8 experts" in said
+    assert (
+        "ep: 1 expert per layer, each seeing 8 tokens: 0.9 touched, 921.6 MiB of the 1 GiB" in said
+    )
+    assert "64 all-to-all over data (3 MiB) per step" in said
+    assert all(len(line) < 100 for line in text.split("\n") if "expert" in line)
+    html = moe._repr_html_()
+    assert 'class="sv-experts"' in html and "64 all-to-all over data (3 MiB)" in html
+    assert "&lt;moe&gt;" in html and "<moe>" not in html
+    back = ServingComparison.from_json(moe.to_json())
+    assert back.results[0].experts == reads
+    assert "expert" not in str(COMPARISON)  # a dense model says nothing of experts
