@@ -291,6 +291,20 @@ def _weight(program: ShardingGraph, name: str) -> Value | None:
     return None
 
 
+def _computed(program: ShardingGraph, name: str) -> bool:
+    """Whether ``name`` is computed by the program (an activation): read back through
+    converts, copies and slices, it reaches an op that makes values, not an argument or a
+    loop's carried tuple (a scanned layer's weights arrive that way)."""
+    node = program.node(name)
+    for _ in range(8):
+        if node is None or node.fixed or node.op in ("parameter", "get-tuple-element"):
+            return False
+        if node.op not in _AS_IS or not node.operands:
+            return True
+        node = program.node(node.operands[0])
+    return False
+
+
 def _dot_expert_axes(program: ShardingGraph, r: Value) -> tuple[tuple[str, ...], int]:
     """The axes an expert layer's matmul splits its experts over (the batch dim of a weight
     operand: ``egcm,emh->egch``'s ``e``), and which operand that weight is (-1: none)."""
@@ -391,7 +405,7 @@ def _kind(
     """What kind of conversion ``c`` makes, where it is one that matters at scale."""
     if r is None:
         return None
-    if c.kind == "all-gather" and not conv.partial and _weight(program, conv.value) is None:
+    if c.kind == "all-gather" and not conv.partial and _computed(program, conv.value):
         token = _token_gather(program, experts, c, r, conv)
         if token is not None:
             return token
