@@ -274,35 +274,61 @@ def _output_conversion(program: ShardingGraph, c: Collective) -> _Conversion | N
 _AS_IS = frozenset({"convert", "copy", "bitcast", "transpose", "reshape", "dynamic-slice"})
 
 
-def _weight(program: ShardingGraph, name: str) -> Value | None:
-    """The argument ``name`` reads (through converts, copies, transposes and a layer's
-    slice), else ``None``: a value the program computes is an activation, not a weight, and
-    an argument named as data (``x``, ``batch``, ...) is no weight either."""
-    node = program.node(name)
-    for _ in range(8):
-        if node is None:
-            return None
-        if node.fixed == "argument":
-            group = leaf_group(node.label.removeprefix("argument "))
-            return None if group.lower() in INPUT_NAMES else node
-        if node.op not in _AS_IS or not node.operands:
-            return None
-        node = program.node(node.operands[0])
+def _carried(program: ShardingGraph, node: Value) -> Value | None:
+    """What a ``get-tuple-element`` reads: the tuple's element, or, of a loop body's
+    parameter, the value the loop was started with at that index (a scanned layer's
+    weights enter the body that way)."""
+    ins = node.ins
+    if ins is None or node.op != "get-tuple-element" or not node.operands:
+        return None
+    through = program._through_tuple(node)
+    if through is not None:
+        return program.node(through)
+    source = program.module.instruction(node.operands[0])
+    if source is None or source.opcode != "parameter":
+        return None
+    index = int(ins.attrs.get("index", "-1"))
+    for caller in program.module.callers().get(source.computation, ()):
+        if caller.opcode != "while" or not caller.operands:
+            continue
+        start = program.module.instruction(caller.operands[0])
+        if start is not None and start.opcode == "tuple" and 0 <= index < len(start.operands):
+            return program.node(start.operands[index])
     return None
 
 
-def _computed(program: ShardingGraph, name: str) -> bool:
-    """Whether ``name`` is computed by the program (an activation): read back through
-    converts, copies and slices, it reaches an op that makes values, not an argument or a
-    loop's carried tuple (a scanned layer's weights arrive that way)."""
+def _read_back(program: ShardingGraph, name: str) -> Value | None:
+    """``name`` read back through converts, copies, transposes, a layer's slice and a
+    loop's carried tuple: the value it was made from (``None`` past 16 steps)."""
     node = program.node(name)
-    for _ in range(8):
-        if node is None or node.fixed or node.op in ("parameter", "get-tuple-element"):
-            return False
-        if node.op not in _AS_IS or not node.operands:
-            return True
-        node = program.node(node.operands[0])
-    return False
+    for _ in range(16):
+        if node is None or node.fixed:
+            return node
+        if node.op == "get-tuple-element":
+            node = _carried(program, node)
+        elif node.op in _AS_IS and node.operands:
+            node = program.node(node.operands[0])
+        else:
+            return node
+    return None
+
+
+def _weight(program: ShardingGraph, name: str) -> Value | None:
+    """The argument ``name`` reads (through converts, copies, transposes, a layer's slice
+    and a loop's carry), else ``None``: a value the program computes is an activation, not a
+    weight, and an argument named as data (``x``, ``batch``, ...) is no weight either."""
+    node = _read_back(program, name)
+    if node is None or node.fixed != "argument":
+        return None
+    group = leaf_group(node.label.removeprefix("argument "))
+    return None if group.lower() in INPUT_NAMES else node
+
+
+def _computed(program: ShardingGraph, name: str) -> bool:
+    """Whether ``name`` is computed by the program (an activation): read back, it reaches
+    an op that makes values, not an argument or a tuple shardviz cannot follow."""
+    node = _read_back(program, name)
+    return node is not None and not node.fixed and node.op not in ("parameter", "get-tuple-element")
 
 
 def _dot_expert_axes(program: ShardingGraph, r: Value) -> tuple[tuple[str, ...], int]:

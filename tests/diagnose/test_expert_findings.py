@@ -135,6 +135,33 @@ def test_expert_gather_finding_has_its_figures_and_a_fix_that_helps(report):
     assert f.check.after.moved_bytes < f.check.before.moved_bytes
 
 
+def test_a_scanned_expert_layer_is_recognised_through_the_loop_carry():
+    """Layers stacked and scanned (as the issue's model): the weights reach the expert
+    matmul through the loop's carried tuple and a layer's slice, and still count as the
+    experts' weights, so the tokens gathered in the loop are named and found."""
+    params, x = _args(("fsdp", "expert"))
+
+    def stacked(a):
+        spec = NamedSharding(a.sharding.mesh, P(None, *a.sharding.spec))
+        return jax.device_put(jnp.stack([a, a]), spec)
+
+    def scanned(stack, x):
+        def loss(stack):
+            h, _ = jax.lax.scan(lambda h, p: (moe(p, h), None), x, stack)
+            return jnp.mean(h**2)
+
+        return jax.grad(loss)(stack)
+
+    r = sv.explain(scanned, jax.tree.map(stacked, params), x, run=False)
+    tokens = _token_gathers(r)
+    assert tokens and all(c.trips == 2 for c in tokens)
+    (f,) = r.findings.of("expert-gather")
+    assert f.cost.bytes == sum(step_bytes(c) for c in tokens)
+    # The layer's weights, sliced out of the stack at the scan's line: gathered, no activation.
+    weights = [c for c in r.collectives if c.why and "lax.scan(" in c.why.value]
+    assert weights and all(c.why.conversion == "" for c in weights)
+
+
 # --- finding texts never say "?" or "0 B" where the facts are known -------------------------
 
 _LOG = (
