@@ -544,13 +544,20 @@ def compare(
             elif t is None:
                 results += local
             else:
-                results += [replace(r, report=with_estimate(r.report, t)) for r in local]
+                results += [replace(r, report=_estimated(r.report, t)) for r in local]
     leaves = jax.tree.leaves(jax.eval_shape(m.init_params, jax.random.key(seed)))
     dtypes = sorted({str(jnp.dtype(x.dtype)) for x in leaves})
     return Comparison(
         model=m.name, num_params=int(sum(int(np.prod(x.shape)) for x in leaves)),
         param_dtype="/".join(dtypes), results=tuple(results),
     )  # fmt: skip
+
+
+def _estimated(report: Report, target: Any) -> Report:
+    """``report`` estimated on ``target``, each collective as often as its loops run it (the
+    ledger's trips, as ``explain`` counts them), not once."""
+    trips = {c.hlo_name: c.trips for c in report.collectives}
+    return with_estimate(report, target, trip_counts=trips)
 
 
 def _done_words(k: int, live: bool, compiled_for: list[str]) -> str:
