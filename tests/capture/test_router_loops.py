@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import os
+from html import escape
 
 os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")
 
@@ -30,6 +31,7 @@ from shardviz.capture.hlo.loops import loop_body_module, loops_of  # noqa: E402
 from shardviz.capture.hlo.text import parse_hlo_module  # noqa: E402
 from shardviz.capture.step_cost import per_step  # noqa: E402
 from shardviz.capture.topology import topology  # noqa: E402
+from shardviz.render.report.html import report_html  # noqa: E402
 from shardviz.render.report.text import report_text  # noqa: E402
 
 HAS_TPU = importlib.util.find_spec("libtpu") is not None
@@ -150,6 +152,9 @@ def test_a_loop_body_the_cost_model_refuses_is_counted_once_and_named() -> None:
     assert "loops counted)" not in text
     assert f"not every loop counted: loop at {where}, x{L} a step counted once" in text
     assert any(f"loop at {where} runs {L} times a step" in n for n in refused.estimate.notes)
+    html = report_html(refused)
+    assert "loops counted<" not in html
+    assert f"not every loop counted: loop at {escape(where)}, x{L} a step counted once" in html
 
 
 def test_a_router_loop_of_unknown_count_makes_every_figure_a_lower_bound() -> None:
