@@ -179,7 +179,10 @@ def cost_rows(cost: Cost) -> list[tuple[str, str, str]]:
             f"the compiler's own count, each body once: {format_flops(cost.compiler_flops_per_device)}"
             f", {format_float_bytes(cost.compiler_bytes_accessed_per_device)}"
         )
-        rows.append(("loops", loops_words(cost), f"per step, each body times its runs; {once}"))
+        but = " (but not the lower bounds below)" if cost.lower_bound else ""
+        rows.append(
+            ("loops", loops_words(cost), f"per step, each body times its runs{but}; {once}")
+        )
     if cost.unknown_loops:
         where = ", ".join(lp.where for lp in cost.unknown_loops)
         rows.append(
