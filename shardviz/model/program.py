@@ -259,7 +259,9 @@ class Cost:
     Per step: each loop body counted as many times as it runs (``loops``), nested loops
     multiplied. The compiler's ``cost_analysis()`` counts every loop body once: its figures
     are kept as ``compiler_flops_per_device`` and ``compiler_bytes_accessed_per_device``.
-    A loop whose count is unknown counts once, and :attr:`lower_bound` says so.
+    A loop whose count is unknown counts once, and :attr:`lower_bound` says so; so does a
+    loop whose body the compiler's cost model refused (:attr:`uncosted_loops`: the flops and
+    bytes accessed hold its body once).
 
     Flops two ways, as the field counts them (see ``docs``: MFU and HFU):
 
