@@ -20,6 +20,15 @@ by the traffic that must cross the middle of each axis (a quarter of the array; 
 two links across). A collective-permute sends its input from chip to chip: the hops between
 them, through as many ports as axes it moves along.
 
+The formulas take a group's ring through its chips in order (:func:`.rings.canonical_walk`).
+A ring runs through its members in the order the group lists them, which is the order of
+the devices along that mesh axis: a mesh whose order makes the ring jump between chips that
+are not neighbours loads some links with several transfers at once (its own and its
+neighbour groups') and takes more hops. The bandwidth term is then multiplied by how much
+busier the busiest link is, and the latency floor by how many more hops the ring takes,
+than the same members walked in order (:func:`.rings.ring_penalty`); the link loads of
+:mod:`.physical` route the same rings, so the view and the estimate agree on an order.
+
 Several slices (DCN) and GPUs. Within a host, GPUs reach each other in one hop over
 NVLink; across hosts (GPU) or slices (TPU) the network carries it. A group with ``k``
 members per host over ``M`` hosts gathers in ``V * max((k-1)/(k W_nvlink),
@@ -41,9 +50,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from shardviz.analysis.estimate.placement import AXIS_NAMES, Placement
+from shardviz.analysis.estimate.rings import ring_penalty
 from shardviz.model.hardware import Target
 from shardviz.model.program import Collective
-from shardviz.model.units import format_bytes, format_seconds
+from shardviz.model.units import format_bytes, format_seconds, sig3
 
 
 @dataclass(frozen=True)
@@ -317,6 +327,11 @@ def collective_time(c: Collective, place: Placement, target: Target) -> Collecti
             if worst is None or got[0].seconds > worst[0].seconds:
                 worst = got
         t, where, link = worst if worst is not None else (Terms(0.0, 0.0), "no group", "none")
+        if c.kind in RING_KINDS:
+            busier, longer = ring_penalty(c.groups, place, target)
+            if busier > 1 or longer > 1:
+                t = Terms(t.bandwidth_seconds * busier, t.latency_seconds * longer)
+                where += f", {ring_words(busier, longer)}"
         if c.kind == "all-reduce":
             t = t.times(2)
         text = f"{format_bytes(volume)} over {where}"
@@ -329,6 +344,21 @@ def collective_time(c: Collective, place: Placement, target: Target) -> Collecti
         else f" ({link})"
     )
     return CollectiveTime(t.seconds, text, link, t.latency_bound)
+
+
+#: The kinds whose groups run as rings through their members in the order listed.
+RING_KINDS = ("all-gather", "reduce-scatter", "all-reduce")
+
+
+def ring_words(busier: float, longer: float) -> str:
+    """``rings as listed load the busiest link 3x and take 1.5x the hops``: how much worse
+    the groups' rings are in their order than laid in order on the chips."""
+    parts = []
+    if busier > 1:
+        parts.append(f"load the busiest link {sig3(busier)}x")
+    if longer > 1:
+        parts.append(f"take {sig3(longer)}x the hops")
+    return "rings in this device order " + " and ".join(parts)
 
 
 def _shape_signature(sig: tuple) -> tuple:

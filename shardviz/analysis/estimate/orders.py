@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from shardviz.analysis.estimate.placement import Placement, place
 from shardviz.analysis.estimate.predict import predict_step
+from shardviz.analysis.estimate.rings import block_walk
 from shardviz.analysis.estimate.step import estimate_collectives
 from shardviz.model import OpWork
 from shardviz.model.hardware import Target
@@ -96,48 +97,6 @@ def _assignments(sizes: tuple[int, ...], shape: tuple[int, ...]) -> Iterator[lis
     yield from go(0, list(shape))
 
 
-def _snake(dims: list[int]) -> list[tuple[int, ...]]:
-    """Every cell of a block of ``dims``, each one step from the last (boustrophedon)."""
-    if not dims:
-        return [()]
-    inner = _snake(dims[1:])
-    out = []
-    for v in range(dims[0]):
-        part = inner if v % 2 == 0 else inner[::-1]
-        out += [(v, *p) for p in part]
-    return out
-
-
-def block_walk(block: tuple[int, ...]) -> list[tuple[int, ...]]:
-    """A walk through every cell of ``block``, one step apart; a closed loop (the last cell
-    next to the first) when two or more of its dimensions are above 1 and one is even."""
-    live = [a for a, n in enumerate(block) if n > 1]
-    if len(live) < 2:
-        return [tuple(0 if a != live[0] else v for a in range(len(block))) for v in
-                range(block[live[0]])] if live else [tuple(0 for _ in block)]  # fmt: skip
-    first, rest = live[0], live[1:]
-    path = _snake([block[a] for a in rest])  # a path through the other dims
-    if len(path) % 2:
-        first, rest = live[-1], live[:-1]
-        path = _snake([block[a] for a in rest])
-        if len(path) % 2:  # no closed loop: a snake through all of it
-            return [_cell(block, live, p) for p in _snake([block[a] for a in live])]
-    n_first = block[first]
-    cells: list[tuple[int, ...]] = []
-    for j, p in enumerate(path):  # out along `first` (skipping 0), row by row
-        run = range(1, n_first) if j % 2 == 0 else range(n_first - 1, 0, -1)
-        cells += [_cell(block, [first, *rest], (v, *p)) for v in run]
-    cells += [_cell(block, [first, *rest], (0, *p)) for p in reversed(path)]  # and back
-    return cells[-1:] + cells[:-1]  # from the block's first cell
-
-
-def _cell(block: tuple[int, ...], axes: list[int], values: tuple[int, ...]) -> tuple[int, ...]:
-    out = [0] * len(block)
-    for a, v in zip(axes, values, strict=True):
-        out[a] = v
-    return tuple(out)
-
-
 def _chip_grid(mesh: MeshLayout, placement: Placement, target: Target) -> dict | None:
     """Physical coordinates -> device id, when the mesh fills one slice, one device per
     chip (TPU: the chip; GPU: (host, GPU)); ``None`` otherwise."""
@@ -193,6 +152,98 @@ def candidate_orders(mesh: MeshLayout, placement: Placement, target: Target):
             yield key, _words(names, blocks, shape, target)
             if count >= MAX_ORDERS:
                 return
+
+
+#: The ring orders ``mesh_utils.create_device_mesh`` (jax 0.10) uses on small TPU trays,
+#: over the devices sorted z, y, x.
+_V5P_2X2X2 = (0, 1, 3, 2, 6, 7, 5, 4)
+_TRAY_2X2 = (0, 1, 3, 2)
+_V5E_TRAY_IOTA = (0, 4, 2, 6, 1, 5, 3, 7)
+_V5E_TRAY_RING = (0, 1, 2, 3, 7, 6, 5, 4)
+_TRAY_4X4 = (0, 1, 2, 3, 7, 6, 5, 9, 10, 11, 15, 14, 13, 12, 8, 4)
+#: What :func:`standard_order` is named in findings and fixes.
+STANDARD = "mesh_utils.create_device_mesh"
+
+
+def standard_order(
+    mesh: MeshLayout, placement: Placement, target: Target
+) -> tuple[int, ...] | None:
+    """The mesh's devices in the order ``jax.experimental.mesh_utils.create_device_mesh(
+    shape, devices)`` gives them (jax 0.10, ported without jax so the analysis can time it):
+    a GPU's by id; a TPU tray's small ring orders; else each mesh axis, the last first, on
+    as many whole physical axes as multiply to its size. ``None`` where it would refuse (an
+    axis no physical axes multiply to) or the devices do not fill one slice, one per chip."""
+    ids = mesh.device_ids
+    if target.kind == "gpu":
+        return tuple(sorted(ids))
+    if target.kind != "tpu" or target.devices_per_chip != 1:
+        return None
+    sites = [placement[d] for d in ids]
+    if len({s.slice for s in sites}) != 1:
+        return None
+    coords = {d: (*placement[d].chip, 0, 0, 0)[:3] for d in ids}
+    if len(set(coords.values())) != len(ids):
+        return None
+    seq = sorted(ids, key=lambda d: tuple(reversed(coords[d])))
+    lo = [min(c[a] for c in coords.values()) for a in range(3)]
+    dims = [max(c[a] for c in coords.values()) - lo[a] + 1 for a in range(3)]
+    special = _tray_order(mesh.devices[-1].kind, tuple(dims), len(ids), mesh.axis_sizes)
+    if special is not None:
+        return tuple(seq[i] for i in special)
+    if math.prod(dims) != len(ids):
+        return None
+    transpose = _torus_assignment(dims, mesh.axis_sizes)
+    if transpose is None:
+        return None
+    grid = {coords[d]: d for d in ids}
+    out = []
+    for idx in itertools.product(*(range(dims[t]) for t in transpose)):
+        chip = [0, 0, 0]
+        for k, t in enumerate(transpose):
+            chip[t] = idx[k] + lo[t]
+        out.append(grid[tuple(chip)])
+    return tuple(out)
+
+
+def _tray_order(
+    kind: str, bound: tuple[int, ...], n: int, sizes: tuple[int, ...]
+) -> tuple[int, ...] | None:
+    """The ring order ``create_device_mesh`` takes on a small tray of devices of ``kind``
+    (jax's ``device_kind``, as its handlers key them; ``None``: none)."""
+    if kind == "TPU v5p" and bound == (2, 2, 2) and n == 8:
+        return _V5P_2X2X2
+    if kind not in ("TPU v5 lite", "TPU v6 lite"):
+        return None
+    if bound == (2, 2, 1) and n == 4:
+        return _TRAY_2X2
+    if n == 8:
+        return _V5E_TRAY_IOTA if bound == (2, 2, 2) else _V5E_TRAY_RING
+    if bound == (4, 4, 1) and n == 16 and max(sizes) == n:
+        return _TRAY_4X4
+    return None
+
+
+def _torus_assignment(dims: list[int], sizes: tuple[int, ...]) -> list[int] | None:
+    """The physical axes of each mesh axis, flattened (``create_device_mesh``'s transpose):
+    the last mesh axis first, each on the most physical axes whose sizes multiply to its
+    own; ``None`` where one finds none."""
+    left = list(dims)
+    assignment: list[tuple[int, ...]] = [() for _ in sizes]
+    for i in reversed(range(len(sizes))):
+        for k in range(len(dims), 0, -1):
+            for combo in itertools.combinations(enumerate(left), k):
+                axes, values = zip(*combo, strict=True)
+                if math.prod(values) == sizes[i]:
+                    assignment[i] = axes
+                    left = [0 if j in axes else v for j, v in enumerate(left)]
+                    break
+            if assignment[i]:
+                break
+        else:
+            if sizes[i] > 1:
+                return None
+    transpose = [a for axes in assignment for a in axes]
+    return transpose if sorted(transpose) == list(range(len(dims))) else None
 
 
 def _words(names: tuple[str, ...], blocks: list[tuple[int, ...]], shape, target: Target) -> str:

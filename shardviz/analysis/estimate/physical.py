@@ -12,9 +12,10 @@ import dataclasses
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 
-from shardviz.analysis.estimate.collectives import volume_of
+from shardviz.analysis.estimate.collectives import RING_KINDS, volume_of
 from shardviz.analysis.estimate.orders import seconds_with
 from shardviz.analysis.estimate.placement import Placement, Site, place
+from shardviz.analysis.estimate.rings import LinkKey, Route, link_key, route
 from shardviz.analysis.estimate.step import TargetLike, resolve_target, with_estimate
 from shardviz.errors import ArgumentError, HardwareError, ShardvizError, problem
 from shardviz.model.arguments import shown
@@ -23,47 +24,7 @@ from shardviz.model.mesh import MeshLayout
 from shardviz.model.physical import AxisRings, LinkLoad, PhysicalChip, PhysicalLayout, Ring
 from shardviz.model.program import Collective, Report
 
-#: A link: its two ends (sorted) and its kind (see :class:`~shardviz.model.physical.LinkLoad`).
-LinkKey = tuple[tuple[int, ...], tuple[int, ...], str]
-#: A transfer's route: the links it crosses, in order.
-Route = tuple[LinkKey, ...]
-
 _ORDER = {"ring": 0, "nvlink": 0, "line": 1, "jumps": 2, "hosts": 3, "slices": 4}
-
-
-def _key(a: tuple[int, ...], b: tuple[int, ...], kind: str) -> LinkKey:
-    return (a, b, kind) if a <= b else (b, a, kind)
-
-
-def route(a: Site, b: Site, target: Target) -> Route:
-    """The links a transfer from ``a`` to ``b`` crosses.
-
-    TPU: dimension order (x, then y, then z) inside a slice, the shorter way round where an
-    axis wraps (the forward way on a tie); one DCN link between slices. GPU: one NVLink hop
-    inside a host, one network hop between hosts. Devices on the same chip cross no link.
-    """
-    if a.slice != b.slice:
-        return (_key((a.slice,), (b.slice,), "dcn"),)
-    if target.kind != "tpu":
-        if a.host != b.host:
-            return (_key((a.slice, a.host), (b.slice, b.host), "network"),)
-        if a.chip == b.chip:
-            return ()
-        return (_key((a.slice, a.host, *a.chip), (b.slice, b.host, *b.chip), "nvlink"),)
-    cur = list(a.chip)
-    links: list[LinkKey] = []
-    for ax, n in enumerate(target.shape):
-        d = b.chip[ax] - cur[ax]
-        step, count = (1 if d > 0 else -1), abs(d)
-        if target.wraparound[ax] and n > 2 and 2 * count > n:
-            step, count = -step, n - count
-        for _ in range(count):
-            nxt = list(cur)
-            nxt[ax] = (cur[ax] + step) % n
-            kind = "wrap" if abs(nxt[ax] - cur[ax]) > 1 else "ici"
-            links.append(_key((a.slice, *cur), (a.slice, *nxt), kind))
-            cur = nxt
-    return tuple(links)
 
 
 def transfers(c: Collective) -> list[tuple[int, int, int]]:
@@ -82,10 +43,6 @@ def transfers(c: Collective) -> list[tuple[int, int, int]]:
         else:
             out += [(g[i], g[(i + 1) % n], c.moved_bytes) for i in range(n)]
     return out
-
-
-#: The kinds whose groups run as rings (and, over several hosts or slices, in two levels).
-RING_KINDS = ("all-gather", "reduce-scatter", "all-reduce")
 
 
 def by_unit(members: Sequence[int], placement: Placement, target: Target) -> list[list[int]]:
@@ -184,11 +141,11 @@ def _grid_links(target: Target, slices: Sequence[int]) -> list[LinkKey]:
                 if chip[ax] + 1 < n:
                     nxt = list(chip)
                     nxt[ax] += 1
-                    out.append(_key((sl, *chip), (sl, *nxt), "ici"))
+                    out.append(link_key((sl, *chip), (sl, *nxt), "ici"))
                 elif target.wraparound[ax] and n > 2:
                     nxt = list(chip)
                     nxt[ax] = 0
-                    out.append(_key((sl, *chip), (sl, *nxt), "wrap"))
+                    out.append(link_key((sl, *chip), (sl, *nxt), "wrap"))
     return out
 
 
