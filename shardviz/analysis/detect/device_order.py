@@ -9,28 +9,41 @@ ledger put back into the compiled schedule. What counts is the communication the
 for (exposed, not hidden under the ops in flight beside it): a data-parallel gradient
 all-reduce that overlaps the backward pass weighs little, a tensor-parallel all-reduce on
 the critical path weighs whole, so an order is not advised for moving bytes that were
-hidden anyway. A finding when an order cuts that time by at least :data:`MIN_GAIN`; its
-fix is that order, checked by recompiling with it and predicting the fixed program's step
-(goal ``"exposed"``). A report without the schedule is judged on its total estimated
+hidden anyway. The collectives are timed on the links each order's rings use (a ring that
+jumps between chips loads them more: :func:`~shardviz.analysis.estimate.rings.ring_penalty`),
+the same routing ``sv.physical(report, order=...)`` shows. A finding when an order cuts that
+time by at least :data:`MIN_GAIN` and puts no more bytes on the links; the order
+``mesh_utils.create_device_mesh`` gives is tried first (its fix is that call), then the
+best order tiled to the chips. A fix is checked by recompiling with that order and
+predicting the fixed program's step (goal ``"exposed"``). A report without the schedule is judged on its total estimated
 communication instead (goal ``"communication"``).
 """
 
 from __future__ import annotations
 
 from shardviz.analysis.detect.candidate import Candidate, order_fix
-from shardviz.analysis.estimate.orders import Order, best_order
+from shardviz.analysis.estimate.orders import (
+    STANDARD,
+    Order,
+    best_order,
+    standard_order,
+    timed_with,
+)
 from shardviz.analysis.estimate.physical import layout_on_chips
 from shardviz.analysis.estimate.placement import place
 from shardviz.model import Report
-from shardviz.model.findings import Finding, FindingCost, Where
-from shardviz.model.units import format_seconds
+from shardviz.model.findings import Finding, FindingCost, Fix, Where
+from shardviz.model.hardware import Target
+from shardviz.model.units import format_bytes, format_seconds
 
 #: The least share of the judged communication time a new order must save to be a finding.
 MIN_GAIN = 0.10
 
 
 def placement(report: Report) -> list[Candidate]:
-    """[placement] Another order of the mesh's devices adds less communication to the step."""
+    """[placement] Another order of the mesh's devices adds less communication to the step
+    and loads the links no more: ``mesh_utils.create_device_mesh``'s order first (the fix
+    is then that call), else the best order tiled to the chips."""
     target, mesh, estimate = report.target, report.mesh, report.estimate
     if target is None or mesh is None or estimate is None or target.kind not in ("tpu", "gpu"):
         return []
@@ -40,8 +53,26 @@ def placement(report: Report) -> list[Candidate]:
     if found is None:
         return []
     now, best = found
-    if now.seconds <= 0 or best.seconds > now.seconds * (1 - MIN_GAIN):
+    if now.seconds <= 0:
         return []
+    links_now = _link_bytes(report, target, mesh.device_ids)
+    ids = standard_order(mesh, place(mesh, target), target)
+    standard = timed_with(report, target, ids, f"as {STANDARD} lays it") if ids else None
+    offers = [
+        (order, links)
+        for order in (standard, best)
+        if order is not None
+        and order.devices != mesh.device_ids
+        and order.seconds <= now.seconds * (1 - MIN_GAIN)
+        and (links := _link_bytes(report, target, order.devices)) <= links_now
+    ]
+    if not offers:
+        return []
+    # The order that loads the links least leads (the standard one on a tie); another is
+    # offered beside it only where it cuts the time further by MIN_GAIN.
+    lead, lead_links = min(offers, key=lambda o: (o[1], o[0].seconds, o[0] is not standard))
+    more = [o for o in offers if o[0] is not lead and o[0].seconds < lead.seconds * (1 - MIN_GAIN)]
+    offers = [(lead, lead_links), *more]
     layout = layout_on_chips(report, target)
     busy = sorted(
         (a for a in layout.axes if a.ledger_bytes > 0), key=lambda a: (a.closes, -a.ledger_bytes)
@@ -49,32 +80,70 @@ def placement(report: Report) -> list[Candidate]:
     worst = busy[0] if busy else None
     moved = sum(c.moved_bytes * (c.trips or 1) for c in report.collectives
                 if worst is None or worst.axis in c.axes)  # fmt: skip
-    cut = _cut(now, best)
-    where = target.label
+    cut = _cut(now, lead)
+    who = f"{STANDARD}'s order" if lead is standard else "another device order"
     if worst is not None and not worst.closes:
-        title = f"mesh axis {worst.axis!r} {_short(worst.shape)}: another device order cuts {cut}"
-        lead = f"On {where}, the rings of mesh axis {worst.axis!r}: {worst.words}."
+        title = f"mesh axis {worst.axis!r} {_short(worst.shape)}: {who} cuts {cut}"
+        head = f"On {target.label}, the rings of mesh axis {worst.axis!r}: {worst.words}."
     else:
-        title = f"another device order cuts {cut}"
-        lead = f"On {where}, the mesh's devices sit where its collectives cross more links."
+        title = f"{who} cuts {cut}"
+        head = f"On {target.label}, the mesh's devices sit where its collectives cross more links."
+    carried = f"{format_bytes(links_now)} -> {format_bytes(lead_links)} per step"
+    also = ""
+    if more:
+        other, other_links = more[0]
+        named = f"{STANDARD}'s order" if other is standard else f"An order ({other.words})"
+        also = (
+            f" {named} cuts the time further, to {format_seconds(other.seconds)}, with "
+            f"{format_bytes(other_links)} on the links."
+        )
     why = (
-        f"{lead} The same devices in another order ({best.words}) put each group's "
-        "members closer together on the chips and their links, so the program's collectives "
-        f"(the same ones, the same bytes) take fewer hops or faster links: {cut}. "
-        f"{_basis(now, best)} Only the order of the devices in the mesh changes (a "
-        "permutation); print sv.physical(report) to see the rings on the chips."
+        f"{head} The same devices in "
+        f"{who if lead is standard else f'another order ({lead.words})'} "
+        "put each group's members closer together on the chips and their "
+        "links, so the program's collectives (the same ones, the same bytes) take fewer hops "
+        f"or faster links: the bytes the links carry {carried}, {cut}. {_basis(now, lead)}"
+        f"{also} Only the order of the devices in the mesh changes (a permutation); print "
+        "sv.physical(report, order=...) to see the rings on the chips."
     )
     finding = Finding(
         kind="placement",
         severity="warning",
         title=title,
         why=why,
-        cost=FindingCost(kind="moved", bytes=moved, seconds=now.seconds - best.seconds),
+        cost=FindingCost(kind="moved", bytes=moved, seconds=now.seconds - lead.seconds),
         where=Where(devices=worst.rings[0].devices if worst is not None else ()),
     )
-    fix = order_fix(mesh.axis_sizes, best.devices, best.words)
-    goal = "exposed" if now.exposed and best.exposed else "communication"
-    return [Candidate(finding, (fix,), goal=goal)]
+    fixes = tuple(
+        _standard_fix(mesh.axis_sizes, o.devices) if o is standard
+        else order_fix(mesh.axis_sizes, o.devices, o.words)
+        for o, _ in offers
+    )  # fmt: skip
+    goal = "exposed" if now.exposed and lead.exposed else "communication"
+    return [Candidate(finding, fixes, goal=goal)]
+
+
+def _link_bytes(report: Report, target: Target, order: tuple[int, ...]) -> int:
+    """The bytes the chips' links carry per step with the mesh's devices in ``order``."""
+    assert report.mesh is not None
+    return layout_on_chips(report, target, report.mesh.reordered(order)).link_bytes
+
+
+def _standard_fix(shape: tuple[int, ...], devices: tuple[int, ...]) -> Fix:
+    """The mesh built by ``mesh_utils.create_device_mesh`` from the same devices (its order
+    is ``devices``, what the trial reorders the mesh by)."""
+    code = (
+        "from jax.experimental import mesh_utils\n"
+        f"devices = mesh_utils.create_device_mesh({shape}, mesh.devices.ravel())\n"
+        "mesh = jax.sharding.Mesh(devices, mesh.axis_names, axis_types=mesh.axis_types)"
+    )
+    return Fix(
+        kind="mesh",
+        description=f"build the mesh with {STANDARD}: the same devices laid on the chips",
+        code=code,
+        mesh_shape=shape,
+        devices=devices,
+    )
 
 
 def _cut(now: Order, best: Order) -> str:

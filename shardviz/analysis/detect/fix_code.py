@@ -9,6 +9,7 @@ from the fix's fields.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 
 from shardviz.analysis.detect.candidate import Candidate
@@ -49,6 +50,8 @@ def _code(fix: Fix, names: CodeNames) -> str:
     if fix.kind == "constraint":
         leaf = names.inside.get(fix.leaf, fix.leaf.replace("/", "_"))
         return f"{leaf} = jax.lax.with_sharding_constraint({leaf}, {sharding})"
+    if fix.kind == "mesh" and "create_device_mesh" in fix.code:  # the mesh named in each line
+        return re.sub(r"\bmesh\b(?!_)", names.mesh or "mesh", fix.code)
     if fix.kind == "mesh" and fix.devices:
         mesh = names.mesh or "mesh"
         order = ", ".join(str(i) for i in fix.devices)
