@@ -20,7 +20,7 @@ from jax.sharding import PartitionSpec as P
 
 import shardviz as sv
 from shardviz.analysis.detect import Facts, Remat
-from shardviz.analysis.detect.inputs import step_bytes
+from shardviz.analysis.detect.inputs import NO_SPEC, spec_code, step_bytes
 from shardviz.analysis.detect.traffic import involuntary_remat
 from shardviz.capture.hlo.compiler_log import full_rematerializations
 from shardviz.model.units import format_bytes
@@ -194,6 +194,11 @@ def test_a_remat_of_a_value_the_report_lacks_keeps_both_sides_and_its_size(repor
     assert f.cost.bytes == 4 * 8 * 8 * 64 * 2 * 7 // 8
     assert f"moving about {format_bytes(f.cost.bytes)}" in f.why
     _no_unknowns(f)
+
+
+def test_a_sharding_with_no_spec_is_said_in_words():
+    assert spec_code(None) == NO_SPEC and "?" not in spec_code(None)
+    assert spec_code((("data",), ())) == "P('data', None)"
 
 
 def _no_unknowns(f) -> None:

@@ -135,8 +135,13 @@ def split_dim_for(
     return best
 
 
+#: Said for a sharding that is no spec on the mesh's axes (never a bare ``?``).
+NO_SPEC = "a sharding that is no spec on the mesh's axes"
+
+
 def spec_code(spec: Spec | None) -> str:
-    return format_spec(spec) if spec is not None else "?"
+    """``P('data', None)``, or :data:`NO_SPEC` for a sharding with no spec."""
+    return format_spec(spec) if spec is not None else NO_SPEC
 
 
 def is_constraint(s: ShardingOf) -> bool:
