@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import html
 import re
-import time
 from html.parser import HTMLParser
 
 import pytest
@@ -212,14 +211,11 @@ def test_array_html_elided_panels() -> None:
     [("data", "model"), (), ("data", None), (None, ("data", "model")), (("model", "data"), None)],
     ids=["tiled", "replicated", "partial", "flat_cols", "flat_rows"],
 )
-def test_array_html_2048_devices_is_small_and_fast(spec: tuple) -> None:
+def test_array_html_2048_devices_is_small(spec: tuple) -> None:
     layout = make_layout("w", (4096, 8192), spec, mesh_2x1024())
-    start = time.perf_counter()
     out = array_html(layout)
-    elapsed = time.perf_counter() - start
     assert len(out.encode()) <= 300_000
     assert len(out.encode()) <= 40_000  # what it is today, with room to spare
-    assert elapsed < 2.0
     assert len(Doc(out).with_class("sv-tile")) <= 100
     assert_offline(out)
 

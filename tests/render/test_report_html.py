@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import time
 from collections import defaultdict
 
 import pytest
@@ -224,14 +223,11 @@ def test_every_model_string_is_escaped() -> None:
     assert_offline(page(nasty_report().function, [out]))
 
 
-def test_large_ledger_stays_small_and_fast() -> None:
+def test_large_ledger_stays_small() -> None:
     report = large_report()
-    start = time.perf_counter()
     out = report_html(report)
-    elapsed = time.perf_counter() - start
     assert len(out.encode()) < 1_000_000
     assert len(out.encode()) < 700_000  # today ~550 kB
-    assert elapsed < 2.0
     doc = Doc(out)
     assert len(doc.with_class("sv-collective")) == 200
     assert len(doc.with_class("sv-gdev")) <= 6 * 100  # one map per distinct set of groups
