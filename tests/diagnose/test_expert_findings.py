@@ -11,6 +11,8 @@ are known, on the planted programs and this one.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -20,6 +22,7 @@ from jax.sharding import PartitionSpec as P
 
 import shardviz as sv
 from shardviz.analysis.detect import Facts, Remat
+from shardviz.analysis.detect.experts import expert_gather
 from shardviz.analysis.detect.inputs import NO_SPEC, spec_code, step_bytes
 from shardviz.analysis.detect.traffic import involuntary_remat
 from shardviz.capture.hlo.compiler_log import full_rematerializations
@@ -133,6 +136,19 @@ def test_expert_gather_finding_has_its_figures_and_a_fix_that_helps(report):
     assert "P('expert', 'fsdp', None, None)" in f.fix.code
     assert f.check is not None and f.check.helps, f.check
     assert f.check.after.moved_bytes < f.check.before.moved_bytes
+
+
+def test_without_any_all_to_all_the_title_says_so(report):
+    """The issue's TPU compile: the expert layer exchanged nothing with an all-to-all, and
+    the finding leads with that (the ledger without its all-to-alls stands in for it)."""
+    kept = tuple(c for c in report.collectives if c.kind != "all-to-all")
+    (cand,) = expert_gather(replace(report, collectives=kept))
+    moved = sum(step_bytes(c) for c in _token_gathers(report))
+    assert cand.finding.title == (
+        "the expert layer has no all-to-all: every token is gathered over 'fsdp', 'expert' "
+        f"({format_bytes(moved)} per step)"
+    )
+    assert cand.fixes and cand.fixes[0].line.endswith(marker_line("moe-dispatch"))
 
 
 def test_a_scanned_expert_layer_is_recognised_through_the_loop_carry():
