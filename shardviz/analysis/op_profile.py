@@ -46,11 +46,12 @@ LAYER_TOP = "top level"
 #: on each name (``log_softmax`` is the loss before ``softmax`` is attention).
 _WORDS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("optimizer", ("optax", "adam", "sgd", "optimizer", "opt_state", "apply_updates",
-                   "momentum", "adafactor", "lion", "lamb", "rmsprop", "adagrad")),
+                   "update_moment", "scale_by_", "momentum", "adafactor", "rmsprop",
+                   "adagrad", "clip_by_global_norm")),
     ("loss", ("loss", "cross_entropy", "crossentropy", "xent", "log_softmax", "logsumexp",
               "nll")),
     ("experts", ("moe", "expert", "router", "routing", "dispatch", "combine", "megablox",
-                 "gmm", "top_k")),
+                 "gmm", "top_k", "gshard", "switch", "dropless", "mixture")),
     ("attention", ("attn", "attention", "mha", "gqa", "mqa", "softmax", "rope", "rotary",
                    "qkv", "q_proj", "k_proj", "v_proj", "o_proj", "flash", "splash",
                    "kv_cache")),

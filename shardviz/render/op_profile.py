@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import textwrap
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from shardviz.model.op_profile import OpProfile, ProfiledOp, ProfileGroup
 from shardviz.model.units import format_bytes, format_flops, format_percent, format_seconds, sig3
@@ -53,9 +54,13 @@ class OpProfileView:
     ops: tuple[tuple[str, ...], ...]
     notes: tuple[str, ...]
 
-    def to_data(self) -> dict:
-        """The view as plain data (what the Explorer's tab draws)."""
-        return asdict(self)
+    def to_data(self) -> dict[str, Any]:
+        """The view as plain JSON data, rows as lists (what the Explorer's pane draws)."""
+        return {k: _lists(v) for k, v in asdict(self).items()}
+
+
+def _lists(value: Any) -> Any:
+    return [_lists(v) for v in value] if isinstance(value, tuple) else value
 
 
 def _share(part: float | None, whole: float | None) -> str:

@@ -96,6 +96,10 @@ def test_modules_read_from_the_program(scanned):
     assert flops["mlp"] == pytest.approx(3 * per_layer_mlp)
     assert flops["attention"] > 0 and flops["loss"] > 0
     assert flops.get(OTHER, 0.0) == 0.0
+    # each op's Python functions start at the user's step, not at shardviz tracing it
+    chains = {o.functions for o in scanned.cost.ops if o.functions}
+    assert all(c.split(" > ")[0].endswith(".step") for c in chains), chains
+    assert any(c.endswith("layer > attention") for c in chains)
 
 
 def test_scanned_layers_count_every_trip():
@@ -134,6 +138,14 @@ def test_module_rules():
     assert module_of(op("jit(f)/add"), False, False) == OTHER
     assert module_of(op("jit(f)/jvp()/while/body/add", "step > loss_fn"), True, False) == OTHER
     assert module_of(op(), False, True) == OTHER
+    # a lambda is no optimizer (``<lambda>`` holds "lamb"); a GShard layer is the experts'
+    gshard = "step > loss_fn.<locals>.<lambda> > layer > gshard"
+    assert module_of(
+        op("jit(f)/jvp()/while/body/closed_call/dot_general", gshard), True, False
+    ) == ("experts")
+    assert module_of(op("jit(f)/neg", "step > <lambda>"), False, False) == OTHER
+    adam = "step > tree_update_moment_per_elem_norm.<locals>.<lambda>"
+    assert module_of(op("jit(f)/add", adam), False, False) == "optimizer"  # not a norm
 
 
 def test_measured_ops_sit_beside_their_prediction(scanned):

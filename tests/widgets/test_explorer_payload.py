@@ -347,7 +347,13 @@ def test_grid_text_says_what_the_static_view_says():
 
 def test_payload_module_imports_no_jax_and_no_anywidget():
     allowed = {"json", "math", "re", "collections", "dataclasses", "typing", "__future__"}
-    pure = ("shardviz.model", "shardviz.render", "shardviz.widgets.grid_payload")
+    # shardviz.analysis is jax-free too (tests/test_architecture.py: WITHOUT_JAX)
+    pure = (
+        "shardviz.model",
+        "shardviz.analysis",
+        "shardviz.render",
+        "shardviz.widgets.grid_payload",
+    )
     for module in (ep, gp):
         for name in imported_modules(Path(module.__file__)):
             top = name.split(".")[0]

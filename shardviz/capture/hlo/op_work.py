@@ -18,6 +18,7 @@ traffic; bytes moved to or from host memory are counted apart. Pure text in, num
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Mapping
 
 from shardviz.capture.hlo.collectives import collective_parts, done_of
@@ -36,6 +37,11 @@ __all__ = ["HBM", "HOST", "op_work", "schedule_computations"]
 
 #: Memory spaces: the device's main memory, and host memory (TPU's pinned host).
 HBM, HOST = 0, 5
+
+#: shardviz's folders that trace and compile a program: their frames are not the program's
+#: (the zoo's models in ``strategies/`` are, and stay in the chain).
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_TRACING = tuple(os.path.join(_PACKAGE, part) + os.sep for part in ("explainer", "capture"))
 
 #: Ops that move no data of their own: structure, the control ops whose computations are
 #: read on their own, and the second halves of async pairs (counted at their start).
@@ -280,12 +286,34 @@ def _through_bitcasts(module: HloModule, name: str) -> list[tuple[HloInstruction
     return out
 
 
+def _fused_named(module: HloModule, ins: HloInstruction) -> HloInstruction | None:
+    """For a fusion (or async wrapper) with no ``op_name`` of its own, the op inside it that
+    has one, its root first: the CPU compiler leaves a loop body's fusions unnamed while the
+    ops it fused keep theirs. ``None`` for a control op or when none inside has one."""
+    if ins.op_name or ins.opcode in _CONTROL:
+        return None
+    for name in ins.called_computations:
+        comp = module.computation(name)
+        if comp is None:
+            continue
+        root = comp.root
+        inside = ([root] if root is not None else []) + comp.instructions
+        found = next((i for i in inside if i.op_name), None)
+        if found is not None:
+            return found
+    return None
+
+
 def _what(module: HloModule, ins: HloInstruction) -> tuple[str, str, str, str]:
     """``ins``'s opcode, ``op_name``, computation and Python function chain (see
-    :class:`~shardviz.model.OpWork`), the metadata read from the nearest op that has it."""
-    named = module.named(ins)
+    :class:`~shardviz.model.OpWork`), the metadata read from the nearest op that has it; the
+    chain starts below the frames of shardviz tracing it (``explain``, the compile)."""
+    named = _fused_named(module, ins) or module.named(ins)
     source = module.source_of(named)
-    return ins.opcode, named.op_name, ins.computation, source.chain if source else ""
+    frames = source.frames if source is not None else ()
+    ours = [k for k, f in enumerate(frames) if f.file.startswith(_TRACING)]
+    users = frames[ours[-1] + 1 :] if ours else frames
+    return ins.opcode, named.op_name, ins.computation, " > ".join(f.function for f in users)
 
 
 def op_work(

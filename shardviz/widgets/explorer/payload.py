@@ -24,6 +24,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from shardviz.analysis.op_profile import op_profile_of
 from shardviz.model._codec import to_data
 from shardviz.model.array import ArrayLayout, Spec, format_spec
 from shardviz.model.compare import Comparison
@@ -37,6 +38,7 @@ from shardviz.model.units import format_bytes, format_seconds
 from shardviz.model.why import why_axes, why_spec
 from shardviz.render.colors import KIND_COLORS, OTHER_KIND, device_color
 from shardviz.render.geometry import MeshGrid, array_facts, format_shape, mesh_grid, mesh_summary
+from shardviz.render.op_profile import op_profile_view
 from shardviz.render.report.html import MEMORY_COLORS, group_fill
 from shardviz.render.report.sections import (
     EstimateSection,
@@ -836,6 +838,15 @@ def timeline_payload(report: Report) -> dict[str, Any] | None:
     }
 
 
+def op_profile_payload(report: Report) -> dict[str, Any] | None:
+    """The op profile pane's cells (:func:`~shardviz.render.op_profile.op_profile_view`, as
+    ``print(sv.op_profile(report))`` shows them: ``headline``, ``columns``, ``modules``,
+    ``layers``, ``op_columns``, ``ops``, ``notes``), or None without the compiled schedule."""
+    if report.cost is None or not report.cost.ops:
+        return None
+    return op_profile_view(op_profile_of(report, report.target)).to_data()
+
+
 def report_payload(report: Report) -> dict[str, Any]:
     """Everything the Explorer draws of one report, except tiles (see :func:`array_payload`).
 
@@ -857,8 +868,8 @@ def report_payload(report: Report) -> dict[str, Any]:
     ``scale`` from :func:`memory_scale`) and ``estimate`` (:func:`estimate_payload`, ``None``
     without a target; each collective then carries its ``estimated_seconds`` and
     ``estimate_formula``), ``kernels`` (:func:`kernels_payload`, ``None`` without kernels)
-    and ``timeline`` (:func:`timeline_payload`,
-    ``None`` without a profile). An array's ``source`` points into ``sources`` too.
+    ``timeline`` (:func:`timeline_payload`,
+    ``None`` without a profile) and ``op_profile`` (:func:`op_profile_payload`). An array's ``source`` points into ``sources`` too.
 
     The words are spelled here, by the static views' own helpers, so the front end derives
     none of them and the live widget reads as the saved HTML does.
@@ -910,6 +921,7 @@ def report_payload(report: Report) -> dict[str, Any]:
         "estimate": estimate,
         "kernels": kernels_payload(report),
         "timeline": timeline_payload(report),
+        "op_profile": op_profile_payload(report),
     }
 
 

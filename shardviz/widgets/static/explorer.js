@@ -173,7 +173,14 @@ import {
  *   files: string[], group_labels: string[][], group_colors: string[],
  *   kind_colors: Record<string, [string, string]>, memory: MemoryPayload,
  *   estimate: EstimatePayload | null, kernels?: KernelsPayload | null,
- *   timeline?: TimelinePayload | null }} ReportPayload
+ *   timeline?: TimelinePayload | null, op_profile?: OpProfilePayload | null }} ReportPayload
+ */
+
+/**
+ * The step by module, by layer and its costliest ops (explorer_payload.op_profile_payload, the
+ * cells `print(sv.op_profile(report))` shows), spelled in Python.
+ * @typedef {{ title: string, headline: string, columns: string[], modules: string[][],
+ *   layers: string[][], op_columns: string[], ops: string[][], notes: string[] }} OpProfilePayload
  */
 
 /**
@@ -1872,6 +1879,51 @@ function timelinePane(timeline) {
   return pane;
 }
 
+/**
+ * One table of the op profile: a header row, then one row per module, layer or op.
+ * @param {string} group "module", "layer" or "op"
+ * @param {string[]} columns
+ * @param {string[][]} rows
+ * @returns {HTMLElement}
+ */
+function opTable(group, columns, rows) {
+  const table = node("table", "sv-x-optable");
+  table.dataset.group = group;
+  const head = node("tr", "");
+  columns.forEach((c, i) => head.appendChild(node("th", "", i === 0 ? group : c)));
+  table.appendChild(head);
+  for (const cells of rows) {
+    const row = node("tr", "");
+    row.dataset.name = cells[0];
+    cells.forEach((c, i) => {
+      const cell = node("td", "", c);
+      if (i > 0 && !(group === "op" && i >= cells.length - 2)) cell.style.textAlign = "right";
+      row.appendChild(cell);
+    });
+    table.appendChild(row);
+  }
+  return table;
+}
+
+/**
+ * The op profile pane: where the step's predicted time, flops and bytes go, by module, by
+ * layer and op by op (the text view's tables).
+ * @param {OpProfilePayload} profile
+ * @returns {HTMLElement}
+ */
+function opProfilePane(profile) {
+  const pane = node("section", "sv-x-pane sv-x-oppane");
+  pane.style.overflowX = "auto"; // styled here, so the pane needs no rules in explorer.css
+  pane.append(node("h4", "", profile.title), node("div", "sv-x-dim", profile.headline));
+  pane.append(
+    opTable("module", profile.columns, profile.modules),
+    opTable("layer", profile.columns, profile.layers),
+    opTable("op", profile.op_columns, profile.ops),
+  );
+  for (const note of profile.notes) pane.appendChild(node("div", "sv-x-dim", note));
+  return pane;
+}
+
 // --------------------------------------------------------------------------------------------
 // Filters: the picker's text and the ledger's kind and axes, local to the view
 
@@ -1961,6 +2013,7 @@ function drawPanes(body, report) {
   );
   body.append(top, collectives, memoryPane(report));
   if (report.payload.timeline) body.appendChild(timelinePane(report.payload.timeline));
+  if (report.payload.op_profile) body.appendChild(opProfilePane(report.payload.op_profile));
 }
 
 /**
