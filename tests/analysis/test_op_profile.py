@@ -170,3 +170,23 @@ def test_json_round_trip(scanned):
 def test_not_a_report_is_refused():
     with pytest.raises(sv.ShardvizError, match="not a report"):
         sv.op_profile("step")  # type: ignore[arg-type]
+
+
+def test_collectives_waited_for_are_in_the_total():
+    """Data parallel on 8 devices: the gradients' all-reduce is a row, its exposed seconds in
+    the step and in a module, so the groups still add up to the predicted step."""
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    mesh = jax.make_mesh((8,), ("data",), axis_types=(jax.sharding.AxisType.Auto,))
+    params = jax.device_put(_params(2), NamedSharding(mesh, P()))
+    tok = jax.device_put(jnp.arange(T) % V, NamedSharding(mesh, P("data")))
+    r = sv.explain(_step(True), params, tok, run=False, target="v5e:2x4")
+    p = sv.op_profile(r)
+    assert r.collectives
+    names = {c.hlo_name for c in r.collectives}
+    rows = [o for o in p.ops if o.name in names]
+    assert len(rows) == len(names) and all(o.flops == 0 and o.seconds is not None for o in rows)
+    assert p.seconds == pytest.approx(r.estimate.predicted_seconds, rel=1e-9)
+    assert p.exposed_seconds == pytest.approx(r.estimate.predicted_exposed_seconds, rel=1e-9)
+    assert sum(g.seconds for g in p.modules) == pytest.approx(p.seconds, rel=1e-9)
