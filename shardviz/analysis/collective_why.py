@@ -157,6 +157,29 @@ def _moves(program: ShardingGraph, r: Value, i: int, x: Value) -> bool:
     return False
 
 
+def _squeezed(shape: Sequence[int]) -> tuple[int, ...]:
+    return tuple(n for n in shape if n != 1)
+
+
+def _same_tile(shape: Sequence[int], tile: Sequence[int]) -> bool:
+    """Whether a collective's operand is ``tile``, dims of size 1 aside (the TPU compiler
+    drops them: a ``(1, 4, 8, 256)`` tile is gathered as ``(4, 8, 256)``)."""
+    return tuple(shape) == tuple(tile) or _squeezed(shape) == _squeezed(tile)
+
+
+def _tile_dim(shape: Sequence[int], tile: Sequence[int], dim: int | None) -> int | None:
+    """The dim of ``tile`` that ``dim`` of the collective's operand ``shape`` is (the same
+    dim when the shapes are equal; the same non-unit dim when only size-1 dims differ)."""
+    if dim is None or not _same_tile(shape, tile):
+        return None
+    if tuple(shape) == tuple(tile):
+        return dim
+    if dim >= len(shape) or shape[dim] == 1:
+        return None
+    k = sum(1 for n in shape[:dim] if n != 1)
+    return [i for i, n in enumerate(tile) if n != 1][k]
+
+
 def _fits_move(
     program: ShardingGraph, c: Collective, x: Value, needed: dict[int, tuple[str, ...]]
 ) -> tuple[bool, Spec | None]:
@@ -169,7 +192,7 @@ def _fits_move(
         tuple(needed[d] for d in range(len(x.dims))) if len(needed) == len(x.dims) else None
     )
     if c.kind == "all-gather":
-        d = c.dimension
+        d = _tile_dim(c.in_shape, tile, c.dimension)
         if d is None or d >= len(spec) or not c.axes:
             return False, None
         entry = spec[d]
@@ -177,7 +200,7 @@ def _fits_move(
         if k > len(entry) or set(entry[len(entry) - k :]) != set(c.axes):
             return False, None
         gathered = spec[:d] + (entry[: len(entry) - k],) + spec[d + 1 :]
-        if tuple(c.in_shape) != tile or tuple(c.out_shape) != program.tile(x.dims, gathered):
+        if not _same_tile(c.out_shape, program.tile(x.dims, gathered)):
             return False, None
         # After the gather, only local slicing may lead to what the op needs.
         consistent = all(
@@ -234,7 +257,10 @@ def _contracted_gather(
     found: list[tuple[Value, Spec | None]] = []
     for i, key in enumerate(("lhs_contracting_dims", "rhs_contracting_dims")):
         x = program.node(r.operands[i]) if i < len(r.operands) else None
-        if x is None or x.spec is None or c.dimension not in int_list(r.ins, key):
+        if x is None or x.spec is None:
+            continue
+        d = _tile_dim(c.in_shape, program.tile(x.dims, x.spec), c.dimension)
+        if d is None or d not in int_list(r.ins, key):
             continue
         fits, to = _fits_move(program, c, x, {})
         if fits and to is not None:

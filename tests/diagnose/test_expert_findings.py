@@ -11,7 +11,13 @@ are known, on the planted programs and this one.
 
 from __future__ import annotations
 
+import importlib.util
+import os
 from dataclasses import replace
+
+# libtpu (for the deviceless TPU compile below) takes a machine-wide lock unless told that
+# several processes may load it.
+os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")
 
 import jax
 import jax.numpy as jnp
@@ -176,6 +182,27 @@ def test_a_scanned_expert_layer_is_recognised_through_the_loop_carry():
     # The layer's weights, sliced out of the stack at the scan's line: gathered, no activation.
     weights = [c for c in r.collectives if c.why and "lax.scan(" in c.why.value]
     assert weights and all(c.why.conversion == "" for c in weights)
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("libtpu") is None, reason="needs the shardviz[tpu] extra (libtpu)"
+)
+def test_a_deviceless_tpu_compile_names_the_same_token_gathers(report):
+    """The TPU compiler drops a tile's size-1 dims before gathering ((1, 4, 8, 256) is
+    gathered as (4, 8, 256)); the reasons read through that, and find the same tokens."""
+    devices = sv.topology("v5e:2x4").devices
+    mesh = Mesh(np.array(devices).reshape(2, 4), ("fsdp", "expert"))
+
+    def sds(a):
+        return jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=NamedSharding(mesh, a.sharding.spec))
+
+    tpu = sv.explain(step, *jax.tree.map(sds, _args(("fsdp", "expert"))), run=False)
+    assert tpu.platform == "tpu"
+    got = [(c.why.from_spec, c.why.better_spec) for c in _token_gathers(tpu)]
+    assert got and got == [(c.why.from_spec, c.why.better_spec) for c in _token_gathers(report)]
+    assert tpu.findings.of("expert-gather")
+    squeezed = [c for c in tpu.collectives if c.why and "contracts a dim" in c.why.summary]
+    assert squeezed and squeezed[0].why.conversion == "activation-gather"
 
 
 # --- finding texts never say "?" or "0 B" where the facts are known -------------------------
