@@ -253,6 +253,9 @@ def op_profile_of(
     notes = []
     if report.cost is None or not report.cost.ops:
         notes.append("no compiled schedule in the report: nothing predicted")
+    elif not any(op.op_name or op.functions for op in report.cost.ops):
+        notes.append("the ops carry no jax names (a report saved by an older shardviz?): "
+                     "modules and layers unknown, every op in 'other'")  # fmt: skip
     if target is None:
         notes.append("no target: predicted times need one (e.g. target='v5e')")
     if report.cost is not None and report.cost.lower_bound:

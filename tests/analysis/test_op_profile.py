@@ -162,6 +162,17 @@ def test_measured_ops_sit_beside_their_prediction(scanned):
     assert sum(g.measured_seconds or 0.0 for g in p.modules) == pytest.approx(3e-6)
 
 
+def test_ops_without_names_say_so(scanned):
+    import dataclasses
+
+    bare = tuple(dataclasses.replace(o, op_name="", functions="") for o in scanned.cost.ops)
+    old = dataclasses.replace(scanned, cost=dataclasses.replace(scanned.cost, ops=bare))
+    p = sv.op_profile(old)
+    assert {g.name for g in p.modules} == {OTHER}
+    assert any("carry no jax names" in n for n in p.notes)
+    assert not any("carry no jax names" in n for n in sv.op_profile(scanned).notes)
+
+
 def test_json_round_trip(scanned):
     p = sv.op_profile(scanned)
     assert sv.OpProfile.from_json(p.to_json()) == p
