@@ -35,9 +35,9 @@ from shardviz.model.op_profile import (
     ProfiledOp,
     ProfileGroup,
 )
-from shardviz.model.program import Loop, Report
+from shardviz.model.program import Loop, OpEvent, Report
 
-__all__ = ["LAYER_TOP", "module_of", "op_profile_of"]
+__all__ = ["LAYER_TOP", "measured_of_timeline", "module_of", "op_profile_of"]
 
 #: The layer of ops in no loop and no numbered scope.
 LAYER_TOP = "top level"
@@ -241,6 +241,20 @@ def _groups(rows: list[ProfiledOp], key: str, order: tuple[str, ...]) -> tuple[P
         ))  # fmt: skip
     rank = {name: k for k, name in enumerate(order)}
     return tuple(sorted(out, key=lambda g: (rank.get(g.name, len(rank)), -g.flops, g.name)))
+
+
+def measured_of_timeline(events: tuple[OpEvent, ...]) -> tuple[MeasuredOp, ...]:
+    """The ops of one profiled step (``Report.timeline``, from ``explain(profile=True)``) as
+    measured ops: each op's seconds in the step, averaged over the devices."""
+    devices = len({e.device for e in events}) or 1
+    seconds: dict[str, float] = defaultdict(float)
+    runs: dict[str, int] = defaultdict(int)
+    for e in events:
+        seconds[e.name] += e.seconds
+        runs[e.name] += 1
+    return tuple(
+        MeasuredOp(name, s / devices, runs[name] / devices) for name, s in sorted(seconds.items())
+    )
 
 
 def op_profile_of(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 
 from shardviz.analysis.estimate.step import TargetLike, resolve_target
-from shardviz.analysis.op_profile import op_profile_of
+from shardviz.analysis.op_profile import measured_of_timeline, op_profile_of
 from shardviz.capture.trace_file import measured_ops
 from shardviz.errors import ArgumentError, problem
 from shardviz.model.arguments import shown
@@ -30,6 +30,8 @@ def op_profile(
         report: from ``sv.explain`` (``run=False`` is enough).
         trace: the folder given to ``jax.profiler.trace`` around a few runs of the same step, or
             one ``.trace.json.gz`` in it; its ops are matched to the compiled ones by name.
+            Without it, a report made with ``explain(profile=True)`` is measured from its
+            own profiled step.
         target: the hardware to predict times on (``"v5e"``, ``"h100:2x8"``); default: the
             report's own (none on CPU devices: then flops and bytes only).
 
@@ -49,4 +51,6 @@ def op_profile(
     if trace is not None:
         names = frozenset(op.name for op in report.cost.ops) if report.cost is not None else None
         measured = measured_ops(trace, names)
+    elif report.timeline:
+        measured = measured_of_timeline(report.timeline)
     return op_profile_of(report, resolve_target(report, target), measured)

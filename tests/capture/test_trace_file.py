@@ -77,3 +77,20 @@ def test_no_profile_is_an_actionable_error(tmp_path):
     bad.write_bytes(b"not gzip")
     with pytest.raises(sv.ShardvizError, match="not a readable"):
         measured_ops(bad)
+
+
+def test_a_report_profiled_by_explain_is_measured_from_its_own_step():
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    mesh = jax.make_mesh((8,), ("data",), axis_types=(jax.sharding.AxisType.Auto,))
+    w = {"w1": jnp.ones((16, 32)), "w2": jnp.ones((32, 8))}
+    x = jax.device_put(jnp.ones((16, 16)), NamedSharding(mesh, P("data")))
+    r = sv.explain(step, w, x, steps=1, profile=True)
+    assert r.timeline, r.notes
+    p = sv.op_profile(r)
+    assert p.measured and p.measured_seconds is not None and p.measured_seconds > 0
+    timed = {e.name for e in r.timeline}
+    assert {o.name for o in p.ops if o.measured_seconds} <= timed
+    assert all(o.module in MODULES for o in p.ops)
+    assert str(p).count("measured") >= 2
