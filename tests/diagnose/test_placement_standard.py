@@ -148,3 +148,15 @@ def test_create_device_meshs_order_is_no_finding(orders) -> None:
     _, standard = orders
     report = _explained(standard)
     assert "placement" not in report.findings.kinds
+
+
+def test_the_create_device_mesh_fix_names_the_users_mesh() -> None:
+    from shardviz.analysis.detect.fix_code import CodeNames, pasteable
+
+    fix = device_order._standard_fix((4, 4), tuple(range(16)))
+    code = pasteable(fix, CodeNames(mesh="pod_mesh")).code
+    assert code.splitlines() == [
+        "from jax.experimental import mesh_utils",
+        "devices = mesh_utils.create_device_mesh((4, 4), pod_mesh.devices.ravel())",
+        "pod_mesh = jax.sharding.Mesh(devices, pod_mesh.axis_names, axis_types=pod_mesh.axis_types)",
+    ]

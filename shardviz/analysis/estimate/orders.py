@@ -271,7 +271,7 @@ def _retimed(report: Report, target: Target, order: tuple[int, ...]) -> tuple[Co
     assert mesh is not None
     placement = place(mesh.reordered(order), target)
     moved = {old: placement[new] for old, new in zip(mesh.device_ids, order, strict=True)}
-    return estimate_collectives(report.collectives, Placement(moved), target)
+    return estimate_collectives(report.collectives, Placement(moved, placement.assumed), target)
 
 
 def _total(collectives: tuple[Collective, ...]) -> float:

@@ -130,8 +130,9 @@ def ring_penalty(
     busiest link's transfers (every group's ring at once, as they run: a ring that jumps
     crosses links its neighbours' rings use too), and the longest ring's hops. Each at least
     1; ``(1, 1)`` for rings laid well, off TPU, or for groups over several slices (the data
-    centre network sets their time)."""
-    if target.kind != "tpu":
+    centre network sets their time), and where the devices were placed by assumption (CPU
+    devices previewed on a target: their order on real chips is not known)."""
+    if target.kind != "tpu" or placement.assumed:
         return 1.0, 1.0
     rings = []
     for g in groups:

@@ -993,6 +993,8 @@ def estimate_rows(e: Estimate, measured: float | None = None) -> list[EstimateRo
     kernels not counted (then the step and MFU are no bound) and the HBM line."""
     low = " (a lower bound: a loop's count is unknown)" if e.lower_bound else ""
     missing = "" if e.bounded else UNCOUNTED_TIME
+    # With the schedule, compute and memory are the per-op work the prediction also uses.
+    per_op = e.predicted_seconds is not None
     rows = [
         EstimateRow(
             "step", "step", at_least_str(e),
@@ -1002,12 +1004,14 @@ def estimate_rows(e: Estimate, measured: float | None = None) -> list[EstimateRo
         *predicted_rows(e),
         EstimateRow(
             "compute", "compute", estimate_seconds_str(e.compute_seconds),
-            f"flops per device per step / peak bf16 FLOP/s{low}{missing}"
+            ("each op's matmul " if per_op else "")
+            + f"flops per device per step / peak bf16 FLOP/s{low}{missing}"
             if e.compute_seconds is not None else "no flop count from the compiler",
         ),
         EstimateRow(
             "memory", "memory", estimate_seconds_str(e.memory_seconds),
-            f"bytes accessed per device per step / HBM bandwidth{low}"
+            ("each op's HBM reads and writes" if per_op else "bytes accessed")
+            + f" per device per step / HBM bandwidth{low}"
             if e.memory_seconds is not None else "no bytes-accessed figure from the compiler",
         ),
         EstimateRow(
