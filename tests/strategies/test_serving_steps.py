@@ -21,10 +21,14 @@ from shardviz.strategies.serving.steps import (
 CONFIG = get_config("llama3.1-8b").scaled(
     layers=2, d_model=64, heads=8, kv_heads=4, head_dim=16, ffn=128, vocab=256
 )
+#: A mixture of experts of the same dims: top-2 of 4 experts.
+MOE = get_config("mixtral-8x7b").scaled(
+    layers=2, d_model=64, heads=8, kv_heads=4, head_dim=16, ffn=128, vocab=256, experts=4
+)
 
 
-def _weights(dtype: str, seed: int = 0):
-    abstract = serving_weights(CONFIG, dtype)
+def _weights(dtype: str, seed: int = 0, config=CONFIG):
+    abstract = serving_weights(config, dtype)
     leaves, tree = jax.tree.flatten(abstract)
     keys = jax.random.split(jax.random.key(seed), len(leaves))
     out = []
@@ -37,15 +41,18 @@ def _weights(dtype: str, seed: int = 0):
     return jax.tree.unflatten(tree, out)
 
 
-@pytest.mark.parametrize("dtype", ["bfloat16", "int8"])
-def test_decoding_token_by_token_writes_the_cache_prefill_writes(dtype):
+@pytest.mark.parametrize(("dtype", "config"), [("bfloat16", CONFIG), ("int8", CONFIG),
+                                                ("bfloat16", MOE)])  # fmt: skip
+def test_decoding_token_by_token_writes_the_cache_prefill_writes(dtype, config):
+    # a mixture of experts routes a group of 2 tokens per decode step (2 slots per expert:
+    # none dropped), prefill's 16 together (10 slots each); its output feeds layer 1's cache
     batch, seq = 2, 8
-    params = _weights(dtype)
-    tokens = jax.random.randint(jax.random.key(1), (batch, seq), 0, CONFIG.vocab, jnp.int32)
-    prefill = jax.jit(functools.partial(prefill_step, config=CONFIG, cache_dtype=dtype, block=4))
+    params = _weights(dtype, config=config)
+    tokens = jax.random.randint(jax.random.key(1), (batch, seq), 0, config.vocab, jnp.int32)
+    prefill = jax.jit(functools.partial(prefill_step, config=config, cache_dtype=dtype, block=4))
     first, pk, pv = prefill(params, tokens)
-    decode = jax.jit(functools.partial(decode_step, config=CONFIG))
-    ck = jnp.zeros(cache_shape(CONFIG, batch, seq), jnp.dtype(dtype))
+    decode = jax.jit(functools.partial(decode_step, config=config))
+    ck = jnp.zeros(cache_shape(config, batch, seq), jnp.dtype(dtype))
     cv = jnp.zeros_like(ck)
     for pos in range(seq):
         nxt, ck, cv = decode(params, ck, cv, tokens[:, pos], jnp.int32(pos))
