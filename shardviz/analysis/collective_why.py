@@ -515,8 +515,10 @@ def _summary(
         if r is not None:
             return (
                 f"The partitioner inserted this {c.kind} over {axes} while splitting "
-                f"{needed}, whose result is {why_spec(r.spec)}; shardviz cannot tell "
-                "which conversion it makes."
+                f"{needed}, whose result is {why_spec(r.spec)}; it takes each device's "
+                f"{_array_words(c.in_dtype, c.in_shape)} to {_array_words(c.out_dtype, c.out_shape)}, "
+                "a form no operand of that op is in, so shardviz cannot tell which value "
+                "it converts."
             )
         if needed:
             return (
@@ -573,6 +575,11 @@ def _summary(
     else:
         ask = f"{needed} needs {value} as {to} (its result is {why_spec(r.spec)}, {to_side})"
     return f"{ask}, but it is {frm} ({from_side}), so the partitioner {verb} over {axes}."
+
+
+def _array_words(dtype: str, shape: Sequence[int]) -> str:
+    """``f32[4, 8, 256]``: a collective's side as its dtype and dims."""
+    return f"{dtype}[{', '.join(str(n) for n in shape)}]"
 
 
 def _needed_words(op: str, source: Source | None) -> str:

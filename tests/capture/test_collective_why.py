@@ -404,7 +404,9 @@ def test_a_collective_whose_sizes_do_not_fit_is_left_unknown():
     assert (why.from_spec, why.to_spec, why.partial_axes) == (None, None, ())
     assert why.from_origin.kind == why.to_origin.kind == "unknown"
     assert why.needed_by == "dot_general"
-    assert "cannot tell which conversion" in why.summary
+    # What it does is known and said: each device's f32[32, 64] to f32[32, 64].
+    assert "takes each device's f32[32, 64] to f32[32, 64]" in why.summary
+    assert "cannot tell which value it converts" in why.summary
 
 
 def test_an_unlinked_collective_without_an_op_is_unknown():
