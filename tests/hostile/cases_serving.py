@@ -11,6 +11,12 @@ _SMALL = "layers=2, d_model=256, heads=8, kv_heads=8, head_dim=32, ffn=512, voca
 _SLICE = f"sv.smallest_slice('llama3.1-70b', 'v5e', check=False, {_SMALL}, "
 _DECODE = f"sv.compare('llama3.1-70b', ['tp'], mode='decode', {_SMALL}, "
 _ZOO = "from shardviz.strategies.zoo import get_model\nget_model('llama3.1-8b')"
+#: Your own model declaring its decoder's sizes in ``info``: the case's code adds them and ``)``.
+_OWN = (
+    "from shardviz.strategies.zoo import ModelDef\n"
+    "m = ModelDef.custom('mine', {'w': jnp.ones(2)}, lambda p, b: jnp.sum(p['w'] * b), "
+    "jnp.ones(2), info=dict(layers=2, d_model=64, heads=8, head_dim=16, ffn=128, vocab=256, "
+)
 
 #: name -> (code run with ``sv``, ``jax``, ``jnp``, ``np`` in scope; its last line's value is
 #: the outcome unless it raises; expected: "True" or the error's class).
@@ -80,6 +86,30 @@ CASES: Cases = {
     "compare decode reduced model's parameter count": (
         "c = " + _DECODE + "target='v5e', batch=8, context=128)\n"
         "'(1.84M parameters' in str(c) and '0.0 B parameters' not in str(c)",
+        "True",
+    ),
+    "own decoder kv_heads='4'": (
+        _OWN + "kv_heads='4'))\nsv.compare(m, ['tp'], mode='decode')",
+        "ArgumentError",
+    ),
+    "own decoder heads not a multiple of kv_heads": (
+        _OWN + "kv_heads=3))\nsv.smallest_slice(m, 'v5e', check=False)",
+        "ShardvizError",
+    ),
+    "own decoder without kv_heads": (
+        _OWN + "))\nsv.compare(m, ['tp'], mode='decode')",
+        "ShardvizError",
+    ),
+    "own decoder experts=True": (
+        _OWN + "kv_heads=4, experts=True, experts_per_token=1))\nm.decoder_config()",
+        "ArgumentError",
+    ),
+    "own dense decoder under 'ep'": (
+        _OWN + "kv_heads=4))\nsv.compare(m, ['ep'], mode='decode')",
+        "ArgumentError",
+    ),
+    "own decoder kv_bytes_per_token": (
+        _OWN + "kv_heads=4))\nm.kv_bytes_per_token('int8') == 2 * 2 * 4 * 16",
         "True",
     ),
 }
