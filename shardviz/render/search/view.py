@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from shardviz.model.array import format_spec
 from shardviz.model.program import Report
+from shardviz.model.roles import searched_role
 from shardviz.model.search import Plan, Search, short_how
 from shardviz.model.units import format_bytes, format_seconds
 from shardviz.render.geometry import mesh_summary
@@ -127,24 +128,25 @@ class SpecRow:
     optimizer: str
 
 
-def _mirror(path: str, opt_paths: list[str]) -> str | None:
-    inner = path.partition("/")[2] or path
+def _mirror(inner: str, opt_paths: list[str]) -> str | None:
     return next((o for o in opt_paths if o.endswith("/" + inner)), None)
 
 
 def spec_rows(s: Search, p: Plan) -> list[SpecRow]:
     """The parameter and data leaves of ``p`` with their specs; a parameter's optimizer
-    state (the first optimizer leaf ending in its path) is shown when its spec differs."""
+    state (the first optimizer leaf ending in its path) is shown when its spec differs.
+    Roles are the search's (by argument, or by a state object's field: ``state/params``)."""
     roles = s.roles or {}
-    role = {path: roles.get(path.partition("/")[0], "batch") for path in p.specs}
-    opt_paths = [x for x in p.specs if role[x] == "optimizer"]
+    read = {path: searched_role(path, roles) for path in p.specs}
+    opt_paths = [x for x in p.specs if read[x][0] == "optimizer"]
     rows = []
     for path, spec in p.specs.items():
-        if role[path] == "optimizer":
+        role, inner = read[path]
+        if role == "optimizer":
             continue
         other = ""
-        if role[path] == "params":
-            mirror = _mirror(path, opt_paths)
+        if role == "params":
+            mirror = _mirror(inner, opt_paths)
             if mirror is not None and p.specs[mirror] != spec:
                 other = format_spec(p.specs[mirror])
         rows.append(SpecRow(path, format_spec(spec), other))

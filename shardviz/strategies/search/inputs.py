@@ -20,12 +20,18 @@ import optax
 from jax.sharding import NamedSharding, PartitionSpec
 
 from shardviz.capture.calls import named_args
-from shardviz.capture.leaves import first_named_mesh, from_leaves, is_placeable, named_leaves
+from shardviz.capture.leaves import (
+    first_named_mesh,
+    from_leaves,
+    is_placeable,
+    named_leaves,
+    spec_on_mesh,
+)
 from shardviz.capture.mesh import Mesh, as_jax_mesh, mesh_has_memory
 from shardviz.errors import ShardvizError, problem
 from shardviz.explainer.explain import explain
 from shardviz.model import Report, Spec
-from shardviz.model.roles import argument_role
+from shardviz.model.roles import path_parts, role_parts
 from shardviz.strategies.candidates import Leaf
 from shardviz.strategies.memory_space import HOST_KIND, to_device, to_host
 from shardviz.strategies.models.configs import ArchConfig
@@ -57,19 +63,56 @@ class SearchInputs:
         self.flat, self.treedef = named_leaves(self.named)
 
     def leaves(self) -> list[Leaf]:
+        """The searched array leaves, each with its role read from its path
+        (:func:`~shardviz.model.roles.role_parts`): an argument's name, or inside a state
+        object (``state/params/...``, ``state/opt_state/...``) the field that holds it.
+        ``inner`` is the path below that name, so optimizer state mirrors its parameter
+        however the two are held. The other leaves of a state object that holds parameters
+        or optimizer state (a step counter, an rng key) are not data: they are left out
+        (kept as given: :meth:`place` passes them on)."""
         out = []
+        stateful: set[str] = set()
+        found = []
         for path, x in self.flat:
             if not is_placeable(x):
                 continue
-            arg, _, inner = path.partition("/")
+            role, _, inner = role_parts(path)
+            arg = path_parts(path)[0]
+            if role != "batch":
+                stateful.add(arg)
+            found.append((path, x, arg, role, inner))
+        for path, x, arg, role, inner in found:
+            if role == "batch" and arg in stateful:
+                continue
             out.append(
                 Leaf(
-                    path=path, arg=arg, inner=inner or arg, role=argument_role(arg),
+                    path=path, arg=arg, inner=inner, role=role,
                     shape=tuple(int(n) for n in x.shape),
                     itemsize=int(np.dtype(x.dtype).itemsize),
                 )
             )  # fmt: skip
         return out
+
+    def placement(self, leaves: Sequence[Leaf]) -> dict[str, Spec] | None:
+        """The specs the arguments came with (the user's placement), for the searched
+        ``leaves`` (their roles as searched: weights read from the program count as
+        parameters): each leaf placed with a ``NamedSharding`` on the search's mesh keeps its
+        spec, any other is whole; ``None`` when no parameter or optimizer leaf is placed on
+        that mesh (nothing placed, the data alone, which the search keeps as placed anyway,
+        or another mesh) or the search is a zoo model's."""
+        if self.model is not None:
+            return None
+        by_path = dict(self.flat)
+        specs: dict[str, Spec] = {}
+        placed = False
+        for leaf in leaves:
+            try:
+                spec = spec_on_mesh(by_path[leaf.path], self.jmesh, leaf.path)
+            except ShardvizError:  # a spec that does not fit: not a placement to compile
+                return None
+            placed = placed or (spec is not None and leaf.role != "batch")
+            specs[leaf.path] = spec if spec is not None else tuple(() for _ in leaf.shape)
+        return specs if placed else None
 
     def _sharding(self, spec: Spec, host: bool = False) -> NamedSharding:
         kind = {"memory_kind": HOST_KIND} if host else {}
@@ -237,7 +280,7 @@ class SearchInputs:
         else:
             fn, args = self.fn, self.place(specs, abstract=True, host=host)
             if host:
-                fn = on_device(fn, {p.partition("/")[0] for p in host}, list(self.named))
+                fn = on_device(fn, host, list(self.named))
         return explain(fn, *args, run=False, target=self.target, diagnose=False)
 
 
@@ -248,26 +291,46 @@ def search_pipeline_rules(mesh_axes: int, stages: int, microbatches: int) -> Rul
     return pipeline_rules(kind, stages=stages, microbatches=microbatches)
 
 
-def on_device(fn: Any, names: set[str], order: list[str]) -> Any:
-    """``fn`` with its arguments named in ``names`` (kept in host memory) moved to the device
-    at its start (jax computes on device memory only), and each output shaped like one of
-    them (the updated optimizer state) sent back to host memory, as ZeRO-Offload does."""
+def on_device(fn: Any, host: Sequence[str], order: list[str]) -> Any:
+    """``fn`` with the optimizer state kept in host memory (the leaves at ``host``: an
+    argument such as ``opt_state``, or a state object's field such as ``state/opt_state``)
+    moved to the device at its start (jax computes on device memory only), and each output
+    part shaped like it (the updated optimizer state) sent back to host memory, as
+    ZeRO-Offload does."""
+    roots = sorted({role_parts(p)[1] for p in host})
+
+    def under(path: str) -> str | None:
+        """The root ``path`` lies under, or ``None``."""
+        return next((r for r in roots if path == r or path.startswith(r + "/")), None)
 
     def signature(tree: Any) -> tuple:
-        leaves, treedef = jax.tree.flatten(tree)
-        return treedef, tuple(
-            (getattr(x, "shape", None), getattr(x, "dtype", None)) for x in leaves
-        )
+        flat, _ = named_leaves(tree)
+        return tuple((p, getattr(x, "shape", None), getattr(x, "dtype", None)) for p, x in flat)
 
     @functools.wraps(fn)
     def wrapped(*args: Any) -> Any:
-        moved = [to_device(a) if n in names else a for n, a in zip(order, args, strict=False)]
-        host = [signature(a) for n, a in zip(order, moved, strict=False) if n in names]
+        named = dict(zip(order, args, strict=False))
+        moved = []
+        shapes: dict[str, list[tuple]] = {r: [] for r in roots}
+        for name, arg in named.items():
+            flat, treedef = named_leaves({name: arg})
+            leaves = []
+            for path, x in flat:
+                root = under(path)
+                if root is not None:
+                    rest = path[len(root) + 1 :] or "<root>"
+                    shapes[root].append(
+                        (rest, getattr(x, "shape", None), getattr(x, "dtype", None))
+                    )
+                leaves.append(to_device(x) if root is not None else x)
+            moved.append(from_leaves(treedef, leaves)[name])
+        wanted = {tuple(v) for v in shapes.values() if v}
         out = fn(*moved, *args[len(moved) :])
-        if not isinstance(out, tuple | list):
-            return out
-        back = [to_host(o) if signature(o) in host else o for o in out]
-        return type(out)(back) if isinstance(out, list) else tuple(back)
+        return jax.tree.map(
+            lambda x: to_host(x) if signature(x) in wanted else x,
+            out,
+            is_leaf=lambda x: signature(x) in wanted,
+        )
 
     return wrapped
 

@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 from shardviz.model import Spec
-from shardviz.model.roles import argument_role
+from shardviz.model.roles import role_parts
 from shardviz.strategies.rules import Rule, RuleSet
 
 
@@ -37,10 +37,9 @@ def param_and_optimizer_specs(
     params: dict[str, Spec] = {}
     opt_leaves: list[tuple[str, Spec]] = []
     for path, spec in specs.items():
-        arg, inner = _split_path(path)
-        role = argument_role(arg)
+        role, _, inner = role_parts(path)  # inside a state object too (state/params/w1)
         if role == "params":
-            params[inner or arg] = spec
+            params[inner] = spec
         elif role == "optimizer":
             opt_leaves.append((inner, spec))
     # A leaf mirrors the first parameter (in parameter order) its path ends with: look up
@@ -99,11 +98,7 @@ def _rules(specs: Mapping[str, Spec]) -> tuple[Rule, ...]:
 
 
 def _batch_rules(specs: Mapping[str, Spec]) -> tuple[Rule, ...]:
-    data = [
-        (path, spec)
-        for path, spec in specs.items()
-        if argument_role(_split_path(path)[0]) == "batch" and spec
-    ]
+    data = [(path, spec) for path, spec in specs.items() if role_parts(path)[0] == "batch" and spec]
     split = {spec[0] for _, spec in data}
     if len(split) == 1 and all(not any(s[1:]) for _, s in data):
         axes = split.pop()

@@ -49,7 +49,7 @@ from shardviz.capture.mesh import mesh_layout
 from shardviz.errors import ArgumentError, ShardvizError, problem
 from shardviz.model import Report, Spec
 from shardviz.model.arguments import byte_size, finite_number, shown, whole_number
-from shardviz.model.roles import argument_role
+from shardviz.model.roles import argument_role, role_parts
 from shardviz.model.search import Plan, Search, short_how, summarised
 from shardviz.model.units import format_bytes, format_seconds
 from shardviz.strategies.candidates import (
@@ -337,6 +337,22 @@ class _Runner:
             read_specs=True, pipeline=(axis, self.space.axes[axis], microbatches),
         )  # fmt: skip
 
+    def try_placement(self, specs: dict[str, Spec], how: str) -> SuggestedPlan | None:
+        """The arguments' own placement (``specs``), compiled as it is (over the memory
+        limit too: it is the plan the user has) and ranked with the others; the descent may
+        start from it when the search's knobs can express it (:func:`_as_choice`)."""
+        choice = _as_choice(self.space, specs)
+        if choice is not None:
+            self.seen.add(choice)
+        key = (tuple(sorted(specs.items())), (), None)
+        plan = self._compile(
+            choice or self.space.replicated(), how, key, specs,
+            lambda: self.inputs.compile(specs, None),
+        )  # fmt: skip
+        if plan is not None and choice is None:
+            del self.choice_of[plan.label]  # no knob setting gives it: nothing to descend from
+        return plan
+
     def _compile(
         self,
         choice: Choice,
@@ -464,6 +480,30 @@ class _Runner:
                         break
 
 
+#: How the plan of the arguments' own shardings is named.
+YOUR_PLACEMENT = "your placement (the shardings the arguments came with)"
+
+
+def _as_choice(space: Space, specs: dict[str, Spec]) -> Choice | None:
+    """The knob settings that give exactly ``specs`` (each parameter group's spec, its
+    optimizer state's, the batch split), or ``None`` when none does (two leaves of one group
+    placed differently, a data leaf split off dim 0...)."""
+    params = {x.inner: x.path for x in space.leaves if x.role == "params"}
+    optimizer = [x for x in space.leaves if x.role == "optimizer"]
+    pairs = []
+    for g in space.groups:
+        lead = g.members[0]
+        spec = specs[params[lead]]
+        mirror = next(
+            (x.path for x in optimizer if x.inner == lead or x.inner.endswith("/" + lead)), None
+        )
+        pairs.append((spec, specs[mirror] if mirror is not None else spec))
+    data = next((x for x in space.leaves if x.role == "batch" and x.shape), None)
+    batch = specs[data.path][0] if data is not None else ()
+    choice = Choice(batch, tuple(pairs))
+    return choice if space.specs(choice) == specs else None
+
+
 def _offloaded(how: str) -> str:
     """``how`` for the same assignment with the optimizer state offloaded."""
     return f"{how}; {OFFLOAD_WORDS}"
@@ -588,16 +628,25 @@ def suggest(
 ) -> SuggestedSearch:
     """Search partition specs for ``fn``'s arguments, compile-only, and rank the plans.
 
-    Arguments are read by name as the Explorer reads them: ``params``-like names hold
+    Leaves are read by path as the Explorer reads them: ``params``-like names hold
     parameters, ``opt*`` names optimizer state (leaves mirroring a parameter by path, like
-    Adam's ``mu``/``nu``, follow it), anything else is data whose dim 0 is the batch.
+    Adam's ``mu``/``nu``, follow it), anything else is data whose dim 0 is the batch. The
+    name is the argument's, or inside a state object (``step(state, batch)`` with a dict,
+    a Flax ``TrainState``, a namedtuple) the field's: ``state/params/...`` are parameters,
+    ``state/opt_state/...`` optimizer state, and its other leaves (a step count) are kept
+    as given.
+
+    When the parameters or the optimizer state come placed (a ``NamedSharding`` on the
+    search's mesh), the arguments' placement is plan ``#1``, ``"your placement"``, ranked
+    with the others (leaves not placed there read as whole); the descent starts from it
+    too when the knobs can express it.
 
     Args:
         fn: a train step (plain or jitted) to call as ``fn(*args)``; or, with no ``args``, a
             zoo model's name (``"transformer"``) or a :class:`~.zoo.ModelDef`: its Adam train
             step, built exactly as :func:`~.runner.compare` builds it.
-        *args: the arguments: arrays or ``jax.ShapeDtypeStruct`` objects (their shardings are
-            ignored; nothing is run or allocated).
+        *args: the arguments: arrays or ``jax.ShapeDtypeStruct`` objects (nothing is run or
+            allocated; their shardings are the first plan, and data placed alike is kept).
         mesh: a ``shardviz.Mesh`` or jax mesh; default the arguments' mesh, else 2 x n/2
             over all devices with axes ``('data', 'model')``.
         memory_limit: bytes per device a plan's peak may reach (an int, or ``"2 GiB"``);
@@ -675,6 +724,7 @@ def suggest(
     host_memory = limit is not None and inputs.has_host_memory()
     offload = host_memory and any(x.role == "optimizer" and x.shape for x in leaves)
     remats, own_remat = inputs.remat_policies(offload=host_memory)
+    placement = inputs.placement(leaves)
     with compiler_quiet() as terminal:
         reporter = progress_for(progress, terminal)
         runners: list[_Runner] = []
@@ -705,6 +755,8 @@ def suggest(
                 kept_here = here is not None and space.batch_choices == [here]
                 runner.kept_batch = here if kept_here else None
                 runners.append(runner)
+                if k == 0 and placement is not None:
+                    runner.try_placement(placement, YOUR_PLACEMENT)
                 _walk(runner, _seeds(runner.space, seeds_from, limited=limit is not None))
             search = _result(runners, budget, reporter)
             done = True
@@ -1009,11 +1061,17 @@ def _result(runners: list[_Runner], budget: float, reporter: Progress) -> Sugges
 
 def _roles(space: Space, inputs: SearchInputs) -> dict[str, str]:
     """Argument name -> role, as searched (an argument whose leaves were all read as weights
-    is ``params``)."""
-    out = {}
+    is ``params``); for a state object, each field that decided its leaves' role instead
+    (``state/params`` -> ``params``, ``state/opt_state`` -> ``optimizer``)."""
+    out: dict[str, str] = {}
     for name in inputs.named:
-        roles = {x.role for x in space.leaves if x.arg == name}
-        out[name] = roles.pop() if len(roles) == 1 else argument_role(name)
+        leaves = [x for x in space.leaves if x.arg == name]
+        roles = {x.role for x in leaves}
+        if len(roles) <= 1:
+            out[name] = roles.pop() if roles else argument_role(name)
+            continue
+        for x in leaves:
+            out.setdefault(role_parts(x.path)[1], x.role)
     return out
 
 
@@ -1178,7 +1236,7 @@ def _notes(runner: _Runner, plans: list[SuggestedPlan], budget: float) -> list[s
     if (
         weights
         and runner.inputs.model is None
-        and not any(argument_role(x.arg) == "params" for x in runner.space.leaves)
+        and not any(role_parts(x.path)[0] == "params" for x in runner.space.leaves)
     ):
         notes.append(f"searched as weights, by how the program uses them: {summarised(weights)}")
     if runner.inputs.model is None:
