@@ -40,6 +40,7 @@ from shardviz.strategies.accounting import count_params
 from shardviz.strategies.models import build as published
 from shardviz.strategies.models.axes import ACTIVATION_AXES
 from shardviz.strategies.models.configs import ARCH_NAMES, ArchConfig
+from shardviz.strategies.models.mlp import ACTIVATIONS
 from shardviz.strategies.transformer import Constrain
 
 __all__ = [
@@ -169,9 +170,9 @@ class ModelDef:
         not the model's loss: the bytes, flops and collectives are those of that structure.
 
         Raises:
-          ShardvizError: a size is missing (naming it and how to declare it), or the sizes do
+          ShardvizError: a size is missing (naming it and how to declare it), the sizes do
             not fit together (``heads`` not a multiple of ``kv_heads``, ``experts`` without
-            ``experts_per_token``).
+            ``experts_per_token``), or an activation the steps do not have.
         """
         config = self.info.get("config")
         if isinstance(config, ArchConfig):
@@ -190,6 +191,17 @@ class ModelDef:
                     "batch, info={'layers': 2, 'd_model': 256, 'heads': 8, 'kv_heads': 4, "
                     "'head_dim': 32, 'ffn': 512, 'vocab': 512, 'experts': 8, "
                     "'experts_per_token': 2}) (experts: 0 or left out for a dense MLP)",
+                )
+            )
+        activation = sizes.get("activation", "silu")
+        if not isinstance(activation, str) or activation not in ACTIVATIONS:
+            raise ShardvizError(
+                problem(
+                    where,
+                    f"model {self.name!r} declares activation={activation!r}, which the "
+                    "serving steps do not have",
+                    f"declare one of {', '.join(map(repr, ACTIVATIONS))} (the gated MLP's "
+                    "gate), or leave it out for 'silu' (SwiGLU)",
                 )
             )
         keep = set(DECODER_FIELDS) | set(_DECODER_OPTIONS)

@@ -108,6 +108,10 @@ CASES: Cases = {
         _OWN + "kv_heads=4))\nsv.compare(m, ['ep'], mode='decode')",
         "ArgumentError",
     ),
+    "own decoder activation='relu'": (
+        _OWN + "kv_heads=4, activation='relu'))\nsv.compare(m, ['tp'], mode='decode')",
+        "ShardvizError",
+    ),
     "own decoder kv_bytes_per_token": (
         _OWN + "kv_heads=4))\nm.kv_bytes_per_token('int8') == 2 * 2 * 4 * 16",
         "True",
