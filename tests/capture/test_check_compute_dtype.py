@@ -103,3 +103,11 @@ def test_compute_dtype_reads_the_dots_of_stablehlo_and_hlo():
     )
     assert compute_dtype(hlo) == np.float16
     assert compute_dtype("%a = s8[4]{0} parameter(0)\n%b = s32[] dot(%a, %a)") is None
+
+
+def test_compare_passes_its_tolerance_to_the_check():
+    result = sv.compare("mlp", ["dp"], tolerance=0.5, steps=1, progress=False).results[0]
+    check = result.report.check
+    assert check is not None and check.matches
+    assert check.tolerance_rule.endswith("(tolerance= given)")
+    assert check.tolerance >= 0.5

@@ -182,3 +182,25 @@ def test_offloading_a_state_objects_optimizer_state_moves_only_that_field() -> N
     memory = best.report.memory
     # The updated optimizer state goes back to host, the parameters stay in HBM.
     assert memory.host_output_bytes == memory.host_argument_bytes > 0
+
+
+def test_a_placement_no_knob_gives_is_compiled_but_not_descended_from() -> None:
+    # w1 and w3 form one group (same place, same shape): placed differently, no choice of the
+    # search's knobs gives the pair, so the plan stands alone.
+    def three(x: Any, params: Any) -> Any:
+        h = jnp.tanh(x @ params["w1"]) * jnp.tanh(x @ params["w3"])
+        return jnp.sum(h @ params["w2"])
+
+    params = {
+        "w1": S((64, 256), jnp.float32, sharding=NamedSharding(MESH, P(None, "model"))),
+        "w3": S((64, 256), jnp.float32, sharding=NamedSharding(MESH, P())),
+        "w2": S((256, 64), jnp.float32, sharding=NamedSharding(MESH, P())),
+    }
+    search = sv.suggest(
+        three, S((32, 64), jnp.float32), params, mesh=MESH, max_plans=3, budget_s=600,
+        progress=False,
+    )  # fmt: skip
+    first = search.plan("#1")
+    assert first.how == YOUR_PLACEMENT and first.compiled
+    assert first.specs["params/w1"] != first.specs["params/w3"]
+    assert not any(p.how.startswith("from #1:") for p in search.plans)
