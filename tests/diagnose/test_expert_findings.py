@@ -266,3 +266,20 @@ def test_no_finding_text_says_unknown_where_it_is_known(program):
 def test_no_unknowns_in_the_expert_layer_findings(report):
     for f in report.findings:
         _no_unknowns(f)
+
+
+def test_the_issues_moe_remat_finding_has_both_shardings_and_its_bytes():
+    """The issue's symptom: the scanned MoE's involuntary-remat finding read "from ? to ?,
+    moving about 0 B" (its value lives in the loop body, not in the report); the compile
+    log's own shape now gives its specs and size."""
+    from tests.fixtures import moe_models
+
+    fn, args, _ = moe_models.make(moe_models.GSHARD)
+    r = sv.explain(fn, *args, run=False)
+    remats = r.findings.of("involuntary-remat")
+    assert remats
+    for f in remats:
+        assert "from P(" in f.title and " to P(" in f.title, f.title
+        assert f.cost.bytes > 0 and f"moving about {format_bytes(f.cost.bytes)}" in f.why
+    for f in r.findings:
+        _no_unknowns(f)
