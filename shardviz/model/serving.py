@@ -110,7 +110,9 @@ class ExpertReads:
     bytes read, per layer, with routing taken as uniform and independent across tokens.
 
     ``touched`` is the whole model's distinct experts per layer, ``E x (1 - (1 - k/E)^T)``
-    for ``T = tokens`` (each expert is missed by a token with probability ``1 - k/E``).
+    for ``T = tokens`` (each expert is missed by a token with probability ``1 - k/E``); each
+    holds ``bytes_per_expert`` in a layer (gate, up and down), so a step reads
+    :attr:`read_bytes_total` of them over its ``layers``.
     Per device: ``experts_per_device`` experts each see ``tokens_per_expert`` tokens (the
     batch's, or one data shard's where the experts are copied over ``data``), so
     ``touched_per_device = experts_per_device x (1 - (1 - k/E)^tokens_per_expert)``;
@@ -122,11 +124,19 @@ class ExpertReads:
     experts_per_token: int
     tokens: int
     touched: float
+    layers: int
+    bytes_per_expert: int
     experts_per_device: int
     tokens_per_expert: int
     touched_per_device: float
     held_bytes: int
     read_bytes: int
+
+    @property
+    def read_bytes_total(self) -> float:
+        """The expert weights the whole model reads per step: touched x layers x bytes each
+        (each data shard's copy reads its own where the experts are copied over ``data``)."""
+        return self.touched * self.layers * self.bytes_per_expert
 
 
 @dataclass(frozen=True)

@@ -140,15 +140,17 @@ def test_chart_labels_stay_inside_their_panel_and_clear_of_the_dots():
 def test_a_mixture_of_experts_reads_and_all_to_alls_are_said_in_text_html_and_json():
     from shardviz.model.serving import ExpertReads
 
-    reads = ExpertReads(experts=8, experts_per_token=2, tokens=8, touched=7.2, experts_per_device=1,
-                        tokens_per_expert=8, touched_per_device=0.9, held_bytes=GiB,
-                        read_bytes=9 * GiB // 10, )  # fmt: skip
+    reads = ExpertReads(experts=8, experts_per_token=2, tokens=8, touched=7.2, layers=2,
+                        bytes_per_expert=48 << 20, experts_per_device=1, tokens_per_expert=8,
+                        touched_per_device=0.9, held_bytes=GiB, read_bytes=9 * GiB // 10)  # fmt: skip
     ep = replace(RESULT, strategy="ep", experts=reads, collectives=(
         ServingCollective("all-to-all", ("data",), 64, 3 << 20, 1e-4),))  # fmt: skip
     moe = replace(COMPARISON, model="<moe>", results=(ep,), findings=())
     text = str(moe)
     said = " ".join(text.split())
     assert "8 x (1 - (1 - 2/8)^8) = 7.2 of the 8 experts" in said
+    # 7.2 touched x 2 layers x 48 MiB each, of 8 x 2 x 48 MiB
+    assert "each 48 MiB of weights: 691.2 MiB read per step over 2 layers, of 768 MiB" in said
     assert (
         "ep: 1 expert per layer, each seeing 8 tokens: 0.9 touched, 921.6 MiB of the 1 GiB" in said
     )

@@ -113,6 +113,8 @@ def test_mixtral_decode_reads_the_experts_its_batch_touches(mixtral):
         assert r.compiled and x is not None
         assert (x.experts, x.experts_per_token, x.tokens) == (e, k, BATCH)
         assert x.touched == _touched(e, k, BATCH)
+        assert x.bytes_per_expert == 3 * d * f * 2 and x.layers == layers
+        assert x.read_bytes_total == _touched(e, k, BATCH) * layers * 3 * d * f * 2
         # tp: every expert on each chip, its hidden size over 8; ep: one expert per chip
         assert x.held_bytes == experts_bytes // 8 and x.experts_per_device == per_device
         assert x.tokens_per_expert == BATCH  # the whole batch reaches each expert

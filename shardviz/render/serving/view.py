@@ -154,8 +154,10 @@ def expert_lines(c: ServingComparison) -> list[str]:
     head = (
         f"Experts: top-{k} of {e} per token. A step's {x.tokens:,} tokens touch {e} x (1 - "
         f"(1 - {k}/{e})^{x.tokens:,}) = {sig3(x.touched)} of the {e} experts of each layer "
-        "(routing taken as uniform); a kernel that skips idle experts reads only theirs, and "
-        "the step's estimate counts that. Per device:"
+        f"(routing taken as uniform), each {format_bytes(x.bytes_per_expert)} of weights: "
+        f"{format_bytes(x.read_bytes_total)} read per step over {x.layers} layers, of "
+        f"{format_bytes(e * x.layers * x.bytes_per_expert)}. A kernel that skips idle experts "
+        "reads only theirs, and the step's estimate counts that. Per device:"
     )
     lines = [head]
     for r in moe:

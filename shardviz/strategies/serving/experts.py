@@ -32,6 +32,7 @@ def expert_reads(
     context: int,
     *,
     held_bytes: int,
+    bytes_per_expert: int,
     expert_ways: int,
     data: int,
     experts_over_data: bool,
@@ -41,6 +42,7 @@ def expert_reads(
     Args:
       mode: ``"decode"`` (``batch`` tokens) or ``"prefill"`` (``batch x context``).
       held_bytes: expert weights on one device (all layers), from their shard shapes.
+      bytes_per_expert: one expert's weights in one layer, whole.
       expert_ways: devices the experts are split over (each holds ``E / expert_ways``).
       data: the data axis the batch is split over.
       experts_over_data: the experts split over ``data`` (``ep``): each sees every token of
@@ -55,6 +57,8 @@ def expert_reads(
         experts_per_token=k,
         tokens=tokens,
         touched=touched(e, k, tokens),
+        layers=config.layers,
+        bytes_per_expert=bytes_per_expert,
         experts_per_device=e // expert_ways,
         tokens_per_expert=seen,
         touched_per_device=e // expert_ways * share,

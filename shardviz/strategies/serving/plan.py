@@ -80,6 +80,7 @@ class Served:
     kv_copies: int
     expert_bytes: int = 0
     expert_ways: int = 1
+    bytes_per_expert: int = 0
 
 
 #: The leaves holding a mixture of experts' expert weights (not its router).
@@ -133,6 +134,7 @@ def place(
         kv_copies=max(1, round(_per_device(one) * n / _whole(one) / 1)),
         expert_bytes=int(sum(_per_device(x) for x in experts)),
         expert_ways=_ways(layout, layout.weight_specs[_EXPERT_LEAVES[0]][1]) if experts else 1,
+        bytes_per_expert=int(sum(map(_whole, experts)) // max(1, config.layers * config.experts)),
     )  # fmt: skip
 
 
@@ -154,7 +156,7 @@ def _reads(config: ArchConfig, served: Served, mode: str, batch: int,
     entry = served.layout.weight_specs[_EXPERT_LEAVES[0]][1]
     return expert_reads(
         config, mode, batch, context, held_bytes=served.expert_bytes,
-        expert_ways=served.expert_ways, data=served.layout.size("data"),
+        bytes_per_expert=served.bytes_per_expert, expert_ways=served.expert_ways, data=served.layout.size("data"),
         experts_over_data="data" in _axes_of(entry),
     )  # fmt: skip
 
