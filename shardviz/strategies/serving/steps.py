@@ -1,7 +1,7 @@
 """The decoder's serving steps in jax: weights and KV cache in bfloat16, int8 or int4.
 
-- :func:`serving_weights`: the published decoder's parameters (:mod:`..models.params`) as
-  ShapeDtypeStructs, matrices in the weight dtype, norm scales in bfloat16;
+- :func:`serving_weights`: the decoder's parameters (:mod:`..models.params`: a dense MLP or
+  experts) as ShapeDtypeStructs, matrices in the weight dtype, norm scales in bfloat16;
 - :func:`decode_step`: one new token per sequence at position ``pos``, its keys and values
   written into the cache, attention over positions ``0..pos`` read from the cache;
 - :func:`prefill_step`: the whole prompt (blockwise attention), its keys and values as the
