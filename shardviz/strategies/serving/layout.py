@@ -45,8 +45,8 @@ SERVING_STRATEGIES: dict[str, str] = {
     "the KV heads hold copies of the cache (what a TP group wider than the KV heads does "
     "without a sequence split)",
     "ep": "mixtures of experts: the experts and the batch split over a data axis as wide as "
-    "the experts divide, each chip holding its experts whole; attention tensor-parallel over "
-    "the rest",
+    "the experts divide (tokens travel to their experts' chips and back); attention, and each "
+    "expert's hidden size, tensor-parallel over the chips left",
 }
 
 #: Logical axes of the weights -> the mesh axes they split over (``group``: tensor x sequence).
