@@ -14,8 +14,14 @@ For each partitioner-inserted collective:
   an operand of that op arriving in one spec when the op needs another (the collective's
   input is the operand's per-device tile), partial sums of a dot or reduce over a split
   dim (an all-reduce or reduce-scatter over the split axes whose size is the result's tile),
-  or the result going to the declared output sharding. Anything else is left unknown rather
-  than guessed;
+  or the result going to the declared output sharding; a dot operand gathered on a
+  contracted dim its two operands split differently. Operand tiles with their size-1 dims
+  dropped (the TPU compiler's habit) count as the tile. Anything else is left unknown
+  rather than guessed, saying only what the collective does to each device's array;
+- **what kind**, where it matters at scale (:attr:`CollectiveWhy.conversion`): tokens
+  gathered into an expert layer's matmul instead of an all-to-all (with the tokens' spec
+  that needs only the all-to-all), an activation (not a weight) gathered, or an expert
+  layer's combine summed by an all-reduce over the expert axes;
 - **where each side came from**: :meth:`.sharding_origins.ShardingGraph.origin` (an
   argument, a constraint at a line, the declared output, or propagation from named ops).
 
