@@ -19,6 +19,7 @@ from shardviz.capture.hlo.kernels import kernel_uses
 from shardviz.capture.hlo.loops import computation_runs, loop_body_module, loops_of
 from shardviz.capture.hlo.matmuls import matmul_flops
 from shardviz.capture.hlo.op_work import op_work
+from shardviz.capture.hlo.routing import moe_dots, slot_fill
 from shardviz.capture.hlo.text import HloModule, parse_hlo_module
 from shardviz.capture.kernel_body import body_table
 from shardviz.model import Cost, Loop
@@ -83,6 +84,16 @@ def per_step(
     return out, loops
 
 
+def _fill(comp: Compiled, module: HloModule, propagated: HloModule | None) -> float | None:
+    """The share of the expert slots tokens fill, read on the program before partitioning
+    (global shapes); ``None`` without MoE slots (the common case: nothing more parsed)."""
+    if not moe_dots(module).slots or not (propagated is not None or comp.propagated_text):
+        return None
+    return slot_fill(
+        propagated if propagated is not None else parse_hlo_module(comp.propagated_text)
+    )
+
+
 def program_cost(
     comp: Compiled, glob_once: dict | None = None, propagated: HloModule | None = None
 ) -> Cost | None:
@@ -100,7 +111,7 @@ def program_cost(
     runs = computation_runs(module, loops)
     # Without a trace (a Lowered or Compiled given as it is), from the bodies kernels carry.
     table = comp.kernels if comp.kernels is not None else body_table(module)
-    mm = matmul_flops(module, runs, lower_bound=lower, kernels=table)
+    mm = matmul_flops(module, runs, lower, table, _fill(comp, module, propagated))
     kernels = kernel_uses(module, runs, table)
     # The compiler's cost model counts a kernel that declares no cost as nothing.
     added = sum(k.added for k in kernels)
@@ -119,6 +130,7 @@ def program_cost(
         matmul_flops_per_device=mm.total,
         model_flops_per_device=mm.model,
         dispatch_flops_per_device=mm.dispatch,
+        padding_flops_per_device=mm.padding,
         loops=loops,
         ops=op_work(module, runs, table),
         kernels=kernels,

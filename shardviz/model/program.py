@@ -269,8 +269,10 @@ class Cost:
       included (``jax.checkpoint``'s forward ops run again in the backward pass);
     - model flops (``model_flops_per_device``): the useful work, the matmuls (``dot`` and
       ``convolution``, 2 per multiply-add, attention's two matmuls as computed) with the
-      recomputed ones counted once. ``matmul_flops_per_device`` is the matmuls as run,
-      recomputation included.
+      recomputed ones counted once: 6 x active parameters x tokens plus attention. An MoE
+      layer's dispatch and combine (``dispatch_flops_per_device``) and the expert slots its
+      capacity leaves empty (``padding_flops_per_device``) are hardware flops only.
+      ``matmul_flops_per_device`` is the matmuls as run, recomputation included.
     """
 
     flops_per_device: float | None
@@ -286,6 +288,9 @@ class Cost:
     #: Matmul flops that only move data (an MoE layer's one-hot dispatch and combine):
     #: hardware flops, not model flops.
     dispatch_flops_per_device: float | None = None
+    #: Expert matmul flops on slots no token fills (an MoE layer's capacity padding: slots
+    #: ``experts x capacity``, tokens ``top_k x tokens``): hardware flops, not model flops.
+    padding_flops_per_device: float | None = None
     #: The program's kernels (Pallas/Mosaic, Triton, other opaque custom calls) per device
     #: per step, each with how its flops were counted; their flops are in the figures above.
     kernels: tuple[KernelUse, ...] = ()
@@ -323,7 +328,7 @@ class Cost:
         """The matmul flops ``jax.checkpoint`` runs a second time, per step."""
         if self.matmul_flops_per_device is None or self.model_flops_per_device is None:
             return None
-        moved = self.dispatch_flops_per_device or 0.0
+        moved = (self.dispatch_flops_per_device or 0.0) + (self.padding_flops_per_device or 0.0)
         return self.matmul_flops_per_device - self.model_flops_per_device - moved
 
 

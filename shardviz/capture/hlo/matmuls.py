@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from shardviz.capture.hlo.kernels import KernelTable, count_of, declared_flops, is_kernel
+from shardviz.capture.hlo.routing import moe_dots, operand_names
 from shardviz.capture.hlo.text import (
     ArrayShape,
     HloInstruction,
@@ -31,8 +32,9 @@ __all__ = ["DISPATCH_MARK", "REMAT_MARK", "MatmulFlops", "instruction_flops", "m
 
 #: The name-stack marker jax gives the forward ops a ``jax.checkpoint`` recomputes.
 REMAT_MARK = "rematted_computation"
-#: The name scope of matmuls that move data rather than compute (an MoE layer's one-hot
-#: dispatch and combine einsums): the hardware runs them, the model's math has none.
+#: A name scope that marks matmuls moving data rather than computing (an MoE layer's one-hot
+#: dispatch and combine einsums): the hardware runs them, the model's math has none. Not
+#: needed: :mod:`.routing` recognises them from the program; kept for programs that use it.
 DISPATCH_MARK = "moe_dispatch"
 
 
@@ -40,9 +42,10 @@ DISPATCH_MARK = "moe_dispatch"
 class MatmulFlops:
     """Matmul flops per step on one device: ``total`` as the hardware runs them (recomputed
     ones included), ``recomputed`` the part ``jax.checkpoint`` runs again, ``dispatch`` the
-    matmuls that only move data (:data:`DISPATCH_MARK`, recomputed or not); ``model`` is
-    ``total - recomputed - dispatch``. ``lower_bound``: a loop of unknown count holds some
-    of them (counted once)."""
+    matmuls that only move data (an MoE dispatch and combine, recomputed or not),
+    ``padding`` the expert slots no token fills (capacity padding, not recomputed); ``model``
+    is ``total - recomputed - dispatch - padding``. ``lower_bound``: a loop of unknown count
+    holds some of them (counted once)."""
 
     total: float
     recomputed: float
@@ -51,10 +54,11 @@ class MatmulFlops:
     #: Kernels' flops as run less their model flops (blocks a mask skips make it negative:
     #: the field counts attention in full; a backward kernel's recomputed matmuls, positive).
     kernel_gap: float = 0.0
+    padding: float = 0.0
 
     @property
     def model(self) -> float:
-        return self.total - self.recomputed - self.dispatch - self.kernel_gap
+        return self.total - self.recomputed - self.dispatch - self.padding - self.kernel_gap
 
 
 def _array(shape: object) -> ArrayShape | None:
@@ -162,16 +166,31 @@ def instruction_flops(
     return None
 
 
+def _stack(module: HloModule, ins: HloInstruction) -> str:
+    """The op's name stack; for one the compiler made without metadata (a dot rewritten into
+    canonical form), the remat mark its operands all carry, or the op around it."""
+    if ins.op_name:
+        return ins.op_name
+    names = operand_names(module, ins)
+    if names and all(REMAT_MARK in n for n in names):
+        return min(names)
+    return module.named(ins).op_name
+
+
 def matmul_flops(
     module: HloModule,
     runs: Mapping[str, int],
     lower_bound: bool = False,
     kernels: KernelTable | None = None,
+    fill: float | None = None,
 ) -> MatmulFlops:
     """Every matmul's flops times the runs of its computation (``runs`` from
     :func:`shardviz.capture.hlo.loops.computation_runs`); ``lower_bound`` when a loop's
-    count is unknown; ``kernels``: the kernels' counts made at trace time."""
-    total = recomputed = dispatch = gap = 0.0
+    count is unknown; ``kernels``: the kernels' counts made at trace time; ``fill``: the
+    share of an MoE layer's expert slots tokens fill (:func:`.routing.slot_fill`; ``None``:
+    no padding counted)."""
+    total = recomputed = dispatch = padding = gap = 0.0
+    moe = moe_dots(module)
     for ins in module.instructions():
         if ins.opcode not in ("dot", "convolution", "custom-call"):
             continue
@@ -182,11 +201,13 @@ def matmul_flops(
         n = runs.get(ins.computation, 1)
         total += flops * n
         # The op's own name stack, or the nearest one around it when the compiler dropped it.
-        name = module.named(ins).op_name
-        if DISPATCH_MARK in name:
+        name = _stack(module, ins)
+        if DISPATCH_MARK in name or ins.name in moe.dispatch:
             dispatch += flops * n
         elif REMAT_MARK in name and not (kernel is not None and kernel.backward):
             recomputed += flops * n
         elif kernel is not None and kernel.model_flops is not None:
             gap += (flops - kernel.model_flops) * n
-    return MatmulFlops(total, recomputed, lower_bound, dispatch, gap)
+        elif ins.name in moe.slots and fill is not None:
+            padding += flops * n * (1.0 - fill)
+    return MatmulFlops(total, recomputed, lower_bound, dispatch, gap, padding)

@@ -1,0 +1,346 @@
+"""An MoE layer's routing, recognised from the program: which matmuls only move tokens.
+
+The field's model flops (MFU's numerator) count ``6 x active parameters x tokens`` plus
+attention; an MoE layer's dispatch and combine (einsums against one-hot tensors, GShard's
+``[tokens, experts, capacity]`` masks) and the slots its experts compute beyond the tokens
+routed to them (capacity padding) are work the hardware does, not the model's. Here:
+
+- a *routing tensor* is made from a one-hot: ``compare(EQ)`` of an ``iota`` against an index
+  (``jax.nn.one_hot``), then carried through converts, layout ops, collectives, products
+  and sums of routing tensors, a mask times anything (the combine's gates);
+- a *dispatch* matmul has a routing operand, or its result only feeds matmuls and products
+  against routing tensors (the gradient of the combine's gates);
+- a *slot* matmul reads tensors in expert-slot space (the result of a dispatch that
+  contracts tokens, and what elementwise ops and other matmuls make of it);
+- the slots' fill, ``top_k x tokens / (experts x capacity)``, is read from the program before
+  partitioning (global shapes) and the ``top_k`` of its router.
+
+Pure text in, names out; no jax. A dot the walk cannot follow (through a loop's carry) is
+taken for model work: the old count, never less.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from shardviz.capture.hlo.text import (
+    HloComputation,
+    HloInstruction,
+    HloModule,
+    array_leaves,
+    parse_int_list,
+)
+
+__all__ = ["MoeDots", "moe_dots", "operand_names", "slot_fill"]
+
+#: Ops that carry a tensor's values to another place or layout unchanged.
+_MOVES = frozenset(
+    [
+        "convert",
+        "bitcast",
+        "reshape",
+        "transpose",
+        "broadcast",
+        "copy",
+        "slice",
+        "dynamic-slice",
+        "pad",
+        "concatenate",
+        "all-to-all",
+        "all-gather",
+        "collective-permute",
+        "copy-start",
+        "copy-done",
+        "all-gather-start",
+        "all-gather-done",
+        "collective-permute-start",
+        "collective-permute-done",
+        "get-tuple-element",
+        "reverse",
+    ]
+)
+#: Elementwise ops a one-hot mask stays a mask through, scaled by a broadcast (the gates).
+_MASKING = frozenset({"multiply", "and", "select"})
+_MATMULS = frozenset({"dot", "convolution"})
+_DEPTH = 48
+#: Ops slot space does not pass: reductions and the loop and call boundaries.
+_STOPS = frozenset(
+    ["reduce", "reduce-window", "while", "call", "conditional", "tuple", "constant", "iota"]
+)
+_PARAM_RE = re.compile(r"parameter\((\d+)\)")
+
+
+def _param_index(ins: HloInstruction) -> int | None:
+    m = _PARAM_RE.search(ins.body)
+    return int(m.group(1)) if m else None
+
+
+@dataclass
+class _Walk:
+    """Producers and users across fusion boundaries, with memoised facts per instruction."""
+
+    module: HloModule
+    _routing: dict[str, bool] = field(default_factory=dict)
+    _slots: dict[str, bool] = field(default_factory=dict)
+    _computations: dict[str, HloComputation] = field(default_factory=dict)
+
+    def producers(self, ins: HloInstruction) -> Iterator[HloInstruction]:
+        """The instructions ``ins`` reads: its operands; a fused parameter's fusion operand."""
+        if ins.opcode == "parameter":
+            caller = self.module.callers().get(ins.computation)
+            i = _param_index(ins)
+            if caller and caller[0].opcode == "fusion" and i is not None:
+                ops = caller[0].operands
+                found = self.module.instruction(ops[i].split("#")[0]) if i < len(ops) else None
+                if found is not None:
+                    yield found
+            return
+        if ins.opcode == "get-tuple-element":
+            found = self._carried(ins)
+            if found is not None:
+                yield found
+                return
+        if ins.opcode == "fusion":
+            comp = self.computation(ins.called_computations[0])
+            if comp is not None and comp.root is not None:
+                yield comp.root
+            return
+        for name in ins.operands:
+            found = self.module.instruction(name.split("#")[0])
+            if found is not None:
+                yield found
+
+    def _carried(self, ins: HloInstruction) -> HloInstruction | None:
+        """What a loop body's ``get-tuple-element`` of its parameter holds on entry: the
+        loop's initial value (a value the compiler hoisted out of the loop, an ``iota``)."""
+        param = self.module.instruction(ins.operands[0]) if ins.operands else None
+        loops = self.module.callers().get(ins.computation, ())
+        m = re.search(r"index=(\d+)", ins.body)
+        if param is None or param.opcode != "parameter" or not loops or m is None:
+            return None
+        if loops[0].opcode != "while" or not loops[0].operands:
+            return None
+        init = self.module.instruction(loops[0].operands[0])
+        i = int(m.group(1))
+        if init is None or init.opcode != "tuple" or i >= len(init.operands):
+            return None
+        return self.module.instruction(init.operands[i].split("#")[0])
+
+    def consumers(self, ins: HloInstruction) -> Iterator[tuple[HloInstruction, int]]:
+        """(user, operand index) of ``ins``'s result; into fusions at their parameter."""
+        if ins.is_root:
+            for caller in self.module.callers().get(ins.computation, ()):
+                if caller.opcode == "fusion":
+                    yield from self.consumers(caller)
+        for user in self.module.users(ins.name):
+            for i, name in enumerate(user.operands):
+                if name.split("#")[0] != ins.name:
+                    continue
+                if user.opcode == "fusion":
+                    comp = self.computation(user.called_computations[0])
+                    for p in comp.instructions if comp else ():
+                        if p.opcode == "parameter" and _param_index(p) == i:
+                            yield from self.consumers(p)
+                else:
+                    yield user, i
+
+    def _iota(self, ins: HloInstruction, depth: int = 0) -> bool:
+        if ins.opcode == "iota":
+            return True
+        if depth > 8 or ins.opcode not in _MOVES | {"fusion", "parameter", "add", "constant"}:
+            return False
+        return any(self._iota(p, depth + 1) for p in self.producers(ins))
+
+    def routing(self, ins: HloInstruction, depth: int = 0) -> bool:
+        """Whether ``ins`` is a routing tensor (a one-hot, or made of one)."""
+        if ins.name in self._routing:
+            return self._routing[ins.name]
+        if depth > _DEPTH:
+            return False
+        self._routing[ins.name] = False  # a cycle (none in HLO, but cheap to rule out)
+        ins_from = list(self.producers(ins))
+        op = ins.opcode
+        if op == "compare":
+            sides = [self._iota(p) for p in ins_from]
+            found = "direction=EQ" in ins.body and len(sides) == 2 and sides[0] != sides[1]
+        elif op in _MOVES or op in ("fusion", "parameter", "reduce"):
+            found = any(self.routing(p, depth + 1) for p in ins_from[:1] or ins_from)
+        elif op in _MASKING:  # a mask scaled by a broadcast (gates), not data selected
+            marks = [self.routing(p, depth + 1) for p in ins_from]
+            found = any(marks) and all(
+                m or p.opcode in ("broadcast", "constant")
+                for m, p in zip(marks, ins_from, strict=True)
+            )
+        elif op in ("add", "subtract", "maximum") or op in _MATMULS:
+            named = [p for p in ins_from if p.opcode not in ("constant", "broadcast")]
+            found = bool(named) and all(self.routing(p, depth + 1) for p in named)
+        else:
+            found = False
+        self._routing[ins.name] = found
+        return found
+
+    def routing_operand(self, ins: HloInstruction) -> int | None:
+        """Which operand of a matmul is a routing tensor (``None``: neither)."""
+        for i, p in enumerate(self.producers(ins)):
+            if self.routing(p):
+                return i
+        return None
+
+    def feeds_routing_only(self, ins: HloInstruction) -> bool:
+        """Whether every use of ``ins``'s result is a matmul or product against a routing
+        tensor (through moves): the gradient of a combine's gates."""
+        seen = 0
+        stack = [ins]
+        while stack:
+            current = stack.pop()
+            for user, i in self.consumers(current):
+                seen += 1
+                if seen > 64:
+                    return False
+                if user.opcode in _MOVES:
+                    stack.append(user)
+                    continue
+                others = [p for j, p in enumerate(self.producers(user)) if j != i]
+                if not (user.opcode in _MATMULS | _MASKING and any(map(self.routing, others))):
+                    return False
+        return seen > 0
+
+    def dispatch(self, ins: HloInstruction) -> bool:
+        """A matmul that only moves tokens."""
+        return self.routing_operand(ins) is not None or self.feeds_routing_only(ins)
+
+    def slots(self, ins: HloInstruction, depth: int = 0) -> bool:
+        """Whether ``ins``'s result lies in expert-slot space: what a dispatch out of token
+        space makes, and every op after it up to the combine (a routing tensor, a reduction
+        and a matmul that only moves tokens leave it)."""
+        if ins.name in self._slots:
+            return self._slots[ins.name]
+        if depth > _DEPTH or ins.opcode in _STOPS or self.routing(ins):
+            return False
+        self._slots[ins.name] = False
+        ins_from = list(self.producers(ins))
+        r = self.routing_operand(ins) if ins.opcode in _MATMULS else None
+        if r is not None:
+            # A dispatch from token space lands in slots; a combine from slots leaves them.
+            found = not any(self.slots(p, depth + 1) for j, p in enumerate(ins_from) if j != r)
+        elif ins.opcode in _MATMULS and self.feeds_routing_only(ins):
+            found = False
+        else:
+            found = any(self.slots(p, depth + 1) for p in ins_from)
+        self._slots[ins.name] = found
+        return found
+
+    def computation(self, name: str) -> HloComputation | None:
+        """The computation called ``name`` (a table: the module's own lookup is a scan)."""
+        if not self._computations:
+            self._computations.update((c.name, c) for c in self.module.computations)
+        return self._computations.get(name.lstrip("%"))
+
+
+def operand_names(module: HloModule, ins: HloInstruction) -> set[str]:
+    """The nearest ``op_name`` on every path up ``ins``'s producers (through fusions and
+    layout ops the compiler made without metadata), a few steps deep."""
+    walk, names, seen = _Walk(module), set(), set()
+    frontier = list(walk.producers(ins))
+    for _ in range(8):
+        later: list[HloInstruction] = []
+        for current in frontier:
+            if current.name in seen:
+                continue
+            seen.add(current.name)
+            if current.op_name:
+                names.add(current.op_name)
+            else:
+                later.extend(walk.producers(current))
+        frontier = later
+    return names
+
+
+@dataclass(frozen=True)
+class MoeDots:
+    """The MoE matmuls of a module, by name: ``dispatch`` only move tokens (dispatch,
+    combine, their gradients), ``slots`` compute on expert slots (capacity padding in them)."""
+
+    dispatch: frozenset[str] = frozenset()
+    slots: frozenset[str] = frozenset()
+
+
+def moe_dots(module: HloModule) -> MoeDots:
+    """Recognise the dispatch and slot matmuls of ``module`` (empty for a dense program)."""
+    if not any(i.opcode == "iota" for i in module.instructions()):
+        return MoeDots()
+    walk = _Walk(module)
+    dispatch, slots = set(), set()
+    for ins in module.instructions():
+        if ins.opcode not in _MATMULS:
+            continue
+        if walk.dispatch(ins):
+            dispatch.add(ins.name)
+        elif any(walk.slots(p) for p in walk.producers(ins)):
+            slots.add(ins.name)
+    return MoeDots(frozenset(dispatch), frozenset(slots))
+
+
+def _top_k(walk: _Walk, ins: HloInstruction, seen: set[str]) -> int | None:
+    """The ``k`` of the router's top-k among ``ins``'s producers (``None``: none found)."""
+    stack = [ins]
+    while stack and len(seen) < 2000:
+        current = stack.pop()
+        if current.name in seen:
+            continue
+        seen.add(current.name)
+        if current.opcode == "topk" or "top_k" in current.op_name.rsplit("/", 1)[-1].lower():
+            leaves = array_leaves(current.shape)
+            if leaves and leaves[-1].dims:
+                return leaves[-1].dims[-1]
+        stack.extend(walk.producers(current))
+    return None
+
+
+def _dispatches(walk: _Walk) -> Iterator[HloInstruction]:
+    """The dispatches that feed expert matmuls: the nearest matmul with a routing operand
+    up the producers of each matmul that reads slots."""
+    seen: set[str] = set()
+    for ins in walk.module.instructions():
+        if ins.opcode != "dot" or walk.routing_operand(ins) is not None:
+            continue
+        stack = [p for p in walk.producers(ins) if walk.slots(p)]
+        while stack:
+            current = stack.pop()
+            if current.name in seen:
+                continue
+            seen.add(current.name)
+            if current.opcode in _MATMULS and walk.routing_operand(current) is not None:
+                yield current
+            elif current.opcode not in _MATMULS:
+                stack.extend(p for p in walk.producers(current) if walk.slots(p))
+
+
+def slot_fill(module: HloModule) -> float | None:
+    """Tokens' share of the expert slots, ``top_k x tokens / (experts x capacity)``, read on
+    the unpartitioned program (global shapes) from each dispatch into expert matmuls and the
+    router's ``top_k``; ``None`` when there is none, no ``top_k``, or dispatches disagree."""
+    if not any(i.opcode == "iota" for i in module.instructions()):
+        return None
+    walk = _Walk(module)
+    fills = set()
+    for ins in _dispatches(walk):
+        r = walk.routing_operand(ins)
+        if r is None:
+            continue
+        k = _top_k(walk, list(walk.producers(ins))[r], set())
+        leaves = array_leaves(module.shape_of(ins.operands[r]) or ())
+        if k is None or not leaves:
+            continue
+        side = "lhs" if r == 0 else "rhs"
+        contracted = parse_int_list(ins.attrs.get(f"{side}_contracting_dims", "{}").strip("{}"))
+        batch = parse_int_list(ins.attrs.get(f"{side}_batch_dims", "{}").strip("{}"))
+        dims = leaves[0].dims
+        tokens = math.prod(dims[d] for d in contracted if d < len(dims))
+        free = math.prod(n for d, n in enumerate(dims) if d not in contracted and d not in batch)
+        if free:
+            fills.add(round(min(1.0, k * tokens / free), 9))
+    return fills.pop() if len(fills) == 1 else None
