@@ -158,7 +158,8 @@ def cost_rows(cost: Cost) -> list[tuple[str, str, str]]:
             (
                 "model flops",
                 format_flops(cost.model_flops_per_device),
-                "per device per step: the matmuls, recomputation counted once (MFU's count)",
+                "per device per step, MFU's count: 6 x active parameters x tokens + attention; "
+                "MoE dispatch, combine and capacity padding are hardware flops only",
             )
         )
     recomputed = cost.recomputed_flops_per_device
@@ -172,6 +173,14 @@ def cost_rows(cost: Cost) -> list[tuple[str, str, str]]:
                 "dispatch",
                 format_flops(cost.dispatch_flops_per_device),
                 "matmul flops that only move data (MoE dispatch and combine): not model flops",
+            )
+        )
+    if cost.padding_flops_per_device:
+        rows.append(
+            (
+                "padding",
+                format_flops(cost.padding_flops_per_device),
+                "expert matmul flops on capacity slots no token fills: not model flops",
             )
         )
     if cost.loops:
