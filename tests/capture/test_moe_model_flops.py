@@ -1,0 +1,61 @@
+"""Model flops of a user's own MoE by the field's convention (issue 41): 6 x active
+parameters x tokens + attention; the dispatch, combine and capacity padding recognised from
+the program (no name scope) and kept as hardware flops only."""
+
+from __future__ import annotations
+
+import pytest
+
+import shardviz as sv
+from shardviz.model import Cost
+from tests.fixtures import moe_models, user_llama
+
+_COSTS: dict[str, Cost] = {}
+
+
+def cost_of(variant: str) -> Cost:
+    """The compiled step's cost, compiled once per variant."""
+    if variant not in _COSTS:
+        step, args, _ = moe_models.make(moe_models.VARIANTS[variant])
+        report = sv.explain(step, *args, run=False, diagnose=False)
+        assert report.cost is not None
+        _COSTS[variant] = report.cost
+    return _COSTS[variant]
+
+
+@pytest.mark.parametrize("variant", ["gshard", "switch", "dropless"])
+def test_model_flops_are_the_hand_count(variant: str) -> None:
+    cfg = moe_models.VARIANTS[variant]
+    cost = cost_of(variant)
+    assert cost.model_flops_per_device == pytest.approx(
+        moe_models.program_matmul_count(cfg), rel=0.02
+    )
+
+
+@pytest.mark.parametrize("variant", ["gshard", "switch"])
+def test_dispatch_and_padding_stay_hardware_flops(variant: str) -> None:
+    cfg = moe_models.VARIANTS[variant]
+    cost = cost_of(variant)
+    model, dispatch = cost.model_flops_per_device, cost.dispatch_flops_per_device
+    padding = cost.padding_flops_per_device
+    assert model and dispatch and padding and cost.flops_per_device
+    assert cost.flops_per_device >= model + dispatch + padding
+    # Padding: the slots beyond top_k x tokens of experts x capacity, in the expert matmuls.
+    slots = cfg.experts * moe_models.capacity(cfg)
+    fill = cfg.top_k * cfg.seq / slots
+    experts = 6 * cfg.n_layers * cfg.top_k * 3 * cfg.d_model * cfg.d_ff * cfg.batch * cfg.seq / 8
+    assert padding == pytest.approx(experts / fill * (1 - fill), rel=1e-6)
+
+
+def test_dropless_has_no_dispatch_nor_padding() -> None:
+    cost = cost_of("dropless")
+    assert not cost.dispatch_flops_per_device and not cost.padding_flops_per_device
+
+
+def test_a_dense_model_has_none() -> None:
+    step, state, batch = user_llama.make(user_llama.SMALL)
+    cost = sv.explain(step, state, batch, run=False, diagnose=False).cost
+    assert cost is not None and cost.model_flops_per_device and cost.matmul_flops_per_device
+    assert not cost.dispatch_flops_per_device and not cost.padding_flops_per_device
+    recomputed = cost.recomputed_flops_per_device or 0.0
+    assert cost.model_flops_per_device == cost.matmul_flops_per_device - recomputed
