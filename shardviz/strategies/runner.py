@@ -418,7 +418,8 @@ def compare(
     """Run ``model``'s training step under each strategy on the same devices and compare.
 
     With ``mode="decode"`` or ``"prefill"`` it compares serving strategies instead
-    (``"tp"``, ``"dp+tp"``, ``"dp"``, ``"tp-heads"``) of a published architecture, each
+    (``"tp"``, ``"dp+tp"``, ``"dp"``, ``"tp-heads"``, and ``"ep"`` for an MoE) of a decoder,
+    published or your own (a ``ModelDef`` that declares its sizes), dense or MoE, each
     step compiled on ``target`` with a KV cache: ``batch=``, ``context=``, ``dtype=``
     (``"bfloat16"``, ``"int8"``, ``"int4"``, or a (weights, cache) pair); see
     :func:`~shardviz.strategies.serving.compare.compare_serving`.

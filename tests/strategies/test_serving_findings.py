@@ -14,7 +14,7 @@ from shardviz.model.findings import (
     FindingCost,
     Where,
 )
-from shardviz.model.serving import ServingCollective, ServingResult
+from shardviz.model.serving import ExpertReads, ServingCollective, ServingResult
 
 GiB = 1024**3
 
@@ -73,6 +73,24 @@ def test_a_step_set_by_its_collectives_names_the_largest():
     assert "160 x all-reduce over tensor" in f.why
     assert f.cost == FindingCost("moved", 70_000_000, seconds=0.02)
     assert f.where == Where(strategy="tp")
+
+
+def test_expert_parallel_all_to_alls_get_a_fix_that_keeps_tokens_on_their_chips():
+    # Narrower tensor groups, the dense fix, would not touch the tokens' all-to-alls.
+    colls = (ServingCollective("all-to-all", ("data",), 4, 70_000_000, 0.02),)
+    experts = ExpertReads(
+        experts=8, experts_per_token=2, tokens=8, touched=7.2, layers=2, bytes_per_expert=1024,
+        experts_per_device=1, tokens_per_expert=8, touched_per_device=0.9, held_bytes=2048,
+        read_bytes=1843,
+    )  # fmt: skip
+    r = replace(BASE, strategy="ep", collectives=colls, collective_seconds=0.02,
+                step_seconds=0.02, bound="collectives", experts=experts)  # fmt: skip
+    (f,) = serving_findings([r])
+    assert f.kind == "collective-bound" and "4 x all-to-all over data" in f.why
+    assert "split every expert over 'tensor'" in f.unfixed and "narrower" not in f.unfixed
+    dense = replace(r, experts=None, collectives=(replace(colls[0], kind="all-reduce"),))
+    (g,) = serving_findings([dense])
+    assert "narrower tensor groups" in g.unfixed
 
 
 def test_serving_findings_are_program_findings_of_the_serving_kinds():

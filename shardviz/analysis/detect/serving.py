@@ -195,14 +195,27 @@ def collective_bound(r: ServingResult) -> Finding | None:
         ),
         cost=FindingCost("moved", int(worst.moved_bytes), seconds=r.collective_seconds),
         where=Where(strategy=r.strategy),
-        unfixed=by_hand(
-            "use narrower tensor groups and split the batch over the rest ('dp+tp'), or "
-            f"raise the batch (up to {r.max_batch:,} fit) so the bytes read per step "
-            "outweigh the collectives"
-            if r.fits and r.max_batch and r.max_batch > r.batch
-            else "use narrower tensor groups and split the batch over the rest ('dp+tp')"
-        ),
+        unfixed=by_hand(_collective_fix(r)),
     )
+
+
+def _collective_fix(r: ServingResult) -> str:
+    """How to shrink the collectives of ``r``: under expert parallelism, keep the tokens on
+    their chips by splitting every expert over 'tensor' instead (no all-to-all); otherwise
+    narrower tensor groups; in both, a larger batch where more fits."""
+    if r.experts is not None and "all-to-all" in {c.kind for c in r.collectives}:
+        fix = (
+            "keep the tokens on their chips: split every expert over 'tensor' instead of "
+            "sending tokens to whole experts ('dp+tp' has no all-to-all)"
+        )
+    else:
+        fix = "use narrower tensor groups and split the batch over the rest ('dp+tp')"
+    if r.fits and r.max_batch and r.max_batch > r.batch:
+        fix += (
+            f", or raise the batch (up to {r.max_batch:,} fit) so the bytes read per step "
+            "outweigh the collectives"
+        )
+    return fix
 
 
 def serving_findings(results: Sequence[ServingResult]) -> tuple[Finding, ...]:
