@@ -158,8 +158,8 @@ def cost_rows(cost: Cost) -> list[tuple[str, str, str]]:
             (
                 "model flops",
                 format_flops(cost.model_flops_per_device),
-                "per device per step, MFU's count: 6 x active parameters x tokens + attention; "
-                "MoE dispatch, combine and capacity padding are hardware flops only",
+                "per device per step, MFU's count: 6 x active params x tokens + attention "
+                "(MoE dispatch, combine and padding: hardware flops only)",
             )
         )
     recomputed = cost.recomputed_flops_per_device
@@ -971,7 +971,8 @@ class EstimateRow:
 
 
 MFU_MEANING = (
-    "model flops (the matmuls, recomputation once) / (peak FLOP/s x step): what that bound allows"
+    "model flops (6 x active params x tokens + attention) / (peak FLOP/s x step): what that "
+    "bound allows"
 )
 
 
