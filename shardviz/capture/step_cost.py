@@ -19,7 +19,7 @@ from shardviz.capture.hlo.kernels import kernel_uses
 from shardviz.capture.hlo.loops import computation_runs, loop_body_module, loops_of
 from shardviz.capture.hlo.matmuls import matmul_flops
 from shardviz.capture.hlo.op_work import op_work
-from shardviz.capture.hlo.routing import moe_dots, slot_fill
+from shardviz.capture.hlo.routing import MoeDots, moe_dots, slot_fill
 from shardviz.capture.hlo.text import HloModule, parse_hlo_module
 from shardviz.capture.kernel_body import body_table
 from shardviz.model import Cost, Loop
@@ -84,10 +84,10 @@ def per_step(
     return out, loops
 
 
-def _fill(comp: Compiled, module: HloModule, propagated: HloModule | None) -> float | None:
+def _fill(comp: Compiled, moe: MoeDots, propagated: HloModule | None) -> float | None:
     """The share of the expert slots tokens fill, read on the program before partitioning
     (global shapes); ``None`` without MoE slots (the common case: nothing more parsed)."""
-    if not moe_dots(module).slots or not (propagated is not None or comp.propagated_text):
+    if not moe.slots or not (propagated is not None or comp.propagated_text):
         return None
     return slot_fill(
         propagated if propagated is not None else parse_hlo_module(comp.propagated_text)
@@ -111,7 +111,8 @@ def program_cost(
     runs = computation_runs(module, loops)
     # Without a trace (a Lowered or Compiled given as it is), from the bodies kernels carry.
     table = comp.kernels if comp.kernels is not None else body_table(module)
-    mm = matmul_flops(module, runs, lower, table, _fill(comp, module, propagated))
+    moe = moe_dots(module)
+    mm = matmul_flops(module, runs, lower, table, _fill(comp, moe, propagated), moe)
     kernels = kernel_uses(module, runs, table)
     # The compiler's cost model counts a kernel that declares no cost as nothing.
     added = sum(k.added for k in kernels)

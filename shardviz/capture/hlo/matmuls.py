@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from shardviz.capture.hlo.kernels import KernelTable, count_of, declared_flops, is_kernel
-from shardviz.capture.hlo.routing import moe_dots, operand_names
+from shardviz.capture.hlo.routing import MoeDots, moe_dots, operand_names
 from shardviz.capture.hlo.text import (
     ArrayShape,
     HloInstruction,
@@ -183,14 +183,15 @@ def matmul_flops(
     lower_bound: bool = False,
     kernels: KernelTable | None = None,
     fill: float | None = None,
+    moe: MoeDots | None = None,
 ) -> MatmulFlops:
     """Every matmul's flops times the runs of its computation (``runs`` from
     :func:`shardviz.capture.hlo.loops.computation_runs`); ``lower_bound`` when a loop's
     count is unknown; ``kernels``: the kernels' counts made at trace time; ``fill``: the
     share of an MoE layer's expert slots tokens fill (:func:`.routing.slot_fill`; ``None``:
-    no padding counted)."""
+    no padding counted); ``moe``: the MoE matmuls when already found."""
     total = recomputed = dispatch = padding = gap = 0.0
-    moe = moe_dots(module)
+    moe = moe if moe is not None else moe_dots(module)
     for ins in module.instructions():
         if ins.opcode not in ("dot", "convolution", "custom-call"):
             continue

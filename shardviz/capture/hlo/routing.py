@@ -78,6 +78,11 @@ def _param_index(ins: HloInstruction) -> int | None:
     return int(m.group(1)) if m else None
 
 
+def _dims(ins: HloInstruction) -> tuple[int, ...]:
+    leaves = array_leaves(ins.shape)
+    return tuple(sorted(leaves[0].dims)) if len(leaves) == 1 else ()
+
+
 @dataclass
 class _Walk:
     """Producers and users across fusion boundaries, with memoised facts per instruction."""
@@ -86,6 +91,7 @@ class _Walk:
     _routing: dict[str, bool] = field(default_factory=dict)
     _slots: dict[str, bool] = field(default_factory=dict)
     _computations: dict[str, HloComputation] = field(default_factory=dict)
+    _shapes: set[tuple[int, ...]] | None = None
 
     def producers(self, ins: HloInstruction) -> Iterator[HloInstruction]:
         """The instructions ``ins`` reads: its operands; a fused parameter's fusion operand."""
@@ -190,8 +196,12 @@ class _Walk:
         return None
 
     def feeds_routing_only(self, ins: HloInstruction) -> bool:
-        """Whether every use of ``ins``'s result is a matmul or product against a routing
-        tensor (through moves): the gradient of a combine's gates."""
+        """Whether ``ins``'s result is shaped like a routing tensor a matmul reads and every
+        use of it is a matmul or product against a routing tensor (through moves): the
+        gradient of a combine's gates. (An expert's output feeds only the combine, too.)"""
+        if _dims(ins) not in self.routing_shapes():
+            return False
+        ops = _MASKING | _MATMULS
         seen = 0
         stack = [ins]
         while stack:
@@ -204,9 +214,19 @@ class _Walk:
                     stack.append(user)
                     continue
                 others = [p for j, p in enumerate(self.producers(user)) if j != i]
-                if not (user.opcode in _MATMULS | _MASKING and any(map(self.routing, others))):
+                if not (user.opcode in ops and any(map(self.routing, others))):
                     return False
         return seen > 0
+
+    def routing_shapes(self) -> set[tuple[int, ...]]:
+        """The shapes (dims sorted) of the routing tensors matmuls read."""
+        if self._shapes is None:
+            self._shapes = set()
+            for ins in self.module.instructions():
+                r = self.routing_operand(ins) if ins.opcode in _MATMULS else None
+                if r is not None:
+                    self._shapes.add(_dims(list(self.producers(ins))[r]))
+        return self._shapes
 
     def dispatch(self, ins: HloInstruction) -> bool:
         """A matmul that only moves tokens."""
