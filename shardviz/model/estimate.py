@@ -107,8 +107,9 @@ class Estimate(JsonMixin):
     host_exposed_seconds: float | None = None
     #: One line: bytes each way, time on the link, whether it hides under the step's work.
     host_text: str = ""
-    #: What the transfers hide under, in words: ``compute``, or ``the step's HBM time`` for
-    #: a step whose HBM time is longer than its compute (``""``: no transfers).
+    #: What the transfers hide under, in words: the longest of the step's other parts,
+    #: ``compute``, ``the step's HBM time`` or ``the step's communication`` (``""``: no
+    #: transfers).
     host_under: str = ""
 
     def mfu_at(self, step_seconds: float) -> float | None:

@@ -4,9 +4,10 @@ whether it hides under the step's compute.
 Per device: the link carries each direction at ``Hardware.host_bandwidth`` at once (PCIe is
 full duplex), so the transfers take the larger direction's bytes per step over it. They are
 asynchronous copies the compiler overlaps with the ops scheduled beside them: they hide
-when that time fits under the step's own work, the larger of its compute and its HBM time
-(a memory-bound step hides them under its HBM time, never "under compute"), and what does
-not fit is exposed. Model in, numbers out (no jax).
+when that time fits under the step's own work, the longest of its compute, its HBM time and
+its communication (the other parts of the bound, which overlap as the bound assumes; a
+memory-bound step hides them under its HBM time, never "under compute"), and what does not
+fit is exposed. Model in, numbers out (no jax).
 """
 
 from __future__ import annotations
@@ -18,7 +19,11 @@ from shardviz.model.offload import HostTransfer
 from shardviz.model.units import format_bandwidth, format_bytes, format_seconds
 
 #: What the transfers hide under, in words, by the part of the step that is longest.
-UNDER_WORDS = {"compute": "compute", "memory": "the step's HBM time"}
+UNDER_WORDS = {
+    "compute": "compute",
+    "memory": "the step's HBM time",
+    "communication": "the step's communication",
+}
 
 
 @dataclass(frozen=True)
@@ -29,9 +34,10 @@ class HostLink:
     to_device_bytes: int
     bandwidth: float
     seconds: float
-    #: The time they can hide under (the larger of compute and HBM time); ``None``: unknown.
+    #: The time they can hide under (the longest of compute, HBM time and communication);
+    #: ``None``: unknown.
     overlap_seconds: float | None
-    #: Which of the two that is: ``compute`` or ``memory`` (HBM time).
+    #: Which part that is: ``compute``, ``memory`` (HBM time) or ``communication``.
     under: str = "compute"
 
     @property

@@ -196,12 +196,14 @@ def _estimate(
         host_bandwidth=host_bw,
     )  # fmt: skip
     flops, compute, memory = _compute_and_memory(report, predicted, peak, hbm_bw, notes)
-    # The link hides under the longer of the step's compute and HBM time, named as such.
-    under = "memory" if memory is not None and (compute is None or memory > compute) else "compute"
+    # The link hides under the longest of the step's other parts (they overlap, as the bound
+    # assumes), named as such; unknown when neither compute nor HBM time is.
+    others = {"compute": compute, "memory": memory, "communication": collective_seconds}
+    under = max((k for k, v in others.items() if v is not None), key=lambda k: others[k] or 0.0)
     link = host_link(
         report.host_transfers,
         host_bw or 0.0,
-        max((x for x in (compute, memory) if x is not None), default=None),
+        None if compute is None and memory is None else others[under],
         under,
     )
     parts = {
