@@ -13,7 +13,10 @@ What is judged is the communication the step waits for: the collectives, re-time
 devices, put back into the compiled schedule (:mod:`.predict`), each hidden by the ops in
 flight beside it. A data-parallel gradient all-reduce that overlaps the backward pass costs
 an order little; a tensor-parallel all-reduce on the critical path costs it whole. Only a
-report without the schedule (no ops) is judged on its total communication time. Pure
+report without the schedule (no ops) is judged on its total communication time. The
+collectives are timed on the links each order's rings use (:mod:`.rings`), as
+``sv.physical(report, order=...)`` routes them. :func:`standard_order` gives the order
+``mesh_utils.create_device_mesh`` would, ported, so a finding can offer that call. Pure
 Python, no jax.
 """
 
