@@ -84,14 +84,19 @@ def per_step(
     return out, loops
 
 
-def _fill(comp: Compiled, moe: MoeDots, propagated: HloModule | None) -> float | None:
+def _fill(
+    comp: Compiled, module: HloModule, moe: MoeDots, propagated: HloModule | None
+) -> float | None:
     """The share of the expert slots tokens fill, read on the program before partitioning
-    (global shapes); ``None`` without MoE slots (the common case: nothing more parsed)."""
-    if not moe.slots or not (propagated is not None or comp.propagated_text):
+    (global shapes; a one-device program is its own); ``None`` without MoE slots (the
+    common case: nothing more parsed)."""
+    if not moe.slots:
         return None
-    return slot_fill(
-        propagated if propagated is not None else parse_hlo_module(comp.propagated_text)
-    )
+    if propagated is None and comp.propagated_text:
+        propagated = parse_hlo_module(comp.propagated_text)
+    if propagated is None and module.num_devices > 1:
+        return None
+    return slot_fill(propagated if propagated is not None else module)
 
 
 def program_cost(
@@ -112,7 +117,7 @@ def program_cost(
     # Without a trace (a Lowered or Compiled given as it is), from the bodies kernels carry.
     table = comp.kernels if comp.kernels is not None else body_table(module)
     moe = moe_dots(module)
-    mm = matmul_flops(module, runs, lower, table, _fill(comp, moe, propagated), moe)
+    mm = matmul_flops(module, runs, lower, table, _fill(comp, module, moe, propagated), moe)
     kernels = kernel_uses(module, runs, table)
     # The compiler's cost model counts a kernel that declares no cost as nothing.
     added = sum(k.added for k in kernels)

@@ -4,11 +4,15 @@ the program (no name scope) and kept as hardware flops only."""
 
 from __future__ import annotations
 
+import jax
 import pytest
 
 import shardviz as sv
 from shardviz.model import Cost
+from shardviz.strategies.models.flops import training_flops
+from shardviz.strategies.zoo import get_model
 from tests.fixtures import moe_models, user_llama
+from tests.strategies.models.small import small
 
 _COSTS: dict[str, Cost] = {}
 
@@ -59,3 +63,15 @@ def test_a_dense_model_has_none() -> None:
     assert not cost.dispatch_flops_per_device and not cost.padding_flops_per_device
     recomputed = cost.recomputed_flops_per_device or 0.0
     assert cost.model_flops_per_device == cost.matmul_flops_per_device - recomputed
+
+
+def test_the_zoos_mixtral_at_capacity_1_25_counts_two_experts_per_token() -> None:
+    """GShard routing by argmax rounds (no top_k): k from the rounds, padding 1 - 1/1.25."""
+    sizes = small("mixtral-8x7b", batch=1, remat="none", capacity_factor=1.25)
+    m = get_model("mixtral-8x7b", **sizes)
+    params = jax.eval_shape(m.init_params, jax.random.key(0))
+    batch = jax.eval_shape(m.make_batch, jax.random.key(1))
+    cost = sv.explain(jax.grad(m.loss), params, batch, run=False, diagnose=False).cost
+    assert cost is not None and cost.padding_flops_per_device
+    want = training_flops(m.info["config"], tokens=sizes["seq"], seq=sizes["seq"]).total
+    assert cost.model_flops_per_device == pytest.approx(want, rel=1e-9)

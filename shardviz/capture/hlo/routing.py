@@ -69,6 +69,7 @@ _DEPTH = 48
 #: Ops slot space does not pass: reductions and the loop and call boundaries.
 _STOPS = frozenset(
     ["reduce", "reduce-window", "while", "call", "conditional", "tuple", "constant", "iota"]
+    + ["get-tuple-element"]  # saved values reach the backward pass through a loop's carry
 )
 _PARAM_RE = re.compile(r"parameter\((\d+)\)")
 
@@ -120,20 +121,26 @@ class _Walk:
                 yield found
 
     def _carried(self, ins: HloInstruction) -> HloInstruction | None:
-        """What a loop body's ``get-tuple-element`` of its parameter holds on entry: the
+        """What a ``get-tuple-element`` holds: an element of a tuple; of a loop's result, what
+        its body returns (a forward pass's saved residuals); of a loop body's parameter, the
         loop's initial value (a value the compiler hoisted out of the loop, an ``iota``)."""
-        param = self.module.instruction(ins.operands[0]) if ins.operands else None
-        loops = self.module.callers().get(ins.computation, ())
+        source = self.module.instruction(ins.operands[0]) if ins.operands else None
         m = re.search(r"index=(\d+)", ins.body)
-        if param is None or param.opcode != "parameter" or not loops or m is None:
+        if source is None or m is None:
             return None
-        if loops[0].opcode != "while" or not loops[0].operands:
-            return None
-        init = self.module.instruction(loops[0].operands[0])
+        tup: HloInstruction | None = source
+        if source.opcode == "while" and "body=" in source.body:
+            body = self.computation(re.findall(r"body=%?([\w.\-]+)", source.body)[0])
+            tup = body.root if body is not None else None
+        elif source.opcode == "parameter":
+            loops = self.module.callers().get(ins.computation, ())
+            if not loops or loops[0].opcode != "while" or not loops[0].operands:
+                return None
+            tup = self.module.instruction(loops[0].operands[0])
         i = int(m.group(1))
-        if init is None or init.opcode != "tuple" or i >= len(init.operands):
+        if tup is None or tup.opcode != "tuple" or i >= len(tup.operands):
             return None
-        return self.module.instruction(init.operands[i].split("#")[0])
+        return self.module.instruction(tup.operands[i].split("#")[0])
 
     def consumers(self, ins: HloInstruction) -> Iterator[tuple[HloInstruction, int]]:
         """(user, operand index) of ``ins``'s result; into fusions at their parameter."""
@@ -172,6 +179,8 @@ class _Walk:
         if op == "compare":
             sides = [self._iota(p) for p in ins_from]
             found = "direction=EQ" in ins.body and len(sides) == 2 and sides[0] != sides[1]
+        elif op == "dynamic-update-slice":  # a stack of saved values: what is written in
+            found = len(ins_from) > 1 and self.routing(ins_from[1], depth + 1)
         elif op in _MOVES or op in ("fusion", "parameter", "reduce"):
             found = any(self.routing(p, depth + 1) for p in ins_from[:1] or ins_from)
         elif op in _MASKING:  # a mask scaled by a broadcast (gates), not data selected
@@ -304,9 +313,17 @@ def moe_dots(module: HloModule) -> MoeDots:
     return MoeDots(frozenset(dispatch), frozenset(slots))
 
 
+def _argmax(ins: HloInstruction) -> bool:
+    """A variadic ``reduce`` giving values and their indices: ``jnp.argmax``'s lowering."""
+    leaves = array_leaves(ins.shape)
+    return ins.opcode == "reduce" and len(leaves) == 2 and leaves[1].type.startswith("s")
+
+
 def _top_k(walk: _Walk, ins: HloInstruction, seen: set[str]) -> int | None:
-    """The ``k`` of the router's top-k among ``ins``'s producers (``None``: none found)."""
-    stack = [ins]
+    """Experts per token behind the routing tensor ``ins``: the ``k`` of the router's top-k,
+    else the number of argmaxes it is made from (GShard's rounds); ``None``: neither found.
+    The walk stops at them and at matmuls (the router's logits, earlier layers)."""
+    stack, argmaxes = [ins], set()
     while stack and len(seen) < 2000:
         current = stack.pop()
         if current.name in seen:
@@ -316,8 +333,11 @@ def _top_k(walk: _Walk, ins: HloInstruction, seen: set[str]) -> int | None:
             leaves = array_leaves(current.shape)
             if leaves and leaves[-1].dims:
                 return leaves[-1].dims[-1]
-        stack.extend(walk.producers(current))
-    return None
+        if _argmax(current):
+            argmaxes.add(current.name)
+        elif current.opcode not in _MATMULS or walk.routing(current):
+            stack.extend(walk.producers(current))
+    return len(argmaxes) or None
 
 
 def _dispatches(walk: _Walk) -> Iterator[HloInstruction]:
