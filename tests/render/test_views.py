@@ -16,6 +16,7 @@ from shardviz.model import (
     TreeLayout,
     display,
 )
+from shardviz.model.op_profile import OpProfile
 from shardviz.model.physical import PhysicalLayout
 from shardviz.model.schedule import Schedule
 from shardviz.model.search import Search
@@ -44,6 +45,7 @@ MODEL_CLASSES = (
     TreesOnOneScale,
     CollectiveTraffic,
     PhysicalLayout,
+    OpProfile,
 )
 
 
