@@ -213,7 +213,13 @@ def _estimate(
     known = {k: v for k, v in parts.items() if v is not None}
     step = max(known.values())
     bound = next(k for k in BOUNDS if k in known and known[k] == step)
-    hfu = compute / step if compute is not None and step > 0 else None
+    # HFU counts every op's flops (the compiler's, recomputation included), not only the
+    # matmul flops the compute term times on the matrix units.
+    hfu = (
+        (flops / peak if flops is not None else compute) / step
+        if (flops is not None or compute is not None) and step > 0
+        else None
+    )
     model_flops = cost.model_flops_per_device if cost is not None else None
     if model_flops is None and flops is not None:
         model_flops = flops
