@@ -43,7 +43,8 @@ def moe_mlp(
     logits = jnp.einsum("gsd,de->gse", xg, p["router"], preferred_element_type=jnp.float32)
     routing = route(logits, top_k=top_k, capacity=capacity)
     # The one-hot dispatch and combine einsums move tokens to and from their experts' slots:
-    # named apart so the flop count takes them for data movement, not the model's math.
+    # the flop count recognises them from their one-hot operands (capture/hlo/routing.py) as
+    # data movement, not the model's math; the scope only names them in the op list.
     with jax.named_scope(DISPATCH_MARK):
         dispatched = jnp.einsum("gsec,gsd->egcd", routing.dispatch.astype(x.dtype), xg)
     dispatched = constrain("dispatched", dispatched)
