@@ -215,11 +215,8 @@ def _estimate(
     bound = next(k for k in BOUNDS if k in known and known[k] == step)
     # HFU counts every op's flops (the compiler's, recomputation included), not only the
     # matmul flops the compute term times on the matrix units.
-    hfu = (
-        (flops / peak if flops is not None else compute) / step
-        if (flops is not None or compute is not None) and step > 0
-        else None
-    )
+    busy = flops / peak if flops is not None else compute
+    hfu = busy / step if busy is not None and step > 0 else None
     model_flops = cost.model_flops_per_device if cost is not None else None
     if model_flops is None and flops is not None:
         model_flops = flops
