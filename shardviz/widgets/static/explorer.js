@@ -1887,19 +1887,19 @@ function timelinePane(timeline) {
  * @returns {HTMLElement}
  */
 function opTable(group, columns, rows) {
-  const table = node("table", "sv-x-optable");
+  // The ledger's look (padding, rules, numbers right-aligned under their headers), content wide.
+  const table = node("table", "sv-x-ledger sv-x-optable");
+  Object.assign(table.style, { width: "auto", marginBottom: "10px" });
   table.dataset.group = group;
+  // The first column names a row; the op table's last two name its module and layer.
+  const number = (i) => i > 0 && !(group === "op" && i >= columns.length - 2);
   const head = node("tr", "");
-  columns.forEach((c, i) => head.appendChild(node("th", "", i === 0 ? group : c)));
+  columns.forEach((c, i) => head.appendChild(node("th", number(i) ? "sv-x-r" : "", i ? c : group)));
   table.appendChild(head);
   for (const cells of rows) {
     const row = node("tr", "");
     row.dataset.name = cells[0];
-    cells.forEach((c, i) => {
-      const cell = node("td", "", c);
-      if (i > 0 && !(group === "op" && i >= cells.length - 2)) cell.style.textAlign = "right";
-      row.appendChild(cell);
-    });
+    cells.forEach((c, i) => row.appendChild(node("td", number(i) ? "sv-x-r" : "", c)));
     table.appendChild(row);
   }
   return table;
