@@ -145,7 +145,7 @@ class Target(JsonMixin):
     @property
     def label(self) -> str:
         """A human name, e.g. ``TPU v5e 4x4 (16 chips, 4 hosts)``."""
-        unit = "GPUs" if self.kind == "gpu" else "chips"
+        unit = ("GPU" if self.kind == "gpu" else "chip") + ("" if self.chips == 1 else "s")
         hosts = f"{self.num_hosts} host" + ("" if self.num_hosts == 1 else "s")
         slices = f"{self.num_slices} x " if self.num_slices > 1 else ""
         tail = ", DCN between slices" if self.num_slices > 1 else ""

@@ -90,7 +90,7 @@ def _cells(p: OpProfile, name: str, seconds: float | None, measured: float | Non
 
 
 def _group_row(p: OpProfile, g: ProfileGroup) -> tuple[str, ...]:
-    name = f"{g.name} ({g.ops} ops)"
+    name = f"{g.name} ({g.ops} op{'' if g.ops == 1 else 's'})"
     return _cells(p, name, g.seconds, g.measured_seconds, g.flops, g.hbm_bytes)
 
 

@@ -53,7 +53,7 @@ def test_text_lists_modules_layers_and_ops():
     ]  # fmt: skip
     assert module_lines[2].split()[:2] == ["attention", "(1"]
     assert "75.0%" in module_lines[2] and "2x" in module_lines[2]  # 3 of 4 ms; 6 ms over 3
-    assert "other (1 ops)" in text  # never hidden
+    assert "other (1 op)" in text  # never hidden
     assert "fusion.1 x4" in text  # its runs per step
     assert all(len(line) < 100 for line in lines)
 
@@ -75,5 +75,5 @@ def test_html_escapes_every_user_string():
 
 def test_the_view_is_plain_data_for_the_explorer():
     data = op_profile_view(_profile()).to_data()
-    assert data["modules"][0][0] == "attention (1 ops)"
+    assert data["modules"][0][0] == "attention (1 op)"
     assert data["ops"][0][-2:] == ["attention", f"layer {EVIL}"]

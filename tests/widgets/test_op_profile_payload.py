@@ -30,7 +30,7 @@ def test_the_pane_shows_the_text_views_cells():
     p = report_payload(_with_ops())["op_profile"]
     assert p is not None
     modules = [row[0] for row in p["modules"]]
-    assert modules[0] == "attention (1 ops)" and "optimizer (1 ops)" in modules
+    assert modules[0] == "attention (1 op)" and "optimizer (1 op)" in modules
     assert len(modules) == len(set(modules))
     fusion = next(row for row in p["ops"] if row[0] == "fusion.1 x3")
     assert p["columns"][1:3] == ["predicted", "share"]
