@@ -138,7 +138,7 @@ def test_the_pane_shows_the_step_by_module_by_layer_and_its_costliest_ops(viewer
 
     # By module: one row per module the analysis found, predicted shares adding up to the step.
     modules = _rows(page, "module")
-    assert [r[0] for r in modules] == [f"{g.name} ({g.ops} ops)" for g in profile.modules]
+    assert [r[0] for r in modules] == [_named(g) for g in profile.modules]
     names = {g.name for g in profile.modules}
     assert {"attention", "mlp", "embedding", "loss", "optimizer"} <= names
     assert _header(page, "module") == ["module", "predicted", "share", "flops", "HBM bytes"]
@@ -147,7 +147,7 @@ def test_the_pane_shows_the_step_by_module_by_layer_and_its_costliest_ops(viewer
 
     # By layer: the two numbered layers and the top level, adding up the same way.
     layers = _rows(page, "layer")
-    assert [r[0] for r in layers] == [f"{g.name} ({g.ops} ops)" for g in profile.layers]
+    assert [r[0] for r in layers] == [_named(g) for g in profile.layers]
     assert [g.name for g in profile.layers] == ["layer 0", "layer 1", "top level"]
     assert sum(_percent(r[2]) for r in layers) == pytest.approx(100, abs=0.5)
     assert layers[0][1:] == layers[1][1:]  # the two layers are the same work
@@ -202,3 +202,8 @@ def test_no_pane_without_a_compiled_schedule(viewer):
     assert page.locator(".sv-x-root").count() == 1
     assert page.locator(PANE).count() == 0
     viewer.assert_clean()
+
+
+def _named(g) -> str:
+    """A group's first cell: its name and op count."""
+    return f"{g.name} ({g.ops} op{'' if g.ops == 1 else 's'})"
