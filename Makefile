@@ -7,9 +7,9 @@ STAMP := $(VENV)/.installed
 NODE_STAMP := node_modules/.installed
 TSC := node_modules/.bin/tsc
 DEVICES ?= 8
-# Test workers (pytest-xdist): each file stays on one worker (tests/conftest.py's groups).
+# Test workers (pytest-xdist): each file stays on one worker (tests/conftest.py schedules them).
 TEST_WORKERS ?= 2
-PYTEST_PARALLEL := -n $(TEST_WORKERS) --dist loadgroup
+PYTEST_PARALLEL := -n $(TEST_WORKERS) --dist loadscope
 
 .PHONY: demo test lint format venv clean browser-deps typecheck docs python313 test-current plans
 

@@ -12,26 +12,33 @@ jax.config.update("jax_num_cpu_devices", int(os.environ.get("SHARDVIZ_TEST_DEVIC
 
 from pathlib import Path  # noqa: E402
 
-import pytest  # noqa: E402
-
 TESTS = Path(__file__).resolve().parent
-#: The docs build and the notebook tests share one worker: the notebook tests reuse the runs the
-#: build made (tests/test_notebooks.py), which live in the build's process environment.
+#: The docs build and the notebook tests share one xdist worker: the notebook tests reuse the runs
+#: the build made (tests/test_notebooks.py), which live in the build's process environment.
 DOCS_GROUP = "docs-and-notebooks"
 
 
-def pytest_configure(config):
-    config.addinivalue_line("markers", "xdist_group(name): tests that share one xdist worker")
+def _scope(nodeid: str) -> str:
+    """The work unit a test belongs to: its file, or the docs group."""
+    path = nodeid.split("::", 1)[0]
+    if path.startswith("tests/docs/") or path == "tests/test_notebooks.py":
+        return DOCS_GROUP
+    return path
 
 
-def pytest_collection_modifyitems(config, items):
-    """Under pytest-xdist (``make test`` runs ``-n 2 --dist loadgroup``) each file stays on one
-    worker, so a module's fixtures (most of them compiles) run once, and the docs build and the
-    notebook tests share one; without xdist the marks change nothing."""
-    for item in items:
-        path = Path(str(item.fspath)).resolve()
-        if TESTS / "docs" in path.parents or path.name == "test_notebooks.py":
-            group = DOCS_GROUP
-        else:
-            group = str(path.relative_to(TESTS))
-        item.add_marker(pytest.mark.xdist_group(group))
+try:
+    from xdist.scheduler import LoadScopeScheduling
+except ImportError:  # the suite also runs without pytest-xdist, in one process
+    pass
+else:
+
+    class _ByFile(LoadScopeScheduling):
+        """Each file on one worker, so a module's fixtures (most of them compiles) run once;
+        the docs build and the notebook tests that reuse its runs on the same one."""
+
+        def _split_scope(self, nodeid: str) -> str:
+            return _scope(nodeid)
+
+    def pytest_xdist_make_scheduler(config, log):
+        """``make test`` runs ``-n 2``: files, not single tests, are shared out."""
+        return _ByFile(config, log)
