@@ -7,9 +7,10 @@ STAMP := $(VENV)/.installed
 NODE_STAMP := node_modules/.installed
 TSC := node_modules/.bin/tsc
 DEVICES ?= 8
-# Test workers (pytest-xdist): each file stays on one worker (tests/conftest.py schedules them).
-TEST_WORKERS ?= 2
-PYTEST_PARALLEL := -n $(TEST_WORKERS) --dist loadscope
+# Extra pytest arguments: PYTEST_ARGS='-n 2' runs two pytest-xdist workers, whole files to each
+# (tests/conftest.py schedules them). CI runs one process: under two workers a browser test file
+# errored (2026-11-29), not yet understood.
+PYTEST_ARGS ?=
 
 .PHONY: demo test lint format venv clean browser-deps typecheck docs python313 test-current plans
 
@@ -65,7 +66,7 @@ $(STAMP_CURRENT): pyproject.toml
 ## is there is written beside it; under 15 minutes on 2 cores)
 test-current: $(STAMP_CURRENT)
 	$(PY_CURRENT) -c 'import sys, jax, jaxlib; print("test-current: Python", sys.version.split()[0], "jax", jax.__version__, "jaxlib", jaxlib.__version__)'
-	set -f; $(PY_CURRENT) -m pytest $(PYTEST_PARALLEL) $$(sed -e 's/#.*//' tests/current_jax.txt)
+	set -f; $(PY_CURRENT) -m pytest $$(sed -e 's/#.*//' tests/current_jax.txt)
 
 ## test: install (Python packages, Chromium, typescript), lint, type-check the Python and the JS,
 ## then the whole suite (notebooks and browser tests included)
@@ -74,7 +75,7 @@ test: $(STAMP) browser-deps $(NODE_STAMP)
 	$(PY) -m ruff format --check .
 	$(PY) -m mypy
 	$(TSC) --noEmit -p tsconfig.json
-	$(PY) -m pytest $(PYTEST_PARALLEL)
+	$(PY) -m pytest $(PYTEST_ARGS)
 
 ## docs: the docs site (Sphinx + MyST-NB) into docs/_build/html, offline, warnings as errors.
 ## Notebooks and how-to pages are executed; a rebuild re-runs only those whose cells changed,

@@ -1892,7 +1892,7 @@ function opTable(group, columns, rows) {
   Object.assign(table.style, { width: "auto", marginBottom: "10px" });
   table.dataset.group = group;
   // The first column names a row; the op table's last two name its module and layer.
-  const number = (i) => i > 0 && !(group === "op" && i >= columns.length - 2);
+  const number = (/** @type {number} */ i) => i > 0 && !(group === "op" && i >= columns.length - 2);
   const head = node("tr", "");
   columns.forEach((c, i) => head.appendChild(node("th", number(i) ? "sv-x-r" : "", i ? c : group)));
   table.appendChild(head);
