@@ -8,8 +8,8 @@ NODE_STAMP := node_modules/.installed
 TSC := node_modules/.bin/tsc
 DEVICES ?= 8
 # Extra pytest arguments: PYTEST_ARGS='-n 2' runs two pytest-xdist workers, whole files to each
-# (tests/conftest.py schedules them). CI runs one process: under two workers a browser test file
-# errored (2026-11-29), not yet understood.
+# (tests/conftest.py schedules them). CI runs one process until a run on two workers is clean
+# (2026-11-29: the docs build, two browser fit tests and a SIGINT test failed there).
 PYTEST_ARGS ?=
 
 .PHONY: demo test lint format venv clean browser-deps typecheck docs python313 test-current plans

@@ -10,9 +10,6 @@ import jax  # noqa: E402
 jax.config.update("jax_num_cpu_devices", int(os.environ.get("SHARDVIZ_TEST_DEVICES", "8")))
 
 
-from pathlib import Path  # noqa: E402
-
-TESTS = Path(__file__).resolve().parent
 #: The docs build and the notebook tests share one xdist worker: the notebook tests reuse the runs
 #: the build made (tests/test_notebooks.py), which live in the build's process environment.
 DOCS_GROUP = "docs-and-notebooks"
