@@ -270,8 +270,9 @@ class Cost:
     - model flops (``model_flops_per_device``): the useful work, the matmuls (``dot`` and
       ``convolution``, 2 per multiply-add, attention's two matmuls as computed) with the
       recomputed ones counted once: 6 x active parameters x tokens plus attention. An MoE
-      layer's dispatch and combine (``dispatch_flops_per_device``) and the expert slots its
-      capacity leaves empty (``padding_flops_per_device``) are hardware flops only.
+      layer's dispatch and combine (``dispatch_flops_per_device``), the expert slots its
+      capacity leaves empty and a dense grouped matmul's rows against the groups they are
+      not in (``padding_flops_per_device``) are hardware flops only.
       ``matmul_flops_per_device`` is the matmuls as run, recomputation included.
     """
 
@@ -288,8 +289,10 @@ class Cost:
     #: Matmul flops that only move data (an MoE layer's one-hot dispatch and combine):
     #: hardware flops, not model flops.
     dispatch_flops_per_device: float | None = None
-    #: Expert matmul flops on slots no token fills (an MoE layer's capacity padding: slots
-    #: ``experts x capacity``, tokens ``top_k x tokens``): hardware flops, not model flops.
+    #: Expert matmul flops no token needs: slots no token fills (an MoE layer's capacity
+    #: padding: slots ``experts x capacity``, tokens ``top_k x tokens``), and a grouped
+    #: matmul (``jax.lax.ragged_dot``) computed densely, each row against every group, of
+    #: which one is its own: hardware flops, not model flops.
     padding_flops_per_device: float | None = None
     #: The program's kernels (Pallas/Mosaic, Triton, other opaque custom calls) per device
     #: per step, each with how its flops were counted; their flops are in the figures above.

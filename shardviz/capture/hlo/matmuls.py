@@ -43,7 +43,8 @@ class MatmulFlops:
     """Matmul flops per step on one device: ``total`` as the hardware runs them (recomputed
     ones included), ``recomputed`` the part ``jax.checkpoint`` runs again, ``dispatch`` the
     matmuls that only move data (an MoE dispatch and combine, recomputed or not),
-    ``padding`` the expert slots no token fills (capacity padding, not recomputed); ``model``
+    ``padding`` the expert slots no token fills (capacity padding, not recomputed; a dense
+    grouped matmul's rows against the groups they are not in); ``model``
     is ``total - recomputed - dispatch - padding``. ``lower_bound``: a loop of unknown count
     holds some of them (counted once)."""
 
@@ -211,4 +212,6 @@ def matmul_flops(
             gap += (flops - kernel.model_flops) * n
         elif ins.name in moe.slots and fill is not None:
             padding += flops * n * (1.0 - fill)
+        elif ins.name in moe.grouped:  # each row is useful in one group of them
+            padding += flops * n * (1.0 - 1.0 / moe.grouped[ins.name])
     return MatmulFlops(total, recomputed, lower_bound, dispatch, gap, padding)

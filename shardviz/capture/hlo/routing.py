@@ -13,7 +13,12 @@ routed to them (capacity padding) are work the hardware does, not the model's. H
 - a *slot* matmul reads tensors in expert-slot space (the result of a dispatch that
   contracts tokens, and what elementwise ops and other matmuls make of it);
 - the slots' fill, ``top_k x tokens / (experts x capacity)``, is read from the program before
-  partitioning (global shapes) and the ``top_k`` of its router.
+  partitioning (global shapes) and the ``top_k`` of its router;
+- a *grouped* matmul is a dense form of a grouped matmul (``jax.lax.ragged_dot``, a dropless
+  MoE's experts, as the CPU compiler and the TPU compiler's weight gradient write it): one
+  operand is its rows copied once per group and masked to the group's range of rows
+  (``select`` on ``iota >= start and iota < end``, the bounds broadcast along the group
+  dim), so each row does useful work in one group of ``g``: a share ``1/g`` is the model's.
 
 Pure text in, names out; no jax. A dot the walk cannot follow (through a loop's carry) is
 taken for model work: the old count, never less.
@@ -36,6 +41,9 @@ from shardviz.capture.hlo.text import (
 
 __all__ = ["MoeDots", "moe_dots", "operand_names", "slot_fill"]
 
+#: Compare directions of a range test (``start <= iota``, ``iota < end``).
+_RANGE = re.compile(r"direction=(LE|LT|GE|GT)\b")
+_BROADCAST_DIMS = re.compile(r"dimensions=\{([\d,]*)\}")
 #: Ops that carry a tensor's values to another place or layout unchanged.
 _MOVES = frozenset(
     [
@@ -121,7 +129,8 @@ class _Walk:
                 yield found
 
     def _carried(self, ins: HloInstruction) -> HloInstruction | None:
-        """What a ``get-tuple-element`` holds: an element of a tuple; of a loop's result, what
+        """What a ``get-tuple-element`` holds: an element of a tuple (a multi-output fusion's
+        too); of a loop's result, what
         its body returns (a forward pass's saved residuals); of a loop body's parameter, the
         loop's initial value (a value the compiler hoisted out of the loop, an ``iota``)."""
         source = self.module.instruction(ins.operands[0]) if ins.operands else None
@@ -132,6 +141,9 @@ class _Walk:
         if source.opcode == "while" and "body=" in source.body:
             body = self.computation(re.findall(r"body=%?([\w.\-]+)", source.body)[0])
             tup = body.root if body is not None else None
+        elif source.opcode == "fusion" and source.called_computations:
+            fused = self.computation(source.called_computations[0])  # a multi-output fusion
+            tup = fused.root if fused is not None else None
         elif source.opcode == "parameter":
             loops = self.module.callers().get(ins.computation, ())
             if not loops or loops[0].opcode != "while" or not loops[0].operands:
@@ -196,6 +208,60 @@ class _Walk:
             found = False
         self._routing[ins.name] = found
         return found
+
+    def _bound(self, ins: HloInstruction) -> int | None:
+        """The dim a range test's bound is broadcast along (one dim, from a non-constant
+        vector: the groups' starts or ends), else ``None``."""
+        while ins.opcode in ("fusion", "parameter", "bitcast", "convert", "copy"):
+            found = list(self.producers(ins))
+            if len(found) != 1:
+                return None
+            ins = found[0]
+        m = _BROADCAST_DIMS.search(ins.body)
+        if ins.opcode != "broadcast" or m is None or "," in m.group(1) or not m.group(1):
+            return None
+        (source,) = list(self.producers(ins))[:1] or [ins]
+        return None if source.opcode == "constant" else int(m.group(1))
+
+    def group_mask(self, ins: HloInstruction, depth: int = 0) -> int | None:
+        """``g`` when ``ins`` is a mask of row ranges, one per group: ``and`` of two range
+        tests of an ``iota`` against bounds broadcast along the group dim (size ``g``),
+        carried through moves and broadcasts; else ``None``."""
+        if depth > 12:
+            return None
+        if ins.opcode in _MOVES or ins.opcode in ("fusion", "parameter"):
+            for p in list(self.producers(ins))[:1]:
+                return self.group_mask(p, depth + 1)
+            return None
+        if ins.opcode != "and":
+            return None
+        groups = set()
+        for test in self.producers(ins):
+            sides = list(self.producers(test))
+            if test.opcode != "compare" or not _RANGE.search(test.body) or len(sides) != 2:
+                return None
+            iotas = [self._iota(p) for p in sides]
+            if iotas.count(True) != 1:
+                return None
+            dim = self._bound(sides[iotas.index(False)])
+            leaves = array_leaves(test.shape)
+            if dim is None or not leaves or dim >= len(leaves[0].dims):
+                return None
+            groups.add(leaves[0].dims[dim])
+        return groups.pop() if len(groups) == 1 and min(groups) > 1 else None
+
+    def grouped(self, ins: HloInstruction, depth: int = 0) -> int | None:
+        """``g`` when ``ins`` holds rows copied once per group and masked to each group's
+        rows (a ``select`` on a :meth:`group_mask`, through moves); else ``None``."""
+        if depth > 16:
+            return None
+        found = list(self.producers(ins))
+        if ins.opcode == "select" and found:
+            return self.group_mask(found[0])
+        if ins.opcode in _MOVES or ins.opcode in ("fusion", "parameter"):
+            for p in found[:1]:
+                return self.grouped(p, depth + 1)
+        return None
 
     def routing_operand(self, ins: HloInstruction) -> int | None:
         """Which operand of a matmul is a routing tensor (``None``: neither)."""
@@ -295,22 +361,28 @@ class MoeDots:
 
     dispatch: frozenset[str] = frozenset()
     slots: frozenset[str] = frozenset()
+    #: Dense forms of grouped matmuls: name -> groups (each row useful in one of them).
+    grouped: dict[str, int] = field(default_factory=dict)
 
 
 def moe_dots(module: HloModule) -> MoeDots:
-    """Recognise the dispatch and slot matmuls of ``module`` (empty for a dense program)."""
+    """Recognise the dispatch, slot and grouped matmuls of ``module`` (empty for a dense
+    program)."""
     if not any(i.opcode == "iota" for i in module.instructions()):
         return MoeDots()
     walk = _Walk(module)
-    dispatch, slots = set(), set()
+    dispatch, slots, grouped = set(), set(), {}
     for ins in module.instructions():
         if ins.opcode not in _MATMULS:
             continue
-        if walk.dispatch(ins):
+        groups = [g for g in map(walk.grouped, walk.producers(ins)) if g]
+        if groups:
+            grouped[ins.name] = max(groups)
+        elif walk.dispatch(ins):
             dispatch.add(ins.name)
         elif any(walk.slots(p) for p in walk.producers(ins)):
             slots.add(ins.name)
-    return MoeDots(frozenset(dispatch), frozenset(slots))
+    return MoeDots(frozenset(dispatch), frozenset(slots), grouped)
 
 
 def _argmax(ins: HloInstruction) -> bool:

@@ -180,7 +180,8 @@ def cost_rows(cost: Cost) -> list[tuple[str, str, str]]:
             (
                 "padding",
                 format_flops(cost.padding_flops_per_device),
-                "expert matmul flops on capacity slots no token fills: not model flops",
+                "expert matmul flops no token needs (capacity slots left empty; a grouped matmul"
+                " computed densely, each row against every group): not model flops",
             )
         )
     if cost.loops:
