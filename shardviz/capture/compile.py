@@ -83,8 +83,11 @@ def _remove_left() -> None:
         shutil.rmtree(path, ignore_errors=True)
 
 
-# The TPU compiler's final module (see lower_and_compile).
-_TPU_FINAL = "*after_codegen.txt"
+# The compiler's final module as it dumps it, by platform (see lower_and_compile): the TPU's
+# after codegen, the CPU's after its HLO passes (before LLVM compiles the kernels, about a
+# fifth of the way into a CPU compile; the same module as ``as_text()``, its backend
+# configs' keys in another order).
+_FINAL = {"tpu": "*after_codegen.txt", "cpu": "*cpu_after_optimizations.txt"}
 # The module as jax gave it: the only one that still shows what was asked for host memory.
 _BEFORE_OPTIMIZATIONS = "*before_optimizations.txt"
 
@@ -228,10 +231,12 @@ def _lower_and_compile(
                 "memory_usage_report": "*after_optimizations-memory-usage-report.txt",
             }
             texts = {k: read(p) for k, p in extra.items()} if accelerator else {}
-            # The TPU compiler dumps its final module after codegen: as_text()'s program with its
-            # stack-frame table numbered in another order and async ops in their generic form
-            # (``async-start``, ``calls=``), read in ~1 ms instead of ~45 ms on 256 chips.
-            final = read(_TPU_FINAL) if platform == "tpu" else ""
+            # The final module as dumped: the TPU's after codegen is as_text()'s program with
+            # its stack-frame table numbered in another order and async ops in their generic
+            # form (``async-start``, ``calls=``), read in ~1 ms instead of ~45 ms on 256
+            # chips; the CPU's is written before LLVM's part of the compile, so the thread
+            # reads it (ledger, reasons) while the kernels compile.
+            final = read(_FINAL[platform]) if platform in _FINAL else ""
             before = read(_BEFORE_OPTIMIZATIONS)
             if "annotate_device_placement" not in before:
                 before = ""
@@ -345,13 +350,13 @@ def _stages(lowered: Any, work: EarlyWork) -> list[tuple[str, Stage]]:
         platform = str(lowered._lowering.compile_args["backend"].platform)
     except Exception:
         platform = ""
-    if platform == "tpu":
+    if platform in _FINAL:
 
         def final(text: str) -> tuple[HloModule, Any]:
             module = parse_hlo_module(text)
             return module, work.final(module) if work.final is not None else None
 
-        stages.append(("final", ((_TPU_FINAL,), final)))
+        stages.append(("final", ((_FINAL[platform],), final)))
     return stages
 
 
@@ -396,8 +401,9 @@ def text_cost(hlo_text: str) -> dict | None:
         from jaxlib import _hlo  # type: ignore[attr-defined]
 
         # The parser's warnings go to the terminal, not a cell (the module's own function:
-        # `compiler_log` here is the compile's, which tests hook to see each compile).
-        with native_log.compiler_log():
+        # `compiler_log` here is the compile's, which tests hook to see each compile). On the
+        # dump thread, fd 2 is the running compile's copy already: not waited for.
+        with native_log.compiler_log(wait=False):
             hlo_module = _hlo.hlo_module_from_text(hlo_text)
             backend = xla_bridge.get_backend(jax.default_backend())
             return dict(_jax.hlo_module_cost_analysis(backend, hlo_module))

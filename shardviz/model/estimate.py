@@ -28,11 +28,11 @@ class Estimate(JsonMixin):
     - ``compute_seconds``: flops per device / the device's peak bf16 FLOP/s.
     - ``memory_seconds``: bytes accessed per device / HBM bandwidth.
 
-    With the compiled schedule, both are every op's own figures added up (its matmul flops,
-    the HBM bytes it reads and writes: :attr:`shardviz.model.Cost.ops`), the same per-op work
-    the predicted step runs one op after another, so the bound is never above
-    ``predicted_seconds``; the compiler's own bytes accessed is then said apart in
-    ``notes``. Without it, the compiler's flops and bytes accessed per step.
+      With the compiled schedule, both are every op's own figures added up (its matmul
+      flops, the HBM bytes it reads and writes: :attr:`shardviz.model.Cost.ops`), the same
+      per-op work the predicted step runs one op after another, so the bound is never above
+      ``predicted_seconds``; the compiler's own bytes accessed is then said apart in
+      ``notes``. Without it, the compiler's flops and bytes accessed per step.
     - ``collective_seconds``: the collectives' estimated times added up (ring/torus model
       with a per-hop latency floor; see :mod:`shardviz.analysis.estimate.collectives`).
     - ``host_seconds``: the host transfers (offload) over the chip's host link, when the

@@ -9,6 +9,7 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from shardviz.capture import explain as ex
+from shardviz.capture import hlo
 from shardviz.capture.compile import EarlyResults
 from shardviz.capture.dump_watch import PARTITIONED as PARTITIONED_PATTERN
 from shardviz.capture.dump_watch import PROPAGATED as PROPAGATED_PATTERN
@@ -116,10 +117,23 @@ def test_an_early_reading_for_another_device_order_is_not_used():
     assert report.intermediates and report.cost.flops_global != -1.0
 
 
-def test_a_cpu_program_reads_only_the_sharding_dumps_early():
+def test_a_cpu_programs_final_module_is_read_while_llvm_compiles():
+    """The CPU compiler dumps its final module before LLVM compiles the kernels (most of a
+    CPU compile): the ledger and every collective's reason are worked out on the thread
+    meanwhile, and are what reading after the compile gives."""
     from shardviz.capture.compile import _stages
 
     step, args = _program()
     comp = ex.compile_program(step, args, {})
     stages = dict(_stages(comp.lowered, ex._early_reading(comp.lowered)))
-    assert list(stages) == ["shardings"]  # the CPU's final module is as_text(), not a dump
+    assert list(stages) == ["shardings", "final"]
+    final = comp.early.final
+    assert final is not None and final.final and final.reasoned is not None
+    # The dumped module is the compiled one (its backend configs' keys in another order).
+    assert hlo.collectives(comp.compiled.as_text()) == hlo.collectives(comp.hlo_text)
+    read_early = ex.analyse_program(step, args, comp)
+    comp.early = EarlyResults()
+    comp._module = None
+    read_after = ex.analyse_program(step, args, comp)
+    assert [c.why for c in read_early.collectives] == [c.why for c in read_after.collectives]
+    assert read_early.collectives == read_after.collectives

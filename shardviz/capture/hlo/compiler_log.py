@@ -52,14 +52,20 @@ def terminal_fd() -> int:
 
 
 @contextmanager
-def compiler_log() -> Iterator[CompilerLog]:
+def compiler_log(wait: bool = True) -> Iterator[CompilerLog]:
     """Copy what is written to fd 2 during the block into the yielded log, then write it on
-    to :func:`terminal_fd` (so in a notebook it reaches the terminal, not the cell)."""
+    to :func:`terminal_fd` (so in a notebook it reaches the terminal, not the cell).
+
+    ``wait=False``, for a block whose log nobody reads (a parser's warnings): when another
+    thread is copying fd 2 already, its copy takes this block's output too and the block
+    runs at once (the dump thread must not wait for the compile it reads beside)."""
     log = CompilerLog()
     if _owner[0] == threading.get_ident():
         yield log
         return
-    _FD2.acquire()
+    if not _FD2.acquire(blocking=wait):
+        yield log
+        return
     _owner[0] = threading.get_ident()
     try:
         try:
