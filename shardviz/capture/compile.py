@@ -95,11 +95,13 @@ _BEFORE_OPTIMIZATIONS = "*before_optimizations.txt"
 @dataclass(frozen=True)
 class EarlyWork:
     """Work on the dumps that may run on a thread during the compile (see
-    :mod:`.dump_watch`): on the (propagated, partitioned) texts, and on the TPU's final
-    module once parsed."""
+    :mod:`.dump_watch`): on the (propagated, partitioned) texts, and on the final module
+    once parsed (TPU and CPU): its reading (``final``) and its per-op cost (``cost``: the
+    module, its text and the kernels counted at trace time)."""
 
     shardings: Callable[[str, str], Any] | None = None
     final: Callable[[HloModule], Any] | None = None
+    cost: Callable[[HloModule, str, Any], Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -108,6 +110,7 @@ class EarlyResults:
 
     shardings: Any = None
     final: Any = None
+    cost: Any = None
 
 
 @dataclass
@@ -201,9 +204,10 @@ def _lower_and_compile(
     # The traced program (None when unreachable: a Lowered given as it is keeps no jaxpr).
     closed_jaxpr = traced.jaxpr if traced is not None else None
     t1 = time.perf_counter()
+    kernels = _kernels(traced, args, kwargs)  # from the trace: the thread's cost uses them
     with dump_folder() as dump:
         work = (early(lowered) if early is not None else None) or EarlyWork()
-        stages = _stages(lowered, work)
+        stages = _stages(lowered, work, kernels)
         watch = DumpWatch(dump, [s for _, s in stages]).start() if stages else None
         try:
             try:
@@ -243,7 +247,7 @@ def _lower_and_compile(
         finally:
             if watch is not None:
                 watch.finish()  # the thread may still be reading the folder
-    module, final_result = done.get("final") or (None, None)
+    module, final_result, cost = done.get("final") or (None, None, None)
     return Compiled(
         lowered=lowered,
         compiled=compiled,
@@ -251,11 +255,11 @@ def _lower_and_compile(
         propagated_text=propagated,
         lower_seconds=t1 - t0,
         compile_seconds=t2 - t1,
-        early=EarlyResults(shardings=done.get("shardings"), final=final_result),
+        early=EarlyResults(shardings=done.get("shardings"), final=final_result, cost=cost),
         compiler_log=log.text,
         before_optimizations=before,
         policies=policy_facts(closed_jaxpr.jaxpr) if closed_jaxpr is not None else PolicyFacts(),
-        kernels=_kernels(traced, args, kwargs),
+        kernels=kernels,
         _module=module if final else None,
         **texts,
     )
@@ -341,8 +345,8 @@ def _rejected(fn_name: str, err: Exception) -> CompileError:
     )
 
 
-def _stages(lowered: Any, work: EarlyWork) -> list[tuple[str, Stage]]:
-    """The reading to do during the compile, by name."""
+def _stages(lowered: Any, work: EarlyWork, kernels: Any = None) -> list[tuple[str, Stage]]:
+    """The reading to do during the compile, by name (``kernels``: counted at trace time)."""
     stages: list[tuple[str, Stage]] = []
     if work.shardings is not None:
         stages.append(("shardings", ((PROPAGATED, PARTITIONED), work.shardings)))
@@ -352,9 +356,11 @@ def _stages(lowered: Any, work: EarlyWork) -> list[tuple[str, Stage]]:
         platform = ""
     if platform in _FINAL:
 
-        def final(text: str) -> tuple[HloModule, Any]:
+        def final(text: str) -> tuple[HloModule, Any, Any]:
             module = parse_hlo_module(text)
-            return module, work.final(module) if work.final is not None else None
+            read = work.final(module) if work.final is not None else None
+            cost = work.cost(module, text, kernels) if work.cost is not None else None
+            return module, read, cost
 
         stages.append(("final", ((_FINAL[platform],), final)))
     return stages

@@ -63,7 +63,7 @@ from shardviz.capture.run import (
     run_steps,
 )
 from shardviz.capture.stages import StageProgram, jax_stage
-from shardviz.capture.step_cost import program_cost
+from shardviz.capture.step_cost import ModuleWork, module_work, program_cost
 from shardviz.capture.topology import topology_of
 from shardviz.capture.user_names import caller_namespace, leaf_expressions, mesh_name
 from shardviz.errors import CompileError, ShardvizError, problem
@@ -154,7 +154,10 @@ def _early_reading(lowered: Any, entry: Entry | None = None) -> EarlyWork | None
 
     state: dict[str, _EarlyReading] = {}
 
+    texts: dict[str, str] = {}
+
     def work(propagated: str, partitioned: str) -> _EarlyReading:
+        texts["propagated"] = propagated
         module = hlo.parse_hlo_module(propagated) if propagated and mesh is not None else None
         state["shardings"] = _EarlyReading(
             mesh=mesh,
@@ -174,6 +177,16 @@ def _early_reading(lowered: Any, entry: Entry | None = None) -> EarlyWork | None
         )
         return state["shardings"]
 
+    def cost(module: hlo.HloModule, text: str, kernels: Any) -> ModuleWork:
+        early = state.get("shardings")
+
+        def propagated() -> hlo.HloModule | None:  # parsed on the thread only if needed
+            if early is not None and early.propagated is not None:
+                return early.propagated
+            return hlo.parse_hlo_module(texts["propagated"]) if texts.get("propagated") else None
+
+        return module_work(module, text, kernels, propagated)
+
     def final(module: hlo.HloModule) -> _EarlyReading:
         ledger = hlo.collectives(module, device_ids=ids, mesh=mesh)
         early = state.get("shardings")
@@ -186,7 +199,7 @@ def _early_reading(lowered: Any, entry: Entry | None = None) -> EarlyWork | None
             reasoned = collective_reasons(linked, lines, early.propagated, mesh, ids)
         return _EarlyReading(mesh=mesh, device_ids=ids, final=ledger, reasoned=reasoned)
 
-    return EarlyWork(shardings=work, final=final)
+    return EarlyWork(shardings=work, final=final, cost=cost)
 
 
 def _outputs(lowered: Any, compiled: Any) -> TreeLayout:
@@ -207,10 +220,11 @@ def _cost(comp: Compiled, early: _EarlyReading | None = None) -> Cost | None:
     """Per device from the compiled program; global from the program before partitioning;
     both per step, each loop body counted as often as it runs (:mod:`.step_cost`); each
     loop's source named as a person names it."""
+    work = comp.early.cost  # the final module's per-op cost, worked out during the compile
     if early is None:
-        cost = program_cost(comp)
+        cost = program_cost(comp, work=work)
     else:
-        cost = program_cost(comp, early.global_cost, early.propagated)
+        cost = program_cost(comp, early.global_cost, early.propagated, work)
     if cost is None:
         return cost
     if cost.kernels:

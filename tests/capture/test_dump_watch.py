@@ -98,6 +98,7 @@ def test_a_report_read_early_is_the_report_read_after_the_compile():
     read_after = ex.analyse_program(step, args, comp)
     assert read_early.intermediates == read_after.intermediates
     assert read_early.collectives == read_after.collectives
+    assert read_early.cost == read_after.cost and read_early.cost.ops == read_after.cost.ops
     assert read_early.cost == read_after.cost
 
 
@@ -119,8 +120,8 @@ def test_an_early_reading_for_another_device_order_is_not_used():
 
 def test_a_cpu_programs_final_module_is_read_while_llvm_compiles():
     """The CPU compiler dumps its final module before LLVM compiles the kernels (most of a
-    CPU compile): the ledger and every collective's reason are worked out on the thread
-    meanwhile, and are what reading after the compile gives."""
+    CPU compile): the ledger, every collective's reason and the per-op cost are worked out
+    on the thread meanwhile, and are what reading after the compile gives."""
     from shardviz.capture.compile import _stages
 
     step, args = _program()
@@ -129,6 +130,7 @@ def test_a_cpu_programs_final_module_is_read_while_llvm_compiles():
     assert list(stages) == ["shardings", "final"]
     final = comp.early.final
     assert final is not None and final.final and final.reasoned is not None
+    assert comp.early.cost is not None and comp.early.cost.ops  # the per-op cost too
     # The dumped module is the compiled one (its backend configs' keys in another order).
     assert hlo.collectives(comp.compiled.as_text()) == hlo.collectives(comp.hlo_text)
     read_early = ex.analyse_program(step, args, comp)
@@ -137,3 +139,4 @@ def test_a_cpu_programs_final_module_is_read_while_llvm_compiles():
     read_after = ex.analyse_program(step, args, comp)
     assert [c.why for c in read_early.collectives] == [c.why for c in read_after.collectives]
     assert read_early.collectives == read_after.collectives
+    assert read_early.cost == read_after.cost and read_early.cost.ops == read_after.cost.ops
