@@ -1,13 +1,14 @@
 """explain(run=False) against a bare jax compile of the same MLP train step, on 8 fake devices.
 
-For each strategy (data parallel, FSDP, Megatron tensor parallel), one round times, in
+For each strategy (data parallel, FSDP, Megatron tensor parallel), and for issue 41's MoE
+compiled deviceless for TPU v5p (libtpu), one round times, in
 rotating order: ``jax.jit(f).lower(*args).compile()`` and ``shardviz.explain(f, *args,
 run=False)``, each on a fresh function object so neither jax's caches nor shardviz's are hit. A third unit times a repeated
 ``explain`` served from its cache. Medians over rounds; the ratio is explain / bare.
 
 Targets (issue 3): explain <= 1.15x the bare compile (median ratio); a cached repeat <= 20 ms.
 
-    .venv/bin/python benchmarks/explain.py [--rounds 9] [--write]
+    .venv/bin/python benchmarks/explain.py [--rounds 9] [--no-moe] [--write]
 """
 
 from __future__ import annotations
@@ -50,22 +51,57 @@ def _args(shape, specs):
     return params, batch
 
 
-def measure(rounds: int) -> list[dict]:
+MOE = "MoE of issue 41, deviceless v5p:2x2x2"
+
+
+def _moe() -> tuple:
+    """The issue-41 MoE decoder (tests/fixtures/moe_models.py, GShard top-2), its train
+    step and arguments as ``ShapeDtypeStruct``s on a deviceless 8-chip TPU v5p slice with
+    the fixture's mesh shape and axes (its constraints placed on that mesh)."""
+    import numpy as np
+    from jax.sharding import Mesh, NamedSharding
+
+    from tests.fixtures import moe_models
+
+    step, args, _ = moe_models.make(moe_models.GSHARD)
+    cpu = moe_models.make_mesh()
+    chips = np.array(sv.topology("v5p:2x2x2").devices).reshape(cpu.devices.shape)
+    mesh = Mesh(chips, cpu.axis_names)
+    moe_models.make_mesh = lambda: mesh
+
+    def sds(a):
+        return jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=NamedSharding(mesh, a.sharding.spec))
+
+    return step.__wrapped__, jax.tree.map(sds, args), {"donate_argnums": 0}
+
+
+def _cases(moe: bool) -> dict:
+    """Name -> (function, arguments, jit options) of each program timed."""
+    cases = {
+        name: (mlp.train_step, _args(shape, specs), {})
+        for name, (shape, specs) in STRATEGIES.items()
+    }
+    if moe:
+        cases[MOE] = _moe()
+    return cases
+
+
+def measure(rounds: int, moe: bool = False) -> list[dict]:
     rows = []
-    for name, (shape, specs) in STRATEGIES.items():
-        args = _args(shape, specs)
-        f = mlp.train_step
+    for name, (f, args, opts) in _cases(moe).items():
 
-        def bare(f=f, args=args):
-            jax.jit(C.fresh(f)).lower(*args).compile()
+        def bare(f=f, args=args, opts=opts):
+            jax.jit(C.fresh(f), **opts).lower(*args).compile()
 
-        def explain(f=f, args=args):
-            sv.explain(C.fresh(f), *args, run=False)
+        def explain(f=f, args=args, opts=opts):
+            sv.explain(C.fresh(f), *args, run=False, **opts)
 
         times = C.time_rounds({"bare": bare, "explain": explain}, rounds=rounds)
-        sv.explain(f, *args, run=False)  # fill the cache
-        cached = C.time_rounds({"cached": lambda f=f, args=args: sv.explain(f, *args, run=False)},
-                               rounds=max(rounds, 15))  # fmt: skip
+        sv.explain(f, *args, run=False, **opts)  # fill the cache
+        cached = C.time_rounds(
+            {"cached": lambda f=f, args=args, opts=opts: sv.explain(f, *args, run=False, **opts)},
+            rounds=max(rounds, 15),
+        )
         ratios = [e / b for e, b in zip(times["explain"], times["bare"], strict=True)]
         rows.append(
             {
@@ -84,9 +120,15 @@ def markdown(rows: list[dict], rounds: int) -> str:
     slowest_cache = max(r["cached"] for r in rows)
     lines = [
         *C.preamble("benchmarks/explain.py --write"),
-        f"MLP train step (batch {B}, {D} -> {H} -> {D}, float32, SGD) on 8 fake CPU devices; "
-        f"{rounds} rounds, bare compile and explain alternating; ratio = median of per-round "
-        "explain / bare.",
+        f"MLP train step (batch {B}, {D} -> {H} -> {D}, float32, SGD) on 8 fake CPU devices"
+        + (
+            "; the MoE of issue 41 (tests/fixtures/moe_models.py, GShard top-2 of 4 experts, "
+            "scanned layers under remat, AdamW) compiled for a deviceless TPU v5p:2x2x2"
+            if any(r["strategy"] == MOE for r in rows)
+            else ""
+        )
+        + f"; {rounds} rounds, bare compile and explain alternating; ratio = median of "
+        "per-round explain / bare.",
         "",
         "| strategy | bare lower+compile ms | explain(run=False) ms | ratio | cached repeat ms |",
         "|---|---:|---:|---:|---:|",
@@ -114,8 +156,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=9)
     ap.add_argument("--write", action="store_true", help="update benchmarks/README.md")
+    ap.add_argument("--no-moe", action="store_true", help="leave out the deviceless TPU MoE")
     a = ap.parse_args(argv)
-    rows = measure(a.rounds)
+    rows = measure(a.rounds, moe=not a.no_moe)
     text = markdown(rows, a.rounds)
     print(text)
     if a.write:
