@@ -309,3 +309,44 @@ def test_parser_works_with_jax_blocked() -> None:
         """
     )
     assert out.strip() == "ok"
+
+
+def _called_by_attrs(ins) -> tuple[str, ...]:
+    """The called computations as the full attribute parse reads them."""
+    names: list[str] = []
+    for key in ("calls", "to_apply", "body", "condition", "branch_computations",
+                "called_computations", "true_computation", "false_computation"):  # fmt: skip
+        v = ins.attrs.get(key)
+        if v:
+            names.extend(n.strip().lstrip("%") for n in v.strip("{}").split(",") if n.strip())
+    return tuple(names)
+
+
+def test_called_computations_read_without_parsing_every_attribute():
+    """The one-regex reading of calls=, body=, branch_computations=... gives what the full
+    attribute parse gives on every stored module (CPU, TPU, GPU, loops, conditionals)."""
+    import gzip
+
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures"
+    checked = 0
+    for path in sorted(fixtures.rglob("*.txt*")):
+        opener = gzip.open if path.suffix == ".gz" else open
+        with opener(path, "rt") as f:
+            text = f.read()
+        if "HloModule" not in text[:2000]:
+            continue
+        for ins in parse_hlo_module(text).instructions():
+            assert ins.called_computations == _called_by_attrs(ins), (path.name, ins.name)
+            checked += bool(ins.called_computations)
+    assert checked > 100
+
+
+def test_a_call_key_inside_metadata_is_not_a_call():
+    text = (
+        "HloModule m\n\n%f (p: f32[]) -> f32[] {\n  ROOT %p = f32[] parameter(0)\n}\n\n"
+        "ENTRY %main (a: f32[]) -> f32[] {\n  %a = f32[] parameter(0)\n"
+        '  ROOT %r = f32[] fusion(%a), kind=kLoop, calls=%f, metadata={op_name="x, calls=%evil'
+        ', body=%worse" source_file="y"}, backend_config={"calls=":"%no"}\n}\n'
+    )
+    (fusion,) = [i for i in parse_hlo_module(text).instructions() if i.opcode == "fusion"]
+    assert fusion.called_computations == ("f",)
