@@ -139,6 +139,10 @@ def test_megablox_gmm_and_tgmm(mesh) -> None:
     assert not report.cost.uncounted_kernels
     # forward, dlhs (gmm with the rhs transposed) and drhs (tgmm)
     assert sum(k.flops or 0 for k in kernels) == pytest.approx(3 * 2 * m * k * n, rel=0.05)
+    # Each row goes through its own group's weights only: all of it is model work (an MoE's
+    # active parameters), none of it padding.
+    assert report.cost.model_flops_per_device == pytest.approx(3 * 2 * m * k * n, rel=0.05)
+    assert not report.cost.padding_flops_per_device
 
 
 def test_ragged_paged_attention_is_named_when_its_lengths_are_unknown(mesh) -> None:
