@@ -27,6 +27,7 @@ from shardviz.capture.hlo.compiler_log import compiler_log
 from shardviz.capture.hlo.kernels import KernelTable
 from shardviz.capture.hlo.text import HloModule, parse_hlo_module
 from shardviz.capture.interrupts import interrupts_deferred
+from shardviz.capture.jax_compat import cpu_final_dump
 from shardviz.capture.kernel_costs import kernel_table
 from shardviz.capture.remat_offload import PolicyFacts, policy_facts
 from shardviz.errors import CompileError, problem
@@ -84,10 +85,11 @@ def _remove_left() -> None:
 
 
 # The compiler's final module as it dumps it, by platform (see lower_and_compile): the TPU's
-# after codegen, the CPU's after its HLO passes (before LLVM compiles the kernels, about a
-# fifth of the way into a CPU compile; the same module as ``as_text()``, its backend
-# configs' keys in another order).
-_FINAL = {"tpu": "*after_codegen.txt", "cpu": "*cpu_after_optimizations.txt"}
+# after codegen; on jax 0.10, the CPU's after its HLO passes (before LLVM compiles the
+# kernels, about a fifth of the way into a CPU compile: see jax_compat.cpu_final_dump).
+_FINAL = {"tpu": "*after_codegen.txt"}
+if cpu_final_dump() is not None:  # jax 0.10: the CPU's dump is its compiled module
+    _FINAL["cpu"] = str(cpu_final_dump())
 # The module as jax gave it: the only one that still shows what was asked for host memory.
 _BEFORE_OPTIMIZATIONS = "*before_optimizations.txt"
 

@@ -23,6 +23,7 @@ from shardviz.capture.hlo.text import compiler_versions
 
 __all__ = [
     "JAX_VERSION",
+    "cpu_final_dump",
     "fast_compile_options",
     "scan_counts",
     "version_tuple",
@@ -82,7 +83,22 @@ _FAST_COMPILE: dict[str, Any] = {
     "xla_backend_optimization_level": 0,
     "xla_llvm_disable_expensive_passes": True,
 }
+
+
 #: The CPU's older loop emitters compile fused ops in half the time of its fusion emitters.
+def cpu_final_dump() -> str | None:
+    """The file the CPU compiler dumps its final module to, when that is the compiled
+    program's own text (read early, while LLVM still compiles the kernels); ``None`` where
+    only ``as_text()`` is.
+
+    - jax 0.10.2: ``*cpu_after_optimizations.txt``, written about a fifth into a compile, is
+      ``as_text()``'s module (its backend configs' keys in another order).
+    - jax 0.12.0.1: that dump is not the compiled module (ledger and source lines differ on
+      the stored tests), so ``as_text()`` is read after the compile.
+    """
+    return "*cpu_after_optimizations.txt" if JAX_VERSION and JAX_VERSION < (0, 11) else None
+
+
 _CPU_EMITTERS: dict[str, Any] = {"xla_cpu_use_fusion_emitters": False}
 
 

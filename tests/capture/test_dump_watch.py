@@ -123,10 +123,14 @@ def test_a_cpu_programs_final_module_is_read_while_llvm_compiles():
     CPU compile): the ledger, every collective's reason and the per-op cost are worked out
     on the thread meanwhile, and are what reading after the compile gives."""
     from shardviz.capture.compile import _stages
+    from shardviz.capture.jax_compat import cpu_final_dump
 
     step, args = _program()
     comp = ex.compile_program(step, args, {})
     stages = dict(_stages(comp.lowered, ex._early_reading(comp.lowered)))
+    if cpu_final_dump() is None:  # jax 0.12: the CPU's dump is not its compiled module
+        assert list(stages) == ["shardings"]
+        return
     assert list(stages) == ["shardings", "final"]
     final = comp.early.final
     assert final is not None and final.final and final.reasoned is not None

@@ -54,7 +54,9 @@ def test_model_flops_are_each_row_against_its_own_group(backend: str, groups: in
     cost = report.cost
     hand = 3 * 2 * M * K * N
     assert cost.model_flops_per_device == pytest.approx(hand, rel=1e-6)
-    assert cost.matmul_flops_per_device > hand  # some dense form on every backend
+    # A dense form on CPU and GPU (and, with jax 0.10's libtpu, for the TPU's weight
+    # gradient); newer libtpu runs all three as grouped-matmul kernels: no padding then.
+    assert cost.matmul_flops_per_device >= hand
     assert cost.padding_flops_per_device == pytest.approx(
         cost.matmul_flops_per_device - hand, rel=1e-6
     )
