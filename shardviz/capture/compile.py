@@ -144,6 +144,11 @@ class Compiled:
     #: What ``early`` (see :func:`lower_and_compile`) made of the dumps while the compiler
     #: ran, by stage (``None`` for a stage that did not finish on the final texts).
     early: EarlyResults = field(default_factory=lambda: EarlyResults(), repr=False)
+    #: Kept by explain: (repr of a target, id of a report) -> (that report on the target,
+    #: the report), so a repeated explain is served without estimating again.
+    on_target: dict[tuple[str, int], tuple[Any, Any]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
     _module: HloModule | None = field(default=None, repr=False, compare=False)
 
     def module(self) -> HloModule:

@@ -169,15 +169,15 @@ def program_cost(
     if per_once is None and glob_once is None:
         return None
     module = comp.module()
+
+    def parsed() -> HloModule | None:  # the program before partitioning, for an MoE's fill
+        if propagated is not None:
+            return propagated
+        return parse_hlo_module(comp.propagated_text) if comp.propagated_text else None
+
     if per_once is None:  # no per-device figures: no loops counted on them either
-        work = dataclasses.replace(module_work(module, "", comp.kernels, propagated), extra={})
+        work = module_work(module, "", comp.kernels, parsed)
     elif work is None:
-
-        def parsed() -> HloModule | None:
-            if propagated is not None:
-                return propagated
-            return parse_hlo_module(comp.propagated_text) if comp.propagated_text else None
-
         work = module_work(module, comp.hlo_text, comp.kernels, parsed)
     per_dev = _plus(per_once, work.extra) if per_once is not None and work.loops else per_once
     glob, _ = per_step(glob_once, comp.propagated_text, propagated)

@@ -874,7 +874,7 @@ def explain_run(
         base = replace(base, findings=None)
     # On the target: estimated, findings timed, the device-order search (a tenth of a second
     # on a large program). Kept with the program, so a repeated explain is served at once.
-    on_target = comp.__dict__.setdefault("_on_target", {})
+    on_target = comp.on_target
     target_key = (repr(target), id(base))
     if target_key not in on_target:
         on_target.clear()  # one base at a time: a kept id is never a reused one
