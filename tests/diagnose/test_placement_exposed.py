@@ -26,8 +26,12 @@ from tests.estimate.physical_programs import NamedSharding, P, by_chip, jax, jnp
 
 #: Tokens per step, model width, and the MLP widths: a narrow first block (its gradient
 #: all-reduce, the last of the backward pass, has no compute left to hide under), then wide
-#: ones whose gradients outweigh the activations' all-reduces.
-BATCH, WIDTH, FIRST, HIDDEN = 40960, 512, 512, 131072
+#: ones whose gradients outweigh the activations' all-reduces. The batch gives the backward
+#: pass enough compute to hide most of the gradient all-reduces in both compilers' schedules:
+#: at 40960 tokens jax 0.12's GPU compiler (which runs four of the five tensor-parallel
+#: all-reduces synchronously, and overlaps less) exposed more in the order as given, and the
+#: placement rule rightly moved 'model' across the hosts there.
+BATCH, WIDTH, FIRST, HIDDEN = 75776, 512, 512, 131072
 
 
 def _loss(params, x):
@@ -84,10 +88,10 @@ def test_megatron_keeps_its_model_axis_inside_a_host_though_the_gradients_move_m
     target, mesh = report.target, report.mesh
     layout = sv.physical(report)
     assert layout.axis("model").shape == "nvlink" and layout.axis("data").shape == "hosts"
-    assert _bytes(report, "data") > 2 * _bytes(report, "model") > 0
+    assert _bytes(report, "data") > _bytes(report, "model") > 0
 
-    # The old rule: total communication 1.52 ms as given, 978 µs with 'model' across the
-    # hosts (and 'data' inside each) -- a cut well past MIN_GAIN, so it would have fired.
+    # The old rule: total communication 1.67 ms as given, 1.42 ms with 'model' across the
+    # hosts (and 'data' inside each) -- a cut past MIN_GAIN, so it would have fired.
     total_now = seconds_with(report, target, mesh.device_ids)
     total_cross, cross, words = _old_rule(report)
     assert total_now == report.estimate.collective_seconds
@@ -101,8 +105,9 @@ def test_megatron_keeps_its_model_axis_inside_a_host_though_the_gradients_move_m
     assert now.predicted_seconds is not None and moved.predicted_seconds is not None
     assert now.predicted_seconds == report.estimate.predicted_seconds  # the estimate's own
     assert now.exposed_seconds == exposed_communication(report)
-    # Exposed communication 420 µs as given, 546 µs across hosts: the gradient all-reduce is
-    # mostly hidden, the tensor-parallel ones are not, and they slow down across hosts.
+    # Exposed communication 568 µs as given, 991 µs across hosts (jax 0.12: 784 and 854 µs):
+    # the gradient all-reduces are mostly hidden, the tensor-parallel ones are not, and they
+    # slow down across hosts.
     assert now.seconds < moved.seconds and now.predicted_seconds < moved.predicted_seconds
     assert now.seconds < 0.5 * now.communication_seconds
 
