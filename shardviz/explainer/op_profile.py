@@ -29,7 +29,8 @@ def op_profile(
     Args:
         report: from ``sv.explain`` (``run=False`` is enough).
         trace: the folder given to ``jax.profiler.trace`` around a few runs of the same step, or
-            one ``.trace.json.gz`` in it; its ops are matched to the compiled ones by name.
+            one ``.trace.json.gz`` or XProf ``.xplane.pb`` in it (a profile captured with
+            XProf from a pod); its ops are matched to the compiled ones by name.
             Without it, a report made with ``explain(profile=True)`` is measured from its
             own profiled step.
         target: the hardware to predict times on (``"v5e"``, ``"h100:2x8"``); default: the

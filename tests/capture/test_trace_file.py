@@ -53,6 +53,37 @@ def test_a_profiled_step_beside_its_prediction(tmp_path):
     assert all(len(line) < 100 for line in text.splitlines())
 
 
+def test_an_xprof_file_reads_as_its_chrome_trace(tmp_path):
+    """XProf's own file (``.xplane.pb``, all a profile captured from a TPU pod may hold) gives
+    the same ops, runs and times as the Chrome trace written beside it."""
+    w = {"w1": jnp.ones((16, 32)), "w2": jnp.ones((32, 8))}
+    x = jnp.ones((4, 16))
+    jax.block_until_ready(step(w, x))
+    with jax.profiler.trace(str(tmp_path)):
+        for _ in range(2):
+            jax.block_until_ready(step(w, x))
+    (chrome,) = trace_files(tmp_path)
+    (xspace,) = list(tmp_path.glob("**/*.xplane.pb"))
+    assert chrome.endswith(".trace.json.gz")  # the Chrome trace first where both are
+    names = frozenset(o.name for o in measured_ops(chrome))
+    from_json = {o.name: o for o in measured_ops(chrome, names)}
+    from_xspace = {o.name: o for o in measured_ops(xspace, names)}
+    assert from_json and from_xspace.keys() == from_json.keys()
+    for name, op in from_json.items():
+        assert from_xspace[name].runs == op.runs
+        assert from_xspace[name].seconds == pytest.approx(op.seconds, rel=1e-3, abs=1e-6)
+    # A folder with only the XSpace is read from it.
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    (alone / "host.xplane.pb").write_bytes(xspace.read_bytes())
+    assert trace_files(alone) == [str(alone / "host.xplane.pb")]
+    assert {o.name for o in measured_ops(alone, names)} == set(from_json)
+    bad = alone / "bad.xplane.pb"
+    bad.write_bytes(b"\xff\xff not a protobuf")
+    with pytest.raises(sv.ShardvizError, match="not a readable XProf profile"):
+        measured_ops(bad)
+
+
 def test_a_trace_file_read_alone(tmp_path):
     events = [
         {"ph": "X", "name": "dot.1", "dur": 30.0,
