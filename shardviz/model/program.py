@@ -286,7 +286,8 @@ class Cost:
     model_flops_per_device: float | None = None
     loops: tuple[Loop, ...] = ()
     ops: tuple[OpWork, ...] = field(default=(), repr=False)
-    #: Matmul flops that only move data (an MoE layer's one-hot dispatch and combine):
+    #: Matmul flops that only move data, against one-hot tensors (an embedding looked up as
+    #: a matmul, ``one_hot(tokens) @ table``; an MoE layer's dispatch and combine):
     #: hardware flops, not model flops.
     dispatch_flops_per_device: float | None = None
     #: Expert matmul flops no token needs: slots no token fills (an MoE layer's capacity

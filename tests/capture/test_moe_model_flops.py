@@ -75,3 +75,27 @@ def test_the_zoos_mixtral_at_capacity_1_25_counts_two_experts_per_token() -> Non
     assert cost is not None and cost.padding_flops_per_device
     want = training_flops(m.info["config"], tokens=sizes["seq"], seq=sizes["seq"]).total
     assert cost.model_flops_per_device == pytest.approx(want, rel=1e-9)
+
+
+def test_an_embedding_looked_up_as_a_one_hot_matmul_is_not_model_work() -> None:
+    """MaxText's ``use_iota_embed``: ``one_hot(tokens) @ table`` in a dense model. Its matmul
+    and the table's gradient only move rows (the field's 6 x params x tokens leaves the
+    lookup out), so they are hardware flops, named as one-hot lookups, not MoE routing."""
+    import jax.numpy as jnp
+
+    vocab, width, tokens = 512, 64, 256
+
+    def loss(params, ids):
+        x = jnp.dot(jax.nn.one_hot(ids, vocab, dtype=jnp.float32), params["table"])
+        return jnp.mean((x @ params["w"]) ** 2)
+
+    params = {"table": jnp.ones((vocab, width)), "w": jnp.ones((width, width))}
+    ids = jnp.arange(tokens) % vocab
+    report = sv.explain(jax.grad(loss), params, ids, run=False, diagnose=False)
+    cost = report.cost
+    assert cost is not None and cost.dispatch_flops_per_device
+    lookup = 2 * (2 * tokens * vocab * width)  # forward and the table's gradient
+    assert cost.dispatch_flops_per_device == pytest.approx(lookup, rel=1e-9)
+    assert cost.model_flops_per_device == pytest.approx(6 * tokens * width * width, rel=1e-9)
+    row = next(line for line in str(report).splitlines() if line.strip().startswith("one-hot"))
+    assert "embedding looked up as a matmul" in row and "not model flops" in row

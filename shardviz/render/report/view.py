@@ -159,7 +159,7 @@ def cost_rows(cost: Cost) -> list[tuple[str, str, str]]:
                 "model flops",
                 format_flops(cost.model_flops_per_device),
                 "per device per step, MFU's count: 6 x active params x tokens + attention "
-                "(MoE dispatch, combine and padding: hardware flops only)",
+                "(one-hot lookups, MoE dispatch, combine and padding: hardware flops only)",
             )
         )
     recomputed = cost.recomputed_flops_per_device
@@ -170,9 +170,10 @@ def cost_rows(cost: Cost) -> list[tuple[str, str, str]]:
     if cost.dispatch_flops_per_device:
         rows.append(
             (
-                "dispatch",
+                "one-hot",
                 format_flops(cost.dispatch_flops_per_device),
-                "matmul flops that only move data (MoE dispatch and combine): not model flops",
+                "matmul flops against one-hot tensors, which only move data (an embedding "
+                "looked up as a matmul, an MoE's dispatch and combine): not model flops",
             )
         )
     if cost.padding_flops_per_device:
