@@ -1,6 +1,7 @@
 """Work on the sharding dumps started during the compile is used only for the final texts."""
 
 import threading
+import time
 from pathlib import Path
 
 import jax
@@ -13,7 +14,7 @@ from shardviz.capture import hlo
 from shardviz.capture.compile import EarlyResults
 from shardviz.capture.dump_watch import PARTITIONED as PARTITIONED_PATTERN
 from shardviz.capture.dump_watch import PROPAGATED as PROPAGATED_PATTERN
-from shardviz.capture.dump_watch import DumpWatch
+from shardviz.capture.dump_watch import YIELDING_NICE, DumpWatch
 
 PROPAGATED = "module_0001.f.0000.x.after_dce.before_spmd-partitioning.txt"
 PARTITIONED = "module_0001.f.0001.x.after_spmd-partitioning.before_dce.txt"
@@ -41,6 +42,42 @@ def test_the_work_runs_on_the_texts_once_the_partitioned_dump_is_whole(tmp_path)
     assert ran.wait(10)
     assert watch.finish() == [("before", "after")]
     assert watch.finish() == [("before", "after")]  # finishing again gives the same
+
+
+def test_a_yielding_watch_runs_below_the_compile(tmp_path):
+    """A yielding watch works at a lower priority than the compile (nice on its own thread
+    alone), another at the caller's, and the caller's is kept."""
+    import os
+
+    (tmp_path / PROPAGATED).write_text(MODULE)
+    (tmp_path / PARTITIONED).write_text(MODULE)
+    before = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+
+    def nice(*texts):
+        return os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+
+    for yielding, want in ((True, min(before + YIELDING_NICE, 19)), (False, before)):
+        watch = DumpWatch(str(tmp_path), [(SHARDINGS, nice)], yielding).start()
+        deadline = time.monotonic() + 10
+        while watch._done[0] is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert watch.finish() == [want]
+    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == before  # ours kept
+
+
+def test_a_cpu_compile_yields_and_a_tpu_compile_does_not():
+    from shardviz.capture.compile import _yields
+    from shardviz.capture.topology import topology
+
+    def f(x):
+        return x * 2
+
+    x = jax.numpy.ones((8,))
+    assert _yields(jax.jit(f).lower(x))
+    chips = np.array(topology("v5e:2x2").devices)
+    mesh = jax.sharding.Mesh(chips, ("d",))
+    spec = jax.ShapeDtypeStruct((8,), x.dtype, sharding=NamedSharding(mesh, P()))
+    assert not _yields(jax.jit(f).lower(spec))
 
 
 def test_a_result_for_texts_that_changed_since_is_dropped(tmp_path):
