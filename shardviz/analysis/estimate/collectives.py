@@ -256,26 +256,41 @@ def _group_timing(kind: str, volume: float, group: Sequence[int], place: Placeme
 
 
 def _permute_timing(nbytes: float, pairs: Sequence[tuple[int, int]], place: Placement,
-                    target: Target) -> tuple[Terms, str, str]:  # fmt: skip
-    hw = target.hardware
+                    target: Target, memo: dict | None = None) -> tuple[Terms, str, str]:  # fmt: skip
+    """The slowest of a collective-permute's sends: each pair's link and hops
+    (:func:`_pair_links`, worked out once per pairs and placement in ``memo``) at ``nbytes``."""
+    key = ("pairs", tuple(pairs))
+    links = memo.get(key) if memo is not None else None
+    if links is None:
+        links = _pair_links(pairs, place, target)
+        if memo is not None:
+            memo[key] = links
     worst, where, link = Terms(0.0, 0.0), "no transfer", "none"
+    for bandwidth, latency, w, lk in links:
+        t = Terms(nbytes / bandwidth, latency)
+        if t.seconds >= worst.seconds:
+            worst, where, link = t, w, lk
+    return worst, where, link
+
+
+def _pair_links(
+    pairs: Sequence[tuple[int, int]], place: Placement, target: Target
+) -> tuple[tuple[float, float, str, str], ...]:
+    """Each distinct way a pair's bytes travel, in the order last met: the bandwidth,
+    latency, where (``3 hops over 2 axes``, ``across hosts``) and the link's name."""
+    hw = target.hardware
+    seen: dict[tuple[float, float, str, str], None] = {}
     for src, dst in pairs:
         a, b = place[src], place[dst]
         if src == dst or (a.slice, a.chip, a.host) == (b.slice, b.chip, b.host):
             continue
         if a.slice != b.slice or (target.kind != "tpu" and a.host != b.host):
             bw = _need(hw.network_bandwidth_per_device)
-            t, w, lk = (
-                Terms(nbytes / bw, hw.hop_latency),
-                "across slices" if a.slice != b.slice else "across hosts",
-                _link_names(target)[1],
-            )
+            where = "across slices" if a.slice != b.slice else "across hosts"
+            found = (bw, hw.hop_latency, where, _link_names(target)[1])
         elif target.kind != "tpu":
-            t, w, lk = (
-                Terms(nbytes / (hw.nvlink_bandwidth or hw.hbm_bandwidth), hw.hop_latency),
-                "within a host",
-                _link_names(target)[0],
-            )
+            bw = hw.nvlink_bandwidth or hw.hbm_bandwidth
+            found = (bw, hw.hop_latency, "within a host", _link_names(target)[0])
         else:
             dist = []
             for ax, (p, q) in enumerate(zip(a.chip, b.chip, strict=True)):
@@ -284,11 +299,11 @@ def _permute_timing(nbytes: float, pairs: Sequence[tuple[int, int]], place: Plac
                     d = min(d, target.shape[ax] - d)
                 dist.append(d)
             hops, ports = sum(dist), sum(1 for d in dist if d)
-            t = Terms(nbytes / (ports * _ici_bw(target)), hops * hw.hop_latency)
-            w, lk = f"{hops} hops over {ports} axes", "ICI"
-        if t.seconds >= worst.seconds:
-            worst, where, link = t, w, lk
-    return worst, where, link
+            found = (ports * _ici_bw(target), hops * hw.hop_latency,
+                     f"{hops} hops over {ports} axes", "ICI")  # fmt: skip
+        seen.pop(found, None)  # the last pair met with it decides a tie, as it always did
+        seen[found] = None
+    return tuple(seen)
 
 
 def _link_names(target: Target) -> tuple[str, str]:
@@ -305,22 +320,25 @@ def volume_of(c: Collective) -> float:
     return float(c.out_bytes if c.kind == "all-gather" else c.in_bytes)
 
 
-def collective_time(c: Collective, place: Placement, target: Target) -> CollectiveTime:
+def collective_time(
+    c: Collective, place: Placement, target: Target, memo: dict | None = None
+) -> CollectiveTime:
     """Estimated seconds of one run of ``c`` on ``target`` with devices placed by ``place``.
 
     All of a collective's groups run at once; the slowest sets the time. Unknown kinds get
-    the all-gather formula on their input.
+    the all-gather formula on their input. ``memo``: a dict kept across the collectives of
+    one ledger on one placement (a ledger repeats its groups and pairs, one layer after
+    another): what depends on those alone is worked out once.
     """
+    memo = {} if memo is None else memo
     volume = volume_of(c)
     if c.kind == "collective-permute":
-        t, where, link = _permute_timing(volume, c.pairs, place, target)
+        t, where, link = _permute_timing(volume, c.pairs, place, target, memo)
         text = f"send {format_bytes(volume)} {where}"
     else:
         worst: tuple[Terms, str, str] | None = None
         cache: dict[tuple, tuple[Terms, str, str]] = {}
-        for g in c.groups:
-            sig = tuple(sorted((place[i].slice, place[i].host, place[i].chip) for i in g))
-            key = (len(g), _shape_signature(sig))
+        for key, g in _group_shapes(c.groups, place, memo):
             got = cache.get(key)
             if got is None:
                 got = cache[key] = _group_timing(c.kind, volume, g, place, target)
@@ -328,7 +346,10 @@ def collective_time(c: Collective, place: Placement, target: Target) -> Collecti
                 worst = got
         t, where, link = worst if worst is not None else (Terms(0.0, 0.0), "no group", "none")
         if c.kind in RING_KINDS:
-            busier, longer = ring_penalty(c.groups, place, target)
+            ring = ("ring", c.groups)
+            if ring not in memo:
+                memo[ring] = ring_penalty(c.groups, place, target)
+            busier, longer = memo[ring]
             if busier > 1 or longer > 1:
                 t = Terms(t.bandwidth_seconds * busier, t.latency_seconds * longer)
                 where += f", {ring_words(busier, longer)}"
@@ -344,6 +365,21 @@ def collective_time(c: Collective, place: Placement, target: Target) -> Collecti
         else f" ({link})"
     )
     return CollectiveTime(t.seconds, text, link, t.latency_bound)
+
+
+def _group_shapes(
+    groups: tuple[tuple[int, ...], ...], place: Placement, memo: dict
+) -> tuple[tuple[tuple, tuple[int, ...]], ...]:
+    """Each group with the key of its shape on the chips (groups that are translates of each
+    other take the same time), once per groups and placement (in ``memo``)."""
+    key = ("groups", groups)
+    if key not in memo:
+        memo[key] = tuple(
+            ((len(g), _shape_signature(tuple(sorted((place[i].slice, place[i].host, place[i].chip)
+                                                    for i in g)))), g)
+            for g in groups
+        )  # fmt: skip
+    return memo[key]
 
 
 #: The kinds whose groups run as rings through their members in the order listed.

@@ -45,6 +45,7 @@ def estimate_collectives(
     (one latency floor) and each part gets its share by bytes.
     """
     combined: dict[str, list[Collective]] = {}
+    memo: dict = {}  # what the ledger's groups and pairs cost on this placement, kept
     for c in collectives:
         if c.combined is not None:
             combined.setdefault(c.hlo_name, []).append(c)
@@ -53,7 +54,7 @@ def estimate_collectives(
         total_in = sum(p.in_bytes for p in parts)
         total_out = sum(p.out_bytes for p in parts)
         merged = dataclasses.replace(parts[0], in_bytes=total_in, out_bytes=total_out)
-        t = collective_time(merged, placement, target)
+        t = collective_time(merged, placement, target, memo)
         whole[base] = (t.seconds, f"{len(parts)} combined: {t.formula}", max(total_in, 1))
     out = []
     for c in collectives:
@@ -63,7 +64,7 @@ def estimate_collectives(
             out.append(dataclasses.replace(c, estimated_seconds=seconds * share,
                                            estimate_formula=f"{share:.0%} of {formula}"))  # fmt: skip
         else:
-            t = collective_time(c, placement, target)
+            t = collective_time(c, placement, target, memo)
             out.append(
                 dataclasses.replace(c, estimated_seconds=t.seconds, estimate_formula=t.formula)
             )

@@ -100,21 +100,27 @@ def _window(attr_text: str, rank: int) -> list[dict[str, int]]:
 
 def _valid_pairs(size: int, out: int, w: dict[str, int]) -> int:
     """(output position, window position) pairs of one spatial dim that read a real input
-    element, not padding nor a dilation hole: XLA's count of a windowed op's work."""
+    element, not padding nor a dilation hole: XLA's count of a windowed op's work. Counted in
+    closed form, one window position at a time (a TPU program's gradient convolutions have
+    windows and outputs in the thousands)."""
     span = (size - 1) * w["lhs"] + 1 if size else 0
-    stride, pairs = max(1, w["stride"]), 0
+    stride, dilation, pairs = max(1, w["stride"]), max(1, w["lhs"]), 0
     for k in range(w["size"]):
         base = k * w["rhs"] - w["lo"]  # input index at output position 0
-        if w["lhs"] == 1:  # o in [ceil(-base / stride), floor((span - 1 - base) / stride)]
-            lo = max(0, (-base + stride - 1) // stride)
-            hi = min(out - 1, (span - 1 - base) // stride) if span - 1 - base >= 0 else -1
+        # o in [ceil(-base / stride), floor((span - 1 - base) / stride)] reads inside the input
+        lo = max(0, (-base + stride - 1) // stride)
+        hi = min(out - 1, (span - 1 - base) // stride) if span - 1 - base >= 0 else -1
+        if dilation == 1:
             pairs += max(0, hi - lo + 1)
-        else:
-            pairs += sum(
-                1
-                for o in range(out)
-                if 0 <= o * stride + base < span and (o * stride + base) % w["lhs"] == 0
-            )
+            continue
+        # and o x stride + base on a real element: o x stride = -base (mod dilation)
+        g = math.gcd(stride, dilation)
+        if (-base) % g:
+            continue
+        step = dilation // g
+        first = ((-base) // g) * pow(stride // g, -1, step) % step if step > 1 else 0
+        first = lo + (first - lo) % step
+        pairs += (hi - first) // step + 1 if first <= hi else 0
     return pairs
 
 
