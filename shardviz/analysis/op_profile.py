@@ -4,7 +4,8 @@ Each op of the compiled schedule (:attr:`shardviz.model.Cost.ops`) is put in a m
 what the program says about it, the most specific first:
 
 1. the named scopes in its ``op_name`` (``jax.named_scope("attn")``, flax module names,
-   ``jit(log_softmax)``), innermost first;
+   ``jit(log_softmax)``), innermost first; for an op the compiler named by its loop alone
+   (a cast of a scanned layer's weights), the scopes and functions of the op it feeds;
 2. an embedding lookup: a ``gather`` (or its gradient, a ``scatter-add``) outside any loop;
 3. the Python functions that made it (``layer > attention``, optax's ``scale_by_adam``),
    innermost first;
@@ -91,6 +92,11 @@ def _by_word(names: Iterable[str]) -> str | None:
     return None
 
 
+def _functions(op: OpWork) -> list[str]:
+    """The Python functions that made ``op``, innermost first, lower-cased."""
+    return [f.lower() for f in reversed(op.functions.split(" > ")) if f]
+
+
 def module_of(op: OpWork, in_loop: bool, after_backward: bool) -> str:
     """The module ``op`` belongs to (see the module's docstring for the order of the rules);
     ``in_loop``: it runs in a loop body; ``after_backward``: it is scheduled after the last
@@ -98,12 +104,16 @@ def module_of(op: OpWork, in_loop: bool, after_backward: bool) -> str:
     found = _by_word(_scopes(op.op_name))
     if found:
         return found
+    if op.feeds:  # named by its loop alone (a weight's cast in a scanned body): what it feeds
+        found = _by_word(_scopes(op.feeds)) or _by_word(_functions(op))
+        if found:
+            return found
     if in_loop and _LOOP_OWN.search(op.op_name):
         return OTHER  # the loop's own slicing and counting: no module's work
     primitive = op.op_name.rsplit("/", 1)[-1].lower()
     if primitive in _LOOKUP and not in_loop:
         return "embedding"
-    found = _by_word(f.lower() for f in reversed(op.functions.split(" > ")) if f)
+    found = _by_word(_functions(op))
     if found:
         return found
     differentiated = "jvp(" in op.op_name or "transpose(" in op.op_name

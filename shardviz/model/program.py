@@ -246,6 +246,9 @@ class OpWork:
     op_name: str = ""
     computation: str = ""
     functions: str = ""
+    #: For an op the compiler named by its loop alone (a cast or copy of a scanned layer's
+    #: weights): the ``op_name`` of the op its result feeds; ``functions`` are that op's.
+    feeds: str = ""
 
 
 @dataclass(frozen=True)

@@ -146,6 +146,35 @@ def test_module_rules():
     assert module_of(op("jit(f)/neg", "step > <lambda>"), False, False) == OTHER
     adam = "step > tree_update_moment_per_elem_norm.<locals>.<lambda>"
     assert module_of(op("jit(f)/add", adam), False, False) == "optimizer"  # not a norm
+    # An op named by its loop alone (a weight's cast) is what it feeds; the loop's own are not
+    cast = OpWork("c", 0.0, 8.0, op_name="jit(f)/jvp()/while", functions=gshard,
+                  feeds="jit(f)/jvp()/while/body/closed_call/dot_general")  # fmt: skip
+    assert module_of(cast, True, False) == "experts"
+    fed_attn = OpWork("c", 0.0, 8.0, op_name="jit(f)/jvp()/while", feeds="jit(f)/attn/dot")
+    assert module_of(fed_attn, True, False) == "attention"
+    assert module_of(op("jit(f)/jvp()/while"), True, False) == OTHER
+
+
+def test_a_scanned_bodys_casts_go_to_the_module_they_feed():
+    """The CPU compiler casts a scanned layer's weights (f32 master weights to bf16) in ops
+    it names by the loop alone (``jit(step)/jvp()/while``): each is put with the op it feeds,
+    so "other" keeps only the loop's own slicing and counting (issue 41's MoE, previewed
+    for TPU v5p)."""
+    from tests.fixtures import moe_models as M
+
+    step, args, _ = M.make(M.GSHARD)
+    report = sv.explain(step, *args, run=False, target="v5p:2x2x2", diagnose=False)
+    ops = report.cost.ops
+    loop_named = [o for o in ops if o.op_name.endswith("/while") and o.opcode == "fusion"]
+    fed = [o for o in loop_named if o.feeds]
+    assert len(fed) >= 0.8 * len(loop_named) > 0  # a few feed only the loop's own ops
+    p = sv.op_profile(report)
+    by_name = {o.name: o for o in p.ops}
+    assert {by_name[o.name].module for o in fed} <= {"attention", "experts", "norm", "loss",
+                                                     "mlp", "embedding"}  # fmt: skip
+    other = p.module(OTHER)
+    total = sum(g.hbm_bytes for g in p.modules)
+    assert other is None or other.hbm_bytes < 0.1 * total  # was 27% of the bytes
 
 
 def test_measured_ops_sit_beside_their_prediction(scanned):

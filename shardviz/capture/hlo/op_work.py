@@ -304,16 +304,48 @@ def _fused_named(module: HloModule, ins: HloInstruction) -> HloInstruction | Non
     return None
 
 
-def _what(module: HloModule, ins: HloInstruction) -> tuple[str, str, str, str]:
-    """``ins``'s opcode, ``op_name``, computation and Python function chain (see
-    :class:`~shardviz.model.OpWork`), the metadata read from the nearest op that has it; the
-    chain starts below the frames of shardviz tracing it (``explain``, the compile)."""
-    named = _fused_named(module, ins) or module.named(ins)
-    source = module.source_of(named)
+def _what(module: HloModule, ins: HloInstruction) -> tuple[str, str, str, str, str]:
+    """``ins``'s opcode, ``op_name``, computation, Python function chain and what it feeds
+    (see :class:`~shardviz.model.OpWork`), the metadata read from the nearest op that has it;
+    the chain starts below the frames of shardviz tracing it (``explain``, the compile). An
+    op named by its loop alone takes its chain from the op it feeds (:func:`_fed`)."""
+    own = ins if ins.op_name else _fused_named(module, ins)
+    named = own or module.named(ins)
+    fed = _fed(module, ins) if not _says_what(own) else None
+    source = module.source_of(fed or named)
     frames = source.frames if source is not None else ()
     ours = [k for k, f in enumerate(frames) if f.file.startswith(_TRACING)]
     users = frames[ours[-1] + 1 :] if ours else frames
-    return ins.opcode, named.op_name, ins.computation, " > ".join(f.function for f in users)
+    return (ins.opcode, named.op_name, ins.computation,
+            " > ".join(f.function for f in users), fed.op_name if fed else "")  # fmt: skip
+
+
+def _says_what(ins: HloInstruction | None) -> bool:
+    """Whether ``ins`` has an ``op_name`` that says what it computes: not none, nor only its
+    loop's (``jit(step)/jvp()/while``, which the compiler gives the casts and copies it makes
+    of a scanned body's operands)."""
+    return ins is not None and bool(ins.op_name) and not ins.op_name.endswith("/while")
+
+
+def _fed(module: HloModule, ins: HloInstruction, depth: int = 3) -> HloInstruction | None:
+    """The nearest op ``ins``'s result feeds whose name says what it computes
+    (:func:`_says_what`; the op or one inside its fusion), within ``depth`` steps: what an
+    op the compiler named by its loop alone (a cast or copy of a scanned layer's weights) is
+    for."""
+    frontier, seen = [ins], {ins.name}
+    for _ in range(depth):
+        following = []
+        for op in frontier:
+            for user in module.users(op.name):
+                if user.name in seen or user.computation != ins.computation:
+                    continue
+                seen.add(user.name)
+                named = user if user.op_name else _fused_named(module, user)
+                if _says_what(named):
+                    return named
+                following.append(user)
+        frontier = following
+    return None
 
 
 def op_work(
