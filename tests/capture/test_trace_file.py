@@ -28,13 +28,19 @@ def step(w, x):
         return jax.tree.map(lambda p, d: p - 0.1 * d, w, g)
 
 
-def test_a_profiled_step_beside_its_prediction(tmp_path):
+def _profiled(folder) -> tuple[dict, jax.Array]:
+    """The step's arguments, after two runs of it profiled by jax into ``folder``."""
     w = {"w1": jnp.ones((16, 32)), "w2": jnp.ones((32, 8))}
     x = jnp.ones((4, 16))
     jax.block_until_ready(step(w, x))
-    with jax.profiler.trace(str(tmp_path)):
+    with jax.profiler.trace(str(folder)):
         for _ in range(2):
             jax.block_until_ready(step(w, x))
+    return w, x
+
+
+def test_a_profiled_step_beside_its_prediction(tmp_path):
+    w, x = _profiled(tmp_path)
     report = sv.explain(step, w, x, run=False)
     hlo = step.lower(w, x).compile().as_text()
     p = sv.op_profile(report, trace=tmp_path, target="v5e")
@@ -56,12 +62,7 @@ def test_a_profiled_step_beside_its_prediction(tmp_path):
 def test_an_xprof_file_reads_as_its_chrome_trace(tmp_path):
     """XProf's own file (``.xplane.pb``, all a profile captured from a TPU pod may hold) gives
     the same ops, runs and times as the Chrome trace written beside it."""
-    w = {"w1": jnp.ones((16, 32)), "w2": jnp.ones((32, 8))}
-    x = jnp.ones((4, 16))
-    jax.block_until_ready(step(w, x))
-    with jax.profiler.trace(str(tmp_path)):
-        for _ in range(2):
-            jax.block_until_ready(step(w, x))
+    _profiled(tmp_path)
     (chrome,) = trace_files(tmp_path)
     (xspace,) = list(tmp_path.glob("**/*.xplane.pb"))
     assert chrome.endswith(".trace.json.gz")  # the Chrome trace first where both are
