@@ -88,8 +88,8 @@ def _remove_left() -> None:
 # after codegen; on jax 0.10, the CPU's after its HLO passes (before LLVM compiles the
 # kernels, about a fifth of the way into a CPU compile: see jax_compat.cpu_final_dump).
 _FINAL = {"tpu": "*after_codegen.txt"}
-if cpu_final_dump() is not None:  # jax 0.10: the CPU's dump is its compiled module
-    _FINAL["cpu"] = str(cpu_final_dump())
+if (_CPU_FINAL := cpu_final_dump()) is not None:  # jax 0.10: the CPU's dump is its program
+    _FINAL["cpu"] = _CPU_FINAL
 # The module as jax gave it: the only one that still shows what was asked for host memory.
 _BEFORE_OPTIMIZATIONS = "*before_optimizations.txt"
 

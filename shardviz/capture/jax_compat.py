@@ -85,7 +85,6 @@ _FAST_COMPILE: dict[str, Any] = {
 }
 
 
-#: The CPU's older loop emitters compile fused ops in half the time of its fusion emitters.
 def cpu_final_dump() -> str | None:
     """The file the CPU compiler dumps its final module to, when that is the compiled
     program's own text (read early, while LLVM still compiles the kernels); ``None`` where
@@ -99,6 +98,7 @@ def cpu_final_dump() -> str | None:
     return "*cpu_after_optimizations.txt" if JAX_VERSION and JAX_VERSION < (0, 11) else None
 
 
+#: The CPU's older loop emitters compile fused ops in half the time of its fusion emitters.
 _CPU_EMITTERS: dict[str, Any] = {"xla_cpu_use_fusion_emitters": False}
 
 
