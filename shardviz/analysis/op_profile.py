@@ -135,11 +135,12 @@ def _layer_of(op_name: str, loop: Loop | None, runs: int) -> str:
     return LAYER_TOP
 
 
-def _rates(target: Target) -> tuple[float, float, float | None]:
-    """Per device: peak FLOP/s, HBM and host-link bandwidth (as the estimate takes them)."""
+def _rates(target: Target) -> tuple[dict[str, float], float, float | None]:
+    """Per device: peak FLOP/s by matmul precision, HBM and host-link bandwidth (as the
+    estimate takes them)."""
     hw, per_chip = target.hardware, target.devices_per_chip
     host = (hw.host_bandwidth or 0.0) / per_chip or None
-    return hw.peak_flops_bf16 / per_chip, hw.hbm_bandwidth / per_chip, host
+    return hw.peaks(per_chip), hw.hbm_bandwidth / per_chip, host
 
 
 def _last_backward(ops: tuple[OpWork, ...], entry: str) -> int:

@@ -24,10 +24,11 @@ from shardviz.model.hardware_presets import hardware
 from shardviz.model.targets import target_for
 
 #: TPU generations shardviz has hardware figures for (jax knows a few more, e.g. v3).
-TPU_KINDS = ("v4", "v5e", "v5p", "v6e")
+TPU_KINDS = ("v4", "v5e", "v5p", "v6e", "tpu7x")
 #: Examples for error messages.
 EXAMPLES = (
-    '"v5e:4x4", "v5e:16x16", "v5p:2x2x2", "v6e:4x4", "v4:2x2x2", "h100:8", "h100:2x8", "a100:8"'
+    '"v5e:4x4", "v5e:16x16", "v5p:2x2x2", "v6e:4x4", "v4:2x2x2", "tpu7x:2x2x1", "h100:8", '
+    '"h100:2x8", "a100:8"'
 )
 
 
@@ -122,7 +123,8 @@ def topology(name: str) -> Topology:
 
     Args:
         name: a TPU slice as jax spells it (``"v5e:4x4"``, ``"v5e:16x16"``, ``"v5p:2x2x2"``,
-            ``"v6e:4x4"``, ``"v4:2x2x2"``) or GPUs as ``chip:count`` for one host
+            ``"v6e:4x4"``, ``"v4:2x2x2"``; ``"tpu7x:2x2x1"``: chips, two devices each) or
+            GPUs as ``chip:count`` for one host
             (``"h100:8"``, ``"a100:8"``) or ``chip:hostsxcount`` (``"h100:2x8"``).
 
     Returns:
@@ -157,7 +159,7 @@ def _topology(name: str) -> Topology:
     shape = tuple(int(s) for s in shape_text.split("x"))
     if kind in GPU_SPECS:
         return _gpu(name, kind, shape)
-    if re.fullmatch(r"v\d+[a-z]*", kind):
+    if re.fullmatch(r"v\d+[a-z]*|tpu\d+[a-z]*", kind):  # tpu7x: Ironwood, as jax names it
         return _tpu(name, kind, shape)
     raise _unknown(name, f"{kind!r} is not a TPU or GPU shardviz knows")
 

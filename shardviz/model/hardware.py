@@ -14,6 +14,9 @@ from dataclasses import dataclass, field, replace
 
 from shardviz.model._codec import JsonMixin
 
+#: Matmul operand precisions with a peak of their own (:meth:`Hardware.peak_for`).
+NARROW_PRECISIONS: tuple[str, ...] = ("fp8", "int8")
+
 #: How a TPU generation's slices get wraparound links (see :attr:`Hardware.wraparound`).
 WRAPAROUND_RULES: tuple[str, ...] = ("axes-of-16", "full-cubes", "none")
 
@@ -36,6 +39,11 @@ class Hardware(JsonMixin):
     wrap on every axis, smaller ones on none) or ``"none"``. ``host_shape`` is the block of
     chips one host process drives, as jax numbers them. ``sources`` maps a field name to the
     public document its number comes from.
+
+    ``peak_flops_fp8`` and ``peak_flops_int8``: the matrix units' peak on fp8 and int8
+    operands, where the chip's documents give one (``None``: not published; such matmuls
+    are timed at the bf16 peak, and the estimate says so). :meth:`peak_for` picks by
+    precision.
     """
 
     name: str
@@ -55,6 +63,11 @@ class Hardware(JsonMixin):
     nvlink_bandwidth: float | None = None
     nvlink_bandwidth_bidi: float | None = None
     host_bandwidth: float | None = None
+    peak_flops_fp8: float | None = None
+    peak_flops_int8: float | None = None
+    #: jax devices per chip: 2 on TPU7x, whose two TensorCores jax lists as two devices
+    #: (v4's and v5p's join as one megacore device). Peaks and bandwidths stay per chip.
+    devices_per_chip: int = 1
     preset: str = ""
     sources: dict[str, str] = field(default_factory=dict, hash=False)
 
@@ -65,9 +78,13 @@ class Hardware(JsonMixin):
             raise ValueError(
                 f"Hardware.wraparound must be one of {WRAPAROUND_RULES}, got {self.wraparound!r}"
             )
-        for name in ("peak_flops_bf16", "hbm_bandwidth", "devices_per_host"):
+        for name in ("peak_flops_bf16", "hbm_bandwidth", "devices_per_host", "devices_per_chip"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"Hardware.{name} must be positive, got {getattr(self, name)}")
+        for name in ("peak_flops_fp8", "peak_flops_int8"):
+            value = getattr(self, name)
+            if value is not None and not value > 0:
+                raise ValueError(f"Hardware.{name} must be positive or None, got {value}")
         if self.hbm_bytes < 0 or self.hop_latency < 0:
             raise ValueError("Hardware.hbm_bytes and hop_latency must not be negative")
 
@@ -87,6 +104,20 @@ class Hardware(JsonMixin):
             return tuple(whole for _ in shape)
         return tuple(False for _ in shape)
 
+    def peak_for(self, precision: str = "") -> float:
+        """Peak FLOP/s of matmuls whose operands are ``precision`` (``"fp8"``, ``"int8"``;
+        anything else, or a precision without a published figure: the bf16 peak)."""
+        peak = {"fp8": self.peak_flops_fp8, "int8": self.peak_flops_int8}.get(precision)
+        return peak or self.peak_flops_bf16
+
+    def peaks(self, share: int = 1) -> dict[str, float]:
+        """Peak FLOP/s by matmul precision (``""``: bf16 and wider), each split ``share``
+        ways (the devices of one chip)."""
+        out = {"": self.peak_flops_bf16 / share}
+        for precision in NARROW_PRECISIONS:
+            out[precision] = self.peak_for(precision) / share
+        return out
+
     def source(self, name: str) -> str:
         """Where the number in field ``name`` comes from (``""`` when not recorded)."""
         return self.sources.get(name, "")
@@ -100,7 +131,7 @@ class Target(JsonMixin):
     ``wraparound`` says which of those axes close into a ring; ``num_slices`` slices are joined
     by DCN. For GPUs, ``shape`` is ``(hosts, gpus per host)``: NVLink inside a host, the
     network between hosts. ``devices_per_chip`` is how many jax devices share one chip (2 on
-    a v4 topology jax lists per core). ``placement`` says how a mesh's devices were put on the
+    TPU7x, and on a v4 topology jax lists per core). ``placement`` says how a mesh's devices were put on the
     chips when they carry no coordinates themselves (empty when they do).
     """
 
@@ -149,8 +180,10 @@ class Target(JsonMixin):
         hosts = f"{self.num_hosts} host" + ("" if self.num_hosts == 1 else "s")
         slices = f"{self.num_slices} x " if self.num_slices > 1 else ""
         tail = ", DCN between slices" if self.num_slices > 1 else ""
+        devices = f"{self.devices} devices, " if self.devices_per_chip > 1 else ""
         return (
-            f"{slices}{self.hardware.name} {self.shape_text} ({self.chips} {unit}, {hosts}{tail})"
+            f"{slices}{self.hardware.name} {self.shape_text} ({self.chips} {unit}, {devices}"
+            f"{hosts}{tail})"
         )
 
     def with_placement(self, placement: str) -> Target:

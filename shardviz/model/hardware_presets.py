@@ -35,14 +35,28 @@ LIBTPU_HOSTS = (
 CLOUD_V5E = "cloud.google.com/tpu/docs/v5e: 16 GB HBM2 per chip, 256-chip pod, 2D torus"
 CLOUD_V5P = "cloud.google.com/tpu/docs/v5p: 95 GB HBM2e at 2765 GBps per chip"
 CLOUD_V6E = "cloud.google.com/tpu/docs/v6e: 32 GB HBM per chip"
-CLOUD_V4 = "cloud.google.com/tpu/docs/v4: 32 GiB HBM2 per chip"
+CLOUD_V4 = "cloud.google.com/tpu/docs/v4: 32 GiB HBM2 per chip; 275 teraflops (bf16 or int8)"
+CLOUD_V5E_INT8 = "cloud.google.com/tpu/docs/v5e: peak compute per chip (Int8) 393 TOPs"
+CLOUD_V6E_INT8 = "cloud.google.com/tpu/docs/v6e: peak compute per chip (Int8) 1836 TOPs"
+CLOUD_TPU7X = (
+    "cloud.google.com/tpu/docs/tpu7x, table of v5p, v6e and TPU7x: per chip BF16 459 / 918 / "
+    "2307 TFLOPs, FP8 459 / 918 / 4614 TFLOPs, HBM 95 / 32 / 192 GiB at 2765 / 1638 / 7380 "
+    "GB/s, 2 / 1 / 2 TensorCores, bidirectional ICI 1200 / 800 / 1200 GB/s, DCN 50 / 100 / "
+    "100 Gb/s; 9216 chips per TPU7x pod; 4 chips per VM"
+)
+TPU7X_LINKS = (
+    f"{CLOUD_TPU7X}: TPU7x has v5p's ICI per chip over the same 3D torus of 6 links, so "
+    f"v5p's per-link figure ({BOOK_ICI_TABLE})"
+)
+TPU7X_WRAP = f"{CLOUD_TPU7X} (TPU7x shares v5p's 3D torus of 4x4x4 cubes); as v5p, {BOOK_WRAP_3D}"
 H100_SHEET = (
     "NVIDIA H100 Tensor Core GPU datasheet, H100 SXM: BF16 1,979 TFLOPS with sparsity "
-    "(half without), 80GB HBM3, 3.35TB/s, NVLink 900GB/s"
+    "(half without), FP8 and INT8 3,958 with sparsity (half without), 80GB HBM3, "
+    "3.35TB/s, NVLink 900GB/s"
 )
 A100_SHEET = (
     "NVIDIA A100 Tensor Core GPU datasheet, A100 80GB SXM: BF16 312 TFLOPS dense "
-    "(624 with sparsity), 80GB HBM2e, 2,039GB/s, NVLink 600GB/s"
+    "(624 with sparsity), INT8 624 TOPS dense, no FP8, 80GB HBM2e, 2,039GB/s, NVLink 600GB/s"
 )
 DGX_A100_NET = "NVIDIA DGX A100 datasheet: 8 single-port ConnectX-6 200Gb/s HDR InfiniBand"
 BOOK_PCIE = (
@@ -75,7 +89,9 @@ def _v5e() -> Hardware:
         network_bandwidth_per_device=3.125e9,  # BOOK_DCN
         hop_latency=1e-6,  # BOOK_HOP
         host_bandwidth=1.5e10,  # BOOK_PCIE
+        peak_flops_int8=3.93e14,  # CLOUD_V5E_INT8 (no fp8 figure)
         sources={
+            "peak_flops_int8": CLOUD_V5E_INT8,
             "host_bandwidth": BOOK_PCIE,
             "peak_flops_bf16": BOOK_TPU_TABLE,
             "hbm_bytes": CLOUD_V5E,
@@ -110,7 +126,11 @@ def _v6e() -> Hardware:
         network_bandwidth_per_device=1.25e10,  # BOOK_DCN
         hop_latency=1e-6,  # BOOK_HOP
         host_bandwidth=1.5e10,  # BOOK_PCIE
+        peak_flops_fp8=9.18e14,  # CLOUD_TPU7X: the same as bf16
+        peak_flops_int8=1.836e15,  # CLOUD_V6E_INT8
         sources={
+            "peak_flops_fp8": CLOUD_TPU7X,
+            "peak_flops_int8": CLOUD_V6E_INT8,
             "host_bandwidth": BOOK_PCIE,
             "peak_flops_bf16": BOOK_TPU_TABLE,
             "hbm_bytes": CLOUD_V6E,
@@ -145,7 +165,9 @@ def _v5p() -> Hardware:
         network_bandwidth_per_device=6.25e9,  # BOOK_DCN
         hop_latency=1e-6,  # BOOK_HOP
         host_bandwidth=1.5e10,  # BOOK_PCIE; the book gives no other figure for v5p
+        peak_flops_fp8=4.59e14,  # CLOUD_TPU7X: the same as bf16 (no int8 figure)
         sources={
+            "peak_flops_fp8": CLOUD_TPU7X,
             "host_bandwidth": BOOK_PCIE,
             "peak_flops_bf16": BOOK_TPU_TABLE,
             "hbm_bytes": CLOUD_V5P,
@@ -180,7 +202,9 @@ def _v4() -> Hardware:
         network_bandwidth_per_device=6.25e9,  # BOOK_DCN (the per-TPU default)
         hop_latency=1e-6,  # BOOK_HOP
         host_bandwidth=1.5e10,  # BOOK_PCIE; the book gives no other figure for v4
+        peak_flops_int8=2.75e14,  # CLOUD_V4: bf16 or int8
         sources={
+            "peak_flops_int8": CLOUD_V4,
             "host_bandwidth": BOOK_PCIE,
             "peak_flops_bf16": BOOK_TPU_TABLE,
             "hbm_bytes": CLOUD_V4,
@@ -192,6 +216,45 @@ def _v4() -> Hardware:
             "host_shape": BOOK_TPU_TABLE,
             "devices_per_host": LIBTPU_HOSTS,
             "network_bandwidth_per_device": BOOK_DCN,
+            "hop_latency": BOOK_HOP,
+        },
+    )
+
+
+def _tpu7x() -> Hardware:
+    return Hardware(
+        name="TPU7x",
+        kind="tpu",
+        preset="tpu7x",
+        peak_flops_bf16=2.307e15,  # CLOUD_TPU7X
+        peak_flops_fp8=4.614e15,  # CLOUD_TPU7X (no int8 figure)
+        hbm_bytes=192 * GiB,  # CLOUD_TPU7X
+        hbm_bandwidth=7.38e12,  # CLOUD_TPU7X
+        ici_link_bandwidth=9e10,  # TPU7X_LINKS, one way
+        ici_link_bandwidth_bidi=1.8e11,  # TPU7X_LINKS, both ways
+        torus_dims=3,
+        wraparound="full-cubes",  # TPU7X_WRAP
+        pod_shape=(16, 24, 24),  # CLOUD_TPU7X: 9216 chips, 144 cubes of 4x4x4
+        host_shape=(2, 2, 1),  # LIBTPU_HOSTS; CLOUD_TPU7X: 4 chips per VM
+        devices_per_host=4,  # CLOUD_TPU7X: 4 chips per VM
+        devices_per_chip=2,  # CLOUD_TPU7X: 2 TensorCores, each a jax device
+        network_bandwidth_per_device=1.25e10,  # CLOUD_TPU7X: 100 Gb/s per chip
+        hop_latency=1e-6,  # BOOK_HOP
+        host_bandwidth=1.5e10,  # BOOK_PCIE; no TPU7x figure is published
+        sources={
+            "host_bandwidth": BOOK_PCIE,
+            "peak_flops_bf16": CLOUD_TPU7X,
+            "peak_flops_fp8": CLOUD_TPU7X,
+            "hbm_bytes": CLOUD_TPU7X,
+            "hbm_bandwidth": CLOUD_TPU7X,
+            "ici_link_bandwidth": TPU7X_LINKS,
+            "ici_link_bandwidth_bidi": TPU7X_LINKS,
+            "wraparound": TPU7X_WRAP,
+            "pod_shape": CLOUD_TPU7X,
+            "host_shape": LIBTPU_HOSTS,
+            "devices_per_host": CLOUD_TPU7X,
+            "devices_per_chip": CLOUD_TPU7X,
+            "network_bandwidth_per_device": CLOUD_TPU7X,
             "hop_latency": BOOK_HOP,
         },
     )
@@ -211,7 +274,11 @@ def _h100() -> Hardware:
         network_bandwidth_per_device=5e10,  # BOOK_GPU_NET: 400 Gb/s = 50e9 B/s per GPU
         hop_latency=1e-6,  # NCCL_HOP
         host_bandwidth=6.4e10,  # H100_PCIE, one way
+        peak_flops_fp8=1.979e15,  # H100_SHEET: 3,958 sparse / 2
+        peak_flops_int8=1.979e15,  # H100_SHEET: 3,958 sparse / 2
         sources={
+            "peak_flops_fp8": H100_SHEET,
+            "peak_flops_int8": H100_SHEET,
             "host_bandwidth": H100_PCIE,
             "peak_flops_bf16": H100_SHEET,
             "hbm_bytes": H100_SHEET,
@@ -239,7 +306,9 @@ def _a100() -> Hardware:
         network_bandwidth_per_device=2.5e10,  # DGX_A100_NET: 200 Gb/s = 25e9 B/s per GPU
         hop_latency=1e-6,  # NCCL_HOP
         host_bandwidth=3.2e10,  # A100_PCIE, one way
+        peak_flops_int8=6.24e14,  # A100_SHEET: 624 dense (no fp8)
         sources={
+            "peak_flops_int8": A100_SHEET,
             "host_bandwidth": A100_PCIE,
             "peak_flops_bf16": A100_SHEET,
             "hbm_bytes": A100_SHEET,
@@ -258,6 +327,7 @@ _PRESETS = {
     "v5p": _v5p,
     "v6e": _v6e,
     "v4": _v4,
+    "tpu7x": _tpu7x,
     "h100": _h100,
     "a100": _a100,
 }
@@ -270,6 +340,10 @@ _ALIASES = {
     "v6lite": "v6e",
     "v4p": "v4",
     "v5": "v5p",
+    "7x": "tpu7x",  # "tpu7x" with the "tpu" prefix taken off, as every name is
+    "v7x": "tpu7x",
+    "v7": "tpu7x",
+    "ironwood": "tpu7x",
 }
 
 PRESET_NAMES: tuple[str, ...] = tuple(_PRESETS)
@@ -292,7 +366,7 @@ def hardware(name: str) -> Hardware:
     """The published figures of a known accelerator.
 
     Args:
-        name: ``"v5e"``, ``"v5p"``, ``"v6e"``, ``"v4"``, ``"h100"`` or ``"a100"`` (any case;
+        name: ``"v5e"``, ``"v5p"``, ``"v6e"``, ``"v4"``, ``"tpu7x"``, ``"h100"`` or ``"a100"`` (any case;
             ``"TPU v5e"`` and ``"tpu-v5e"`` work too).
 
     Raises:

@@ -6,6 +6,7 @@ analyses) and from live runs; read by the renderers and widgets. No jax import.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from shardviz.errors import ShardvizError, SpecError, problem
@@ -249,6 +250,19 @@ class OpWork:
     #: For an op the compiler named by its loop alone (a cast or copy of a scanned layer's
     #: weights): the ``op_name`` of the op its result feeds; ``functions`` are that op's.
     feeds: str = ""
+    #: The part of ``flops`` whose matmuls take narrow operands, by precision
+    #: (``(("fp8", 1e12),)``): those run at the chip's peak for that precision
+    #: (:meth:`shardviz.model.Hardware.peak_for`); the rest at the bf16 peak.
+    narrow_flops: tuple[tuple[str, float], ...] = ()
+
+    def compute_seconds(self, peaks: Mapping[str, float]) -> float:
+        """One run's matmuls on the matrix units at ``peaks`` (FLOP/s by precision, ``""``
+        the bf16 peak; a precision missing from it runs at that)."""
+        base = peaks[""]
+        narrow = sum(f for _, f in self.narrow_flops)
+        return (self.flops - narrow) / base + sum(
+            f / peaks.get(p, base) for p, f in self.narrow_flops
+        )
 
 
 @dataclass(frozen=True)

@@ -100,6 +100,7 @@ def make_target(
         num_hosts=hosts,
         devices_per_host=shape[1] if gpu else max(1, chips // hosts),
         num_slices=num_slices,
+        devices_per_chip=hw.devices_per_chip,
     )
 
 
@@ -180,18 +181,20 @@ def target_for(spec: str | Hardware | Target, n_devices: int | None = None) -> T
                     "pass n_devices, or name a topology such as 'v5e:4x4'",
                 )
             )
+        chips = -(-n_devices // hw.devices_per_chip)  # TPU7x: two devices a chip
         pod = math.prod(hw.pod_shape) if hw.kind == "tpu" and hw.pod_shape else None
-        if pod and n_devices > pod:
-            if n_devices % pod:
+        if pod and chips > pod:
+            if chips % pod:
                 raise HardwareError(
                     problem(
-                        f"target for {n_devices} {hw.name} chips",
+                        f"target for {chips} {hw.name} chips",
                         f"more than one {pod}-chip pod but not a whole number of pods",
-                        f"use a multiple of {pod} devices, or at most {pod}",
+                        f"use a multiple of {pod * hw.devices_per_chip} devices, or at most "
+                        f"{pod * hw.devices_per_chip}",
                     )
                 )
-            return make_target(hw, hw.pod_shape, num_slices=n_devices // pod)
-        return make_target(hw, standard_shape(hw, n_devices))
+            return make_target(hw, hw.pod_shape, num_slices=chips // pod)
+        return make_target(hw, standard_shape(hw, chips))
     if n_devices is not None and n_devices > target.devices:
         raise HardwareError(
             problem(
@@ -209,6 +212,8 @@ def _preset_of_device_kind(kind: str) -> str | None:
         return "h100"
     if "a100" in k:
         return "a100"
+    if re.search(r"tpu\s*v?7", k):  # jax's device_kind "TPU7x"
+        return "tpu7x"
     m = re.search(r"tpu\s*(v\d+)\s*(lite|e|p)?", k)
     if not m:
         return None

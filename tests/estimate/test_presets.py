@@ -6,6 +6,8 @@ typo in either place fails.
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 import shardviz as sv
@@ -61,7 +63,32 @@ PUBLISHED = [
     ("a100", "hbm_bandwidth", 2.039e12, "NVIDIA A100 80GB SXM datasheet: 2,039GB/s"),
     ("a100", "nvlink_bandwidth_bidi", 600e9, "NVIDIA A100 datasheet: NVLink 600GB/s"),
     ("a100", "network_bandwidth_per_device", 200e9 / 8, "DGX A100: 200 Gb/s HDR per GPU"),
+    # Peaks by operand precision: Cloud TPU docs and the datasheets (dense = sparse / 2)
+    ("v5e", "peak_flops_int8", 393e12, "cloud.google.com/tpu/docs/v5e: Int8 393 TOPs"),
+    ("v6e", "peak_flops_int8", 1836e12, "cloud.google.com/tpu/docs/v6e: Int8 1836 TOPs"),
+    ("v6e", "peak_flops_fp8", 918e12, "cloud.google.com/tpu/docs/tpu7x table: v6e FP8 918"),
+    ("v5p", "peak_flops_fp8", 459e12, "cloud.google.com/tpu/docs/tpu7x table: v5p FP8 459"),
+    ("v4", "peak_flops_int8", 275e12, "cloud.google.com/tpu/docs/v4: bf16 or int8"),
+    ("h100", "peak_flops_fp8", 3958e12 / 2, "NVIDIA H100 SXM datasheet: FP8 3,958 sparse"),
+    ("h100", "peak_flops_int8", 3958e12 / 2, "NVIDIA H100 SXM datasheet: INT8 3,958 sparse"),
+    ("a100", "peak_flops_int8", 624e12, "NVIDIA A100 datasheet: INT8 624 TOPS dense"),
+    # Ironwood: cloud.google.com/tpu/docs/tpu7x
+    ("tpu7x", "peak_flops_bf16", 2307e12, "cloud.google.com/tpu/docs/tpu7x: BF16 2307"),
+    ("tpu7x", "peak_flops_fp8", 4614e12, "cloud.google.com/tpu/docs/tpu7x: FP8 4614"),
+    ("tpu7x", "hbm_bytes", 192 * GiB, "cloud.google.com/tpu/docs/tpu7x: 192 GiB"),
+    ("tpu7x", "hbm_bandwidth", 7380e9, "cloud.google.com/tpu/docs/tpu7x: 7380 GB/s"),
+    ("tpu7x", "network_bandwidth_per_device", 100e9 / 8, "tpu7x docs: DCN 100 Gb/s per chip"),
+    ("tpu7x", "devices_per_chip", 2, "tpu7x docs: two TensorCores, each a jax device"),
+    ("tpu7x", "devices_per_host", 4, "tpu7x docs: 4-chip VM"),
 ]
+
+# cloud.google.com/tpu/docs/tpu7x compares v5p, v6e and TPU7x in one table, per chip: bf16
+# and fp8 TFLOP/s, HBM GiB and GB/s, bidirectional ICI GB/s, DCN Gb/s, chips per pod.
+CLOUD_TABLE = {
+    "v5p": (459, 459, 95, 2765, 1200, 50, 8960),
+    "v6e": (918, 918, 32, 1638, 800, 100, 256),
+    "tpu7x": (2307, 4614, 192, 7380, 1200, 100, 9216),
+}
 
 
 @pytest.mark.parametrize(("preset", "name", "value", "source"), PUBLISHED)
@@ -80,8 +107,56 @@ def test_every_number_names_its_source(preset):
         ["ici_link_bandwidth", "ici_link_bandwidth_bidi", "wraparound"] if hw.kind == "tpu" else []
     )
     numbers += ["nvlink_bandwidth", "nvlink_bandwidth_bidi"] if hw.kind == "gpu" else []
+    numbers += [n for n in ("peak_flops_fp8", "peak_flops_int8") if getattr(hw, n) is not None]
+    numbers += ["devices_per_chip"] if hw.devices_per_chip != 1 else []
     for name in numbers:
         assert hw.source(name), f"{preset}.{name}"
+
+
+@pytest.mark.parametrize("preset", sorted(CLOUD_TABLE))
+def test_v5p_v6e_and_tpu7x_against_one_table(preset):
+    """The three chips against the one Cloud table: the book's figures (v5p, v6e) within
+    its rounding, per-link ICI times the torus's links within 15% of the per-chip figure
+    (the book's per-link figures are what a link carries; Cloud's is the raw sum)."""
+    bf16, fp8, hbm_gib, hbm_gbs, ici_gbs, dcn_gbits, pod = CLOUD_TABLE[preset]
+    hw = hardware(preset)
+    assert hw.peak_flops_bf16 == pytest.approx(bf16 * 1e12, rel=0.005)
+    assert hw.peak_for("fp8") == pytest.approx(fp8 * 1e12, rel=0.005)
+    assert hw.hbm_bytes == hbm_gib * GiB
+    assert hw.hbm_bandwidth == pytest.approx(hbm_gbs * 1e9, rel=0.03)
+    links = 2 * hw.torus_dims
+    assert links * hw.ici_link_bandwidth_bidi == pytest.approx(ici_gbs * 1e9, rel=0.15)
+    assert hw.network_bandwidth_per_device == pytest.approx(dcn_gbits * 1e9 / 8)
+    assert math.prod(hw.pod_shape) >= pod
+
+
+def test_peaks_by_precision():
+    v5e, tpu7x = hardware("v5e"), hardware("tpu7x")
+    assert v5e.peak_for("fp8") == v5e.peak_flops_bf16  # v5e publishes no fp8 peak
+    assert v5e.peak_for("int8") == pytest.approx(393e12)
+    assert tpu7x.peak_for("int8") == tpu7x.peak_flops_bf16  # no int8 figure for TPU7x
+    assert tpu7x.peaks(2) == {"": 2307e12 / 2, "fp8": 4614e12 / 2, "int8": 2307e12 / 2}
+    with pytest.raises(ValueError, match="peak_flops_fp8"):
+        Hardware(name="x", kind="tpu", peak_flops_bf16=1.0, hbm_bytes=1, hbm_bandwidth=1.0,
+                 hop_latency=0.0, devices_per_host=1, peak_flops_fp8=0.0)  # fmt: skip
+
+
+@pytest.mark.parametrize("name", ["tpu7x", "TPU7x", "TPU v7x", "Ironwood", "tpu-7x"])
+def test_ironwood_names(name):
+    assert hardware(name).preset == "tpu7x"
+
+
+def test_tpu7x_targets_count_chips_and_two_devices_each():
+    """tpu-recipes name Ironwood slices by chips (4x4x8: 128 chips); jax lists each chip's
+    two TensorCores as devices, so a mesh of 256 devices is those 128 chips."""
+    t = target_for("tpu7x:4x4x8")
+    assert (t.chips, t.devices, t.devices_per_chip, t.num_hosts) == (128, 256, 2, 32)
+    assert t.wraparound == (True, True, True)  # whole 4x4x4 cubes, as v5p
+    assert t.label == "TPU7x 4x4x8 (128 chips, 256 devices, 32 hosts)"
+    sized = target_for("tpu7x", 256)
+    assert (sized.shape, sized.chips, sized.devices) == ((4, 4, 8), 128, 256)
+    assert target_for("tpu7x", 8).shape == (2, 2, 1)
+    assert "devices" not in target_for("v5p:2x2x2").label
 
 
 def test_bidirectional_is_twice_one_way():
@@ -114,7 +189,7 @@ def test_gpu_names():
 
 def test_unknown_name_lists_the_known_ones():
     with pytest.raises(HardwareError) as err:
-        hardware("v7x")
+        hardware("v9z")
     assert isinstance(err.value, ShardvizError) and isinstance(err.value, ValueError)
     msg = str(err.value)
     for name in PRESET_NAMES:

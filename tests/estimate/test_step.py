@@ -300,7 +300,7 @@ class TestWiring:
         assert est is not None
         assert est.compute_seconds == pytest.approx(2.0)  # half a chip's peak per device
         assert est.hbm_bytes == 16 * GiB
-        assert est.target == "TPU v4 2x2x1 (4 chips, 1 host)"
+        assert est.target == "TPU v4 2x2x1 (4 chips, 8 devices, 1 host)"
 
     def test_named_target_smaller_than_the_mesh_is_refused(self):
         from shardviz.errors import HardwareError

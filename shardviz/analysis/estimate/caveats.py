@@ -20,7 +20,7 @@ from __future__ import annotations
 from shardviz.model.collective import Collective
 from shardviz.model.hardware import Target
 from shardviz.model.program import Cost, Report
-from shardviz.model.units import format_bytes, format_count
+from shardviz.model.units import format_bytes, format_count, format_flops
 
 __all__ = ["loop_notes", "preview_notes"]
 
@@ -53,6 +53,28 @@ def _narrow_type(report: Report) -> str | None:
     """The narrow float type the program computes in somewhere (its values or arguments)."""
     dtypes = {v.dtype for v in report.intermediates} | {a.dtype for a in report.arguments}
     return next((d for d in _NARROW if d in dtypes), None)
+
+
+def _widened_matmuls(report: Report, target: Target, compiler: str) -> list[str]:
+    """A note where the program casts to fp8 or int8, the target has a faster peak for
+    that precision, and the CPU compile kept no such matmul (it widens their operands)."""
+    dtypes = {v.dtype for v in report.intermediates} | {a.dtype for a in report.arguments}
+    ops = report.cost.ops if report.cost is not None else ()
+    kept = {p for op in ops for p, _ in op.narrow_flops}
+    hw = target.hardware
+    out = []
+    for precision, prefixes in (("fp8", ("float8",)), ("int8", ("int8", "uint8", "int4"))):
+        cast = sorted(d for d in dtypes if d.startswith(prefixes))
+        faster = hw.peak_for(precision) > hw.peak_flops_bf16
+        if cast and faster and precision not in kept:
+            out.append(
+                f"may differ on {compiler}: the program casts to {cast[0]}, and the CPU "
+                f"compiler widens {precision} matmuls, so they are timed here at the bf16 peak; "
+                f"on {hw.name} they may run at its {precision} peak "
+                f"({format_flops(hw.peak_for(precision))}/s a chip against "
+                f"{format_flops(hw.peak_flops_bf16)}/s)"
+            )
+    return out
 
 
 def deviceless_call(report: Report, target: Target) -> str:
@@ -93,6 +115,7 @@ def preview_notes(report: Report, target: Target) -> list[str]:
             f"program computes in {narrow}, and the {compiler} compiler may cast before these "
             f"collectives and move {narrow}, half the bytes"
         )
+    notes += _widened_matmuls(report, target, compiler)
     to_all = [c for c in report.collectives if c.kind == "all-to-all"]
     if to_all:
         notes.append(

@@ -25,7 +25,7 @@ from __future__ import annotations
 import itertools
 import math
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from shardviz.analysis.estimate.placement import Placement, place
@@ -310,7 +310,7 @@ class _Schedule:
     same in every order, so worked out once."""
 
     ops: tuple[OpWork, ...]
-    rates: tuple[float, float]
+    rates: tuple[Mapping[str, float], float]
     host_bandwidth: float | None
     exposed_without: float
 
@@ -321,7 +321,7 @@ def _schedule(report: Report, target: Target) -> _Schedule | None:
     if not ops:
         return None
     hw, per_chip = target.hardware, target.devices_per_chip
-    rates = (hw.peak_flops_bf16 / per_chip, hw.hbm_bandwidth / per_chip)
+    rates = (hw.peaks(per_chip), hw.hbm_bandwidth / per_chip)
     host_bw = (hw.host_bandwidth or 0.0) / per_chip or None
     others = predict_step(ops, (), None, *rates, host_bandwidth=host_bw)
     if others is None:

@@ -93,10 +93,17 @@ def _assumed_note(target: Target) -> str:
         coords.append(f"{name} = (i // {stride}) % {n}" if stride > 1 else f"{name} = i % {n}")
         stride *= n
     slices = f", slice i // {stride}" if target.num_slices > 1 else ""
+    per = target.devices_per_chip
+    chip = "i" if per == 1 else f"c = i // {per}"
+    if per > 1:
+        coords = [c.replace("i", "c") for c in coords]
+        slices = slices.replace("i", "c")
+    each = "one device per chip" if per == 1 else f"{per} devices per chip, core i % {per}"
     return (
         f"CPU devices placed on {target.label} in jax's device-id order for that topology: "
-        f"the i-th device at {', '.join(coords)}{slices} (one device per chip); on real chips "
-        "jax.make_mesh may order them differently"
+        f"the {'i-th device' if per == 1 else 'i-th device on chip ' + chip} at "
+        f"{', '.join(coords)}{slices} ({each}); on real chips jax.make_mesh may order them "
+        "differently"
     )
 
 
@@ -113,18 +120,19 @@ def place(mesh: MeshLayout, target: Target) -> Placement:
     placed = _from_devices(mesh.devices, target)
     if placed is not None:
         return placed
-    if mesh.size > target.chips:
+    if mesh.size > target.devices:
         raise HardwareError(
             problem(
                 f"placing a {mesh.size}-device mesh on {target.label}",
-                f"the target has only {target.chips} chips",
+                f"the target has only {target.devices} devices",
                 "name a larger target, or give the preset name alone to size it to the mesh",
             )
         )
+    per_chip = target.devices_per_chip  # TPU7x: a chip's two cores are devices 2c, 2c + 1
     per_slice = target.chips_per_slice
     sites = {}
     for i, dev_id in enumerate(sorted(mesh.device_ids)):
-        slice_, k = divmod(i, per_slice)
+        slice_, k = divmod(i // per_chip, per_slice)
         if target.kind != "tpu":
             host, local = divmod(k, target.shape[1])
             sites[dev_id] = Site((local,), slice_ * target.shape[0] + host, slice_)
@@ -132,6 +140,7 @@ def place(mesh: MeshLayout, target: Target) -> Placement:
             chip = chip_of_index(k, target.shape)
             hosts_per_slice = max(1, target.num_hosts // target.num_slices)
             sites[dev_id] = Site(
-                chip, slice_ * hosts_per_slice + _host_of_chip(chip, target), slice_
-            )
+                chip, slice_ * hosts_per_slice + _host_of_chip(chip, target), slice_,
+                i % per_chip,
+            )  # fmt: skip
     return Placement(sites, _assumed_note(target))

@@ -49,19 +49,26 @@ class Prediction:
 RESOURCES = ("compute", "memory", "host", "link")
 
 
+#: A peak FLOP/s for every matmul, or peaks by operand precision (``""``: the bf16 peak;
+#: ``"fp8"``, ``"int8"``: :meth:`shardviz.model.Hardware.peaks`).
+Peak = float | Mapping[str, float]
+
+
 def op_parts(
-    op: OpWork, peak: float, hbm_bandwidth: float, host_bandwidth: float | None = None
+    op: OpWork, peak: Peak, hbm_bandwidth: float, host_bandwidth: float | None = None
 ) -> tuple[float, float, float]:
-    """One run of ``op`` on each resource: (its matmuls at peak, its HBM bytes at full
-    bandwidth, its host bytes over the host link at ``host_bandwidth``). Without that figure
-    the host bytes are taken at HBM bandwidth, with the HBM bytes."""
+    """One run of ``op`` on each resource: (its matmuls at peak, fp8 and int8 ones at their
+    own where ``peak`` gives them, its HBM bytes at full bandwidth, its host bytes over the
+    host link at ``host_bandwidth``). Without that figure the host bytes are taken at HBM
+    bandwidth, with the HBM bytes."""
+    compute = op.compute_seconds(peak) if isinstance(peak, Mapping) else op.flops / peak
     if host_bandwidth:
-        return op.flops / peak, op.hbm_bytes / hbm_bandwidth, op.host_bytes / host_bandwidth
-    return op.flops / peak, (op.hbm_bytes + op.host_bytes) / hbm_bandwidth, 0.0
+        return compute, op.hbm_bytes / hbm_bandwidth, op.host_bytes / host_bandwidth
+    return compute, (op.hbm_bytes + op.host_bytes) / hbm_bandwidth, 0.0
 
 
 def op_seconds(
-    op: OpWork, peak: float, hbm_bandwidth: float, host_bandwidth: float | None = None
+    op: OpWork, peak: Peak, hbm_bandwidth: float, host_bandwidth: float | None = None
 ) -> float:
     """One run of ``op``: its matmuls at peak, its HBM bytes at full bandwidth or its host
     bytes over the host link, whichever takes longest (:func:`op_parts`)."""
@@ -72,7 +79,7 @@ def predict_step(
     ops: tuple[OpWork, ...],
     collectives: tuple[Collective, ...],
     trip_counts: Mapping[str, int | None] | None,
-    peak: float,
+    peak: Peak,
     hbm_bandwidth: float,
     top: int = 5,
     host_bandwidth: float | None = None,

@@ -18,9 +18,9 @@ from shardviz.analysis.estimate.placement import Placement, place
 from shardviz.analysis.estimate.predict import Prediction, predict_step
 from shardviz.model.estimate import BOUNDS, Estimate
 from shardviz.model.hardware import Hardware, Target
-from shardviz.model.program import Collective, Report
+from shardviz.model.program import Collective, OpWork, Report
 from shardviz.model.targets import target_for, target_of_mesh
-from shardviz.model.units import format_bytes
+from shardviz.model.units import format_bytes, format_flops, format_percent
 
 TargetLike = Target | Hardware | str
 
@@ -92,6 +92,39 @@ def _collective_total(
         names = ", ".join(sorted(set(unknown))[:3]) + ("..." if len(set(unknown)) > 3 else "")
         notes.append(f"loop count unknown for {names}: counted once (a lower bound)")
     return total, notes
+
+
+def matmul_peak(ops: tuple[OpWork, ...], hw: Hardware, per_chip: int, notes: list[str]) -> float:
+    """The peak FLOP/s per device the step's matmuls run at: the bf16 peak, or, where some
+    take fp8 or int8 operands, their flops over their time at each precision's own peak
+    (:meth:`~shardviz.model.Hardware.peak_for`). Says which, and what MFU against the bf16
+    peak would be, in ``notes``."""
+    base = hw.peak_flops_bf16 / per_chip
+    total = sum(op.flops * op.runs for op in ops)
+    narrow: dict[str, float] = {}
+    for op in ops:
+        for precision, f in op.narrow_flops:
+            narrow[precision] = narrow.get(precision, 0.0) + f * op.runs
+    if not narrow or total <= 0:
+        return base
+    peaks = hw.peaks(per_chip)
+    seconds = (total - sum(narrow.values())) / base
+    for precision, f in sorted(narrow.items()):
+        seconds += f / peaks[precision]
+        published = {"fp8": hw.peak_flops_fp8, "int8": hw.peak_flops_int8}.get(precision)
+        at = (
+            f"at {hw.name}'s {precision} peak, {format_flops(published)}/s a chip"
+            if published
+            else f"at the bf16 peak ({hw.name} publishes no {precision} peak)"
+        )
+        notes.append(f"{precision} matmuls: {format_percent(f / total)} of the matmul flops, {at}")
+    peak = total / seconds
+    if abs(peak - base) > 1e-9 * base:
+        notes.append(
+            f"MFU and HFU against the matmuls' own peak, {format_flops(peak * per_chip)}/s a "
+            f"chip; against the bf16 peak they would be {peak / base:.2f}x as high"
+        )
+    return peak
 
 
 def _compute_and_memory(
@@ -192,11 +225,12 @@ def _estimate(
 
     host_bw = (hw.host_bandwidth or 0.0) / per_chip or None
     cost = report.cost
-    predicted = predict_step(
-        cost.ops if cost is not None else (), collectives, trip_counts, peak, hbm_bw,
-        host_bandwidth=host_bw,
-    )  # fmt: skip
+    ops = cost.ops if cost is not None else ()
+    peaks = hw.peaks(per_chip)
+    predicted = predict_step(ops, collectives, trip_counts, peaks, hbm_bw, host_bandwidth=host_bw)
     flops, compute, memory = _compute_and_memory(report, predicted, peak, hbm_bw, notes)
+    # MFU and HFU against the peak the step's matmuls run at: fp8 ones at the fp8 peak.
+    peak = matmul_peak(ops, hw, per_chip, notes)
     # The link hides under the longest of the step's other parts (they overlap, as the bound
     # assumes), named as such; unknown when neither compute nor HBM time is.
     others = {"compute": compute, "memory": memory, "communication": collective_seconds}

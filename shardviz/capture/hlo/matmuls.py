@@ -158,6 +158,28 @@ def _conv_flops(module: HloModule, ins: HloInstruction) -> float | None:
     return 2.0 * out.size * per_output * work / positions
 
 
+#: Element types (HLO spelling, by prefix) of matmul operands with a peak of their own
+#: (:meth:`shardviz.model.Hardware.peak_for`): fp8 in every variant; int8 and int4.
+_NARROW_TYPES = (("f8", "fp8"), ("s8", "int8"), ("u8", "int8"), ("s4", "int8"), ("u4", "int8"))
+
+
+def _precision_of(shape: object) -> str:
+    array = _array(shape)
+    if array is None:
+        return ""
+    return next((p for prefix, p in _NARROW_TYPES if array.type.startswith(prefix)), "")
+
+
+def instruction_precision(module: HloModule, ins: HloInstruction) -> str:
+    """``"fp8"`` or ``"int8"`` for a ``dot`` or ``convolution`` whose two operands both
+    are (the matrix units then run at that precision's peak), ``""`` otherwise: wider
+    operands, or one narrow operand the compiler widens to the other's type."""
+    if ins.opcode not in ("dot", "convolution") or len(ins.operands) < 2:
+        return ""
+    kinds = {_precision_of(shape) for shape in module.operand_shapes(ins)[:2]}
+    return kinds.pop() if len(kinds) == 1 else ""
+
+
 def instruction_flops(
     module: HloModule, ins: HloInstruction, kernels: KernelTable | None = None
 ) -> float | None:

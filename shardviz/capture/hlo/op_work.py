@@ -23,7 +23,7 @@ from collections.abc import Mapping
 
 from shardviz.capture.hlo.collectives import collective_parts, done_of
 from shardviz.capture.hlo.kernels import KernelTable
-from shardviz.capture.hlo.matmuls import instruction_flops
+from shardviz.capture.hlo.matmuls import instruction_flops, instruction_precision
 from shardviz.capture.hlo.text import (
     ArrayShape,
     HloComputation,
@@ -106,21 +106,33 @@ class _Reader:
         self.kernels = kernels
         parts = collective_parts(module)
         self.part_of = {n: ledger for ledger, names in parts.items() for n in names}
-        self._flops: dict[str, float] = {}
+        self._flops: dict[str, dict[str, float]] = {}
         self._collectives: dict[str, frozenset[str]] = {}
 
     def flops(self, ins: HloInstruction) -> float:
         """Matmul flops of ``ins`` and of every computation it calls (not control ops)."""
-        own = instruction_flops(self.module, ins, self.kernels) or 0.0
-        if ins.opcode in _CONTROL:
-            return own
-        return own + sum(self._computation_flops(c) for c in ins.called_computations)
+        return sum(self.flops_by_precision(ins).values())
 
-    def _computation_flops(self, name: str) -> float:
+    def flops_by_precision(self, ins: HloInstruction) -> dict[str, float]:
+        """:meth:`flops` by operand precision (``""``: bf16 and wider; ``"fp8"``, ``"int8"``:
+        :func:`~shardviz.capture.hlo.matmuls.instruction_precision`)."""
+        own = instruction_flops(self.module, ins, self.kernels) or 0.0
+        out = {instruction_precision(self.module, ins): own} if own else {}
+        if ins.opcode in _CONTROL:
+            return out
+        for c in ins.called_computations:
+            for precision, flops in self._computation_flops(c).items():
+                out[precision] = out.get(precision, 0.0) + flops
+        return out
+
+    def _computation_flops(self, name: str) -> dict[str, float]:
         if name not in self._flops:
-            self._flops[name] = 0.0  # a cycle guard; HLO has none
+            self._flops[name] = {}  # a cycle guard; HLO has none
             comp = self.module.computation(name)
-            total = sum(self.flops(i) for i in comp.instructions) if comp is not None else 0.0
+            total: dict[str, float] = {}
+            for i in comp.instructions if comp is not None else ():
+                for precision, flops in self.flops_by_precision(i).items():
+                    total[precision] = total.get(precision, 0.0) + flops
             self._flops[name] = total
         return self._flops[name]
 
@@ -371,7 +383,8 @@ def op_work(
                 span[1] = k
             if ins.opcode in _FREE or reader.transfer_done(ins) or _allocation(ins):
                 continue
-            flops = reader.flops(ins)
+            by_precision = reader.flops_by_precision(ins)
+            flops = sum(by_precision.values())
             if parts and not flops:
                 continue  # a collective's own op: the ledger times it
             hbm, host = reader.traffic(ins)
@@ -380,8 +393,9 @@ def op_work(
                 done = done_of(module, ins)
                 end = position.get(done.name) if done is not None else None
                 windows[ins.name] = [k, len(comp.instructions) if end is None else end]
+            narrow = tuple(sorted((p, f) for p, f in by_precision.items() if p and f))
             rows.append((k, OpWork(ins.name, flops, float(hbm), n, transfer, (), float(host),
-                                   *_what(module, ins))))  # fmt: skip
+                                   *_what(module, ins), narrow_flops=narrow)))  # fmt: skip
         for k, op in rows:
             flying = tuple(
                 name for name, (lo, hi) in windows.items() if lo < k < hi and name != op.name
