@@ -79,6 +79,7 @@ API: dict[str, str] = {
     "op_profile": "shardviz.explainer.op_profile",
     "RuleSet": "shardviz.strategies.rules",
     "compare": "shardviz.strategies.runner",
+    "custom_remat": "shardviz.strategies.models.remat",
     "suggest": "shardviz.strategies.search.suggestions",
     "smallest_slice": "shardviz.strategies.serving.slices",
     "ModelDef": "shardviz.strategies.zoo",
@@ -165,6 +166,7 @@ if TYPE_CHECKING:
     from shardviz.model.serving import ServingComparison as ServingComparison
     from shardviz.model.serving import ServingResult as ServingResult
     from shardviz.model.serving import SliceChoice as SliceChoice
+    from shardviz.strategies.models.remat import custom_remat as custom_remat
     from shardviz.strategies.rules import RuleSet as RuleSet
     from shardviz.strategies.runner import compare as compare
     from shardviz.strategies.search.suggestions import suggest as suggest

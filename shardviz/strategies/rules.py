@@ -63,7 +63,8 @@ class RuleSet:
     (``"optimizer"``: ZeRO-Offload's optimizer state, moved to HBM for its update and back;
     ``"params"``: the weights, streamed to HBM one layer at a time, as ZeRO-Inference does).
     ``remat`` replaces a published architecture's remat policy (``"offload"`` saves each
-    decoder layer's input to host memory, as MaxText's Llama 70B recipe does).
+    decoder layer's input to host memory, as MaxText's Llama 70B recipe does; a custom one
+    in MaxText's words, tensor by tensor: :func:`shardviz.custom_remat`).
     """
 
     name: str

@@ -32,6 +32,8 @@ _LAZY = {
     "per_shard": "axes",
     "ATTENTION_KINDS": "decoder",
     "REMAT_POLICIES": "decoder",
+    "REMAT_TENSORS": "remat",
+    "custom_remat": "remat",
     "DecoderOptions": "decoder",
     "decoder_loss": "decoder",
     "blockwise_attention": "attention",

@@ -25,6 +25,7 @@ from shardviz.strategies.models.decoder import (
     WEIGHT_PLACES,
     DecoderOptions,
     decoder_loss,
+    is_remat,
 )
 from shardviz.strategies.models.params import init_params, param_axes
 from shardviz.strategies.transformer import make_batch as counting_batch
@@ -181,11 +182,12 @@ def decoder_model(name: str | ArchConfig, **overrides: Any) -> DecoderModel:
         where, "capacity_factor", s["capacity_factor"], example=defaults["capacity_factor"]
     )
     config = base.scaled(**{k: s[k] for k in _DIMS if s[k] != getattr(base, k)})
-    if s["remat"] not in REMAT_POLICIES:
+    if not is_remat(s["remat"]):
         _fail(
             where,
             f"remat={s['remat']!r} is not a remat policy",
-            f"use one of {', '.join(map(repr, REMAT_POLICIES))}",
+            f"use one of {', '.join(map(repr, REMAT_POLICIES))}, or MaxText's custom policy "
+            "tensor by tensor: shardviz.custom_remat(decoder_layer_input='offload', ...)",
         )
     if s["weights"] not in WEIGHT_PLACES:
         _fail(

@@ -40,6 +40,7 @@ from shardviz.strategies.models.experts import moe_mlp
 from shardviz.strategies.models.loss import chunked_cross_entropy
 from shardviz.strategies.models.mlp import gated_mlp
 from shardviz.strategies.models.norm import rms_norm
+from shardviz.strategies.models.remat import custom_policy, custom_settings
 from shardviz.strategies.models.rope import apply_rope, rope_frequencies
 
 __all__ = [
@@ -50,6 +51,7 @@ __all__ = [
     "DecoderOptions",
     "decoder_loss",
     "final_hidden",
+    "is_remat",
     "remat_policy",
 ]
 
@@ -75,6 +77,9 @@ REMAT_POLICIES: dict[str, str] = {
     "offload": f"keep only each layer's input ({LAYER_INPUT!r}), offloaded to pinned host "
     "memory (save_and_offload_only_these_names), as MaxText does for Llama 70B",
 }
+# Besides these, MaxText's custom policy, tensor by tensor (:func:`.remat.custom_remat`):
+# "custom:decoder_layer_input=offload,query_proj=offload" keeps nothing on the device,
+# offloads those two and recomputes the rest. suggest tries only the named ones above.
 
 
 #: Where the master weights may live, with how the decoder reads them.
@@ -90,7 +95,8 @@ class DecoderOptions:
     """How the decoder is computed (not what it is): precision, remat and block sizes.
 
     Attributes:
-      remat: one of :data:`REMAT_POLICIES`.
+      remat: one of :data:`REMAT_POLICIES`, or a custom policy in MaxText's words
+        (:func:`~.remat.custom_remat`).
       compute_dtype: the dtype of the matmuls (the weights are cast to it in the loss).
       attention: one of :data:`ATTENTION_KINDS`.
       attention_block: query and key/value block size of the attention.
@@ -111,8 +117,18 @@ class DecoderOptions:
     weights: str = "device"
 
 
+def is_remat(name: object) -> bool:
+    """Whether ``name`` is a remat policy: one of :data:`REMAT_POLICIES`, or a custom one in
+    MaxText's words (:func:`~.remat.custom_remat`; a malformed one raises, saying why)."""
+    return name in REMAT_POLICIES or custom_settings(name) is not None  # type: ignore[arg-type]
+
+
 def remat_policy(name: str) -> Any:
-    """The ``jax.checkpoint`` policy of remat ``name`` (``None`` for "none": no checkpoint)."""
+    """The ``jax.checkpoint`` policy of remat ``name`` (``None`` for "none": no checkpoint;
+    a custom policy, tensor by tensor, as MaxText's)."""
+    settings = custom_settings(name)
+    if settings is not None:
+        return custom_policy(settings)
     policies = jax.checkpoint_policies
     return {
         "none": None,
@@ -188,11 +204,14 @@ def _self_attention(
         y = jnp.einsum("bsd,dnk->bsnk", x, p[w])
         return y + p[b] if config.qkv_bias else y
 
-    q = constrain("query", apply_rope(project("wq", "bq"), inv_freq))
-    k = constrain("key", apply_rope(project("wk", "bk"), inv_freq))
-    v = constrain("value", project("wv", "bv"))
-    heads = constrain("attn_heads", _attend(q, k, v, block, kind, constrain))
-    return constrain("attn_out", jnp.einsum("bsnk,nkd->bsd", heads, p["wo"]))
+    # Named as MaxText names them, for its remat vocabulary (:mod:`.remat`).
+    q = constrain("query", checkpoint_name(apply_rope(project("wq", "bq"), inv_freq), "query_proj"))
+    k = constrain("key", checkpoint_name(apply_rope(project("wk", "bk"), inv_freq), "key_proj"))
+    v = constrain("value", checkpoint_name(project("wv", "bv"), "value_proj"))
+    heads = checkpoint_name(_attend(q, k, v, block, kind, constrain), "context")
+    heads = constrain("attn_heads", heads)
+    out = checkpoint_name(jnp.einsum("bsnk,nkd->bsd", heads, p["wo"]), "out_proj")
+    return constrain("attn_out", out)
 
 
 def _layer_fn(config: ArchConfig, options: DecoderOptions, seq: int, constrain: Constrain):

@@ -16,6 +16,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+from jax.ad_checkpoint import checkpoint_name
 
 from shardviz.capture.hlo.matmuls import DISPATCH_MARK
 from shardviz.strategies.models.axes import Constrain, no_constraint
@@ -49,10 +50,12 @@ def moe_mlp(
         dispatched = jnp.einsum("gsec,gsd->egcd", routing.dispatch.astype(x.dtype), xg)
     dispatched = constrain("dispatched", dispatched)
     act = ACTIVATIONS[activation]
-    gate = jnp.einsum("egcd,edf->egcf", dispatched, p["w_gate"])
-    up = jnp.einsum("egcd,edf->egcf", dispatched, p["w_up"])
+    gate = checkpoint_name(jnp.einsum("egcd,edf->egcf", dispatched, p["w_gate"]), "mlpwi_0")
+    up = checkpoint_name(jnp.einsum("egcd,edf->egcf", dispatched, p["w_up"]), "mlpwi_1")
     hidden = constrain("expert_hidden", act(gate) * up)
-    out = constrain("expert_out", jnp.einsum("egcf,efd->egcd", hidden, p["w_down"]))
+    out = constrain(
+        "expert_out", checkpoint_name(jnp.einsum("egcf,efd->egcd", hidden, p["w_down"]), "mlpwo")
+    )
     with jax.named_scope(DISPATCH_MARK):
         combined = jnp.einsum("gsec,egcd->gsd", routing.combine.astype(x.dtype), out)
     return constrain("mlp_out", combined.reshape(b, s, d)), routing.aux_loss

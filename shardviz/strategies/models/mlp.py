@@ -6,6 +6,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+from jax.ad_checkpoint import checkpoint_name
 
 from shardviz.strategies.models.axes import Constrain, no_constraint
 
@@ -20,7 +21,9 @@ def gated_mlp(
 ) -> jax.Array:
     """``w_down(act(x @ w_gate) * (x @ w_up))`` for ``x: [B, S, embed]``."""
     act = ACTIVATIONS[activation]
-    gate = jnp.einsum("bsd,df->bsf", x, p["w_gate"])
-    up = jnp.einsum("bsd,df->bsf", x, p["w_up"])
+    # Named as MaxText names them, for its remat vocabulary (decoder.REMAT_TENSORS).
+    gate = checkpoint_name(jnp.einsum("bsd,df->bsf", x, p["w_gate"]), "mlpwi_0")
+    up = checkpoint_name(jnp.einsum("bsd,df->bsf", x, p["w_up"]), "mlpwi_1")
     hidden = constrain("mlp_hidden", act(gate) * up)
-    return constrain("mlp_out", jnp.einsum("bsf,fd->bsd", hidden, p["w_down"]))
+    out = checkpoint_name(jnp.einsum("bsf,fd->bsd", hidden, p["w_down"]), "mlpwo")
+    return constrain("mlp_out", out)

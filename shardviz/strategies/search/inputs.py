@@ -36,6 +36,7 @@ from shardviz.strategies.candidates import Leaf
 from shardviz.strategies.memory_space import HOST_KIND, to_device, to_host
 from shardviz.strategies.models.configs import ArchConfig
 from shardviz.strategies.models.decoder import REMAT_POLICIES
+from shardviz.strategies.models.remat import offloads
 from shardviz.strategies.pipeline.gspmd import pipelined_model
 from shardviz.strategies.pipeline.rule_sets import pipeline_rules
 from shardviz.strategies.pipeline.stages import STAGE_AXIS
@@ -164,12 +165,18 @@ class SearchInputs:
     def remat_policies(self, offload: bool) -> tuple[tuple[str, ...], str | None]:
         """The remat policies a plan may give the model's decoder, and the model's own: a
         published architecture's layer scan takes any of :data:`REMAT_POLICIES` (``offload``,
-        which sends each layer's input to pinned host memory, only when ``offload``); any
-        other program keeps its own remat (``()``)."""
+        which sends each layer's input to pinned host memory, only when ``offload``) and its
+        own custom one, if it has one (:func:`shardviz.custom_remat`); any other program
+        keeps its own remat (``()``)."""
         if self.model is None or not isinstance(self.model.info.get("config"), ArchConfig):
             return (), None
         own = self.model.info.get("remat")
-        return tuple(r for r in REMAT_POLICIES if offload or r != "offload"), own
+        named = tuple(r for r in REMAT_POLICIES if offload or r != "offload")
+        # The model's own custom policy (MaxText's, tensor by tensor) is one to keep trying.
+        mine = (
+            (own,) if own and own not in REMAT_POLICIES and (offload or not offloads(own)) else ()
+        )
+        return named + mine, own
 
     def activation_specs(self, specs: dict[str, Spec], batch: tuple[str, ...]) -> dict[str, Spec]:
         """The activation specs a plan with ``specs`` implies on a published decoder

@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from shardviz.model.search import NEAR, WORK_TOLERANCE, Plan
+from shardviz.strategies.models.remat import offloads
 
 _INF = float("inf")
 
@@ -110,7 +111,7 @@ def rank_key(plan: Plan, best: Bests, with_target: bool) -> tuple:
         return (2, 0, 0, peak, moved)
     # Offloaded (optimizer state, or activations by the remat policy): after every plan that
     # fits in HBM alone.
-    tier = 1 if plan.on_host or plan.remat == "offload" else 0
+    tier = 1 if plan.on_host or offloads(plan.remat) else 0
     if with_target and plan.estimated_seconds is not None:
         s = plan.estimated_seconds
         return (tier, 0, 0, moved, peak) if _near(s, best.seconds) else (tier, 0, 1, s, moved)

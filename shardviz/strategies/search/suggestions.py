@@ -63,6 +63,7 @@ from shardviz.strategies.candidates import (
 )
 from shardviz.strategies.models.configs import ArchConfig
 from shardviz.strategies.models.logical import LOGICAL_STRATEGIES
+from shardviz.strategies.models.remat import offloads
 from shardviz.strategies.named import get_rule_set
 from shardviz.strategies.rules import RuleSet
 from shardviz.strategies.runner import rule_set_for
@@ -469,9 +470,9 @@ class _Runner:
             ]
             for knob in knobs:
                 alts = moves(current).get(knob, [])
-                if current.fits is not False and current.remat != "offload":
+                if current.fits is not False and not offloads(current.remat):
                     # ... and so is sending activations to host.
-                    alts = [(c, w) for c, w in alts if c.remat != "offload"]
+                    alts = [(c, w) for c, w in alts if not offloads(c.remat)]
                 for choice, words in alts:
                     plan = self.try_choice(choice, f"from {current.label}: {words}")
                     if plan is not None and plan.compiled and self.better(plan, current):
