@@ -19,18 +19,24 @@ per-device batch, remat as MaxText ran it) is planned compile-only for the same 
 Full-size compiles: minutes each on this 2-core machine, never run by the tests (which
 compile the same code at reduced sizes).
 
-    .venv/bin/python benchmarks/fidelity.py [--runs 8b,70b,mixtral] [--write]
+    .venv/bin/python benchmarks/fidelity.py [--runs 8b,70b,mixtral] [--jobs N] [--fresh] [--write]
+
+Each finished plan is kept on disk (``benchmarks/_plan_cache.py``: keyed by the run, shardviz's
+code and the compiler's versions), so a rerun of unchanged runs reads them back; plans to
+make run in worker processes, one per two cores unless ``--jobs`` says otherwise.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 import time
 from dataclasses import dataclass
 
 import _common as C
+import _plan_cache as PC
 
 os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")
 sys.path.insert(0, str(C.ROOT))
@@ -66,7 +72,7 @@ class Run:
         return self.batch_per_device * self.seq / self.tokens_per_second
 
 
-RUNS = (
+RUNS: tuple[Run, ...] = (
     Run("8b", "llama3.1-8b", "v6e:16x16", 8192, 4, "full", "fsdp", 0.4546, 7207),
     Run("70b", "llama3.1-70b", "v6e:16x16", 8192, 5, "offload", "fsdp", 0.5033, 960,
         "decoder-layer inputs offloaded to host, as MaxText ran it"),
@@ -76,6 +82,9 @@ RUNS = (
         "exactly its share of the top-2 picks, as MaxText's dropless kernel does",
         capacity_factor=1.0),
 )  # fmt: skip
+
+
+RUN_BY_KEY = {r.key: r for r in RUNS}
 
 
 def plan(run: Run) -> dict:
@@ -105,7 +114,9 @@ def plan(run: Run) -> dict:
     return {"comparison": c, "wall": wall, "bare": bare}
 
 
-def measure(run: Run) -> dict:
+def measure(key: str) -> dict:
+    """The run's figures, JSON-ready (a worker process's result, cached on disk)."""
+    run = RUN_BY_KEY[key]
     p = plan(run)
     r = p["comparison"].results[0].report
     e, cost = r.estimate, r.cost
@@ -115,7 +126,7 @@ def measure(run: Run) -> dict:
     formula = training_flops(config, tokens=tokens, seq=run.seq).total
     hbm = e.hbm_bytes
     return {
-        "run": run,
+        "run": run.key,
         "params": param_count(config),
         "published_params": config.published_params,
         "model_flops": cost.model_flops_per_device,
@@ -153,7 +164,7 @@ def section(results: list[dict], command: str) -> str:
     ]
     checks = []
     for m in results:
-        run: Run = m["run"]
+        run = RUN_BY_KEY[m["run"]]
         params = f"{m['params'] / 1e9:.2f} B ({m['published_params'] / 1e9:.2f} B)"
         flops = (
             f"{m['model_flops']:.3g} ({m['formula']:.3g}, x{m['model_flops'] / m['formula']:.3f})"
@@ -204,14 +215,24 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", default=",".join(r.key for r in RUNS))
     ap.add_argument("--write", action="store_true")
+    ap.add_argument("--jobs", type=int, default=None,
+                    help="plans at once (default: one per two cores)")  # fmt: skip
+    ap.add_argument("--fresh", action="store_true", help="plan again, ignoring the disk cache")
     a = ap.parse_args()
     keys = a.runs.split(",")
-    results = []
-    for run in RUNS:
-        if run.key in keys:
-            results.append(measure(run))
-            print(run.key, "done", flush=True)
+    chosen = [r for r in RUNS if r.key in keys]
+    t0 = time.perf_counter()
+    items = ((r.key, dataclasses.asdict(r)) for r in chosen)
+    done = PC.run_all(items, measure, a.jobs, fresh=a.fresh)
+    wall = time.perf_counter() - t0
+    results = [done[r.key][0] for r in chosen]
+    cached = sum(1 for r in chosen if done[r.key][1])
     body = section(results, f"benchmarks/fidelity.py --runs {a.runs} --write")
+    body += (
+        f"\n\nThis table: {len(chosen) - cached} plan(s) compiled, {cached} read from the disk "
+        f"cache (keyed by the run, shardviz's code and the compiler's versions), "
+        f"{PC.workers(a.jobs)} worker(s); wall time {wall:.1f} s."
+    )
     print(body)
     if a.write:
         C.replace_section(C.README, "fidelity", body)

@@ -164,7 +164,7 @@ class ModelDef:
         A published architecture's ``info["config"]``; for your own decoder, the sizes in
         ``info`` (:data:`DECODER_FIELDS`: layers, d_model, heads, kv_heads, head_dim, ffn,
         vocab; ``experts`` and ``experts_per_token`` for a mixture of experts; ``d_ff`` is
-        taken for ``ffn``; optional ``tied_embeddings``, ``qkv_bias``, ``norm_eps``,
+        taken for ``ffn``; optional ``tied_embeddings``, ``qkv_bias``, ``qk_norm``, ``norm_eps``,
         ``rope_theta``, ``context``). Serving compiles its own steps for a decoder of these
         sizes (pre-norm RMSNorm, RoPE, grouped-query attention, SwiGLU MLP or top-k experts),
         not the model's loss: the bytes, flops and collectives are those of that structure.
@@ -392,8 +392,8 @@ DECODER_FIELDS: dict[str, str] = {
 }
 #: Sizes and options an ``info`` may add (an ArchConfig's fields; experts: 0 = dense).
 _DECODER_OPTIONS = (
-    "experts", "experts_per_token", "tied_embeddings", "qkv_bias", "norm_eps", "rope_theta",
-    "context", "activation",
+    "experts", "experts_per_token", "tied_embeddings", "qkv_bias", "qk_norm", "norm_eps",
+    "rope_theta", "context", "activation",
 )  # fmt: skip
 
 

@@ -41,8 +41,22 @@ def _weights(dtype: str, seed: int = 0, config=CONFIG):
     return jax.tree.unflatten(tree, out)
 
 
+#: Qwen3's mixture of experts: per-head q and k RMSNorm, top-2 of 4 experts.
+QWEN3 = get_config("qwen3-235b-a22b").scaled(
+    layers=2,
+    d_model=64,
+    heads=8,
+    kv_heads=4,
+    head_dim=16,
+    ffn=128,
+    vocab=256,
+    experts=4,
+    experts_per_token=2,
+)
+
+
 @pytest.mark.parametrize(("dtype", "config"), [("bfloat16", CONFIG), ("int8", CONFIG),
-                                                ("bfloat16", MOE)])  # fmt: skip
+                                                ("bfloat16", MOE), ("bfloat16", QWEN3)])  # fmt: skip
 def test_decoding_token_by_token_writes_the_cache_prefill_writes(dtype, config):
     # a mixture of experts routes a group of 2 tokens per decode step (2 slots per expert:
     # none dropped), prefill's 16 together (10 slots each); its output feeds layer 1's cache
@@ -58,7 +72,9 @@ def test_decoding_token_by_token_writes_the_cache_prefill_writes(dtype, config):
         nxt, ck, cv = decode(params, ck, cv, tokens[:, pos], jnp.int32(pos))
     # int8: layer 0 within one quantisation step; deeper layers see bf16 rounding of
     # blockwise vs direct attention, which random weights amplify, so only layer 0 is pinned
-    layers = slice(None) if dtype == "bfloat16" else slice(0, 1)
+    # Qwen3's top-2 of 4: a near tie in layer 0's routing may pick other experts for a token
+    # in prefill's group of 16 than in decode's of 2, so layer 1 may differ there too.
+    layers = slice(None) if dtype == "bfloat16" and config is not QWEN3 else slice(0, 1)
     tol = 0.1 if dtype == "bfloat16" else 1.01
     for got, want in ((ck, pk), (cv, pv)):
         np.testing.assert_allclose(

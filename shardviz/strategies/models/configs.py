@@ -63,6 +63,8 @@ class ArchConfig:
       experts_per_token: experts each token is routed to (top-k).
       tied_embeddings: the output head is the token embedding transposed (no extra matrix).
       qkv_bias: the q, k and v projections have biases (Qwen2).
+      qk_norm: each query and key head is RMS-normalised over its width before RoPE, with a
+        learned scale of ``head_dim`` per layer for each (Qwen3, Gemma 3).
       norm_eps: RMSNorm's epsilon.
       activation: the gate activation of the gated MLP (``"silu"``: SwiGLU).
       rope_theta: RoPE's base.
@@ -70,6 +72,8 @@ class ArchConfig:
       router_aux_loss_coef: weight of the load-balancing loss of MoE routing.
       context: the published context length (the default training sequence is capped by it).
       published_params: the parameter count the authors publish; ``None`` once scaled.
+      published_active: a mixture of experts' published active parameters per token
+        (``None``: dense, or not published, or scaled).
       source: where the dims come from.
     """
 
@@ -85,6 +89,7 @@ class ArchConfig:
     experts_per_token: int = 0
     tied_embeddings: bool = False
     qkv_bias: bool = False
+    qk_norm: bool = False
     norm_eps: float = 1e-5
     activation: str = "silu"
     rope_theta: float = 10_000.0
@@ -92,6 +97,7 @@ class ArchConfig:
     router_aux_loss_coef: float = 0.0
     context: int = 4096
     published_params: float | None = None
+    published_active: float | None = None
     source: str = ""
 
     def __post_init__(self) -> None:
@@ -141,7 +147,9 @@ class ArchConfig:
         Raises:
           ShardvizError: a field ArchConfig does not have, or dims that do not fit together.
         """
-        fields = {f.name for f in dataclasses.fields(self)} - {"name", "published_params"}
+        fields = {f.name for f in dataclasses.fields(self)} - {
+            "name", "published_params", "published_active",
+        }  # fmt: skip
         unknown = sorted(set(changes) - fields)
         if unknown:
             raise ShardvizError(
@@ -153,24 +161,29 @@ class ArchConfig:
             )
         if not changes:
             return self
-        return dataclasses.replace(self, **changes, published_params=None)
+        return dataclasses.replace(self, **changes, published_params=None, published_active=None)
 
 
-def param_count(config: ArchConfig) -> int:
+def param_count(config: ArchConfig, active: bool = False) -> int:
     """Parameters of ``config``, counted by formula (no arrays, no jax).
 
     Token embedding, output head unless tied, per layer: q/k/v/o projections (with GQA's
-    smaller k and v, and biases where ``qkv_bias``), a SwiGLU MLP (gate, up, down) or
-    ``experts`` of them plus the router, two RMSNorm scales; and the final RMSNorm.
+    smaller k and v, biases where ``qkv_bias``, q and k norm scales where ``qk_norm``), a
+    SwiGLU MLP (gate, up, down) or ``experts`` of them plus the router, two RMSNorm scales;
+    and the final RMSNorm. ``active``: what one token uses, ``experts_per_token`` of the
+    experts (the router whole), as the field counts a mixture of experts' active parameters.
     """
     c = config
     d, q_width, kv_width = c.d_model, c.heads * c.head_dim, c.kv_heads * c.head_dim
     attention = d * q_width + 2 * d * kv_width + q_width * d
     if c.qkv_bias:
         attention += q_width + 2 * kv_width
+    if c.qk_norm:
+        attention += 2 * c.head_dim
     mlp = 3 * d * c.ffn
     if c.is_moe:
-        mlp = c.experts * mlp + d * c.experts  # experts + router
+        used = c.experts_per_token if active else c.experts
+        mlp = used * mlp + d * c.experts  # experts + router
     per_layer = attention + mlp + 2 * d  # + attention and MLP RMSNorm scales
     embeddings = c.vocab * d * (1 if c.tied_embeddings else 2)
     return embeddings + c.layers * per_layer + d  # + final RMSNorm
@@ -214,7 +227,38 @@ CONFIGS: dict[str, ArchConfig] = {
             "mixtral-8x7b", layers=32, d_model=4096, heads=32, kv_heads=8, head_dim=128,
             ffn=14336, vocab=32000, experts=8, experts_per_token=2, rope_theta=1_000_000.0,
             router_aux_loss_coef=0.02, context=32768, published_params=46.7e9,
-            source="mistralai/Mixtral-8x7B-v0.1 config.json; Jiang et al. 2024",
+            published_active=12.9e9,
+            source="mistralai/Mixtral-8x7B-v0.1 config.json; Jiang et al. 2024 (46.7B, "
+            "12.9B active)",
+        ),
+        ArchConfig(
+            "mixtral-8x22b", layers=56, d_model=6144, heads=48, kv_heads=8, head_dim=128,
+            ffn=16384, vocab=32768, experts=8, experts_per_token=2, rope_theta=1_000_000.0,
+            router_aux_loss_coef=0.001, context=65536, published_params=141e9,
+            published_active=39e9,
+            source="MaxText configs/models/mixtral-8x22b.yml; mistralai/Mixtral-8x22B-v0.1 "
+            "model card (141B parameters, 39B active)",
+        ),
+        ArchConfig(
+            "mistral-7b", layers=32, d_model=4096, heads=32, kv_heads=8, head_dim=128,
+            ffn=14336, vocab=32000, rope_theta=1_000_000.0, context=32768,
+            published_params=7.24e9,
+            source="MaxText configs/models/mistral-7b.yml; Jiang et al. 2023 (7.24B with "
+            "the 32000-token vocabulary)",
+        ),
+        ArchConfig(
+            "qwen3-8b", layers=36, d_model=4096, heads=32, kv_heads=8, head_dim=128,
+            ffn=12288, vocab=151936, qk_norm=True, norm_eps=1e-6, rope_theta=1_000_000.0,
+            context=32768, published_params=8.2e9,
+            source="MaxText configs/models/qwen3-8b.yml; Qwen/Qwen3-8B model card (8.2B)",
+        ),
+        ArchConfig(
+            "qwen3-235b-a22b", layers=94, d_model=4096, heads=64, kv_heads=4, head_dim=128,
+            ffn=1536, vocab=151936, experts=128, experts_per_token=8, qk_norm=True,
+            norm_eps=1e-6, rope_theta=5_000_000.0, router_aux_loss_coef=0.001, context=32768,
+            published_params=235e9, published_active=22e9,
+            source="MaxText configs/models/qwen3-235b-a22b.yml; Qwen/Qwen3-235B-A22B model "
+            "card (235B parameters, 22B activated)",
         ),
         ArchConfig(
             "qwen2.5-7b", layers=28, d_model=3584, heads=28, kv_heads=4, head_dim=128,

@@ -202,7 +202,10 @@ def _self_attention(
 
     def project(w: str, b: str) -> jax.Array:
         y = jnp.einsum("bsd,dnk->bsnk", x, p[w])
-        return y + p[b] if config.qkv_bias else y
+        y = y + p[b] if config.qkv_bias else y
+        if config.qk_norm and w in ("wq", "wk"):  # each head over its width (Qwen3)
+            y = rms_norm(y, p["q_norm" if w == "wq" else "k_norm"], config.norm_eps)
+        return y
 
     # Named as MaxText names them, for its remat vocabulary (:mod:`.remat`).
     q = constrain("query", checkpoint_name(apply_rope(project("wq", "bq"), inv_freq), "query_proj"))

@@ -8,6 +8,7 @@ runs them with one ``lax.scan`` (one compile of the layer, whatever the depth). 
     layers/attn/wq         [layers, embed, heads, head_dim]      (+ bq [layers, heads, head_dim])
     layers/attn/wk, wv     [layers, embed, kv_heads, head_dim]   (+ bk, bv with qkv_bias)
     layers/attn/wo         [layers, heads, head_dim, embed]
+    layers/attn/q_norm, k_norm [layers, head_dim]                (with qk_norm)
     layers/mlp_norm/scale  [layers, embed]
     layers/mlp/w_gate, w_up [layers, embed, mlp];  layers/mlp/w_down [layers, mlp, embed]
     layers/moe/router      [layers, embed, expert]              (MoE models, instead of mlp/)
@@ -78,6 +79,9 @@ def param_table(config: ArchConfig) -> dict[str, ParamInfo]:
         t["layers/attn/bq"] = ParamInfo((L, H, K), ("layers", "heads", "head_dim"), "zeros")
         t["layers/attn/bk"] = ParamInfo((L, N, K), ("layers", "kv_heads", "head_dim"), "zeros")
         t["layers/attn/bv"] = ParamInfo((L, N, K), ("layers", "kv_heads", "head_dim"), "zeros")
+    if c.qk_norm:
+        t["layers/attn/q_norm"] = ParamInfo((L, K), ("layers", "head_dim"), "ones")
+        t["layers/attn/k_norm"] = ParamInfo((L, K), ("layers", "head_dim"), "ones")
     t["layers/mlp_norm/scale"] = ParamInfo((L, D), ("layers", "embed"), "ones")
     if c.is_moe:
         E = c.experts  # noqa: N806

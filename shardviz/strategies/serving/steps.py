@@ -110,9 +110,14 @@ def _rope_at(x: jax.Array, pos: jax.Array, inv_freq: np.ndarray) -> jax.Array:
     return jnp.concatenate([x1 * cos - x2 * sin, x2 * cos + x1 * sin], axis=-1).astype(x.dtype)
 
 
-def _project(p: dict[str, Any], x: jax.Array, w: str, b: str, bias: bool) -> jax.Array:
+def _project(p: dict[str, Any], x: jax.Array, w: str, b: str, c: ArchConfig) -> jax.Array:
+    """The q, k or v projection (``w``), with its bias and, for q and k, the per-head RMSNorm
+    of a ``qk_norm`` architecture (as the training decoder computes it)."""
     y = jnp.einsum("bsd,dnk->bsnk", x, _weight(p[w]))
-    return y + p[b].astype(BF16) if bias else y
+    y = y + p[b].astype(BF16) if c.qkv_bias else y
+    if c.qk_norm and w in ("wq", "wk"):
+        y = rms_norm(y, p["q_norm" if w == "wq" else "k_norm"], c.norm_eps)
+    return y
 
 
 def moe_group(tokens_per_shard: int) -> int:
@@ -176,9 +181,9 @@ def decode_step(
         p, index = xs
         h = rms_norm(x, p["attn_norm"]["scale"], c.norm_eps)
         a = p["attn"]
-        q = _rope_at(_project(a, h, "wq", "bq", c.qkv_bias), pos, inv_freq)
-        k = _rope_at(_project(a, h, "wk", "bk", c.qkv_bias), pos, inv_freq)
-        v = _project(a, h, "wv", "bv", c.qkv_bias)
+        q = _rope_at(_project(a, h, "wq", "bq", c), pos, inv_freq)
+        k = _rope_at(_project(a, h, "wk", "bk", c), pos, inv_freq)
+        v = _project(a, h, "wv", "bv", c)
         # Read this layer's cache before writing the new position into the big cache: a read
         # after the write makes the compiler copy the whole loop-carried cache (a cache's
         # worth of scratch); the new position joins the small slice read instead.
@@ -236,9 +241,9 @@ def prefill_step(
     def layer(x, p):
         h = rms_norm(x, p["attn_norm"]["scale"], c.norm_eps)
         a = p["attn"]
-        q = apply_rope(_project(a, h, "wq", "bq", c.qkv_bias), inv_freq)
-        k = apply_rope(_project(a, h, "wk", "bk", c.qkv_bias), inv_freq)
-        v = _project(a, h, "wv", "bv", c.qkv_bias)
+        q = apply_rope(_project(a, h, "wq", "bq", c), inv_freq)
+        k = apply_rope(_project(a, h, "wk", "bk", c), inv_freq)
+        v = _project(a, h, "wv", "bv", c)
         heads = blockwise_attention(q, k, v, block_q=min(block, seq), block_kv=min(block, seq))
         x = x + jnp.einsum("bsnk,nkd->bsd", heads, _weight(a["wo"]))
         h = rms_norm(x, p["mlp_norm"]["scale"], c.norm_eps)

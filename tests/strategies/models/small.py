@@ -29,8 +29,14 @@ SMALL_MOE: dict[str, Any] = {**SMALL, "experts": 4, "moe_group": 32, "capacity_f
 
 
 def small(name: str, **changes: Any) -> dict[str, Any]:
-    """The reduced sizes for architecture ``name``, with ``changes``."""
-    return {**(SMALL_MOE if name.startswith("mixtral") else SMALL), **changes}
+    """The reduced sizes for architecture ``name`` (a mixture of experts keeps its top-k,
+    at most 2 of 4 experts), with ``changes``."""
+    from shardviz.strategies.models.configs import get_config
+
+    config = get_config(name)
+    if not config.is_moe:
+        return {**SMALL, **changes}
+    return {**SMALL_MOE, "experts_per_token": min(2, config.experts_per_token), **changes}
 
 
 def compiled(fn: Callable, *args: Any, **jit_kwargs: Any) -> Callable:

@@ -19,7 +19,18 @@ EXACT = {
     "llama3.1-70b": 70_553_706_496,
     "llama3.1-405b": 405_853_388_800,
     "mixtral-8x7b": 46_702_792_704,
+    "mixtral-8x22b": 140_630_071_296,
+    "mistral-7b": 7_241_732_096,
+    "qwen3-8b": 8_190_735_360,
+    "qwen3-235b-a22b": 235_093_634_560,
     "qwen2.5-7b": 7_615_616_512,
+}
+
+#: A mixture of experts' active parameters per token (experts_per_token of the experts).
+ACTIVE = {
+    "mixtral-8x7b": 12_879_925_248,
+    "mixtral-8x22b": 39_161_468_928,
+    "qwen3-235b-a22b": 22_190_763_520,
 }
 
 
@@ -34,6 +45,36 @@ def test_param_count_is_within_half_a_percent_of_the_published_figure(name: str)
     assert config.published_params is not None
     assert param_count(config) == EXACT[name]
     assert abs(param_count(config) / config.published_params - 1) < 0.005
+
+
+@pytest.mark.parametrize("name", sorted(ACTIVE))
+def test_active_params_are_within_one_percent_of_the_published_figure(name: str) -> None:
+    config = CONFIGS[name]
+    assert config.is_moe and config.published_active is not None
+    assert param_count(config, active=True) == ACTIVE[name]
+    assert abs(ACTIVE[name] / config.published_active - 1) < 0.01
+    # By hand: the total less the experts a token does not use.
+    unused = (config.experts - config.experts_per_token) * 3 * config.d_model * config.ffn
+    assert ACTIVE[name] == EXACT[name] - config.layers * unused
+
+
+def test_dense_models_are_wholly_active() -> None:
+    for name in ARCH_NAMES:
+        config = CONFIGS[name]
+        if not config.is_moe:
+            assert param_count(config, active=True) == param_count(config)
+            assert config.published_active is None
+
+
+def test_qwen3_normalises_each_query_and_key_head() -> None:
+    key = jax.random.key(0)
+    attn = jax.eval_shape(get_model("qwen3-235b-a22b").init_params, key)["layers"]["attn"]
+    assert attn["q_norm"].shape == attn["k_norm"].shape == (94, 128)
+    assert attn["wq"].shape == (94, 4096, 64, 128) and attn["wk"].shape == (94, 4096, 4, 128)
+    assert "bq" not in attn
+    moe = jax.eval_shape(get_model("qwen3-235b-a22b").init_params, key)["layers"]["moe"]
+    assert moe["w_gate"].shape == (94, 128, 4096, 1536) and moe["router"].shape == (94, 4096, 128)
+    assert CONFIGS["qwen3-8b"].qk_norm and not CONFIGS["llama3.1-8b"].qk_norm
 
 
 @pytest.mark.parametrize("name", ARCH_NAMES)

@@ -120,6 +120,19 @@ def test_qwen_biases_get_gradients() -> None:
     assert all(float(jnp.max(jnp.abs(grads[b]))) > 0 for b in ("bq", "bk", "bv"))
 
 
+def test_qwen3_qk_norm_scales_get_gradients_and_change_the_loss() -> None:
+    """Each query and key head is RMS-normalised over its width: the scales learn, and a
+    query scale of 2 is a sharper softmax, a different loss."""
+    model = get_model("qwen3-8b", **small("qwen3-8b", layers=1))
+    params, _, batch = init_train_state(model, jax.random.key(0))
+    grads = compiled(jax.grad(model.loss), params, batch)(params, batch)["layers"]["attn"]
+    assert all(float(jnp.max(jnp.abs(grads[n]))) > 0 for n in ("q_norm", "k_norm"))
+    loss = compiled(model.loss, params, batch)
+    sharper = jax.tree.map(lambda x: x, params)
+    sharper["layers"]["attn"]["q_norm"] = 2 * params["layers"]["attn"]["q_norm"]
+    assert float(loss(sharper, batch)) != pytest.approx(float(loss(params, batch)), abs=1e-6)
+
+
 def test_tied_embeddings_use_the_embedding_as_head() -> None:
     config = decoder_model("llama2-7b").config.scaled(tied_embeddings=True)
     model = decoder_model(config, **small("llama2-7b"))

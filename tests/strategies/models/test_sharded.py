@@ -1,4 +1,5 @@
-"""Reduced Llama and Mixtral train under logical axis rules on 8 devices as on one device."""
+"""Reduced Llama, Mixtral and Qwen3 MoE train under logical axis rules on 8 devices as on
+one device."""
 
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ from shardviz.strategies.zoo import ModelDef, get_model, init_train_state
 
 from .small import compiled, small
 
-MODELS = ("llama3.1-8b", "mixtral-8x7b")
+#: Llama (dense GQA), Mixtral (experts), Qwen3's MoE (experts and per-head q/k norms).
+MODELS = ("llama3.1-8b", "mixtral-8x7b", "qwen3-235b-a22b")
 
 
 def adam_step(model: ModelDef):

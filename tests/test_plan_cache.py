@@ -1,0 +1,89 @@
+"""benchmarks/_plan_cache.py: finished plans kept on disk by run, code and compiler, and
+planned in worker processes. A stand-in plan function counts what is planned."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import _plan_cache as PC  # noqa: E402
+
+CALLS: list[str] = []
+
+
+def _plan(name: str) -> dict:
+    CALLS.append(name)
+    return {"run": name, "seconds": len(name) * 1.5, "parts": [1, 2]}
+
+
+def test_the_key_changes_with_the_run_and_with_the_code_or_compiler():
+    fields = {"model": "llama3.1-8b", "topology": "v6e:16x16", "seq": 8192}
+    assert PC.key_of(fields, "v1") == PC.key_of(dict(reversed(fields.items())), "v1")
+    assert PC.key_of(fields, "v1") != PC.key_of({**fields, "seq": 4096}, "v1")
+    assert PC.key_of(fields, "v1") != PC.key_of(fields, "v2")
+    version = PC.code_version()
+    assert len(version) == 64 and version == PC.code_version()
+
+
+def test_a_rerun_reads_unchanged_plans_back_and_fresh_plans_again(tmp_path):
+    CALLS.clear()
+    items = [("8b", {"seq": 8192}), ("70b", {"seq": 8192, "remat": "offload"})]
+    first = PC.run_all(items, _plan, jobs=1, folder=tmp_path)
+    assert CALLS == ["8b", "70b"] and not any(hit for _, hit in first.values())
+    again = PC.run_all(items, _plan, jobs=1, folder=tmp_path)
+    assert CALLS == ["8b", "70b"]  # nothing planned twice
+    assert {k: r for k, (r, _) in again.items()} == {k: r for k, (r, _) in first.items()}
+    assert all(hit for _, hit in again.values())
+    changed = [("8b", {"seq": 4096}), items[1]]
+    PC.run_all(changed, _plan, jobs=1, folder=tmp_path)
+    assert CALLS == ["8b", "70b", "8b"]  # only the run whose definition changed
+    PC.run_all(items, _plan, jobs=1, folder=tmp_path, fresh=True)
+    assert CALLS[3:] == ["8b", "70b"]
+
+
+def test_a_damaged_entry_is_planned_again(tmp_path):
+    CALLS.clear()
+    items = [("8b", {"seq": 8192})]
+    PC.run_all(items, _plan, jobs=1, folder=tmp_path)
+    (entry,) = tmp_path.glob("*.json")
+    entry.write_text('{"run": "8b", "seco')  # cut off mid-write
+    PC.run_all(items, _plan, jobs=1, folder=tmp_path)
+    assert CALLS == ["8b", "8b"]
+
+
+def test_plans_run_in_worker_processes(tmp_path, monkeypatch):
+    """Two workers, each a fresh (spawned) process: their results come back and are kept."""
+    module = tmp_path / "stand_in_plan.py"
+    module.write_text(
+        textwrap.dedent(
+            """
+            import os
+
+            def plan(name):
+                return {"run": name, "pid": os.getpid()}
+            """
+        )
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import stand_in_plan  # type: ignore[import-not-found]
+
+    folder = tmp_path / "plans"
+    items = [(n, {"n": n}) for n in ("a", "b", "c")]
+    done = PC.run_all(items, stand_in_plan.plan, jobs=2, folder=folder)
+    import os
+
+    assert sorted(done) == ["a", "b", "c"]
+    assert all(r["pid"] != os.getpid() for r, _ in done.values())
+    assert len(list(folder.glob("*.json"))) == 3
+
+
+@pytest.mark.parametrize(("jobs", "cores", "want"), [(None, 2, 1), (None, 16, 8), (3, 2, 3)])
+def test_one_worker_per_two_cores_unless_told(jobs, cores, want, monkeypatch):
+    monkeypatch.setattr(PC.os, "cpu_count", lambda: cores)
+    assert PC.workers(jobs) == want
