@@ -123,3 +123,22 @@ def test_a_cpu_preview_of_fp8_says_the_target_may_run_it_faster():
     # On v5e (no fp8 figure) the same preview has nothing faster to say.
     v5e = sv.explain(*_program(jnp.float8_e4m3fn, devices), run=False, target="v5e")
     assert "casts to float8" not in " ".join(v5e.estimate.notes)
+
+
+@needs_tpu
+def test_a_published_moe_plans_on_ironwood_half_a_chip_per_device():
+    """Qwen3's MoE (reduced) compiled deviceless for TPU7x: each device holds half a chip's
+    HBM and peak; the estimate, the collectives and the physical view all work with two
+    devices a chip."""
+    sizes = dict(layers=2, d_model=128, heads=4, kv_heads=2, head_dim=32, ffn=64, vocab=512,
+                 seq=128, batch=8, experts=8, experts_per_token=2)  # fmt: skip
+    c = sv.compare("qwen3-235b-a22b", ["ep"], target="tpu7x:2x2x1", **sizes)
+    (r,) = c.results
+    report = r.report
+    assert report.platform == "tpu" and report.target.devices_per_chip == 2
+    assert report.target.label == "TPU7x 2x2x1 (4 chips, 8 devices, 1 host)"
+    e = report.estimate
+    assert e.hbm_bytes == 96 * 2**30  # 192 GiB a chip, two devices
+    assert e.peak_flops_per_second == pytest.approx(2.307e15 / 2)
+    assert e.collective_seconds > 0 and e.predicted_seconds >= e.step_seconds
+    assert report.collectives and sv.physical(report) is not None
