@@ -27,6 +27,7 @@ from shardviz.strategies.models.decoder import (
     decoder_loss,
     is_remat,
 )
+from shardviz.strategies.models.fp8 import QUANTIZATIONS
 from shardviz.strategies.models.params import init_params, param_axes
 from shardviz.strategies.transformer import make_batch as counting_batch
 
@@ -135,8 +136,9 @@ class DecoderModel:
             f"{c.name}: {c.layers} scanned decoder layers (RMSNorm, RoPE, {c.heads} query / "
             f"{c.kv_heads} kv heads causal attention ({self.options.attention}), {mlp}), "
             f"{self.options.compute_dtype} "
-            f"compute over {self.param_dtype} weights, remat {self.options.remat!r}, chunked "
-            "next-token cross-entropy"
+            f"compute over {self.param_dtype} weights"
+            + (", fp8 weight matmuls" if self.options.quantization == "fp8" else "")
+            + f", remat {self.options.remat!r}, chunked next-token cross-entropy"
         )
 
 
@@ -188,6 +190,12 @@ def decoder_model(name: str | ArchConfig, **overrides: Any) -> DecoderModel:
             f"remat={s['remat']!r} is not a remat policy",
             f"use one of {', '.join(map(repr, REMAT_POLICIES))}, or MaxText's custom policy "
             "tensor by tensor: shardviz.custom_remat(decoder_layer_input='offload', ...)",
+        )
+    if s["quantization"] not in QUANTIZATIONS:
+        _fail(
+            where,
+            f"quantization={s['quantization']!r} is not one the decoder has",
+            f"use one of {', '.join(map(repr, QUANTIZATIONS))}",
         )
     if s["weights"] not in WEIGHT_PLACES:
         _fail(

@@ -37,6 +37,7 @@ from shardviz.strategies.models.axes import (
 )
 from shardviz.strategies.models.configs import ArchConfig
 from shardviz.strategies.models.experts import moe_mlp
+from shardviz.strategies.models.fp8 import matmul
 from shardviz.strategies.models.loss import chunked_cross_entropy
 from shardviz.strategies.models.mlp import gated_mlp
 from shardviz.strategies.models.norm import rms_norm
@@ -105,6 +106,8 @@ class DecoderOptions:
       capacity_factor: MoE expert capacity factor (``>= experts / top_k`` drops nothing).
       weights: where the master weights live between steps, one of :data:`WEIGHT_PLACES`
         (``"host"``: each layer's weights are brought to HBM when the scan reaches them).
+      quantization: ``""`` or ``"fp8"``: the layers' weight matmuls in fp8, forward and
+        backward (:data:`.fp8.QUANTIZATIONS`).
     """
 
     remat: str = "full"
@@ -115,6 +118,7 @@ class DecoderOptions:
     moe_group: int = 1024
     capacity_factor: float = 1.25
     weights: str = "device"
+    quantization: str = ""
 
 
 def is_remat(name: object) -> bool:
@@ -197,11 +201,13 @@ def _self_attention(
     block: int,
     constrain: Constrain,
     kind: str = "auto",
+    einsum: Any = jnp.einsum,
 ) -> jax.Array:
-    """RoPE GQA self-attention of ``x: [B, S, embed]``, causal, blockwise (``kind``)."""
+    """RoPE GQA self-attention of ``x: [B, S, embed]``, causal, blockwise (``kind``); the
+    projections through ``einsum`` (:func:`.fp8.matmul`)."""
 
     def project(w: str, b: str) -> jax.Array:
-        y = jnp.einsum("bsd,dnk->bsnk", x, p[w])
+        y = einsum("bsd,dnk->bsnk", x, p[w])
         y = y + p[b] if config.qkv_bias else y
         if config.qk_norm and w in ("wq", "wk"):  # each head over its width (Qwen3)
             y = rms_norm(y, p["q_norm" if w == "wq" else "k_norm"], config.norm_eps)
@@ -213,7 +219,7 @@ def _self_attention(
     v = constrain("value", checkpoint_name(project("wv", "bv"), "value_proj"))
     heads = checkpoint_name(_attend(q, k, v, block, kind, constrain), "context")
     heads = constrain("attn_heads", heads)
-    out = checkpoint_name(jnp.einsum("bsnk,nkd->bsd", heads, p["wo"]), "out_proj")
+    out = checkpoint_name(einsum("bsnk,nkd->bsd", heads, p["wo"]), "out_proj")
     return constrain("attn_out", out)
 
 
@@ -227,6 +233,7 @@ def _layer_fn(config: ArchConfig, options: DecoderOptions, seq: int, constrain: 
 
     stream = options.weights == "host"
     dtype = jnp.dtype(options.compute_dtype)
+    einsum = matmul(options.quantization)
 
     def layer(x: jax.Array, p: dict[str, Any]) -> tuple[jax.Array, jax.Array]:
         if stream:  # this layer's master weights, from host memory, cast on the device
@@ -235,7 +242,8 @@ def _layer_fn(config: ArchConfig, options: DecoderOptions, seq: int, constrain: 
         h = constrain("attn_in", rms_norm(x, p["attn_norm"]["scale"], eps))
         x = constrain(
             "residual",
-            x + _self_attention(p["attn"], h, config, inv_freq, block, constrain, attention),
+            x
+            + _self_attention(p["attn"], h, config, inv_freq, block, constrain, attention, einsum),
         )
         h = constrain("mlp_in", rms_norm(x, p["mlp_norm"]["scale"], eps))
         if config.is_moe:
@@ -247,9 +255,11 @@ def _layer_fn(config: ArchConfig, options: DecoderOptions, seq: int, constrain: 
                 group=group,
                 activation=config.activation,
                 constrain=constrain,
+                einsum=einsum,
             )
         else:
-            y, aux = gated_mlp(p["mlp"], h, config.activation, constrain), jnp.zeros(())
+            y = gated_mlp(p["mlp"], h, config.activation, constrain, einsum)
+            aux = jnp.zeros(())
         return constrain("residual", x + y), aux.astype(jnp.float32)
 
     policy = remat_policy(options.remat)

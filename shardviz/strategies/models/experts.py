@@ -35,8 +35,10 @@ def moe_mlp(
     group: int,
     activation: str,
     constrain: Constrain = no_constraint,
+    einsum: Any = jnp.einsum,
 ) -> tuple[jax.Array, jax.Array]:
-    """``x: [B, S, embed]`` -> (``[B, S, embed]``, load-balancing loss); ``group`` divides S."""
+    """``x: [B, S, embed]`` -> (``[B, S, embed]``, load-balancing loss); ``group`` divides S.
+    ``einsum``: the experts' weight matmuls (:func:`.fp8.matmul`)."""
     b, s, d = x.shape
     experts = p["router"].shape[-1]
     capacity = expert_capacity(group, experts, top_k, capacity_factor)
@@ -50,11 +52,11 @@ def moe_mlp(
         dispatched = jnp.einsum("gsec,gsd->egcd", routing.dispatch.astype(x.dtype), xg)
     dispatched = constrain("dispatched", dispatched)
     act = ACTIVATIONS[activation]
-    gate = checkpoint_name(jnp.einsum("egcd,edf->egcf", dispatched, p["w_gate"]), "mlpwi_0")
-    up = checkpoint_name(jnp.einsum("egcd,edf->egcf", dispatched, p["w_up"]), "mlpwi_1")
+    gate = checkpoint_name(einsum("egcd,edf->egcf", dispatched, p["w_gate"]), "mlpwi_0")
+    up = checkpoint_name(einsum("egcd,edf->egcf", dispatched, p["w_up"]), "mlpwi_1")
     hidden = constrain("expert_hidden", act(gate) * up)
     out = constrain(
-        "expert_out", checkpoint_name(jnp.einsum("egcf,efd->egcd", hidden, p["w_down"]), "mlpwo")
+        "expert_out", checkpoint_name(einsum("egcf,efd->egcd", hidden, p["w_down"]), "mlpwo")
     )
     with jax.named_scope(DISPATCH_MARK):
         combined = jnp.einsum("gsec,egcd->gsd", routing.combine.astype(x.dtype), out)

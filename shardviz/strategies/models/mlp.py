@@ -17,13 +17,18 @@ ACTIVATIONS = {"silu": jax.nn.silu, "gelu": jax.nn.gelu}
 
 
 def gated_mlp(
-    p: dict[str, Any], x: jax.Array, activation: str, constrain: Constrain = no_constraint
+    p: dict[str, Any],
+    x: jax.Array,
+    activation: str,
+    constrain: Constrain = no_constraint,
+    einsum: Any = jnp.einsum,
 ) -> jax.Array:
-    """``w_down(act(x @ w_gate) * (x @ w_up))`` for ``x: [B, S, embed]``."""
+    """``w_down(act(x @ w_gate) * (x @ w_up))`` for ``x: [B, S, embed]`` (``einsum``: the
+    weight matmuls, :func:`.fp8.matmul`)."""
     act = ACTIVATIONS[activation]
-    # Named as MaxText names them, for its remat vocabulary (decoder.REMAT_TENSORS).
-    gate = checkpoint_name(jnp.einsum("bsd,df->bsf", x, p["w_gate"]), "mlpwi_0")
-    up = checkpoint_name(jnp.einsum("bsd,df->bsf", x, p["w_up"]), "mlpwi_1")
+    # Named as MaxText names them, for its remat vocabulary (:mod:`.remat`).
+    gate = checkpoint_name(einsum("bsd,df->bsf", x, p["w_gate"]), "mlpwi_0")
+    up = checkpoint_name(einsum("bsd,df->bsf", x, p["w_up"]), "mlpwi_1")
     hidden = constrain("mlp_hidden", act(gate) * up)
-    out = checkpoint_name(jnp.einsum("bsf,fd->bsd", hidden, p["w_down"]), "mlpwo")
+    out = checkpoint_name(einsum("bsf,fd->bsd", hidden, p["w_down"]), "mlpwo")
     return constrain("mlp_out", out)
