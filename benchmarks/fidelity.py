@@ -66,6 +66,8 @@ class Run:
     tokens_per_second: float
     note: str = ""
     capacity_factor: float | None = None
+    #: The layers' weight matmuls in fp8 (the recipe's ``quantization: fp8_full``).
+    quantization: str = ""
 
     @property
     def step_seconds(self) -> float:
@@ -83,6 +85,11 @@ RECIPE_70B = sv.custom_remat(
     value_proj="offload",
 )  # fmt: skip
 
+RECIPE_70B_7X = sv.custom_remat(
+    decoder_layer_input="device", context="device", query_proj="device", key_proj="device",
+    value_proj="device",
+)  # fmt: skip
+
 RUNS: tuple[Run, ...] = (
     Run("8b", "llama3.1-8b", "v6e:16x16", 8192, 4, RECIPE_8B, "fsdp", 0.4546, 7207,
         "the recipe's custom remat: layer input and q, k, v and output projections offloaded"),
@@ -93,6 +100,17 @@ RUNS: tuple[Run, ...] = (
         "measured step does not depend on it); capacity factor 1: each expert computes "
         "exactly its share of the top-2 picks, as MaxText's dropless kernel does",
         capacity_factor=1.0),
+    # Ironwood (tpu-recipes, training/ironwood/README.md's table; the recipes' scripts under
+    # training/ironwood/llama3.1-70b/): 64 chips (4x4x4), 128 jax devices, per-device batch 2,
+    # SL 8192. The table gives TFLOP/s and tokens/s per chip: per device, half; the MFU in
+    # the recipes' terms is TFLOP/s per chip over the chip's bf16 peak (2,307), for the fp8
+    # run too.
+    Run("70b-7x", "llama3.1-70b", "tpu7x:4x4x4", 8192, 2, RECIPE_70B_7X, "fsdp",
+        1207.05 / 2307, 2686.98 / 2, "bf16; the recipe keeps the layer input and q, k, v "
+        "and attention context on the device"),
+    Run("70b-7x-fp8", "llama3.1-70b", "tpu7x:4x4x4", 8192, 2, RECIPE_70B_7X, "fsdp",
+        1854.19 / 2307, 4127.56 / 2, "fp8_full: the weight matmuls in fp8 at the fp8 peak",
+        quantization="fp8"),
 )  # fmt: skip
 
 
@@ -113,6 +131,8 @@ def plan(run: Run) -> dict:
     try:
         t0 = time.perf_counter()
         extra = {} if run.capacity_factor is None else {"capacity_factor": run.capacity_factor}
+        if run.quantization:
+            extra["quantization"] = run.quantization
         c = sv.compare(
             run.model, [run.strategy], target=run.topology, batch_per_device=run.batch_per_device,
             seq=run.seq, remat=run.remat, **extra,
@@ -144,8 +164,13 @@ def measure(key: str) -> dict:
         "model_flops": cost.model_flops_per_device,
         "hardware_flops": cost.flops_per_device,
         "formula": formula,
-        "mfu_at": e.mfu_at(run.step_seconds),
-        "formula_mfu_at": formula / ((e.peak_flops_per_second or 1) * run.step_seconds),
+        # In the recipes' terms: model flops over the chip's bf16 peak, whatever the matmuls'
+        # precision (the same as e.mfu_at for a program without fp8 matmuls).
+        "mfu_at": (cost.model_flops_per_device or 0.0)
+        / (r.target.hardware.peak_flops_bf16 / r.target.devices_per_chip * run.step_seconds),
+        "mfu_own_peak_at": e.mfu_at(run.step_seconds),
+        "formula_mfu_at": formula
+        / (r.target.hardware.peak_flops_bf16 / r.target.devices_per_chip * run.step_seconds),
         "bound": e.step_seconds,
         "bound_by": e.bound,
         "parts": (e.compute_seconds, e.memory_seconds, e.collective_seconds),
@@ -166,12 +191,33 @@ def measure(key: str) -> dict:
     }
 
 
+def halves_causal_attention(run: Run) -> bool:
+    """Whether the run's published TFLOP/s count causal attention's matmuls at half: the
+    Ironwood table's MaxText does (1,207.05 TFLOP/s a chip x 12.2 s is 7.36 PFLOP a device
+    for the 70B, its formula with attention halved; in full, 7.89), the Trillium and v5p
+    recipes' earlier MaxText counts them in full."""
+    return run.topology.startswith("tpu7x")
+
+
+def recipe_mfu(run: Run, m: dict) -> float:
+    """The MFU at the measured step in the recipe's terms: shardviz's model flops (attention
+    in full), less the half its formula leaves out where the recipe halves causal
+    attention, over the bf16 peak."""
+    if not halves_causal_attention(run):
+        return m["mfu_at"]
+    config = get_config(run.model)
+    tokens = run.batch_per_device * run.seq
+    half = training_flops(config, tokens=tokens, seq=run.seq, causal_half=True).total
+    peak_seconds = m["model_flops"] / m["mfu_at"]
+    return (m["model_flops"] - (m["formula"] - half)) / peak_seconds
+
+
 def section(results: list[dict], command: str) -> str:
     lines = C.preamble(command, ("jax", "libtpu"))
     lines += [
         "| run | params (published) | model flops / device / step (MaxText formula) | "
         "MFU at the measured step (published) | bound (measured step) | predicted step (error) | "
-        "HBM peak / chip | plan / bare compile |",
+        "HBM peak / per device | plan / bare compile |",
         "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     checks = []
@@ -181,6 +227,7 @@ def section(results: list[dict], command: str) -> str:
         flops = (
             f"{m['model_flops']:.3g} ({m['formula']:.3g}, x{m['model_flops'] / m['formula']:.3f})"
         )
+        m = {**m, "mfu_at": recipe_mfu(run, m)}
         mfu = f"{format_percent(m['mfu_at'])} ({format_percent(run.mfu)})"
         bound = f"{m['bound']:.3g} s {m['bound_by']} ({run.step_seconds:.3g} s)"
         hbm = f"{m['peak'] / 2**30:.1f} / {m['hbm'] / 2**30:.0f} GiB"
@@ -189,7 +236,8 @@ def section(results: list[dict], command: str) -> str:
         ratio = f"{m['wall']:.0f} s / {m['bare']:.0f} s = {m['wall'] / m['bare']:.2f}"
         lines.append(
             f"| {run.model} on {run.topology}, SL {run.seq}, batch {run.batch_per_device}/device,"
-            f" remat {run.remat} | {params} | {flops} | {mfu} | {bound} | {predicted} | {hbm} |"
+            f" remat {run.remat}{', ' + run.quantization if run.quantization else ''} |"
+            f" {params} | {flops} | {mfu} | {bound} | {predicted} | {hbm} |"
             f" {ratio} |"
         )
         c, mem, comm = m["parts"]
