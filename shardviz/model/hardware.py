@@ -131,8 +131,8 @@ class Target(JsonMixin):
     ``wraparound`` says which of those axes close into a ring; ``num_slices`` slices are joined
     by DCN. For GPUs, ``shape`` is ``(hosts, gpus per host)``: NVLink inside a host, the
     network between hosts. ``devices_per_chip`` is how many jax devices share one chip (2 on
-    TPU7x, and on a v4 topology jax lists per core). ``placement`` says how a mesh's devices were put on the
-    chips when they carry no coordinates themselves (empty when they do).
+    TPU7x, and on a v4 topology jax lists per core). ``placement`` says how a mesh's devices
+    were put on the chips when they carry no coordinates themselves (empty when they do).
     """
 
     hardware: Hardware

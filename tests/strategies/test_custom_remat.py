@@ -52,6 +52,7 @@ def test_a_custom_policy_is_one_string_in_maxtexts_words():
         (lambda: sv.custom_remat(query_proj="host"), "query_proj='host' is not a place"),
         (lambda: custom_settings("custom:query_proj"), "has no '='"),
         (lambda: custom_settings("custom:mlpwi=device"), "'mlpwi' is not a tensor"),
+        (lambda: sv.custom_remat(decoder_layer_input="remat"), "cannot be recomputed"),
     ],
 )
 def test_a_bad_custom_policy_names_the_tensor_and_the_fix(call, said):

@@ -111,7 +111,7 @@ class _Reader:
 
     def flops(self, ins: HloInstruction) -> float:
         """Matmul flops of ``ins`` and of every computation it calls (not control ops)."""
-        return sum(self.flops_by_precision(ins).values())
+        return sum(self.flops_by_precision(ins).values(), 0.0)
 
     def flops_by_precision(self, ins: HloInstruction) -> dict[str, float]:
         """:meth:`flops` by operand precision (``""``: bf16 and wider; ``"fp8"``, ``"int8"``:
@@ -384,7 +384,7 @@ def op_work(
             if ins.opcode in _FREE or reader.transfer_done(ins) or _allocation(ins):
                 continue
             by_precision = reader.flops_by_precision(ins)
-            flops = sum(by_precision.values())
+            flops = sum(by_precision.values(), 0.0)  # a float, also with no matmul
             if parts and not flops:
                 continue  # a collective's own op: the ledger times it
             hbm, host = reader.traffic(ins)

@@ -73,6 +73,12 @@ def custom_remat(**tensors: str) -> str:
                 f"{tensor}={place!r} is not a place",
                 f"use one of {', '.join(map(repr, TENSOR_PLACES))}",
             )
+    if tensors.get("decoder_layer_input") == "remat":
+        raise _refuse(
+            "decoder_layer_input cannot be recomputed: the backward pass recomputes a layer "
+            "from it (MaxText refuses it too)",
+            "keep it on the 'device' or 'offload' it",
+        )
     settings = {"decoder_layer_input": "device", **tensors}
     named = [f"{t}={settings[t]}" for t in REMAT_TENSORS if settings.get(t, "remat") != "remat"]
     return _PREFIX + ",".join(named)
