@@ -40,7 +40,7 @@ from shardviz.strategies.models.experts import moe_mlp
 from shardviz.strategies.models.fp8 import matmul
 from shardviz.strategies.models.loss import chunked_cross_entropy
 from shardviz.strategies.models.mlp import gated_mlp
-from shardviz.strategies.models.norm import rms_norm
+from shardviz.strategies.models.norm import head_norm, rms_norm
 from shardviz.strategies.models.remat import custom_policy, custom_settings
 from shardviz.strategies.models.rope import apply_rope, rope_frequencies
 
@@ -208,10 +208,7 @@ def _self_attention(
 
     def project(w: str, b: str) -> jax.Array:
         y = einsum("bsd,dnk->bsnk", x, p[w])
-        y = y + p[b] if config.qkv_bias else y
-        if config.qk_norm and w in ("wq", "wk"):  # each head over its width (Qwen3)
-            y = rms_norm(y, p["q_norm" if w == "wq" else "k_norm"], config.norm_eps)
-        return y
+        return head_norm(y + p[b] if config.qkv_bias else y, p, w, config)
 
     # Named as MaxText names them, for its remat vocabulary (:mod:`.remat`).
     q = constrain("query", checkpoint_name(apply_rope(project("wq", "bq"), inv_freq), "query_proj"))

@@ -34,7 +34,7 @@ from shardviz.strategies.models.attention import blockwise_attention
 from shardviz.strategies.models.configs import ArchConfig
 from shardviz.strategies.models.experts import moe_mlp
 from shardviz.strategies.models.mlp import gated_mlp
-from shardviz.strategies.models.norm import rms_norm
+from shardviz.strategies.models.norm import head_norm, rms_norm
 from shardviz.strategies.models.params import nest, param_table
 from shardviz.strategies.models.rope import apply_rope, rope_frequencies
 
@@ -114,10 +114,7 @@ def _project(p: dict[str, Any], x: jax.Array, w: str, b: str, c: ArchConfig) -> 
     """The q, k or v projection (``w``), with its bias and, for q and k, the per-head RMSNorm
     of a ``qk_norm`` architecture (as the training decoder computes it)."""
     y = jnp.einsum("bsd,dnk->bsnk", x, _weight(p[w]))
-    y = y + p[b].astype(BF16) if c.qkv_bias else y
-    if c.qk_norm and w in ("wq", "wk"):
-        y = rms_norm(y, p["q_norm" if w == "wq" else "k_norm"], c.norm_eps)
-    return y
+    return head_norm(y + p[b].astype(BF16) if c.qkv_bias else y, p, w, c)
 
 
 def moe_group(tokens_per_shard: int) -> int:
