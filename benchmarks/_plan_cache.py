@@ -84,21 +84,20 @@ def run_all(
             out[name] = (hit, True)
         else:
             todo[name] = key
+
+    def keep(name: str, result: dict[str, Any]) -> None:
+        save(todo[name], result, folder)
+        out[name] = (result, False)
+        print(name, "planned", flush=True)
+
     n = min(workers(jobs), len(todo))
     if n <= 1:
-        for name, key in todo.items():
-            result = plan(name)
-            save(key, result, folder)
-            out[name] = (result, False)
-            print(name, "planned", flush=True)
+        for name in todo:
+            keep(name, plan(name))
         return out
     context = multiprocessing.get_context("spawn")
     with concurrent.futures.ProcessPoolExecutor(n, mp_context=context) as pool:
         futures = {pool.submit(plan, name): name for name in todo}
         for future in concurrent.futures.as_completed(futures):
-            name = futures[future]
-            result = future.result()
-            save(todo[name], result, folder)
-            out[name] = (result, False)
-            print(name, "planned", flush=True)
+            keep(futures[future], future.result())
     return out

@@ -104,11 +104,15 @@ class Hardware(JsonMixin):
             return tuple(whole for _ in shape)
         return tuple(False for _ in shape)
 
+    def published_peak(self, precision: str) -> float | None:
+        """The chip's own peak for ``precision`` (``"fp8"``, ``"int8"``), ``None`` where its
+        documents give none."""
+        return {"fp8": self.peak_flops_fp8, "int8": self.peak_flops_int8}.get(precision)
+
     def peak_for(self, precision: str = "") -> float:
         """Peak FLOP/s of matmuls whose operands are ``precision`` (``"fp8"``, ``"int8"``;
         anything else, or a precision without a published figure: the bf16 peak)."""
-        peak = {"fp8": self.peak_flops_fp8, "int8": self.peak_flops_int8}.get(precision)
-        return peak or self.peak_flops_bf16
+        return self.published_peak(precision) or self.peak_flops_bf16
 
     def peaks(self, share: int = 1) -> dict[str, float]:
         """Peak FLOP/s by matmul precision (``""``: bf16 and wider), each split ``share``

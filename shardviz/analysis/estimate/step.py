@@ -94,12 +94,18 @@ def _collective_total(
     return total, notes
 
 
-def matmul_peak(ops: tuple[OpWork, ...], hw: Hardware, per_chip: int, notes: list[str]) -> float:
+def matmul_peak(
+    ops: tuple[OpWork, ...],
+    hw: Hardware,
+    per_chip: int,
+    peaks: Mapping[str, float],
+    notes: list[str],
+) -> float:
     """The peak FLOP/s per device the step's matmuls run at: the bf16 peak, or, where some
     take fp8 or int8 operands, their flops over their time at each precision's own peak
-    (:meth:`~shardviz.model.Hardware.peak_for`). Says which, and what MFU against the bf16
-    peak would be, in ``notes``."""
-    base = hw.peak_flops_bf16 / per_chip
+    (``peaks``: :meth:`~shardviz.model.Hardware.peaks` for one device). Says which, and what
+    MFU against the bf16 peak would be, in ``notes``."""
+    base = peaks[""]
     total = sum(op.flops * op.runs for op in ops)
     narrow: dict[str, float] = {}
     for op in ops:
@@ -107,11 +113,10 @@ def matmul_peak(ops: tuple[OpWork, ...], hw: Hardware, per_chip: int, notes: lis
             narrow[precision] = narrow.get(precision, 0.0) + f * op.runs
     if not narrow or total <= 0:
         return base
-    peaks = hw.peaks(per_chip)
     seconds = (total - sum(narrow.values())) / base
     for precision, f in sorted(narrow.items()):
         seconds += f / peaks[precision]
-        published = {"fp8": hw.peak_flops_fp8, "int8": hw.peak_flops_int8}.get(precision)
+        published = hw.published_peak(precision)
         at = (
             f"at {hw.name}'s {precision} peak, {format_flops(published)}/s a chip"
             if published
@@ -230,7 +235,7 @@ def _estimate(
     predicted = predict_step(ops, collectives, trip_counts, peaks, hbm_bw, host_bandwidth=host_bw)
     flops, compute, memory = _compute_and_memory(report, predicted, peak, hbm_bw, notes)
     # MFU and HFU against the peak the step's matmuls run at: fp8 ones at the fp8 peak.
-    peak = matmul_peak(ops, hw, per_chip, notes)
+    peak = matmul_peak(ops, hw, per_chip, peaks, notes)
     # The link hides under the longest of the step's other parts (they overlap, as the bound
     # assumes), named as such; unknown when neither compute nor HBM time is.
     others = {"compute": compute, "memory": memory, "communication": collective_seconds}
