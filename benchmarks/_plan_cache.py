@@ -86,18 +86,32 @@ def run_all(
             todo[name] = key
 
     def keep(name: str, result: dict[str, Any]) -> None:
-        save(todo[name], result, folder)
+        if "error" not in result:  # a failure is said, not kept: the next run tries again
+            save(todo[name], result, folder)
         out[name] = (result, False)
-        print(name, "planned", flush=True)
+        print(name, result.get("error", "planned"), flush=True)
 
     n = min(workers(jobs), len(todo))
     if n <= 1:
         for name in todo:
-            keep(name, plan(name))
+            keep(name, attempt(plan, name))
         return out
     context = multiprocessing.get_context("spawn")
     with concurrent.futures.ProcessPoolExecutor(n, mp_context=context) as pool:
-        futures = {pool.submit(plan, name): name for name in todo}
+        futures = {pool.submit(attempt, plan, name): name for name in todo}
         for future in concurrent.futures.as_completed(futures):
-            keep(futures[future], future.result())
+            try:
+                result = future.result()
+            except Exception as err:  # the worker itself died (e.g. killed for memory)
+                result = {"error": f"the worker process died: {type(err).__name__}: {err}"}
+            keep(futures[future], result)
     return out
+
+
+def attempt(plan: Callable[[str], dict[str, Any]], name: str) -> dict[str, Any]:
+    """``plan(name)``, or ``{"error": why}`` when it raises: one run that cannot be planned
+    here (memory, a topology the compiler refuses) does not stop the others."""
+    try:
+        return plan(name)
+    except Exception as err:
+        return {"error": f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"}

@@ -68,6 +68,8 @@ class Run:
     capacity_factor: float | None = None
     #: The layers' weight matmuls in fp8 (the recipe's ``quantization: fp8_full``).
     quantization: str = ""
+    #: Where the measured step is published (tpu-recipes or MaxText, path in the repository).
+    source: str = ""
 
     @property
     def step_seconds(self) -> float:
@@ -89,28 +91,117 @@ RECIPE_70B_7X = sv.custom_remat(
     decoder_layer_input="device", context="device", query_proj="device", key_proj="device",
     value_proj="device",
 )  # fmt: skip
+#: tpu-recipes, training/trillium/Llama2-70B-MaxText: MaxText's ``qkv_proj_offloaded``.
+RECIPE_QKV_OFFLOADED = sv.custom_remat(
+    query_proj="offload", key_proj="offload", value_proj="offload"
+)
+#: tpu-recipes, training/v5p/Llama3.1-405B-MaxText.
+RECIPE_405B_V5P = sv.custom_remat(context="offload", mlpwo="offload")
+#: tpu-recipes, training/ironwood/llama3.1-405b (bf16 and fp8_full).
+RECIPE_405B_7X = sv.custom_remat(
+    decoder_layer_input="offload", mlpwo="offload", key_proj="device", value_proj="device",
+)  # fmt: skip
+RECIPE_405B_7X_FP8 = sv.custom_remat(decoder_layer_input="offload")
+
+_V6E = "v6e"  # its bf16 peak, 918 TFLOP/s a chip: the recipes' TFLOP/s over it is their MFU
+_TRILLIUM = "tpu-recipes training/trillium/"
+_IRONWOOD = "tpu-recipes training/ironwood/README.md"
+
+
+def _trillium(
+    key: str,
+    model: str,
+    shape: str,
+    seq: int,
+    batch: int,
+    remat: str,
+    tflops: float,
+    tokens: float,
+    path: str,
+    note: str = "",
+    **more,
+) -> Run:
+    """A Trillium recipe: MFU is its TFLOP/s a chip over v6e's 918 TFLOP/s."""
+    return Run(key, model, f"v6e:{shape}", seq, batch, remat, "fsdp", tflops / 918, tokens,
+               note, source=_TRILLIUM + path, **more)  # fmt: skip
+
+
+def _ironwood(
+    key: str,
+    model: str,
+    shape: str,
+    seq: int,
+    batch: int,
+    remat: str,
+    tflops: float,
+    tokens: float,
+    note: str = "",
+    **more,
+) -> Run:
+    """An Ironwood table row: TFLOP/s and tokens/s a chip (two devices); MFU over the
+    chip's bf16 peak, whatever the precision, as the table's recipes state it."""
+    return Run(key, model, f"tpu7x:{shape}", seq, batch, remat, "fsdp", tflops / 2307,
+               tokens / 2, note, source=_IRONWOOD, **more)  # fmt: skip
+
+
+_8B = "the recipe's custom remat: layer input and q, k, v and output projections offloaded"
+_70B = "the recipe's custom remat: layer input and q, k, v projections offloaded"
+_7X = "the recipe keeps the layer input and q, k, v and attention context on the device"
 
 RUNS: tuple[Run, ...] = (
-    Run("8b", "llama3.1-8b", "v6e:16x16", 8192, 4, RECIPE_8B, "fsdp", 0.4546, 7207,
-        "the recipe's custom remat: layer input and q, k, v and output projections offloaded"),
-    Run("70b", "llama3.1-70b", "v6e:16x16", 8192, 5, RECIPE_70B, "fsdp", 0.5033, 960,
-        "the recipe's custom remat: layer input and q, k, v projections offloaded"),
+    _trillium("8b", "llama3.1-8b", "16x16", 8192, 4, RECIPE_8B, 417.397, 7207.336,
+              "Llama3.1-8B-MaxText/v6e-256/README.md", _8B),
+    _trillium("70b", "llama3.1-70b", "16x16", 8192, 5, RECIPE_70B, 462.297, 960.248,
+              "Llama3.1-70B-MaxText/v6e-256/README.md", _70B),
     Run("mixtral", "mixtral-8x7b", "v5p:8x4x4", 4096, 8, "full", "fsdp", 0.5256, 2909,
         "per-device batch assumed 8 (the table gives MFU and tokens/s; the MFU at the "
         "measured step does not depend on it); capacity factor 1: each expert computes "
         "exactly its share of the top-2 picks, as MaxText's dropless kernel does",
-        capacity_factor=1.0),
-    # Ironwood (tpu-recipes, training/ironwood/README.md's table; the recipes' scripts under
-    # training/ironwood/llama3.1-70b/): 64 chips (4x4x4), 128 jax devices, per-device batch 2,
-    # SL 8192. The table gives TFLOP/s and tokens/s per chip: per device, half; the MFU in
-    # the recipes' terms is TFLOP/s per chip over the chip's bf16 peak (2,307), for the fp8
-    # run too.
-    Run("70b-7x", "llama3.1-70b", "tpu7x:4x4x4", 8192, 2, RECIPE_70B_7X, "fsdp",
-        1207.05 / 2307, 2686.98 / 2, "bf16; the recipe keeps the layer input and q, k, v "
-        "and attention context on the device"),
-    Run("70b-7x-fp8", "llama3.1-70b", "tpu7x:4x4x4", 8192, 2, RECIPE_70B_7X, "fsdp",
-        1854.19 / 2307, 4127.56 / 2, "fp8_full: the weight matmuls in fp8 at the fp8 peak",
-        quantization="fp8"),
+        capacity_factor=1.0, source="MaxText docs/reference/models/tiering.md"),
+    # Ironwood: 64 chips (4x4x4), 128 jax devices, per-device batch 2, SL 8192.
+    _ironwood("70b-7x", "llama3.1-70b", "4x4x4", 8192, 2, RECIPE_70B_7X, 1207.05, 2686.98,
+              "bf16; " + _7X),
+    _ironwood("70b-7x-fp8", "llama3.1-70b", "4x4x4", 8192, 2, RECIPE_70B_7X, 1854.19, 4127.56,
+              "fp8_full: the weight matmuls in fp8 at the fp8 peak", quantization="fp8"),
+    # The same recipes on the smaller slices they publish.
+    *(
+        _trillium(f"8b-{chips}", "llama3.1-8b", shape, 8192, batch, RECIPE_8B, tf, tok,
+                  f"Llama3.1-8B-MaxText/v6e-{chips}/README.md", _8B)
+        for chips, shape, batch, tf, tok in (
+            (8, "2x4", 3, 413.433, 7138.89), (16, "4x4", 3, 419.485, 7243.378),
+            (32, "4x8", 3, 407.225, 7031.689), (64, "8x8", 5, 419.701, 7247.111),
+            (128, "8x16", 4, 412.319, 7119.648),
+        )
+    ),
+    *(
+        _trillium(f"70b-{chips}", "llama3.1-70b", shape, 8192, batch, RECIPE_70B, tf, tok,
+                  f"Llama3.1-70B-MaxText/v6e-{chips}/README.md", _70B)
+        for chips, shape, batch, tf, tok in (
+            (32, "4x8", 2, 443.385, 920.965), (64, "8x8", 2, 422.091, 876.736),
+            (128, "8x16", 4, 453.5, 941.976),
+        )
+    ),
+    _trillium("mistral-7b", "mistral-7b", "2x4", 8192, 6, RECIPE_8B, 431.981, 7776.813,
+              "Mistral-7B-MaxText/README.md", _8B),
+    _trillium("mixtral-v6e", "mixtral-8x7b", "16x16", 4096, 12, RECIPE_8B, 302.311, 3645.203,
+              "Mixtral-8x7B-MaxText/README.md",
+              "dropped at capacity factor 1.25; " + _8B, capacity_factor=1.25),
+    _trillium("llama2-70b", "llama2-70b", "16x16", 4096, 3, RECIPE_QKV_OFFLOADED, 402.274,
+              905.021, "Llama2-70B-MaxText/README.md",
+              "MaxText's qkv_proj_offloaded; the recipe's mesh axis is fsdp_transpose, "
+              "planned as fsdp"),
+    Run("405b-v5p", "llama3.1-405b", "v5p:8x8x8", 8192, 2, RECIPE_405B_V5P, "fsdp",
+        314.53 / 459, 124.618, "the recipe's custom remat: attention context and MLP output "
+        "offloaded", source="tpu-recipes training/v5p/Llama3.1-405B-MaxText/README.md"),
+    # Ironwood, 256 chips (4x8x8), 512 jax devices.
+    _ironwood("70b-7x-256", "llama3.1-70b", "4x8x8", 8192, 2, RECIPE_70B_7X, 1199.67,
+              2670.55, "bf16; " + _7X),
+    _ironwood("70b-7x-256-fp8", "llama3.1-70b", "4x8x8", 8192, 2, RECIPE_70B_7X, 1851.25,
+              4121.02, "fp8_full; " + _7X, quantization="fp8"),
+    _ironwood("405b-7x", "llama3.1-405b", "4x8x8", 8192, 3, RECIPE_405B_7X, 1261.40, 499.77,
+              "bf16; the layer input and MLP output offloaded, k and v kept"),
+    _ironwood("405b-7x-fp8", "llama3.1-405b", "4x8x8", 8192, 3, RECIPE_405B_7X_FP8, 1927.15,
+              763.54, "fp8_full; the layer input offloaded", quantization="fp8"),
 )  # fmt: skip
 
 
@@ -144,6 +235,13 @@ def plan(run: Run) -> dict:
     kept["comp"].lowered.compile()
     bare = time.perf_counter() - t0
     return {"comparison": c, "wall": wall, "bare": bare}
+
+
+def plan_fields(run: Run) -> dict:
+    """What defines the run's plan (its cache key): every field but the words about it."""
+    fields = dataclasses.asdict(run)
+    del fields["note"], fields["source"]
+    return fields
 
 
 def measure(key: str) -> dict:
@@ -212,62 +310,94 @@ def recipe_mfu(run: Run, m: dict) -> float:
     return (m["model_flops"] - (m["formula"] - half)) / peak_seconds
 
 
+def _dominant(m: dict) -> str:
+    """What most of the predicted step is: the ops' compute, their HBM traffic, or the
+    transfers the ops beside them do not hide (with the largest of those)."""
+    ops = m["predicted"] - m["exposed"]
+    if m["exposed"] > ops:
+        top = m["exposed_top"][0][0] if m["exposed_top"] else "transfers"
+        return f"exposed transfers {m['exposed']:.3g} s (largest {top})"
+    return f"ops {ops:.3g} s ({m['bound_by']}-bound ops)"
+
+
+def errors_summary(rows: list[tuple[Run, dict]]) -> tuple[float, float, str]:
+    """Mean absolute and worst relative error of the predicted step, and the worst run."""
+    errs = [(abs(m["predicted"] / run.step_seconds - 1), run.key) for run, m in rows]
+    worst = max(errs)
+    return sum(e for e, _ in errs) / len(errs), worst[0], worst[1]
+
+
 def section(results: list[dict], command: str) -> str:
     lines = C.preamble(command, ("jax", "libtpu"))
     lines += [
-        "| run | params (published) | model flops / device / step (MaxText formula) | "
-        "MFU at the measured step (published) | bound (measured step) | predicted step (error) | "
-        "HBM peak / per device | plan / bare compile |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| run | source | predicted step (error) | measured | bound | what dominates | "
+        "MFU at the measured step (published) | params (published) | model flops / device "
+        "(MaxText formula) | HBM peak / capacity | plan / bare compile | as the recipe ran, "
+        "not reproduced |",
+        "|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---|",
     ]
-    checks = []
+    checks, planned, failed = [], [], []
     for m in results:
         run = RUN_BY_KEY[m["run"]]
-        params = f"{m['params'] / 1e9:.2f} B ({m['published_params'] / 1e9:.2f} B)"
-        flops = (
-            f"{m['model_flops']:.3g} ({m['formula']:.3g}, x{m['model_flops'] / m['formula']:.3f})"
+        name = (
+            f"{run.model} on {run.topology}, SL {run.seq}, batch {run.batch_per_device}/device, "
+            f"remat {run.remat}{', ' + run.quantization if run.quantization else ''}"
         )
+        if "error" in m:
+            failed.append(run.key)
+            lines.append(
+                f"| {name} | {run.source} | not planned here: {m['error']} | "
+                f"{run.step_seconds:.3g} s | | | | | | | | {run.note} |"
+            )
+            continue
         m = {**m, "mfu_at": recipe_mfu(run, m)}
-        mfu = f"{format_percent(m['mfu_at'])} ({format_percent(run.mfu)})"
-        bound = f"{m['bound']:.3g} s {m['bound_by']} ({run.step_seconds:.3g} s)"
-        hbm = f"{m['peak'] / 2**30:.1f} / {m['hbm'] / 2**30:.0f} GiB"
-        error = m["predicted"] / run.step_seconds - 1 if m["predicted"] else None
-        predicted = f"{m['predicted']:.3g} s ({error:+.0%})" if error is not None else "unknown"
-        ratio = f"{m['wall']:.0f} s / {m['bare']:.0f} s = {m['wall'] / m['bare']:.2f}"
+        planned.append((run, m))
+        error = m["predicted"] / run.step_seconds - 1
+        points = 100 * (m["mfu_at"] - run.mfu)
         lines.append(
-            f"| {run.model} on {run.topology}, SL {run.seq}, batch {run.batch_per_device}/device,"
-            f" remat {run.remat}{', ' + run.quantization if run.quantization else ''} |"
-            f" {params} | {flops} | {mfu} | {bound} | {predicted} | {hbm} |"
-            f" {ratio} |"
+            f"| {name} | {run.source} | {m['predicted']:.3g} s ({error:+.0%}) | "
+            f"{run.step_seconds:.3g} s | {m['bound']:.3g} s {m['bound_by']} | {_dominant(m)} | "
+            f"{format_percent(m['mfu_at'])} ({format_percent(run.mfu)}) | "
+            f"{m['params'] / 1e9:.2f} B ({m['published_params'] / 1e9:.2f} B) | "
+            f"{m['model_flops']:.3g} ({m['formula']:.3g}) | "
+            f"{m['peak'] / 2**30:.1f} / {m['hbm'] / 2**30:.0f} GiB | "
+            f"{m['wall']:.0f} s / {m['bare']:.0f} s = {m['wall'] / m['bare']:.2f} | {run.note} |"
         )
         c, mem, comm = m["parts"]
         checks += [
-            (abs(m["params"] / m["published_params"] - 1) <= 0.005,
-             f"{run.key}: parameters within 0.5% of published "
-             f"({m['params'] / m['published_params'] - 1:+.3%})"),
-            (abs(m["mfu_at"] / run.mfu - 1) <= 0.05,
-             f"{run.key}: MFU at the measured step within 5% of the published "
-             f"({format_percent(m['mfu_at'])} vs {format_percent(run.mfu)}; with MaxText's "
-             f"formula {format_percent(m['formula_mfu_at'])})"),
+            (abs(points) <= 2,
+             f"{run.key}: MFU at the measured step within 2 points of the published "
+             f"({format_percent(m['mfu_at'])} vs {format_percent(run.mfu)}, {points:+.1f}; "
+             f"with MaxText's formula {format_percent(m['formula_mfu_at'])})"),
             (m["bound"] <= run.step_seconds,
              f"{run.key}: the bound not above the measured step ({m['bound']:.3g} s, "
              f"{m['bound_by']}-bound: compute {c:.3g} s, memory {mem:.3g} s, communication "
              f"{comm:.3g} s; measured {run.step_seconds:.3g} s)"),
-            (error is not None and abs(error) <= 0.25,
-             f"{run.key}: predicted step within 25% of the measured ({predicted}; measured "
-             f"{run.step_seconds:.3g} s; ops {m['predicted'] - m['exposed']:.3g} s, exposed "
-             f"transfers {m['exposed']:.3g} s, largest "
-             + ", ".join(f"{n} {t:.3g} s" for n, t in m["exposed_top"])
+            (abs(error) <= 0.10,
+             f"{run.key}: predicted step within 10% of the measured ({error:+.0%}: "
+             f"{m['predicted']:.3g} s vs {run.step_seconds:.3g} s; ops "
+             f"{m['predicted'] - m['exposed']:.3g} s, exposed transfers {m['exposed']:.3g} s, "
+             "largest " + ", ".join(f"{n} {t:.3g} s" for n, t in m["exposed_top"])
              + f"; HBM bytes of the ops {m['hbm_ops_bytes']:.3g}, of async copies "
              f"{m['transfer_bytes']:.3g}, XLA's count {m['xla_bytes']:.3g})"),
             (m["peak"] <= m["hbm"],
              f"{run.key}: fits ({m['peak'] / 2**30:.1f} GiB of {m['hbm'] / 2**30:.0f} GiB)"),
-            (m["wall"] <= 1.15 * m["bare"] and m["wall"] <= 180,
-             f"{run.key}: plan within 1.15x of its bare compile and under 3 minutes "
-             f"({m['wall']:.0f} s vs {m['bare']:.0f} s)"),
+            (m["wall"] <= 1.1 * m["bare"],
+             f"{run.key}: plan within 1.1x of its bare compile ({m['wall']:.0f} s vs "
+             f"{m['bare']:.0f} s)"),
         ]  # fmt: skip
+    head = []
+    if planned:
+        mae, worst, worst_key = errors_summary(planned)
+        head = [
+            (mae <= 0.05,
+             f"predicted step over {len(planned)} runs: mean absolute error {mae:.1%} "
+             f"(goal 5%), worst {worst:.0%} ({worst_key}; goal 10%)"),
+        ]  # fmt: skip
+    if failed:
+        head.append((False, f"not planned here: {', '.join(failed)} (reasons in the table)"))
     lines += ["", "Targets:", ""]
-    lines += [f"- {'PASS' if ok else 'FAIL'}: {text}" for ok, text in checks]
+    lines += [f"- {'PASS' if ok else 'FAIL'}: {text}" for ok, text in head + checks]
     return "\n".join(lines)
 
 
@@ -282,7 +412,7 @@ def main() -> None:
     keys = a.runs.split(",")
     chosen = [r for r in RUNS if r.key in keys]
     t0 = time.perf_counter()
-    items = ((r.key, dataclasses.asdict(r)) for r in chosen)
+    items = ((r.key, plan_fields(r)) for r in chosen)
     done = PC.run_all(items, measure, a.jobs, fresh=a.fresh)
     wall = time.perf_counter() - t0
     results = [done[r.key][0] for r in chosen]

@@ -87,3 +87,24 @@ def test_plans_run_in_worker_processes(tmp_path, monkeypatch):
 def test_one_worker_per_two_cores_unless_told(jobs, cores, want, monkeypatch):
     monkeypatch.setattr(PC.os, "cpu_count", lambda: cores)
     assert PC.workers(jobs) == want
+
+
+def test_a_run_that_cannot_be_planned_says_why_and_is_tried_again(tmp_path):
+    """One failing plan (memory, a refused topology) leaves the others planned and kept;
+    its reason comes back in place of figures, and nothing is kept for it."""
+    CALLS.clear()
+
+    def plan(name: str) -> dict:
+        CALLS.append(name)
+        if name == "405b":
+            raise MemoryError("RESOURCE_EXHAUSTED: 300 GiB\nmore detail")
+        return _plan(name)
+
+    items = [("405b", {"model": "405b"}), ("8b", {"model": "8b"})]
+    done = PC.run_all(items, plan, jobs=1, folder=tmp_path)
+    assert done["405b"] == ({"error": "MemoryError: RESOURCE_EXHAUSTED: 300 GiB"}, False)
+    assert done["8b"][0]["run"] == "8b"
+    assert len(list(tmp_path.glob("*.json"))) == 1
+    again = PC.run_all(items, plan, jobs=1, folder=tmp_path)
+    assert again["8b"][1] and not again["405b"][1]
+    assert CALLS.count("405b") == 2

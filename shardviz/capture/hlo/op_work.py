@@ -183,11 +183,7 @@ class _Reader:
         comp = self.module.computation(called[0]) if called else None
         if comp is None:
             return operand_leaves
-        params = {
-            int(i.operand_text.strip() or -1): i
-            for i in comp.instructions
-            if i.opcode == "parameter"
-        }
+        params = {_param_index(i): i for i in comp.instructions if i.opcode == "parameter"}
         out = list(operand_leaves)
         for index, param in params.items():
             if not 0 <= index < len(out):
@@ -285,17 +281,49 @@ def _async_result(ins: HloInstruction, default: tuple[ArrayShape, ...]) -> tuple
 
 
 def _through_bitcasts(module: HloModule, name: str) -> list[tuple[HloInstruction, str]]:
-    """The users of ``name``, looking through bitcasts: (user, the operand it reads)."""
+    """The users of ``name`` inside a fused computation, looking through what moves no data
+    of its own: bitcasts, a nested fusion that only relayouts its one operand in place (the
+    TPU compiler's ``copy_fusion``, between tilings), and into any other nested fusion, to
+    the users of its parameter. Each as (user, the operand it reads)."""
     out: list[tuple[HloInstruction, str]] = []
     todo = [name]
     while todo:
         current = todo.pop()
         for u in module.users(current):
-            if u.opcode == "bitcast":
+            if u.opcode == "bitcast" or _relayout(module, u):
                 todo.append(u.name)
+            elif u.opcode == "fusion" and (inner := _nested_params(module, u, current)):
+                todo.extend(inner)
             else:
                 out.append((u, current))
     return out
+
+
+def _relayout(module: HloModule, ins: HloInstruction) -> bool:
+    """A nested fusion whose computation copies its one parameter into another layout."""
+    if ins.opcode != "fusion" or len(ins.operands) != 1 or not ins.called_computations:
+        return False
+    comp = module.computation(ins.called_computations[0])
+    root = comp.root if comp is not None else None
+    if root is None or root.opcode not in ("copy", "bitcast") or len(root.operands) != 1:
+        return False
+    source = module.instruction(root.operands[0])
+    return source is not None and source.opcode == "parameter"
+
+
+def _nested_params(module: HloModule, ins: HloInstruction, operand: str) -> list[str]:
+    """The parameters of a nested fusion's computation that ``operand`` is passed as."""
+    comp = module.computation(ins.called_computations[0]) if ins.called_computations else None
+    if comp is None:
+        return []
+    at = {k for k, o in enumerate(ins.operands) if o.lstrip("%") == operand.lstrip("%")}
+    return [i.name for i in comp.instructions if i.opcode == "parameter" and _param_index(i) in at]
+
+
+def _param_index(param: HloInstruction) -> int:
+    """A ``parameter(k)`` instruction's ``k`` (-1 if unreadable)."""
+    text = param.operand_text.strip()
+    return int(text) if text.isdigit() else -1
 
 
 def _fused_named(module: HloModule, ins: HloInstruction) -> HloInstruction | None:

@@ -41,7 +41,7 @@ def tpu_plans() -> dict[str, sv.Comparison]:
     }
 
 
-def test_auto_takes_the_kernels_on_tpu_same_model_flops_far_less_hbm_traffic(tpu_plans) -> None:
+def test_auto_takes_the_kernels_on_tpu_same_model_flops_no_more_hbm_traffic(tpu_plans) -> None:
     blockwise = tpu_plans["blockwise"].results[0].report.cost
     kernels = tpu_plans["auto"].results[0].report.cost
     assert blockwise is not None and kernels is not None
@@ -55,8 +55,11 @@ def test_auto_takes_the_kernels_on_tpu_same_model_flops_far_less_hbm_traffic(tpu
     def hbm(cost) -> float:
         return sum(op.hbm_bytes * op.runs for op in cost.ops)
 
-    # Score blocks stay in VMEM: the step's HBM traffic falls.
-    assert hbm(kernels) < 0.8 * hbm(blockwise)
+    # The kernels' score blocks stay in VMEM. So do the blockwise loop's at this size: the
+    # TPU compiler fuses each block's scores, and its K/V block reads are counted as the
+    # slices they are (8.8 MB against 11.0 MB here; equal at SL 1024). Counting the whole
+    # K/V buffer per block, as before 2026-11-30, made blockwise look 3x heavier.
+    assert hbm(kernels) <= hbm(blockwise)
 
 
 @pytest.mark.parametrize(
