@@ -19,6 +19,7 @@ from jax.sharding import PartitionSpec as P
 
 import shardviz as sv
 from shardviz.model.program import TPU_PEAK
+from shardviz.model.targets import target_for
 from shardviz.strategies import mlp
 
 os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")
@@ -192,3 +193,40 @@ def test_compare_uses_a_topology_mesh_for_its_topology_and_defaults_for_others()
     c = sv.compare("mlp", ["tp"], mesh=mesh, target=["v5e:2x4", "h100:8"], d_model=D)
     assert [r.mesh.axis_sizes for r in c.results] == [(4, 2), (2, 4)]
     assert [r.report.platform for r in c.results] == ["tpu", "gpu"]
+
+
+def test_slices_joined_by_dcn_are_named_with_their_count() -> None:
+    """``2xv6e:16x16`` (MaxText's num_slices=2): two pods' worth of chips, DCN between them;
+    a GPU cluster is hosts x GPUs, not slices."""
+    t = target_for("2xv6e:16x16")
+    assert (t.num_slices, t.shape, t.chips, t.name) == (2, (16, 16), 512, "2xv6e:16x16")
+    assert "DCN between slices" in t.label
+    assert target_for("v6e:16x16").num_slices == 1
+    with pytest.raises(sv.ShardvizError, match="hosts x GPUs"):
+        target_for("2xh100:2x8")
+    with pytest.raises(sv.ShardvizError, match="2xv6e:16x16"):
+        target_for("v6e:32x16")  # beyond one pod: the fix names the slices
+
+
+@needs_tpu
+def test_a_multi_slice_topology_compiles_and_its_exchanges_go_over_dcn() -> None:
+    """Two v6e 2x2 slices against one 2x4 slice, the same FSDP step: the compiler splits each
+    collective into its part inside a slice and an exchange between slices (megascale
+    send/recv); those are in the ledger, timed on the data-centre network, and make the
+    step's communication slower than on one slice's ICI."""
+    topo = sv.topology("2xv6e:2x2")
+    assert len(topo.devices) == 8 and topo.num_hosts == 2 and topo.shape == (2, 2)
+    assert sorted({d.slice_index for d in topo.devices}) == [0, 1]
+    assert topo.target.num_slices == 2
+    dims = dict(batch_per_device=1, seq=128, layers=1, d_model=1024, heads=8, kv_heads=8,
+                head_dim=128, ffn=4096, vocab=256, progress=False)  # fmt: skip
+    two = sv.compare("llama3.1-8b", ["fsdp"], target="2xv6e:2x2", **dims).results[0].report
+    one = sv.compare("llama3.1-8b", ["fsdp"], target="v6e:2x4", **dims).results[0].report
+    assert two.target.num_slices == 2 and two.estimate is not None and one.estimate is not None
+    across = [c for c in two.collectives if "data-centre network" in c.note]
+    assert across and all("DCN" in c.estimate_formula for c in across)
+    assert all(c.group_size == 2 for c in across)
+    assert not any("data-centre network" in c.note for c in one.collectives)
+    assert two.estimate.collective_seconds > 1.5 * one.estimate.collective_seconds
+    with pytest.raises(sv.ShardvizError, match="not slices"):
+        sv.topology("2xh100:2x8")

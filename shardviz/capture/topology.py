@@ -21,7 +21,7 @@ from shardviz.capture.gpu_targets import GPU_SPECS, target_config
 from shardviz.capture.hlo.compiler_log import compiler_log
 from shardviz.errors import ShardvizError, problem
 from shardviz.model.hardware_presets import hardware
-from shardviz.model.targets import target_for
+from shardviz.model.targets import split_slices, target_for
 
 #: TPU generations shardviz has hardware figures for (jax knows a few more, e.g. v3).
 TPU_KINDS = ("v4", "v5e", "v5p", "v6e", "tpu7x")
@@ -51,12 +51,13 @@ class Topology:
     """A TPU slice or GPU cluster to compile for, without the hardware.
 
     Attributes:
-        name: as given, normalised (``"v5e:4x4"``, ``"h100:2x8"``).
+        name: as given, normalised (``"v5e:4x4"``, ``"2xv6e:16x16"``, ``"h100:2x8"``).
         platform: ``"tpu"`` or ``"gpu"``.
         kind: the chip (``"v5e"``, ``"h100"``...), the key of :func:`shardviz.hardware`.
         devices: the jax devices (deviceless: they compile, they do not run), in jax's order.
         num_hosts: hosts (processes) the devices belong to.
-        shape: the physical shape (chips along x, y[, z] for TPU; hosts x GPUs for GPU).
+        shape: the physical shape (chips along x, y[, z] of one slice for TPU; hosts x GPUs
+            for GPU).
     """
 
     name: str
@@ -123,7 +124,9 @@ def topology(name: str) -> Topology:
 
     Args:
         name: a TPU slice as jax spells it (``"v5e:4x4"``, ``"v5e:16x16"``, ``"v5p:2x2x2"``,
-            ``"v6e:4x4"``, ``"v4:2x2x2"``; ``"tpu7x:2x2x1"``: chips, two devices each) or
+            ``"v6e:4x4"``, ``"v4:2x2x2"``; ``"tpu7x:2x2x1"``: chips, two devices each),
+            several such slices joined by the data-centre network (``"2xv6e:16x16"``; jax
+            gives each device its ``slice_index``, slice by slice) or
             GPUs as ``chip:count`` for one host
             (``"h100:8"``, ``"a100:8"``) or ``chip:hostsxcount`` (``"h100:2x8"``).
 
@@ -153,29 +156,33 @@ _MADE: dict[str, Topology] = {}
 
 
 def _topology(name: str) -> Topology:
-    kind, sep, shape_text = name.partition(":")
+    slices, one = split_slices(name)
+    kind, sep, shape_text = one.partition(":")
     if not sep or not re.fullmatch(r"\d+(x\d+)*", shape_text):
         raise _unknown(name, "the name has no shape after the chip")
     shape = tuple(int(s) for s in shape_text.split("x"))
     if kind in GPU_SPECS:
+        if slices > 1:
+            raise _unknown(name, "GPU clusters are hosts x GPUs, not slices ('h100:4x8')")
         return _gpu(name, kind, shape)
     if re.fullmatch(r"v\d+[a-z]*|tpu\d+[a-z]*", kind):  # tpu7x: Ironwood, as jax names it
-        return _tpu(name, kind, shape)
+        return _tpu(name, kind, shape, slices)
     raise _unknown(name, f"{kind!r} is not a TPU or GPU shardviz knows")
 
 
-def _tpu(name: str, kind: str, shape: tuple[int, ...]) -> Topology:
+def _tpu(name: str, kind: str, shape: tuple[int, ...], slices: int = 1) -> Topology:
     if importlib.util.find_spec("libtpu") is None:
         raise _missing_extra("tpu", f"TPU {kind}")
     from jax.experimental import topologies
 
+    more = {"num_slices": slices} if slices > 1 else {}
     try:
         with compiler_log():  # libtpu's start-up log goes to the terminal, not a cell
-            desc = topologies.get_topology_desc(name, "tpu")
+            desc = topologies.get_topology_desc(split_slices(name)[1], "tpu", **more)
     except Exception as err:  # jax's runtime error says which part it refused
         raise _unknown(name, f"jax does not know this TPU slice ({_first_line(err)})") from err
     devices = tuple(desc.devices)
-    hosts = len({d.process_index for d in devices})  # type: ignore[attr-defined]
+    hosts = len({(getattr(d, "slice_index", 0), d.process_index) for d in devices})
     return Topology(name, "tpu", kind, devices, hosts, shape)
 
 

@@ -20,6 +20,9 @@ from shardviz.model.hardware_presets import PRESET_NAMES, hardware, preset_key
 from shardviz.model.mesh import MeshLayout
 
 _TOPOLOGY = re.compile(r"^\s*([^:]+?)\s*:\s*(\d+(?:\s*x\s*\d+)*)\s*$", re.IGNORECASE)
+#: ``2xv6e:16x16``: slices of one shape joined by the data-centre network (MaxText's
+#: ``num_slices``), the count before the chip's name.
+_SLICES = re.compile(r"^\s*(\d+)\s*x\s*(?=[a-z])", re.IGNORECASE)
 
 
 def _factor_shapes(n: int, dims: int) -> list[tuple[int, ...]]:
@@ -104,6 +107,12 @@ def make_target(
     )
 
 
+def split_slices(spec: str) -> tuple[int, str]:
+    """``"2xv6e:16x16"`` -> ``(2, "v6e:16x16")``; a name without a count is one slice."""
+    m = _SLICES.match(spec)
+    return (int(m.group(1)), spec[m.end() :]) if m else (1, spec)
+
+
 def _unknown(spec: object) -> HardwareError:
     return HardwareError(
         problem(
@@ -116,6 +125,18 @@ def _unknown(spec: object) -> HardwareError:
 
 
 def _parse_topology(spec: str) -> Target:
+    slices, m = split_slices(spec)
+    if slices > 1:
+        one = _parse_topology(m)
+        if one.hardware.kind != "tpu":
+            raise HardwareError(
+                problem(
+                    f"topology {spec!r}",
+                    "only TPU slices are joined by DCN as 'N x slice'",
+                    "give GPU clusters as hosts x GPUs ('h100:4x8')",
+                )
+            )
+        return make_target(one.hardware, one.shape, num_slices=slices)
     m = _TOPOLOGY.match(spec)
     if not m:
         raise _unknown(spec)
@@ -142,8 +163,9 @@ def _parse_topology(spec: str) -> Target:
             problem(
                 f"topology {spec!r}",
                 f"larger than one {hw.name} pod {hw.pod_shape}",
-                "use a slice within the pod (slices beyond it are joined by DCN: give "
-                "the preset name and a device count instead)",
+                "use a slice within the pod; slices beyond it are joined by DCN: name "
+                f"them so ('2x{key}:{'x'.join(map(str, hw.pod_shape))}'), or give the "
+                "preset name and a device count",
             )
         )
     return make_target(hw, shape, name=f"{key}:{'x'.join(map(str, shape))}")

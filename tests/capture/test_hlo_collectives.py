@@ -490,3 +490,56 @@ def test_an_unannotated_loop_that_is_not_a_counted_for_has_unknown_trips() -> No
     }
     greater = TPU_STYLE_LOOP.replace("ZERO", "0").replace("direction=LT", "direction=GT")
     assert collective_trip_counts(greater) == {"cp": None}
+
+
+# Two slices of four devices (jax numbers them slice by slice). The TPU compiler splits an
+# all-gather over all eight into its part inside each slice (an all-gather of four) and an
+# exchange between slices: a send and a recv the megascale runtime carries over DCN.
+ACROSS_SLICES = """HloModule across, is_scheduled=true
+
+ENTRY %main (w: bf16[64,128]) -> bf16[512,128] {
+  %w = bf16[64,128]{1,0} parameter(0)
+  %inside = bf16[256,128]{1,0} all-gather(%w), channel_id=1, replica_groups={{0,1,2,3}}, dimensions={0}, metadata={op_name="jit(step)/all_gather" source_file="model.py" source_line=12}
+  %tok = token[] after-all()
+  %send = (bf16[1,256,128]{2,1,0}, u32[], token[]) send(%inside, %tok), channel_id=2, is_host_transfer=true, frontend_attributes={_xla_host_transfer_handler_name="xla_megascale_runtime",_xla_host_transfer_rendezvous="all-gather.7_0",_xla_megascale_target="{1,2}x{0:3}",_xla_megascale_transfer_type="ALL_GATHER"}
+  %recv = (bf16[2,256,128]{2,1,0}, u32[], token[]) recv(%tok), channel_id=3, is_host_transfer=true, frontend_attributes={_xla_host_transfer_handler_name="xla_megascale_runtime",_xla_host_transfer_rendezvous="all-gather.7_0",_xla_megascale_target="{1,2}x{0:3}",_xla_megascale_transfer_type="ALL_GATHER"}
+  %send-done = token[] send-done(%send), channel_id=2, is_host_transfer=true
+  %recv-done = (bf16[2,256,128]{2,1,0}, token[]) recv-done(%recv), channel_id=3, is_host_transfer=true
+  %got = bf16[2,256,128]{2,1,0} get-tuple-element(%recv-done), index=0
+  ROOT %all = bf16[512,128]{1,0} reshape(%got)
+}
+"""  # noqa: E501
+
+
+def test_a_transfer_between_slices_is_a_collective_over_the_slices() -> None:
+    from shardviz.model import Device, MeshLayout
+
+    ids = [100000 + k for k in range(4)] + [200000 + k for k in range(4)]
+    mesh = MeshLayout(("fsdp",), (8,), tuple(Device(i, slice_index=i // 200000) for i in ids))
+    inside, across = collectives_of_hlo(ACROSS_SLICES, mesh, ids)
+    assert (inside.kind, inside.group_size, inside.groups) == ("all-gather", 4, (tuple(ids[:4]),))
+    assert (across.name, across.kind, across.is_async) == ("send", "all-gather", True)
+    layer = 256 * 128 * 2
+    assert (across.in_bytes, across.out_bytes) == (layer, 2 * layer)
+    # Each device's counterpart in the other slice.
+    assert across.groups == tuple((100000 + k, 200000 + k) for k in range(4))
+    assert across.group_size == 2 and across.axes == ("fsdp",)
+    assert "data-centre network" in across.note
+    assert collective_trip_counts(ACROSS_SLICES) == {"inside": 1, "send": 1}
+    # Without slices in the mesh the exchange is listed, its groups unknown.
+    (_, alone) = collectives_of_hlo(ACROSS_SLICES, MESH_8_DATA)
+    assert alone.kind == "all-gather" and alone.groups == ()
+
+
+def test_the_exchange_between_slices_is_one_collective_for_the_schedule_reader() -> None:
+    """Its send, recv and recv-done are parts of one ledger entry: none is an op of its own
+    in the predicted step (the ledger times the exchange)."""
+    from shardviz.capture.hlo.collectives import collective_parts
+    from shardviz.capture.hlo.loops import computation_runs, loops_of
+    from shardviz.capture.hlo.op_work import op_work
+    from shardviz.capture.hlo.text import parse_hlo_module
+
+    module = parse_hlo_module(ACROSS_SLICES)
+    assert collective_parts(module)["send"] == {"send", "recv", "recv-done"}
+    ops = {o.name for o in op_work(module, computation_runs(module, loops_of(module)))}
+    assert not ops & {"send", "recv", "inside"}

@@ -356,6 +356,33 @@ class _Found(NamedTuple):
     #: An async collective's ``-done``, if found.
     done: HloInstruction | None
     is_async: bool
+    #: The ``recv`` of a transfer between slices (``named`` is its ``send``), else ``None``.
+    across_slices: HloInstruction | None = None
+
+
+#: The TPU compiler's transfers between slices (its "megascale" runtime, over the
+#: data-centre network): what each ``_xla_megascale_transfer_type`` does, as a collective.
+MEGASCALE_KINDS = {
+    "ALL_GATHER": "all-gather", "ALL_REDUCE": "all-reduce", "REDUCE_SCATTER": "reduce-scatter",
+    "ALL_TO_ALL": "all-to-all",
+}  # fmt: skip
+_MEGASCALE_TYPE = re.compile(r'_xla_megascale_transfer_type="([A-Z_]+)"')
+_RENDEZVOUS = re.compile(r'_xla_host_transfer_rendezvous="([^"]*)"')
+ACROSS_SLICES_NOTE = (
+    "between slices, over the data-centre network: the TPU compiler splits a collective over "
+    "several slices into its part inside each slice (ICI) and this exchange between them"
+)
+
+
+def _megascale(ins: HloInstruction) -> tuple[str, str] | None:
+    """(collective kind, rendezvous key) of a ``send`` or ``recv`` between slices."""
+    if ins.opcode not in ("send", "recv"):
+        return None
+    attrs = ins.attrs.get("frontend_attributes", "")
+    kind, key = _MEGASCALE_TYPE.search(attrs), _RENDEZVOUS.search(attrs)
+    if kind is None or key is None or kind.group(1) not in MEGASCALE_KINDS:
+        return None
+    return MEGASCALE_KINDS[kind.group(1)], key.group(1)
 
 
 def _found_collectives(module: HloModule) -> list[_Found]:
@@ -363,9 +390,18 @@ def _found_collectives(module: HloModule) -> list[_Found]:
     collective wrapped by a generic ``async-start`` is counted there, not where it is written."""
     wrapped: set[str] = set()
     found: list[_Found] = []
+    recvs = {
+        m[1]: ins
+        for ins in module.instructions()
+        if ins.opcode == "recv" and (m := _megascale(ins)) is not None
+    }
     for ins in module.instructions():
         op = ins.opcode
-        if op == "async-start":
+        if op == "send" and (m := _megascale(ins)) is not None:
+            recv = recvs.get(m[1])
+            done = done_of(module, recv) if recv is not None else None
+            found.append(_Found(m[0], ins, ins, done, True, recv))
+        elif op == "async-start":
             inner = _wrapped_collective(module, ins)
             if inner is not None:
                 wrapped.add(inner.name)
@@ -399,6 +435,32 @@ def _device_groups(
     else:
         pairs = logical
     return pairs, _pairs_groups(pairs), axes_of_pairs(pairs, mesh)
+
+
+def slice_groups(mesh: MeshLayout | None) -> Groups:
+    """The devices that exchange data between slices: one group per position within a
+    slice, each holding that position's device of every slice (jax device ids)."""
+    if mesh is None:
+        return ()
+    by_slice: dict[int, list[int]] = {}
+    for d in mesh.devices:
+        by_slice.setdefault(d.slice_index or 0, []).append(d.id)
+    if len(by_slice) < 2:
+        return ()
+    columns = [sorted(ids) for _, ids in sorted(by_slice.items())]
+    return tuple(zip(*columns, strict=False))
+
+
+def _varying_axes(groups: Groups, mesh: MeshLayout | None) -> tuple[str, ...]:
+    """The mesh axes along which a group's devices differ (part of an axis too: the slices'
+    share of an axis that spans them)."""
+    if mesh is None or not groups:
+        return ()
+    try:
+        coords = [mesh.coords(d) for d in groups[0]]
+    except KeyError:
+        return ()
+    return tuple(name for a, name in enumerate(mesh.axis_names) if len({c[a] for c in coords}) > 1)
 
 
 def _dimension(
@@ -468,7 +530,7 @@ def _entries(
     num_devices: int,
 ) -> list[Collective]:
     """The ledger entries of one collective: one, or one per operand of a combined one."""
-    kind, named, attrs_of, done, is_async = found
+    kind, named, attrs_of, done, is_async, across = found
     in_shapes = module.operand_shapes(named)
     in_arrays = [leaf for s in in_shapes if s is not None for leaf in array_leaves(s)]
     out_arrays = _out_arrays(kind, named, done) if is_async else list(array_leaves(named.shape))
@@ -478,7 +540,15 @@ def _entries(
         kind, note = "reduce-scatter", FUSED_SCATTER_NOTE
         out_arrays = list(array_leaves(fusion.shape))
     attrs = attrs_of.attrs
-    pairs, groups, axes = _device_groups(kind, attrs, mesh, device_ids, num_devices)
+    if across is not None:  # send's (data, token) in; recv's (data, context, token) out
+        in_arrays = [a for a in in_arrays if a.type != "token"][:1]
+        received = across.shape[0] if isinstance(across.shape, tuple) else across.shape
+        out_arrays = list(array_leaves(received))[:1]
+        note = ACROSS_SLICES_NOTE
+        groups = slice_groups(mesh)
+        pairs, axes = (), axes_of_groups(groups, mesh) or _varying_axes(groups, mesh)
+    else:
+        pairs, groups, axes = _device_groups(kind, attrs, mesh, device_ids, num_devices)
     group_size = max((len(g) for g in groups), default=1)
     dimension = _dimension(kind, attrs, fusion, in_arrays, out_arrays)
 
@@ -638,8 +708,9 @@ def collective_parts(module: HloModule) -> dict[str, frozenset[str]]:
     by_copy: dict[tuple[str, str, str], str] = {}
     for found in _found_collectives(module):
         names = {found.named.name, found.attrs_of.name}
-        if found.done is not None:
-            names.add(found.done.name)
+        for part in (found.done, found.across_slices):
+            if part is not None:
+                names.add(part.name)
         copy = _async_copy_key(found.named)
         ledger = by_copy.setdefault(copy, found.named.name) if copy else found.named.name
         out.setdefault(ledger, set()).update(names)
@@ -683,7 +754,8 @@ def collective_trip_counts(hlo: str | HloModule) -> dict[str, int | None]:
         if ins.name in wrapped:
             continue
         if (
-            op in _KINDS
+            (op == "send" and _megascale(ins) is not None)
+            or op in _KINDS
             or op == "async-start"
             or (op.endswith("-start") and op[: -len("-start")] in _KINDS)
         ):
