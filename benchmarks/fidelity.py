@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import os
 import sys
 import time
@@ -207,6 +208,26 @@ RUNS: tuple[Run, ...] = (
 
 RUN_BY_KEY = {r.key: r for r in RUNS}
 
+#: Each run's XLA flags, as its recipe starts libtpu (``benchmarks/recipe_flags.json``).
+RECIPE_FLAGS: dict[str, list[str]] = json.loads((C.BENCH_DIR / "recipe_flags.json").read_text())[
+    "runs"
+]
+
+
+def sorted_flags(run: Run) -> tuple[tuple, tuple]:
+    """(the run's flags this libtpu takes, the ones it does not): each tried on a small
+    program for the run's topology (``sv.known_flags``)."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    devices = sv.topology(run.topology).devices
+    mesh = jax.sharding.Mesh(np.array(devices), ("d",))
+    spec = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("d"))
+    x = jax.ShapeDtypeStruct((8 * len(devices), 128), jnp.bfloat16, sharding=spec)
+    lowered = jax.jit(lambda a: (a * 2).sum()).lower(x)
+    return sv.known_flags(RECIPE_FLAGS.get(run.key, []), lowered)
+
 
 def plan(run: Run) -> dict:
     """Compile the run's step for its slice; the compiled program is kept for a bare
@@ -218,30 +239,32 @@ def plan(run: Run) -> dict:
         kept["comp"] = comp
         return real(comp, *a)
 
+    known, unknown = sorted_flags(run)
     explain_module.program_cost = keep
     try:
         t0 = time.perf_counter()
         extra = {} if run.capacity_factor is None else {"capacity_factor": run.capacity_factor}
         if run.quantization:
             extra["quantization"] = run.quantization
-        c = sv.compare(
-            run.model, [run.strategy], target=run.topology, batch_per_device=run.batch_per_device,
-            seq=run.seq, remat=run.remat, **extra,
-        )  # fmt: skip
+        with sv.xla_flags(dict(known)):
+            c = sv.compare(
+                run.model, [run.strategy], target=run.topology,
+                batch_per_device=run.batch_per_device, seq=run.seq, remat=run.remat, **extra,
+            )  # fmt: skip
         wall = time.perf_counter() - t0
     finally:
         explain_module.program_cost = real
     t0 = time.perf_counter()
-    kept["comp"].lowered.compile()
+    kept["comp"].lowered.compile(compiler_options=dict(known))
     bare = time.perf_counter() - t0
-    return {"comparison": c, "wall": wall, "bare": bare}
+    return {"comparison": c, "wall": wall, "bare": bare, "flags": (known, unknown)}
 
 
 def plan_fields(run: Run) -> dict:
     """What defines the run's plan (its cache key): every field but the words about it."""
     fields = dataclasses.asdict(run)
     del fields["note"], fields["source"]
-    return fields
+    return fields | {"xla_flags": RECIPE_FLAGS.get(run.key, [])}
 
 
 def measure(key: str) -> dict:
@@ -286,6 +309,8 @@ def measure(key: str) -> dict:
         ),
         "xla_bytes": cost.bytes_accessed_per_device,
         "loops": len(cost.loops),
+        "flags_applied": len(p["flags"][0]),
+        "flags_unknown": [name for name, _ in p["flags"][1]],
     }
 
 
@@ -320,6 +345,17 @@ def _dominant(m: dict) -> str:
     return f"ops {ops:.3g} s ({m['bound_by']}-bound ops)"
 
 
+def _flags(run: Run, m: dict) -> str:
+    """How many of the recipe's XLA flags the plan was compiled with, and the ones this
+    libtpu does not know (not applied)."""
+    given = len(RECIPE_FLAGS.get(run.key, []))
+    if "flags_applied" not in m:  # planned before the flags were applied
+        return f"none applied (of {given})"
+    unknown = m["flags_unknown"]
+    rest = f"; not known here: {', '.join(unknown)}" if unknown else ""
+    return f"{m['flags_applied']} of {given} applied{rest}"
+
+
 def errors_summary(rows: list[tuple[Run, dict]]) -> tuple[float, float, str]:
     """Mean absolute and worst relative error of the predicted step, and the worst run."""
     errs = [(abs(m["predicted"] / run.step_seconds - 1), run.key) for run, m in rows]
@@ -332,9 +368,9 @@ def section(results: list[dict], command: str) -> str:
     lines += [
         "| run | source | predicted step (error) | measured | bound | what dominates | "
         "MFU at the measured step (published) | params (published) | model flops / device "
-        "(MaxText formula) | HBM peak / capacity | plan / bare compile | as the recipe ran, "
-        "not reproduced |",
-        "|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---|",
+        "(MaxText formula) | HBM peak / capacity | plan / bare compile | the recipe's XLA "
+        "flags | as the recipe ran, not reproduced |",
+        "|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---|---|",
     ]
     checks, planned, failed = [], [], []
     for m in results:
@@ -347,7 +383,7 @@ def section(results: list[dict], command: str) -> str:
             failed.append(run.key)
             lines.append(
                 f"| {name} | {run.source} | not planned here: {m['error']} | "
-                f"{run.step_seconds:.3g} s | | | | | | | | {run.note} |"
+                f"{run.step_seconds:.3g} s | | | | | | | | | {run.note} |"
             )
             continue
         m = {**m, "mfu_at": recipe_mfu(run, m)}
@@ -361,7 +397,8 @@ def section(results: list[dict], command: str) -> str:
             f"{m['params'] / 1e9:.2f} B ({m['published_params'] / 1e9:.2f} B) | "
             f"{m['model_flops']:.3g} ({m['formula']:.3g}) | "
             f"{m['peak'] / 2**30:.1f} / {m['hbm'] / 2**30:.0f} GiB | "
-            f"{m['wall']:.0f} s / {m['bare']:.0f} s = {m['wall'] / m['bare']:.2f} | {run.note} |"
+            f"{m['wall']:.0f} s / {m['bare']:.0f} s = {m['wall'] / m['bare']:.2f} | "
+            f"{_flags(run, m)} | {run.note} |"
         )
         c, mem, comm = m["parts"]
         checks += [

@@ -50,6 +50,8 @@ API: dict[str, str] = {
     "Timing": "shardviz.model",
     "TreeLayout": "shardviz.model",
     "TreesOnOneScale": "shardviz.model",
+    "xla_flags": "shardviz.capture.xla_flags",
+    "known_flags": "shardviz.capture.xla_flags",
     "hardware": "shardviz.model.hardware_presets",
     "physical": "shardviz.analysis.estimate.physical",
     "PhysicalLayout": "shardviz.model",
@@ -120,6 +122,8 @@ if TYPE_CHECKING:
     from shardviz.capture.topology import Topology as Topology
     from shardviz.capture.topology import TopologyError as TopologyError
     from shardviz.capture.topology import topology as topology
+    from shardviz.capture.xla_flags import known_flags as known_flags
+    from shardviz.capture.xla_flags import xla_flags as xla_flags
     from shardviz.engines import Cluster as Cluster
     from shardviz.engines import cluster as cluster
     from shardviz.errors import ArgumentError as ArgumentError

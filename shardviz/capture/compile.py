@@ -30,6 +30,7 @@ from shardviz.capture.interrupts import interrupts_deferred
 from shardviz.capture.jax_compat import cpu_final_dump
 from shardviz.capture.kernel_costs import kernel_table
 from shardviz.capture.remat_offload import PolicyFacts, policy_facts
+from shardviz.capture.xla_flags import current_flags
 from shardviz.errors import CompileError, problem
 
 # The module between sharding completion and the SPMD partitioner: XLA dumps a pipeline's
@@ -222,7 +223,7 @@ def _lower_and_compile(
             try:
                 with compiler_log() as log:
                     compiled = lowered.compile(
-                        compiler_options={"xla_dump_to": dump, **_DUMP_OPTIONS}
+                        compiler_options={**current_flags(), "xla_dump_to": dump, **_DUMP_OPTIONS}
                     )
             except Exception as err:
                 raise _rejected(fn_name, err) from err
@@ -325,6 +326,15 @@ def read_compiled(compiled: Any) -> Compiled:
 
 def _rejected(fn_name: str, err: Exception) -> CompileError:
     """The error to raise when the compiler refused the program."""
+    if "No such compile option" in str(err):  # a flag of sv.xla_flags this compiler lacks
+        return CompileError(
+            problem(
+                f"function {fn_name!r}",
+                f"this compiler does not know an XLA flag given to it: {_describe(err)}",
+                "remove that flag from sv.xla_flags(...) (sv.known_flags sorts a recipe's "
+                "flags into the ones this compiler takes and the rest)",
+            )
+        )
     if "ScopedVmemOom" in str(err):  # a kernel's on-chip scratch, not the arrays in HBM
         return CompileError(
             problem(

@@ -182,7 +182,7 @@ def _tpu(name: str, kind: str, shape: tuple[int, ...], slices: int = 1) -> Topol
     except Exception as err:  # jax's runtime error says which part it refused
         raise _unknown(name, f"jax does not know this TPU slice ({_first_line(err)})") from err
     devices = tuple(desc.devices)
-    hosts = len({(getattr(d, "slice_index", 0), d.process_index) for d in devices})
+    hosts = len({(getattr(d, "slice_index", 0), d.process_index) for d in devices})  # type: ignore[attr-defined]
     return Topology(name, "tpu", kind, devices, hosts, shape)
 
 

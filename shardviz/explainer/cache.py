@@ -11,6 +11,7 @@ import jax
 
 from shardviz.capture.calls import context_mesh
 from shardviz.capture.compile import Compiled
+from shardviz.capture.xla_flags import current_flags
 from shardviz.model import Report
 
 CACHE_SIZE = 32
@@ -49,7 +50,9 @@ def program_key(fn: Any, args: tuple, jit_kwargs: dict, kwargs: dict | None = No
     # The partitioner in use changes the program for the same function and shardings.
     partitioner = bool(getattr(jax.config, "jax_use_shardy_partitioner", True))
     leaf_keys = tuple(_leaf_key(x) for x in leaves)
-    return (fn, kw, treedef, leaf_keys, partitioner, context_mesh())
+    # The XLA flags of an enclosing sv.xla_flags block make another schedule.
+    flags = tuple(sorted(current_flags().items()))
+    return (fn, kw, treedef, leaf_keys, partitioner, context_mesh(), flags)
 
 
 def remember_program(

@@ -125,9 +125,9 @@ def _unknown(spec: object) -> HardwareError:
 
 
 def _parse_topology(spec: str) -> Target:
-    slices, m = split_slices(spec)
+    slices, rest = split_slices(spec)
     if slices > 1:
-        one = _parse_topology(m)
+        one = _parse_topology(rest)
         if one.hardware.kind != "tpu":
             raise HardwareError(
                 problem(

@@ -546,7 +546,8 @@ def _entries(
         out_arrays = list(array_leaves(received))[:1]
         note = ACROSS_SLICES_NOTE
         groups = slice_groups(mesh)
-        pairs, axes = (), axes_of_groups(groups, mesh) or _varying_axes(groups, mesh)
+        pairs: tuple[tuple[int, int], ...] = ()
+        axes = axes_of_groups(groups, mesh) or _varying_axes(groups, mesh)
     else:
         pairs, groups, axes = _device_groups(kind, attrs, mesh, device_ids, num_devices)
     group_size = max((len(g) for g in groups), default=1)
