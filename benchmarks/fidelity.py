@@ -35,6 +35,7 @@ import os
 import sys
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import _common as C
 import _plan_cache as PC
@@ -104,12 +105,12 @@ RECIPE_405B_7X = sv.custom_remat(
 )  # fmt: skip
 RECIPE_405B_7X_FP8 = sv.custom_remat(decoder_layer_input="offload")
 
-_V6E = "v6e"  # its bf16 peak, 918 TFLOP/s a chip: the recipes' TFLOP/s over it is their MFU
 _TRILLIUM = "tpu-recipes training/trillium/"
 _IRONWOOD = "tpu-recipes training/ironwood/README.md"
 
 
-def _trillium(
+def _recipe(
+    chip: str,
     key: str,
     model: str,
     shape: str,
@@ -118,31 +119,17 @@ def _trillium(
     remat: str,
     tflops: float,
     tokens: float,
-    path: str,
+    source: str,
     note: str = "",
-    **more,
+    **more: Any,
 ) -> Run:
-    """A Trillium recipe: MFU is its TFLOP/s a chip over v6e's 918 TFLOP/s."""
-    return Run(key, model, f"v6e:{shape}", seq, batch, remat, "fsdp", tflops / 918, tokens,
-               note, source=_TRILLIUM + path, **more)  # fmt: skip
-
-
-def _ironwood(
-    key: str,
-    model: str,
-    shape: str,
-    seq: int,
-    batch: int,
-    remat: str,
-    tflops: float,
-    tokens: float,
-    note: str = "",
-    **more,
-) -> Run:
-    """An Ironwood table row: TFLOP/s and tokens/s a chip (two devices); MFU over the
-    chip's bf16 peak, whatever the precision, as the table's recipes state it."""
-    return Run(key, model, f"tpu7x:{shape}", seq, batch, remat, "fsdp", tflops / 2307,
-               tokens / 2, note, source=_IRONWOOD, **more)  # fmt: skip
+    """A published run as its recipe prints it: TFLOP/s and tokens/s a chip (its MFU: that
+    TFLOP/s over the chip's bf16 peak, whatever the precision; tokens per jax device: a
+    TPU7x chip is two)."""
+    hw = sv.hardware(chip)
+    return Run(key, model, f"{chip}:{shape}", seq, batch, remat, "fsdp",
+               tflops * 1e12 / hw.peak_flops_bf16, tokens / hw.devices_per_chip, note,
+               source=source, **more)  # fmt: skip
 
 
 _8B = "the recipe's custom remat: layer input and q, k, v and output projections offloaded"
@@ -150,24 +137,25 @@ _70B = "the recipe's custom remat: layer input and q, k, v projections offloaded
 _7X = "the recipe keeps the layer input and q, k, v and attention context on the device"
 
 RUNS: tuple[Run, ...] = (
-    _trillium("8b", "llama3.1-8b", "16x16", 8192, 4, RECIPE_8B, 417.397, 7207.336,
-              "Llama3.1-8B-MaxText/v6e-256/README.md", _8B),
-    _trillium("70b", "llama3.1-70b", "16x16", 8192, 5, RECIPE_70B, 462.297, 960.248,
-              "Llama3.1-70B-MaxText/v6e-256/README.md", _70B),
+    _recipe("v6e", "8b", "llama3.1-8b", "16x16", 8192, 4, RECIPE_8B, 417.397, 7207.336,
+            _TRILLIUM + "Llama3.1-8B-MaxText/v6e-256/README.md", _8B),
+    _recipe("v6e", "70b", "llama3.1-70b", "16x16", 8192, 5, RECIPE_70B, 462.297, 960.248,
+            _TRILLIUM + "Llama3.1-70B-MaxText/v6e-256/README.md", _70B),
     Run("mixtral", "mixtral-8x7b", "v5p:8x4x4", 4096, 8, "full", "fsdp", 0.5256, 2909,
         "per-device batch assumed 8 (the table gives MFU and tokens/s; the MFU at the "
         "measured step does not depend on it); capacity factor 1: each expert computes "
         "exactly its share of the top-2 picks, as MaxText's dropless kernel does",
         capacity_factor=1.0, source="MaxText docs/reference/models/tiering.md"),
     # Ironwood: 64 chips (4x4x4), 128 jax devices, per-device batch 2, SL 8192.
-    _ironwood("70b-7x", "llama3.1-70b", "4x4x4", 8192, 2, RECIPE_70B_7X, 1207.05, 2686.98,
-              "bf16; " + _7X),
-    _ironwood("70b-7x-fp8", "llama3.1-70b", "4x4x4", 8192, 2, RECIPE_70B_7X, 1854.19, 4127.56,
-              "fp8_full: the weight matmuls in fp8 at the fp8 peak", quantization="fp8"),
+    _recipe("tpu7x", "70b-7x", "llama3.1-70b", "4x4x4", 8192, 2, RECIPE_70B_7X, 1207.05,
+            2686.98, _IRONWOOD, "bf16; " + _7X),
+    _recipe("tpu7x", "70b-7x-fp8", "llama3.1-70b", "4x4x4", 8192, 2, RECIPE_70B_7X, 1854.19,
+            4127.56, _IRONWOOD, "fp8_full: the weight matmuls in fp8 at the fp8 peak",
+            quantization="fp8"),
     # The same recipes on the smaller slices they publish.
     *(
-        _trillium(f"8b-{chips}", "llama3.1-8b", shape, 8192, batch, RECIPE_8B, tf, tok,
-                  f"Llama3.1-8B-MaxText/v6e-{chips}/README.md", _8B)
+        _recipe("v6e", f"8b-{chips}", "llama3.1-8b", shape, 8192, batch, RECIPE_8B, tf, tok,
+                _TRILLIUM + f"Llama3.1-8B-MaxText/v6e-{chips}/README.md", _8B)
         for chips, shape, batch, tf, tok in (
             (8, "2x4", 3, 413.433, 7138.89), (16, "4x4", 3, 419.485, 7243.378),
             (32, "4x8", 3, 407.225, 7031.689), (64, "8x8", 5, 419.701, 7247.111),
@@ -175,34 +163,36 @@ RUNS: tuple[Run, ...] = (
         )
     ),
     *(
-        _trillium(f"70b-{chips}", "llama3.1-70b", shape, 8192, batch, RECIPE_70B, tf, tok,
-                  f"Llama3.1-70B-MaxText/v6e-{chips}/README.md", _70B)
+        _recipe("v6e", f"70b-{chips}", "llama3.1-70b", shape, 8192, batch, RECIPE_70B, tf, tok,
+                _TRILLIUM + f"Llama3.1-70B-MaxText/v6e-{chips}/README.md", _70B)
         for chips, shape, batch, tf, tok in (
             (32, "4x8", 2, 443.385, 920.965), (64, "8x8", 2, 422.091, 876.736),
             (128, "8x16", 4, 453.5, 941.976),
         )
     ),
-    _trillium("mistral-7b", "mistral-7b", "2x4", 8192, 6, RECIPE_8B, 431.981, 7776.813,
-              "Mistral-7B-MaxText/README.md", _8B),
-    _trillium("mixtral-v6e", "mixtral-8x7b", "16x16", 4096, 12, RECIPE_8B, 302.311, 3645.203,
-              "Mixtral-8x7B-MaxText/README.md",
-              "dropped at capacity factor 1.25; " + _8B, capacity_factor=1.25),
-    _trillium("llama2-70b", "llama2-70b", "16x16", 4096, 3, RECIPE_QKV_OFFLOADED, 402.274,
-              905.021, "Llama2-70B-MaxText/README.md",
-              "MaxText's qkv_proj_offloaded; the recipe's mesh axis is fsdp_transpose, "
-              "planned as fsdp"),
-    Run("405b-v5p", "llama3.1-405b", "v5p:8x8x8", 8192, 2, RECIPE_405B_V5P, "fsdp",
-        314.53 / 459, 124.618, "the recipe's custom remat: attention context and MLP output "
-        "offloaded", source="tpu-recipes training/v5p/Llama3.1-405B-MaxText/README.md"),
+    _recipe("v6e", "mistral-7b", "mistral-7b", "2x4", 8192, 6, RECIPE_8B, 431.981, 7776.813,
+            _TRILLIUM + "Mistral-7B-MaxText/README.md", _8B),
+    _recipe("v6e", "mixtral-v6e", "mixtral-8x7b", "16x16", 4096, 12, RECIPE_8B, 302.311,
+            3645.203, _TRILLIUM + "Mixtral-8x7B-MaxText/README.md",
+            "dropped at capacity factor 1.25; " + _8B, capacity_factor=1.25),
+    _recipe("v6e", "llama2-70b", "llama2-70b", "16x16", 4096, 2, RECIPE_QKV_OFFLOADED, 402.274,
+            905.021, _TRILLIUM + "Llama2-70B-MaxText/README.md",
+            "per-device batch 2, as the log line's total_weights (2,097,152 = 256 x 2 x 4096) "
+            "and tokens/s say (the config printed beside it says 3); MaxText's "
+            "qkv_proj_offloaded; the recipe's mesh axis is fsdp_transpose, planned as fsdp"),
+    _recipe("v5p", "405b-v5p", "llama3.1-405b", "8x8x8", 8192, 2, RECIPE_405B_V5P, 314.53,
+            124.618, "tpu-recipes training/v5p/Llama3.1-405B-MaxText/README.md",
+            "the recipe's custom remat: attention context and MLP output offloaded"),
     # Ironwood, 256 chips (4x8x8), 512 jax devices.
-    _ironwood("70b-7x-256", "llama3.1-70b", "4x8x8", 8192, 2, RECIPE_70B_7X, 1199.67,
-              2670.55, "bf16; " + _7X),
-    _ironwood("70b-7x-256-fp8", "llama3.1-70b", "4x8x8", 8192, 2, RECIPE_70B_7X, 1851.25,
-              4121.02, "fp8_full; " + _7X, quantization="fp8"),
-    _ironwood("405b-7x", "llama3.1-405b", "4x8x8", 8192, 3, RECIPE_405B_7X, 1261.40, 499.77,
-              "bf16; the layer input and MLP output offloaded, k and v kept"),
-    _ironwood("405b-7x-fp8", "llama3.1-405b", "4x8x8", 8192, 3, RECIPE_405B_7X_FP8, 1927.15,
-              763.54, "fp8_full; the layer input offloaded", quantization="fp8"),
+    _recipe("tpu7x", "70b-7x-256", "llama3.1-70b", "4x8x8", 8192, 2, RECIPE_70B_7X, 1199.67,
+            2670.55, _IRONWOOD, "bf16; " + _7X),
+    _recipe("tpu7x", "70b-7x-256-fp8", "llama3.1-70b", "4x8x8", 8192, 2, RECIPE_70B_7X,
+            1851.25, 4121.02, _IRONWOOD, "fp8_full; " + _7X, quantization="fp8"),
+    _recipe("tpu7x", "405b-7x", "llama3.1-405b", "4x8x8", 8192, 3, RECIPE_405B_7X, 1261.40,
+            499.77, _IRONWOOD, "bf16; the layer input and MLP output offloaded, k and v kept"),
+    _recipe("tpu7x", "405b-7x-fp8", "llama3.1-405b", "4x8x8", 8192, 3, RECIPE_405B_7X_FP8,
+            1927.15, 763.54, _IRONWOOD, "fp8_full; the layer input offloaded",
+            quantization="fp8"),
 )  # fmt: skip
 
 
