@@ -1,9 +1,10 @@
 """shardviz's figures for published training runs, against what those runs measured.
 
-MaxText's tiering table (AI-Hypercomputer/maxtext, docs/reference/models/tiering.md; configs
-in benchmarks/maxtext_trillium_model_configs.py) publishes, per model and slice, the MFU and
-tokens/s/device of a measured step. For each run the zoo's model (same dims, sequence and
-per-device batch, remat as MaxText ran it) is planned compile-only for the same slice with
+tpu-recipes (AI-Hypercomputer/tpu-recipes: each recipe's README prints MaxText's log line of a
+measured step, TFLOP/s and tokens/s a device; Ironwood's in one table, per chip) and MaxText's
+tiering table (docs/reference/models/tiering.md: MFU and tokens/s) publish measured runs. For
+each run the zoo's model (same dims, sequence and per-device batch, remat as the recipe ran
+it, the recipe's XLA flags this libtpu takes) is planned compile-only for the same slice with
 ``sv.compare(..., target=<topology>)`` and set against it:
 
 - parameters vs the published count;
@@ -326,13 +327,14 @@ def recipe_mfu(run: Run, m: dict) -> float:
 
 
 def _dominant(m: dict) -> str:
-    """What most of the predicted step is: the ops' compute, their HBM traffic, or the
-    transfers the ops beside them do not hide (with the largest of those)."""
+    """What most of the predicted step is: the ops one after another, or the transfers the
+    ops beside them do not hide (with the largest of those). The step's bound, and what
+    bounds it, is the table's column before."""
     ops = m["predicted"] - m["exposed"]
     if m["exposed"] > ops:
         top = m["exposed_top"][0][0] if m["exposed_top"] else "transfers"
         return f"exposed transfers {m['exposed']:.3g} s (largest {top})"
-    return f"ops {ops:.3g} s ({m['bound_by']}-bound ops)"
+    return f"ops one after another {ops:.3g} s"
 
 
 def _flags(run: Run, m: dict) -> str:
