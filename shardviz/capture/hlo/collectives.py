@@ -302,7 +302,7 @@ def _resharded_for(module: HloModule, ins: HloInstruction) -> HloInstruction | N
                 seen.add(user.name)
                 if user.spmd_generated or not user.op_name or _moves_only(module, user):
                     following.append(user)
-                elif inner := _fused_parameters(module, user, current.name):
+                elif inner := fused_parameters(module, user, current.name):
                     following += inner
                     fallback = user  # the innermost fusion that says anything
                 else:
@@ -327,7 +327,7 @@ def _moves_only(module: HloModule, ins: HloInstruction, depth: int = 0) -> bool:
     )
 
 
-def _fused_parameters(module: HloModule, user: HloInstruction, name: str) -> list[HloInstruction]:
+def fused_parameters(module: HloModule, user: HloInstruction, name: str) -> list[HloInstruction]:
     """The parameters of ``user``'s fused computation that receive ``name`` (none when ``user``
     is not a fusion)."""
     if user.opcode != "fusion" or not user.called_computations:

@@ -21,7 +21,7 @@ import dataclasses
 import os
 from collections.abc import Mapping
 
-from shardviz.capture.hlo.collectives import collective_parts, done_of
+from shardviz.capture.hlo.collectives import collective_parts, done_of, fused_parameters
 from shardviz.capture.hlo.kernels import KernelTable
 from shardviz.capture.hlo.matmuls import instruction_flops, instruction_precision
 from shardviz.capture.hlo.text import (
@@ -292,8 +292,8 @@ def _through_bitcasts(module: HloModule, name: str) -> list[tuple[HloInstruction
         for u in module.users(current):
             if u.opcode == "bitcast" or _relayout(module, u):
                 todo.append(u.name)
-            elif u.opcode == "fusion" and (inner := _nested_params(module, u, current)):
-                todo.extend(inner)
+            elif inner := fused_parameters(module, u, current):  # a nested fusion
+                todo.extend(p.name for p in inner)
             else:
                 out.append((u, current))
     return out
@@ -309,15 +309,6 @@ def _relayout(module: HloModule, ins: HloInstruction) -> bool:
         return False
     source = module.instruction(root.operands[0])
     return source is not None and source.opcode == "parameter"
-
-
-def _nested_params(module: HloModule, ins: HloInstruction, operand: str) -> list[str]:
-    """The parameters of a nested fusion's computation that ``operand`` is passed as."""
-    comp = module.computation(ins.called_computations[0]) if ins.called_computations else None
-    if comp is None:
-        return []
-    at = {k for k, o in enumerate(ins.operands) if o.lstrip("%") == operand.lstrip("%")}
-    return [i.name for i in comp.instructions if i.opcode == "parameter" and _param_index(i) in at]
 
 
 def _param_index(param: HloInstruction) -> int:
