@@ -21,6 +21,7 @@ import jax.numpy as jnp
 import optax
 from jax.sharding import NamedSharding, PartitionSpec
 
+from shardviz.capture.compile import is_compile_only
 from shardviz.capture.layout import layout_of
 from shardviz.capture.mesh import Mesh, as_jax_mesh, mesh_has_memory
 from shardviz.errors import ArgumentError, problem
@@ -73,7 +74,7 @@ def strategy_step(
     seed: int = 0,
     optimizer: optax.GradientTransformation | None = None,
     devices: Sequence[Any] | None = None,
-    donate: bool = False,
+    donate: bool | None = None,
 ) -> StrategyStep:
     """``model``'s train step placed by ``rule_set`` on ``mesh``, nothing allocated.
 
@@ -85,7 +86,10 @@ def strategy_step(
             all of jax's) shaped by the rule set.
         seed: the key the shapes are traced with.
         optimizer: default Adam (1e-3).
-        donate: donate the params and optimizer state, as a training loop does.
+        donate: donate the params and optimizer state, as a training loop does. Default:
+            on a deviceless mesh (a plan for chips that are not here, which never runs:
+            its memory is the training loop's, where the new state takes the old one's
+            buffers), off where the step runs here (a run keeps its inputs to check against).
 
     Raises:
         ShardvizError: a rule that does not fit a leaf, or a mesh without the rule set's axes.
@@ -93,6 +97,8 @@ def strategy_step(
     opt = optimizer or optax.adam(1e-3)
     model = _offload_model(model, rule_set)
     jm = _mesh_for(rule_set, mesh, devices)
+    if donate is None:
+        donate = is_compile_only(jm.devices.flat[0])
     axes = dict(zip(jm.axis_names, jm.devices.shape, strict=True))
     key_p, key_b = jax.random.split(jax.random.key(seed))
     params_shape = jax.eval_shape(model.init_params, key_p)
@@ -150,13 +156,23 @@ def strategy_step(
     step = jax.jit(
         train_step, in_shardings=(p_sh, o_sh, b_sh),
         out_shardings=(p_sh, o_sh, NamedSharding(jm, PartitionSpec())),
-        donate_argnums=(0, 1) if donate else (),
+        donate_argnums=_donated(donate, params_host, opt_host),
     )  # fmt: skip
     abstract = _abstract((params_shape, opt_shape, batch_shape), (p_sh, o_sh, b_sh))
     return StrategyStep(
         step=step, abstract=abstract, shardings=(p_sh, o_sh, b_sh), mesh=jm,
         params_shape=params_shape, grad_specs=g_specs, notes=notes,
     )  # fmt: skip
+
+
+def _donated(donate: bool, params_host: bool, opt_host: bool) -> tuple[int, ...]:
+    """The step's donated arguments: params (0) and optimizer state (1) where they live in
+    HBM. State a rule set keeps in host memory is not donated: its new value is written to
+    host by the step, and a compiler without host memory for it (a deviceless GPU on jax
+    0.10.2) would add transfers to alias it."""
+    if not donate:
+        return ()
+    return tuple(i for i, on_host in ((0, params_host), (1, opt_host)) if not on_host)
 
 
 def _check_trainable(model: ModelDef, params_shape: Any) -> None:
