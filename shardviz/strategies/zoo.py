@@ -136,6 +136,7 @@ class ModelDef:
         where = f"{self.name}.kv_bytes_per_token"
         config = self.info.get("config")
         if isinstance(config, ArchConfig):
+            _refuse_windows(config, where)
             layers, kv_heads, head_dim = config.layers, config.kv_heads, config.head_dim
         else:
             sizes = {k: self.info[k] for k in ("layers", "kv_heads", "head_dim") if k in self.info}
@@ -176,6 +177,7 @@ class ModelDef:
         """
         config = self.info.get("config")
         if isinstance(config, ArchConfig):
+            _refuse_windows(config, where)
             return config
         sizes = dict(self.info)
         if "ffn" not in sizes and "d_ff" in sizes:
@@ -373,6 +375,23 @@ def _constant(tree: Any) -> Callable[[jax.Array], Any]:
         return tree
 
     return same
+
+
+def _refuse_windows(config: ArchConfig, where: str) -> None:
+    """Serving's steps and KV-cache figures are those of global attention: a model whose
+    local layers keep only a window of keys (Gemma 3) would be planned with every layer's
+    cache whole, so it is refused rather than overcounted."""
+    if config.windowed:
+        raise ShardvizError(
+            problem(
+                where,
+                f"{config.name!r} has sliding-window layers (window {config.sliding_window}); "
+                "the serving steps and KV-cache figures cover global attention only, and "
+                "would keep a whole-context cache for every layer",
+                "plan its training with compare or suggest; for serving, use a model "
+                "without sliding windows",
+            )
+        )
 
 
 def _listed(names: list[str]) -> str:

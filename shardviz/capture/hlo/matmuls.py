@@ -28,7 +28,14 @@ from shardviz.capture.hlo.text import (
     parse_int_list,
 )
 
-__all__ = ["DISPATCH_MARK", "REMAT_MARK", "MatmulFlops", "instruction_flops", "matmul_flops"]
+__all__ = [
+    "DISPATCH_MARK",
+    "REMAT_MARK",
+    "WINDOW_EDGE_MARK",
+    "MatmulFlops",
+    "instruction_flops",
+    "matmul_flops",
+]
 
 #: The name-stack marker jax gives the forward ops a ``jax.checkpoint`` recomputes.
 REMAT_MARK = "rematted_computation"
@@ -36,6 +43,10 @@ REMAT_MARK = "rematted_computation"
 #: dispatch and combine einsums): the hardware runs them, the model's math has none. Not
 #: needed: :mod:`.routing` recognises them from the program; kept for programs that use it.
 DISPATCH_MARK = "moe_dispatch"
+#: A name scope that marks the key blocks a sliding window's band computes beyond the window
+#: (its edge blocks): the hardware runs them, the field counts ``S x window`` per head
+#: (MaxText's Gemma 3 formula), so they are counted as run, not as the model's.
+WINDOW_EDGE_MARK = "window_edge"
 
 
 @dataclass(frozen=True)
@@ -53,7 +64,8 @@ class MatmulFlops:
     lower_bound: bool = False
     dispatch: float = 0.0
     #: Kernels' flops as run less their model flops (blocks a mask skips make it negative:
-    #: the field counts attention in full; a backward kernel's recomputed matmuls, positive).
+    #: the field counts attention in full; a backward kernel's recomputed matmuls, positive),
+    #: and a sliding window's edge blocks (:data:`WINDOW_EDGE_MARK`).
     kernel_gap: float = 0.0
     padding: float = 0.0
 
@@ -197,12 +209,18 @@ def instruction_flops(
 
 def _stack(module: HloModule, ins: HloInstruction) -> str:
     """The op's name stack; for one the compiler made without metadata (a dot rewritten into
-    canonical form), the remat mark its operands all carry, or the op around it."""
+    canonical form, XLA:CPU's library fusions), the remat mark its operands all carry, a
+    window's edge mark one of them carries, or the op around it."""
     if ins.op_name:
         return ins.op_name
     names = operand_names(module, ins)
     if names and all(REMAT_MARK in n for n in names):
         return min(names)
+    # A window's edge block reads its keys (or its queries, backward) under the mark, while
+    # the other operand comes from outside the edge step.
+    edge = [n for n in names if WINDOW_EDGE_MARK in n]
+    if edge:
+        return min(edge)
     return module.named(ins).op_name
 
 
@@ -238,6 +256,8 @@ def matmul_flops(
             recomputed += flops * n
         elif kernel is not None and kernel.model_flops is not None:
             gap += (flops - kernel.model_flops) * n
+        elif WINDOW_EDGE_MARK in name:
+            gap += flops * n
         elif ins.name in moe.slots and fill is not None:
             padding += flops * n * (1.0 - fill)
         elif ins.name in moe.grouped:  # each row is useful in one group of them

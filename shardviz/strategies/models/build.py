@@ -58,6 +58,7 @@ _DIMS = (
     "vocab",
     "experts",
     "experts_per_token",
+    "sliding_window",
 )
 
 
@@ -131,7 +132,13 @@ class DecoderModel:
 
     def description(self) -> str:
         c = self.config
-        mlp = f"{c.experts} SwiGLU experts, top-{c.experts_per_token}" if c.is_moe else "SwiGLU MLP"
+        glu = "GeGLU" if c.activation == "gelu" else "SwiGLU"
+        mlp = f"{c.experts} {glu} experts, top-{c.experts_per_token}" if c.is_moe else f"{glu} MLP"
+        if c.windowed:
+            every = c.global_every
+            mlp += f"; local layers attend within {c.sliding_window} tokens" + (
+                f", every {every}th layer globally" if every else ""
+            )
         return (
             f"{c.name}: {c.layers} scanned decoder layers (RMSNorm, RoPE, {c.heads} query / "
             f"{c.kv_heads} kv heads causal attention ({self.options.attention}), {mlp}), "
@@ -178,7 +185,7 @@ def decoder_model(name: str | ArchConfig, **overrides: Any) -> DecoderModel:
         )
     s = {**defaults, **overrides}
     for key in (*_DIMS, "batch", "seq", "attention_block", "loss_chunk", "moe_group"):
-        low = 0 if key.startswith("experts") else 1
+        low = 0 if key.startswith("experts") or key == "sliding_window" else 1
         s[key] = whole_number(where, key, s[key], low=low, example=max(low, defaults[key]))
     s["capacity_factor"] = finite_number(
         where, "capacity_factor", s["capacity_factor"], example=defaults["capacity_factor"]

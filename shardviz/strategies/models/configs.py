@@ -47,8 +47,11 @@ class Llama3RopeScaling:
 #: The dims an ArchConfig holds (each a whole number: >= 0 for the experts', else >= 1).
 _DIM_NAMES = (
     "layers", "d_model", "heads", "kv_heads", "head_dim", "ffn", "vocab", "experts",
-    "experts_per_token",
+    "experts_per_token", "sliding_window", "global_every",
 )  # fmt: skip
+
+#: The dims that may be 0 (a dense MLP, attention with no window).
+_MAY_BE_ZERO = ("experts", "experts_per_token", "sliding_window", "global_every")
 
 
 @dataclass(frozen=True)
@@ -70,10 +73,24 @@ class ArchConfig:
       rope_theta: RoPE's base.
       rope_scaling: Llama 3.1's frequency scaling, or ``None``.
       router_aux_loss_coef: weight of the load-balancing loss of MoE routing.
+      sliding_window: keys each query of a local layer sees, itself included (0: every
+        layer attends to the whole causal prefix).
+      global_every: with a ``sliding_window``, every ``global_every``-th layer (the last of
+        each run of that many) attends globally and the others locally (Gemma 3: 6, five
+        local to one global); 0: every layer is local.
+      post_norms: an RMSNorm also after attention and after the MLP, before each residual
+        add (Gemma's "sandwich" norms: four per layer).
+      embed_scale: the embedded tokens are multiplied by ``sqrt(d_model)`` (Gemma).
+      query_scale: the factor on the query before attention (0: ``head_dim ** -0.5``;
+        Gemma 3 27B: ``(d_model / heads) ** -0.5``).
+      local_rope_theta: RoPE's base in the local layers (0: ``rope_theta``).
+      rope_linear_factor: the global layers' positions divided by this (linear RoPE scaling).
       context: the published context length (the default training sequence is capped by it).
       published_params: the parameter count the authors publish; ``None`` once scaled.
       published_active: a mixture of experts' published active parameters per token
         (``None``: dense, or not published, or scaled).
+      published_non_embedding: the published count without the token embedding (what
+        Gemma 3's report gives for the text decoder), or ``None``.
       source: where the dims come from.
     """
 
@@ -95,15 +112,23 @@ class ArchConfig:
     rope_theta: float = 10_000.0
     rope_scaling: Llama3RopeScaling | None = None
     router_aux_loss_coef: float = 0.0
+    sliding_window: int = 0
+    global_every: int = 0
+    post_norms: bool = False
+    embed_scale: bool = False
+    query_scale: float = 0.0
+    local_rope_theta: float = 0.0
+    rope_linear_factor: float = 1.0
     context: int = 4096
     published_params: float | None = None
     published_active: float | None = None
+    published_non_embedding: float | None = None
     source: str = ""
 
     def __post_init__(self) -> None:
         where = f"ArchConfig {self.name!r}"
         for key in _DIM_NAMES:  # numpy integers are taken, and kept as Python ints
-            low = 0 if key.startswith("experts") else 1
+            low = 0 if key in _MAY_BE_ZERO else 1
             object.__setattr__(self, key, whole_number(where, key, getattr(self, key), low=low))
         if self.heads % self.kv_heads:
             raise ShardvizError(
@@ -130,6 +155,28 @@ class ArchConfig:
                 )
             )
 
+        if self.global_every and not self.sliding_window:
+            raise ShardvizError(
+                problem(
+                    where,
+                    f"global_every={self.global_every} without a sliding_window",
+                    "give the local layers' sliding_window (Gemma 3: 1024), or global_every=0",
+                )
+            )
+
+    @property
+    def windowed(self) -> bool:
+        """Whether some layers attend within a sliding window only."""
+        return self.sliding_window > 0
+
+    def window_of(self, layer: int) -> int:
+        """The sliding window of layer ``layer`` (0-based): 0 for a global layer."""
+        if not self.sliding_window:
+            return 0
+        if self.global_every and (layer + 1) % self.global_every == 0:
+            return 0
+        return self.sliding_window
+
     @property
     def is_moe(self) -> bool:
         """Whether the MLPs are mixtures of experts."""
@@ -148,7 +195,7 @@ class ArchConfig:
           ShardvizError: a field ArchConfig does not have, or dims that do not fit together.
         """
         fields = {f.name for f in dataclasses.fields(self)} - {
-            "name", "published_params", "published_active",
+            "name", "published_params", "published_active", "published_non_embedding",
         }  # fmt: skip
         unknown = sorted(set(changes) - fields)
         if unknown:
@@ -161,7 +208,10 @@ class ArchConfig:
             )
         if not changes:
             return self
-        return dataclasses.replace(self, **changes, published_params=None, published_active=None)
+        return dataclasses.replace(
+            self, **changes, published_params=None, published_active=None,
+            published_non_embedding=None,
+        )  # fmt: skip
 
 
 def param_count(config: ArchConfig, active: bool = False) -> int:
@@ -169,8 +219,8 @@ def param_count(config: ArchConfig, active: bool = False) -> int:
 
     Token embedding, output head unless tied, per layer: q/k/v/o projections (with GQA's
     smaller k and v, biases where ``qkv_bias``, q and k norm scales where ``qk_norm``), a
-    SwiGLU MLP (gate, up, down) or ``experts`` of them plus the router, two RMSNorm scales;
-    and the final RMSNorm. ``active``: what one token uses, ``experts_per_token`` of the
+    SwiGLU MLP (gate, up, down) or ``experts`` of them plus the router, two RMSNorm scales
+    (four with ``post_norms``); and the final RMSNorm. ``active``: what one token uses, ``experts_per_token`` of the
     experts (the router whole), as the field counts a mixture of experts' active parameters.
     """
     c = config
@@ -184,7 +234,7 @@ def param_count(config: ArchConfig, active: bool = False) -> int:
     if c.is_moe:
         used = c.experts_per_token if active else c.experts
         mlp = used * mlp + d * c.experts  # experts + router
-    per_layer = attention + mlp + 2 * d  # + attention and MLP RMSNorm scales
+    per_layer = attention + mlp + (4 if c.post_norms else 2) * d  # RMSNorm scales
     embeddings = c.vocab * d * (1 if c.tied_embeddings else 2)
     return embeddings + c.layers * per_layer + d  # + final RMSNorm
 
@@ -259,6 +309,26 @@ CONFIGS: dict[str, ArchConfig] = {
             published_params=235e9, published_active=22e9,
             source="MaxText configs/models/qwen3-235b-a22b.yml; Qwen/Qwen3-235B-A22B model "
             "card (235B parameters, 22B activated)",
+        ),
+        ArchConfig(
+            "gemma3-12b", layers=48, d_model=3840, heads=16, kv_heads=8, head_dim=256,
+            ffn=15360, vocab=262144, tied_embeddings=True, qk_norm=True, norm_eps=1e-6,
+            activation="gelu", sliding_window=1024, global_every=6, post_norms=True,
+            embed_scale=True, rope_theta=1_000_000.0, local_rope_theta=10_000.0,
+            rope_linear_factor=8.0, context=131072, published_non_embedding=10_759e6,
+            source="MaxText configs/models/gemma3-12b.yml; Gemma 3 technical report, table 1 "
+            "(10,759M non-embedding parameters; the vision encoder is not planned)",
+        ),
+        ArchConfig(
+            "gemma3-27b", layers=62, d_model=5376, heads=32, kv_heads=16, head_dim=128,
+            ffn=21504, vocab=262144, tied_embeddings=True, qk_norm=True, norm_eps=1e-6,
+            activation="gelu", sliding_window=1024, global_every=6, post_norms=True,
+            embed_scale=True, query_scale=168**-0.5, rope_theta=1_000_000.0,
+            local_rope_theta=10_000.0, rope_linear_factor=8.0, context=131072,
+            published_non_embedding=25_600e6,
+            source="MaxText configs/models/gemma3-27b.yml (query scaled by (5376 / 32) ** "
+            "-0.5, as MaxText's gemma3 layer does); Gemma 3 technical report, table 1 "
+            "(25,600M non-embedding parameters)",
         ),
         ArchConfig(
             "qwen2.5-7b", layers=28, d_model=3584, heads=28, kv_heads=4, head_dim=128,

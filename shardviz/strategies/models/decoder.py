@@ -4,7 +4,12 @@
   ``jax.checkpoint`` by the ``remat`` policy (:data:`REMAT_POLICIES`).
 - Mixed precision: float32 master weights, cast to the compute dtype (bf16) inside the loss;
   norms, RoPE, softmax and the cross-entropy run in float32.
-- Each block is pre-norm: ``x + attn(rms_norm(x))``, then ``x + mlp(rms_norm(x))``, with RoPE
+- Gemma 3's local and global layers (:attr:`.configs.ArchConfig.global_every`): the scan runs
+  over blocks of that many layers, each block's layers unrolled with their own static window
+  and RoPE base, and the layers left over (62 = 10 x 6 + 2) in a second scan, as MaxText's
+  scannable block does.
+- Each block is pre-norm: ``x + attn(rms_norm(x))``, then ``x + mlp(rms_norm(x))`` (with
+  ``post_norms``, each branch's output normed again before the add), with RoPE
   and GQA attention computed blockwise, in jax (:mod:`.attention`) or as Pallas TPU kernels
   that keep the score blocks on chip (:mod:`.attention_pallas`, run per shard; see
   :data:`ATTENTION_KINDS`), a SwiGLU MLP (:mod:`.mlp`) or
@@ -173,9 +178,18 @@ def _kernel_refusal(constrain: Constrain, platform: str, q: jax.Array, k: jax.Ar
 
 
 def _attend(
-    q: jax.Array, k: jax.Array, v: jax.Array, block: int, kind: str, constrain: Constrain
+    q: jax.Array,
+    k: jax.Array,
+    v: jax.Array,
+    block: int,
+    kind: str,
+    constrain: Constrain,
+    window: int = 0,
 ) -> jax.Array:
-    """Causal GQA attention of ``kind`` (:data:`ATTENTION_KINDS`)."""
+    """Causal GQA attention of ``kind`` (:data:`ATTENTION_KINDS`). A sliding ``window``
+    is computed blockwise over its band of blocks (the Pallas kernels have no window)."""
+    if window:
+        return blockwise_attention(q, k, v, block_q=block, block_kv=block, window=window)
     platform = platform_of(constrain)
     refusal = _kernel_refusal(constrain, platform, q, k) if kind != "blockwise" else None
     if kind == "pallas" and refusal is not None:
@@ -202,27 +216,45 @@ def _self_attention(
     constrain: Constrain,
     kind: str = "auto",
     einsum: Any = jnp.einsum,
+    window: int = 0,
 ) -> jax.Array:
-    """RoPE GQA self-attention of ``x: [B, S, embed]``, causal, blockwise (``kind``); the
-    projections through ``einsum`` (:func:`.fp8.matmul`)."""
+    """RoPE GQA self-attention of ``x: [B, S, embed]``, causal (within ``window`` keys if
+    given), blockwise (``kind``); the projections through ``einsum`` (:func:`.fp8.matmul`)."""
 
     def project(w: str, b: str) -> jax.Array:
         y = einsum("bsd,dnk->bsnk", x, p[w])
         return head_norm(y + p[b] if config.qkv_bias else y, p, w, config)
 
     # Named as MaxText names them, for its remat vocabulary (:mod:`.remat`).
-    q = constrain("query", checkpoint_name(apply_rope(project("wq", "bq"), inv_freq), "query_proj"))
+    q = apply_rope(project("wq", "bq"), inv_freq)
+    if config.query_scale:  # the kernels scale by head_dim ** -0.5: the rest is done here
+        q = q * jnp.asarray(config.query_scale * config.head_dim**0.5, q.dtype)
+    q = constrain("query", checkpoint_name(q, "query_proj"))
     k = constrain("key", checkpoint_name(apply_rope(project("wk", "bk"), inv_freq), "key_proj"))
     v = constrain("value", checkpoint_name(project("wv", "bv"), "value_proj"))
-    heads = checkpoint_name(_attend(q, k, v, block, kind, constrain), "context")
+    heads = checkpoint_name(_attend(q, k, v, block, kind, constrain, window), "context")
     heads = constrain("attn_heads", heads)
     out = checkpoint_name(einsum("bsnk,nkd->bsd", heads, p["wo"]), "out_proj")
     return constrain("attn_out", out)
 
 
-def _layer_fn(config: ArchConfig, options: DecoderOptions, seq: int, constrain: Constrain):
-    """The scan body ``(x, layer_params) -> (x, aux_loss)``, checkpointed per ``remat``."""
-    inv_freq = rope_frequencies(config.head_dim, config.rope_theta, config.rope_scaling)
+def _frequencies(config: ArchConfig, window: int) -> np.ndarray:
+    """RoPE's inverse frequencies of a layer: a local layer's own base where the config
+    gives one, unscaled; a global layer's base with its scaling."""
+    if window and config.local_rope_theta:
+        return rope_frequencies(config.head_dim, config.local_rope_theta)
+    return rope_frequencies(
+        config.head_dim, config.rope_theta, config.rope_scaling, config.rope_linear_factor
+    )
+
+
+def _layer_fn(
+    config: ArchConfig, options: DecoderOptions, seq: int, constrain: Constrain, window: int = 0
+):
+    """The scan body ``(x, layer_params) -> (x, aux_loss)``, checkpointed per ``remat``;
+    ``window``: the layer's sliding window (0: global)."""
+    window = window if window < seq else 0
+    inv_freq = _frequencies(config, window)
     block = min(options.attention_block, seq)
     attention = options.attention
     group = min(options.moe_group, seq)
@@ -237,11 +269,12 @@ def _layer_fn(config: ArchConfig, options: DecoderOptions, seq: int, constrain: 
             p = jax.tree.map(lambda w: w.astype(dtype), to_device(p))
         x = checkpoint_name(x, LAYER_INPUT)
         h = constrain("attn_in", rms_norm(x, p["attn_norm"]["scale"], eps))
-        x = constrain(
-            "residual",
-            x
-            + _self_attention(p["attn"], h, config, inv_freq, block, constrain, attention, einsum),
+        a = _self_attention(
+            p["attn"], h, config, inv_freq, block, constrain, attention, einsum, window
         )
+        if config.post_norms:
+            a = rms_norm(a, p["attn_post_norm"]["scale"], eps)
+        x = constrain("residual", x + a)
         h = constrain("mlp_in", rms_norm(x, p["mlp_norm"]["scale"], eps))
         if config.is_moe:
             y, aux = moe_mlp(
@@ -257,6 +290,8 @@ def _layer_fn(config: ArchConfig, options: DecoderOptions, seq: int, constrain: 
         else:
             y = gated_mlp(p["mlp"], h, config.activation, constrain, einsum)
             aux = jnp.zeros(())
+        if config.post_norms:
+            y = rms_norm(y, p["mlp_post_norm"]["scale"], eps)
         return constrain("residual", x + y), aux.astype(jnp.float32)
 
     policy = remat_policy(options.remat)
@@ -274,10 +309,49 @@ def final_hidden(
 ) -> tuple[jax.Array, jax.Array]:
     """``tokens: int [B, S]`` -> (final-normed hidden ``[B, S, embed]``, per-layer MoE aux
     losses ``[layers]``), with ``params`` already in the compute dtype."""
-    x = constrain("embedded", jnp.take(params["embed"]["embedding"], tokens, axis=0))
-    layer = _layer_fn(config, options, tokens.shape[1], constrain)
-    x, aux = jax.lax.scan(layer, x, params["layers"])
+    x = jnp.take(params["embed"]["embedding"], tokens, axis=0)
+    if config.embed_scale:
+        x = x * jnp.asarray(config.d_model**0.5, x.dtype)
+    x = constrain("embedded", x)
+    x, aux = _layers(x, params["layers"], config, options, tokens.shape[1], constrain)
     return constrain("final", rms_norm(x, params["final_norm"]["scale"], config.norm_eps)), aux
+
+
+def _layers(
+    x: jax.Array,
+    layers: dict[str, Any],
+    config: ArchConfig,
+    options: DecoderOptions,
+    seq: int,
+    constrain: Constrain,
+) -> tuple[jax.Array, jax.Array]:
+    """Every layer over ``x``: one scan when all layers are alike; with local and global
+    layers (``global_every``), a scan over blocks of that many layers, each unrolled with its
+    static windows, then a scan over the layers left over (all local)."""
+    every = config.global_every
+    if not (config.windowed and every and every <= config.layers):
+        layer = _layer_fn(config, options, seq, constrain, config.window_of(0))
+        return jax.lax.scan(layer, x, layers)
+    blocks = config.layers // every
+    in_block = [_layer_fn(config, options, seq, constrain, config.window_of(t))
+                for t in range(every)]  # fmt: skip
+
+    def block(x: jax.Array, p: dict[str, Any]) -> tuple[jax.Array, jax.Array]:
+        auxes = []
+        for t, layer in enumerate(in_block):
+            x, aux = layer(x, jax.tree.map(lambda w, t=t: w[t], p))
+            auxes.append(aux)
+        return x, jnp.stack(auxes)
+
+    head = jax.tree.map(lambda w: w[: blocks * every].reshape(blocks, every, *w.shape[1:]), layers)
+    x, aux = jax.lax.scan(block, x, head)
+    aux = aux.reshape(blocks * every)
+    if config.layers == blocks * every:
+        return x, aux
+    rest = jax.tree.map(lambda w: w[blocks * every :], layers)
+    local = _layer_fn(config, options, seq, constrain, config.sliding_window)
+    x, aux_rest = jax.lax.scan(local, x, rest)
+    return x, jnp.concatenate([aux, aux_rest])
 
 
 def decoder_loss(

@@ -3,10 +3,10 @@
 The convention of MaxText's published tables (and of PaLM's appendix B): every weight matmul
 forward and backward, ``6 x (matmul weights) x tokens``; the output head is a matmul, the
 input embedding a lookup (no flops); attention's two matmuls (``QK^T`` and ``PV``) over the
-whole ``S x S`` score matrix, forward and backward (``x 3``), **not** halved for the causal
-mask (MaxText's figures of 2024-25 count it in full: the published Llama 3.1 MFUs match it,
-45.3% and 50.3% against the published 45.46% and 50.33%); an MoE layer counts its router
-and ``experts_per_token`` experts per token. No jax: the numbers shardviz's own count of
+whole ``S x S`` score matrix (a sliding-window layer's ``S x window``), forward and backward
+(``x 3``), **not** halved for the causal mask (MaxText's figures of 2024-25 count it in full:
+the published Llama 3.1 MFUs match it, 45.3% and 50.3% against the published 45.46% and
+50.33%); an MoE layer counts its router and ``experts_per_token`` experts per token. No jax: the numbers shardviz's own count of
 the compiled program (``Cost.model_flops_per_device``) is checked against.
 """
 
@@ -53,6 +53,9 @@ def training_flops(
         conventions and FlashAttention's benchmarks do); default: in full, as computed.
     """
     weights = config.layers * _matmul_weights_per_layer(config) + config.d_model * config.vocab
-    per_layer = 4 * seq * config.heads * config.head_dim  # QK^T and PV per token, forward
-    attention = 3.0 * config.layers * per_layer * tokens * (0.5 if causal_half else 1.0)
+    # Keys each query is counted against, over the layers: the sequence for a global layer,
+    # the window for a local one (MaxText's Gemma 3 formula).
+    keys = sum(min(config.window_of(i) or seq, seq) for i in range(config.layers))
+    per_key = 4 * config.heads * config.head_dim  # QK^T and PV per token per key, forward
+    attention = 3.0 * per_key * keys * tokens * (0.5 if causal_half else 1.0)
     return StepFlops(weights=6.0 * weights * tokens, attention=attention)

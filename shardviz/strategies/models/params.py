@@ -9,6 +9,7 @@ runs them with one ``lax.scan`` (one compile of the layer, whatever the depth). 
     layers/attn/wk, wv     [layers, embed, kv_heads, head_dim]   (+ bk, bv with qkv_bias)
     layers/attn/wo         [layers, heads, head_dim, embed]
     layers/attn/q_norm, k_norm [layers, head_dim]                (with qk_norm)
+    layers/attn_post_norm/scale, layers/mlp_post_norm/scale [layers, embed]   (with post_norms)
     layers/mlp_norm/scale  [layers, embed]
     layers/mlp/w_gate, w_up [layers, embed, mlp];  layers/mlp/w_down [layers, mlp, embed]
     layers/moe/router      [layers, embed, expert]              (MoE models, instead of mlp/)
@@ -82,7 +83,11 @@ def param_table(config: ArchConfig) -> dict[str, ParamInfo]:
     if c.qk_norm:
         t["layers/attn/q_norm"] = ParamInfo((L, K), ("layers", "head_dim"), "ones")
         t["layers/attn/k_norm"] = ParamInfo((L, K), ("layers", "head_dim"), "ones")
+    if c.post_norms:
+        t["layers/attn_post_norm/scale"] = ParamInfo((L, D), ("layers", "embed"), "ones")
     t["layers/mlp_norm/scale"] = ParamInfo((L, D), ("layers", "embed"), "ones")
+    if c.post_norms:
+        t["layers/mlp_post_norm/scale"] = ParamInfo((L, D), ("layers", "embed"), "ones")
     if c.is_moe:
         E = c.experts  # noqa: N806
         t["layers/moe/router"] = ParamInfo((L, D, E), ("layers", "embed", "expert"), fan_in=D)

@@ -19,10 +19,14 @@ __all__ = ["apply_rope", "rope_frequencies"]
 
 
 def rope_frequencies(
-    head_dim: int, theta: float, scaling: Llama3RopeScaling | None = None
+    head_dim: int,
+    theta: float,
+    scaling: Llama3RopeScaling | None = None,
+    linear: float = 1.0,
 ) -> np.ndarray:
-    """Inverse frequencies ``[head_dim // 2]`` (float32), with Llama 3.1's scaling if given."""
-    inv = 1.0 / theta ** (np.arange(0, head_dim, 2, dtype=np.float64) / head_dim)
+    """Inverse frequencies ``[head_dim // 2]`` (float32), with Llama 3.1's scaling if given;
+    ``linear``: positions divided by it (linear scaling, Gemma 3's global layers: 8)."""
+    inv = 1.0 / theta ** (np.arange(0, head_dim, 2, dtype=np.float64) / head_dim) / linear
     if scaling is not None:
         s = scaling
         wavelen = 2 * math.pi / inv

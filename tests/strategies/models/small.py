@@ -30,10 +30,13 @@ SMALL_MOE: dict[str, Any] = {**SMALL, "experts": 4, "moe_group": 32, "capacity_f
 
 def small(name: str, **changes: Any) -> dict[str, Any]:
     """The reduced sizes for architecture ``name`` (a mixture of experts keeps its top-k,
-    at most 2 of 4 experts), with ``changes``."""
+    at most 2 of 4 experts; local and global layers keep their pattern, with a window of a
+    quarter of the sequence), with ``changes``."""
     from shardviz.strategies.models.configs import get_config
 
     config = get_config(name)
+    if config.windowed:  # a block of 6 layers (5 local, 1 global) and 2 local ones after it
+        return {**SMALL, "layers": 8, "sliding_window": 16, **changes}
     if not config.is_moe:
         return {**SMALL, **changes}
     return {**SMALL_MOE, "experts_per_token": min(2, config.experts_per_token), **changes}

@@ -1,5 +1,5 @@
-"""Reduced Llama, Mixtral and Qwen3 MoE train under logical axis rules on 8 devices as on
-one device."""
+"""Reduced Llama, Mixtral, Qwen3 MoE and Gemma 3 train under logical axis rules on 8 devices
+as on one device."""
 
 from __future__ import annotations
 
@@ -23,8 +23,9 @@ from shardviz.strategies.zoo import ModelDef, get_model, init_train_state
 
 from .small import compiled, small
 
-#: Llama (dense GQA), Mixtral (experts), Qwen3's MoE (experts and per-head q/k norms).
-MODELS = ("llama3.1-8b", "mixtral-8x7b", "qwen3-235b-a22b")
+#: Llama (dense GQA), Mixtral (experts), Qwen3's MoE (experts and per-head q/k norms),
+#: Gemma 3 (local and global layers, sandwich norms, tied embeddings).
+MODELS = ("llama3.1-8b", "mixtral-8x7b", "qwen3-235b-a22b", "gemma3-27b")
 
 
 def adam_step(model: ModelDef):
