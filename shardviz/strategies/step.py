@@ -156,7 +156,7 @@ def strategy_step(
     step = jax.jit(
         train_step, in_shardings=(p_sh, o_sh, b_sh),
         out_shardings=(p_sh, o_sh, NamedSharding(jm, PartitionSpec())),
-        donate_argnums=_donated(donate, params_host, opt_host),
+        donate_argnums=_donated(donate, params_host, opt_host, mesh_has_memory(jm, HOST_KIND)),
     )  # fmt: skip
     abstract = _abstract((params_shape, opt_shape, batch_shape), (p_sh, o_sh, b_sh))
     return StrategyStep(
@@ -165,14 +165,16 @@ def strategy_step(
     )  # fmt: skip
 
 
-def _donated(donate: bool, params_host: bool, opt_host: bool) -> tuple[int, ...]:
-    """The step's donated arguments: params (0) and optimizer state (1) where they live in
-    HBM. State a rule set keeps in host memory is not donated: its new value is written to
-    host by the step, and a compiler without host memory for it (a deviceless GPU on jax
-    0.10.2) would add transfers to alias it."""
+def _donated(donate: bool, params_host: bool, opt_host: bool, host_memory: bool) -> tuple[int, ...]:
+    """The step's donated arguments: params (0) and optimizer state (1). State a rule set
+    keeps in host memory is donated only where the devices have host memory: without it (a
+    deviceless GPU on jax 0.10.2) the state stays in HBM and the step writes its new value
+    out, and aliasing the two would add transfers."""
     if not donate:
         return ()
-    return tuple(i for i, on_host in ((0, params_host), (1, opt_host)) if not on_host)
+    return tuple(
+        i for i, on_host in ((0, params_host), (1, opt_host)) if host_memory or not on_host
+    )
 
 
 def _check_trainable(model: ModelDef, params_shape: Any) -> None:

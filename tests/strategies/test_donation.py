@@ -8,6 +8,7 @@ import shardviz as sv
 from shardviz.strategies.rules import BUILTIN, OFFLOAD
 from shardviz.strategies.step import strategy_step
 from shardviz.strategies.zoo import get_model
+from tests.test_backends_live import needs_tpu
 
 
 def _state_bytes(result) -> int:
@@ -46,12 +47,24 @@ def test_donation_lowers_the_deviceless_peak():
     assert len(jax.devices()) == 8
 
 
-def test_state_kept_on_host_is_not_donated():
-    """ZeRO-Offload's optimizer state is written to host by the step: only the params are
-    donated."""
+def test_state_kept_on_host_is_not_donated_without_host_memory():
+    """A deviceless H100 lists no host memory (jax 0.10.2): ZeRO-Offload's optimizer state
+    stays in HBM and the step writes its new value out, so only the params are donated."""
     devices = sv.topology("h100:4").devices
     built = strategy_step(get_model("mlp"), OFFLOAD["zero-offload"], devices=devices)
     infos = built.step.lower(*built.abstract).args_info
     params, opt_state = infos[0][0], infos[0][1]
     assert all(i.donated for i in jax.tree.leaves(params))
     assert not any(i.donated for i in jax.tree.leaves(opt_state))
+
+
+@needs_tpu
+def test_state_kept_on_host_is_donated_where_the_chips_have_host_memory():
+    """On a TPU slice the new optimizer state takes the old one's host buffers: the plan
+    keeps it on host once, not twice."""
+    devices = sv.topology("v5e:2x2").devices
+    built = strategy_step(get_model("mlp"), OFFLOAD["zero-offload"], devices=devices)
+    infos = built.step.lower(*built.abstract).args_info
+    params, opt_state, batch = infos[0]
+    assert all(i.donated for i in jax.tree.leaves((params, opt_state)))
+    assert not any(i.donated for i in jax.tree.leaves(batch))

@@ -15,10 +15,10 @@ WHY = {
     "about 11 GiB per chip for P = 2.15e9. But with the weights whole, each chip computes "
     "the gradient of every weight for its own examples, a full-size 8.6 GB buffer, before "
     "the reduction leaves it its slice. Next to the 8.6 GB of weights that is too much, and "
-    "the TPU compiler refuses the step (about 24 GB needed); ZeRO-1 and plain data "
+    "the TPU compiler refuses the step (about 18 GB needed); ZeRO-1 and plain data "
     "parallelism need more still. ZeRO-3 (FSDP) stores the weights cut too, and here the "
     "compiler never gathers them: it moves the small batch instead (the route notebook 03 "
     "showed), so each chip computes only its own slice of every gradient and the step fits "
-    "in about 6 GiB. The state table is a lower bound; only the compile says what the step "
+    "in about 3.3 GiB. The state table is a lower bound; only the compile says what the step "
     "needs.",
 }
