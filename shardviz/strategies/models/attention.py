@@ -66,7 +66,6 @@ def blockwise_attention(
     block_q: int = 512,
     block_kv: int = 512,
     window: int = 0,
-    scale: float | None = None,
 ) -> jax.Array:
     """Causal GQA attention ``[B, S, H, K]``, computed block by block (see the module doc).
 
@@ -76,7 +75,6 @@ def blockwise_attention(
       block_q, block_kv: block sizes, each capped at ``S`` and dividing it.
       window: each query sees only its ``window`` latest keys, itself included (0: all;
         a window of ``S`` or more is the causal mask alone).
-      scale: the factor on the scores (default ``1 / sqrt(K)``).
     """
     b, s, h, d = q.shape
     n = k.shape[2]
@@ -84,8 +82,7 @@ def blockwise_attention(
     if s % bq or s % bk:
         raise ValueError(f"sequence {s} does not divide into blocks of {bq} and {bk}")
     q5 = q.reshape(b, s, n, h // n, d)
-    scale = 1.0 / math.sqrt(d) if scale is None else scale
-    out = _flash(q5, k, v, bq, bk, scale, window if 0 < window < s else 0)
+    out = _flash(q5, k, v, bq, bk, 1.0 / math.sqrt(d), window if 0 < window < s else 0)
     return out.reshape(b, s, h, d)
 
 
