@@ -220,8 +220,9 @@ def param_count(config: ArchConfig, active: bool = False) -> int:
     Token embedding, output head unless tied, per layer: q/k/v/o projections (with GQA's
     smaller k and v, biases where ``qkv_bias``, q and k norm scales where ``qk_norm``), a
     SwiGLU MLP (gate, up, down) or ``experts`` of them plus the router, two RMSNorm scales
-    (four with ``post_norms``); and the final RMSNorm. ``active``: what one token uses, ``experts_per_token`` of the
-    experts (the router whole), as the field counts a mixture of experts' active parameters.
+    (four with ``post_norms``); and the final RMSNorm. ``active``: what one token uses,
+    ``experts_per_token`` of the experts (the router whole), as the field counts a mixture of
+    experts' active parameters.
     """
     c = config
     d, q_width, kv_width = c.d_model, c.heads * c.head_dim, c.kv_heads * c.head_dim

@@ -252,9 +252,10 @@ def _layer_fn(
     config: ArchConfig, options: DecoderOptions, seq: int, constrain: Constrain, window: int = 0
 ):
     """The scan body ``(x, layer_params) -> (x, aux_loss)``, checkpointed per ``remat``;
-    ``window``: the layer's sliding window (0: global)."""
-    window = window if window < seq else 0
+    ``window``: the layer's sliding window (0: global). A local layer keeps its own RoPE base
+    even when the window spans the sequence (then its attention is the causal mask alone)."""
     inv_freq = _frequencies(config, window)
+    window = window if window < seq else 0
     block = min(options.attention_block, seq)
     attention = options.attention
     group = min(options.moe_group, seq)

@@ -101,8 +101,8 @@ def _reference_loss(params, batch, c: ArchConfig):
     for i in range(c.layers):
         p = jax.tree.map(lambda w, i=i: w[i], params["layers"])
         window = c.window_of(i)
-        window = window if window < seq else 0
         theta, linear = (c.local_rope_theta, 1.0) if window else (c.rope_theta, 8.0)
+        window = window if window < seq else 0
         inv = rope_frequencies(c.head_dim, theta, None, linear)
         h = rms_norm(x, p["attn_norm"]["scale"], c.norm_eps)
         a = p["attn"]
@@ -124,13 +124,16 @@ def _reference_loss(params, batch, c: ArchConfig):
     return -jnp.mean(jnp.take_along_axis(logp, batch["targets"][..., None], -1))
 
 
-@pytest.mark.parametrize("name", ["gemma3-12b", "gemma3-27b"])
-def test_the_block_scan_is_the_plain_loop(name: str) -> None:
-    """8 layers (a block of 5 local + 1 global, then 2 local), window 16 of 64 positions:
-    loss and gradients equal the plain loop's."""
-    model = get_model(name, **small(name))
+@pytest.mark.parametrize(
+    ("name", "window"), [("gemma3-12b", 16), ("gemma3-27b", 16), ("gemma3-12b", 64)]
+)
+def test_the_block_scan_is_the_plain_loop(name: str, window: int) -> None:
+    """8 layers (a block of 5 local + 1 global, then 2 local) of 64 positions: loss and
+    gradients equal the plain loop's, with a window of 16 and with one spanning the sequence
+    (the local layers' attention is then causal, but their RoPE base stays their own)."""
+    model = get_model(name, **small(name, sliding_window=window))
     c = model.info["config"]
-    assert c.layers == 8 and c.sliding_window == 16
+    assert c.layers == 8 and c.sliding_window == window
     params, _, batch = init_train_state(model, jax.random.key(0))
     loss, grads = compiled(jax.value_and_grad(model.loss), params, batch)(params, batch)
     want, want_grads = compiled(
