@@ -80,7 +80,7 @@ def _constant(value: Any) -> int | None:
 class _Walk:
     def __init__(self) -> None:
         self.bounded = False
-        self.dots = 0
+        self.dots: list[float] = []  # each matmul's flops once, in body order
 
     def ops(self, block: Any) -> float:
         return sum(self.op(o.operation) for o in block.operations)
@@ -91,8 +91,9 @@ class _Walk:
     def op(self, op: Any) -> float:
         name = str(op.name).removeprefix("stable_mosaic.")
         if name in ("tpu.matmul", "vector.contract"):
-            self.dots += 1
-            return _matmul(op)
+            flops = _matmul(op)
+            self.dots.append(flops)
+            return flops
         if name == "scf.if":
             self.bounded = True  # what it skips depends on values the body reads
             return max((self.ops(b) for r in op.regions for b in r.blocks), default=0.0)

@@ -54,26 +54,30 @@ def hlo_type(aval: Any) -> str:
 _ATTENTION = re.compile(r"attention|flash|splash|_mha|_mqa|mha_|mqa_", re.IGNORECASE)
 
 
-def model_share(name: str, dots: int) -> float | None:
+def model_share(name: str, dots: Sequence[float]) -> float | None:
     """The part of an attention kernel's dense matmul flops the field counts as model
-    flops, from its name and its body's matmul count (``None``: not an attention kernel
-    whose count follows the convention; its model flops are what it computes).
+    flops, from its name and its body's matmuls' flops in body order (``None``: not an
+    attention kernel whose count follows the convention; its model flops are what it
+    computes).
 
     Attention's model flops are its forward's two matmuls (Q K^T and P V) in full, and its
-    backward's four (dP, dV, dK, dQ). A backward kernel recomputes Q K^T (and a separate dq
-    kernel recomputes dP too): a dkv kernel of ``n`` matmuls has ``n - 1`` useful ones
-    (4 of 5 when it computes dq as well), a dq kernel of 3 has one (dQ), a kernel for the
+    backward's four (dP, dV, dK, dQ). A backward kernel recomputes Q K^T first (and a
+    separate dq kernel recomputes dP too): a dkv kernel's matmuls but its first are useful
+    (4 of 5 when it computes dq as well), a dq kernel's last one (dQ), a kernel for the
     whole backward four of its ``n`` (jax's GPU attention recomputes Q K^T and dP in its dq
-    loop: 4 of 7). Paged attention (serving) is counted as computed: its pages are the work."""
-    if not _ATTENTION.search(name) or "paged" in name.lower() or dots == 0:
+    loop: 4 of 7). Shares are of flops, not of matmuls: MLA's values are narrower than its
+    queries and keys, so its matmuls differ in size. Paged attention (serving) is counted
+    as computed: its pages are the work."""
+    total = float(sum(dots))
+    if not _ATTENTION.search(name) or "paged" in name.lower() or not dots or total <= 0:
         return None
     low = name.lower()
     if "dkv" in low:
-        return (dots - 1) / dots
+        return 1.0 - dots[0] / total
     if "dq" in low:
-        return 1 / dots
+        return dots[-1] / total
     if "bwd" in low or "backward" in low:  # the whole backward in one kernel: 4 useful
-        return min(1.0, 4 / dots)
+        return min(1.0, 4 / len(dots))
     return 1.0
 
 
@@ -298,13 +302,24 @@ def _nbytes(aval: Any) -> int:
         return 0
 
 
-def _dots(jaxpr: Any) -> int:
-    """How many ``dot_general``s the body holds (all branches, every nesting)."""
-    n = 0
+def _dots(jaxpr: Any) -> list[float]:
+    """The flops of each ``dot_general`` the body holds, in body order (all branches, every
+    nesting; each counted once, whatever its loops)."""
+    out: list[float] = []
     for eqn in jaxpr.eqns:
-        n += eqn.primitive.name == "dot_general"
-        n += sum(_dots(sub) for sub in _sub_jaxprs(eqn))
-    return n
+        if eqn.primitive.name == "dot_general":
+            out.append(_dot_flops(eqn))
+        for sub in _sub_jaxprs(eqn):
+            out += _dots(sub)
+    return out
+
+
+def _dot_flops(eqn: Any) -> float:
+    """``2 x output elements x contracted size`` of one ``dot_general`` equation."""
+    (contract, _), _ = eqn.params["dimension_numbers"]
+    lhs = tuple(int(d) for d in eqn.invars[0].aval.shape)
+    out = tuple(int(d) for d in eqn.outvars[0].aval.shape)
+    return 2.0 * math.prod(out) * math.prod(lhs[d] for d in contract)
 
 
 def kernel_table(

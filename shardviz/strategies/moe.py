@@ -67,7 +67,16 @@ def expert_capacity(group_size: int, experts: int, top_k: int, capacity_factor: 
     return max(1, math.ceil(top_k * capacity_factor * group_size / experts))
 
 
-def route(logits: jax.Array, *, top_k: int, capacity: int) -> Routing:
+def route(
+    logits: jax.Array,
+    *,
+    top_k: int,
+    capacity: int,
+    scores: str = "softmax",
+    bias: jax.Array | None = None,
+    scale: float = 1.0,
+    normalize: bool = True,
+) -> Routing:
     """Top-k routing with a capacity limit, GShard style.
 
     Every token's first choice is placed before any token's second choice; within one round
@@ -78,25 +87,38 @@ def route(logits: jax.Array, *, top_k: int, capacity: int) -> Routing:
       logits: router logits ``[G, S, E]``.
       top_k: experts per token (GShard: 2).
       capacity: slots per expert per group.
+      scores: ``"softmax"`` over the experts, or ``"sigmoid"`` of each logit (DeepSeek-V3).
+      bias: ``[E]`` added to the scores to choose the experts, not to weight them
+        (DeepSeek-V3's load-balancing bias), or ``None``.
+      scale: the gates multiplied by this (DeepSeek-V3: 2.5).
+      normalize: the chosen gates renormalised to sum to 1 (DeepSeek-V2 keeps the softmax's
+        own scores of its picks).
 
     Returns:
       A :class:`Routing`.
     """
-    probs = jax.nn.softmax(logits.astype(jnp.float32), axis=-1)
+    logits = logits.astype(jnp.float32)
+    sigmoid = scores == "sigmoid"
+    probs = jax.nn.sigmoid(logits) if sigmoid else jax.nn.softmax(logits, axis=-1)
     experts = probs.shape[-1]
-    remaining = probs
+    remaining = probs if bias is None else probs + bias.astype(jnp.float32)
     masks, gates = [], []
     for _ in range(top_k):
         choice = jnp.argmax(remaining, axis=-1)
         mask = jax.nn.one_hot(choice, experts, dtype=jnp.float32)  # [G, S, E]
         masks.append(mask)
         gates.append(jnp.sum(probs * mask, axis=-1))  # [G, S]
-        remaining = jnp.where(mask > 0, -1.0, remaining)
+        remaining = jnp.where(mask > 0, -jnp.inf, remaining)
     total = sum(gates)
-    gates = [g / jnp.maximum(total, jnp.finfo(jnp.float32).tiny) for g in gates]
+    if normalize:
+        gates = [g / jnp.maximum(total, jnp.finfo(jnp.float32).tiny) for g in gates]
+    gates = [scale * g for g in gates] if scale != 1.0 else gates
 
-    # GShard's auxiliary loss: fraction of first choices per expert times mean router prob.
+    # GShard's auxiliary loss: fraction of first choices per expert times mean router prob
+    # (sigmoid scores normalised over the experts first, as DeepSeek-V3's balance loss).
     density = jnp.mean(masks[0], axis=1)  # [G, E]
+    if sigmoid:
+        probs = probs / jnp.sum(probs, axis=-1, keepdims=True)
     density_proxy = jnp.mean(probs, axis=1)  # [G, E]
     aux_loss = jnp.mean(density * density_proxy) * experts**2
 

@@ -136,7 +136,7 @@ class ModelDef:
         where = f"{self.name}.kv_bytes_per_token"
         config = self.info.get("config")
         if isinstance(config, ArchConfig):
-            _refuse_windows(config, where)
+            _refuse_unserved(config, where)
             layers, kv_heads, head_dim = config.layers, config.kv_heads, config.head_dim
         else:
             sizes = {k: self.info[k] for k in ("layers", "kv_heads", "head_dim") if k in self.info}
@@ -177,7 +177,7 @@ class ModelDef:
         """
         config = self.info.get("config")
         if isinstance(config, ArchConfig):
-            _refuse_windows(config, where)
+            _refuse_unserved(config, where)
             return config
         sizes = dict(self.info)
         if "ffn" not in sizes and "d_ff" in sizes:
@@ -377,19 +377,29 @@ def _constant(tree: Any) -> Callable[[jax.Array], Any]:
     return same
 
 
-def _refuse_windows(config: ArchConfig, where: str) -> None:
-    """Serving's steps and KV-cache figures are those of global attention: a model whose
-    local layers keep only a window of keys (Gemma 3) would be planned with every layer's
-    cache whole, so it is refused rather than overcounted."""
+def _refuse_unserved(config: ArchConfig, where: str) -> None:
+    """Serving's steps and KV-cache figures are those of global grouped-query attention over
+    uniform layers: a model whose local layers keep only a window of keys (Gemma 3), whose
+    cache is a latent (MLA), or whose layers differ (DeepSeek-V3's dense first layers and
+    shared experts) would be planned wrong, so it is refused rather than miscounted."""
+    reasons = []
     if config.windowed:
+        reasons.append(f"sliding-window layers (window {config.sliding_window}), whose cache "
+                       "the steps would keep whole")  # fmt: skip
+    if config.latent:
+        reasons.append(f"multi-head latent attention, whose cache is a {config.kv_lora_rank}"
+                       "-wide latent per token, not keys and values per head")  # fmt: skip
+    if config.dense_layers or config.shared_experts:
+        reasons.append("dense first layers or shared experts, which the serving steps do "
+                       "not build")  # fmt: skip
+    if reasons:
         raise ShardvizError(
             problem(
                 where,
-                f"{config.name!r} has sliding-window layers (window {config.sliding_window}); "
-                "the serving steps and KV-cache figures cover global attention only, and "
-                "would keep a whole-context cache for every layer",
+                f"{config.name!r} has {'; and '.join(reasons)}: the serving steps and "
+                "KV-cache figures cover uniform layers of global grouped-query attention",
                 "plan its training with compare or suggest; for serving, use a model "
-                "without sliding windows",
+                "with global grouped-query attention",
             )
         )
 

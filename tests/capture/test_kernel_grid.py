@@ -162,13 +162,16 @@ def test_a_declared_kernel_is_counted_from_its_body_too() -> None:
 @pytest.mark.parametrize(
     ("name", "dots", "share"),
     [
-        ("splash_mha_fwd_residuals", 2, 1.0),
-        ("splash_mha_dkv_no_residuals", 5, 0.8),  # fused: dq too; Q K^T recomputed
-        ("splash_mha_dkv_no_residuals", 4, 0.75),
-        ("splash_mha_dq_no_residuals", 3, 1 / 3),  # Q K^T and dP recomputed
-        ("flash_mha_bwd_dkv_block_q_major_128", 4, 0.75),
-        ("ragged_paged_attention_kernel", 2, None),  # counted as computed
-        ("my_matmul", 1, None),
+        ("splash_mha_fwd_residuals", [1.0] * 2, 1.0),
+        ("splash_mha_dkv_no_residuals", [1.0] * 5, 0.8),  # fused: dq too; Q K^T recomputed
+        ("splash_mha_dkv_no_residuals", [1.0] * 4, 0.75),
+        ("splash_mha_dq_no_residuals", [1.0] * 3, 1 / 3),  # Q K^T and dP recomputed
+        ("flash_mha_bwd_dkv_block_q_major_128", [1.0] * 4, 0.75),
+        ("ragged_paged_attention_kernel", [1.0] * 2, None),  # counted as computed
+        ("my_matmul", [1.0], None),
+        # MLA: Q K^T and dK 192 wide, P V, dP and dV 128 wide: by flops, not by count.
+        ("flash_backward_dkv", [192.0, 128.0, 128.0, 192.0], 448 / 640),
+        ("flash_backward_dq", [192.0, 128.0, 192.0], 192 / 512),
     ],
 )
 def test_model_share_follows_the_attention_convention(name, dots, share) -> None:

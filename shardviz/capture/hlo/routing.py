@@ -77,7 +77,6 @@ _DEPTH = 48
 #: Ops slot space does not pass: reductions and the loop and call boundaries.
 _STOPS = frozenset(
     ["reduce", "reduce-window", "while", "call", "conditional", "tuple", "constant", "iota"]
-    + ["get-tuple-element"]  # saved values reach the backward pass through a loop's carry
 )
 _PARAM_RE = re.compile(r"parameter\((\d+)\)")
 
@@ -315,6 +314,8 @@ class _Walk:
             return self._slots[ins.name]
         if depth > _DEPTH or ins.opcode in _STOPS or self.routing(ins):
             return False
+        if ins.opcode == "get-tuple-element" and not self._fused_element(ins):
+            return False
         self._slots[ins.name] = False
         ins_from = list(self.producers(ins))
         r = self.routing_operand(ins) if ins.opcode in _MATMULS else None
@@ -327,6 +328,13 @@ class _Walk:
             found = any(self.slots(p, depth + 1) for p in ins_from)
         self._slots[ins.name] = found
         return found
+
+    def _fused_element(self, ins: HloInstruction) -> bool:
+        """Whether a ``get-tuple-element`` reads a multi-output fusion's element (the TPU
+        compiler computes a dispatch beside the stack of saved values it writes), not a
+        loop's carry, which saved values cross to reach the backward pass."""
+        source = self.module.instruction(ins.operands[0]) if ins.operands else None
+        return source is not None and source.opcode == "fusion"
 
     def computation(self, name: str) -> HloComputation | None:
         """The computation called ``name`` (a table: the module's own lookup is a scan)."""

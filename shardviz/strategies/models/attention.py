@@ -55,7 +55,7 @@ def naive_attention(
         causal = causal & ~jnp.tril(jnp.ones((s, s), dtype=bool), -window)
     weights = jax.nn.softmax(jnp.where(causal, scores, _MASKED), axis=-1)
     out = jnp.einsum("bngqs,bsnk->bqngk", weights.astype(v.dtype), v, preferred_element_type=_F32)
-    return out.reshape(b, s, h, d).astype(q.dtype)
+    return out.reshape(b, s, h, v.shape[-1]).astype(q.dtype)
 
 
 def blockwise_attention(
@@ -67,11 +67,12 @@ def blockwise_attention(
     block_kv: int = 512,
     window: int = 0,
 ) -> jax.Array:
-    """Causal GQA attention ``[B, S, H, K]``, computed block by block (see the module doc).
+    """Causal GQA attention ``[B, S, H, Kv]``, computed block by block (see the module doc).
 
     Args:
       q: queries ``[B, S, H, K]``.
-      k, v: keys and values ``[B, S, N, K]``, ``N`` dividing ``H``.
+      k, v: keys ``[B, S, N, K]`` and values ``[B, S, N, Kv]``, ``N`` dividing ``H`` (MLA's
+        values are narrower than its queries and keys).
       block_q, block_kv: block sizes, each capped at ``S`` and dividing it.
       window: each query sees only its ``window`` latest keys, itself included (0: all;
         a window of ``S`` or more is the causal mask alone).
@@ -83,7 +84,7 @@ def blockwise_attention(
         raise ValueError(f"sequence {s} does not divide into blocks of {bq} and {bk}")
     q5 = q.reshape(b, s, n, h // n, d)
     out = _flash(q5, k, v, bq, bk, 1.0 / math.sqrt(d), window if 0 < window < s else 0)
-    return out.reshape(b, s, h, d)
+    return out.reshape(b, s, h, v.shape[-1])
 
 
 def _band(window: int, block: int, other: int, most: int) -> int:
@@ -177,7 +178,7 @@ def _forward(q5, k, v, bq, bk, scale, window=0):
         init = (
             jnp.full(stats, -jnp.inf, _F32),
             jnp.zeros(stats, _F32),
-            jnp.zeros((*stats, qi.shape[-1]), _F32),
+            jnp.zeros((*stats, vb.shape[-1]), _F32),
         )
         if window:
             carry, _ = jax.lax.scan(per_kv_block, init, jnp.arange(band - _edge(band)))
@@ -231,7 +232,7 @@ def _flash_bwd(bq, bk, scale, window, residuals, d_out):
             with jax.named_scope(REMAT_MARK):
                 # Operands made under the mark: XLA:CPU's library fusions keep no metadata
                 # of their own, and the product is known by its operands' names.
-                qi_r, kj_r = jax.lax.optimization_barrier((qi, kj)) if window else (qi, kj)
+                qi_r, kj_r = jax.lax.optimization_barrier((qi, kj))
                 scores = _scores(qi_r, kj_r, i, j, scale, window, seq)
                 p = jnp.exp(scores - lse_i[..., None])  # [B,N,G,bq,bk]
             dv = dv + jnp.einsum(
@@ -243,15 +244,13 @@ def _flash_bwd(bq, bk, scale, window, residuals, d_out):
             dq_i = jnp.einsum("bngqs,bsnk->bqngk", ds, kj, preferred_element_type=_F32)
             return (dq.at[ic].add(dq_i), dk, dv), None
 
-        zeros = jnp.zeros(kj.shape, _F32)
+        zeros = (jnp.zeros(kj.shape, _F32), jnp.zeros(vj.shape, _F32))
         if window:
-            carry, _ = jax.lax.scan(
-                per_query_block, (dq, zeros, zeros), jnp.arange(band - _edge(band))
-            )
+            carry, _ = jax.lax.scan(per_query_block, (dq, *zeros), jnp.arange(band - _edge(band)))
             dq, dk, dv = _edge_step(per_query_block, carry, band)
         else:
             xs_q = (qb, dob, lse, deltab, jnp.arange(nq))
-            (dq, dk, dv), _ = jax.lax.scan(per_query_block, (dq, zeros, zeros), xs_q)
+            (dq, dk, dv), _ = jax.lax.scan(per_query_block, (dq, *zeros), xs_q)
         return dq, (dk, dv)
 
     dq0 = jnp.zeros(qb.shape, _F32)

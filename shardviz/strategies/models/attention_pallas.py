@@ -62,14 +62,14 @@ def pallas_attention(
 
     Args:
       q: queries ``[B, S, H, K]``.
-      k, v: keys and values ``[B, S, N, K]``, ``N`` dividing ``H``.
+      k, v: keys ``[B, S, N, K]`` and values ``[B, S, N, Kv]``, ``N`` dividing ``H``.
       block_q, block_kv: block sizes, each capped at ``S`` and dividing it.
       interpret: run the kernels in Pallas's interpreter; ``None``: when jax's default
         backend is not a TPU. A deviceless compile for TPU (default backend CPU, target TPU)
         must pass ``False``.
 
     Returns:
-      The attention output, ``[B, S, H, K]`` in ``q``'s dtype.
+      The attention output, ``[B, S, H, Kv]`` in ``q``'s dtype.
     """
     b, s, h, d = q.shape
     n = k.shape[2]
@@ -205,9 +205,10 @@ def _dq_kernel(
 # axis and one that moves with it once per grid step; each output block is written once.
 
 
-def _specs(g: int, bq: int, bk: int, d: int, q_axis: int):
+def _specs(g: int, bq: int, bk: int, d: int, q_axis: int, dv: int | None = None):
     """BlockSpecs of a query-like array, a key/value array (head ``h // g``: GQA without a
-    repeat in HBM) and a statistic, the query block index on grid axis ``q_axis``."""
+    repeat in HBM) and a statistic, the query block index on grid axis ``q_axis``; with
+    ``dv``, also an output-like and a value array ``dv`` wide."""
 
     def qi(a2, a3):
         return a2 if q_axis == 2 else a3
@@ -215,11 +216,18 @@ def _specs(g: int, bq: int, bk: int, d: int, q_axis: int):
     def kj(a2, a3):
         return a3 if q_axis == 2 else a2
 
-    return (
-        pl.BlockSpec((_SQ, _SQ, bq, d), lambda b, h, a2, a3: (b, h, qi(a2, a3), 0)),
-        pl.BlockSpec((_SQ, _SQ, bk, d), lambda b, h, a2, a3: (b, lax.div(h, g), kj(a2, a3), 0)),
-        pl.BlockSpec((_SQ, _SQ, 1, bq), lambda b, h, a2, a3: (b, h, 0, qi(a2, a3))),
-    )
+    def query_like(width: int) -> pl.BlockSpec:
+        return pl.BlockSpec((_SQ, _SQ, bq, width), lambda b, h, a2, a3: (b, h, qi(a2, a3), 0))
+
+    def kv_like(width: int) -> pl.BlockSpec:
+        return pl.BlockSpec(
+            (_SQ, _SQ, bk, width), lambda b, h, a2, a3: (b, lax.div(h, g), kj(a2, a3), 0)
+        )
+
+    stat = pl.BlockSpec((_SQ, _SQ, 1, bq), lambda b, h, a2, a3: (b, h, 0, qi(a2, a3)))
+    if dv is None:
+        return query_like(d), kv_like(d), stat
+    return query_like(d), kv_like(d), stat, query_like(dv), kv_like(dv)
 
 
 def _params() -> pltpu.CompilerParams:
@@ -238,29 +246,37 @@ def _sizes(q: jax.Array, k: jax.Array, bq: int, bk: int):
     return b, h, s, d, g, s // bq, s // bk, q_bytes, kv_bytes, b * h * s * 4
 
 
+def _widths(q: jax.Array, k: jax.Array, v: jax.Array) -> tuple[int, float, float]:
+    """The value width, and the value's and an output's bytes relative to the key's and the
+    query's (1 unless MLA's values are narrower)."""
+    dv = v.shape[-1]
+    return dv, dv / k.shape[-1], dv / q.shape[-1]
+
+
 def _forward(q, k, v, bq, bk, scale, interpret):
     """Output ``[B, H, S, K]`` and log-sum-exp ``[B, H, 1, S]`` float32."""
     b, h, s, d, g, nq, nk, q_bytes, kv_bytes, stat_bytes = _sizes(q, k, bq, bk)
-    q_spec, kv_spec, stat_spec = _specs(g, bq, bk, d, q_axis=2)
+    dv, v_rel, o_rel = _widths(q, k, v)
+    q_spec, kv_spec, stat_spec, o_spec, v_spec = _specs(g, bq, bk, d, q_axis=2, dv=dv)
     cost = pl.CostEstimate(
-        flops=4 * b * h * s * s * d,  # QK^T and PV
+        flops=2 * b * h * s * s * (d + dv),  # QK^T and PV
         transcendentals=b * h * s * (s + nk + 1),  # exp for p; exp for alpha per block; log
         # q once per query block; k and v at every step (nq * G times each); out, lse once
-        bytes_accessed=2 * q_bytes + 2 * nq * g * kv_bytes + stat_bytes,
+        bytes_accessed=int((1 + o_rel) * q_bytes + (1 + v_rel) * nq * g * kv_bytes) + stat_bytes,
     )
     return pl.pallas_call(
         functools.partial(_forward_kernel, scale=scale),
         out_shape=(
-            jax.ShapeDtypeStruct(q.shape, q.dtype),
+            jax.ShapeDtypeStruct((b, h, s, dv), q.dtype),
             jax.ShapeDtypeStruct((b, h, 1, s), _F32),
         ),
         grid=(b, h, nq, nk),
-        in_specs=[q_spec, kv_spec, kv_spec],
-        out_specs=(q_spec, stat_spec),
+        in_specs=[q_spec, kv_spec, v_spec],
+        out_specs=(o_spec, stat_spec),
         scratch_shapes=[
             pltpu.VMEM((bq, 1), _F32),  # running max
             pltpu.VMEM((bq, 1), _F32),  # running denominator
-            pltpu.VMEM((bq, d), _F32),  # running output
+            pltpu.VMEM((bq, dv), _F32),  # running output
         ],
         compiler_params=_params(),
         cost_estimate=cost,
@@ -272,24 +288,31 @@ def _forward(q, k, v, bq, bk, scale, interpret):
 def _backward_dkv(q, k, v, do, lse, delta, bq, bk, scale, interpret):
     """dK and dV per query head, ``[B, H, S, K]`` float32 (the caller sums each group)."""
     b, h, s, d, g, nq, nk, q_bytes, kv_bytes, stat_bytes = _sizes(q, k, bq, bk)
-    q_spec, kv_spec, stat_spec = _specs(g, bq, bk, d, q_axis=3)
-    per_head = pl.BlockSpec((_SQ, _SQ, bk, d), lambda b, h, j, i: (b, h, j, 0))
+    dv, v_rel, o_rel = _widths(q, k, v)
+    q_spec, kv_spec, stat_spec, o_spec, v_spec = _specs(g, bq, bk, d, q_axis=3, dv=dv)
+
+    def per_head(width: int) -> pl.BlockSpec:
+        return pl.BlockSpec((_SQ, _SQ, bk, width), lambda b, h, j, i: (b, h, j, 0))
+
     cost = pl.CostEstimate(
-        flops=8 * b * h * s * s * d,  # QK^T (recomputed), dP, dV, dK
+        flops=4 * b * h * s * s * (d + dv),  # QK^T (recomputed) and dK; dP and dV
         transcendentals=b * h * s * s,  # exp for p
         # k and v once per key block (G times each: once per query head); q, dO, lse and
         # delta at every step (nk times each); dK and dV (float32, per query head) once
-        bytes_accessed=2 * g * kv_bytes
-        + nk * (2 * q_bytes + 2 * stat_bytes)
-        + 2 * b * h * s * d * 4,
+        bytes_accessed=int((1 + v_rel) * g * kv_bytes + nk * (1 + o_rel) * q_bytes)
+        + nk * 2 * stat_bytes
+        + b * h * s * (d + dv) * 4,
     )
     return pl.pallas_call(
         functools.partial(_dkv_kernel, scale=scale),
-        out_shape=(jax.ShapeDtypeStruct(q.shape, _F32),) * 2,
+        out_shape=(
+            jax.ShapeDtypeStruct(q.shape, _F32),
+            jax.ShapeDtypeStruct((b, h, s, dv), _F32),
+        ),
         grid=(b, h, nk, nq),
-        in_specs=[q_spec, kv_spec, kv_spec, q_spec, stat_spec, stat_spec],
-        out_specs=(per_head, per_head),
-        scratch_shapes=[pltpu.VMEM((bk, d), _F32), pltpu.VMEM((bk, d), _F32)],
+        in_specs=[q_spec, kv_spec, v_spec, o_spec, stat_spec, stat_spec],
+        out_specs=(per_head(d), per_head(dv)),
+        scratch_shapes=[pltpu.VMEM((bk, d), _F32), pltpu.VMEM((bk, dv), _F32)],
         compiler_params=_params(),
         cost_estimate=cost,
         interpret=interpret,
@@ -300,19 +323,21 @@ def _backward_dkv(q, k, v, do, lse, delta, bq, bk, scale, interpret):
 def _backward_dq(q, k, v, do, lse, delta, bq, bk, scale, interpret):
     """dQ ``[B, H, S, K]`` in q's dtype."""
     b, h, s, d, g, nq, nk, q_bytes, kv_bytes, stat_bytes = _sizes(q, k, bq, bk)
-    q_spec, kv_spec, stat_spec = _specs(g, bq, bk, d, q_axis=2)
+    dv, v_rel, o_rel = _widths(q, k, v)
+    q_spec, kv_spec, stat_spec, o_spec, v_spec = _specs(g, bq, bk, d, q_axis=2, dv=dv)
     cost = pl.CostEstimate(
-        flops=6 * b * h * s * s * d,  # QK^T and dP (both recomputed), dQ
+        flops=2 * b * h * s * s * (2 * d + dv),  # QK^T and dP (both recomputed), dQ
         transcendentals=b * h * s * s,  # exp for p
         # q, dO, lse and delta once per query block; k and v at every step (nq * G times
         # each); dQ once
-        bytes_accessed=3 * q_bytes + 2 * stat_bytes + 2 * nq * g * kv_bytes,
+        bytes_accessed=int((2 + o_rel) * q_bytes + (1 + v_rel) * nq * g * kv_bytes)
+        + 2 * stat_bytes,
     )
     return pl.pallas_call(
         functools.partial(_dq_kernel, scale=scale),
         out_shape=jax.ShapeDtypeStruct(q.shape, q.dtype),
         grid=(b, h, nq, nk),
-        in_specs=[q_spec, kv_spec, kv_spec, q_spec, stat_spec, stat_spec],
+        in_specs=[q_spec, kv_spec, v_spec, o_spec, stat_spec, stat_spec],
         out_specs=q_spec,
         scratch_shapes=[
             pltpu.VMEM((bq, 1), _F32),  # lse as a column
@@ -342,7 +367,7 @@ def _flash_fwd(q, k, v, bq, bk, scale, interpret):
 def _flash_bwd(bq, bk, scale, interpret, residuals, d_out):
     """FlashAttention-2's backward in two kernels; p is recomputed from q, k and the lse."""
     q, k, v, out, lse = residuals
-    b, n, s, d = k.shape
+    b, n, s = k.shape[:3]
     delta = jnp.sum(out.astype(_F32) * d_out.astype(_F32), axis=-1)[:, :, None, :]
     args = (q, k, v, d_out, lse, delta, bq, bk, scale, interpret)
     dk, dv = _backward_dkv(*args)
@@ -354,7 +379,7 @@ def _flash_bwd(bq, bk, scale, interpret, residuals, d_out):
         dq = _backward_dq(*args)
 
     def per_kv_head(x, like):  # [B, H, S, K] float32 -> [B, N, S, K]: sum over each group
-        return x.reshape(b, n, -1, s, d).sum(axis=2).astype(like.dtype)
+        return x.reshape(b, n, -1, s, x.shape[-1]).sum(axis=2).astype(like.dtype)
 
     return dq, per_kv_head(dk, k), per_kv_head(dv, v)
 

@@ -43,6 +43,11 @@ LOGICAL_AXES: dict[str, str] = {
     "expert_group": "token groups in tensors that also have an expert dim (MaxText's "
     "activation_batch_no_exp): apart from 'batch' so 'expert' can split both",
     "capacity": "an expert's slots for tokens in one group",
+    "q_lora": "MLA's query latent where the up projection reads it (split as 'embed' is)",
+    "kv_lora": "MLA's key/value latent where the up projection reads it (split as 'embed' is)",
+    "q_lora_out": "MLA's query latent where the down projection writes it (kept whole)",
+    "kv_lora_out": "MLA's key/value latent and shared RoPE key where the down projection "
+    "writes them (kept whole)",
 }
 
 #: Activation name -> its logical axes. The decoder calls ``constrain(name, x)`` on each.

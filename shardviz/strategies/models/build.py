@@ -18,7 +18,7 @@ import jax.numpy as jnp
 from shardviz.errors import ArgumentError, ShardvizError, problem
 from shardviz.model.arguments import finite_number, shown, whole_number
 from shardviz.strategies.models.axes import Constrain, no_constraint
-from shardviz.strategies.models.configs import ArchConfig, get_config, param_count
+from shardviz.strategies.models.configs import MAY_BE_ZERO, ArchConfig, get_config, param_count
 from shardviz.strategies.models.decoder import (
     ATTENTION_KINDS,
     REMAT_POLICIES,
@@ -59,6 +59,13 @@ _DIMS = (
     "experts",
     "experts_per_token",
     "sliding_window",
+    "q_lora_rank",
+    "kv_lora_rank",
+    "rope_head_dim",
+    "v_head_dim",
+    "dense_layers",
+    "dense_ffn",
+    "shared_experts",
 )
 
 
@@ -134,14 +141,23 @@ class DecoderModel:
         c = self.config
         glu = "GeGLU" if c.activation == "gelu" else "SwiGLU"
         mlp = f"{c.experts} {glu} experts, top-{c.experts_per_token}" if c.is_moe else f"{glu} MLP"
+        if c.shared_experts:
+            mlp += f" and {c.shared_experts} shared"
+        if c.is_moe and c.dense_layers:
+            mlp += f" (the first {c.dense_layers} layer(s) a dense MLP)"
+        attention = (
+            f"{c.heads}-head latent attention (kv latent {c.kv_lora_rank})"
+            if c.latent
+            else f"{c.heads} query / {c.kv_heads} kv heads causal attention"
+        )
         if c.windowed:
             every = c.global_every
             mlp += f"; local layers attend within {c.sliding_window} tokens" + (
                 f", every {every}th layer globally" if every else ""
             )
         return (
-            f"{c.name}: {c.layers} scanned decoder layers (RMSNorm, RoPE, {c.heads} query / "
-            f"{c.kv_heads} kv heads causal attention ({self.options.attention}), {mlp}), "
+            f"{c.name}: {c.layers} scanned decoder layers (RMSNorm, RoPE, {attention} "
+            f"({self.options.attention}), {mlp}), "
             f"{self.options.compute_dtype} "
             f"compute over {self.param_dtype} weights"
             + (", fp8 weight matmuls" if self.options.quantization == "fp8" else "")
@@ -185,7 +201,7 @@ def decoder_model(name: str | ArchConfig, **overrides: Any) -> DecoderModel:
         )
     s = {**defaults, **overrides}
     for key in (*_DIMS, "batch", "seq", "attention_block", "loss_chunk", "moe_group"):
-        low = 0 if key.startswith("experts") or key == "sliding_window" else 1
+        low = 0 if key in MAY_BE_ZERO else 1
         s[key] = whole_number(where, key, s[key], low=low, example=max(low, defaults[key]))
     s["capacity_factor"] = finite_number(
         where, "capacity_factor", s["capacity_factor"], example=defaults["capacity_factor"]

@@ -14,6 +14,7 @@ This module needs no jax: a planner can size models without importing it.
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +26,10 @@ __all__ = [
     "CONFIGS",
     "ArchConfig",
     "Llama3RopeScaling",
+    "YarnScaling",
+    "attention_weights",
     "get_config",
+    "mlp_weights",
     "param_count",
 ]
 
@@ -44,19 +48,51 @@ class Llama3RopeScaling:
     original_context: int = 8192
 
 
-#: The dims an ArchConfig holds (each a whole number: >= 0 for the experts', else >= 1).
+@dataclass(frozen=True)
+class YarnScaling:
+    """YaRN's RoPE scaling (Peng et al., 2023), as DeepSeek-V3 trains with it.
+
+    Frequencies whose wavelength fits ``beta_fast`` or more rotations in the original
+    context are kept, those with ``beta_slow`` or fewer are divided by ``factor``, and a
+    linear ramp over the dims between (their bounds rounded outwards) blends the two. The
+    softmax scale is multiplied by ``(0.1 * mscale * ln(factor) + 1) ** 2`` (MaxText's MLA).
+    """
+
+    factor: float = 40.0
+    original_context: int = 4096
+    beta_fast: float = 32.0
+    beta_slow: float = 1.0
+    mscale: float = 1.0
+
+    @property
+    def softmax_factor(self) -> float:
+        """The factor on the softmax scale: the attention temperature YaRN prescribes."""
+        m = 0.1 * self.mscale * math.log(self.factor) + 1.0
+        return m * m
+
+
+#: The dims an ArchConfig holds (each a whole number: >= 0 for those that may be 0, else >= 1).
 _DIM_NAMES = (
     "layers", "d_model", "heads", "kv_heads", "head_dim", "ffn", "vocab", "experts",
-    "experts_per_token", "sliding_window", "global_every",
+    "experts_per_token", "sliding_window", "global_every", "q_lora_rank", "kv_lora_rank",
+    "rope_head_dim", "v_head_dim", "dense_layers", "dense_ffn", "shared_experts",
 )  # fmt: skip
 
-#: The dims that may be 0 (a dense MLP, attention with no window).
-_MAY_BE_ZERO = ("experts", "experts_per_token", "sliding_window", "global_every")
+#: The dims that may be 0 (a dense MLP, attention with no window, no latent attention...).
+MAY_BE_ZERO = (
+    "experts", "experts_per_token", "sliding_window", "global_every", "q_lora_rank",
+    "kv_lora_rank", "rope_head_dim", "v_head_dim", "dense_layers", "dense_ffn",
+    "shared_experts",
+)  # fmt: skip
+
+#: How an MoE router turns logits into the scores it picks by (and weights outputs with).
+ROUTER_SCORES = ("softmax", "sigmoid")
 
 
 @dataclass(frozen=True)
 class ArchConfig:
-    """A decoder-only transformer's architecture: pre-norm RMSNorm, RoPE, GQA, SwiGLU or MoE.
+    """A decoder-only transformer's architecture: pre-norm RMSNorm, RoPE, GQA or multi-head
+    latent attention, SwiGLU or MoE.
 
     Attributes:
       name: the zoo name, e.g. ``"llama3.1-8b"``.
@@ -85,6 +121,25 @@ class ArchConfig:
         Gemma 3 27B: ``(d_model / heads) ** -0.5``).
       local_rope_theta: RoPE's base in the local layers (0: ``rope_theta``).
       rope_linear_factor: the global layers' positions divided by this (linear RoPE scaling).
+      q_lora_rank, kv_lora_rank: multi-head latent attention (DeepSeek-V2/V3, MLA) when
+        ``kv_lora_rank`` > 0: keys and values come up from a ``kv_lora_rank``-wide latent,
+        the query from a ``q_lora_rank``-wide one (0: a full query projection). Then
+        ``head_dim`` is the query/key width (no-RoPE part plus ``rope_head_dim``) and
+        ``kv_heads`` equals ``heads``.
+      rope_head_dim: MLA's decoupled RoPE dims of each query/key head (the key's shared by
+        every head).
+      v_head_dim: each value head's width (0: ``head_dim``; MLA's differs).
+      yarn: YaRN's RoPE scaling, or ``None``.
+      dense_layers: an MoE model's first layers with a dense MLP instead (DeepSeek-V3: 3).
+      dense_ffn: those layers' MLP width (0: ``ffn``).
+      shared_experts: experts every token goes through besides its routed ones (one gated
+        MLP ``shared_experts * ffn`` wide, as MaxText builds it).
+      router: ``"softmax"`` (Mixtral, Qwen3) or ``"sigmoid"`` scores (DeepSeek-V3: chosen
+        with a bias that balances the load, weighted without it, renormalised).
+      router_bias: the router has a per-expert bias used to choose, not to weight.
+      routed_scale: the routed experts' weights multiplied by this (DeepSeek-V3: 2.5).
+      router_norm: the chosen experts' weights renormalised to sum to 1 (DeepSeek-V2 keeps
+        its softmax's own scores).
       context: the published context length (the default training sequence is capped by it).
       published_params: the parameter count the authors publish; ``None`` once scaled.
       published_active: a mixture of experts' published active parameters per token
@@ -119,6 +174,18 @@ class ArchConfig:
     query_scale: float = 0.0
     local_rope_theta: float = 0.0
     rope_linear_factor: float = 1.0
+    q_lora_rank: int = 0
+    kv_lora_rank: int = 0
+    rope_head_dim: int = 0
+    v_head_dim: int = 0
+    yarn: YarnScaling | None = None
+    dense_layers: int = 0
+    dense_ffn: int = 0
+    shared_experts: int = 0
+    router: str = "softmax"
+    router_bias: bool = False
+    routed_scale: float = 1.0
+    router_norm: bool = True
     context: int = 4096
     published_params: float | None = None
     published_active: float | None = None
@@ -128,7 +195,7 @@ class ArchConfig:
     def __post_init__(self) -> None:
         where = f"ArchConfig {self.name!r}"
         for key in _DIM_NAMES:  # numpy integers are taken, and kept as Python ints
-            low = 0 if key in _MAY_BE_ZERO else 1
+            low = 0 if key in MAY_BE_ZERO else 1
             object.__setattr__(self, key, whole_number(where, key, getattr(self, key), low=low))
         if self.heads % self.kv_heads:
             raise ShardvizError(
@@ -155,6 +222,8 @@ class ArchConfig:
                 )
             )
 
+        self._check_latent(where)
+        self._check_moe_extras(where)
         if self.global_every and not self.sliding_window:
             raise ShardvizError(
                 problem(
@@ -163,6 +232,81 @@ class ArchConfig:
                     "give the local layers' sliding_window (Gemma 3: 1024), or global_every=0",
                 )
             )
+
+    def _check_latent(self, where: str) -> None:
+        """MLA's dims fit together: kv heads are the heads, RoPE's part is even and inside
+        the head; no MLA dims without a kv latent."""
+        if not self.kv_lora_rank:
+            if self.q_lora_rank or self.rope_head_dim:
+                raise ShardvizError(
+                    problem(
+                        where,
+                        "q_lora_rank or rope_head_dim without a kv_lora_rank",
+                        "give kv_lora_rank > 0 for multi-head latent attention, or set "
+                        "q_lora_rank and rope_head_dim to 0",
+                    )
+                )
+            return
+        bad = []
+        if self.kv_heads != self.heads:
+            bad.append(f"kv_heads={self.kv_heads} differs from heads={self.heads}")
+        if not 0 < self.rope_head_dim < self.head_dim or self.rope_head_dim % 2:
+            bad.append(f"rope_head_dim={self.rope_head_dim} is not even and below "
+                       f"head_dim={self.head_dim}")  # fmt: skip
+        if bad:
+            raise ShardvizError(
+                problem(
+                    where,
+                    "; ".join(bad),
+                    "MLA gives every query head its own key and value head (kv_heads = "
+                    "heads) and ropes an even part of each head (DeepSeek-V3: 64 of 192)",
+                )
+            )
+
+    def _check_moe_extras(self, where: str) -> None:
+        """Dense layers, shared experts and the router's kind need an MoE model."""
+        extras = {k: getattr(self, k) for k in ("dense_layers", "dense_ffn", "shared_experts")}
+        extras |= {"router_bias": self.router_bias} if self.router_bias else {}
+        given = [f"{k}={v}" for k, v in extras.items() if v]
+        if given and not self.is_moe:
+            raise ShardvizError(
+                problem(
+                    where,
+                    f"{', '.join(given)} without experts",
+                    "give experts and experts_per_token, or drop these",
+                )  # fmt: skip
+            )
+        if self.dense_layers >= self.layers and self.is_moe:
+            raise ShardvizError(
+                problem(
+                    where,
+                    f"dense_layers={self.dense_layers} leaves no MoE layer of {self.layers}",
+                    "give dense_layers below layers",
+                )  # fmt: skip
+            )
+        if self.router not in ROUTER_SCORES:
+            raise ShardvizError(
+                problem(
+                    where,
+                    f"router={self.router!r} is not a router score",
+                    f"use one of {', '.join(map(repr, ROUTER_SCORES))}",
+                )  # fmt: skip
+            )
+
+    @property
+    def latent(self) -> bool:
+        """Whether attention is multi-head latent attention (MLA)."""
+        return self.kv_lora_rank > 0
+
+    @property
+    def value_dim(self) -> int:
+        """Each value head's width."""
+        return self.v_head_dim or self.head_dim
+
+    @property
+    def moe_layers(self) -> int:
+        """Layers whose MLP is a mixture of experts (0 in a dense model)."""
+        return self.layers - self.dense_layers if self.is_moe else 0
 
     @property
     def windowed(self) -> bool:
@@ -214,30 +358,58 @@ class ArchConfig:
         )  # fmt: skip
 
 
+def attention_weights(config: ArchConfig) -> int:
+    """One layer's attention matmul weights: q, k, v and o (GQA's narrower k and v); with
+    MLA, the query's down and up projections (or one full one), the kv latent's down
+    projection (with the shared RoPE key), its up projection to keys and values, and o."""
+    c = config
+    d, out = c.d_model, c.heads * c.value_dim * c.d_model
+    if c.latent:
+        q_up = c.heads * c.head_dim
+        q = (d + q_up) * c.q_lora_rank if c.q_lora_rank else d * q_up
+        nope = c.head_dim - c.rope_head_dim
+        kv = d * (c.kv_lora_rank + c.rope_head_dim)
+        kv += c.kv_lora_rank * c.heads * (nope + c.value_dim)
+        return q + kv + out
+    return d * c.head_dim * (c.heads + 2 * c.kv_heads) + out
+
+
+def mlp_weights(config: ArchConfig, moe: bool, active: bool = True) -> int:
+    """One layer's MLP matmul weights: a dense layer's gated MLP; an MoE layer's router,
+    shared experts and routed experts (``active``: the ``experts_per_token`` a token uses)."""
+    c = config
+    if not moe:
+        return 3 * c.d_model * (c.dense_ffn or c.ffn)
+    routed = c.experts_per_token if active else c.experts
+    return 3 * c.d_model * c.ffn * (routed + c.shared_experts) + c.d_model * c.experts
+
+
 def param_count(config: ArchConfig, active: bool = False) -> int:
     """Parameters of ``config``, counted by formula (no arrays, no jax).
 
-    Token embedding, output head unless tied, per layer: q/k/v/o projections (with GQA's
-    smaller k and v, biases where ``qkv_bias``, q and k norm scales where ``qk_norm``), a
-    SwiGLU MLP (gate, up, down) or ``experts`` of them plus the router, two RMSNorm scales
-    (four with ``post_norms``); and the final RMSNorm. ``active``: what one token uses,
-    ``experts_per_token`` of the experts (the router whole), as the field counts a mixture of
-    experts' active parameters.
+    Token embedding, output head unless tied, per layer: the attention's matmul weights
+    (:func:`attention_weights`, with biases where ``qkv_bias``, q and k norm scales where
+    ``qk_norm``, MLA's two latent norm scales), the MLP's (:func:`mlp_weights`: a gated MLP,
+    or an MoE layer's router, its bias, shared and routed experts), two RMSNorm scales (four
+    with ``post_norms``); and the final RMSNorm. ``active``: what one token uses,
+    ``experts_per_token`` of the routed experts (router and shared experts whole), as the
+    field counts a mixture of experts' active parameters.
     """
     c = config
-    d, q_width, kv_width = c.d_model, c.heads * c.head_dim, c.kv_heads * c.head_dim
-    attention = d * q_width + 2 * d * kv_width + q_width * d
+    attention = attention_weights(c)
     if c.qkv_bias:
-        attention += q_width + 2 * kv_width
+        attention += (c.heads + 2 * c.kv_heads) * c.head_dim
     if c.qk_norm:
         attention += 2 * c.head_dim
-    mlp = 3 * d * c.ffn
-    if c.is_moe:
-        used = c.experts_per_token if active else c.experts
-        mlp = used * mlp + d * c.experts  # experts + router
-    per_layer = attention + mlp + (4 if c.post_norms else 2) * d  # RMSNorm scales
-    embeddings = c.vocab * d * (1 if c.tied_embeddings else 2)
-    return embeddings + c.layers * per_layer + d  # + final RMSNorm
+    if c.latent:
+        attention += c.q_lora_rank + c.kv_lora_rank
+    norms = (4 if c.post_norms else 2) * c.d_model
+    dense = c.layers - c.moe_layers
+    moe = mlp_weights(c, True, active=active) + (c.experts if c.router_bias else 0)
+    layers = c.layers * (attention + norms) + dense * mlp_weights(c, False)
+    layers += c.moe_layers * moe
+    embeddings = c.vocab * c.d_model * (1 if c.tied_embeddings else 2)
+    return embeddings + layers + c.d_model  # + final RMSNorm
 
 
 _LLAMA31_ROPE = Llama3RopeScaling()
@@ -310,6 +482,27 @@ CONFIGS: dict[str, ArchConfig] = {
             published_params=235e9, published_active=22e9,
             source="MaxText configs/models/qwen3-235b-a22b.yml; Qwen/Qwen3-235B-A22B model "
             "card (235B parameters, 22B activated)",
+        ),
+        ArchConfig(
+            "deepseek3-671b", layers=61, d_model=7168, heads=128, kv_heads=128, head_dim=192,
+            ffn=2048, vocab=129280, experts=256, experts_per_token=8, q_lora_rank=1536,
+            kv_lora_rank=512, rope_head_dim=64, v_head_dim=128, yarn=YarnScaling(),
+            dense_layers=3, dense_ffn=18432, shared_experts=1, router="sigmoid",
+            router_bias=True, routed_scale=2.5, norm_eps=1e-6, router_aux_loss_coef=1e-4,
+            context=163840, published_params=671e9, published_active=37e9,
+            source="MaxText configs/models/deepseek3-671b.yml; DeepSeek-V3 technical report "
+            "(671B parameters, 37B activated; the multi-token prediction module not "
+            "planned)",
+        ),
+        ArchConfig(
+            "deepseek2-16b", layers=27, d_model=2048, heads=16, kv_heads=16, head_dim=192,
+            ffn=1408, vocab=102400, experts=64, experts_per_token=6, kv_lora_rank=512,
+            rope_head_dim=64, v_head_dim=128, yarn=YarnScaling(mscale=0.707), dense_layers=1,
+            dense_ffn=10944, shared_experts=2, router_norm=False, norm_eps=1e-6,
+            router_aux_loss_coef=1e-3,
+            context=163840, published_params=15.7e9, published_active=2.4e9,
+            source="MaxText configs/models/deepseek2-16b.yml (DeepSeek-V2-Lite: no query "
+            "latent); DeepSeek-V2 report, appendix B (15.7B parameters, 2.4B activated)",
         ),
         ArchConfig(
             "gemma3-12b", layers=48, d_model=3840, heads=16, kv_heads=8, head_dim=256,

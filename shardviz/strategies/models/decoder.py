@@ -152,6 +152,10 @@ def remat_policy(name: str) -> Any:
     }[name]
 
 
+#: The stacked layers' subtrees (each run by a scan, a layer's weights cast as it comes).
+_STACKS = ("dense_layers", "layers")
+
+
 def _split(spec: Any, rank: int) -> tuple[Any, ...]:
     return tuple(spec) + (None,) * (rank - len(tuple(spec)))
 
@@ -229,31 +233,102 @@ def _self_attention(
     q = apply_rope(project("wq", "bq"), inv_freq)
     if config.query_scale:  # the kernels scale by head_dim ** -0.5: the rest is done here
         q = q * jnp.asarray(config.query_scale * config.head_dim**0.5, q.dtype)
+    k = apply_rope(project("wk", "bk"), inv_freq)
+    return _attention_out(p, q, k, project("wv", "bv"), block, constrain, kind, einsum, window)
+
+
+def _attention_out(
+    p: dict[str, Any],
+    q: jax.Array,
+    k: jax.Array,
+    v: jax.Array,
+    block: int,
+    constrain: Constrain,
+    kind: str,
+    einsum: Any,
+    window: int = 0,
+) -> jax.Array:
+    """Attention of the projected ``q``, ``k``, ``v``, then the output projection: each
+    named as MaxText names them, for its remat vocabulary (:mod:`.remat`), and pinned."""
     q = constrain("query", checkpoint_name(q, "query_proj"))
-    k = constrain("key", checkpoint_name(apply_rope(project("wk", "bk"), inv_freq), "key_proj"))
-    v = constrain("value", checkpoint_name(project("wv", "bv"), "value_proj"))
+    k = constrain("key", checkpoint_name(k, "key_proj"))
+    v = constrain("value", checkpoint_name(v, "value_proj"))
     heads = checkpoint_name(_attend(q, k, v, block, kind, constrain, window), "context")
     heads = constrain("attn_heads", heads)
     out = checkpoint_name(einsum("bsnk,nkd->bsd", heads, p["wo"]), "out_proj")
     return constrain("attn_out", out)
 
 
+def _latent_attention(
+    p: dict[str, Any],
+    x: jax.Array,
+    config: ArchConfig,
+    inv_freq: np.ndarray,
+    block: int,
+    constrain: Constrain,
+    kind: str = "auto",
+    einsum: Any = jnp.einsum,
+    window: int = 0,
+) -> jax.Array:
+    """DeepSeek-V3's multi-head latent attention of ``x: [B, S, embed]``, causal (within
+    ``window`` keys if given).
+
+    The query comes up from a normed low-rank latent (or from ``x`` directly); keys' no-RoPE
+    part and values come up from one normed latent per token, and each key's RoPE part is
+    one ``rope_head_dim`` vector per token shared by every head. Query and key heads are
+    ``head_dim`` wide, value heads ``value_dim``. The latents are named as MaxText names
+    them (``mla_q``, ``mla_kv``), for its remat vocabulary.
+    """
+    c = config
+    eps, nope, latent = c.norm_eps, c.head_dim - c.rope_head_dim, c.kv_lora_rank
+    if c.q_lora_rank:
+        low_q = einsum("bsd,dr->bsr", x, p["wq_a"])
+        low_q = checkpoint_name(rms_norm(low_q, p["q_a_norm"], eps), "mla_q")
+        q = einsum("bsr,rnk->bsnk", low_q, p["wq_b"])
+    else:
+        q = einsum("bsd,dnk->bsnk", x, p["wq"])
+    q = jnp.concatenate([q[..., :nope], apply_rope(q[..., nope:], inv_freq)], axis=-1)
+    if c.yarn is not None:  # YaRN's temperature; the kernels scale by head_dim ** -0.5
+        q = q * jnp.asarray(c.yarn.softmax_factor, q.dtype)
+    low_kv = einsum("bsd,dr->bsr", x, p["wkv_a"])
+    low_kv_main = checkpoint_name(rms_norm(low_kv[..., :latent], p["kv_a_norm"], eps), "mla_kv")
+    k_rope = apply_rope(low_kv[..., None, latent:], inv_freq)  # [B, S, 1, rope]: every head's
+    kv = einsum("bsr,rnk->bsnk", low_kv_main, p["wkv_b"])
+    b, s, h = kv.shape[:3]
+    k = jnp.concatenate(
+        [kv[..., :nope], jnp.broadcast_to(k_rope, (b, s, h, c.rope_head_dim))], axis=-1
+    )
+    return _attention_out(p, q, k, kv[..., nope:], block, constrain, kind, einsum, window)
+
+
 def _frequencies(config: ArchConfig, window: int) -> np.ndarray:
     """RoPE's inverse frequencies of a layer: a local layer's own base where the config
-    gives one, unscaled; a global layer's base with its scaling."""
+    gives one, unscaled; a global layer's base with its scaling. MLA ropes only each head's
+    ``rope_head_dim`` dims."""
     if window and config.local_rope_theta:
         return rope_frequencies(config.head_dim, config.local_rope_theta)
     return rope_frequencies(
-        config.head_dim, config.rope_theta, config.rope_scaling, config.rope_linear_factor
+        config.rope_head_dim or config.head_dim,
+        config.rope_theta,
+        config.rope_scaling,
+        config.rope_linear_factor,
+        config.yarn,
     )
 
 
 def _layer_fn(
-    config: ArchConfig, options: DecoderOptions, seq: int, constrain: Constrain, window: int = 0
+    config: ArchConfig,
+    options: DecoderOptions,
+    seq: int,
+    constrain: Constrain,
+    window: int = 0,
+    moe: bool | None = None,
 ):
     """The scan body ``(x, layer_params) -> (x, aux_loss)``, checkpointed per ``remat``;
     ``window``: the layer's sliding window (0: global). A local layer keeps its own RoPE base
-    even when the window spans the sequence (then its attention is the causal mask alone)."""
+    even when the window spans the sequence (then its attention is the causal mask alone).
+    ``moe``: whether the layer's MLP is the mixture of experts (``None``: the config's)."""
+    moe = config.is_moe if moe is None else moe
     inv_freq = _frequencies(config, window)
     window = window if window < seq else 0
     block = min(options.attention_block, seq)
@@ -270,14 +345,13 @@ def _layer_fn(
             p = jax.tree.map(lambda w: w.astype(dtype), to_device(p))
         x = checkpoint_name(x, LAYER_INPUT)
         h = constrain("attn_in", rms_norm(x, p["attn_norm"]["scale"], eps))
-        a = _self_attention(
-            p["attn"], h, config, inv_freq, block, constrain, attention, einsum, window
-        )
+        attend = _latent_attention if config.latent else _self_attention
+        a = attend(p["attn"], h, config, inv_freq, block, constrain, attention, einsum, window)
         if config.post_norms:
             a = rms_norm(a, p["attn_post_norm"]["scale"], eps)
         x = constrain("residual", x + a)
         h = constrain("mlp_in", rms_norm(x, p["mlp_norm"]["scale"], eps))
-        if config.is_moe:
+        if moe:
             y, aux = moe_mlp(
                 p["moe"],
                 h,
@@ -287,6 +361,9 @@ def _layer_fn(
                 activation=config.activation,
                 constrain=constrain,
                 einsum=einsum,
+                scores=config.router,
+                scale=config.routed_scale,
+                normalize=config.router_norm,
             )
         else:
             y = gated_mlp(p["mlp"], h, config.activation, constrain, einsum)
@@ -314,7 +391,13 @@ def final_hidden(
     if config.embed_scale:
         x = x * jnp.asarray(config.d_model**0.5, x.dtype)
     x = constrain("embedded", x)
-    x, aux = _layers(x, params["layers"], config, options, tokens.shape[1], constrain)
+    seq = tokens.shape[1]
+    if "dense_layers" in params:  # an MoE model's first layers, with a dense MLP
+        dense = _layer_fn(config, options, seq, constrain, moe=False)
+        x, aux_dense = jax.lax.scan(dense, x, params["dense_layers"])
+    x, aux = _layers(x, params["layers"], config, options, seq, constrain)
+    if "dense_layers" in params:
+        aux = jnp.concatenate([aux_dense, aux])
     return constrain("final", rms_norm(x, params["final_norm"]["scale"], config.norm_eps)), aux
 
 
@@ -369,13 +452,14 @@ def decoder_loss(
     """
     dtype = jnp.dtype(options.compute_dtype)
     if options.weights == "host":  # the layers are cast one at a time, once on the device
-        rest = to_device({k: v for k, v in params.items() if k != "layers"})
-        cast = jax.tree.map(lambda w: w.astype(dtype), rest) | {"layers": params["layers"]}
+        stacks = {k: v for k, v in params.items() if k in _STACKS}
+        rest = to_device({k: v for k, v in params.items() if k not in _STACKS})
+        cast = jax.tree.map(lambda w: w.astype(dtype), rest) | stacks
     else:
         cast = jax.tree.map(lambda w: w.astype(dtype), params)
     hidden, aux = final_hidden(cast, batch["inputs"], config, options, constrain)
     unembed = cast["embed"]["embedding"].T if config.tied_embeddings else cast["unembed"]
     loss = chunked_cross_entropy(hidden, unembed, batch["targets"], options.loss_chunk, constrain)
-    if config.is_moe and config.router_aux_loss_coef:
-        loss = loss + config.router_aux_loss_coef * jnp.mean(aux)
+    if config.is_moe and config.router_aux_loss_coef:  # the mean over the MoE layers
+        loss = loss + config.router_aux_loss_coef * jnp.sum(aux) / config.moe_layers
     return loss

@@ -1,4 +1,5 @@
-"""Mixtral's sparse MoE layer: top-k routing over SwiGLU experts, as capacity-based einsums.
+"""The sparse MoE layer (Mixtral's, Qwen3's, DeepSeek-V3's): top-k routing over SwiGLU
+experts, as capacity-based einsums, with shared experts where the model has them.
 
 Tokens are cut into groups of ``group`` consecutive positions; the router's softmax picks each
 token's top-k experts, with the chosen gates renormalised to sum to 1 (Mixtral's softmax over
@@ -20,7 +21,7 @@ from jax.ad_checkpoint import checkpoint_name
 
 from shardviz.capture.hlo.matmuls import DISPATCH_MARK
 from shardviz.strategies.models.axes import Constrain, no_constraint
-from shardviz.strategies.models.mlp import ACTIVATIONS
+from shardviz.strategies.models.mlp import ACTIVATIONS, gated_mlp
 from shardviz.strategies.moe import expert_capacity, route
 
 __all__ = ["moe_mlp"]
@@ -36,15 +37,25 @@ def moe_mlp(
     activation: str,
     constrain: Constrain = no_constraint,
     einsum: Any = jnp.einsum,
+    scores: str = "softmax",
+    scale: float = 1.0,
+    normalize: bool = True,
 ) -> tuple[jax.Array, jax.Array]:
     """``x: [B, S, embed]`` -> (``[B, S, embed]``, load-balancing loss); ``group`` divides S.
-    ``einsum``: the experts' weight matmuls (:func:`.fp8.matmul`)."""
+    ``einsum``: the experts' weight matmuls (:func:`.fp8.matmul`); ``scores``, ``scale``,
+    ``normalize`` and the parameters' ``router_bias``: how the router picks and weights
+    (:func:`.moe.route`).
+    With ``p["shared"]`` (DeepSeek-V3's shared experts, one gated MLP) every token also goes
+    through it, added to the routed experts' output."""
     b, s, d = x.shape
     experts = p["router"].shape[-1]
     capacity = expert_capacity(group, experts, top_k, capacity_factor)
     xg = constrain("moe_in", x.reshape(b * s // group, group, d))  # [G, group, D]
     logits = jnp.einsum("gsd,de->gse", xg, p["router"], preferred_element_type=jnp.float32)
-    routing = route(logits, top_k=top_k, capacity=capacity)
+    routing = route(
+        logits, top_k=top_k, capacity=capacity, scores=scores, bias=p.get("router_bias"),
+        scale=scale, normalize=normalize,
+    )  # fmt: skip
     # The one-hot dispatch and combine einsums move tokens to and from their experts' slots:
     # the flop count recognises them from their one-hot operands (capture/hlo/routing.py) as
     # data movement, not the model's math; the scope only names them in the op list.
@@ -60,4 +71,7 @@ def moe_mlp(
     )
     with jax.named_scope(DISPATCH_MARK):
         combined = jnp.einsum("gsec,egcd->gsd", routing.combine.astype(x.dtype), out)
-    return constrain("mlp_out", combined.reshape(b, s, d)), routing.aux_loss
+    combined = combined.reshape(b, s, d)
+    if "shared" in p:
+        combined = combined + gated_mlp(p["shared"], x, activation, constrain, einsum)
+    return constrain("mlp_out", combined), routing.aux_loss

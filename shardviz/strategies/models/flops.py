@@ -6,15 +6,17 @@ input embedding a lookup (no flops); attention's two matmuls (``QK^T`` and ``PV`
 whole ``S x S`` score matrix (a sliding-window layer's ``S x window``), forward and backward
 (``x 3``), **not** halved for the causal mask (MaxText's figures of 2024-25 count it in full:
 the published Llama 3.1 MFUs match it, 45.3% and 50.3% against the published 45.46% and
-50.33%); an MoE layer counts its router and ``experts_per_token`` experts per token. No jax: the numbers shardviz's own count of
-the compiled program (``Cost.model_flops_per_device``) is checked against.
+50.33%); an MoE layer counts its router, its shared experts and ``experts_per_token``
+routed experts per token; MLA counts its latent projections, and attention at the query/key
+width for ``QK^T`` and the value width for ``PV``. No jax: the numbers shardviz's own count
+of the compiled program (``Cost.model_flops_per_device``) is checked against.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from shardviz.strategies.models.configs import ArchConfig
+from shardviz.strategies.models.configs import ArchConfig, attention_weights, mlp_weights
 
 __all__ = ["StepFlops", "training_flops"]
 
@@ -32,14 +34,6 @@ class StepFlops:
         return self.weights + self.attention
 
 
-def _matmul_weights_per_layer(c: ArchConfig) -> int:
-    attn = c.d_model * c.head_dim * (2 * c.heads + 2 * c.kv_heads)  # q, o; k, v
-    mlp = 3 * c.d_model * c.ffn  # gate, up, down
-    if c.experts:
-        return attn + c.experts_per_token * mlp + c.d_model * c.experts  # routed + router
-    return attn + mlp
-
-
 def training_flops(
     config: ArchConfig, tokens: int, seq: int, causal_half: bool = False
 ) -> StepFlops:
@@ -52,10 +46,14 @@ def training_flops(
       causal_half: count attention's matmuls halved for the causal mask (what some
         conventions and FlashAttention's benchmarks do); default: in full, as computed.
     """
-    weights = config.layers * _matmul_weights_per_layer(config) + config.d_model * config.vocab
+    c = config
+    weights = c.layers * attention_weights(c) + c.d_model * c.vocab
+    weights += c.moe_layers * mlp_weights(c, True) + (c.layers - c.moe_layers) * mlp_weights(
+        c, False
+    )
     # Keys each query is counted against, over the layers: the sequence for a global layer,
     # the window for a local one (MaxText's Gemma 3 formula).
     keys = sum(min(config.window_of(i) or seq, seq) for i in range(config.layers))
-    per_key = 4 * config.heads * config.head_dim  # QK^T and PV per token per key, forward
+    per_key = 2 * c.heads * (c.head_dim + c.value_dim)  # QK^T, PV per token per key, forward
     attention = 3.0 * per_key * keys * tokens * (0.5 if causal_half else 1.0)
     return StepFlops(weights=6.0 * weights * tokens, attention=attention)

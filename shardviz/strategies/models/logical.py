@@ -103,7 +103,11 @@ class LogicalRules:
 
 
 def _table(**splits: tuple[str, ...]) -> Table:
-    """Every logical axis, whole unless ``splits`` maps it."""
+    """Every logical axis, whole unless ``splits`` maps it. MLA's latents, the input dim of
+    their up projections, split as ``embed`` is (as MaxText's ``q_lora`` and ``kv_lora``
+    rules do): FSDP then splits every weight."""
+    latent = {"q_lora": splits.get("embed", ()), "kv_lora": splits.get("embed", ())}
+    splits = latent | splits
     return tuple((name, splits.get(name, ())) for name in LOGICAL_AXES)
 
 

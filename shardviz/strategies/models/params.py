@@ -9,11 +9,17 @@ runs them with one ``lax.scan`` (one compile of the layer, whatever the depth). 
     layers/attn/wk, wv     [layers, embed, kv_heads, head_dim]   (+ bk, bv with qkv_bias)
     layers/attn/wo         [layers, heads, head_dim, embed]
     layers/attn/q_norm, k_norm [layers, head_dim]                (with qk_norm)
+    layers/attn/wq_a [layers, embed, q_lora_out], q_a_norm, wq_b [layers, q_lora, heads, head_dim],
+      wkv_a [layers, embed, kv_lora_out] (latent and shared RoPE key), kv_a_norm,
+      wkv_b [layers, kv_lora, heads, head_dim] (keys' no-RoPE part and values): MLA, no wq/wk/wv
     layers/attn_post_norm/scale, layers/mlp_post_norm/scale [layers, embed]   (with post_norms)
     layers/mlp_norm/scale  [layers, embed]
     layers/mlp/w_gate, w_up [layers, embed, mlp];  layers/mlp/w_down [layers, mlp, embed]
     layers/moe/router      [layers, embed, expert]              (MoE models, instead of mlp/)
+    layers/moe/router_bias [layers, expert]                     (with router_bias)
     layers/moe/w_gate, w_up [layers, expert, embed, mlp]; layers/moe/w_down [layers, expert, mlp, embed]
+    layers/moe/shared/w_gate, w_up, w_down                      (shared experts: one gated MLP)
+    dense_layers/...       an MoE model's first dense layers, with mlp/ (DeepSeek-V3's 3)
     final_norm/scale       [embed]
     unembed                [embed, vocab]                        (absent with tied embeddings)
 
@@ -49,62 +55,90 @@ class ParamInfo:
 
 
 def param_table(config: ArchConfig) -> dict[str, ParamInfo]:
-    """Every parameter of ``config`` by leaf path (``"layers/attn/wq"``), in init order."""
+    """Every parameter of ``config`` by leaf path (``"layers/attn/wq"``), in init order.
+    An MoE model's first ``dense_layers`` are a stack of their own, ``dense_layers/...``."""
     c = config
-    L, D, H, N, K, F, V = (  # noqa: N806 (the dims' usual letters)
-        c.layers,
-        c.d_model,
-        c.heads,
-        c.kv_heads,
-        c.head_dim,
-        c.ffn,
-        c.vocab,
-    )
-    t: dict[str, ParamInfo] = {
-        "embed/embedding": ParamInfo((V, D), ("vocab", "embed"), fan_in=1),
-        "layers/attn_norm/scale": ParamInfo((L, D), ("layers", "embed"), "ones"),
-        "layers/attn/wq": ParamInfo(
-            (L, D, H, K), ("layers", "embed", "heads", "head_dim"), fan_in=D
-        ),
-        "layers/attn/wk": ParamInfo(
-            (L, D, N, K), ("layers", "embed", "kv_heads", "head_dim"), fan_in=D
-        ),
-        "layers/attn/wv": ParamInfo(
-            (L, D, N, K), ("layers", "embed", "kv_heads", "head_dim"), fan_in=D
-        ),
-        "layers/attn/wo": ParamInfo(
-            (L, H, K, D), ("layers", "heads", "head_dim", "embed"), fan_in=H * K
-        ),
-    }
-    if c.qkv_bias:
-        t["layers/attn/bq"] = ParamInfo((L, H, K), ("layers", "heads", "head_dim"), "zeros")
-        t["layers/attn/bk"] = ParamInfo((L, N, K), ("layers", "kv_heads", "head_dim"), "zeros")
-        t["layers/attn/bv"] = ParamInfo((L, N, K), ("layers", "kv_heads", "head_dim"), "zeros")
-    if c.qk_norm:
-        t["layers/attn/q_norm"] = ParamInfo((L, K), ("layers", "head_dim"), "ones")
-        t["layers/attn/k_norm"] = ParamInfo((L, K), ("layers", "head_dim"), "ones")
-    if c.post_norms:
-        t["layers/attn_post_norm/scale"] = ParamInfo((L, D), ("layers", "embed"), "ones")
-    t["layers/mlp_norm/scale"] = ParamInfo((L, D), ("layers", "embed"), "ones")
-    if c.post_norms:
-        t["layers/mlp_post_norm/scale"] = ParamInfo((L, D), ("layers", "embed"), "ones")
-    if c.is_moe:
-        E = c.experts  # noqa: N806
-        t["layers/moe/router"] = ParamInfo((L, D, E), ("layers", "embed", "expert"), fan_in=D)
-        for name in ("w_gate", "w_up"):
-            t[f"layers/moe/{name}"] = ParamInfo(
-                (L, E, D, F), ("layers", "expert", "embed", "mlp"), fan_in=D
-            )
-        t["layers/moe/w_down"] = ParamInfo(
-            (L, E, F, D), ("layers", "expert", "mlp", "embed"), fan_in=F
-        )
-    else:
-        for name in ("w_gate", "w_up"):
-            t[f"layers/mlp/{name}"] = ParamInfo((L, D, F), ("layers", "embed", "mlp"), fan_in=D)
-        t["layers/mlp/w_down"] = ParamInfo((L, F, D), ("layers", "mlp", "embed"), fan_in=F)
+    D, V = c.d_model, c.vocab  # noqa: N806 (the dims' usual letters)
+    t: dict[str, ParamInfo] = {"embed/embedding": ParamInfo((V, D), ("vocab", "embed"), fan_in=1)}
+    if c.is_moe and c.dense_layers:
+        t |= _layer_table(c, "dense_layers", c.dense_layers, moe=False)
+    t |= _layer_table(c, "layers", c.layers - c.dense_layers if c.is_moe else c.layers, c.is_moe)
     t["final_norm/scale"] = ParamInfo((D,), ("embed",), "ones")
     if not c.tied_embeddings:
         t["unembed"] = ParamInfo((D, V), ("embed", "vocab"), fan_in=D)
+    return t
+
+
+def _layer_table(c: ArchConfig, stack: str, n: int, moe: bool) -> dict[str, ParamInfo]:
+    """A stack of ``n`` layers' parameters under ``stack/``, each with a leading ``layers``
+    dim; their MLP a mixture of experts if ``moe``."""
+    D = c.d_model  # noqa: N806
+
+    def p(shape: tuple[int, ...], axes: tuple[str, ...], init: str = "normal", fan_in: int = 1):
+        return ParamInfo((n, *shape), ("layers", *axes), init, fan_in)
+
+    t = {f"{stack}/attn_norm/scale": p((D,), ("embed",), "ones")}
+    t |= {f"{stack}/attn/{k}": v for k, v in _attention_table(c, p).items()}
+    if c.post_norms:
+        t[f"{stack}/attn_post_norm/scale"] = p((D,), ("embed",), "ones")
+    t[f"{stack}/mlp_norm/scale"] = p((D,), ("embed",), "ones")
+    if c.post_norms:
+        t[f"{stack}/mlp_post_norm/scale"] = p((D,), ("embed",), "ones")
+    if moe:
+        E, F = c.experts, c.ffn  # noqa: N806
+        t[f"{stack}/moe/router"] = p((D, E), ("embed", "expert"), fan_in=D)
+        if c.router_bias:
+            t[f"{stack}/moe/router_bias"] = p((E,), ("expert",), "zeros")
+        for name in ("w_gate", "w_up"):
+            t[f"{stack}/moe/{name}"] = p((E, D, F), ("expert", "embed", "mlp"), fan_in=D)
+        t[f"{stack}/moe/w_down"] = p((E, F, D), ("expert", "mlp", "embed"), fan_in=F)
+        if c.shared_experts:
+            t |= _mlp_table(p, f"{stack}/moe/shared", D, c.shared_experts * F)
+    else:
+        t |= _mlp_table(p, f"{stack}/mlp", D, (c.dense_ffn or c.ffn) if c.is_moe else c.ffn)
+    return t
+
+
+def _mlp_table(p: Any, prefix: str, d: int, f: int) -> dict[str, ParamInfo]:
+    """A gated MLP's three weights, ``d -> f -> d``."""
+    return {
+        f"{prefix}/w_gate": p((d, f), ("embed", "mlp"), fan_in=d),
+        f"{prefix}/w_up": p((d, f), ("embed", "mlp"), fan_in=d),
+        f"{prefix}/w_down": p((f, d), ("mlp", "embed"), fan_in=f),
+    }
+
+
+def _attention_table(c: ArchConfig, p: Any) -> dict[str, ParamInfo]:
+    """One layer's attention parameters by name (see the module doc)."""
+    D, H, N, K, Kv = c.d_model, c.heads, c.kv_heads, c.head_dim, c.value_dim  # noqa: N806
+    out = p((H, Kv, D), ("heads", "head_dim", "embed"), fan_in=H * Kv)
+    if c.latent:
+        Q, R = c.q_lora_rank, c.kv_lora_rank  # noqa: N806
+        t = {}
+        if Q:
+            t["wq_a"] = p((D, Q), ("embed", "q_lora_out"), fan_in=D)
+            t["q_a_norm"] = p((Q,), ("q_lora_out",), "ones")
+            t["wq_b"] = p((Q, H, K), ("q_lora", "heads", "head_dim"), fan_in=Q)
+        else:
+            t["wq"] = p((D, H, K), ("embed", "heads", "head_dim"), fan_in=D)
+        t["wkv_a"] = p((D, R + c.rope_head_dim), ("embed", "kv_lora_out"), fan_in=D)
+        t["kv_a_norm"] = p((R,), ("kv_lora_out",), "ones")
+        nope = K - c.rope_head_dim
+        t["wkv_b"] = p((R, H, nope + Kv), ("kv_lora", "heads", "head_dim"), fan_in=R)
+        return t | {"wo": out}
+    t = {
+        "wq": p((D, H, K), ("embed", "heads", "head_dim"), fan_in=D),
+        "wk": p((D, N, K), ("embed", "kv_heads", "head_dim"), fan_in=D),
+        "wv": p((D, N, K), ("embed", "kv_heads", "head_dim"), fan_in=D),
+        "wo": out,
+    }
+    if c.qkv_bias:
+        t["bq"] = p((H, K), ("heads", "head_dim"), "zeros")
+        t["bk"] = p((N, K), ("kv_heads", "head_dim"), "zeros")
+        t["bv"] = p((N, K), ("kv_heads", "head_dim"), "zeros")
+    if c.qk_norm:
+        t["q_norm"] = p((K,), ("head_dim",), "ones")
+        t["k_norm"] = p((K,), ("head_dim",), "ones")
     return t
 
 

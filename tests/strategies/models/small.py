@@ -31,10 +31,16 @@ SMALL_MOE: dict[str, Any] = {**SMALL, "experts": 4, "moe_group": 32, "capacity_f
 def small(name: str, **changes: Any) -> dict[str, Any]:
     """The reduced sizes for architecture ``name`` (a mixture of experts keeps its top-k,
     at most 2 of 4 experts; local and global layers keep their pattern, with a window of a
-    quarter of the sequence), with ``changes``."""
+    quarter of the sequence; latent attention keeps its latents, narrower, and a dense first
+    layer), with ``changes``."""
     from shardviz.strategies.models.configs import get_config
 
     config = get_config(name)
+    if config.latent:  # MLA: query/key heads of 16 + 8 RoPE dims, values of 16; 1 dense layer
+        mla = {"kv_heads": SMALL["heads"], "head_dim": 24, "rope_head_dim": 8,
+               "v_head_dim": 16, "q_lora_rank": 32, "kv_lora_rank": 16, "layers": 3,
+               "dense_layers": 1, "dense_ffn": 128, "ffn": 32}  # fmt: skip
+        return {**SMALL_MOE, "experts_per_token": 2, **mla, **changes}
     if config.windowed:  # a block of 6 layers (5 local, 1 global) and 2 local ones after it
         return {**SMALL, "layers": 8, "sliding_window": 16, **changes}
     if not config.is_moe:

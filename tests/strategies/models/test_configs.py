@@ -26,9 +26,12 @@ EXACT = {
     "qwen2.5-7b": 7_615_616_512,
     "gemma3-12b": 11_765_788_416,
     "gemma3-27b": 27_009_002_240,
+    "deepseek3-671b": 671_026_419_200,
+    "deepseek2-16b": 15_706_484_224,
 }
 
-#: A mixture of experts' active parameters per token (experts_per_token of the experts).
+#: A mixture of experts' active parameters per token (experts_per_token of the experts;
+#: DeepSeek-V3's, with its shared expert and dense layers, in test_deepseek3.py).
 ACTIVE = {
     "mixtral-8x7b": 12_879_925_248,
     "mixtral-8x22b": 39_161_468_928,

@@ -63,9 +63,9 @@ def close_after_adam(got, want, grads) -> None:
         np.testing.assert_allclose(a[firm], b[firm], rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("strategy", ["fsdp", "fsdp+tp"])
-def test_sharded_adam_step_agrees_with_one_device(single, strategy: str) -> None:
-    model, (params, opt_state, batch), (want_params, _, want_loss, want_grads) = single
+def sharded_adam_step(model: ModelDef, strategy: str, params, batch) -> tuple:
+    """One Adam step of ``model`` on 8 devices under ``strategy``'s logical rules, the
+    activations pinned by them: (new params, loss, gradients)."""
     config = model.info["config"]
     mesh = make_mesh(strategy)
     assert mesh.devices.size == 8
@@ -80,6 +80,13 @@ def test_sharded_adam_step_agrees_with_one_device(single, strategy: str) -> None
     new_params, _, loss, grads = compiled(
         adam_step(sharded), params, opt_state, batch, out_shardings=(p_sh, None, None, p_sh)
     )(params, opt_state, batch)
+    return new_params, loss, grads
+
+
+@pytest.mark.parametrize("strategy", ["fsdp", "fsdp+tp"])
+def test_sharded_adam_step_agrees_with_one_device(single, strategy: str) -> None:
+    model, (params, _, batch), (want_params, _, want_loss, want_grads) = single
+    new_params, loss, grads = sharded_adam_step(model, strategy, params, batch)
     np.testing.assert_allclose(float(loss), float(want_loss), rtol=1e-5)
     close(grads, want_grads, atol=1e-6)
     close_after_adam(new_params, want_params, want_grads)
