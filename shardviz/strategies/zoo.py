@@ -381,7 +381,7 @@ def _refuse_unserved(config: ArchConfig, where: str) -> None:
     """Serving's steps and KV-cache figures are those of global grouped-query attention over
     uniform layers: a model whose local layers keep only a window of keys (Gemma 3), whose
     cache is a latent (MLA), or whose layers differ (DeepSeek-V3's dense first layers and
-    shared experts) would be planned wrong, so it is refused rather than miscounted."""
+    shared experts, Llama 4's NoPE layers) would be planned wrong, so it is refused rather than miscounted."""
     reasons = []
     if config.windowed:
         reasons.append(f"sliding-window layers (window {config.sliding_window}), whose cache "
@@ -389,9 +389,9 @@ def _refuse_unserved(config: ArchConfig, where: str) -> None:
     if config.latent:
         reasons.append(f"multi-head latent attention, whose cache is a {config.kv_lora_rank}"
                        "-wide latent per token, not keys and values per head")  # fmt: skip
-    if config.dense_layers or config.shared_experts:
-        reasons.append("dense first layers or shared experts, which the serving steps do "
-                       "not build")  # fmt: skip
+    if config.dense_layers or config.shared_experts or config.moe_every > 1 or config.nope_every:
+        reasons.append("dense layers among MoE ones, shared experts or layers without RoPE, "
+                       "which the serving steps do not build")  # fmt: skip
     if reasons:
         raise ShardvizError(
             problem(

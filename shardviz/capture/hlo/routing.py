@@ -306,28 +306,55 @@ class _Walk:
         """A matmul that only moves tokens."""
         return self.routing_operand(ins) is not None or self.feeds_routing_only(ins)
 
-    def slots(self, ins: HloInstruction, depth: int = 0) -> bool:
+    def slots(self, ins: HloInstruction) -> bool:
         """Whether ``ins``'s result lies in expert-slot space: what a dispatch out of token
         space makes, and every op after it up to the combine (a routing tensor, a reduction
-        and a matmul that only moves tokens leave it)."""
+        and a matmul that only moves tokens leave it).
+
+        Worked out producers first with a stack of its own, not by recursion: a block of
+        unrolled MoE layers (Llama 4's) puts hundreds of ops between a layer's experts and
+        the residual stream they came from, and a depth limit there took an expert's output
+        for token space, its combine for a dispatch, and the residual stream for slots."""
         if ins.name in self._slots:
             return self._slots[ins.name]
-        if depth > _DEPTH or ins.opcode in _STOPS or self.routing(ins):
-            return False
-        if ins.opcode == "get-tuple-element" and not self._fused_element(ins):
-            return False
-        self._slots[ins.name] = False
+        pending = [(ins, False)]
+        open_: set[str] = set()
+        while pending:
+            node, ready = pending.pop()
+            if node.name in self._slots:
+                continue
+            if not ready:
+                if self._leaves_slots(node):
+                    self._slots[node.name] = False
+                    continue
+                open_.add(node.name)
+                pending.append((node, True))
+                pending += [(p, False) for p in self.producers(node)
+                            if p.name not in self._slots and p.name not in open_]  # fmt: skip
+                continue
+            self._slots[node.name] = self._lands_in_slots(node)
+            open_.discard(node.name)
+        return self._slots[ins.name]
+
+    def _leaves_slots(self, ins: HloInstruction) -> bool:
+        """Ops slot space does not pass: reductions, loop and call boundaries, routing
+        tensors, a loop's carried values (a multi-output fusion's elements pass)."""
+        if ins.opcode in _STOPS or self.routing(ins):
+            return True
+        return ins.opcode == "get-tuple-element" and not self._fused_element(ins)
+
+    def _lands_in_slots(self, ins: HloInstruction) -> bool:
+        """:meth:`slots` of ``ins`` once its producers' are known (one still open: a loop's
+        back edge, taken for token space)."""
         ins_from = list(self.producers(ins))
         r = self.routing_operand(ins) if ins.opcode in _MATMULS else None
         if r is not None:
             # A dispatch from token space lands in slots; a combine from slots leaves them.
-            found = not any(self.slots(p, depth + 1) for j, p in enumerate(ins_from) if j != r)
-        elif ins.opcode in _MATMULS and self.feeds_routing_only(ins):
-            found = False
-        else:
-            found = any(self.slots(p, depth + 1) for p in ins_from)
-        self._slots[ins.name] = found
-        return found
+            return not any(self._slots.get(p.name, False) for j, p in enumerate(ins_from)
+                           if j != r)  # fmt: skip
+        if ins.opcode in _MATMULS and self.feeds_routing_only(ins):
+            return False
+        return any(self._slots.get(p.name, False) for p in ins_from)
 
     def _fused_element(self, ins: HloInstruction) -> bool:
         """Whether a ``get-tuple-element`` reads a multi-output fusion's element (the TPU
@@ -449,7 +476,7 @@ def slot_fill(module: HloModule) -> float | None:
     fills = set()
     for ins in _dispatches(walk):
         r = walk.routing_operand(ins)
-        if r is None:
+        if r is None or not walk.slots(ins):  # a combine, or a dispatch's transpose: to tokens
             continue
         k = _top_k(walk, list(walk.producers(ins))[r], set())
         leaves = array_leaves(module.shape_of(ins.operands[r]) or ())

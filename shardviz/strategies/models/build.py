@@ -66,6 +66,9 @@ _DIMS = (
     "dense_layers",
     "dense_ffn",
     "shared_experts",
+    "moe_every",
+    "nope_every",
+    "attention_chunk",
 )
 
 
@@ -145,6 +148,10 @@ class DecoderModel:
             mlp += f" and {c.shared_experts} shared"
         if c.is_moe and c.dense_layers:
             mlp += f" (the first {c.dense_layers} layer(s) a dense MLP)"
+        if c.is_moe and c.moe_every > 1:
+            mlp += f" in every {c.moe_every}th layer, a dense MLP in the others"
+        if c.nope_every:
+            mlp += f"; every {c.nope_every}th layer without RoPE"
         attention = (
             f"{c.heads}-head latent attention (kv latent {c.kv_lora_rank})"
             if c.latent

@@ -75,14 +75,15 @@ class YarnScaling:
 _DIM_NAMES = (
     "layers", "d_model", "heads", "kv_heads", "head_dim", "ffn", "vocab", "experts",
     "experts_per_token", "sliding_window", "global_every", "q_lora_rank", "kv_lora_rank",
-    "rope_head_dim", "v_head_dim", "dense_layers", "dense_ffn", "shared_experts",
+    "rope_head_dim", "v_head_dim", "dense_layers", "dense_ffn", "shared_experts", "moe_every",
+    "nope_every", "attention_chunk",
 )  # fmt: skip
 
 #: The dims that may be 0 (a dense MLP, attention with no window, no latent attention...).
 MAY_BE_ZERO = (
     "experts", "experts_per_token", "sliding_window", "global_every", "q_lora_rank",
     "kv_lora_rank", "rope_head_dim", "v_head_dim", "dense_layers", "dense_ffn",
-    "shared_experts",
+    "shared_experts", "nope_every", "attention_chunk",
 )  # fmt: skip
 
 #: How an MoE router turns logits into the scores it picks by (and weights outputs with).
@@ -140,6 +141,15 @@ class ArchConfig:
       routed_scale: the routed experts' weights multiplied by this (DeepSeek-V3: 2.5).
       router_norm: the chosen experts' weights renormalised to sum to 1 (DeepSeek-V2 keeps
         its softmax's own scores).
+      moe_every: after the ``dense_layers``, every ``moe_every``-th layer is a mixture of
+        experts and the others a dense MLP (Llama 4 Maverick: 2).
+      nope_every: every ``nope_every``-th layer uses no RoPE (0: all do), attends to the
+        whole causal prefix, and scales its query by Llama 4's temperature (``log(floor((p
+        + 1) / 8192) + 1) x 0.1 + 1`` at position ``p``).
+      attention_chunk: the RoPE layers attend within chunks of this many positions (Llama 4:
+        8192; 0: no chunks).
+      qk_l2_norm: each RoPE layer's query and key heads are RMS-normalised after RoPE with
+        no learned scale (Llama 4 Scout).
       context: the published context length (the default training sequence is capped by it).
       published_params: the parameter count the authors publish; ``None`` once scaled.
       published_active: a mixture of experts' published active parameters per token
@@ -186,6 +196,10 @@ class ArchConfig:
     router_bias: bool = False
     routed_scale: float = 1.0
     router_norm: bool = True
+    moe_every: int = 1
+    nope_every: int = 0
+    attention_chunk: int = 0
+    qk_l2_norm: bool = False
     context: int = 4096
     published_params: float | None = None
     published_active: float | None = None
@@ -248,6 +262,9 @@ class ArchConfig:
                 )
             return
         bad = []
+        if self.nope_every:
+            bad.append(f"nope_every={self.nope_every} (MLA ropes its decoupled dims in every "
+                       "layer)")  # fmt: skip
         if self.kv_heads != self.heads:
             bad.append(f"kv_heads={self.kv_heads} differs from heads={self.heads}")
         if not 0 < self.rope_head_dim < self.head_dim or self.rope_head_dim % 2:
@@ -266,6 +283,7 @@ class ArchConfig:
     def _check_moe_extras(self, where: str) -> None:
         """Dense layers, shared experts and the router's kind need an MoE model."""
         extras = {k: getattr(self, k) for k in ("dense_layers", "dense_ffn", "shared_experts")}
+        extras |= {"moe_every": self.moe_every} if self.moe_every > 1 else {}
         extras |= {"router_bias": self.router_bias} if self.router_bias else {}
         given = [f"{k}={v}" for k, v in extras.items() if v]
         if given and not self.is_moe:
@@ -303,10 +321,29 @@ class ArchConfig:
         """Each value head's width."""
         return self.v_head_dim or self.head_dim
 
+    def is_moe_layer(self, layer: int) -> bool:
+        """Whether layer ``layer`` (0-based) has the mixture of experts."""
+        after = layer - self.dense_layers
+        return self.is_moe and after >= 0 and (after + 1) % self.moe_every == 0
+
+    def roped(self, layer: int) -> bool:
+        """Whether layer ``layer`` (0-based) applies RoPE (Llama 4's NoPE layers do not)."""
+        return not (self.nope_every and (layer + 1) % self.nope_every == 0)
+
     @property
     def moe_layers(self) -> int:
         """Layers whose MLP is a mixture of experts (0 in a dense model)."""
-        return self.layers - self.dense_layers if self.is_moe else 0
+        return sum(map(self.is_moe_layer, range(self.layers)))
+
+    @property
+    def period(self) -> int:
+        """Layers after the ``dense_layers`` repeat their kinds (window, RoPE, MLP) every this
+        many: 1 when all are alike."""
+        return math.lcm(
+            self.global_every if self.windowed and self.global_every else 1,
+            self.moe_every if self.is_moe else 1,
+            self.nope_every or 1,
+        )
 
     @property
     def windowed(self) -> bool:
@@ -503,6 +540,25 @@ CONFIGS: dict[str, ArchConfig] = {
             context=163840, published_params=15.7e9, published_active=2.4e9,
             source="MaxText configs/models/deepseek2-16b.yml (DeepSeek-V2-Lite: no query "
             "latent); DeepSeek-V2 report, appendix B (15.7B parameters, 2.4B activated)",
+        ),
+        ArchConfig(
+            "llama4-scout", layers=48, d_model=5120, heads=40, kv_heads=8, head_dim=128,
+            ffn=8192, vocab=202048, experts=16, experts_per_token=1, shared_experts=1,
+            router="sigmoid", router_norm=False, nope_every=4, attention_chunk=8192,
+            qk_l2_norm=True, rope_theta=500_000.0, rope_scaling=_LLAMA31_ROPE,
+            context=262144, published_params=109e9, published_active=17e9,
+            source="MaxText configs/models/llama4-17b-16e.yml; meta-llama/Llama-4-Scout-17B-"
+            "16E model card (17B active, 109B total with the vision encoder, not planned)",
+        ),
+        ArchConfig(
+            "llama4-maverick", layers=48, d_model=5120, heads=40, kv_heads=8, head_dim=128,
+            ffn=8192, vocab=202048, experts=128, experts_per_token=1, shared_experts=1,
+            moe_every=2, dense_ffn=16384, router="sigmoid", router_norm=False, nope_every=4,
+            attention_chunk=8192, rope_theta=500_000.0, context=262144,
+            published_params=400e9, published_active=17e9,
+            source="MaxText configs/models/llama4-17b-128e.yml (every other layer MoE, RoPE "
+            "unscaled); meta-llama/Llama-4-Maverick-17B-128E model card (17B active, 400B "
+            "total with the vision encoder, not planned)",
         ),
         ArchConfig(
             "gemma3-12b", layers=48, d_model=3840, heads=16, kv_heads=8, head_dim=256,

@@ -215,7 +215,7 @@ def _self_attention(
     p: dict[str, Any],
     x: jax.Array,
     config: ArchConfig,
-    inv_freq: np.ndarray,
+    inv_freq: np.ndarray | None,
     block: int,
     constrain: Constrain,
     kind: str = "auto",
@@ -223,18 +223,31 @@ def _self_attention(
     window: int = 0,
 ) -> jax.Array:
     """RoPE GQA self-attention of ``x: [B, S, embed]``, causal (within ``window`` keys if
-    given), blockwise (``kind``); the projections through ``einsum`` (:func:`.fp8.matmul`)."""
+    given), blockwise (``kind``); the projections through ``einsum`` (:func:`.fp8.matmul`).
+    ``inv_freq`` ``None``: a NoPE layer (Llama 4's every fourth)."""
 
     def project(w: str, b: str) -> jax.Array:
         y = einsum("bsd,dnk->bsnk", x, p[w])
         return head_norm(y + p[b] if config.qkv_bias else y, p, w, config)
 
-    # Named as MaxText names them, for its remat vocabulary (:mod:`.remat`).
-    q = apply_rope(project("wq", "bq"), inv_freq)
+    q, k = project("wq", "bq"), project("wk", "bk")
+    if inv_freq is not None:
+        q, k = apply_rope(q, inv_freq), apply_rope(k, inv_freq)
+        if config.qk_l2_norm:  # Llama 4 Scout: after RoPE, with no learned scale
+            q, k = (rms_norm(y, jnp.ones(()), config.norm_eps) for y in (q, k))
+    elif config.nope_every:  # Llama 4's NoPE layers: the temperature grows with position
+        q = q * _temperature(q.shape[1]).astype(q.dtype)
     if config.query_scale:  # the kernels scale by head_dim ** -0.5: the rest is done here
         q = q * jnp.asarray(config.query_scale * config.head_dim**0.5, q.dtype)
-    k = apply_rope(project("wk", "bk"), inv_freq)
     return _attention_out(p, q, k, project("wv", "bv"), block, constrain, kind, einsum, window)
+
+
+def _temperature(seq: int) -> jax.Array:
+    """Llama 4's query scale in its NoPE layers, ``[S, 1, 1]``: ``log(floor((p + 1) / 8192)
+    + 1) x 0.1 + 1`` at position ``p`` (1 below position 8191)."""
+    positions = jnp.arange(seq, dtype=jnp.float32)
+    scale = jnp.log(jnp.floor((positions + 1.0) / 8192.0) + 1.0) * 0.1 + 1.0
+    return scale[:, None, None]
 
 
 def _attention_out(
@@ -263,7 +276,7 @@ def _latent_attention(
     p: dict[str, Any],
     x: jax.Array,
     config: ArchConfig,
-    inv_freq: np.ndarray,
+    inv_freq: np.ndarray | None,
     block: int,
     constrain: Constrain,
     kind: str = "auto",
@@ -280,6 +293,7 @@ def _latent_attention(
     them (``mla_q``, ``mla_kv``), for its remat vocabulary.
     """
     c = config
+    assert inv_freq is not None  # MLA has no NoPE layers (ArchConfig refuses nope_every)
     eps, nope, latent = c.norm_eps, c.head_dim - c.rope_head_dim, c.kv_lora_rank
     if c.q_lora_rank:
         low_q = einsum("bsd,dr->bsr", x, p["wq_a"])
@@ -323,13 +337,25 @@ def _layer_fn(
     constrain: Constrain,
     window: int = 0,
     moe: bool | None = None,
+    rope: bool = True,
 ):
     """The scan body ``(x, layer_params) -> (x, aux_loss)``, checkpointed per ``remat``;
     ``window``: the layer's sliding window (0: global). A local layer keeps its own RoPE base
     even when the window spans the sequence (then its attention is the causal mask alone).
-    ``moe``: whether the layer's MLP is the mixture of experts (``None``: the config's)."""
+    ``moe``: whether the layer's MLP is the mixture of experts (``None``: the config's);
+    ``rope``: whether it applies RoPE (Llama 4's NoPE layers: no)."""
     moe = config.is_moe if moe is None else moe
-    inv_freq = _frequencies(config, window)
+    if rope and config.attention_chunk and seq > config.attention_chunk:
+        raise ShardvizError(
+            problem(
+                f"{config.name} at sequence {seq}",
+                f"its RoPE layers attend within chunks of {config.attention_chunk} positions, "
+                "and attention over several chunks is not built yet",
+                f"plan it at a sequence of {config.attention_chunk} or less (the published "
+                "runs' length), where a chunk is the causal mask",
+            )
+        )
+    inv_freq = _frequencies(config, window) if rope else None
     window = window if window < seq else 0
     block = min(options.attention_block, seq)
     attention = options.attention
@@ -391,51 +417,125 @@ def final_hidden(
     if config.embed_scale:
         x = x * jnp.asarray(config.d_model**0.5, x.dtype)
     x = constrain("embedded", x)
-    seq = tokens.shape[1]
-    if "dense_layers" in params:  # an MoE model's first layers, with a dense MLP
-        dense = _layer_fn(config, options, seq, constrain, moe=False)
-        x, aux_dense = jax.lax.scan(dense, x, params["dense_layers"])
-    x, aux = _layers(x, params["layers"], config, options, seq, constrain)
-    if "dense_layers" in params:
-        aux = jnp.concatenate([aux_dense, aux])
+    x, aux = _layers(x, params, config, options, tokens.shape[1], constrain)
     return constrain("final", rms_norm(x, params["final_norm"]["scale"], config.norm_eps)), aux
+
+
+@dataclass(frozen=True)
+class _Kind:
+    """What sets a layer's computation apart: its MLP, its window, whether it ropes."""
+
+    moe: bool
+    window: int
+    rope: bool
+
+
+def _kind(config: ArchConfig, layer: int) -> _Kind:
+    return _Kind(config.is_moe_layer(layer), config.window_of(layer), config.roped(layer))
 
 
 def _layers(
     x: jax.Array,
-    layers: dict[str, Any],
+    params: dict[str, Any],
     config: ArchConfig,
     options: DecoderOptions,
     seq: int,
     constrain: Constrain,
 ) -> tuple[jax.Array, jax.Array]:
-    """Every layer over ``x``: one scan when all layers are alike; with local and global
-    layers (``global_every``), a scan over blocks of that many layers, each unrolled with its
-    static windows, then a scan over the layers left over (all local)."""
-    every = config.global_every
-    if not (config.windowed and every and every <= config.layers):
-        layer = _layer_fn(config, options, seq, constrain, config.window_of(0))
-        return jax.lax.scan(layer, x, layers)
-    blocks = config.layers // every
-    in_block = [_layer_fn(config, options, seq, constrain, config.window_of(t))
-                for t in range(every)]  # fmt: skip
+    """Every layer over ``x``, from the stacks :mod:`.params` keeps (an MoE model's dense
+    layers apart): its first ``dense_layers`` in a scan; then one scan when the rest are
+    alike, else a scan over blocks of :attr:`~.configs.ArchConfig.period` layers (Gemma 3's
+    5 local and 1 global, Llama 4's RoPE and NoPE, dense and MoE layers), each unrolled with
+    its static kind, and the layers left over (62 = 10 x 6 + 2) after it."""
+    stacks = {k: v for k, v in params.items() if k in _STACKS}
+    first = config.dense_layers if config.is_moe else 0
+    auxes = []
+    if first:
+        dense = _layer_fn(config, options, seq, constrain, moe=False)
+        x, aux = jax.lax.scan(dense, x, _rows(stacks, "dense_layers", 0, first))
+        auxes.append(aux)
+    kinds = [_kind(config, i) for i in range(first, config.layers)]
+    taken = {name: first if name == "dense_layers" else 0 for name in stacks}
+    period = min(config.period, len(kinds))
+    if all(k == kinds[0] for k in kinds):
+        period = 1
+    blocks = len(kinds) // period
+    if period == 1:
+        name = _stack_of(config, kinds[0])
+        layer = _kind_fn(config, options, seq, constrain, kinds[0])
+        x, aux = jax.lax.scan(layer, x, _rows(stacks, name, taken[name], None))
+        return x, jnp.concatenate([*auxes, aux]) if auxes else aux
+    x, aux = _block_scan(x, stacks, taken, kinds[:period], blocks, config, options, seq, constrain)
+    auxes.append(aux)
+    left = kinds[blocks * period :]
+    if left and all(k == left[0] for k in left):
+        name = _stack_of(config, left[0])
+        layer = _kind_fn(config, options, seq, constrain, left[0])
+        x, aux = jax.lax.scan(layer, x, _rows(stacks, name, taken[name], None))
+        auxes.append(aux)
+    else:
+        for kind in left:  # mixed kinds: unrolled
+            name = _stack_of(config, kind)
+            p = jax.tree.map(lambda w, i=taken[name]: w[i], stacks[name])
+            taken[name] += 1
+            x, aux = _kind_fn(config, options, seq, constrain, kind)(x, p)
+            auxes.append(aux[None])
+    return x, jnp.concatenate(auxes)
+
+
+def _block_scan(
+    x: jax.Array,
+    stacks: dict[str, Any],
+    taken: dict[str, int],
+    kinds: list[_Kind],
+    blocks: int,
+    config: ArchConfig,
+    options: DecoderOptions,
+    seq: int,
+    constrain: Constrain,
+) -> tuple[jax.Array, jax.Array]:
+    """``blocks`` blocks of layers of ``kinds`` in one scan, each block's layers unrolled;
+    the stacks' rows it reads are marked ``taken``."""
+    names = [_stack_of(config, k) for k in kinds]
+    per_block = {n: names.count(n) for n in dict.fromkeys(names)}
+    xs = {}
+    for n, count in per_block.items():
+        rows = _rows(stacks, n, taken[n], taken[n] + blocks * count)
+        xs[n] = jax.tree.map(lambda w, c=count: w.reshape(blocks, c, *w.shape[1:]), rows)
+        taken[n] += blocks * count
+    fns = [_kind_fn(config, options, seq, constrain, k) for k in kinds]
 
     def block(x: jax.Array, p: dict[str, Any]) -> tuple[jax.Array, jax.Array]:
+        seen = dict.fromkeys(per_block, 0)
         auxes = []
-        for t, layer in enumerate(in_block):
-            x, aux = layer(x, jax.tree.map(lambda w, t=t: w[t], p))
+        for n, fn in zip(names, fns, strict=True):
+            x, aux = fn(x, jax.tree.map(lambda w, i=seen[n]: w[i], p[n]))
+            seen[n] += 1
             auxes.append(aux)
         return x, jnp.stack(auxes)
 
-    head = jax.tree.map(lambda w: w[: blocks * every].reshape(blocks, every, *w.shape[1:]), layers)
-    x, aux = jax.lax.scan(block, x, head)
-    aux = aux.reshape(blocks * every)
-    if config.layers == blocks * every:
-        return x, aux
-    rest = jax.tree.map(lambda w: w[blocks * every :], layers)
-    local = _layer_fn(config, options, seq, constrain, config.sliding_window)
-    x, aux_rest = jax.lax.scan(local, x, rest)
-    return x, jnp.concatenate([aux, aux_rest])
+    x, aux = jax.lax.scan(block, x, xs)
+    return x, aux.reshape(blocks * len(kinds))
+
+
+def _rows(stacks: dict[str, Any], name: str, start: int, stop: int | None) -> Any:
+    """Layers ``start:stop`` of stack ``name`` (the stack itself when that is all of it)."""
+    stack = stacks[name]
+    size = jax.tree.leaves(stack)[0].shape[0]
+    if start == 0 and stop in (None, size):
+        return stack
+    return jax.tree.map(lambda w: w[start:stop], stack)
+
+
+def _stack_of(config: ArchConfig, kind: _Kind) -> str:
+    """The stack a layer of ``kind`` keeps its parameters in."""
+    return "dense_layers" if config.is_moe and not kind.moe else "layers"
+
+
+def _kind_fn(
+    config: ArchConfig, options: DecoderOptions, seq: int, constrain: Constrain, kind: _Kind
+):
+    return _layer_fn(config, options, seq, constrain, kind.window, kind.moe, kind.rope)
 
 
 def decoder_loss(

@@ -19,7 +19,8 @@ runs them with one ``lax.scan`` (one compile of the layer, whatever the depth). 
     layers/moe/router_bias [layers, expert]                     (with router_bias)
     layers/moe/w_gate, w_up [layers, expert, embed, mlp]; layers/moe/w_down [layers, expert, mlp, embed]
     layers/moe/shared/w_gate, w_up, w_down                      (shared experts: one gated MLP)
-    dense_layers/...       an MoE model's first dense layers, with mlp/ (DeepSeek-V3's 3)
+    dense_layers/...       an MoE model's dense layers, with mlp/, in layer order (DeepSeek-V3's
+                           first 3; Llama 4 Maverick's every other one)
     final_norm/scale       [embed]
     unembed                [embed, vocab]                        (absent with tied embeddings)
 
@@ -56,13 +57,15 @@ class ParamInfo:
 
 def param_table(config: ArchConfig) -> dict[str, ParamInfo]:
     """Every parameter of ``config`` by leaf path (``"layers/attn/wq"``), in init order.
-    An MoE model's first ``dense_layers`` are a stack of their own, ``dense_layers/...``."""
+    An MoE model's dense layers (its first ``dense_layers``, those between its MoE layers)
+    are a stack of their own, ``dense_layers/...``."""
     c = config
     D, V = c.d_model, c.vocab  # noqa: N806 (the dims' usual letters)
     t: dict[str, ParamInfo] = {"embed/embedding": ParamInfo((V, D), ("vocab", "embed"), fan_in=1)}
-    if c.is_moe and c.dense_layers:
-        t |= _layer_table(c, "dense_layers", c.dense_layers, moe=False)
-    t |= _layer_table(c, "layers", c.layers - c.dense_layers if c.is_moe else c.layers, c.is_moe)
+    dense = c.layers - c.moe_layers if c.is_moe else 0
+    if dense:
+        t |= _layer_table(c, "dense_layers", dense, moe=False)
+    t |= _layer_table(c, "layers", c.moe_layers if c.is_moe else c.layers, c.is_moe)
     t["final_norm/scale"] = ParamInfo((D,), ("embed",), "ones")
     if not c.tied_embeddings:
         t["unembed"] = ParamInfo((D, V), ("embed", "vocab"), fan_in=D)

@@ -24,6 +24,11 @@ SMALL: dict[str, Any] = {
     "compute_dtype": "float32",
 }
 
+#: The vision encoder Llama 4's published totals include and shardviz does not plan, counted
+#: by hand from MaxText's llama4 configs: 34 ViT layers of width 1408 and MLP 5632 (q, k, v, o
+#: and two MLP matrices; biases, norms and the projector left out).
+VISION = 34 * (4 * 1408 * 1408 + 2 * 1408 * 5632)
+
 #: Mixtral reduced: 4 experts, top-2, routing groups of 32 tokens, no token dropped.
 SMALL_MOE: dict[str, Any] = {**SMALL, "experts": 4, "moe_group": 32, "capacity_factor": 2.0}
 
@@ -41,6 +46,9 @@ def small(name: str, **changes: Any) -> dict[str, Any]:
                "v_head_dim": 16, "q_lora_rank": 32, "kv_lora_rank": 16, "layers": 3,
                "dense_layers": 1, "dense_ffn": 128, "ffn": 32}  # fmt: skip
         return {**SMALL_MOE, "experts_per_token": 2, **mla, **changes}
+    if config.nope_every:  # Llama 4: two blocks of 4 (3 RoPE, 1 NoPE; Maverick's MoE every other)
+        dense = {"dense_ffn": 128} if config.moe_every > 1 else {}
+        return {**SMALL_MOE, "layers": 8, "experts_per_token": 1, **dense, **changes}
     if config.windowed:  # a block of 6 layers (5 local, 1 global) and 2 local ones after it
         return {**SMALL, "layers": 8, "sliding_window": 16, **changes}
     if not config.is_moe:
@@ -53,3 +61,27 @@ def compiled(fn: Callable, *args: Any, **jit_kwargs: Any) -> Callable:
     the same numbers, half the compile time of these scanned models on two CPU cores."""
     lowered = jax.jit(fn, **jit_kwargs).lower(*args)
     return lowered.compile(compiler_options={"xla_backend_optimization_level": 0})
+
+
+def step_cost(name: str, **changes: Any) -> tuple[Any, Any, Any]:
+    """A reduced ``name``'s training step (``value_and_grad``, as a train step: with ``grad``
+    alone XLA drops the forward's logits, which only the loss needs) explained without
+    running: ``(cost, report, model)``; ``changes`` as :func:`small` takes them."""
+    import shardviz as sv
+    from shardviz.strategies.zoo import get_model
+
+    model = get_model(name, **small(name, **changes))
+    params = jax.eval_shape(model.init_params, jax.random.key(0))
+    batch = jax.eval_shape(model.make_batch, jax.random.key(1))
+    report = sv.explain(jax.value_and_grad(model.loss), params, batch, run=False, diagnose=False)
+    assert report.cost is not None
+    return report.cost, report, model
+
+
+def formula(model: Any) -> float:
+    """MaxText's model flops of ``model``'s step over one sequence (tests explain one a
+    device)."""
+    from shardviz.strategies.models.flops import training_flops
+
+    seq = model.info["seq"]
+    return training_flops(model.info["config"], tokens=seq, seq=seq).total

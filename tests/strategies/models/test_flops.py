@@ -4,15 +4,12 @@ against shardviz's own count of the compiled zoo model: the matmuls of the progr
 
 from __future__ import annotations
 
-import jax
 import pytest
 
-import shardviz as sv
 from shardviz.strategies.models.configs import get_config
 from shardviz.strategies.models.flops import training_flops
-from shardviz.strategies.zoo import get_model
 
-from .small import small
+from .small import formula, step_cost
 
 
 def test_llama_3_1_8b_and_70b_flops_per_token_are_the_published_convention() -> None:
@@ -43,15 +40,10 @@ def test_the_compiled_zoo_models_model_flops_are_the_formulas(remat) -> None:
     # value_and_grad, as a train step: with grad alone XLA drops the forward's logits, and
     # this test passed only because a recomputed attention matmul XLA:CPU fused without
     # metadata was taken for the model's, the same 2,097,152 flops at these sizes.
-    sizes = small("llama3.1-8b", batch=1, remat=remat)
-    m = get_model("llama3.1-8b", **sizes)
-    params = jax.eval_shape(m.init_params, jax.random.key(0))
-    batch = jax.eval_shape(m.make_batch, jax.random.key(1))
-    r = sv.explain(jax.value_and_grad(m.loss), params, batch, run=False, diagnose=False)
-    assert r.cost is not None
-    want = training_flops(m.info["config"], tokens=sizes["seq"], seq=sizes["seq"]).total
-    assert r.cost.model_flops_per_device == pytest.approx(want, rel=1e-9)
-    recomputed = r.cost.recomputed_flops_per_device or 0
+    cost, r, model = step_cost("llama3.1-8b", batch=1, remat=remat)
+    want = formula(model)
+    assert cost.model_flops_per_device == pytest.approx(want, rel=1e-9)
+    recomputed = cost.recomputed_flops_per_device or 0
     # The chunked loss recomputes its logits and FlashAttention's backward its scores even
     # without remat; "full" also recomputes every layer's forward.
     assert recomputed > 0
@@ -63,13 +55,8 @@ def test_an_moe_layers_dispatch_is_data_movement_and_its_experts_the_formula() -
     """Mixtral reduced at capacity factor 1 (each expert's slots exactly its share of the
     top-2 picks): the model flops are the formula's (router + two experts per token);
     the one-hot dispatch and combine einsums are counted apart, as hardware flops."""
-    sizes = small("mixtral-8x7b", batch=1, remat="none", capacity_factor=1.0)
-    m = get_model("mixtral-8x7b", **sizes)
-    params = jax.eval_shape(m.init_params, jax.random.key(0))
-    batch = jax.eval_shape(m.make_batch, jax.random.key(1))
-    r = sv.explain(jax.value_and_grad(m.loss), params, batch, run=False, diagnose=False)
-    cost = r.cost
-    assert cost is not None and cost.dispatch_flops_per_device
-    want = training_flops(m.info["config"], tokens=sizes["seq"], seq=sizes["seq"]).total
+    cost, r, model = step_cost("mixtral-8x7b", batch=1, remat="none", capacity_factor=1.0)
+    assert cost.dispatch_flops_per_device
+    want = formula(model)
     assert cost.model_flops_per_device == pytest.approx(want, rel=1e-9)
     assert "dispatch" in str(r)

@@ -20,7 +20,7 @@ from shardviz.strategies.models.norm import head_norm, rms_norm
 from shardviz.strategies.models.rope import apply_rope, rope_frequencies
 from shardviz.strategies.zoo import get_model, init_train_state
 
-from .small import compiled, small
+from .small import compiled, formula, small, step_cost
 
 
 @pytest.mark.parametrize(
@@ -178,16 +178,11 @@ def test_the_compiled_model_flops_are_maxtexts_gemma3_formula(remat: str) -> Non
     the step's matmuls, recomputation and the bands' edge blocks apart, are MaxText's count
     (global layers S x S, local layers S x window). ``value_and_grad``, as a train step:
     with ``grad`` alone XLA drops the forward's logits, which only the loss needed."""
-    sizes = small("gemma3-12b", batch=1, remat=remat)
-    m = get_model("gemma3-12b", **sizes)
-    params = jax.eval_shape(m.init_params, jax.random.key(0))
-    batch = jax.eval_shape(m.make_batch, jax.random.key(1))
-    r = sv.explain(jax.value_and_grad(m.loss), params, batch, run=False, diagnose=False)
-    assert r.cost is not None
-    want = training_flops(m.info["config"], tokens=sizes["seq"], seq=sizes["seq"]).total
+    cost, r, model = step_cost("gemma3-12b", batch=1, remat=remat)
+    want = formula(model)
     # Exactly: the backward's recomputed scores take their operands through a barrier under
     # the remat mark, so XLA:CPU's library fusions, which keep no metadata, are still known
     # (without it the global layer's was taken for the model's: 16 of 2,664 units over);
     # counting every band block as the model's would be 5% over.
-    assert r.cost.model_flops_per_device == pytest.approx(want, rel=1e-9)
-    assert r.cost.model_flops_per_device < r.cost.matmul_flops_per_device
+    assert cost.model_flops_per_device == pytest.approx(want, rel=1e-9)
+    assert cost.model_flops_per_device < cost.matmul_flops_per_device
