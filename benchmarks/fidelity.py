@@ -73,6 +73,9 @@ class Run:
     quantization: str = ""
     #: Where the measured step is published (tpu-recipes or MaxText, path in the repository).
     source: str = ""
+    #: The strategy's mesh shape over the slice's devices (``None``: the strategy's default,
+    #: every device on its one axis): Maverick's ici_fsdp 32 x ici_tensor 4.
+    mesh: tuple[int, ...] | None = None
 
     @property
     def step_seconds(self) -> float:
@@ -106,7 +109,19 @@ RECIPE_405B_7X = sv.custom_remat(
 )  # fmt: skip
 RECIPE_405B_7X_FP8 = sv.custom_remat(decoder_layer_input="offload")
 
+#: tpu-recipes, training/v5p/Llama4-Scout-17B-16E-Maxtext and training/ironwood/deepseek3-671b.
+RECIPE_LAYER_INPUT = sv.custom_remat(decoder_layer_input="offload")
+#: tpu-recipes, training/v5p/DeepSeek3-671B-MaxText (MaxText's deepseek3_671b_v5p_1024).
+RECIPE_DEEPSEEK_V5P = sv.custom_remat(decoder_layer_input="offload", out_proj="offload")
+
+#: MaxText's default logical rules with tensor parallelism (base.yml: activation_embed ->
+#: tensor): fsdp+tp with the activations' embed dim, the residual stream between layers, split
+#: over 'tensor' too, which shardviz's fsdp+tp keeps whole.
+MAXTEXT_TP = "fsdp+tp, MaxText's activation rules"
+
 _TRILLIUM = "tpu-recipes training/trillium/"
+_V5P = "tpu-recipes training/v5p/"
+_DROPLESS = "the recipe ran megablox dropless; planned at capacity factor 1"
 _IRONWOOD = "tpu-recipes training/ironwood/README.md"
 
 
@@ -122,13 +137,14 @@ def _recipe(
     tokens: float,
     source: str,
     note: str = "",
+    strategy: str = "fsdp",
     **more: Any,
 ) -> Run:
     """A published run as its recipe prints it: TFLOP/s and tokens/s a chip (its MFU: that
     TFLOP/s over the chip's bf16 peak, whatever the precision; tokens per jax device: a
     TPU7x chip is two)."""
     hw = sv.hardware(chip)
-    return Run(key, model, f"{chip}:{shape}", seq, batch, remat, "fsdp",
+    return Run(key, model, f"{chip}:{shape}", seq, batch, remat, strategy,
                tflops * 1e12 / hw.peak_flops_bf16, tokens / hw.devices_per_chip, note,
                source=source, **more)  # fmt: skip
 
@@ -184,6 +200,25 @@ RUNS: tuple[Run, ...] = (
     _recipe("v5p", "405b-v5p", "llama3.1-405b", "8x8x8", 8192, 2, RECIPE_405B_V5P, 314.53,
             124.618, "tpu-recipes training/v5p/Llama3.1-405B-MaxText/README.md",
             "the recipe's custom remat: attention context and MLP output offloaded"),
+    # Today's MoE architectures: the recipes ran megablox (dropless); shardviz plans each
+    # expert's capacity at its share of the picks (capacity factor 1), its dispatch and
+    # combine einsums counted apart from the model's flops.
+    _recipe("v5p", "maverick-v5p", "llama4-maverick", "4x4x8", 8192, 4, RECIPE_8B, 160.005,
+            1321.725, _V5P + "Llama4-Maverick-17B-128E-Maxtext/README.md",
+            _DROPLESS + "; " + _8B + "; fsdp 32 x tensor 4, the activations' embed dim split "
+            "over tensor as MaxText's rules do", capacity_factor=1.0, strategy=MAXTEXT_TP,
+            mesh=(32, 4)),
+    _recipe("v5p", "scout-v5p", "llama4-scout", "8x8x8", 8192, 8, RECIPE_LAYER_INPUT, 225.491,
+            2070.487, _V5P + "Llama4-Scout-17B-16E-Maxtext/README.md",
+            _DROPLESS + "; the layer input offloaded; 512 devices, as the log's "
+            "total_weights (33,554,432 = 512 x 8 x 8192) says", capacity_factor=1.0),
+    _recipe("v5p", "deepseek-v5p", "deepseek3-671b", "8x8x8", 8192, 6, RECIPE_DEEPSEEK_V5P,
+            152.415, 542.108, _V5P + "DeepSeek3-671B-MaxText/README.md",
+            _DROPLESS + "; the layer input and output projection offloaded",
+            capacity_factor=1.0),
+    _recipe("tpu7x", "deepseek-7x", "deepseek3-671b", "4x4x8", 4096, 8, RECIPE_LAYER_INPUT,
+            607.53, 2425.75, _IRONWOOD, "bf16; " + _DROPLESS + "; the layer input offloaded",
+            capacity_factor=1.0),
     # Ironwood, 256 chips (4x8x8), 512 jax devices.
     _recipe("tpu7x", "70b-7x-256", "llama3.1-70b", "4x8x8", 8192, 2, RECIPE_70B_7X, 1199.67,
             2670.55, _IRONWOOD, "bf16; " + _7X),
@@ -237,9 +272,11 @@ def plan(run: Run) -> dict:
         extra = {} if run.capacity_factor is None else {"capacity_factor": run.capacity_factor}
         if run.quantization:
             extra["quantization"] = run.quantization
+        if run.mesh is not None:
+            extra["mesh"] = _mesh(run)
         with sv.xla_flags(dict(known)):
             c = sv.compare(
-                run.model, [run.strategy], target=run.topology,
+                run.model, [_strategy(run)], target=run.topology,
                 batch_per_device=run.batch_per_device, seq=run.seq, remat=run.remat, **extra,
             )  # fmt: skip
         wall = time.perf_counter() - t0
@@ -249,6 +286,31 @@ def plan(run: Run) -> dict:
     kept["comp"].lowered.compile(compiler_options=dict(known))
     bare = time.perf_counter() - t0
     return {"comparison": c, "wall": wall, "bare": bare, "flags": (known, unknown)}
+
+
+def _strategy(run: Run) -> Any:
+    """The run's strategy: a built-in name, or MaxText's tensor-parallel rules."""
+    if run.strategy != MAXTEXT_TP:
+        return run.strategy
+    from shardviz.strategies.models.logical import STRATEGY_RULES, LogicalRules, logical_rule_set
+    from shardviz.strategies.zoo import get_model
+
+    base = STRATEGY_RULES["fsdp+tp"]
+    activations = tuple((n, ("tensor",) if n == "embed" else a) for n, a in base.activations)
+    rules = LogicalRules(MAXTEXT_TP, base.mesh_axes, base.params, activations)
+    return logical_rule_set(rules, get_model(run.model))
+
+
+def _mesh(run: Run):
+    """The run's mesh: its slice's devices in the strategy's mesh axes, shaped ``run.mesh``."""
+    import numpy as np
+    from jax.sharding import Mesh
+
+    from shardviz.strategies.models import get_logical_rules
+
+    devices = np.array(sv.topology(run.topology).devices).reshape(run.mesh)
+    name = "fsdp+tp" if run.strategy == MAXTEXT_TP else run.strategy
+    return Mesh(devices, get_logical_rules(name).mesh_axes)
 
 
 def plan_fields(run: Run) -> dict:
@@ -444,7 +506,7 @@ def main() -> None:
     items = ((r.key, plan_fields(r)) for r in chosen)
     done = PC.run_all(items, measure, a.jobs, fresh=a.fresh)
     wall = time.perf_counter() - t0
-    results = [done[r.key][0] for r in chosen]
+    results = [{"run": r.key, **done[r.key][0]} for r in chosen]
     cached = sum(1 for r in chosen if done[r.key][1])
     body = section(results, f"benchmarks/fidelity.py --runs {a.runs} --write")
     body += (

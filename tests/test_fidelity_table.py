@@ -32,7 +32,8 @@ def test_every_run_cites_its_source_and_its_step_is_its_tokens_over_its_rate() -
         "8b-16": 3.393, "8b-32": 3.495, "8b-64": 5.652, "8b-128": 4.602, "70b-32": 17.79,
         "70b-64": 18.688, "70b-128": 34.786, "mistral-7b": 6.32, "mixtral-v6e": 13.484,
         "llama2-70b": 9.052, "405b-v5p": 131.474, "70b-7x-256": 12.27, "70b-7x-256-fp8": 7.95,
-        "405b-7x": 98.34, "405b-7x-fp8": 64.37,
+        "405b-7x": 98.34, "405b-7x-fp8": 64.37, "maverick-v5p": 24.792, "scout-v5p": 31.652,
+        "deepseek-v5p": 90.668, "deepseek-7x": 27.02,
     }  # fmt: skip
     for key, seconds in published.items():
         assert F.RUN_BY_KEY[key].step_seconds == pytest.approx(seconds, rel=5e-3), key
