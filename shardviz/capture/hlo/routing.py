@@ -108,7 +108,7 @@ class _Walk:
             i = _param_index(ins)
             if caller and caller[0].opcode == "fusion" and i is not None:
                 ops = caller[0].operands
-                found = self.module.instruction(ops[i].split("#")[0]) if i < len(ops) else None
+                found = self._operand(ops[i]) if i < len(ops) else None
                 if found is not None:
                     yield found
             return
@@ -123,9 +123,19 @@ class _Walk:
                 yield comp.root
             return
         for name in ins.operands:
-            found = self.module.instruction(name.split("#")[0])
+            found = self._operand(name)
             if found is not None:
                 yield found
+
+    def _operand(self, name: str) -> HloInstruction | None:
+        """The instruction an operand names. ``x#i`` is element ``i`` of the tuple ``x`` (a
+        loop body's parameter, a loop's or a multi-output fusion's result), as newer XLA
+        writes it without a ``get-tuple-element``; ``x`` itself when that cannot be told."""
+        base, _, index = name.partition("#")
+        found = self.module.instruction(base)
+        if found is None or not index.isdigit():
+            return found
+        return self._element(found, int(index)) or found
 
     def _carried(self, ins: HloInstruction) -> HloInstruction | None:
         """What a ``get-tuple-element`` holds: an element of a tuple (a multi-output fusion's
@@ -136,6 +146,12 @@ class _Walk:
         m = re.search(r"index=(\d+)", ins.body)
         if source is None or m is None:
             return None
+        return self._element(source, int(m.group(1)))
+
+    def _element(self, source: HloInstruction, i: int) -> HloInstruction | None:
+        """Element ``i`` of tuple-valued ``source``: a tuple's operand; of a loop's result,
+        what its body returns; of a multi-output fusion's, its root's; of a loop body's
+        parameter, the loop's initial value."""
         tup: HloInstruction | None = source
         if source.opcode == "while" and "body=" in source.body:
             body = self.computation(re.findall(r"body=%?([\w.\-]+)", source.body)[0])
@@ -144,14 +160,13 @@ class _Walk:
             fused = self.computation(source.called_computations[0])  # a multi-output fusion
             tup = fused.root if fused is not None else None
         elif source.opcode == "parameter":
-            loops = self.module.callers().get(ins.computation, ())
+            loops = self.module.callers().get(source.computation, ())
             if not loops or loops[0].opcode != "while" or not loops[0].operands:
                 return None
-            tup = self.module.instruction(loops[0].operands[0])
-        i = int(m.group(1))
+            tup = self.module.instruction(loops[0].operands[0].split("#")[0])
         if tup is None or tup.opcode != "tuple" or i >= len(tup.operands):
             return None
-        return self.module.instruction(tup.operands[i].split("#")[0])
+        return self._operand(tup.operands[i])
 
     def consumers(self, ins: HloInstruction) -> Iterator[tuple[HloInstruction, int]]:
         """(user, operand index) of ``ins``'s result; into fusions at their parameter."""

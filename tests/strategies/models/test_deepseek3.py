@@ -259,7 +259,8 @@ def test_a_deviceless_tpu_plan_runs_mla_through_the_pallas_kernels() -> None:
     """On a deviceless v5p slice the attention is the Pallas kernels (values 16 wide, queries
     and keys 24), and their model flops are the formula's attention: the forward kernel's
     all, the backward kernels' shares taken by flops (by matmul count, 262,144 of 79M
-    over). Capacity factor 1: each expert's slots are its share of the picks."""
+    over); the whole step's are the formula's. Capacity factor 1: each expert's slots are
+    its share of the picks."""
     sizes = small(NAME, attention_block=64, remat="none", compute_dtype="bfloat16",
                   capacity_factor=1.0)  # fmt: skip
     sizes.pop("batch")
@@ -272,6 +273,7 @@ def test_a_deviceless_tpu_plan_runs_mla_through_the_pallas_kernels() -> None:
     forward = kernels["flash_forward"].model_flops
     backward = kernels["flash_backward_dkv"].model_flops + kernels["flash_backward_dq"].model_flops
     assert forward == pytest.approx(want.attention / 3) and backward == pytest.approx(2 * forward)
+    assert cost.model_flops_per_device == pytest.approx(want.total, rel=1e-9)
 
 
 def test_the_published_v5p_1024_flops_per_token_are_the_formula() -> None:
