@@ -381,7 +381,8 @@ def _refuse_unserved(config: ArchConfig, where: str) -> None:
     """Serving's steps and KV-cache figures are those of global grouped-query attention over
     uniform layers: a model whose local layers keep only a window of keys (Gemma 3), whose
     cache is a latent (MLA), or whose layers differ (DeepSeek-V3's dense first layers and
-    shared experts, Llama 4's NoPE layers) would be planned wrong, so it is refused rather than miscounted."""
+    shared experts, Llama 4's NoPE layers) would be planned wrong, so it is refused rather
+    than miscounted."""
     reasons = []
     if config.windowed:
         reasons.append(f"sliding-window layers (window {config.sliding_window}), whose cache "

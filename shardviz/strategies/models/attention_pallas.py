@@ -205,10 +205,10 @@ def _dq_kernel(
 # axis and one that moves with it once per grid step; each output block is written once.
 
 
-def _specs(g: int, bq: int, bk: int, d: int, q_axis: int, dv: int | None = None):
-    """BlockSpecs of a query-like array, a key/value array (head ``h // g``: GQA without a
-    repeat in HBM) and a statistic, the query block index on grid axis ``q_axis``; with
-    ``dv``, also an output-like and a value array ``dv`` wide."""
+def _specs(g: int, bq: int, bk: int, d: int, q_axis: int, dv: int):
+    """BlockSpecs of a query-like array, a key array (head ``h // g``: GQA without a repeat
+    in HBM), a statistic, an output-like array and a value array (``dv`` wide: MLA's are
+    narrower than its queries and keys), the query block index on grid axis ``q_axis``."""
 
     def qi(a2, a3):
         return a2 if q_axis == 2 else a3
@@ -225,8 +225,6 @@ def _specs(g: int, bq: int, bk: int, d: int, q_axis: int, dv: int | None = None)
         )
 
     stat = pl.BlockSpec((_SQ, _SQ, 1, bq), lambda b, h, a2, a3: (b, h, 0, qi(a2, a3)))
-    if dv is None:
-        return query_like(d), kv_like(d), stat
     return query_like(d), kv_like(d), stat, query_like(dv), kv_like(dv)
 
 

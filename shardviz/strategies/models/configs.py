@@ -29,6 +29,7 @@ __all__ = [
     "YarnScaling",
     "attention_weights",
     "get_config",
+    "layer_weights",
     "mlp_weights",
     "param_count",
 ]
@@ -421,6 +422,15 @@ def mlp_weights(config: ArchConfig, moe: bool, active: bool = True) -> int:
     return 3 * c.d_model * c.ffn * (routed + c.shared_experts) + c.d_model * c.experts
 
 
+def layer_weights(config: ArchConfig, active: bool = True) -> int:
+    """Every layer's attention and MLP matmul weights together: dense layers' gated MLPs,
+    MoE layers' experts (``active``: the ``experts_per_token`` a token uses)."""
+    c = config
+    dense = c.layers - c.moe_layers
+    mlp = dense * mlp_weights(c, False) + c.moe_layers * mlp_weights(c, True, active=active)
+    return c.layers * attention_weights(c) + mlp
+
+
 def param_count(config: ArchConfig, active: bool = False) -> int:
     """Parameters of ``config``, counted by formula (no arrays, no jax).
 
@@ -433,18 +443,15 @@ def param_count(config: ArchConfig, active: bool = False) -> int:
     field counts a mixture of experts' active parameters.
     """
     c = config
-    attention = attention_weights(c)
+    per_layer = (4 if c.post_norms else 2) * c.d_model  # RMSNorm scales
     if c.qkv_bias:
-        attention += (c.heads + 2 * c.kv_heads) * c.head_dim
+        per_layer += (c.heads + 2 * c.kv_heads) * c.head_dim
     if c.qk_norm:
-        attention += 2 * c.head_dim
+        per_layer += 2 * c.head_dim
     if c.latent:
-        attention += c.q_lora_rank + c.kv_lora_rank
-    norms = (4 if c.post_norms else 2) * c.d_model
-    dense = c.layers - c.moe_layers
-    moe = mlp_weights(c, True, active=active) + (c.experts if c.router_bias else 0)
-    layers = c.layers * (attention + norms) + dense * mlp_weights(c, False)
-    layers += c.moe_layers * moe
+        per_layer += c.q_lora_rank + c.kv_lora_rank
+    layers = layer_weights(c, active) + c.layers * per_layer
+    layers += c.moe_layers * (c.experts if c.router_bias else 0)
     embeddings = c.vocab * c.d_model * (1 if c.tied_embeddings else 2)
     return embeddings + layers + c.d_model  # + final RMSNorm
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from shardviz.strategies.models.configs import ArchConfig, attention_weights, mlp_weights
+from shardviz.strategies.models.configs import ArchConfig, layer_weights
 
 __all__ = ["StepFlops", "training_flops"]
 
@@ -47,10 +47,7 @@ def training_flops(
         conventions and FlashAttention's benchmarks do); default: in full, as computed.
     """
     c = config
-    weights = c.layers * attention_weights(c) + c.d_model * c.vocab
-    weights += c.moe_layers * mlp_weights(c, True) + (c.layers - c.moe_layers) * mlp_weights(
-        c, False
-    )
+    weights = layer_weights(c) + c.d_model * c.vocab
     # Keys each query is counted against, over the layers: the sequence for a global layer,
     # the window for a local one (MaxText's Gemma 3 formula).
     keys = sum(min(config.window_of(i) or seq, seq) for i in range(config.layers))
