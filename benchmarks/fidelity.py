@@ -33,6 +33,7 @@ import argparse
 import dataclasses
 import json
 import os
+import re
 import sys
 import time
 from dataclasses import dataclass
@@ -76,6 +77,16 @@ class Run:
     #: The strategy's mesh shape over the slice's devices (``None``: the strategy's default,
     #: every device on its one axis): Maverick's ici_fsdp 32 x ici_tensor 4.
     mesh: tuple[int, ...] | None = None
+    #: How the MoE layers compute (``DecoderOptions.moe``; ``""``: the default, capacity):
+    #: ``"dropless"`` where the recipe ran megablox (``sparse_matmul``, ``megablox``).
+    moe: str = ""
+    #: Whether the run's published TFLOP/s count causal attention's matmuls at half: the
+    #: MaxText the recipe names does where its TFLOP/s over its tokens/s is the formula with
+    #: attention halved (Ironwood's table, the v5p Scout and DeepSeek logs, Gemma 3's);
+    #: the earlier Trillium and v5p recipes' MaxText counts them in full.
+    causal_half: bool = False
+    #: The recipe's attention block (``sa_block_q``/``sa_block_kv``), where it names one.
+    attention_block: int | None = None
 
     @property
     def step_seconds(self) -> float:
@@ -113,6 +124,8 @@ RECIPE_405B_7X_FP8 = sv.custom_remat(decoder_layer_input="offload")
 RECIPE_LAYER_INPUT = sv.custom_remat(decoder_layer_input="offload")
 #: tpu-recipes, training/v5p/DeepSeek3-671B-MaxText (MaxText's deepseek3_671b_v5p_1024).
 RECIPE_DEEPSEEK_V5P = sv.custom_remat(decoder_layer_input="offload", out_proj="offload")
+#: tpu-recipes, training/trillium/Gemma3-12B-MaxText (the layer input kept, q, k, v recomputed).
+RECIPE_GEMMA3 = sv.custom_remat(decoder_layer_input="device")
 
 #: MaxText's default logical rules with tensor parallelism (base.yml: activation_embed ->
 #: tensor): fsdp+tp with the activations' embed dim, the residual stream between layers, split
@@ -121,8 +134,16 @@ MAXTEXT_TP = "fsdp+tp, MaxText's activation rules"
 
 _TRILLIUM = "tpu-recipes training/trillium/"
 _V5P = "tpu-recipes training/v5p/"
-_DROPLESS = "the recipe ran megablox dropless; planned at capacity factor 1"
+_DROPLESS = "dropless, megablox's grouped matmuls as the recipe ran them"
 _IRONWOOD = "tpu-recipes training/ironwood/README.md"
+
+
+_SLICES = r"^\d+x(?=[a-z])"  # "2xv6e": two v6e slices
+
+
+def chip_of(run: Run) -> str:
+    """The run's chip, as ``sv.hardware`` names it (``"v6e"`` for ``2xv6e:16x16``)."""
+    return re.sub(_SLICES, "", run.topology.split(":")[0])
 
 
 def _recipe(
@@ -143,12 +164,17 @@ def _recipe(
     """A published run as its recipe prints it: TFLOP/s and tokens/s a chip (its MFU: that
     TFLOP/s over the chip's bf16 peak, whatever the precision; tokens per jax device: a
     TPU7x chip is two)."""
-    hw = sv.hardware(chip)
+    hw = sv.hardware(re.sub(_SLICES, "", chip))
+    more.setdefault("causal_half", chip == "tpu7x")
     return Run(key, model, f"{chip}:{shape}", seq, batch, remat, strategy,
                tflops * 1e12 / hw.peak_flops_bf16, tokens / hw.devices_per_chip, note,
                source=source, **more)  # fmt: skip
 
 
+_GEMMA3 = (
+    "the layer input kept, the rest recomputed; 5 of 6 layers attend within 1,024 "
+    "positions, blockwise in jax (the recipe: splash attention's sliding-window mask)"
+)
 _8B = "the recipe's custom remat: layer input and q, k, v and output projections offloaded"
 _70B = "the recipe's custom remat: layer input and q, k, v projections offloaded"
 _7X = "the recipe keeps the layer input and q, k, v and attention context on the device"
@@ -200,25 +226,38 @@ RUNS: tuple[Run, ...] = (
     _recipe("v5p", "405b-v5p", "llama3.1-405b", "8x8x8", 8192, 2, RECIPE_405B_V5P, 314.53,
             124.618, "tpu-recipes training/v5p/Llama3.1-405B-MaxText/README.md",
             "the recipe's custom remat: attention context and MLP output offloaded"),
-    # Today's MoE architectures: the recipes ran megablox (dropless); shardviz plans each
-    # expert's capacity at its share of the picks (capacity factor 1), its dispatch and
-    # combine einsums counted apart from the model's flops.
+    # Today's MoE architectures: the recipes ran megablox (dropless), and so do the plans.
     _recipe("v5p", "maverick-v5p", "llama4-maverick", "4x4x8", 8192, 4, RECIPE_8B, 160.005,
             1321.725, _V5P + "Llama4-Maverick-17B-128E-Maxtext/README.md",
             _DROPLESS + "; " + _8B + "; fsdp 32 x tensor 4, the activations' embed dim split "
-            "over tensor as MaxText's rules do", capacity_factor=1.0, strategy=MAXTEXT_TP,
+            "over tensor as MaxText's rules do", moe="dropless", strategy=MAXTEXT_TP,
             mesh=(32, 4)),
     _recipe("v5p", "scout-v5p", "llama4-scout", "8x8x8", 8192, 8, RECIPE_LAYER_INPUT, 225.491,
             2070.487, _V5P + "Llama4-Scout-17B-16E-Maxtext/README.md",
             _DROPLESS + "; the layer input offloaded; 512 devices, as the log's "
-            "total_weights (33,554,432 = 512 x 8 x 8192) says", capacity_factor=1.0),
+            "total_weights (33,554,432 = 512 x 8 x 8192) says", moe="dropless",
+            causal_half=True),
     _recipe("v5p", "deepseek-v5p", "deepseek3-671b", "8x8x8", 8192, 6, RECIPE_DEEPSEEK_V5P,
             152.415, 542.108, _V5P + "DeepSeek3-671B-MaxText/README.md",
             _DROPLESS + "; the layer input and output projection offloaded",
-            capacity_factor=1.0),
+            moe="dropless", causal_half=True),
     _recipe("tpu7x", "deepseek-7x", "deepseek3-671b", "4x4x8", 4096, 8, RECIPE_LAYER_INPUT,
             607.53, 2425.75, _IRONWOOD, "bf16; " + _DROPLESS + "; the layer input offloaded",
-            capacity_factor=1.0),
+            moe="dropless"),
+    # Gemma 3 12B at SL 32768 on one, two and four v6e-256 slices (MaxText's num_slices:
+    # the slices data parallel over the data-centre network, FSDP within each).
+    *(
+        _recipe(chip, key, "gemma3-12b", "16x16", 32768, 1, RECIPE_GEMMA3, tf, tok,
+                _TRILLIUM + f"Gemma3-12B-MaxText/{where}/README.md", note, strategy=strategy,
+                mesh=mesh, causal_half=True, attention_block=1024)
+        for chip, key, where, tf, tok, strategy, mesh, note in (
+            ("v6e", "gemma3-12b", "v6e-256", 349.442, 4477.768, "fsdp", None, _GEMMA3),
+            ("2xv6e", "gemma3-12b-2x", "2x-v6e-256", 328.139, 4204.799, "dp+fsdp", (2, 256),
+             _GEMMA3 + "; 2 slices, data parallel over DCN"),
+            ("4xv6e", "gemma3-12b-4x", "4x-v6e-256", 304.788, 3905.572, "dp+fsdp", (4, 256),
+             _GEMMA3 + "; 4 slices, data parallel over DCN"),
+        )
+    ),
     # Ironwood, 256 chips (4x8x8), 512 jax devices.
     _recipe("tpu7x", "70b-7x-256", "llama3.1-70b", "4x8x8", 8192, 2, RECIPE_70B_7X, 1199.67,
             2670.55, _IRONWOOD, "bf16; " + _7X),
@@ -269,9 +308,15 @@ def plan(run: Run) -> dict:
     explain_module.program_cost = keep
     try:
         t0 = time.perf_counter()
-        extra = {} if run.capacity_factor is None else {"capacity_factor": run.capacity_factor}
+        extra: dict[str, Any] = {}
+        if run.capacity_factor is not None:
+            extra["capacity_factor"] = run.capacity_factor
         if run.quantization:
             extra["quantization"] = run.quantization
+        if run.moe:
+            extra["moe"] = run.moe
+        if run.attention_block:
+            extra["attention_block"] = run.attention_block
         if run.mesh is not None:
             extra["mesh"] = _mesh(run)
         with sv.xla_flags(dict(known)):
@@ -367,19 +412,11 @@ def measure(key: str) -> dict:
     }
 
 
-def halves_causal_attention(run: Run) -> bool:
-    """Whether the run's published TFLOP/s count causal attention's matmuls at half: the
-    Ironwood table's MaxText does (1,207.05 TFLOP/s a chip x 12.2 s is 7.36 PFLOP a device
-    for the 70B, its formula with attention halved; in full, 7.89), the Trillium and v5p
-    recipes' earlier MaxText counts them in full."""
-    return run.topology.startswith("tpu7x")
-
-
 def recipe_mfu(run: Run, m: dict) -> float:
     """The MFU at the measured step in the recipe's terms: shardviz's model flops (attention
     in full), less the half its formula leaves out where the recipe halves causal
     attention, over the bf16 peak."""
-    if not halves_causal_attention(run):
+    if not run.causal_half:
         return m["mfu_at"]
     config = get_config(run.model)
     tokens = run.batch_per_device * run.seq

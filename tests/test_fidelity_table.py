@@ -33,10 +33,29 @@ def test_every_run_cites_its_source_and_its_step_is_its_tokens_over_its_rate() -
         "70b-64": 18.688, "70b-128": 34.786, "mistral-7b": 6.32, "mixtral-v6e": 13.484,
         "llama2-70b": 9.052, "405b-v5p": 131.474, "70b-7x-256": 12.27, "70b-7x-256-fp8": 7.95,
         "405b-7x": 98.34, "405b-7x-fp8": 64.37, "maverick-v5p": 24.792, "scout-v5p": 31.652,
-        "deepseek-v5p": 90.668, "deepseek-7x": 27.02,
+        "deepseek-v5p": 90.668, "deepseek-7x": 27.02, "gemma3-12b": 7.318,
+        "gemma3-12b-2x": 7.793, "gemma3-12b-4x": 8.390,
     }  # fmt: skip
     for key, seconds in published.items():
         assert F.RUN_BY_KEY[key].step_seconds == pytest.approx(seconds, rel=5e-3), key
+
+
+def test_each_run_counts_attention_as_its_maxtext_did() -> None:
+    """A run whose published TFLOP/s over its tokens/s is the formula with causal attention
+    halved says so (``causal_half``), and the rest are the formula in full: the Ironwood
+    table, the later v5p logs (Scout, DeepSeek-V3) and Gemma 3 halve; Maverick's v0.1.3 and
+    the Trillium Llamas count in full."""
+    from shardviz.strategies.models.configs import get_config
+    from shardviz.strategies.models.flops import training_flops
+
+    for key in ("gemma3-12b", "gemma3-12b-4x", "scout-v5p", "deepseek-v5p", "deepseek-7x",
+                "70b-7x", "maverick-v5p", "8b", "70b"):  # fmt: skip
+        run = F.RUN_BY_KEY[key]
+        tokens = run.batch_per_device * run.seq
+        flops = training_flops(get_config(run.model), tokens, run.seq, run.causal_half).total
+        hw = F.sv.hardware(F.chip_of(run))
+        published = run.mfu * hw.peak_flops_bf16 / hw.devices_per_chip * run.step_seconds
+        assert flops / published == pytest.approx(1.0, rel=3e-3), key
 
 
 def test_recipe_flags_belong_to_runs_and_are_part_of_the_plans_key() -> None:

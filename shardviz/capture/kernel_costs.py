@@ -64,8 +64,8 @@ def model_share(name: str, dots: Sequence[float]) -> float | None:
     backward's four (dP, dV, dK, dQ). A backward kernel recomputes Q K^T first (and a
     separate dq kernel recomputes dP too): a dkv kernel's matmuls but its first are useful
     (4 of 5 when it computes dq as well), a dq kernel's last one (dQ), a kernel for the
-    whole backward four of its ``n`` (jax's GPU attention recomputes Q K^T and dP in its dq
-    loop: 4 of 7). Shares are of flops, not of matmuls: MLA's values are narrower than its
+    whole backward all but its recomputed ones (jax's GPU attention recomputes Q K^T and dP
+    in its dq loop: 4 of its 7; :data:`_RECOMPUTED`). Shares are of flops, not of matmuls: MLA's values are narrower than its
     queries and keys, so its matmuls differ in size. Paged attention (serving) is counted
     as computed: its pages are the work."""
     total = float(sum(dots))
@@ -77,8 +77,17 @@ def model_share(name: str, dots: Sequence[float]) -> float | None:
     if "dq" in low:
         return dots[-1] / total
     if "bwd" in low or "backward" in low:  # the whole backward in one kernel: 4 useful
-        return min(1.0, 4 / len(dots))
+        recomputed = _RECOMPUTED.get(len(dots))
+        if recomputed is None:
+            return min(1.0, 4 / len(dots))
+        return 1.0 - sum(dots[i] for i in recomputed) / total
     return 1.0
+
+
+#: A whole-backward kernel's recomputed matmuls by its matmul count, in body order: one loop
+#: (Q K^T, then dV, dP, dK, dQ) recomputes Q K^T; jax's GPU kernel's two loops (dK/dV: Q K^T,
+#: dV, dP, dK; then dQ: Q K^T, dP, dQ) recompute Q K^T twice and dP once.
+_RECOMPUTED: dict[int, tuple[int, ...]] = {5: (0,), 7: (0, 4, 5)}
 
 
 def _known(value: Any) -> np.ndarray | None:

@@ -67,6 +67,55 @@ def expert_capacity(group_size: int, experts: int, top_k: int, capacity_factor: 
     return max(1, math.ceil(top_k * capacity_factor * group_size / experts))
 
 
+class Picks(NamedTuple):
+    """Each token's chosen experts, before any capacity limit: ``experts`` (int32) and
+    ``gates`` (float32) are ``[..., top_k]``, the token's first choice first; ``aux_loss`` is
+    GShard's load-balancing loss over the groups of ``logits`` (1.0 when routing is uniform)."""
+
+    experts: jax.Array
+    gates: jax.Array
+    aux_loss: jax.Array
+
+
+def pick(
+    logits: jax.Array,
+    *,
+    top_k: int,
+    scores: str = "softmax",
+    bias: jax.Array | None = None,
+    scale: float = 1.0,
+    normalize: bool = True,
+) -> Picks:
+    """Each token's top-k experts and their gates, from router logits ``[G, S, E]`` (the
+    arguments as :func:`route`'s): what a dropless layer computes with, and what
+    :func:`route` places into slots."""
+    logits = logits.astype(jnp.float32)
+    sigmoid = scores == "sigmoid"
+    probs = jax.nn.sigmoid(logits) if sigmoid else jax.nn.softmax(logits, axis=-1)
+    experts = probs.shape[-1]
+    remaining = probs if bias is None else probs + bias.astype(jnp.float32)
+    choices, gates = [], []
+    for _ in range(top_k):
+        choice = jnp.argmax(remaining, axis=-1)
+        mask = jax.nn.one_hot(choice, experts, dtype=jnp.float32)  # [G, S, E]
+        choices.append(choice)
+        gates.append(jnp.sum(probs * mask, axis=-1))  # [G, S]
+        remaining = jnp.where(mask > 0, -jnp.inf, remaining)
+    total = sum(gates)
+    if normalize:
+        gates = [g / jnp.maximum(total, jnp.finfo(jnp.float32).tiny) for g in gates]
+    gates = [scale * g for g in gates] if scale != 1.0 else gates
+
+    # GShard's auxiliary loss: fraction of first choices per expert times mean router prob
+    # (sigmoid scores normalised over the experts first, as DeepSeek-V3's balance loss).
+    density = jnp.mean(jax.nn.one_hot(choices[0], experts, dtype=jnp.float32), axis=1)  # [G, E]
+    if sigmoid:
+        probs = probs / jnp.sum(probs, axis=-1, keepdims=True)
+    density_proxy = jnp.mean(probs, axis=1)  # [G, E]
+    aux_loss = jnp.mean(density * density_proxy) * experts**2
+    return Picks(jnp.stack(choices, axis=-1).astype(jnp.int32), jnp.stack(gates, axis=-1), aux_loss)
+
+
 def route(
     logits: jax.Array,
     *,
@@ -97,43 +146,21 @@ def route(
     Returns:
       A :class:`Routing`.
     """
-    logits = logits.astype(jnp.float32)
-    sigmoid = scores == "sigmoid"
-    probs = jax.nn.sigmoid(logits) if sigmoid else jax.nn.softmax(logits, axis=-1)
-    experts = probs.shape[-1]
-    remaining = probs if bias is None else probs + bias.astype(jnp.float32)
-    masks, gates = [], []
-    for _ in range(top_k):
-        choice = jnp.argmax(remaining, axis=-1)
-        mask = jax.nn.one_hot(choice, experts, dtype=jnp.float32)  # [G, S, E]
-        masks.append(mask)
-        gates.append(jnp.sum(probs * mask, axis=-1))  # [G, S]
-        remaining = jnp.where(mask > 0, -jnp.inf, remaining)
-    total = sum(gates)
-    if normalize:
-        gates = [g / jnp.maximum(total, jnp.finfo(jnp.float32).tiny) for g in gates]
-    gates = [scale * g for g in gates] if scale != 1.0 else gates
-
-    # GShard's auxiliary loss: fraction of first choices per expert times mean router prob
-    # (sigmoid scores normalised over the experts first, as DeepSeek-V3's balance loss).
-    density = jnp.mean(masks[0], axis=1)  # [G, E]
-    if sigmoid:
-        probs = probs / jnp.sum(probs, axis=-1, keepdims=True)
-    density_proxy = jnp.mean(probs, axis=1)  # [G, E]
-    aux_loss = jnp.mean(density * density_proxy) * experts**2
-
-    filled = jnp.zeros_like(masks[0][:, :1, :])  # [G, 1, E] slots taken by earlier rounds
-    dispatch = jnp.zeros((*probs.shape, capacity), jnp.float32)
+    picks = pick(logits, top_k=top_k, scores=scores, bias=bias, scale=scale, normalize=normalize)
+    experts = logits.shape[-1]
+    filled = jnp.zeros((logits.shape[0], 1, experts), jnp.float32)  # slots taken earlier
+    dispatch = jnp.zeros((*logits.shape, capacity), jnp.float32)
     combine = jnp.zeros_like(dispatch)
-    for mask, gate in zip(masks, gates, strict=True):
+    for i in range(top_k):
+        mask = jax.nn.one_hot(picks.experts[..., i], experts, dtype=jnp.float32)  # [G, S, E]
         position = jnp.cumsum(mask, axis=1) - 1 + filled  # [G, S, E] slot each token would take
         mask = mask * (position < capacity)
         filled = filled + jnp.sum(mask, axis=1, keepdims=True)
         slot = jnp.sum(position * mask, axis=-1).astype(jnp.int32)  # [G, S]
         placed = mask[..., None] * jax.nn.one_hot(slot, capacity, dtype=jnp.float32)[:, :, None]
         dispatch = dispatch + placed
-        combine = combine + gate[..., None, None] * placed
-    return Routing(dispatch, combine, aux_loss)
+        combine = combine + picks.gates[..., i, None, None] * placed
+    return Routing(dispatch, combine, picks.aux_loss)
 
 
 def init_params(

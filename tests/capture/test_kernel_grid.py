@@ -172,6 +172,12 @@ def test_a_declared_kernel_is_counted_from_its_body_too() -> None:
         # MLA: Q K^T and dK 192 wide, P V, dP and dV 128 wide: by flops, not by count.
         ("flash_backward_dkv", [192.0, 128.0, 128.0, 192.0], 448 / 640),
         ("flash_backward_dq", [192.0, 128.0, 192.0], 192 / 512),
+        # Whole-backward kernels, by flops too: one loop recomputes Q K^T (192 wide); jax's
+        # GPU kernel's two recompute Q K^T twice and dP (128 wide) once.
+        ("mha_backward", [192.0, 128.0, 128.0, 192.0, 192.0], 640 / 832),
+        ("mha_backward", [192.0, 128.0, 128.0, 192.0, 192.0, 128.0, 192.0], 640 / 1152),
+        ("mha_backward", [1.0] * 7, 4 / 7),
+        ("attention_bwd", [1.0] * 6, 4 / 6),  # another layout: by count
     ],
 )
 def test_model_share_follows_the_attention_convention(name, dots, share) -> None:

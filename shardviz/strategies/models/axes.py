@@ -51,7 +51,7 @@ LOGICAL_AXES: dict[str, str] = {
 }
 
 #: Activation name -> its logical axes. The decoder calls ``constrain(name, x)`` on each.
-ACTIVATION_AXES: dict[str, tuple[str, ...]] = {
+ACTIVATION_AXES: dict[str, tuple[str | None, ...]] = {
     "embedded": ("batch", "sequence", "embed"),
     "attn_in": ("batch", "sequence", "embed"),
     "query": ("batch", "sequence", "heads", "head_dim"),
@@ -67,6 +67,11 @@ ACTIVATION_AXES: dict[str, tuple[str, ...]] = {
     "dispatched": ("expert", "expert_group", "capacity", "embed"),
     "expert_hidden": ("expert", "expert_group", "capacity", "mlp"),
     "expert_out": ("expert", "expert_group", "capacity", "embed"),
+    # The dropless MoE layer's tokens (their width whole) and its experts' weights as its
+    # grouped matmuls read them (gathered over FSDP): :mod:`.dropless`'s shard map.
+    "moe_tokens": ("batch", "sequence", None),
+    "expert_w_in": ("expert", None, "mlp"),
+    "expert_w_out": ("expert", "mlp", None),
     "final": ("batch", "sequence", "embed"),
     "logits": ("batch", "sequence", "vocab"),
 }

@@ -21,6 +21,7 @@ from shardviz.strategies.models.axes import Constrain, no_constraint
 from shardviz.strategies.models.configs import MAY_BE_ZERO, ArchConfig, get_config, param_count
 from shardviz.strategies.models.decoder import (
     ATTENTION_KINDS,
+    MOE_KINDS,
     REMAT_POLICIES,
     WEIGHT_PLACES,
     DecoderOptions,
@@ -144,6 +145,8 @@ class DecoderModel:
         c = self.config
         glu = "GeGLU" if c.activation == "gelu" else "SwiGLU"
         mlp = f"{c.experts} {glu} experts, top-{c.experts_per_token}" if c.is_moe else f"{glu} MLP"
+        if c.is_moe and self.options.moe == "dropless":
+            mlp += " (dropless: grouped matmuls)"
         if c.shared_experts:
             mlp += f" and {c.shared_experts} shared"
         if c.is_moe and c.dense_layers:
@@ -190,7 +193,7 @@ def decoder_model(name: str | ArchConfig, **overrides: Any) -> DecoderModel:
         ``ffn``, ``vocab``, ``experts``, ``experts_per_token``), run sizes (``batch``,
         ``seq``, ``dtype`` of the master weights) and :class:`DecoderOptions` fields
         (``remat``, ``compute_dtype``, ``attention``, ``attention_block``, ``loss_chunk``,
-        ``moe_group``, ``capacity_factor``, ``weights``).
+        ``moe_group``, ``capacity_factor``, ``moe``, ``weights``).
 
     Raises:
       ShardvizError: an unknown name or override, or sizes that do not fit together.
@@ -238,6 +241,20 @@ def decoder_model(name: str | ArchConfig, **overrides: Any) -> DecoderModel:
             where,
             f"attention={s['attention']!r} is not a kind of attention",
             f"use one of {', '.join(map(repr, ATTENTION_KINDS))}",
+        )
+    if s["moe"] not in MOE_KINDS:
+        _fail(
+            where,
+            f"moe={s['moe']!r} is not a way the experts compute",
+            f"use one of {', '.join(map(repr, MOE_KINDS))}",
+        )
+    if s["moe"] == "dropless" and s["quantization"]:
+        _fail(
+            where,
+            f"moe='dropless' with quantization={s['quantization']!r}: the grouped matmuls "
+            "are not quantised yet",
+            "plan the dropless layer in the compute dtype (quantization=''), or use "
+            "moe='capacity' for fp8 experts",
         )
     for key in ("dtype", "compute_dtype"):
         s[key] = float_dtype(where, key, s[key]).name

@@ -52,6 +52,7 @@ from shardviz.strategies.models.rope import apply_rope, rope_frequencies
 __all__ = [
     "ATTENTION_KINDS",
     "LAYER_INPUT",
+    "MOE_KINDS",
     "REMAT_POLICIES",
     "WEIGHT_PLACES",
     "DecoderOptions",
@@ -88,6 +89,15 @@ REMAT_POLICIES: dict[str, str] = {
 # offloads those two and recomputes the rest. suggest tries only the named ones above.
 
 
+#: How an MoE layer's experts compute, with what each means.
+MOE_KINDS: dict[str, str] = {
+    "capacity": "each expert takes at most capacity_factor times its share of a routing "
+    "group's picks, into slots reached by one-hot dispatch and combine einsums (GShard); "
+    "picks past an expert's slots are dropped",
+    "dropless": "every pick computed: the picks sorted by expert through grouped matmuls "
+    "(megablox on TPU, jax.lax.ragged_dot elsewhere), as MaxText's sparse_matmul",
+}
+
 #: Where the master weights may live, with how the decoder reads them.
 WEIGHT_PLACES: dict[str, str] = {
     "device": "in HBM: the layer scan reads each layer's weights there",
@@ -109,6 +119,7 @@ class DecoderOptions:
       loss_chunk: positions per chunk of the cross-entropy.
       moe_group: tokens per routing group of an MoE layer.
       capacity_factor: MoE expert capacity factor (``>= experts / top_k`` drops nothing).
+      moe: how the experts compute, one of :data:`MOE_KINDS` (``"dropless"``: no capacity).
       weights: where the master weights live between steps, one of :data:`WEIGHT_PLACES`
         (``"host"``: each layer's weights are brought to HBM when the scan reaches them).
       quantization: ``""`` or ``"fp8"``: the layers' weight matmuls in fp8, forward and
@@ -122,6 +133,7 @@ class DecoderOptions:
     loss_chunk: int = 1024
     moe_group: int = 1024
     capacity_factor: float = 1.25
+    moe: str = "capacity"
     weights: str = "device"
     quantization: str = ""
 
@@ -390,6 +402,7 @@ def _layer_fn(
                 scores=config.router,
                 scale=config.routed_scale,
                 normalize=config.router_norm,
+                dropless=options.moe == "dropless",
             )
         else:
             y = gated_mlp(p["mlp"], h, config.activation, constrain, einsum)

@@ -1,5 +1,6 @@
 """The sparse MoE layer (Mixtral's, Qwen3's, DeepSeek-V3's): top-k routing over SwiGLU
-experts, as capacity-based einsums, with shared experts where the model has them.
+experts, as capacity-based einsums or dropless (:mod:`.dropless`), with shared experts where
+the model has them.
 
 Tokens are cut into groups of ``group`` consecutive positions; the router's softmax picks each
 token's top-k experts, with the chosen gates renormalised to sum to 1 (Mixtral's softmax over
@@ -21,8 +22,9 @@ from jax.ad_checkpoint import checkpoint_name
 
 from shardviz.capture.hlo.matmuls import DISPATCH_MARK
 from shardviz.strategies.models.axes import Constrain, no_constraint
+from shardviz.strategies.models.dropless import dropless_experts
 from shardviz.strategies.models.mlp import ACTIVATIONS, gated_mlp
-from shardviz.strategies.moe import expert_capacity, route
+from shardviz.strategies.moe import expert_capacity, pick, route
 
 __all__ = ["moe_mlp"]
 
@@ -40,18 +42,30 @@ def moe_mlp(
     scores: str = "softmax",
     scale: float = 1.0,
     normalize: bool = True,
+    dropless: bool = False,
 ) -> tuple[jax.Array, jax.Array]:
     """``x: [B, S, embed]`` -> (``[B, S, embed]``, load-balancing loss); ``group`` divides S.
     ``einsum``: the experts' weight matmuls (:func:`.fp8.matmul`); ``scores``, ``scale``,
     ``normalize`` and the parameters' ``router_bias``: how the router picks and weights
-    (:func:`.moe.route`).
+    (:func:`.moe.route`). ``dropless``: every pick computed, no capacity
+    (:func:`.dropless.dropless_experts`; ``capacity_factor`` is then unused).
     With ``p["shared"]`` (DeepSeek-V3's shared experts, one gated MLP) every token also goes
     through it, added to the routed experts' output."""
     b, s, d = x.shape
     experts = p["router"].shape[-1]
-    capacity = expert_capacity(group, experts, top_k, capacity_factor)
     xg = constrain("moe_in", x.reshape(b * s // group, group, d))  # [G, group, D]
     logits = jnp.einsum("gsd,de->gse", xg, p["router"], preferred_element_type=jnp.float32)
+    if dropless:
+        picks = pick(
+            logits, top_k=top_k, scores=scores, bias=p.get("router_bias"), scale=scale,
+            normalize=normalize,
+        )  # fmt: skip
+        y = dropless_experts(
+            p, x, picks.experts.reshape(b, s, top_k), picks.gates.reshape(b, s, top_k),
+            activation=activation, constrain=constrain,
+        )  # fmt: skip
+        return _with_shared(p, x, y, activation, constrain, einsum), picks.aux_loss
+    capacity = expert_capacity(group, experts, top_k, capacity_factor)
     routing = route(
         logits, top_k=top_k, capacity=capacity, scores=scores, bias=p.get("router_bias"),
         scale=scale, normalize=normalize,
@@ -72,6 +86,14 @@ def moe_mlp(
     with jax.named_scope(DISPATCH_MARK):
         combined = jnp.einsum("gsec,egcd->gsd", routing.combine.astype(x.dtype), out)
     combined = combined.reshape(b, s, d)
+    return _with_shared(p, x, combined, activation, constrain, einsum), routing.aux_loss
+
+
+def _with_shared(
+    p: dict[str, Any], x: jax.Array, y: jax.Array, activation: str, constrain: Constrain,
+    einsum: Any,
+) -> jax.Array:  # fmt: skip
+    """The routed experts' output ``y``, plus the shared experts' (if any) on ``x``."""
     if "shared" in p:
-        combined = combined + gated_mlp(p["shared"], x, activation, constrain, einsum)
-    return constrain("mlp_out", combined), routing.aux_loss
+        y = y + gated_mlp(p["shared"], x, activation, constrain, einsum)
+    return constrain("mlp_out", y)

@@ -397,7 +397,7 @@ def logical_rule_set(strategy: str | LogicalRules, model: Any) -> RuleSet:
     rules = get_logical_rules(strategy)
     config = _config_of(model)
 
-    def spec_fn(axes: tuple[str, ...], table: Table, what: str):
+    def spec_fn(axes: tuple[str | None, ...], table: Table, what: str):
         def spec(shape: tuple[int, ...], sizes: dict[str, int]) -> tuple:
             return tuple(logical_to_spec(axes, table, what=what, shape=shape, mesh_sizes=sizes))
 

@@ -65,12 +65,13 @@ def activation_specs(
         table[name] = tuple(a for a in axes if a not in batch)
     out: dict[str, Spec] = {}
     for activation, names in ACTIVATION_AXES.items():
-        if any(n not in table for n in names):
+        if any(n is not None and n not in table for n in names):
             continue
         used: set[str] = set()
         spec = []
         for n in names:
-            entry = tuple(a for a in table[n] if a not in used)  # one mesh axis per array
+            axes = () if n is None else table[n]  # None: a dim kept whole
+            entry = tuple(a for a in axes if a not in used)  # one mesh axis per array
             used |= set(entry)
             spec.append(entry)
         out[activation] = tuple(spec)

@@ -1,0 +1,199 @@
+"""The dropless MoE layer: each token's picks sorted by expert through grouped matmuls.
+
+What MaxText runs with ``sparse_matmul: True`` (and ``megablox: True`` on TPU), and what the
+published DeepSeek-V3, Llama 4 and Mixtral recipes trained with: no capacity, no slot ever
+padded or dropped. On each device's shard of the tokens (``shard_map``), the ``T x k`` picks
+are sorted by expert, each pick's token row gathered, and the experts' three weight matmuls
+run as grouped matmuls over the sorted rows (``group_sizes``: the rows of each expert); the
+rows go back to token order and are summed by their gates. On TPU the grouped matmuls are
+megablox's Pallas kernels (``gmm``, with ``tgmm`` for the weights' gradient), elsewhere
+``jax.lax.ragged_dot``.
+
+Sharding, as MaxText's ``sparse_matmul`` does it without ragged all-to-alls:
+- the weights arrive gathered over their FSDP axes (the compiler gathers them at the shard
+  map's edge), still split over 'expert' and over the MLP dim's axes ('tensor');
+- a device with part of the MLP dim computes its part of every pick, and the partial
+  outputs are summed over those axes (``psum``);
+- with the experts split, each device gathers the tokens of its expert group
+  (``all_gather`` over the expert axes), computes the picks of its own experts (the rest are
+  sorted past its groups and come out zero), and the partial outputs are summed back to each
+  device's own tokens (``psum_scatter``).
+The routing itself (router logits, top-k, the load-balancing loss) is computed outside, as
+the capacity layer computes it (:func:`shardviz.strategies.moe.pick`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from jax.ad_checkpoint import checkpoint_name
+from jax.sharding import PartitionSpec
+
+from shardviz.errors import ShardvizError, problem
+from shardviz.strategies.models.axes import Constrain, SpecConstrain, platform_of
+from shardviz.strategies.models.mlp import ACTIVATIONS
+
+__all__ = ["dropless_experts", "grouped_matmul"]
+
+#: The grouped matmuls' largest tiles on TPU (rows, contracted, output), MaxText's defaults
+#: (``tile_batch_seq``, ``tile_embed_dim``, ``tile_mlp_dim``).
+TILES = (512, 1024, 1024)
+
+Grouped = Callable[[jax.Array, jax.Array, jax.Array], jax.Array]
+
+
+def _tile(size: int, most: int) -> int:
+    """The largest power of two at most ``most`` that divides ``size`` (``size`` if none
+    above 1 does)."""
+    t = most
+    while t > 1 and size % t:
+        t //= 2
+    return t if t > 1 else size
+
+
+def grouped_matmul(platform: str) -> Grouped:
+    """``(rows [M, K], weights [G, K, N], group_sizes [G]) -> [M, N]``, each row against its
+    group's weights (rows past the groups: zeros): megablox's ``gmm`` on TPU (compiled,
+    never interpreted: a deviceless TPU target too), ``jax.lax.ragged_dot`` elsewhere, and
+    on TPU for widths whose common tile is under the 128 lanes a kernel block needs."""
+    if platform != "tpu":
+        return jax.lax.ragged_dot
+
+    from jax.experimental.pallas.ops.tpu.megablox import gmm
+
+    def tpu(rows: jax.Array, w: jax.Array, sizes: jax.Array) -> jax.Array:
+        m, k, n = rows.shape[0], w.shape[1], w.shape[2]
+        # One tile for K and N: the backward runs the transposed weights with the same tiling.
+        width = _tile(math.gcd(k, n), min(TILES[1:]))
+        if width % 128:
+            return jax.lax.ragged_dot(rows, w, sizes)
+        out = gmm(rows, w, sizes, rows.dtype, (_tile(m, TILES[0]), width, width), None, None,
+                  False, False)  # fmt: skip
+        return out.astype(rows.dtype)
+
+    return tpu
+
+
+def _axes(entry: Any) -> tuple[str, ...]:
+    """The mesh axes of one PartitionSpec entry."""
+    if entry is None:
+        return ()
+    return (entry,) if isinstance(entry, str) else tuple(entry)
+
+
+def _local(
+    x: jax.Array,
+    experts: jax.Array,
+    gates: jax.Array,
+    w_gate: jax.Array,
+    w_up: jax.Array,
+    w_down: jax.Array,
+    *,
+    activation: str,
+    grouped: Grouped,
+    expert_axes: tuple[str, ...],
+    mlp_axes: tuple[str, ...],
+    gathered: bool,
+) -> jax.Array:
+    """One device's picks through its experts: ``x [B, S, D]``, ``experts``/``gates``
+    ``[B, S, k]``, weights ``[E_local, D, F_local]`` / ``[E_local, F_local, D]``;
+    ``gathered``: the tokens are split over the expert axes too (else each device of an
+    expert group has them all)."""
+    if gathered:  # the tokens of this device's expert group
+        gather = partial(jax.lax.all_gather, axis_name=expert_axes, axis=0, tiled=True)
+        x, experts, gates = gather(x), gather(experts), gather(gates)
+    b, s, d = x.shape
+    k = experts.shape[-1]
+    local = w_gate.shape[0]
+    first = jax.lax.axis_index(expert_axes) * local if expert_axes else 0
+    flat = experts.reshape(-1) - first  # [T k]: this device's expert of each pick
+    mine = (flat >= 0) & (flat < local)
+    key = jnp.where(mine, flat, local)  # others' picks sort past this device's groups
+    order = jnp.argsort(key, stable=True)
+    sizes = jnp.sum(jax.nn.one_hot(key, local + 1, dtype=jnp.int32), axis=0)[:local]
+    rows = jnp.take(x.reshape(b * s, d), order // k, axis=0)  # [T k, D], sorted by expert
+    gate = checkpoint_name(grouped(rows, w_gate, sizes), "mlpwi_0")
+    up = checkpoint_name(grouped(rows, w_up, sizes), "mlpwi_1")
+    out = checkpoint_name(grouped(ACTIVATIONS[activation](gate) * up, w_down, sizes), "mlpwo")
+    if expert_axes:  # rows past this device's groups: zeros, whatever the kernel leaves there
+        out = jnp.where(jnp.arange(out.shape[0])[:, None] < jnp.sum(sizes), out, 0)
+    back = jnp.take(out, jnp.argsort(order), axis=0).reshape(b * s, k, d)  # token order
+    y = jnp.einsum("tkd,tk->td", back, gates.reshape(b * s, k).astype(back.dtype))
+    y = y.reshape(b, s, d)
+    if mlp_axes:  # each device computed its part of the hidden dim
+        y = jax.lax.psum(y, mlp_axes)
+    if gathered:  # each expert's part, summed back to the tokens' own device
+        y = jax.lax.psum_scatter(y, expert_axes, scatter_dimension=0, tiled=True)
+    elif expert_axes:
+        y = jax.lax.psum(y, expert_axes)
+    return y
+
+
+def dropless_experts(
+    p: dict[str, Any],
+    x: jax.Array,
+    experts: jax.Array,
+    gates: jax.Array,
+    *,
+    activation: str,
+    constrain: Constrain,
+) -> jax.Array:
+    """``x [B, S, D]`` through each token's picked experts (``experts``, ``gates``:
+    ``[B, S, k]``), weighted and summed: ``[B, S, D]`` (see the module doc)."""
+    weights = (p["w_gate"], p["w_up"], p["w_down"])
+    grouped = grouped_matmul(platform_of(constrain))
+    if not isinstance(constrain, SpecConstrain):
+        return _local(x, experts, gates, *weights, activation=activation, grouped=grouped,
+                      expert_axes=(), mlp_axes=(), gathered=False)  # fmt: skip
+    tokens = constrain.spec("moe_tokens", tuple(x.shape))
+    w_in = constrain.spec("expert_w_in", tuple(p["w_gate"].shape))
+    w_out = constrain.spec("expert_w_out", tuple(p["w_down"].shape))
+    if tokens is None or w_in is None or w_out is None:
+        raise ShardvizError(
+            problem(
+                "the dropless MoE layer",
+                "the strategy places no spec on its tokens or its experts' weights "
+                "(activations 'moe_tokens', 'expert_w_in', 'expert_w_out'), and the layer's "
+                "shard map needs them",
+                "give those activations rules, or use moe='capacity'",
+            )
+        )
+    expert_axes = _axes(w_in[0])
+    body = partial(
+        _local, activation=activation, grouped=grouped, expert_axes=expert_axes,
+        mlp_axes=_axes(w_in[2]), gathered=_gathered(tokens, expert_axes),
+    )  # fmt: skip
+    picks = PartitionSpec(*tokens[:2], None)
+    local = jax.shard_map(
+        body, mesh=constrain.mesh, in_specs=(tokens, picks, picks, w_in, w_in, w_out),
+        out_specs=tokens, check_vma=False,
+    )  # fmt: skip
+    return local(x, experts, gates, *weights)
+
+
+def _gathered(tokens: PartitionSpec, expert_axes: tuple[str, ...]) -> bool:
+    """Whether each device gathers its expert group's tokens: the tokens' batch is split
+    over every expert axis (``False``: over none, each device has them all).
+
+    Raises:
+      ShardvizError: the tokens split over some of the expert axes only, or over their
+        sequence dim.
+    """
+    batch, sequence = _axes(tokens[0]), _axes(tokens[1])
+    if set(expert_axes) <= set(batch) and expert_axes:
+        return True
+    if set(expert_axes) & set(batch + sequence):
+        raise ShardvizError(
+            problem(
+                f"the dropless MoE layer (tokens {tokens}, experts over {expert_axes})",
+                "the tokens are split over some of the experts' mesh axes but not all of "
+                "them, or over their sequence dim",
+                "split the tokens' batch over all the expert axes, or over none of them",
+            )
+        )
+    return False

@@ -1,0 +1,172 @@
+"""The dropless MoE layer (``moe="dropless"``, MaxText's sparse_matmul): every pick through
+grouped matmuls, equal to the capacity layer when that drops nothing, on one device and
+under every strategy that splits experts, tokens or the MLP dim; on TPU megablox's kernels,
+whose flops are the model's and nothing else."""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+import pytest
+from jax.sharding import PartitionSpec as P
+
+import shardviz as sv
+from shardviz.errors import ShardvizError
+from shardviz.strategies.models import activation_constrainer, make_mesh
+from shardviz.strategies.models.dropless import dropless_experts, grouped_matmul
+from shardviz.strategies.models.flops import training_flops
+from shardviz.strategies.models.logical import STRATEGY_RULES, LogicalRules
+from shardviz.strategies.zoo import get_model, init_train_state
+
+from .small import compiled, small
+from .test_sharded import sharded_adam_step
+
+NAME = "mixtral-8x7b"
+
+
+def _loss_and_grads(model, params, batch):
+    return compiled(jax.value_and_grad(model.loss), params, batch)(params, batch)
+
+
+def _close(got, want, atol: float) -> None:
+    for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(want), strict=True):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=atol)
+
+
+@pytest.fixture(scope="module")
+def one_device():
+    """The reduced Mixtral, dropless, its state and its loss and gradients on one device."""
+    model = get_model(NAME, **small(NAME, moe="dropless"))
+    params, _, batch = init_train_state(model, jax.random.key(0))
+    return model, params, batch, _loss_and_grads(model, params, batch)
+
+
+@pytest.mark.parametrize("name", [NAME, "deepseek3-671b"])
+def test_dropless_is_the_capacity_layer_when_that_drops_nothing(name: str) -> None:
+    """At capacity factor experts / top-k every pick has a slot: the two layers compute the
+    same thing (DeepSeek's: sigmoid scores, the choosing bias, the shared expert too)."""
+    sizes = small(name)
+    sizes["capacity_factor"] = sizes["experts"] / sizes["experts_per_token"]
+    capacity = get_model(name, **sizes)
+    dropless = get_model(name, **(sizes | {"moe": "dropless"}))
+    params, _, batch = init_train_state(capacity, jax.random.key(0))
+    want_loss, want = _loss_and_grads(capacity, params, batch)
+    loss, grads = _loss_and_grads(dropless, params, batch)
+    np.testing.assert_allclose(float(loss), float(want_loss), rtol=1e-6)
+    _close(grads, want, atol=1e-7)
+    assert "dropless" in dropless.description and "dropless" not in capacity.description
+
+
+def test_dropless_differs_where_the_capacity_layer_drops() -> None:
+    """At capacity factor 1 some picks find their expert full: the capacity layer drops
+    them, the dropless one does not (the comparison above is not of two equal programs)."""
+    sizes = small(NAME, capacity_factor=1.0)
+    params, _, batch = init_train_state(get_model(NAME, **sizes), jax.random.key(0))
+    capped = float(get_model(NAME, **sizes).loss(params, batch))
+    dropless = float(get_model(NAME, **(sizes | {"moe": "dropless"})).loss(params, batch))
+    assert abs(capped - dropless) > 1e-4
+
+
+@pytest.mark.parametrize("strategy", ["fsdp", "fsdp+tp", "ep", "sp"])
+def test_sharded_dropless_agrees_with_one_device(one_device, strategy: str) -> None:
+    """FSDP (weights gathered at the shard map's edge), tensor parallel (each device's part
+    of the hidden dim, summed), expert parallel (the expert group's tokens gathered, each
+    device's experts computed, summed back) and sequence parallel: the one-device step."""
+    model, params, batch, (want_loss, want_grads) = one_device
+    _, loss, grads = sharded_adam_step(model, strategy, params, batch)
+    np.testing.assert_allclose(float(loss), float(want_loss), rtol=1e-5)
+    _close(grads, want_grads, atol=1e-6)
+
+
+def _layer_inputs(experts: int = 4, top_k: int = 2, d: int = 16, f: int = 32):
+    keys = jax.random.split(jax.random.key(3), 5)
+    x = jax.random.normal(keys[0], (8, 4, d))
+    picks = jax.random.randint(keys[1], (8, 4, top_k), 0, experts)
+    gates = jax.random.uniform(keys[2], (8, 4, top_k))
+    p = {
+        "w_gate": jax.random.normal(keys[3], (experts, d, f)) / 4,
+        "w_up": jax.random.normal(keys[4], (experts, d, f)) / 4,
+        "w_down": jax.random.normal(keys[3], (experts, f, d)) / 6,
+    }
+    return p, x, picks, gates
+
+
+def test_each_pick_is_its_expert_by_hand() -> None:
+    """Against a loop over tokens and picks: each pick's expert MLP, weighted by its gate
+    (repeated picks of one expert included)."""
+    p, x, picks, gates = _layer_inputs()
+    got = dropless_experts(p, x, picks, gates, activation="silu", constrain=lambda n, a: a)
+    want = np.zeros(x.shape, np.float32)
+    for b in range(x.shape[0]):
+        for s in range(x.shape[1]):
+            for j in range(picks.shape[-1]):
+                e = int(picks[b, s, j])
+                h = jax.nn.silu(x[b, s] @ p["w_gate"][e]) * (x[b, s] @ p["w_up"][e])
+                want[b, s] += float(gates[b, s, j]) * np.asarray(h @ p["w_down"][e])
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5, atol=1e-5)
+
+
+def test_tokens_split_over_part_of_the_expert_axes_are_refused() -> None:
+    """Experts over 'expert' and the tokens' sequence over it too: no gather of the expert
+    group's tokens would be right, so it is refused, saying what to split."""
+    base = STRATEGY_RULES["ep"]
+    acts = tuple((n, ("expert",) if n == "sequence" else ("fsdp",) if n == "batch" else a)
+                 for n, a in base.activations)  # fmt: skip
+    rules = LogicalRules("ep-seq", base.mesh_axes, base.params, acts)
+    mesh = make_mesh("ep")
+    p, x, picks, gates = _layer_inputs()
+    constrain = activation_constrainer(rules, mesh)
+    with pytest.raises(ShardvizError, match="split the tokens' batch over all the expert axes"):
+        jax.eval_shape(
+            lambda *a: dropless_experts(*a, activation="silu", constrain=constrain),
+            p, x, picks, gates,
+        )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("sizes", "match"),
+    [({"moe": "sorted"}, "moe='sorted' is not a way"),
+     ({"moe": "dropless", "quantization": "fp8"}, "grouped matmuls are not quantised")],
+)  # fmt: skip
+def test_bad_moe_options_say_what_to_use(sizes: dict, match: str) -> None:
+    with pytest.raises(ShardvizError, match=match):
+        get_model(NAME, **small(NAME, **sizes))
+
+
+def test_grouped_matmul_is_ragged_dot_off_tpu() -> None:
+    assert grouped_matmul("cpu") is jax.lax.ragged_dot
+    assert grouped_matmul("gpu") is jax.lax.ragged_dot
+
+
+def test_a_deviceless_tpu_plan_runs_megablox_and_counts_the_model_flops() -> None:
+    """On a deviceless v5p slice the experts are megablox's ``gmm`` (forward, rows'
+    gradient) and ``tgmm`` (weights' gradient): their flops are each pick against its own
+    expert, so the step's model flops are MaxText's formula, with no dispatch einsums and no
+    padded slots; the capacity layer at factor 1 has the same model flops, and dispatch."""
+    sizes = small(NAME, attention_block=64, remat="none", compute_dtype="bfloat16",
+                  capacity_factor=1.0, d_model=128, ffn=256)  # fmt: skip
+    sizes.pop("batch")
+    want = training_flops(get_model(NAME, **sizes).info["config"], tokens=64, seq=64).total
+    costs = {}
+    for moe in ("dropless", "capacity"):
+        c = sv.compare(NAME, ["fsdp"], target="v5p:2x2x2", batch_per_device=1, moe=moe, **sizes)
+        costs[moe] = c.results[0].report.cost
+        assert costs[moe].model_flops_per_device == pytest.approx(want, rel=1e-9)
+    dropless = costs["dropless"]
+    kernels = {k.name for k in dropless.kernels if k.counted}
+    assert {"gmm", "tgmm"} <= kernels
+    assert not dropless.uncounted_kernels
+    assert not dropless.dispatch_flops_per_device and not dropless.padding_flops_per_device
+    assert costs["capacity"].dispatch_flops_per_device > 0
+
+
+def test_the_experts_weights_reach_the_kernels_split_over_expert_and_tensor() -> None:
+    """Under fsdp+tp the grouped matmuls read each expert whole in its width and split in
+    its hidden dim over 'tensor' (gathered over 'fsdp'): the shard map's in-specs."""
+    mesh = make_mesh("fsdp+tp")
+    constrain = activation_constrainer("fsdp+tp", mesh)
+    assert constrain.spec("expert_w_in", (4, 16, 32)) == P(None, None, "tensor")
+    assert constrain.spec("expert_w_out", (4, 32, 16)) == P(None, "tensor", None)
+    assert constrain.spec("moe_tokens", (8, 4, 16)) == P("fsdp", None, None)
+    ep = activation_constrainer("ep", make_mesh("ep"))
+    assert ep.spec("expert_w_in", (4, 16, 32)) == P("expert", None, None)
