@@ -173,7 +173,8 @@ def _recipe(
 
 _GEMMA3 = (
     "the layer input kept, the rest recomputed; 5 of 6 layers attend within 1,024 "
-    "positions, blockwise in jax (the recipe: splash attention's sliding-window mask)"
+    "positions, the kernels over the window's band of blocks (the recipe: splash "
+    "attention's sliding-window mask, its block sizes per kernel)"
 )
 _8B = "the recipe's custom remat: layer input and q, k, v and output projections offloaded"
 _70B = "the recipe's custom remat: layer input and q, k, v projections offloaded"

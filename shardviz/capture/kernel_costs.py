@@ -52,6 +52,9 @@ def hlo_type(aval: Any) -> str:
 
 
 _ATTENTION = re.compile(r"attention|flash|splash|_mha|_mqa|mha_|mqa_", re.IGNORECASE)
+#: A sliding-window kernel's name ends with the keys the field counts of those it computes
+#: (:func:`shardviz.strategies.models.attention_pallas.pallas_attention`).
+_WINDOW = re.compile(r"_window_(\d+)_of_(\d+)$")
 
 
 def model_share(name: str, dots: Sequence[float]) -> float | None:
@@ -65,12 +68,18 @@ def model_share(name: str, dots: Sequence[float]) -> float | None:
     separate dq kernel recomputes dP too): a dkv kernel's matmuls but its first are useful
     (4 of 5 when it computes dq as well), a dq kernel's last one (dQ), a kernel for the
     whole backward all but its recomputed ones (jax's GPU attention recomputes Q K^T and dP
-    in its dq loop: 4 of its 7; :data:`_RECOMPUTED`). Shares are of flops, not of matmuls: MLA's values are narrower than its
-    queries and keys, so its matmuls differ in size. Paged attention (serving) is counted
-    as computed: its pages are the work."""
+    in its dq loop: 4 of its 7; :data:`_RECOMPUTED`). Shares are of flops, not of
+    matmuls: MLA's values are narrower than its queries and keys, so its matmuls differ in
+    size. Paged attention (serving) is counted as computed: its pages are the work. A name
+    ending ``_window_W_of_K`` (a sliding window's kernel, computing ``K`` keys a query
+    where the field counts the window's ``W``) scales its share by ``W / K``."""
     total = float(sum(dots))
     if not _ATTENTION.search(name) or "paged" in name.lower() or not dots or total <= 0:
         return None
+    window = _WINDOW.search(name)
+    if window:  # a sliding window's kernel computes its band; the field counts the window
+        share = model_share(name[: window.start()], dots)
+        return None if share is None else share * int(window[1]) / int(window[2])
     low = name.lower()
     if "dkv" in low:
         return 1.0 - dots[0] / total

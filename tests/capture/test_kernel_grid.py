@@ -178,6 +178,12 @@ def test_a_declared_kernel_is_counted_from_its_body_too() -> None:
         ("mha_backward", [192.0, 128.0, 128.0, 192.0, 192.0, 128.0, 192.0], 640 / 1152),
         ("mha_backward", [1.0] * 7, 4 / 7),
         ("attention_bwd", [1.0] * 6, 4 / 6),  # another layout: by count
+        # A sliding window's kernels compute their band (2 blocks of 1,024 keys), the field
+        # counts the window (1,024): half, on top of the kernel's own share.
+        ("flash_forward_window_1024_of_2048", [1.0] * 2, 0.5),
+        ("flash_backward_dkv_window_1024_of_2048", [192.0, 128.0, 128.0, 192.0], 224 / 640),
+        ("flash_backward_dq_window_20_of_32", [1.0] * 3, 20 / 96),
+        ("my_matmul_window_16_of_32", [1.0], None),
     ],
 )
 def test_model_share_follows_the_attention_convention(name, dots, share) -> None:

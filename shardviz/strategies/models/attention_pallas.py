@@ -11,8 +11,13 @@ As in :mod:`.attention`, the causal mask is applied inside each block, from the 
 and iota positions, and **every block is computed, masked or not**: a production kernel would
 skip the blocks above the diagonal, but MFU conventions (MaxText's, PaLM's) count attention's
 two matmuls in full, so these kernels do (and their cost estimates declare) the work those
-formulas count. Scores and the softmax are float32; the matmuls take the inputs' dtype with
-float32 accumulation.
+formulas count. A sliding window (Gemma 3's local layers) is the exception, as in
+:mod:`.attention`: each query block visits only the band of key blocks its window reaches,
+from the diagonal back (and each key block the band of query blocks on from it), the band's
+block numbers clamped to the sequence and what the clamp repeats masked. The kernels' names
+then carry the share of their keys the field counts (``flash_forward_window_1024_of_2048``).
+Scores and the softmax are float32; the matmuls take the inputs' dtype with float32
+accumulation.
 
 Layout: the kernels see ``[B, H, S, K]`` queries and ``[B, N, S, K]`` keys/values (transposed
 outside), so each block is ``(1, 1, block, K)`` and its last two dims are what Mosaic wants
@@ -57,6 +62,7 @@ def pallas_attention(
     block_q: int = 512,
     block_kv: int = 512,
     interpret: bool | None = None,
+    window: int = 0,
 ) -> jax.Array:
     """Causal GQA attention ``[B, S, H, K]`` in Pallas kernels (see the module doc).
 
@@ -67,6 +73,9 @@ def pallas_attention(
       interpret: run the kernels in Pallas's interpreter; ``None``: when jax's default
         backend is not a TPU. A deviceless compile for TPU (default backend CPU, target TPU)
         must pass ``False``.
+      window: each query sees only its ``window`` latest keys, itself included (0: all; a
+        window of ``S`` or more is the causal mask alone): the kernels visit the band of
+        blocks along the diagonal the window reaches (``block_q == block_kv``).
 
     Returns:
       The attention output, ``[B, S, H, Kv]`` in ``q``'s dtype.
@@ -78,10 +87,13 @@ def pallas_attention(
     bq, bk = min(block_q, s), min(block_kv, s)
     if s % bq or s % bk:
         raise ValueError(f"sequence {s} does not divide into blocks of {bq} and {bk}")
+    window = window if 0 < window < s else 0
+    if window and bq != bk:
+        raise ValueError(f"a sliding window needs equal blocks (block_q {bq}, block_kv {bk})")
     if interpret is None:
         interpret = jax.default_backend() != "tpu"
     scale = 1.0 / math.sqrt(d)
-    out = _flash(_swap(q), _swap(k), _swap(v), bq, bk, scale, bool(interpret))
+    out = _flash(_swap(q), _swap(k), _swap(v), bq, bk, scale, bool(interpret), window)
     return _swap(out)
 
 
@@ -96,14 +108,20 @@ def _swap(x: jax.Array) -> jax.Array:
 # dK/dV kernel, so that every matmul is a @ b or a @ b.T.
 
 
-def _masked_scores(a, b, a0, b0, scale, queries_first):
+def _masked_scores(a, b, a0, b0, scale, queries_first, window=0, seq=0):
     """Scores ``a @ b.T`` (float32) causally masked, ``a``'s block starting at position ``a0``
-    and ``b``'s at ``b0``: ``[bq, bk]`` if ``queries_first`` (``a`` is q), else ``[bk, bq]``."""
+    and ``b``'s at ``b0``: ``[bq, bk]`` if ``queries_first`` (``a`` is q), else ``[bk, bq]``.
+    With a ``window`` also outside it, and a block past either end of the ``seq`` positions
+    (a band's block number before the first or after the last: its index map clamps it)."""
     shape = (a.shape[0], b.shape[0])
     s = lax.dot_general(a, b, _NT, preferred_element_type=_F32) * scale
     a_pos = a0 + lax.broadcasted_iota(jnp.int32, shape, 0)
     b_pos = b0 + lax.broadcasted_iota(jnp.int32, shape, 1)
-    return jnp.where(a_pos >= b_pos if queries_first else b_pos >= a_pos, s, _MASKED)
+    q_pos, k_pos = (a_pos, b_pos) if queries_first else (b_pos, a_pos)
+    keep = q_pos >= k_pos
+    if window:
+        keep = keep & (q_pos - k_pos < window) & (k_pos >= 0) & (q_pos < seq)
+    return jnp.where(keep, s, _MASKED)
 
 
 def _row_to_column(row):
@@ -116,9 +134,14 @@ def _column_to_row(col):
     return jnp.broadcast_to(col, (col.shape[0], 128)).T[:1, :]
 
 
-def _forward_kernel(q_ref, k_ref, v_ref, o_ref, lse_ref, m_ref, l_ref, acc_ref, *, scale):
-    """One (query block, key block) step of the online softmax; grid (b, h, i, j)."""
+def _forward_kernel(
+    q_ref, k_ref, v_ref, o_ref, lse_ref, m_ref, l_ref, acc_ref, *, scale, window=0, seq=0
+):
+    """One (query block, key block) step of the online softmax; grid (b, h, i, j). With a
+    ``window``, ``j`` counts the band's blocks back from the diagonal (key block ``i - j``):
+    the first step always has each query's own key, so no row starts all masked."""
     i, j = pl.program_id(2), pl.program_id(3)
+    kv = i - j if window else j
 
     @pl.when(j == 0)
     def _init():
@@ -127,7 +150,7 @@ def _forward_kernel(q_ref, k_ref, v_ref, o_ref, lse_ref, m_ref, l_ref, acc_ref, 
         acc_ref[...] = jnp.zeros(acc_ref.shape, _F32)
 
     q, k, v = q_ref[...], k_ref[...], v_ref[...]
-    s = _masked_scores(q, k, i * q.shape[0], j * k.shape[0], scale, queries_first=True)
+    s = _masked_scores(q, k, i * q.shape[0], kv * k.shape[0], scale, True, window, seq)
     m_prev = m_ref[...]
     m_new = jnp.maximum(m_prev, jnp.max(s, axis=1, keepdims=True))
     p = jnp.exp(s - m_new)
@@ -144,37 +167,42 @@ def _forward_kernel(q_ref, k_ref, v_ref, o_ref, lse_ref, m_ref, l_ref, acc_ref, 
 
 
 def _dkv_kernel(
-    q_ref, k_ref, v_ref, do_ref, lse_ref, delta_ref, dk_ref, dv_ref, dk_acc, dv_acc, *, scale
-):
-    """dK and dV of key block ``j`` for one query head, over query blocks; grid (b, h, j, i).
+    q_ref, k_ref, v_ref, do_ref, lse_ref, delta_ref, dk_ref, dv_ref, dk_acc, dv_acc, *, scale,
+    window=0, seq=0,
+):  # fmt: skip
+    """dK and dV of key block ``j`` for one query head, over query blocks; grid (b, h, j, t):
+    query block ``t`` (with a ``window``: ``j + t``, the band forward from the diagonal).
     Works on transposed blocks (``p.T`` is ``[bk, bq]``), the statistics as rows."""
-    j, i = pl.program_id(2), pl.program_id(3)
+    j, t = pl.program_id(2), pl.program_id(3)
+    i = j + t if window else t
 
-    @pl.when(i == 0)
+    @pl.when(t == 0)
     def _init():
         dk_acc[...] = jnp.zeros(dk_acc.shape, _F32)
         dv_acc[...] = jnp.zeros(dv_acc.shape, _F32)
 
     q, k, do = q_ref[...], k_ref[...], do_ref[...]
-    s_t = _masked_scores(k, q, j * k.shape[0], i * q.shape[0], scale, queries_first=False)
+    s_t = _masked_scores(k, q, j * k.shape[0], i * q.shape[0], scale, False, window, seq)
     p_t = jnp.exp(s_t - lse_ref[...])
     dv_acc[...] += lax.dot_general(p_t.astype(do.dtype), do, _NN, preferred_element_type=_F32)
     dp_t = lax.dot_general(v_ref[...], do, _NT, preferred_element_type=_F32)
     ds_t = (p_t * (dp_t - delta_ref[...]) * scale).astype(q.dtype)
     dk_acc[...] += lax.dot_general(ds_t, q, _NN, preferred_element_type=_F32)
 
-    @pl.when(i == pl.num_programs(3) - 1)
+    @pl.when(t == pl.num_programs(3) - 1)
     def _finish():
         dk_ref[...] = dk_acc[...]
         dv_ref[...] = dv_acc[...]
 
 
 def _dq_kernel(
-    q_ref, k_ref, v_ref, do_ref, lse_ref, delta_ref, dq_ref, lse_col, delta_col, dq_acc, *, scale
-):
-    """dQ of query block ``i`` over key blocks; grid (b, h, i, j). The statistics' rows are
-    turned into columns once per query block."""
+    q_ref, k_ref, v_ref, do_ref, lse_ref, delta_ref, dq_ref, lse_col, delta_col, dq_acc, *,
+    scale, window=0, seq=0,
+):  # fmt: skip
+    """dQ of query block ``i`` over key blocks; grid (b, h, i, j), ``j`` as the forward's.
+    The statistics' rows are turned into columns once per query block."""
     i, j = pl.program_id(2), pl.program_id(3)
+    kv = i - j if window else j
 
     @pl.when(j == 0)
     def _init():
@@ -183,7 +211,7 @@ def _dq_kernel(
         dq_acc[...] = jnp.zeros(dq_acc.shape, _F32)
 
     q, k = q_ref[...], k_ref[...]
-    s = _masked_scores(q, k, i * q.shape[0], j * k.shape[0], scale, queries_first=True)
+    s = _masked_scores(q, k, i * q.shape[0], kv * k.shape[0], scale, True, window, seq)
     p = jnp.exp(s - lse_col[...])
     dp = lax.dot_general(do_ref[...], v_ref[...], _NT, preferred_element_type=_F32)
     ds = (p * (dp - delta_col[...]) * scale).astype(q.dtype)
@@ -205,16 +233,23 @@ def _dq_kernel(
 # axis and one that moves with it once per grid step; each output block is written once.
 
 
-def _specs(g: int, bq: int, bk: int, d: int, q_axis: int, dv: int):
+def _specs(g: int, bq: int, bk: int, d: int, q_axis: int, dv: int, band: int = 0, nq: int = 0):
     """BlockSpecs of a query-like array, a key array (head ``h // g``: GQA without a repeat
     in HBM), a statistic, an output-like array and a value array (``dv`` wide: MLA's are
-    narrower than its queries and keys), the query block index on grid axis ``q_axis``."""
+    narrower than its queries and keys), the query block index on grid axis ``q_axis``.
+    With a ``band`` (a sliding window's), the other grid axis counts blocks from the
+    diagonal: key blocks back from a query block, query blocks on from a key block, clamped
+    to the sequence's ``nq`` blocks (the kernels mask what the clamp repeats)."""
 
     def qi(a2, a3):
-        return a2 if q_axis == 2 else a3
+        if q_axis == 2:
+            return a2
+        return jnp.minimum(a2 + a3, nq - 1) if band else a3
 
     def kj(a2, a3):
-        return a3 if q_axis == 2 else a2
+        if q_axis != 2:
+            return a2
+        return jnp.maximum(a2 - a3, 0) if band else a3
 
     def query_like(width: int) -> pl.BlockSpec:
         return pl.BlockSpec((_SQ, _SQ, bq, width), lambda b, h, a2, a3: (b, h, qi(a2, a3), 0))
@@ -251,24 +286,26 @@ def _widths(q: jax.Array, k: jax.Array, v: jax.Array) -> tuple[int, float, float
     return dv, dv / k.shape[-1], dv / q.shape[-1]
 
 
-def _forward(q, k, v, bq, bk, scale, interpret):
+def _forward(q, k, v, bq, bk, scale, interpret, window=0):
     """Output ``[B, H, S, K]`` and log-sum-exp ``[B, H, 1, S]`` float32."""
     b, h, s, d, g, nq, nk, q_bytes, kv_bytes, stat_bytes = _sizes(q, k, bq, bk)
     dv, v_rel, o_rel = _widths(q, k, v)
-    q_spec, kv_spec, stat_spec, o_spec, v_spec = _specs(g, bq, bk, d, q_axis=2, dv=dv)
+    band, steps, keys = _band(window, bk, nk, s)
+    q_spec, kv_spec, stat_spec, o_spec, v_spec = _specs(g, bq, bk, d, 2, dv, band, nq)
     cost = pl.CostEstimate(
-        flops=2 * b * h * s * s * (d + dv),  # QK^T and PV
-        transcendentals=b * h * s * (s + nk + 1),  # exp for p; exp for alpha per block; log
+        flops=2 * b * h * s * keys * (d + dv),  # QK^T and PV
+        transcendentals=b * h * s * (keys + steps + 1),  # exp for p; for alpha per block; log
         # q once per query block; k and v at every step (nq * G times each); out, lse once
-        bytes_accessed=int((1 + o_rel) * q_bytes + (1 + v_rel) * nq * g * kv_bytes) + stat_bytes,
+        bytes_accessed=int((1 + o_rel) * q_bytes + (1 + v_rel) * nq * g * kv_bytes * keys / s)
+        + stat_bytes,
     )
     return pl.pallas_call(
-        functools.partial(_forward_kernel, scale=scale),
+        functools.partial(_forward_kernel, scale=scale, window=window, seq=s),
         out_shape=(
             jax.ShapeDtypeStruct((b, h, s, dv), q.dtype),
             jax.ShapeDtypeStruct((b, h, 1, s), _F32),
         ),
-        grid=(b, h, nq, nk),
+        grid=(b, h, nq, steps),
         in_specs=[q_spec, kv_spec, v_spec],
         out_specs=(o_spec, stat_spec),
         scratch_shapes=[
@@ -279,62 +316,65 @@ def _forward(q, k, v, bq, bk, scale, interpret):
         compiler_params=_params(),
         cost_estimate=cost,
         interpret=interpret,
-        name="flash_forward",
+        name=_name("flash_forward", window, keys),
     )(q, k, v)
 
 
-def _backward_dkv(q, k, v, do, lse, delta, bq, bk, scale, interpret):
+def _backward_dkv(q, k, v, do, lse, delta, bq, bk, scale, interpret, window=0):
     """dK and dV per query head, ``[B, H, S, K]`` float32 (the caller sums each group)."""
     b, h, s, d, g, nq, nk, q_bytes, kv_bytes, stat_bytes = _sizes(q, k, bq, bk)
     dv, v_rel, o_rel = _widths(q, k, v)
-    q_spec, kv_spec, stat_spec, o_spec, v_spec = _specs(g, bq, bk, d, q_axis=3, dv=dv)
+    band, steps, keys = _band(window, bq, nq, s)
+    q_spec, kv_spec, stat_spec, o_spec, v_spec = _specs(g, bq, bk, d, 3, dv, band, nq)
 
     def per_head(width: int) -> pl.BlockSpec:
         return pl.BlockSpec((_SQ, _SQ, bk, width), lambda b, h, j, i: (b, h, j, 0))
 
+    visits = nk * keys / s  # times each query block is read
     cost = pl.CostEstimate(
-        flops=4 * b * h * s * s * (d + dv),  # QK^T (recomputed) and dK; dP and dV
-        transcendentals=b * h * s * s,  # exp for p
+        flops=4 * b * h * s * keys * (d + dv),  # QK^T (recomputed) and dK; dP and dV
+        transcendentals=b * h * s * keys,  # exp for p
         # k and v once per key block (G times each: once per query head); q, dO, lse and
         # delta at every step (nk times each); dK and dV (float32, per query head) once
-        bytes_accessed=int((1 + v_rel) * g * kv_bytes + nk * (1 + o_rel) * q_bytes)
-        + nk * 2 * stat_bytes
+        bytes_accessed=int((1 + v_rel) * g * kv_bytes + visits * (1 + o_rel) * q_bytes)
+        + int(visits * 2 * stat_bytes)
         + b * h * s * (d + dv) * 4,
     )
     return pl.pallas_call(
-        functools.partial(_dkv_kernel, scale=scale),
+        functools.partial(_dkv_kernel, scale=scale, window=window, seq=s),
         out_shape=(
             jax.ShapeDtypeStruct(q.shape, _F32),
             jax.ShapeDtypeStruct((b, h, s, dv), _F32),
         ),
-        grid=(b, h, nk, nq),
+        grid=(b, h, nk, steps),
         in_specs=[q_spec, kv_spec, v_spec, o_spec, stat_spec, stat_spec],
         out_specs=(per_head(d), per_head(dv)),
         scratch_shapes=[pltpu.VMEM((bk, d), _F32), pltpu.VMEM((bk, dv), _F32)],
         compiler_params=_params(),
         cost_estimate=cost,
         interpret=interpret,
-        name="flash_backward_dkv",
+        name=_name("flash_backward_dkv", window, keys),
     )(q, k, v, do, lse, delta)
 
 
-def _backward_dq(q, k, v, do, lse, delta, bq, bk, scale, interpret):
+def _backward_dq(q, k, v, do, lse, delta, bq, bk, scale, interpret, window=0):
     """dQ ``[B, H, S, K]`` in q's dtype."""
     b, h, s, d, g, nq, nk, q_bytes, kv_bytes, stat_bytes = _sizes(q, k, bq, bk)
     dv, v_rel, o_rel = _widths(q, k, v)
-    q_spec, kv_spec, stat_spec, o_spec, v_spec = _specs(g, bq, bk, d, q_axis=2, dv=dv)
+    band, steps, keys = _band(window, bk, nk, s)
+    q_spec, kv_spec, stat_spec, o_spec, v_spec = _specs(g, bq, bk, d, 2, dv, band, nq)
     cost = pl.CostEstimate(
-        flops=2 * b * h * s * s * (2 * d + dv),  # QK^T and dP (both recomputed), dQ
-        transcendentals=b * h * s * s,  # exp for p
+        flops=2 * b * h * s * keys * (2 * d + dv),  # QK^T and dP (both recomputed), dQ
+        transcendentals=b * h * s * keys,  # exp for p
         # q, dO, lse and delta once per query block; k and v at every step (nq * G times
         # each); dQ once
-        bytes_accessed=int((2 + o_rel) * q_bytes + (1 + v_rel) * nq * g * kv_bytes)
+        bytes_accessed=int((2 + o_rel) * q_bytes + (1 + v_rel) * nq * g * kv_bytes * keys / s)
         + 2 * stat_bytes,
     )
     return pl.pallas_call(
-        functools.partial(_dq_kernel, scale=scale),
+        functools.partial(_dq_kernel, scale=scale, window=window, seq=s),
         out_shape=jax.ShapeDtypeStruct(q.shape, q.dtype),
-        grid=(b, h, nq, nk),
+        grid=(b, h, nq, steps),
         in_specs=[q_spec, kv_spec, v_spec, o_spec, stat_spec, stat_spec],
         out_specs=q_spec,
         scratch_shapes=[
@@ -345,29 +385,46 @@ def _backward_dq(q, k, v, do, lse, delta, bq, bk, scale, interpret):
         compiler_params=_params(),
         cost_estimate=cost,
         interpret=interpret,
-        name="flash_backward_dq",
+        name=_name("flash_backward_dq", window, keys),
     )(q, k, v, do, lse, delta)
+
+
+def _band(window: int, block: int, blocks: int, s: int) -> tuple[int, int, int]:
+    """A kernel's band, its grid's last axis and the keys each query is computed against:
+    no window, ``(0, blocks, s)``; with one, the blocks one block meets within it (itself
+    and ``ceil((window - 1) / block)`` beside it, at most every block) for both."""
+    if not window:
+        return 0, blocks, s
+    band = min(blocks, 1 + -(-(window - 1) // block))
+    return band, band, band * block
+
+
+def _name(kernel: str, window: int, keys: int) -> str:
+    """The kernel's name; with a window, the part of its computed keys the field counts
+    (``..._window_1024_of_2048``: MaxText's Gemma 3 formula counts a window's keys, the
+    kernel computes its band's; :func:`~shardviz.capture.kernel_costs.model_share` reads it)."""
+    return f"{kernel}_window_{window}_of_{keys}" if window else kernel
 
 
 # --- the differentiable function, on the kernels' [B, X, S, K] layout
 
 
-@functools.partial(jax.custom_vjp, nondiff_argnums=(3, 4, 5, 6))
-def _flash(q, k, v, bq, bk, scale, interpret):
-    return _forward(q, k, v, bq, bk, scale, interpret)[0]
+@functools.partial(jax.custom_vjp, nondiff_argnums=(3, 4, 5, 6, 7))
+def _flash(q, k, v, bq, bk, scale, interpret, window):
+    return _forward(q, k, v, bq, bk, scale, interpret, window)[0]
 
 
-def _flash_fwd(q, k, v, bq, bk, scale, interpret):
-    out, lse = _forward(q, k, v, bq, bk, scale, interpret)
+def _flash_fwd(q, k, v, bq, bk, scale, interpret, window):
+    out, lse = _forward(q, k, v, bq, bk, scale, interpret, window)
     return out, (q, k, v, out, lse)
 
 
-def _flash_bwd(bq, bk, scale, interpret, residuals, d_out):
+def _flash_bwd(bq, bk, scale, interpret, window, residuals, d_out):
     """FlashAttention-2's backward in two kernels; p is recomputed from q, k and the lse."""
     q, k, v, out, lse = residuals
     b, n, s = k.shape[:3]
     delta = jnp.sum(out.astype(_F32) * d_out.astype(_F32), axis=-1)[:, :, None, :]
-    args = (q, k, v, d_out, lse, delta, bq, bk, scale, interpret)
+    args = (q, k, v, d_out, lse, delta, bq, bk, scale, interpret, window)
     dk, dv = _backward_dkv(*args)
     # The dQ kernel recomputes QK^T (the forward's) and dP (the dK/dV kernel's), so it is
     # named as jax names what jax.checkpoint recomputes: the project's flop count takes

@@ -202,10 +202,8 @@ def _attend(
     constrain: Constrain,
     window: int = 0,
 ) -> jax.Array:
-    """Causal GQA attention of ``kind`` (:data:`ATTENTION_KINDS`). A sliding ``window``
-    is computed blockwise over its band of blocks (the Pallas kernels have no window)."""
-    if window:
-        return blockwise_attention(q, k, v, block_q=block, block_kv=block, window=window)
+    """Causal GQA attention of ``kind`` (:data:`ATTENTION_KINDS`); with a sliding
+    ``window``, each kind visits only the band of blocks along the diagonal it reaches."""
     platform = platform_of(constrain)
     refusal = _kernel_refusal(constrain, platform, q, k) if kind != "blockwise" else None
     if kind == "pallas" and refusal is not None:
@@ -214,11 +212,13 @@ def _attend(
         )
     use_kernel = kind == "pallas" or (kind == "auto" and refusal is None and platform == "tpu")
     if not use_kernel:
-        return blockwise_attention(q, k, v, block_q=block, block_kv=block)
+        return blockwise_attention(q, k, v, block_q=block, block_kv=block, window=window)
     interpret = platform != "tpu"
 
     def local(q: jax.Array, k: jax.Array, v: jax.Array) -> jax.Array:
-        return pallas_attention(q, k, v, block_q=block, block_kv=block, interpret=interpret)
+        return pallas_attention(
+            q, k, v, block_q=block, block_kv=block, interpret=interpret, window=window
+        )
 
     return per_shard(constrain, local, ("query", "key", "value"), "attn_heads", q, k, v)
 

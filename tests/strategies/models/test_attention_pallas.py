@@ -18,6 +18,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from shardviz.capture.hlo.matmuls import REMAT_MARK  # noqa: E402
+from shardviz.capture.kernel_costs import _kernel_name  # noqa: E402
 from shardviz.strategies.models.attention import naive_attention  # noqa: E402
 from shardviz.strategies.models.attention_pallas import pallas_attention  # noqa: E402
 
@@ -128,3 +129,43 @@ def test_compiles_for_tpu_and_declares_its_flops(chip: str) -> None:
     # XLA adds its glue (transposes, delta, the group sums, the loss) to the kernels' estimates
     flops = compiled.cost_analysis()["flops"]
     assert 18 * unit <= flops <= 1.02 * 18 * unit
+
+
+@pytest.mark.parametrize(("window", "block"), [(16, 16), (20, 16), (40, 16), (8, 16), (32, 8)])
+def test_a_sliding_window_visits_its_band_and_equals_naive(window: int, block: int) -> None:
+    """Gemma 3's local layers: the band of blocks the window reaches, from the diagonal
+    (a window of a block, of part of one, of several and not a multiple of one): forward
+    and gradients are the whole masked matrix's."""
+    q, k, v, w = qkv(4, 2)
+    attend = pallas(block, block, window=window)
+    want = value_and_grads(lambda q, k, v: naive_attention(q, k, v, window=window), w)(q, k, v)
+    got = value_and_grads(attend, w)(q, k, v)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-4)
+    for g, h in zip(got[1], want[1], strict=True):
+        np.testing.assert_allclose(g, h, rtol=1e-4, atol=1e-5)
+    # the band, not the whole sequence: the forward kernel's grid has 1 + ceil((w-1)/block)
+    band = 1 + -(-(window - 1) // block)
+    grids = _grids(jax.make_jaxpr(attend)(q, k, v).jaxpr)
+    assert grids == {f"flash_forward_window_{window}_of_{band * block}": (2, 4, 64 // block, band)}
+
+
+def _grids(jaxpr) -> dict:
+    """Each Pallas kernel's name and grid in ``jaxpr``, nested calls included."""
+    out = {}
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.name == "pallas_call":
+            out[_kernel_name(eqn.params)] = tuple(eqn.params["grid_mapping"].grid)
+        for v in eqn.params.values():
+            inner = getattr(v, "jaxpr", v)
+            if hasattr(inner, "eqns"):
+                out |= _grids(inner)
+    return out
+
+
+def test_a_window_needs_equal_blocks_and_spans_the_sequence_as_causal() -> None:
+    q, k, v, _ = qkv(4, 2)
+    with pytest.raises(ValueError, match="equal blocks"):
+        pallas_attention(q, k, v, block_q=32, block_kv=16, window=16)
+    # a window of the whole sequence or more is the causal mask: the plain kernels
+    grids = _grids(jax.make_jaxpr(pallas(16, 16, window=64))(q, k, v).jaxpr)
+    assert grids == {"flash_forward": (2, 4, 4, 4)}

@@ -186,3 +186,23 @@ def test_the_compiled_model_flops_are_maxtexts_gemma3_formula(remat: str) -> Non
     # counting every band block as the model's would be 5% over.
     assert cost.model_flops_per_device == pytest.approx(want, rel=1e-9)
     assert cost.model_flops_per_device < cost.matmul_flops_per_device
+
+
+def test_a_deviceless_tpu_plan_runs_the_local_layers_through_windowed_kernels() -> None:
+    """On a deviceless v5p slice every layer's attention is the Pallas kernels, the local
+    layers' over their band (2 blocks of 128 keys for a window of 128): each local kernel's
+    model flops are half its dense flops (times its own share), and the step's are
+    MaxText's Gemma 3 formula (global layers S x S, local S x window), exactly."""
+    name = "gemma3-12b"
+    sizes = small(name, seq=256, attention_block=128, sliding_window=128, remat="none",
+                  compute_dtype="bfloat16")  # fmt: skip
+    sizes.pop("batch")
+    c = sv.compare(name, ["fsdp"], target="v5p:2x2x2", batch_per_device=1, **sizes)
+    cost = c.results[0].report.cost
+    assert cost is not None
+    kernels = {k.name: k for k in cost.kernels if k.counted}
+    local = kernels["flash_forward_window_128_of_256"]
+    assert local.model_flops == pytest.approx(local.flops / 2)
+    assert {"flash_forward", "flash_backward_dkv_window_128_of_256"} <= set(kernels)
+    want = training_flops(get_model(name, **sizes).info["config"], tokens=256, seq=256)
+    assert cost.model_flops_per_device == pytest.approx(want.total, rel=1e-9)
