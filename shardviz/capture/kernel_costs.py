@@ -54,7 +54,7 @@ def hlo_type(aval: Any) -> str:
 _ATTENTION = re.compile(r"attention|flash|splash|_mha|_mqa|mha_|mqa_", re.IGNORECASE)
 #: A sliding-window kernel's name ends with the keys the field counts of those it computes
 #: (:func:`shardviz.strategies.models.attention_pallas.pallas_attention`).
-_WINDOW = re.compile(r"_window_(\d+)_of_(\d+)$")
+_WINDOW = re.compile(r"_(?:window|chunk)_(\d+)_of_(\d+)$")
 
 
 def model_share(name: str, dots: Sequence[float]) -> float | None:
@@ -71,8 +71,9 @@ def model_share(name: str, dots: Sequence[float]) -> float | None:
     in its dq loop: 4 of its 7; :data:`_RECOMPUTED`). Shares are of flops, not of
     matmuls: MLA's values are narrower than its queries and keys, so its matmuls differ in
     size. Paged attention (serving) is counted as computed: its pages are the work. A name
-    ending ``_window_W_of_K`` (a sliding window's kernel, computing ``K`` keys a query
-    where the field counts the window's ``W``) scales its share by ``W / K``."""
+    ending ``_window_W_of_K`` or ``_chunk_W_of_K`` (a sliding window's or a chunk's kernel,
+    computing ``K`` keys a query where the field counts ``W``) scales its share by
+    ``W / K``."""
     total = float(sum(dots))
     if not _ATTENTION.search(name) or "paged" in name.lower() or not dots or total <= 0:
         return None

@@ -184,6 +184,7 @@ def test_a_declared_kernel_is_counted_from_its_body_too() -> None:
         ("flash_backward_dkv_window_1024_of_2048", [192.0, 128.0, 128.0, 192.0], 224 / 640),
         ("flash_backward_dq_window_20_of_32", [1.0] * 3, 20 / 96),
         ("my_matmul_window_16_of_32", [1.0], None),
+        ("flash_forward_chunk_8192_of_8704", [1.0] * 2, 8192 / 8704),  # Llama 4's chunks
     ],
 )
 def test_model_share_follows_the_attention_convention(name, dots, share) -> None:

@@ -34,17 +34,24 @@ import jax.numpy as jnp
 
 from shardviz.capture.hlo.matmuls import REMAT_MARK, WINDOW_EDGE_MARK
 
-__all__ = ["blockwise_attention", "naive_attention"]
+__all__ = ["band_and_chunk", "blockwise_attention", "naive_attention"]
 
 _MASKED = -1e30  # a masked score: exp(_MASKED - m) == 0 for any real running max m
 _F32 = jnp.float32
 
 
 def naive_attention(
-    q: jax.Array, k: jax.Array, v: jax.Array, window: int = 0, scale: float | None = None
+    q: jax.Array,
+    k: jax.Array,
+    v: jax.Array,
+    window: int = 0,
+    scale: float | None = None,
+    chunk: int = 0,
 ) -> jax.Array:
     """Causal GQA attention with the whole ``[S, S]`` score matrix: the reference.
-    ``window``: each query sees only its ``window`` latest keys, itself included (0: all)."""
+    ``window``: each query sees only its ``window`` latest keys, itself included (0: all);
+    ``chunk``: only the keys of its own chunk of that many positions (Llama 4's local
+    layers; 0: no chunks)."""
     b, s, h, d = q.shape
     n = k.shape[2]
     q5 = q.reshape(b, s, n, h // n, d)
@@ -53,6 +60,9 @@ def naive_attention(
     causal = jnp.tril(jnp.ones((s, s), dtype=bool))
     if window:
         causal = causal & ~jnp.tril(jnp.ones((s, s), dtype=bool), -window)
+    if chunk:
+        pos = jnp.arange(s) // chunk
+        causal = causal & (pos[:, None] == pos[None, :])
     weights = jax.nn.softmax(jnp.where(causal, scores, _MASKED), axis=-1)
     out = jnp.einsum("bngqs,bsnk->bqngk", weights.astype(v.dtype), v, preferred_element_type=_F32)
     return out.reshape(b, s, h, v.shape[-1]).astype(q.dtype)
@@ -66,6 +76,7 @@ def blockwise_attention(
     block_q: int = 512,
     block_kv: int = 512,
     window: int = 0,
+    chunk: int = 0,
 ) -> jax.Array:
     """Causal GQA attention ``[B, S, H, Kv]``, computed block by block (see the module doc).
 
@@ -76,15 +87,34 @@ def blockwise_attention(
       block_q, block_kv: block sizes, each capped at ``S`` and dividing it.
       window: each query sees only its ``window`` latest keys, itself included (0: all;
         a window of ``S`` or more is the causal mask alone).
+      chunk: each query sees only the keys of its own chunk of ``chunk`` positions (Llama
+        4's RoPE layers; 0 or ``S`` or more: no chunks): the band of a window of ``chunk``,
+        masked to the chunk, so its edge block is the one the field does not count.
     """
+    window, chunk = band_and_chunk(window, chunk, q.shape[1])
     b, s, h, d = q.shape
     n = k.shape[2]
     bq, bk = min(block_q, s), min(block_kv, s)
     if s % bq or s % bk:
         raise ValueError(f"sequence {s} does not divide into blocks of {bq} and {bk}")
     q5 = q.reshape(b, s, n, h // n, d)
-    out = _flash(q5, k, v, bq, bk, 1.0 / math.sqrt(d), window if 0 < window < s else 0)
+    out = _flash(q5, k, v, bq, bk, 1.0 / math.sqrt(d), window, chunk)
     return out.reshape(b, s, h, v.shape[-1])
+
+
+def band_and_chunk(window: int, chunk: int, seq: int) -> tuple[int, int]:
+    """``(the band's window, the chunk)`` of a sliding ``window`` or a ``chunk`` over ``seq``
+    positions: either at ``seq`` or more is the causal mask alone (0); a chunk is computed
+    over the band of a window of its size, masked to itself.
+
+    Raises:
+      ValueError: both a window and a chunk.
+    """
+    window = window if 0 < window < seq else 0
+    chunk = chunk if 0 < chunk < seq else 0
+    if window and chunk:
+        raise ValueError(f"a sliding window ({window}) and chunks ({chunk}) in one layer")
+    return (chunk or window), chunk
 
 
 def _band(window: int, block: int, other: int, most: int) -> int:
@@ -123,11 +153,12 @@ def _unblocks(x: jax.Array) -> jax.Array:
     return jnp.moveaxis(x, 0, 1).reshape(b, nb * size, *x.shape[3:])
 
 
-def _scores(qi, kj, i, j, scale, window=0, seq=0):
+def _scores(qi, kj, i, j, scale, window=0, seq=0, chunk=0):
     """Masked scores ``[B, N, G, bq, bk]`` (float32) of query block ``i`` and key block ``j``.
 
     With a ``window``, ``i`` and ``j`` are a band's block numbers, which may fall outside the
     sequence (``seq`` positions): such positions are masked (the block read is a clamped one).
+    With a ``chunk``, keys outside the query's chunk are masked too.
     """
     bq, bk = qi.shape[1], kj.shape[1]
     s = jnp.einsum("bqngk,bsnk->bngqs", qi, kj, preferred_element_type=_F32) * scale
@@ -140,10 +171,12 @@ def _scores(qi, kj, i, j, scale, window=0, seq=0):
     keep = q_pos >= k_pos
     if window:
         keep = keep & (q_pos - k_pos < window) & (k_pos >= 0) & (q_pos < seq)
+    if chunk:
+        keep = keep & (q_pos // chunk == k_pos // chunk)
     return jnp.where(keep, s, _MASKED)
 
 
-def _forward(q5, k, v, bq, bk, scale, window=0):
+def _forward(q5, k, v, bq, bk, scale, window=0, chunk=0):
     """Output ``[B, S, N, G, K]`` and log-sum-exp ``[S / bq, B, N, G, bq]``."""
     qb, kb, vb = _blocks(q5, bq), _blocks(k, bk), _blocks(v, bk)
     nk = kb.shape[0]
@@ -165,7 +198,7 @@ def _forward(q5, k, v, bq, bk, scale, window=0):
                 kj, vj = kb[jc], vb[jc]
             else:
                 kj, vj, j = ys
-            s = _scores(qi, kj, i, j, scale, window, seq)
+            s = _scores(qi, kj, i, j, scale, window, seq, chunk)
             m_new = jnp.maximum(m, jnp.max(s, axis=-1))
             p = jnp.exp(s - m_new[..., None])
             alpha = jnp.exp(m - m_new)
@@ -192,17 +225,17 @@ def _forward(q5, k, v, bq, bk, scale, window=0):
     return _unblocks(out), lse
 
 
-@functools.partial(jax.custom_vjp, nondiff_argnums=(3, 4, 5, 6))
-def _flash(q5, k, v, bq, bk, scale, window=0):
-    return _forward(q5, k, v, bq, bk, scale, window)[0]
+@functools.partial(jax.custom_vjp, nondiff_argnums=(3, 4, 5, 6, 7))
+def _flash(q5, k, v, bq, bk, scale, window=0, chunk=0):
+    return _forward(q5, k, v, bq, bk, scale, window, chunk)[0]
 
 
-def _flash_fwd(q5, k, v, bq, bk, scale, window=0):
-    out, lse = _forward(q5, k, v, bq, bk, scale, window)
+def _flash_fwd(q5, k, v, bq, bk, scale, window=0, chunk=0):
+    out, lse = _forward(q5, k, v, bq, bk, scale, window, chunk)
     return out, (q5, k, v, out, lse)
 
 
-def _flash_bwd(bq, bk, scale, window, residuals, d_out):
+def _flash_bwd(bq, bk, scale, window, chunk, residuals, d_out):
     """FlashAttention-2's backward: per key block, a scan over query blocks accumulates that
     block's dk, dv, and adds into dq; the scores are recomputed from q, k and the lse."""
     q5, k, v, out, lse = residuals
@@ -233,7 +266,7 @@ def _flash_bwd(bq, bk, scale, window, residuals, d_out):
                 # Operands made under the mark: XLA:CPU's library fusions keep no metadata
                 # of their own, and the product is known by its operands' names.
                 qi_r, kj_r = jax.lax.optimization_barrier((qi, kj))
-                scores = _scores(qi_r, kj_r, i, j, scale, window, seq)
+                scores = _scores(qi_r, kj_r, i, j, scale, window, seq, chunk)
                 p = jnp.exp(scores - lse_i[..., None])  # [B,N,G,bq,bk]
             dv = dv + jnp.einsum(
                 "bngqs,bqngk->bsnk", p.astype(doi.dtype), doi, preferred_element_type=_F32

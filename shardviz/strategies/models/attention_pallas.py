@@ -44,6 +44,7 @@ from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
 
 from shardviz.capture.hlo.matmuls import REMAT_MARK
+from shardviz.strategies.models.attention import band_and_chunk
 
 __all__ = ["pallas_attention"]
 
@@ -63,6 +64,7 @@ def pallas_attention(
     block_kv: int = 512,
     interpret: bool | None = None,
     window: int = 0,
+    chunk: int = 0,
 ) -> jax.Array:
     """Causal GQA attention ``[B, S, H, K]`` in Pallas kernels (see the module doc).
 
@@ -76,6 +78,9 @@ def pallas_attention(
       window: each query sees only its ``window`` latest keys, itself included (0: all; a
         window of ``S`` or more is the causal mask alone): the kernels visit the band of
         blocks along the diagonal the window reaches (``block_q == block_kv``).
+      chunk: each query sees only the keys of its own chunk of ``chunk`` positions (Llama
+        4's RoPE layers; 0 or ``S`` or more: no chunks): the band of a window of its size,
+        masked to the chunk.
 
     Returns:
       The attention output, ``[B, S, H, Kv]`` in ``q``'s dtype.
@@ -87,13 +92,13 @@ def pallas_attention(
     bq, bk = min(block_q, s), min(block_kv, s)
     if s % bq or s % bk:
         raise ValueError(f"sequence {s} does not divide into blocks of {bq} and {bk}")
-    window = window if 0 < window < s else 0
+    window, chunk = band_and_chunk(window, chunk, s)
     if window and bq != bk:
         raise ValueError(f"a sliding window needs equal blocks (block_q {bq}, block_kv {bk})")
     if interpret is None:
         interpret = jax.default_backend() != "tpu"
     scale = 1.0 / math.sqrt(d)
-    out = _flash(_swap(q), _swap(k), _swap(v), bq, bk, scale, bool(interpret), window)
+    out = _flash(_swap(q), _swap(k), _swap(v), bq, bk, scale, bool(interpret), window, chunk)
     return _swap(out)
 
 
@@ -108,11 +113,12 @@ def _swap(x: jax.Array) -> jax.Array:
 # dK/dV kernel, so that every matmul is a @ b or a @ b.T.
 
 
-def _masked_scores(a, b, a0, b0, scale, queries_first, window=0, seq=0):
+def _masked_scores(a, b, a0, b0, scale, queries_first, window=0, seq=0, chunk=0):
     """Scores ``a @ b.T`` (float32) causally masked, ``a``'s block starting at position ``a0``
     and ``b``'s at ``b0``: ``[bq, bk]`` if ``queries_first`` (``a`` is q), else ``[bk, bq]``.
     With a ``window`` also outside it, and a block past either end of the ``seq`` positions
-    (a band's block number before the first or after the last: its index map clamps it)."""
+    (a band's block number before the first or after the last: its index map clamps it);
+    with a ``chunk``, keys outside the query's chunk too."""
     shape = (a.shape[0], b.shape[0])
     s = lax.dot_general(a, b, _NT, preferred_element_type=_F32) * scale
     a_pos = a0 + lax.broadcasted_iota(jnp.int32, shape, 0)
@@ -121,6 +127,8 @@ def _masked_scores(a, b, a0, b0, scale, queries_first, window=0, seq=0):
     keep = q_pos >= k_pos
     if window:
         keep = keep & (q_pos - k_pos < window) & (k_pos >= 0) & (q_pos < seq)
+    if chunk:
+        keep = keep & (q_pos // chunk == k_pos // chunk)
     return jnp.where(keep, s, _MASKED)
 
 
@@ -135,8 +143,9 @@ def _column_to_row(col):
 
 
 def _forward_kernel(
-    q_ref, k_ref, v_ref, o_ref, lse_ref, m_ref, l_ref, acc_ref, *, scale, window=0, seq=0
-):
+    q_ref, k_ref, v_ref, o_ref, lse_ref, m_ref, l_ref, acc_ref, *, scale, window=0, seq=0,
+    chunk=0,
+):  # fmt: skip
     """One (query block, key block) step of the online softmax; grid (b, h, i, j). With a
     ``window``, ``j`` counts the band's blocks back from the diagonal (key block ``i - j``):
     the first step always has each query's own key, so no row starts all masked."""
@@ -150,7 +159,7 @@ def _forward_kernel(
         acc_ref[...] = jnp.zeros(acc_ref.shape, _F32)
 
     q, k, v = q_ref[...], k_ref[...], v_ref[...]
-    s = _masked_scores(q, k, i * q.shape[0], kv * k.shape[0], scale, True, window, seq)
+    s = _masked_scores(q, k, i * q.shape[0], kv * k.shape[0], scale, True, window, seq, chunk)
     m_prev = m_ref[...]
     m_new = jnp.maximum(m_prev, jnp.max(s, axis=1, keepdims=True))
     p = jnp.exp(s - m_new)
@@ -168,7 +177,7 @@ def _forward_kernel(
 
 def _dkv_kernel(
     q_ref, k_ref, v_ref, do_ref, lse_ref, delta_ref, dk_ref, dv_ref, dk_acc, dv_acc, *, scale,
-    window=0, seq=0,
+    window=0, seq=0, chunk=0,
 ):  # fmt: skip
     """dK and dV of key block ``j`` for one query head, over query blocks; grid (b, h, j, t):
     query block ``t`` (with a ``window``: ``j + t``, the band forward from the diagonal).
@@ -182,7 +191,7 @@ def _dkv_kernel(
         dv_acc[...] = jnp.zeros(dv_acc.shape, _F32)
 
     q, k, do = q_ref[...], k_ref[...], do_ref[...]
-    s_t = _masked_scores(k, q, j * k.shape[0], i * q.shape[0], scale, False, window, seq)
+    s_t = _masked_scores(k, q, j * k.shape[0], i * q.shape[0], scale, False, window, seq, chunk)
     p_t = jnp.exp(s_t - lse_ref[...])
     dv_acc[...] += lax.dot_general(p_t.astype(do.dtype), do, _NN, preferred_element_type=_F32)
     dp_t = lax.dot_general(v_ref[...], do, _NT, preferred_element_type=_F32)
@@ -197,7 +206,7 @@ def _dkv_kernel(
 
 def _dq_kernel(
     q_ref, k_ref, v_ref, do_ref, lse_ref, delta_ref, dq_ref, lse_col, delta_col, dq_acc, *,
-    scale, window=0, seq=0,
+    scale, window=0, seq=0, chunk=0,
 ):  # fmt: skip
     """dQ of query block ``i`` over key blocks; grid (b, h, i, j), ``j`` as the forward's.
     The statistics' rows are turned into columns once per query block."""
@@ -211,7 +220,7 @@ def _dq_kernel(
         dq_acc[...] = jnp.zeros(dq_acc.shape, _F32)
 
     q, k = q_ref[...], k_ref[...]
-    s = _masked_scores(q, k, i * q.shape[0], kv * k.shape[0], scale, True, window, seq)
+    s = _masked_scores(q, k, i * q.shape[0], kv * k.shape[0], scale, True, window, seq, chunk)
     p = jnp.exp(s - lse_col[...])
     dp = lax.dot_general(do_ref[...], v_ref[...], _NT, preferred_element_type=_F32)
     ds = (p * (dp - delta_col[...]) * scale).astype(q.dtype)
@@ -286,7 +295,7 @@ def _widths(q: jax.Array, k: jax.Array, v: jax.Array) -> tuple[int, float, float
     return dv, dv / k.shape[-1], dv / q.shape[-1]
 
 
-def _forward(q, k, v, bq, bk, scale, interpret, window=0):
+def _forward(q, k, v, bq, bk, scale, interpret, window=0, chunk=0):
     """Output ``[B, H, S, K]`` and log-sum-exp ``[B, H, 1, S]`` float32."""
     b, h, s, d, g, nq, nk, q_bytes, kv_bytes, stat_bytes = _sizes(q, k, bq, bk)
     dv, v_rel, o_rel = _widths(q, k, v)
@@ -300,7 +309,7 @@ def _forward(q, k, v, bq, bk, scale, interpret, window=0):
         + stat_bytes,
     )
     return pl.pallas_call(
-        functools.partial(_forward_kernel, scale=scale, window=window, seq=s),
+        functools.partial(_forward_kernel, scale=scale, window=window, seq=s, chunk=chunk),
         out_shape=(
             jax.ShapeDtypeStruct((b, h, s, dv), q.dtype),
             jax.ShapeDtypeStruct((b, h, 1, s), _F32),
@@ -316,11 +325,11 @@ def _forward(q, k, v, bq, bk, scale, interpret, window=0):
         compiler_params=_params(),
         cost_estimate=cost,
         interpret=interpret,
-        name=_name("flash_forward", window, keys),
+        name=_name("flash_forward", window, keys, chunk),
     )(q, k, v)
 
 
-def _backward_dkv(q, k, v, do, lse, delta, bq, bk, scale, interpret, window=0):
+def _backward_dkv(q, k, v, do, lse, delta, bq, bk, scale, interpret, window=0, chunk=0):
     """dK and dV per query head, ``[B, H, S, K]`` float32 (the caller sums each group)."""
     b, h, s, d, g, nq, nk, q_bytes, kv_bytes, stat_bytes = _sizes(q, k, bq, bk)
     dv, v_rel, o_rel = _widths(q, k, v)
@@ -341,7 +350,7 @@ def _backward_dkv(q, k, v, do, lse, delta, bq, bk, scale, interpret, window=0):
         + b * h * s * (d + dv) * 4,
     )
     return pl.pallas_call(
-        functools.partial(_dkv_kernel, scale=scale, window=window, seq=s),
+        functools.partial(_dkv_kernel, scale=scale, window=window, seq=s, chunk=chunk),
         out_shape=(
             jax.ShapeDtypeStruct(q.shape, _F32),
             jax.ShapeDtypeStruct((b, h, s, dv), _F32),
@@ -353,11 +362,11 @@ def _backward_dkv(q, k, v, do, lse, delta, bq, bk, scale, interpret, window=0):
         compiler_params=_params(),
         cost_estimate=cost,
         interpret=interpret,
-        name=_name("flash_backward_dkv", window, keys),
+        name=_name("flash_backward_dkv", window, keys, chunk),
     )(q, k, v, do, lse, delta)
 
 
-def _backward_dq(q, k, v, do, lse, delta, bq, bk, scale, interpret, window=0):
+def _backward_dq(q, k, v, do, lse, delta, bq, bk, scale, interpret, window=0, chunk=0):
     """dQ ``[B, H, S, K]`` in q's dtype."""
     b, h, s, d, g, nq, nk, q_bytes, kv_bytes, stat_bytes = _sizes(q, k, bq, bk)
     dv, v_rel, o_rel = _widths(q, k, v)
@@ -372,7 +381,7 @@ def _backward_dq(q, k, v, do, lse, delta, bq, bk, scale, interpret, window=0):
         + 2 * stat_bytes,
     )
     return pl.pallas_call(
-        functools.partial(_dq_kernel, scale=scale, window=window, seq=s),
+        functools.partial(_dq_kernel, scale=scale, window=window, seq=s, chunk=chunk),
         out_shape=jax.ShapeDtypeStruct(q.shape, q.dtype),
         grid=(b, h, nq, steps),
         in_specs=[q_spec, kv_spec, v_spec, o_spec, stat_spec, stat_spec],
@@ -385,7 +394,7 @@ def _backward_dq(q, k, v, do, lse, delta, bq, bk, scale, interpret, window=0):
         compiler_params=_params(),
         cost_estimate=cost,
         interpret=interpret,
-        name=_name("flash_backward_dq", window, keys),
+        name=_name("flash_backward_dq", window, keys, chunk),
     )(q, k, v, do, lse, delta)
 
 
@@ -399,32 +408,36 @@ def _band(window: int, block: int, blocks: int, s: int) -> tuple[int, int, int]:
     return band, band, band * block
 
 
-def _name(kernel: str, window: int, keys: int) -> str:
+def _name(kernel: str, window: int, keys: int, chunk: int = 0) -> str:
     """The kernel's name; with a window, the part of its computed keys the field counts
     (``..._window_1024_of_2048``: MaxText's Gemma 3 formula counts a window's keys, the
-    kernel computes its band's; :func:`~shardviz.capture.kernel_costs.model_share` reads it)."""
+    kernel computes its band's; a chunk's, ``..._chunk_8192_of_8704``, the chunk's keys of
+    the band of a window of its size; :func:`~shardviz.capture.kernel_costs.model_share`
+    reads it)."""
+    if chunk:
+        return f"{kernel}_chunk_{chunk}_of_{keys}"
     return f"{kernel}_window_{window}_of_{keys}" if window else kernel
 
 
 # --- the differentiable function, on the kernels' [B, X, S, K] layout
 
 
-@functools.partial(jax.custom_vjp, nondiff_argnums=(3, 4, 5, 6, 7))
-def _flash(q, k, v, bq, bk, scale, interpret, window):
-    return _forward(q, k, v, bq, bk, scale, interpret, window)[0]
+@functools.partial(jax.custom_vjp, nondiff_argnums=(3, 4, 5, 6, 7, 8))
+def _flash(q, k, v, bq, bk, scale, interpret, window, chunk):
+    return _forward(q, k, v, bq, bk, scale, interpret, window, chunk)[0]
 
 
-def _flash_fwd(q, k, v, bq, bk, scale, interpret, window):
-    out, lse = _forward(q, k, v, bq, bk, scale, interpret, window)
+def _flash_fwd(q, k, v, bq, bk, scale, interpret, window, chunk):
+    out, lse = _forward(q, k, v, bq, bk, scale, interpret, window, chunk)
     return out, (q, k, v, out, lse)
 
 
-def _flash_bwd(bq, bk, scale, interpret, window, residuals, d_out):
+def _flash_bwd(bq, bk, scale, interpret, window, chunk, residuals, d_out):
     """FlashAttention-2's backward in two kernels; p is recomputed from q, k and the lse."""
     q, k, v, out, lse = residuals
     b, n, s = k.shape[:3]
     delta = jnp.sum(out.astype(_F32) * d_out.astype(_F32), axis=-1)[:, :, None, :]
-    args = (q, k, v, d_out, lse, delta, bq, bk, scale, interpret, window)
+    args = (q, k, v, d_out, lse, delta, bq, bk, scale, interpret, window, chunk)
     dk, dv = _backward_dkv(*args)
     # The dQ kernel recomputes QK^T (the forward's) and dP (the dK/dV kernel's), so it is
     # named as jax names what jax.checkpoint recomputes: the project's flop count takes

@@ -201,9 +201,11 @@ def _attend(
     kind: str,
     constrain: Constrain,
     window: int = 0,
+    chunk: int = 0,
 ) -> jax.Array:
     """Causal GQA attention of ``kind`` (:data:`ATTENTION_KINDS`); with a sliding
-    ``window``, each kind visits only the band of blocks along the diagonal it reaches."""
+    ``window`` (or a ``chunk``: keys of the query's own chunk), each kind visits only the
+    band of blocks along the diagonal it reaches."""
     platform = platform_of(constrain)
     refusal = _kernel_refusal(constrain, platform, q, k) if kind != "blockwise" else None
     if kind == "pallas" and refusal is not None:
@@ -212,13 +214,16 @@ def _attend(
         )
     use_kernel = kind == "pallas" or (kind == "auto" and refusal is None and platform == "tpu")
     if not use_kernel:
-        return blockwise_attention(q, k, v, block_q=block, block_kv=block, window=window)
+        return blockwise_attention(
+            q, k, v, block_q=block, block_kv=block, window=window, chunk=chunk
+        )
     interpret = platform != "tpu"
 
     def local(q: jax.Array, k: jax.Array, v: jax.Array) -> jax.Array:
         return pallas_attention(
-            q, k, v, block_q=block, block_kv=block, interpret=interpret, window=window
-        )
+            q, k, v, block_q=block, block_kv=block, interpret=interpret, window=window,
+            chunk=chunk,
+        )  # fmt: skip
 
     return per_shard(constrain, local, ("query", "key", "value"), "attn_heads", q, k, v)
 
@@ -233,10 +238,12 @@ def _self_attention(
     kind: str = "auto",
     einsum: Any = jnp.einsum,
     window: int = 0,
+    chunk: int = 0,
 ) -> jax.Array:
-    """RoPE GQA self-attention of ``x: [B, S, embed]``, causal (within ``window`` keys if
-    given), blockwise (``kind``); the projections through ``einsum`` (:func:`.fp8.matmul`).
-    ``inv_freq`` ``None``: a NoPE layer (Llama 4's every fourth)."""
+    """RoPE GQA self-attention of ``x: [B, S, embed]``, causal (within ``window`` keys, or
+    the query's ``chunk``, if given), blockwise (``kind``); the projections through
+    ``einsum`` (:func:`.fp8.matmul`). ``inv_freq`` ``None``: a NoPE layer (Llama 4's every
+    fourth)."""
 
     def project(w: str, b: str) -> jax.Array:
         y = einsum("bsd,dnk->bsnk", x, p[w])
@@ -251,7 +258,8 @@ def _self_attention(
         q = q * _temperature(q.shape[1]).astype(q.dtype)
     if config.query_scale:  # the kernels scale by head_dim ** -0.5: the rest is done here
         q = q * jnp.asarray(config.query_scale * config.head_dim**0.5, q.dtype)
-    return _attention_out(p, q, k, project("wv", "bv"), block, constrain, kind, einsum, window)
+    v = project("wv", "bv")
+    return _attention_out(p, q, k, v, block, constrain, kind, einsum, window, chunk)
 
 
 def _temperature(seq: int) -> jax.Array:
@@ -272,13 +280,14 @@ def _attention_out(
     kind: str,
     einsum: Any,
     window: int = 0,
+    chunk: int = 0,
 ) -> jax.Array:
     """Attention of the projected ``q``, ``k``, ``v``, then the output projection: each
     named as MaxText names them, for its remat vocabulary (:mod:`.remat`), and pinned."""
     q = constrain("query", checkpoint_name(q, "query_proj"))
     k = constrain("key", checkpoint_name(k, "key_proj"))
     v = constrain("value", checkpoint_name(v, "value_proj"))
-    heads = checkpoint_name(_attend(q, k, v, block, kind, constrain, window), "context")
+    heads = checkpoint_name(_attend(q, k, v, block, kind, constrain, window, chunk), "context")
     heads = constrain("attn_heads", heads)
     out = checkpoint_name(einsum("bsnk,nkd->bsd", heads, p["wo"]), "out_proj")
     return constrain("attn_out", out)
@@ -294,9 +303,10 @@ def _latent_attention(
     kind: str = "auto",
     einsum: Any = jnp.einsum,
     window: int = 0,
+    chunk: int = 0,
 ) -> jax.Array:
     """DeepSeek-V3's multi-head latent attention of ``x: [B, S, embed]``, causal (within
-    ``window`` keys if given).
+    ``window`` keys, or the query's ``chunk``, if given).
 
     The query comes up from a normed low-rank latent (or from ``x`` directly); keys' no-RoPE
     part and values come up from one normed latent per token, and each key's RoPE part is
@@ -324,7 +334,8 @@ def _latent_attention(
     k = jnp.concatenate(
         [kv[..., :nope], jnp.broadcast_to(k_rope, (b, s, h, c.rope_head_dim))], axis=-1
     )
-    return _attention_out(p, q, k, kv[..., nope:], block, constrain, kind, einsum, window)
+    v = kv[..., nope:]
+    return _attention_out(p, q, k, v, block, constrain, kind, einsum, window, chunk)
 
 
 def _frequencies(config: ArchConfig, window: int) -> np.ndarray:
@@ -357,16 +368,7 @@ def _layer_fn(
     ``moe``: whether the layer's MLP is the mixture of experts (``None``: the config's);
     ``rope``: whether it applies RoPE (Llama 4's NoPE layers: no)."""
     moe = config.is_moe if moe is None else moe
-    if rope and config.attention_chunk and seq > config.attention_chunk:
-        raise ShardvizError(
-            problem(
-                f"{config.name} at sequence {seq}",
-                f"its RoPE layers attend within chunks of {config.attention_chunk} positions, "
-                "and attention over several chunks is not built yet",
-                f"plan it at a sequence of {config.attention_chunk} or less (the published "
-                "runs' length), where a chunk is the causal mask",
-            )
-        )
+    chunk = config.attention_chunk if rope and config.attention_chunk < seq else 0
     inv_freq = _frequencies(config, window) if rope else None
     window = window if window < seq else 0
     block = min(options.attention_block, seq)
@@ -384,7 +386,9 @@ def _layer_fn(
         x = checkpoint_name(x, LAYER_INPUT)
         h = constrain("attn_in", rms_norm(x, p["attn_norm"]["scale"], eps))
         attend = _latent_attention if config.latent else _self_attention
-        a = attend(p["attn"], h, config, inv_freq, block, constrain, attention, einsum, window)
+        a = attend(
+            p["attn"], h, config, inv_freq, block, constrain, attention, einsum, window, chunk
+        )
         if config.post_norms:
             a = rms_norm(a, p["attn_post_norm"]["scale"], eps)
         x = constrain("residual", x + a)

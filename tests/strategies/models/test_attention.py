@@ -46,6 +46,35 @@ def test_blockwise_equals_naive_values_and_grads(heads, kv_heads, block_q, block
         np.testing.assert_allclose(g, h, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize(("chunk", "block"), [(16, 16), (32, 16), (24, 16), (16, 8)])
+def test_chunks_equal_the_masked_whole_matrix(chunk: int, block: int) -> None:
+    """Llama 4's chunked layers: each query sees its own chunk's keys only (chunks of one
+    block, of two, not a multiple of one): values and gradients are the whole matrix's with
+    the chunk mask, and a chunk of the whole sequence is the causal mask."""
+    q, k, v, w = qkv(8, 2)
+
+    def value_and_grads(attend):
+        loss = lambda q, k, v: jnp.sum(attend(q, k, v) * w)  # noqa: E731
+        return jax.jit(jax.value_and_grad(loss, argnums=(0, 1, 2)))(q, k, v)
+
+    got = value_and_grads(
+        lambda q, k, v: blockwise_attention(q, k, v, block_q=block, block_kv=block, chunk=chunk)
+    )
+    want = value_and_grads(lambda q, k, v: naive_attention(q, k, v, chunk=chunk))
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-4)
+    for g, h in zip(got[1], want[1], strict=True):
+        np.testing.assert_allclose(g, h, rtol=1e-4, atol=1e-5)
+    assert abs(float(want[0]) - float(value_and_grads(naive_attention)[0])) > 1e-3
+    whole = blockwise_attention(q, k, v, block_q=block, block_kv=block, chunk=64)
+    np.testing.assert_allclose(whole, naive_attention(q, k, v), rtol=1e-5, atol=1e-5)
+
+
+def test_a_window_and_chunks_in_one_layer_are_refused() -> None:
+    q, k, v, _ = qkv(8, 2)
+    with pytest.raises(ValueError, match="a sliding window"):
+        blockwise_attention(q, k, v, block_q=16, block_kv=16, window=16, chunk=32)
+
+
 def test_the_first_position_attends_only_to_itself() -> None:
     q, k, v, _ = qkv(4, 2)
     out = blockwise_attention(q, k, v, block_q=16, block_kv=16)

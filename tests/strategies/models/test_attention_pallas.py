@@ -149,6 +149,23 @@ def test_a_sliding_window_visits_its_band_and_equals_naive(window: int, block: i
     assert grids == {f"flash_forward_window_{window}_of_{band * block}": (2, 4, 64 // block, band)}
 
 
+@pytest.mark.parametrize("chunk", [16, 24])
+def test_chunks_visit_the_band_of_one_and_equal_naive(chunk: int) -> None:
+    """Llama 4's chunked layers in the kernels: the band of a window of the chunk, masked to
+    it; named with the chunk's keys of the band's (``_chunk_16_of_32``)."""
+    q, k, v, w = qkv(4, 2)
+    attend = pallas(16, 16, chunk=chunk)
+    want = value_and_grads(lambda q, k, v: naive_attention(q, k, v, chunk=chunk), w)(q, k, v)
+    got = value_and_grads(attend, w)(q, k, v)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-4)
+    for g, h in zip(got[1], want[1], strict=True):
+        np.testing.assert_allclose(g, h, rtol=1e-4, atol=1e-5)
+    keys = 16 * (1 + -(-(chunk - 1) // 16))
+    assert set(_grids(jax.make_jaxpr(attend)(q, k, v).jaxpr)) == {
+        f"flash_forward_chunk_{chunk}_of_{keys}"
+    }
+
+
 def _grids(jaxpr) -> dict:
     """Each Pallas kernel's name and grid in ``jaxpr``, nested calls included."""
     out = {}

@@ -10,9 +10,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from shardviz.errors import ShardvizError
+import shardviz as sv
 from shardviz.strategies.models.attention import naive_attention
-from shardviz.strategies.models.build import decoder_model
 from shardviz.strategies.models.configs import ArchConfig, get_config, param_count
 from shardviz.strategies.models.decoder import _temperature
 from shardviz.strategies.models.experts import moe_mlp
@@ -66,14 +65,18 @@ def test_the_nope_layers_temperature() -> None:
     np.testing.assert_allclose(t[16383], 1 + 0.1 * math.log(3), rtol=1e-6)
 
 
-def test_a_sequence_beyond_one_chunk_is_refused_not_miscounted() -> None:
-    """Chunks of 32 in 64 positions: attention over several chunks is not built yet."""
-    model = decoder_model(get_config("llama4-scout").scaled(attention_chunk=32),
-                          **small("llama4-scout"))  # fmt: skip
-    params = jax.eval_shape(model.init_params, jax.random.key(0))
-    batch = jax.eval_shape(model.make_batch, jax.random.key(1))
-    with pytest.raises(ShardvizError, match="chunks of 32 positions"):
-        jax.eval_shape(model.loss, params, batch)
+def test_the_formula_counts_each_chunk_in_full() -> None:
+    """MaxText's Llama 4 formula: a NoPE layer's attention over S x S, a chunked layer's
+    over its chunks, each chunk x chunk (the last, shorter one, its own square); one chunk
+    of the whole sequence or more is the causal mask."""
+    c = get_config("llama4-scout")
+    per_key = 4 * c.heads * c.head_dim * 3  # flops per query and key, forward and backward
+    for seq in (8192, 32768, 20000):
+        full, rest = divmod(seq, 8192)
+        chunked = full * 8192**2 + rest**2
+        want = per_key * (12 * seq**2 + 36 * chunked)
+        assert training_flops(c, seq, seq).attention == pytest.approx(want, rel=1e-12)
+    assert training_flops(c, 4096, 4096).attention == per_key * 48 * 4096**2
 
 
 def _reference_loss(params, batch, c: ArchConfig, group: int, capacity: float):
@@ -96,7 +99,8 @@ def _reference_loss(params, batch, c: ArchConfig, group: int, capacity: float):
             if c.qk_l2_norm:
                 q, k = (y * jax.lax.rsqrt(jnp.mean(y * y, -1, keepdims=True) + c.norm_eps)
                         for y in (q, k))  # fmt: skip
-        o = jnp.einsum("bsnk,nkd->bsd", naive_attention(q, k, v), a["wo"])
+        chunk = c.attention_chunk if c.roped(i) and c.attention_chunk < q.shape[1] else 0
+        o = jnp.einsum("bsnk,nkd->bsd", naive_attention(q, k, v, chunk=chunk), a["wo"])
         x = x + o
         h = rms_norm(x, p["mlp_norm"]["scale"], c.norm_eps)
         if moe:
@@ -111,10 +115,13 @@ def _reference_loss(params, batch, c: ArchConfig, group: int, capacity: float):
     return -jnp.mean(jnp.take_along_axis(logp, batch["targets"][..., None], -1))
 
 
-@pytest.mark.parametrize("name", ["llama4-scout", "llama4-maverick"])
-def test_the_block_scan_is_the_plain_loop(name: str) -> None:
-    """8 layers (two blocks of 4) of 64 positions: loss and gradients equal the loop's."""
-    sizes = small(name)
+@pytest.mark.parametrize(
+    ("name", "chunk"), [("llama4-scout", 0), ("llama4-maverick", 0), ("llama4-scout", 16)]
+)
+def test_the_block_scan_is_the_plain_loop(name: str, chunk: int) -> None:
+    """8 layers (two blocks of 4) of 64 positions: loss and gradients equal the loop's, the
+    RoPE layers within one chunk (the causal mask) or within chunks of 16 (four of them)."""
+    sizes = small(name, **({"attention_chunk": chunk} if chunk else {}))
     model = get_model(name, **sizes)
     c = model.info["config"]
     params, _, batch = init_train_state(model, jax.random.key(0))
@@ -140,12 +147,38 @@ def test_maverick_trains_under_expert_parallelism_as_on_one_device() -> None:
     close_after_adam(new_params, want_params, want_grads)
 
 
-@pytest.mark.parametrize("name", ["llama4-scout", "llama4-maverick"])
-def test_the_compiled_model_flops_are_the_formula(name: str) -> None:
+@pytest.mark.parametrize(
+    ("name", "chunk"), [("llama4-scout", 0), ("llama4-maverick", 0), ("llama4-scout", 16)]
+)
+def test_the_compiled_model_flops_are_the_formula(name: str, chunk: int) -> None:
     """One sequence per device, no remat: a shared and one routed expert a token (capacity
-    padding apart), Maverick's dense MLPs in every other layer."""
-    cost, _, model = step_cost(name, batch=1, remat="none")
+    padding apart), Maverick's dense MLPs in every other layer; with chunks of 16 in 64
+    positions, each chunk in full (the band's edge block, always outside the chunk, apart)."""
+    changes = {"attention_chunk": chunk} if chunk else {}
+    cost, _, model = step_cost(name, batch=1, remat="none", **changes)
     assert cost.model_flops_per_device == pytest.approx(formula(model), rel=1e-9)
+    if chunk:
+        assert formula(model) < formula(get_model(name, **small(name, batch=1, remat="none")))
+
+
+def test_a_deviceless_tpu_plan_runs_chunks_through_the_kernels() -> None:
+    """Scout at 256 positions in chunks of 128 on a deviceless v5p slice: the RoPE layers'
+    kernels visit the band of a window of one chunk (2 blocks of 128 keys) and count the
+    chunk's 128; the step's model flops are MaxText's Llama 4 formula."""
+    name = "llama4-scout"
+    sizes = small(name, seq=256, attention_block=128, attention_chunk=128, remat="none",
+                  compute_dtype="bfloat16", capacity_factor=1.0)  # fmt: skip
+    sizes.pop("batch")
+    c = sv.compare(name, ["fsdp"], target="v5p:2x2x2", batch_per_device=1, **sizes)
+    cost = c.results[0].report.cost
+    assert cost is not None
+    kernels = {k.name: k for k in cost.kernels if k.counted}
+    assert kernels["flash_forward_chunk_128_of_256"].model_flops == pytest.approx(
+        kernels["flash_forward_chunk_128_of_256"].flops / 2
+    )
+    assert "flash_forward" in kernels  # the NoPE layers: the whole causal sequence
+    want = training_flops(get_model(name, **sizes).info["config"], tokens=256, seq=256)
+    assert cost.model_flops_per_device == pytest.approx(want.total, rel=1e-9)
 
 
 @pytest.mark.parametrize(
