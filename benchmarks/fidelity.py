@@ -187,9 +187,9 @@ RUNS: tuple[Run, ...] = (
             _TRILLIUM + "Llama3.1-70B-MaxText/v6e-256/README.md", _70B),
     Run("mixtral", "mixtral-8x7b", "v5p:8x4x4", 4096, 8, "full", "fsdp", 0.5256, 2909,
         "per-device batch assumed 8 (the table gives MFU and tokens/s; the MFU at the "
-        "measured step does not depend on it); capacity factor 1: each expert computes "
-        "exactly its share of the top-2 picks, as MaxText's dropless kernel does",
-        capacity_factor=1.0, source="MaxText docs/reference/models/tiering.md"),
+        "measured step does not depend on it); dropless, megablox as MaxText's base.yml "
+        "runs an MoE by default (sparse_matmul, megablox, capacity_factor -1)",
+        moe="dropless", source="MaxText docs/reference/models/tiering.md"),
     # Ironwood: 64 chips (4x4x4), 128 jax devices, per-device batch 2, SL 8192.
     _recipe("tpu7x", "70b-7x", "llama3.1-70b", "4x4x4", 8192, 2, RECIPE_70B_7X, 1207.05,
             2686.98, _IRONWOOD, "bf16; " + _7X),
