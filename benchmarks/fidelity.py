@@ -413,17 +413,33 @@ def measure(key: str) -> dict:
     }
 
 
-def recipe_mfu(run: Run, m: dict) -> float:
-    """The MFU at the measured step in the recipe's terms: shardviz's model flops (attention
-    in full), less the half its formula leaves out where the recipe halves causal
-    attention, over the bf16 peak."""
+def recipe_mfu(run: Run, m: dict) -> tuple[float, float]:
+    """The MFU at the measured step in the recipe's terms, shardviz's and the formula's:
+    shardviz's model flops (attention in full), less the half the formula leaves out where
+    the recipe halves causal attention, over the bf16 peak; and the formula's own, halved
+    or not as the recipe's."""
     if not run.causal_half:
-        return m["mfu_at"]
+        return m["mfu_at"], m["formula_mfu_at"]
     config = get_config(run.model)
     tokens = run.batch_per_device * run.seq
     half = training_flops(config, tokens=tokens, seq=run.seq, causal_half=True).total
     peak_seconds = m["model_flops"] / m["mfu_at"]
-    return (m["model_flops"] - (m["formula"] - half)) / peak_seconds
+    return (m["model_flops"] - (m["formula"] - half)) / peak_seconds, half / peak_seconds
+
+
+def _params(run: Run, m: dict) -> str:
+    """The plan's parameters and the published count: the total, or where only the count
+    without the token embedding is published (Gemma 3), that one, said so."""
+    config = get_config(run.model)
+    if m["published_params"] is not None:
+        return f"{m['params'] / 1e9:.2f} B ({m['published_params'] / 1e9:.2f} B)"
+    if config.published_non_embedding is not None:
+        inner = config.d_model * config.vocab
+        return (
+            f"{m['params'] / 1e9:.2f} B; {(m['params'] - inner) / 1e9:.2f} B without the "
+            f"embedding ({config.published_non_embedding / 1e9:.2f} B)"
+        )
+    return f"{m['params'] / 1e9:.2f} B (not published)"
 
 
 def _dominant(m: dict) -> str:
@@ -478,7 +494,8 @@ def section(results: list[dict], command: str) -> str:
                 f"{run.step_seconds:.3g} s | | | | | | | | | {run.note} |"
             )
             continue
-        m = {**m, "mfu_at": recipe_mfu(run, m)}
+        mfu, formula_mfu = recipe_mfu(run, m)
+        m = {**m, "mfu_at": mfu, "formula_mfu_at": formula_mfu}
         planned.append((run, m))
         error = m["predicted"] / run.step_seconds - 1
         points = 100 * (m["mfu_at"] - run.mfu)
@@ -486,7 +503,7 @@ def section(results: list[dict], command: str) -> str:
             f"| {name} | {run.source} | {m['predicted']:.3g} s ({error:+.0%}) | "
             f"{run.step_seconds:.3g} s | {m['bound']:.3g} s {m['bound_by']} | {_dominant(m)} | "
             f"{format_percent(m['mfu_at'])} ({format_percent(run.mfu)}) | "
-            f"{m['params'] / 1e9:.2f} B ({m['published_params'] / 1e9:.2f} B) | "
+            f"{_params(run, m)} | "
             f"{m['model_flops']:.3g} ({m['formula']:.3g}) | "
             f"{m['peak'] / 2**30:.1f} / {m['hbm'] / 2**30:.0f} GiB | "
             f"{m['wall']:.0f} s / {m['bare']:.0f} s = {m['wall'] / m['bare']:.2f} | "
