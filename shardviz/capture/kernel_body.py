@@ -25,7 +25,7 @@ from shardviz.capture.hlo.kernels import (
     operand_types,
 )
 from shardviz.capture.hlo.text import HloModule
-from shardviz.capture.kernel_costs import model_share
+from shardviz.capture.kernel_costs import is_backward, model_share
 
 __all__ = ["body_table"]
 
@@ -129,7 +129,7 @@ def _count(body: bytes, name: str) -> KernelCount:
             why = (
                 "read from its compiled body: every branch at its costliest" if walk.bounded else ""
             )
-            backward = share is not None and share < 1.0
+            backward = is_backward(name, walk.dots)
             return KernelCount(flops, flops * (share or 1.0), how, why, 0.0, backward)
     raise _Unreadable("no kernel function in its body")
 

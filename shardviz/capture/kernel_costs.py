@@ -29,7 +29,7 @@ from shardviz.capture.jax_compat import scan_counts
 from shardviz.capture.kernel_grid import GridCount, count_kernel
 from shardviz.capture.remat_offload import sub_jaxprs
 
-__all__ = ["hlo_type", "kernel_table", "model_share"]
+__all__ = ["hlo_type", "is_backward", "kernel_table", "model_share"]
 
 #: Known values are kept for integer and boolean arrays up to this size (block maps, page
 #: tables, sequence lengths); weights and activations are never held.
@@ -275,11 +275,19 @@ class _Walker:
             how = "bounded" if counted.bounded else "counted"
             skipped = dense > 0 and counted.flops < dense
             why = f"{counted.flops / dense:.0%} of its grid's matmuls run" if skipped else ""
-            backward = share is not None and share < 1.0 or _is_backward(scope or name)
+            backward = is_backward(name, _dots(kernel)) or _is_backward(scope or name)
             found = KernelCount(counted.flops, model, how, why, hbm, backward)
         # The compiled module names the call after the kernel or after the scope around it.
         for alias in dict.fromkeys(n for n in (name, scope) if n):
             self.found.setdefault(kernel_key(alias, types), []).append(found)
+
+
+def is_backward(name: str, dots: Sequence[float]) -> bool:
+    """Whether an attention kernel is the backward pass's, by the part of its matmuls that
+    are the model's (a forward kernel's are all of them): a sliding window's or a chunk's
+    share of its keys left out, so a recomputed windowed forward is still known as one."""
+    share = model_share(_WINDOW.sub("", name), dots)
+    return share is not None and share < 1.0
 
 
 def _is_backward(name: str) -> bool:

@@ -188,13 +188,17 @@ def test_the_compiled_model_flops_are_maxtexts_gemma3_formula(remat: str) -> Non
     assert cost.model_flops_per_device < cost.matmul_flops_per_device
 
 
-def test_a_deviceless_tpu_plan_runs_the_local_layers_through_windowed_kernels() -> None:
+@pytest.mark.parametrize("remat", ["none", "full"])
+def test_a_deviceless_tpu_plan_runs_the_local_layers_through_windowed_kernels(remat) -> None:
     """On a deviceless v5p slice every layer's attention is the Pallas kernels, the local
     layers' over their band (2 blocks of 128 keys for a window of 128): each local kernel's
     model flops are half its dense flops (times its own share), and the step's are
-    MaxText's Gemma 3 formula (global layers S x S, local S x window), exactly."""
+    MaxText's Gemma 3 formula (global layers S x S, local S x window), exactly. Under remat
+    the recomputed windowed forward is known as a forward kernel (its window's half is not
+    a backward kernel's share), so it is not counted twice (it was: 10.9% over here, 0.8%
+    on the full-size 12B at SL 32768)."""
     name = "gemma3-12b"
-    sizes = small(name, seq=256, attention_block=128, sliding_window=128, remat="none",
+    sizes = small(name, seq=256, attention_block=128, sliding_window=128, remat=remat,
                   compute_dtype="bfloat16")  # fmt: skip
     sizes.pop("batch")
     c = sv.compare(name, ["fsdp"], target="v5p:2x2x2", batch_per_device=1, **sizes)
