@@ -89,16 +89,35 @@ def pick(
     """Each token's top-k experts and their gates, from router logits ``[G, S, E]`` (the
     arguments as :func:`route`'s): what a dropless layer computes with, and what
     :func:`route` places into slots."""
+    choices, masks, gates, aux_loss = _rounds(logits, top_k, scores, bias, scale, normalize)
+    del masks
+    return Picks(jnp.stack(choices, axis=-1).astype(jnp.int32), jnp.stack(gates, axis=-1), aux_loss)
+
+
+def _rounds(
+    logits: jax.Array,
+    top_k: int,
+    scores: str,
+    bias: jax.Array | None,
+    scale: float,
+    normalize: bool,
+) -> tuple[list[jax.Array], list[jax.Array], list[jax.Array], jax.Array]:
+    """The top-k choice round by round: each round's expert ``[G, S]``, its one-hot mask
+    ``[G, S, E]`` and its gate ``[G, S]``, and the load-balancing loss. :func:`route` places
+    the masks as they are (the program the partitioner sees is the one it always saw:
+    through stacked choices it turned the expert-parallel dispatch's all-to-all into other
+    collectives)."""
     logits = logits.astype(jnp.float32)
     sigmoid = scores == "sigmoid"
     probs = jax.nn.sigmoid(logits) if sigmoid else jax.nn.softmax(logits, axis=-1)
     experts = probs.shape[-1]
     remaining = probs if bias is None else probs + bias.astype(jnp.float32)
-    choices, gates = [], []
+    choices, masks, gates = [], [], []
     for _ in range(top_k):
         choice = jnp.argmax(remaining, axis=-1)
         mask = jax.nn.one_hot(choice, experts, dtype=jnp.float32)  # [G, S, E]
         choices.append(choice)
+        masks.append(mask)
         gates.append(jnp.sum(probs * mask, axis=-1))  # [G, S]
         remaining = jnp.where(mask > 0, -jnp.inf, remaining)
     total = sum(gates)
@@ -108,12 +127,12 @@ def pick(
 
     # GShard's auxiliary loss: fraction of first choices per expert times mean router prob
     # (sigmoid scores normalised over the experts first, as DeepSeek-V3's balance loss).
-    density = jnp.mean(jax.nn.one_hot(choices[0], experts, dtype=jnp.float32), axis=1)  # [G, E]
+    density = jnp.mean(masks[0], axis=1)  # [G, E]
     if sigmoid:
         probs = probs / jnp.sum(probs, axis=-1, keepdims=True)
     density_proxy = jnp.mean(probs, axis=1)  # [G, E]
     aux_loss = jnp.mean(density * density_proxy) * experts**2
-    return Picks(jnp.stack(choices, axis=-1).astype(jnp.int32), jnp.stack(gates, axis=-1), aux_loss)
+    return choices, masks, gates, aux_loss
 
 
 def route(
@@ -146,21 +165,19 @@ def route(
     Returns:
       A :class:`Routing`.
     """
-    picks = pick(logits, top_k=top_k, scores=scores, bias=bias, scale=scale, normalize=normalize)
-    experts = logits.shape[-1]
-    filled = jnp.zeros((logits.shape[0], 1, experts), jnp.float32)  # slots taken earlier
+    _, masks, gates, aux_loss = _rounds(logits, top_k, scores, bias, scale, normalize)
+    filled = jnp.zeros_like(masks[0][:, :1, :])  # [G, 1, E] slots taken by earlier rounds
     dispatch = jnp.zeros((*logits.shape, capacity), jnp.float32)
     combine = jnp.zeros_like(dispatch)
-    for i in range(top_k):
-        mask = jax.nn.one_hot(picks.experts[..., i], experts, dtype=jnp.float32)  # [G, S, E]
+    for mask, gate in zip(masks, gates, strict=True):
         position = jnp.cumsum(mask, axis=1) - 1 + filled  # [G, S, E] slot each token would take
         mask = mask * (position < capacity)
         filled = filled + jnp.sum(mask, axis=1, keepdims=True)
         slot = jnp.sum(position * mask, axis=-1).astype(jnp.int32)  # [G, S]
         placed = mask[..., None] * jax.nn.one_hot(slot, capacity, dtype=jnp.float32)[:, :, None]
         dispatch = dispatch + placed
-        combine = combine + picks.gates[..., i, None, None] * placed
-    return Routing(dispatch, combine, picks.aux_loss)
+        combine = combine + gate[..., None, None] * placed
+    return Routing(dispatch, combine, aux_loss)
 
 
 def init_params(

@@ -90,9 +90,12 @@ def test_every_named_activation_is_constrained() -> None:
         model = get_model(name, **small(name))
         state = jax.eval_shape(lambda k, m=model: init_train_state(m, k), jax.random.key(0))
         jax.eval_shape(model.constrained(record).loss, state[0], state[2])
-    assert set(seen) == set(ACTIVATION_AXES)
+    # The dropless layer's shard map reads these as specs (its in-specs), never pins them:
+    # tests/strategies/models/test_dropless.py holds them.
+    spec_only = {"moe_tokens", "expert_w_in", "expert_w_out"}
+    assert set(seen) == set(ACTIVATION_AXES) - spec_only
     for name, axes in ACTIVATION_AXES.items():
-        assert len(seen[name]) == len(axes), name
+        assert name in spec_only or len(seen[name]) == len(axes), name
     assert seen["query"] == (8, 64, 8, 16) and seen["key"] == (8, 64, 4, 16)
     assert seen["dispatched"] == (4, 16, 32, 64)  # experts, groups, capacity 2*2*32/4, embed
     assert seen["logits"] == (8, 32, 256)  # one chunk

@@ -206,7 +206,8 @@ def test_a_deviceless_tpu_plan_runs_the_local_layers_through_windowed_kernels(re
     assert cost is not None
     kernels = {k.name: k for k in cost.kernels if k.counted}
     local = kernels["flash_forward_window_128_of_256"]
-    assert local.model_flops == pytest.approx(local.flops / 2)
+    runs = 1 if remat == "none" else 2  # under remat the forward runs again, counted once
+    assert local.model_flops == pytest.approx(local.flops / 2 / runs)
     assert {"flash_forward", "flash_backward_dkv_window_128_of_256"} <= set(kernels)
     want = training_flops(get_model(name, **sizes).info["config"], tokens=256, seq=256)
     assert cost.model_flops_per_device == pytest.approx(want.total, rel=1e-9)
