@@ -34,7 +34,7 @@ import jax.numpy as jnp
 
 from shardviz.capture.hlo.matmuls import REMAT_MARK, WINDOW_EDGE_MARK
 
-__all__ = ["band_and_chunk", "blockwise_attention", "naive_attention"]
+__all__ = ["band_and_chunk", "blockwise_attention", "naive_attention", "visible"]
 
 _MASKED = -1e30  # a masked score: exp(_MASKED - m) == 0 for any real running max m
 _F32 = jnp.float32
@@ -168,12 +168,20 @@ def _scores(qi, kj, i, j, scale, window=0, seq=0, chunk=0):
     s, q_pos, k_pos = jax.lax.optimization_barrier(
         (s, i * bq + jnp.arange(bq)[:, None], j * bk + jnp.arange(bk)[None, :])
     )
+    return jnp.where(visible(q_pos, k_pos, window, seq, chunk), s, _MASKED)
+
+
+def visible(q_pos, k_pos, window: int = 0, seq: int = 0, chunk: int = 0):
+    """Which keys each query sees, from their positions (broadcast against each other):
+    causal; within a ``window`` (past either end of the ``seq`` positions: none, a band's
+    clamped block); within the query's ``chunk``. One rule for the blockwise program and
+    the kernels."""
     keep = q_pos >= k_pos
     if window:
         keep = keep & (q_pos - k_pos < window) & (k_pos >= 0) & (q_pos < seq)
     if chunk:
         keep = keep & (q_pos // chunk == k_pos // chunk)
-    return jnp.where(keep, s, _MASKED)
+    return keep
 
 
 def _forward(q5, k, v, bq, bk, scale, window=0, chunk=0):

@@ -44,7 +44,7 @@ from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
 
 from shardviz.capture.hlo.matmuls import REMAT_MARK
-from shardviz.strategies.models.attention import band_and_chunk
+from shardviz.strategies.models.attention import band_and_chunk, visible
 
 __all__ = ["pallas_attention"]
 
@@ -124,12 +124,7 @@ def _masked_scores(a, b, a0, b0, scale, queries_first, window=0, seq=0, chunk=0)
     a_pos = a0 + lax.broadcasted_iota(jnp.int32, shape, 0)
     b_pos = b0 + lax.broadcasted_iota(jnp.int32, shape, 1)
     q_pos, k_pos = (a_pos, b_pos) if queries_first else (b_pos, a_pos)
-    keep = q_pos >= k_pos
-    if window:
-        keep = keep & (q_pos - k_pos < window) & (k_pos >= 0) & (q_pos < seq)
-    if chunk:
-        keep = keep & (q_pos // chunk == k_pos // chunk)
-    return jnp.where(keep, s, _MASKED)
+    return jnp.where(visible(q_pos, k_pos, window, seq, chunk), s, _MASKED)
 
 
 def _row_to_column(row):
