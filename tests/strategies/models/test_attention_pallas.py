@@ -18,7 +18,6 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from shardviz.capture.hlo.matmuls import REMAT_MARK  # noqa: E402
-from shardviz.capture.kernel_costs import _kernel_name  # noqa: E402
 from shardviz.strategies.models.attention import naive_attention  # noqa: E402
 from shardviz.strategies.models.attention_pallas import pallas_attention  # noqa: E402
 
@@ -171,7 +170,9 @@ def _grids(jaxpr) -> dict:
     out = {}
     for eqn in jaxpr.eqns:
         if eqn.primitive.name == "pallas_call":
-            out[_kernel_name(eqn.params)] = tuple(eqn.params["grid_mapping"].grid)
+            p = eqn.params
+            name = p.get("name") or p["name_and_src_info"].name
+            out[name] = tuple(p["grid_mapping"].grid)
         for v in eqn.params.values():
             inner = getattr(v, "jaxpr", v)
             if hasattr(inner, "eqns"):
