@@ -87,10 +87,9 @@ def pick(
     normalize: bool = True,
 ) -> Picks:
     """Each token's top-k experts and their gates, from router logits ``[G, S, E]`` (the
-    arguments as :func:`route`'s): what a dropless layer computes with, and what
-    :func:`route` places into slots."""
-    choices, masks, gates, aux_loss = _rounds(logits, top_k, scores, bias, scale, normalize)
-    del masks
+    arguments as :func:`route`'s): what a dropless layer computes with. The same rounds
+    (:func:`_rounds`) as :func:`route` places into slots."""
+    choices, _, gates, aux_loss = _rounds(logits, top_k, scores, bias, scale, normalize)
     return Picks(jnp.stack(choices, axis=-1).astype(jnp.int32), jnp.stack(gates, axis=-1), aux_loss)
 
 

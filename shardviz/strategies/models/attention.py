@@ -34,7 +34,7 @@ import jax.numpy as jnp
 
 from shardviz.capture.hlo.matmuls import REMAT_MARK, WINDOW_EDGE_MARK
 
-__all__ = ["band_and_chunk", "blockwise_attention", "naive_attention", "visible"]
+__all__ = ["band_and_chunk", "band_blocks", "blockwise_attention", "naive_attention", "visible"]
 
 _MASKED = -1e30  # a masked score: exp(_MASKED - m) == 0 for any real running max m
 _F32 = jnp.float32
@@ -117,7 +117,7 @@ def band_and_chunk(window: int, chunk: int, seq: int) -> tuple[int, int]:
     return (chunk or window), chunk
 
 
-def _band(window: int, block: int, other: int, most: int) -> int:
+def band_blocks(window: int, block: int, other: int, most: int) -> int:
     """Blocks of ``other`` positions one block of ``block`` positions meets within a window
     (the band's width; at most ``most``, every block). When ``other`` divides ``block`` the
     band starts on a block's edge: ``block / other`` blocks for the block itself and
@@ -190,7 +190,7 @@ def _forward(q5, k, v, bq, bk, scale, window=0, chunk=0):
     nk = kb.shape[0]
     seq = k.shape[1]
     stats = qb.shape[1:2] + qb.shape[3:5] + qb.shape[2:3]  # [B, N, G, bq]
-    band = _band(window, bq, bk, nk) if window else nk
+    band = band_blocks(window, bq, bk, nk) if window else nk
 
     def per_query_block(_, xs):
         qi, i = xs
@@ -253,7 +253,7 @@ def _flash_bwd(bq, bk, scale, window, chunk, residuals, d_out):
     kb, vb = _blocks(k, bk), _blocks(v, bk)
     nq = qb.shape[0]
     seq = k.shape[1]
-    band = _band(window, bk, bq, nq) if window else nq
+    band = band_blocks(window, bk, bq, nq) if window else nq
 
     def per_kv_block(dq, ys):
         kj, vj, j = ys

@@ -44,7 +44,7 @@ from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
 
 from shardviz.capture.hlo.matmuls import REMAT_MARK
-from shardviz.strategies.models.attention import band_and_chunk, visible
+from shardviz.strategies.models.attention import band_and_chunk, band_blocks, visible
 
 __all__ = ["pallas_attention"]
 
@@ -395,11 +395,11 @@ def _backward_dq(q, k, v, do, lse, delta, bq, bk, scale, interpret, window=0, ch
 
 def _band(window: int, block: int, blocks: int, s: int) -> tuple[int, int, int]:
     """A kernel's band, its grid's last axis and the keys each query is computed against:
-    no window, ``(0, blocks, s)``; with one, the blocks one block meets within it (itself
-    and ``ceil((window - 1) / block)`` beside it, at most every block) for both."""
+    no window, ``(0, blocks, s)``; with one, the blocks one block meets within it
+    (:func:`.attention.band_blocks`, equal blocks both ways) for both."""
     if not window:
         return 0, blocks, s
-    band = min(blocks, 1 + -(-(window - 1) // block))
+    band = band_blocks(window, block, block, blocks)
     return band, band, band * block
 
 
