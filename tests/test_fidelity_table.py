@@ -91,3 +91,11 @@ def test_the_summary_is_the_mean_and_worst_error_and_a_failed_plan_says_why() ->
     assert "- FAIL: not planned here: 405b-v5p" in text
     assert "28 of 30 applied; not known here: xla_sc_disjoint_spmem" in text
     assert text.count("| tpu-recipes training/trillium/Llama3.1-8B-MaxText/v6e-256") == 1
+
+
+def test_a_plan_without_its_bare_recompile_says_so_and_has_no_ratio_check() -> None:
+    timed, untimed = _figures("8b", 5.0), _figures("70b", 40.0) | {"bare": None}
+    text = F.section([timed, untimed], "benchmarks/fidelity.py --no-baseline")
+    assert "| 100 s / 100 s = 1.00 |" in text and "| 100 s / not timed |" in text
+    assert "8b: plan within 1.1x of its bare compile" in text
+    assert "70b: plan within 1.1x" not in text
