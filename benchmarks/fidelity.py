@@ -246,6 +246,9 @@ RUNS: tuple[Run, ...] = (
     _recipe("tpu7x", "deepseek-7x", "deepseek3-671b", "4x4x8", 4096, 8, RECIPE_LAYER_INPUT,
             607.53, 2425.75, _IRONWOOD, "bf16; " + _DROPLESS + "; the layer input offloaded",
             moe="dropless"),
+    _recipe("tpu7x", "deepseek-7x-fp8", "deepseek3-671b", "4x4x8", 4096, 8, RECIPE_LAYER_INPUT,
+            730.60, 2917.15, _IRONWOOD, "fp8_full; " + _DROPLESS + " (in fp8: qwix's tiles); "
+            "the layer input offloaded", moe="dropless", quantization="fp8"),
     # Gemma 3 12B at SL 32768 on one, two and four v6e-256 slices (MaxText's num_slices:
     # the slices data parallel over the data-centre network, FSDP within each).
     *(
@@ -258,6 +261,30 @@ RUNS: tuple[Run, ...] = (
              _GEMMA3 + "; 2 slices, data parallel over DCN"),
             ("4xv6e", "gemma3-12b-4x", "4x-v6e-256", 304.788, 3905.572, "dp+fsdp", (4, 256),
              _GEMMA3 + "; 4 slices, data parallel over DCN"),
+        )
+    ),
+    # Llama 3.1 405B on two v6e-256 slices, FSDP over all 512 chips (ici_fsdp 256 x dcn_fsdp 2:
+    # one axis, the slices outermost), and Mixtral 8x22B dropped at 1.25 on one.
+    _recipe("2xv6e", "405b-v6e", "llama3.1-405b", "16x16", 8192, 1, RECIPE_LAYER_INPUT,
+            392.454, 149.482, _TRILLIUM + "Llama3.1-405B-MaxText/README.md",
+            "the layer input offloaded; FSDP over both slices (dcn_fsdp 2), the weights "
+            "gathered over the data-centre network too"),
+    _recipe("v6e", "mixtral-8x22b", "mixtral-8x22b", "16x16", 4096, 8, RECIPE_8B, 332.463,
+            1326.307, _TRILLIUM + "Mixtral-8x22B-MaxText/README.md",
+            "dropped at capacity factor 1.25; fsdp 64 x expert 4 (the recipe's "
+            "hybrid_ring_64x4 mesh); " + _8B + "; its config as MaxText added it (commit "
+            "449b4fe5, benchmarks/maxtext_trillium_model_configs.py)", strategy="ep",
+            mesh=(64, 4), capacity_factor=1.25),
+    # Qwen3-235B-A22B on 256 Ironwood chips: dropless (sparse_matmul with tokamax's grouped
+    # matmul, planned with megablox's), random routing (balanced), FSDP over all 512 devices.
+    *(
+        _recipe("tpu7x", key, "qwen3-235b-a22b", "4x8x8", 4096, 16, RECIPE_LAYER_INPUT, tf, tok,
+                _IRONWOOD, note + _DROPLESS + "; the layer input offloaded", moe="dropless",
+                **more)
+        for key, tf, tok, note, more in (
+            ("qwen3-7x", 629.79, 4245.89, "bf16; ", {}),
+            ("qwen3-7x-fp8", 702.60, 4736.72, "fp8_full (qwix's tiles); ",
+             {"quantization": "fp8"}),
         )
     ),
     # Ironwood, 256 chips (4x8x8), 512 jax devices.

@@ -34,7 +34,9 @@ def test_every_run_cites_its_source_and_its_step_is_its_tokens_over_its_rate() -
         "llama2-70b": 9.052, "405b-v5p": 131.474, "70b-7x-256": 12.27, "70b-7x-256-fp8": 7.95,
         "405b-7x": 98.34, "405b-7x-fp8": 64.37, "maverick-v5p": 24.792, "scout-v5p": 31.652,
         "deepseek-v5p": 90.668, "deepseek-7x": 27.02, "gemma3-12b": 7.318,
-        "gemma3-12b-2x": 7.793, "gemma3-12b-4x": 8.390,
+        "gemma3-12b-2x": 7.793, "gemma3-12b-4x": 8.390, "405b-v6e": 54.803,
+        "mixtral-8x22b": 24.706, "qwen3-7x": 30.87, "qwen3-7x-fp8": 27.67,
+        "deepseek-7x-fp8": 22.47,
     }  # fmt: skip
     for key, seconds in published.items():
         assert F.RUN_BY_KEY[key].step_seconds == pytest.approx(seconds, rel=5e-3), key
@@ -49,7 +51,8 @@ def test_each_run_counts_attention_as_its_maxtext_did() -> None:
     from shardviz.strategies.models.flops import training_flops
 
     for key in ("gemma3-12b", "gemma3-12b-4x", "scout-v5p", "deepseek-v5p", "deepseek-7x",
-                "70b-7x", "maverick-v5p", "8b", "70b"):  # fmt: skip
+                "70b-7x", "maverick-v5p", "8b", "70b", "405b-v6e", "mixtral-8x22b",
+                "qwen3-7x", "qwen3-7x-fp8", "deepseek-7x-fp8"):  # fmt: skip
         run = F.RUN_BY_KEY[key]
         tokens = run.batch_per_device * run.seq
         flops = training_flops(get_config(run.model), tokens, run.seq, run.causal_half).total
