@@ -86,3 +86,41 @@ def test_valid_window_pairs_match_a_brute_count(size, out, k, lo, stride, lhs, r
         if 0 <= o * stride + j * rhs - lo < span and (o * stride + j * rhs - lo) % lhs == 0
     )
     assert _valid_pairs(size, out, w) == brute
+
+
+#: A remat step as jax 0.12's TPU compiler leaves it: the forward projection has metadata;
+#: in the backward its recomputation (``%r``) and the weight gradient (``%dw``) have none
+#: (relaid-out convolutions), each with one operand under the remat mark. The weights come
+#: from the stacked layers' slice, the gradient from the backward.
+_FWD = "jit(step)/jvp()/while/body/bsd,dnk->bsnk/dot_general"
+_SLICE = "jit(step)/transpose(jvp())/while/body/jit(dynamic_index_in_dim)/squeeze"
+_REMAT = "jit(step)/transpose(jvp())/while/body/checkpoint/rematted_computation/convert"
+_GRAD = "jit(step)/transpose(jvp())/while/body/checkpoint/mul"
+REMAT_STEP = f"""HloModule m
+
+ENTRY %e (x: bf16[256,64], w: bf16[64,128], g: bf16[256,128]) -> bf16[64,128] {{
+  %x = bf16[256,64] parameter(0)
+  %w = bf16[64,128] parameter(1)
+  %g = bf16[256,128] parameter(2)
+  %f = bf16[256,128]{{0,1}} convolution(%x, %w), dim_labels=fb_io->fb, metadata={{op_name="{_FWD}"}}
+  %xr = bf16[256,64] copy(%x), metadata={{op_name="{_REMAT}"}}
+  %ws = bf16[64,128] copy(%w), metadata={{op_name="{_SLICE}"}}
+  %r = bf16[256,128]{{0,1}} convolution(%xr, %ws), dim_labels=fb_io->fb
+  %gg = bf16[256,128] multiply(%g, %r), metadata={{op_name="{_GRAD}"}}
+  ROOT %dw = bf16[64,128]{{0,1}} convolution(%xr, %gg), dim_labels=bf_io->bf
+}}
+"""
+
+
+def test_a_recomputed_matmul_without_metadata_is_known_by_its_forward_twin() -> None:
+    """The recomputation counts apart (its remat-marked operand, and a forward matmul of the
+    same shapes contracted the same way); the weight gradient, which has a remat-marked
+    operand too but no forward twin, stays the model's (jax 0.12 had both as the model's)."""
+    from shardviz.capture.hlo.matmuls import matmul_flops
+
+    m = parse_hlo_module(REMAT_STEP)
+    flops = matmul_flops(m, {})
+    each = 2.0 * 256 * 64 * 128
+    assert flops.total == 3 * each
+    assert flops.recomputed == each
+    assert flops.model == 2 * each

@@ -207,15 +207,63 @@ def instruction_flops(
     return None
 
 
-def _stack(module: HloModule, ins: HloInstruction) -> str:
+#: The name-stack marker of jax's backward pass (the transpose of the forward's ``jvp``).
+_BACKWARD = "transpose("
+#: The attributes that say how a matmul contracts its operands.
+_CONTRACTION = frozenset({
+    "lhs_contracting_dims", "rhs_contracting_dims", "lhs_batch_dims", "rhs_batch_dims",
+    "dim_labels", "window", "feature_group_count", "batch_group_count",
+})  # fmt: skip
+
+
+def _signature(module: HloModule, ins: HloInstruction) -> tuple:
+    """What a matmul computes, in shapes: its opcode, its operands' and result's element
+    types and dims, and how it contracts them (layouts left out)."""
+    shapes = (ins.shape, *module.operand_shapes(ins))
+    arrays = tuple((a.type, a.dims) if isinstance(a, ArrayShape) else None for a in shapes)
+    how = tuple(sorted((k, v) for k, v in ins.attrs.items() if k in _CONTRACTION))
+    return ins.opcode, arrays, how
+
+
+class _Forward:
+    """The signatures of a module's forward-pass matmuls (outside jax's backward), found
+    once and only when a matmul without metadata needs them."""
+
+    def __init__(self, module: HloModule) -> None:
+        self._module = module
+        self._found: frozenset[tuple] | None = None
+
+    def __contains__(self, signature: tuple) -> bool:
+        if self._found is None:
+            m = self._module
+            stacks = (
+                (ins, ins.op_name or m.named(ins).op_name)
+                for ins in m.instructions()
+                if ins.opcode in ("dot", "convolution")
+            )
+            # Named, and not in the backward (an op with no name at all is not known as either).
+            self._found = frozenset(
+                _signature(m, ins) for ins, stack in stacks if stack and _BACKWARD not in stack
+            )
+        return signature in self._found
+
+
+def _stack(module: HloModule, ins: HloInstruction, forward: _Forward | None = None) -> str:
     """The op's name stack; for one the compiler made without metadata (a dot rewritten into
-    canonical form, XLA:CPU's library fusions), the remat mark its operands all carry, a
-    window's edge mark one of them carries, or the op around it."""
+    canonical form, XLA:CPU's library fusions, the TPU compiler's relaid-out convolutions),
+    the remat mark its operands all carry, or one of them carries where a forward matmul
+    computes the same shapes the same way (a recomputed projection, its other operand the
+    layer's weights: the backward's own matmuls, ``dW = x.T @ dy``, have no such twin),
+    a window's edge mark one of them carries, or the op around it."""
     if ins.op_name:
         return ins.op_name
     names = operand_names(module, ins)
     if names and all(REMAT_MARK in n for n in names):
         return min(names)
+    marked = [n for n in names if REMAT_MARK in n]
+    forward = forward if forward is not None else _Forward(module)
+    if marked and _signature(module, ins) in forward:
+        return min(marked)
     # A window's edge block reads its keys (or its queries, backward) under the mark, while
     # the other operand comes from outside the edge step.
     edge = [n for n in names if WINDOW_EDGE_MARK in n]
@@ -239,6 +287,7 @@ def matmul_flops(
     no padding counted); ``moe``: the MoE matmuls when already found."""
     total = recomputed = dispatch = padding = gap = 0.0
     moe = moe if moe is not None else moe_dots(module)
+    forward = _Forward(module)
     for ins in module.instructions():
         if ins.opcode not in ("dot", "convolution", "custom-call"):
             continue
@@ -249,7 +298,7 @@ def matmul_flops(
         n = runs.get(ins.computation, 1)
         total += flops * n
         # The op's own name stack, or the nearest one around it when the compiler dropped it.
-        name = _stack(module, ins)
+        name = _stack(module, ins, forward)
         if DISPATCH_MARK in name or ins.name in moe.dispatch:
             dispatch += flops * n
         elif REMAT_MARK in name and not (kernel is not None and kernel.backward):

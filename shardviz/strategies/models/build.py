@@ -252,7 +252,8 @@ def decoder_model(name: str | ArchConfig, **overrides: Any) -> DecoderModel:
         _fail(
             where,
             f"moe='dropless' with quantization={s['quantization']!r}: the grouped matmuls "
-            "are not quantised yet",
+            "are not quantised (megablox's gmm and tgmm take bfloat16 or float32 operands "
+            "only; fp8 grouped matmuls are another kernel's, such as tokamax's)",
             "plan the dropless layer in the compute dtype (quantization=''), or use "
             "moe='capacity' for fp8 experts",
         )

@@ -188,16 +188,7 @@ def test_the_compiled_model_flops_are_maxtexts_gemma3_formula(remat: str) -> Non
     assert cost.model_flops_per_device < cost.matmul_flops_per_device
 
 
-#: With jax 0.12's libtpu (0.0.50) a deviceless TPU step under full remat counts some of its
-#: recomputation as the model's (a reduced Llama 3.1: 16,777,216 flops over, 4.4%; exact
-#: with jax 0.10's libtpu). Known and open (issue 42's note); not the window's.
-_NEW_LIBTPU_REMAT = pytest.mark.skipif(
-    tuple(int(x) for x in jax.__version__.split(".")[:2]) >= (0, 12),
-    reason="jax 0.12's libtpu: part of a TPU step's recomputation counted as the model's",
-)
-
-
-@pytest.mark.parametrize("remat", ["none", pytest.param("full", marks=_NEW_LIBTPU_REMAT)])
+@pytest.mark.parametrize("remat", ["none", "full"])
 def test_a_deviceless_tpu_plan_runs_the_local_layers_through_windowed_kernels(remat) -> None:
     """On a deviceless v5p slice every layer's attention is the Pallas kernels, the local
     layers' over their band (2 blocks of 128 keys for a window of 128): each local kernel's
