@@ -124,3 +124,22 @@ def test_a_recomputed_matmul_without_metadata_is_known_by_its_forward_twin() -> 
     assert flops.total == 3 * each
     assert flops.recomputed == each
     assert flops.model == 2 * each
+
+
+def test_a_backward_matmul_of_a_forward_ones_shapes_is_not_taken_for_a_recomputation() -> None:
+    """Square blocks (blockwise attention's ``p @ v`` and its gradient's ``p @ dO``): a
+    backward matmul with a recomputed operand and the shapes of a forward one stays the
+    model's when its other operand is a gradient, computed in the backward, not read."""
+    from shardviz.capture.hlo.matmuls import matmul_flops
+
+    square = REMAT_STEP.replace("[256,64]", "[64,64]").replace("[64,128]", "[64,64]")
+    square = square.replace("[256,128]", "[64,64]")
+    # The backward's matmul takes the gradient (%gg), not the weights' slice (%ws).
+    square = square.replace(
+        "convolution(%xr, %ws), dim_labels=fb_io->fb",
+        "convolution(%xr, %gg0), dim_labels=fb_io->fb",
+    )
+    square = square.replace("  %ws = ", f'  %gg0 = bf16[64,64] multiply(%g, %g), metadata={{op_name="{_GRAD}"}}\n  %ws = ')  # fmt: skip
+    m = parse_hlo_module(square)
+    flops = matmul_flops(m, {})
+    assert flops.recomputed == 0 and flops.model == flops.total

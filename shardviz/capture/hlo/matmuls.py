@@ -248,12 +248,25 @@ class _Forward:
         return signature in self._found
 
 
+#: The last name-stack parts of ops that only read a value as it is (the layer's slice of a
+#: scanned stack of weights, gathered or reshaped), not compute one.
+_READS = frozenset({"squeeze", "dynamic_slice", "dynamic_index_in_dim", "slice", "reshape",
+                    "all_gather"})  # fmt: skip
+
+
+def _read_as_in_forward(name: str) -> bool:
+    """Whether an operand named ``name`` holds a forward value: made outside the backward
+    pass, or there only read (a weight's slice); a gradient is computed in the backward."""
+    return _BACKWARD not in name or name.rsplit("/", 1)[-1] in _READS
+
+
 def _stack(module: HloModule, ins: HloInstruction, forward: _Forward | None = None) -> str:
     """The op's name stack; for one the compiler made without metadata (a dot rewritten into
     canonical form, XLA:CPU's library fusions, the TPU compiler's relaid-out convolutions),
-    the remat mark its operands all carry, or one of them carries where a forward matmul
-    computes the same shapes the same way (a recomputed projection, its other operand the
-    layer's weights: the backward's own matmuls, ``dW = x.T @ dy``, have no such twin),
+    the remat mark its operands all carry, or one of them carries where the others hold
+    forward values (the layer's weights) and a forward matmul computes the same shapes the
+    same way (a recomputed projection; the backward's own matmuls take a gradient, and
+    ``dW = x.T @ dy`` has no such twin),
     a window's edge mark one of them carries, or the op around it."""
     if ins.op_name:
         return ins.op_name
@@ -261,9 +274,10 @@ def _stack(module: HloModule, ins: HloInstruction, forward: _Forward | None = No
     if names and all(REMAT_MARK in n for n in names):
         return min(names)
     marked = [n for n in names if REMAT_MARK in n]
-    forward = forward if forward is not None else _Forward(module)
-    if marked and _signature(module, ins) in forward:
-        return min(marked)
+    if marked and all(REMAT_MARK in n or _read_as_in_forward(n) for n in names):
+        forward = forward if forward is not None else _Forward(module)
+        if _signature(module, ins) in forward:
+            return min(marked)
     # A window's edge block reads its keys (or its queries, backward) under the mark, while
     # the other operand comes from outside the edge step.
     edge = [n for n in names if WINDOW_EDGE_MARK in n]
