@@ -266,8 +266,8 @@ def _stack(module: HloModule, ins: HloInstruction, forward: _Forward | None = No
     the remat mark its operands all carry, or one of them carries where the others hold
     forward values (the layer's weights) and a forward matmul computes the same shapes the
     same way (a recomputed projection; the backward's own matmuls take a gradient, and
-    ``dW = x.T @ dy`` has no such twin),
-    a window's edge mark one of them carries, or the op around it."""
+    ``dW = x.T @ dy`` has no such twin), a window's edge mark one of them carries, or the
+    op around it."""
     if ins.op_name:
         return ins.op_name
     names = operand_names(module, ins)
