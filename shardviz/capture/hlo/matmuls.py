@@ -260,7 +260,7 @@ def _read_as_in_forward(name: str) -> bool:
     return _BACKWARD not in name or name.rsplit("/", 1)[-1] in _READS
 
 
-def _stack(module: HloModule, ins: HloInstruction, forward: _Forward | None = None) -> str:
+def _stack(module: HloModule, ins: HloInstruction, forward: _Forward) -> str:
     """The op's name stack; for one the compiler made without metadata (a dot rewritten into
     canonical form, XLA:CPU's library fusions, the TPU compiler's relaid-out convolutions),
     the remat mark its operands all carry, or one of them carries where the others hold
@@ -274,10 +274,9 @@ def _stack(module: HloModule, ins: HloInstruction, forward: _Forward | None = No
     if names and all(REMAT_MARK in n for n in names):
         return min(names)
     marked = [n for n in names if REMAT_MARK in n]
-    if marked and all(REMAT_MARK in n or _read_as_in_forward(n) for n in names):
-        forward = forward if forward is not None else _Forward(module)
-        if _signature(module, ins) in forward:
-            return min(marked)
+    forward_values = all(REMAT_MARK in n or _read_as_in_forward(n) for n in names)
+    if marked and forward_values and _signature(module, ins) in forward:
+        return min(marked)
     # A window's edge block reads its keys (or its queries, backward) under the mark, while
     # the other operand comes from outside the edge step.
     edge = [n for n in names if WINDOW_EDGE_MARK in n]
