@@ -81,16 +81,21 @@ def known_cause(
     return None
 
 
-def _known(result: LaunchResult, first: int | None) -> tuple[str, str, str] | None:
-    """The first known jax message in the output, looking at process ``first`` first, with the
-    line it was found in."""
+def _failed(p: ProcessResult) -> bool:
+    """``p`` exited nonzero or died by itself (not stopped by the launcher)."""
+    return not p.ok and not p.stopped
+
+
+def _known(result: LaunchResult, first: int | None) -> tuple[str, str, str, int] | None:
+    """The first known jax message in the output, looking at process ``first`` first: its
+    meaning (with the line it was found in), its fix, its phrase and the process that wrote it."""
     order = sorted(result.processes, key=lambda p: p.index != first)
     for entry in KNOWN:
         for p in order:
             found = known_cause([line for _, line in p.output], (entry,))
             if found is not None:
                 meaning, fix, quote = found
-                return f'{meaning} (process {p.index} wrote "{quote}")', fix, entry[0]
+                return f'{meaning} (process {p.index} wrote "{quote}")', fix, entry[0], p.index
     return None
 
 
@@ -108,12 +113,20 @@ def failure_message(result: LaunchResult, timeout: float | None = None) -> str |
     if result.failed is not None:
         p = result.processes[result.failed]
         what = p.describe()
+        # Peers that failed by themselves too: which of them exits first is a race (a process
+        # that aborts on a collective mismatch resets its peer's connection), so name them all.
+        also = [q.describe() for q in result.processes if q.index != p.index and _failed(q)]
+        if also:
+            what += f" ({', '.join(also)} too)"
         if stopped:
             what += f", so {_names(stopped)} {'was' if len(stopped) == 1 else 'were'} stopped"
         known = _known(result, p.index)
+        quoted = [_quote(p)]
         if known is not None:
             what += f". Cause: {known[0]}"
             fix = known[1]
+            if known[3] != p.index:
+                quoted.append(_quote(result.processes[known[3]]))
         elif p.returncode == -9:
             fix = (
                 "something outside the program killed it (kill -9, or the system's "
@@ -121,7 +134,6 @@ def failure_message(result: LaunchResult, timeout: float | None = None) -> str |
             )
         else:
             fix = f"read process {p.index}'s last output below (a traceback names the cause)"
-        quoted = [_quote(p)]
         return problem("launch", what, fix) + "\n" + "\n".join(quoted)
 
     running = list(result.still_running)

@@ -57,12 +57,17 @@ def test_a_collective_mismatch_is_explained_from_any_process():
     message = failure_message(result)
     assert message is not None
     assert message.startswith(
-        "launch: process 0 exited with code 1. Cause: the processes ran different programs: one "
+        "launch: process 0 exited with code 1 (process 1 died (signal 6, SIGABRT) too). Cause: "
+        "the processes ran different programs: one "
         "collective's sizes differ between them (jax aborted: gloo received a different number of "
         'bytes than it expected) (process 1 wrote "what():  [enforce fail at pair.cc:459] 4 vs 2.'
     )
     assert 'mismatch in your code?"). Fix: make every process build the same shapes' in message
-    assert message.endswith("last output of process 0:\n  [p0] Terminating process because ...")
+    # Both are quoted: the one seen to fail first, and the one whose output holds the cause.
+    assert message.endswith(
+        "last output of process 0:\n  [p0] Terminating process because ...\n"
+        f"last output of process 1:\n  [p1] {gloo}"
+    )
     assert result.exit_code == 1
 
 
