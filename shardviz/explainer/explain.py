@@ -128,6 +128,13 @@ class _EarlyReading:
     propagated: hlo.HloModule | None = None
     #: The final ledger with each collective's reason, worked out on the dump thread.
     reasoned: tuple | None = None
+    #: ``intermediates`` with their sources trimmed from ``entry`` on, as the report shows
+    #: them (and ``reasoned`` read them).
+    lines: tuple | None = None
+    entry: Entry | None = None
+    #: ``reasoned`` is the report's ledger as it is (no partitioned module's twins merged
+    #: into it: a CPU program).
+    whole: bool = False
 
 
 def _agreeing(early: Any, mesh: MeshLayout | None, ids: list[int]) -> _EarlyReading | None:
@@ -159,14 +166,17 @@ def _early_reading(lowered: Any, entry: Entry | None = None) -> EarlyWork | None
     def work(propagated: str, partitioned: str) -> _EarlyReading:
         texts["propagated"] = propagated
         module = hlo.parse_hlo_module(propagated) if propagated and mesh is not None else None
+        intermediates = (
+            hlo.intermediates(module, mesh=mesh, device_ids=ids)
+            if module is not None and mesh is not None
+            else ()
+        )
         state["shardings"] = _EarlyReading(
             mesh=mesh,
             device_ids=ids,
-            intermediates=(
-                hlo.intermediates(module, mesh=mesh, device_ids=ids)
-                if module is not None and mesh is not None
-                else ()
-            ),
+            intermediates=intermediates,
+            lines=_trim_sources(intermediates, entry),  # as analyse_program trims them
+            entry=entry,
             propagated=module,
             partitioned=(
                 hlo.collectives(partitioned, device_ids=ids, mesh=mesh)
@@ -195,9 +205,17 @@ def _early_reading(lowered: Any, entry: Entry | None = None) -> EarlyWork | None
             twins = early.partitioned  # what the backend's rewrites lost, as analyse_program
             merged = hlo.with_partitioned(ledger, twins) if twins is not None else ledger
             linked = hlo.link_reshards(merged, early.intermediates)
-            lines = _trim_sources(early.intermediates, entry)  # as analyse_program trims them
-            reasoned = collective_reasons(linked, lines, early.propagated, mesh, ids)
-        return _EarlyReading(mesh=mesh, device_ids=ids, final=ledger, reasoned=reasoned)
+            trimmed = _trim_sources(linked, entry)
+            reasoned = collective_reasons(trimmed, early.lines or (), early.propagated, mesh, ids)
+            return _EarlyReading(
+                mesh=mesh,
+                device_ids=ids,
+                final=ledger,
+                reasoned=reasoned,
+                entry=entry,
+                whole=twins is None,
+            )
+        return _EarlyReading(mesh=mesh, device_ids=ids, final=ledger)
 
     return EarlyWork(shardings=work, final=final, cost=cost)
 
@@ -497,10 +515,23 @@ def analyse_program(fn: Any, args: tuple, comp: Compiled) -> Report:
     if isinstance(fn, StageProgram):
         notes.extend(fn.notes())
     notes.extend(_remat_note(r) for r in full_rematerializations(comp.compiler_log))
-    collectives = _trim_sources(hlo.link_reshards(collectives, intermediates), entry)
-    intermediates = _trim_sources(intermediates, entry)
-    # Why the partitioner inserted each collective (from the program before partitioning).
-    collectives = _with_reasons(collectives, intermediates, propagated, mesh, ids, final)
+    # Trimmed as here on the dump thread when it started from the same frame.
+    lines = early.lines if early is not None and early.entry == entry else None
+    if lines is None:
+        lines = _trim_sources(intermediates, entry)
+    if (
+        final is not None
+        and final.reasoned is not None
+        and final.whole
+        and final.entry == entry
+        and collectives is final.final
+    ):
+        collectives = final.reasoned  # linked, trimmed and reasoned on the dump thread
+    else:
+        collectives = _trim_sources(hlo.link_reshards(collectives, intermediates), entry)
+        # Why the partitioner inserted each collective (from the program before partitioning).
+        collectives = _with_reasons(collectives, lines, propagated, mesh, ids, final)
+    intermediates = lines
     if " while(" in comp.hlo_text:  # loops repeat their collectives
         collectives = with_trips(collectives, comp.module())
     platform = platform_of(devices[0])

@@ -186,10 +186,14 @@ def test_a_cpu_programs_final_module_is_read_while_llvm_compiles(monkeypatch):
     assert comp.early.cost is not None and comp.early.cost.ops  # the per-op cost too
     # The dumped module is the compiled one (its backend configs' keys in another order).
     assert hlo.collectives(comp.compiled.as_text()) == hlo.collectives(comp.hlo_text)
+    assert final.whole  # a CPU program: the thread's ledger is the report's
     read_early = ex.analyse_program(step, args, comp)
+    assert read_early.collectives is final.reasoned
+    assert read_early.intermediates is comp.early.shardings.lines
     comp.early = EarlyResults()
     comp._module = None
     read_after = ex.analyse_program(step, args, comp)
     assert [c.why for c in read_early.collectives] == [c.why for c in read_after.collectives]
     assert read_early.collectives == read_after.collectives
+    assert read_early.intermediates == read_after.intermediates
     assert read_early.cost == read_after.cost and read_early.cost.ops == read_after.cost.ops

@@ -21,6 +21,7 @@ dump (every value carries the sharding "sharding completion" chose) into
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import re
@@ -222,9 +223,7 @@ def _spec_from_tiles(
         return None
     if len(set(dev)) != len(dev) or len(dev) != mesh.size:
         return None
-    tile_index = np.array(list(np.ndindex(*devices.shape)), dtype=np.int64).reshape(
-        len(dev), devices.ndim
-    )
+    tile_index = np.indices(devices.shape, dtype=np.int64).reshape(devices.ndim, -1).T
     sizes = mesh.axis_sizes
     used: set[int] = set()
     spec: list[tuple[str, ...]] = []
@@ -276,15 +275,28 @@ def hlo_sharding_to_spec(
         several shardings, a rank mismatch, or a tiling no ordered set of the mesh's axes
         produces (e.g. sub-axes, or devices outside the mesh).
     """
-    sharding = (
-        sharding_text
-        if isinstance(sharding_text, HloSharding)
-        else parse_hlo_sharding(sharding_text)
-    )
     rank = len(tuple(shape))
+    ids = tuple(device_ids) if device_ids is not None else None
+    if isinstance(sharding_text, HloSharding):
+        return _spec(sharding_text, rank, mesh, ids)
+    return _spec_of_text(sharding_text, rank, mesh, ids)
+
+
+@functools.lru_cache(maxsize=4096)
+def _spec_of_text(
+    text: str, rank: int, mesh: MeshLayout, device_ids: tuple[int, ...] | None
+) -> Spec | None:
+    """:func:`hlo_sharding_to_spec` of a printed sharding, kept: a program's thousands of
+    values share a few shardings, and the programs of one mesh share most of theirs."""
+    return _spec(parse_hlo_sharding(text), rank, mesh, device_ids)
+
+
+def _spec(
+    sharding: HloSharding, rank: int, mesh: MeshLayout, device_ids: tuple[int, ...] | None
+) -> Spec | None:
     if sharding.kind == "tuple":
         if len(sharding.elements) == 1:
-            return hlo_sharding_to_spec(sharding.elements[0], shape, mesh, device_ids)
+            return _spec(sharding.elements[0], rank, mesh, device_ids)
         return None
     if sharding.kind == "replicated":
         return ((),) * rank
