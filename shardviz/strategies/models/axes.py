@@ -73,6 +73,10 @@ ACTIVATION_AXES: dict[str, tuple[str | None, ...]] = {
     "expert_w_in": ("expert", None, "mlp"),
     "expert_w_out": ("expert", "mlp", None),
     "final": ("batch", "sequence", "embed"),
+    # The output table [embed, vocab] as the chunked loss reads it: gathered over FSDP before
+    # its chunk loop (as MaxText's vocabulary tiling gathers it), so the table is gathered
+    # and its gradient reduced once a step, not once a chunk.
+    "unembed_gathered": (None, "vocab"),
     "logits": ("batch", "sequence", "vocab"),
 }
 
