@@ -1,6 +1,7 @@
-"""The chunked loss gathers its output table once a step, and (on TPU) reduces its gradient
-once a step: left to the partitioner, a step whose gradients are FSDP-sharded did both once
-per loss chunk (a reduced Gemma 3 on v6e:4x4: four all-reduces of the whole 2 GB table)."""
+"""The chunked loss gathers its output table once a step, and (on TPU and GPU) reduces its
+gradient once a step: left to the partitioner, a step whose gradients are FSDP-sharded did
+both once per loss chunk (a reduced Gemma 3 on v6e:4x4: four all-reduces of the whole 2 GB
+table)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import importlib.util
 import jax
 import pytest
 
+import shardviz as sv
 from shardviz.capture import hlo
 from shardviz.strategies.models import logical_rule_set, make_mesh
 from shardviz.strategies.step import strategy_step
@@ -47,11 +49,20 @@ def test_the_table_is_gathered_once_a_step_on_cpu() -> None:
     assert [n for kind, n in found if kind == "all-gather"] == [1]
 
 
-def test_the_table_is_gathered_and_its_gradient_reduced_once_a_step_on_tpu() -> None:
-    if importlib.util.find_spec("libtpu") is None:
-        pytest.skip("needs libtpu (the shardviz[tpu] extra) for a deviceless TPU compile")
-    from jax.experimental import topologies
+HAS_TPU = importlib.util.find_spec("libtpu") is not None
+HAS_GPU = importlib.util.find_spec("jax_plugins.xla_cuda12") is not None
 
-    found = _table_collectives(topologies.get_topology_desc("v5e:2x4", "tpu").devices)
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        pytest.param("v5e:2x4", marks=pytest.mark.skipif(not HAS_TPU, reason="no libtpu")),
+        pytest.param("h100:1x8", marks=pytest.mark.skipif(not HAS_GPU, reason="no CUDA plugin")),
+    ],
+)
+def test_the_table_is_gathered_and_its_gradient_reduced_once_a_step_deviceless(target) -> None:
+    """On TPU (v5e) and GPU (H100), compiled deviceless: the table's gather and its
+    gradient's reduction each once a step (TPU before the pin: each 4 times)."""
+    found = _table_collectives(sv.topology(target).devices)
     assert found, "the table's collectives were not found"
     assert all(n == 1 for _, n in found), found
