@@ -22,6 +22,9 @@ from .small import small
 #: positions in 4 loss chunks.
 NAME = "gemma3-27b"
 CHUNKS = 4
+#: The extras for the deviceless compiles (``make test`` installs both).
+HAS_TPU = importlib.util.find_spec("libtpu") is not None
+HAS_GPU = importlib.util.find_spec("jax_plugins.xla_cuda12") is not None
 
 
 def _table_collectives(devices) -> list[tuple[str, int]]:
@@ -47,10 +50,6 @@ def test_the_table_is_gathered_once_a_step_on_cpu() -> None:
     found = _table_collectives(jax.devices()[:8])
     assert ("all-reduce", CHUNKS) in found  # the CPU's own: the one this test cannot change
     assert [n for kind, n in found if kind == "all-gather"] == [1]
-
-
-HAS_TPU = importlib.util.find_spec("libtpu") is not None
-HAS_GPU = importlib.util.find_spec("jax_plugins.xla_cuda12") is not None
 
 
 @pytest.mark.parametrize(
