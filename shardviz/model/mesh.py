@@ -108,15 +108,6 @@ class MeshLayout(JsonMixin):
         return out
 
     @cached_property
-    def _hash(self) -> int:
-        return hash((self.axis_names, self.axis_sizes, self.devices, self.axis_types))
-
-    def __hash__(self) -> int:
-        """Hashed once: immutable, and a pod's mesh holds hundreds of devices, while the mesh
-        keys the caches of what its shardings mean."""
-        return self._hash
-
-    @cached_property
     def _by_id(self) -> dict[int, Device]:
         return {d.id: d for d in self.devices}
 
