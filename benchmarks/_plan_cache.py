@@ -5,15 +5,25 @@ sizes, options), shardviz's own code, and the compiler (jax, jaxlib, libtpu). Th
 hash of all three, so a rerun of unchanged runs reads its figures back in milliseconds,
 and any change to the code or the compiler plans again. Entries are JSON files in
 ``benchmarks/results/plans/`` (ignored by git).
+
+A full-size plan takes minutes and the whole table hours, longer than the code stays
+unchanged. So each entry also says which run it is at which compiler (``run_key``), the
+commit it was planned at and when, and a result may carry the compiled program's whole
+report (``"report"``, its JSON; kept beside the entry, gzipped): ``reuse`` then takes the
+newest entry of a run planned at any code, for a caller that works its figures out again
+from that report with today's code and says which commit the program came from.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
+import gzip
 import hashlib
 import json
 import multiprocessing
 import os
+import subprocess
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -41,21 +51,72 @@ def key_of(fields: dict[str, Any], version: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 
+def run_key(fields: dict[str, Any]) -> str:
+    """The run at this compiler, whatever shardviz's code: what ``reuse`` matches."""
+    return key_of(fields, json.dumps(C.versions("jax", "jaxlib", "libtpu"), sort_keys=True))
+
+
+def commit() -> str:
+    """The commit the code is at (``+changes`` when shardviz's files differ from it)."""
+
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", *args], cwd=C.ROOT, capture_output=True, text=True)
+        return done.stdout.strip() if done.returncode == 0 else ""
+
+    head = git("rev-parse", "--short", "HEAD") or "unknown"
+    return head + ("+changes" if git("status", "--porcelain", "--", "shardviz") else "")
+
+
 def load(key: str, folder: Path = FOLDER) -> dict[str, Any] | None:
+    """The entry ``key``, its report read back in with it where one was kept."""
     path = folder / f"{key}.json"
     if not path.exists():
         return None
     try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):  # a half-written or damaged entry: plan again
+        entry = json.loads(path.read_text())
+        report = folder / f"{key}.report.json.gz"
+        if entry.get("report") == report.name:
+            entry["report"] = gzip.decompress(report.read_bytes()).decode()
+        return entry
+    except (OSError, ValueError, EOFError):  # a half-written or damaged entry: plan again
         return None
 
 
 def save(key: str, result: dict[str, Any], folder: Path = FOLDER) -> None:
+    """Keep ``result`` as the entry ``key``: its report, when it has one, in a file beside it,
+    written first, so an entry is never there without the report it names."""
     folder.mkdir(parents=True, exist_ok=True)
-    tmp = folder / f".{key}.{os.getpid()}.tmp"
-    tmp.write_text(json.dumps(result, sort_keys=True))
-    tmp.replace(folder / f"{key}.json")  # whole or absent, even with workers side by side
+    result = dict(result)
+    if isinstance(result.get("report"), str):
+        name = f"{key}.report.json.gz"
+        _replace(folder / name, gzip.compress(result["report"].encode(), compresslevel=6))
+        result["report"] = name
+    _replace(folder / f"{key}.json", json.dumps(result, sort_keys=True).encode())
+
+
+def _replace(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(data)
+    tmp.replace(path)  # whole or absent, even with workers side by side
+
+
+def latest(fields: dict[str, Any], folder: Path = FOLDER) -> dict[str, Any] | None:
+    """The newest entry of the run ``fields`` at this compiler, planned at any code, that
+    kept its report (an entry without one has only the figures of its own code)."""
+    want = run_key(fields)
+    found: list[tuple[float, str]] = []
+    for path in folder.glob("*.json"):
+        try:
+            head = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if head.get("run_key") == want and head.get("report"):
+            found.append((float(head.get("planned_at", 0.0)), path.stem))
+    for _, key in sorted(found, reverse=True):
+        entry = load(key, folder)
+        if entry is not None:
+            return entry
+    return None
 
 
 def workers(jobs: int | None) -> int:
@@ -69,24 +130,36 @@ def run_all(
     jobs: int | None = None,
     folder: Path = FOLDER,
     fresh: bool = False,
+    reuse: bool = False,
 ) -> dict[str, tuple[dict[str, Any], bool]]:
     """Each item's result, by name: ``(result, from_cache)``. ``items`` are (name, the fields
     that define it); ``plan(name)`` computes one, run in ``workers(jobs)`` fresh processes
     (``spawn``: jax in the parent is not copied into them) when more than one is needed.
-    ``fresh``: plan every item again (and keep the new results)."""
+    ``fresh``: plan every item again (and keep the new results). ``reuse``: a run with no
+    entry at this code takes its newest one at older code (:func:`latest`) rather than being
+    planned. Every result kept says its ``run_key``, ``commit``, code ``version`` and
+    ``planned_at``."""
     version = code_version()
     out: dict[str, tuple[dict[str, Any], bool]] = {}
     todo: dict[str, str] = {}
+    fields_of: dict[str, dict[str, Any]] = {}
     for name, fields in items:
         key = key_of(fields, version)
+        fields_of[name] = fields
         hit = None if fresh else load(key, folder)
+        if hit is None and reuse and not fresh:
+            hit = latest(fields, folder)
         if hit is not None:
             out[name] = (hit, True)
         else:
             todo[name] = key
+    stamp = {"commit": commit(), "version": version}
 
     def keep(name: str, result: dict[str, Any]) -> None:
         if "error" not in result:  # a failure is said, not kept: the next run tries again
+            result = {
+                **result, **stamp, "run_key": run_key(fields_of[name]), "planned_at": time.time(),
+            }  # fmt: skip
             save(todo[name], result, folder)
         out[name] = (result, False)
         print(name, result.get("error", "planned"), flush=True)

@@ -398,16 +398,47 @@ def plan_fields(run: Run) -> dict:
 
 
 def measure(key: str, baseline: bool = True) -> dict:
-    """The run's figures, JSON-ready (a worker process's result, cached on disk)."""
+    """The run planned: its figures, how long the plan took, the flags it took, and the
+    compiled program's report as JSON (a worker process's result, cached on disk), from
+    which :func:`current` works the figures out again with later code."""
     run = RUN_BY_KEY[key]
     p = plan(run, baseline)
     r = p["comparison"].results[0].report
+    return {
+        **figures(run, r),
+        "wall": p["wall"],
+        "bare": p["bare"],
+        "flags_applied": len(p["flags"][0]),
+        "flags_unknown": [name for name, _ in p["flags"][1]],
+        "report": r.to_json(),
+    }
+
+
+def current(run: Run, entry: dict, version: str) -> dict:
+    """``entry``'s figures, worked out again from its report by today's estimate where it was
+    planned at other code than ``version`` (its own figures where it kept no report: entries
+    made before reports were kept)."""
+    text = entry.get("report")
+    if not isinstance(text, str) or entry.get("version") == version:
+        return {k: v for k, v in entry.items() if k != "report"}
+    from shardviz.analysis.estimate.step import with_estimate
+    from shardviz.model import Report
+
+    report = Report.from_json(text)
+    trips = {c.hlo_name: c.trips for c in report.collectives}
+    report = with_estimate(report, report.target, trip_counts=trips)
+    kept = {k: v for k, v in entry.items() if k != "report"}
+    return kept | figures(run, report) | {"estimated_again": True}
+
+
+def figures(run: Run, r: Any) -> dict:
+    """What the table shows of the run's report ``r`` (JSON-ready)."""
     e, cost = r.estimate, r.cost
     assert e is not None and cost is not None
     config = get_config(run.model)
     tokens = run.batch_per_device * run.seq
     formula = training_flops(config, tokens=tokens, seq=run.seq).total
-    hbm = e.hbm_bytes
+    peak_per_device = r.target.hardware.peak_flops_bf16 / r.target.devices_per_chip
     return {
         "run": run.key,
         "params": param_count(config),
@@ -417,18 +448,14 @@ def measure(key: str, baseline: bool = True) -> dict:
         "formula": formula,
         # In the recipes' terms: model flops over the chip's bf16 peak, whatever the matmuls'
         # precision (the same as e.mfu_at for a program without fp8 matmuls).
-        "mfu_at": (cost.model_flops_per_device or 0.0)
-        / (r.target.hardware.peak_flops_bf16 / r.target.devices_per_chip * run.step_seconds),
+        "mfu_at": (cost.model_flops_per_device or 0.0) / (peak_per_device * run.step_seconds),
         "mfu_own_peak_at": e.mfu_at(run.step_seconds),
-        "formula_mfu_at": formula
-        / (r.target.hardware.peak_flops_bf16 / r.target.devices_per_chip * run.step_seconds),
+        "formula_mfu_at": formula / (peak_per_device * run.step_seconds),
         "bound": e.step_seconds,
         "bound_by": e.bound,
         "parts": (e.compute_seconds, e.memory_seconds, e.collective_seconds),
         "peak": r.memory.peak_bytes,
-        "hbm": hbm,
-        "wall": p["wall"],
-        "bare": p["bare"],
+        "hbm": e.hbm_bytes,
         "lower_bound": e.lower_bound,
         "predicted": e.predicted_seconds,
         "exposed": e.predicted_exposed_seconds,
@@ -439,8 +466,6 @@ def measure(key: str, baseline: bool = True) -> dict:
         ),
         "xla_bytes": cost.bytes_accessed_per_device,
         "loops": len(cost.loops),
-        "flags_applied": len(p["flags"][0]),
-        "flags_unknown": [name for name, _ in p["flags"][1]],
     }
 
 
@@ -502,6 +527,13 @@ def _flags(run: Run, m: dict) -> str:
     return f"{m['flags_applied']} of {given} applied{rest}"
 
 
+def _planned_at(m: dict) -> str:
+    """Which commit's code compiled the run's program, and whether today's estimate worked
+    its figures out again from the report kept (``PC.run_all``'s ``reuse``)."""
+    at = m.get("commit", "before commits were recorded")
+    return f"{at}, estimated again" if m.get("estimated_again") else at
+
+
 def errors_summary(rows: list[tuple[Run, dict]]) -> tuple[float, float, str]:
     """Mean absolute and worst relative error of the predicted step, and the worst run."""
     errs = [(abs(m["predicted"] / run.step_seconds - 1), run.key) for run, m in rows]
@@ -515,8 +547,8 @@ def section(results: list[dict], command: str) -> str:
         "| run | source | predicted step (error) | measured | bound | what dominates | "
         "MFU at the measured step (published) | params (published) | model flops / device "
         "(MaxText formula) | HBM peak / capacity | plan / bare compile | the recipe's XLA "
-        "flags | as the recipe ran, not reproduced |",
-        "|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---|---|",
+        "flags | planned at | as the recipe ran, not reproduced |",
+        "|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---|---|---|",
     ]
     checks, planned, failed = [], [], []
     for m in results:
@@ -529,7 +561,7 @@ def section(results: list[dict], command: str) -> str:
             failed.append(run.key)
             lines.append(
                 f"| {name} | {run.source} | not planned here: {m['error']} | "
-                f"{run.step_seconds:.3g} s | | | | | | | | | {run.note} |"
+                f"{run.step_seconds:.3g} s | | | | | | | | | | {run.note} |"
             )
             continue
         mfu, formula_mfu = recipe_mfu(run, m)
@@ -545,7 +577,7 @@ def section(results: list[dict], command: str) -> str:
             f"{m['model_flops']:.3g} ({m['formula']:.3g}) | "
             f"{m['peak'] / 2**30:.1f} / {m['hbm'] / 2**30:.0f} GiB | "
             f"{_against_bare(m)} | "
-            f"{_flags(run, m)} | {run.note} |"
+            f"{_flags(run, m)} | {_planned_at(m)} | {run.note} |"
         )
         c, mem, comm = m["parts"]
         checks += [
@@ -593,6 +625,9 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=None,
                     help="plans at once (default: one per two cores)")  # fmt: skip
     ap.add_argument("--fresh", action="store_true", help="plan again, ignoring the disk cache")
+    ap.add_argument("--reuse", action="store_true",
+                    help="a run not planned at this code takes its newest plan at older code, "
+                         "estimated again from its report (the table says which commit)")  # fmt: skip
     ap.add_argument("--no-baseline", action="store_true",
                     help="skip each new plan's bare recompile (the plan / bare column)")  # fmt: skip
     a = ap.parse_args()
@@ -601,9 +636,10 @@ def main() -> None:
     t0 = time.perf_counter()
     items = ((r.key, plan_fields(r)) for r in chosen)
     work = functools.partial(measure, baseline=not a.no_baseline)
-    done = PC.run_all(items, work, a.jobs, fresh=a.fresh)
+    done = PC.run_all(items, work, a.jobs, fresh=a.fresh, reuse=a.reuse)
+    version = PC.code_version()
+    results = [{"run": r.key, **current(r, done[r.key][0], version)} for r in chosen]
     wall = time.perf_counter() - t0
-    results = [{"run": r.key, **done[r.key][0]} for r in chosen]
     cached = sum(1 for r in chosen if done[r.key][1])
     body = section(results, f"benchmarks/fidelity.py --runs {a.runs} --write")
     body += (

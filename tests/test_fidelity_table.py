@@ -102,3 +102,31 @@ def test_a_plan_without_its_bare_recompile_says_so_and_has_no_ratio_check() -> N
     assert "| 100 s / 100 s = 1.00 |" in text and "| 100 s / not timed |" in text
     assert "8b: plan within 1.1x of its bare compile" in text
     assert "70b: plan within 1.1x" not in text
+
+
+def test_a_kept_report_is_estimated_again_by_todays_code() -> None:
+    """A plan made at other code keeps its compiled program's report; the table's figures
+    come from that report estimated now (here the report kept no estimate at all), and say
+    which commit compiled it."""
+    import dataclasses
+
+    import shardviz as sv
+
+    c = sv.compare(
+        "llama3.1-8b", ["fsdp"], target="v6e:2x4", batch_per_device=1, seq=256,
+        layers=2, d_model=256, ffn=512, heads=4, kv_heads=2, head_dim=64, vocab=1024,
+    )  # fmt: skip
+    report = c.results[0].report
+    run = F.RUN_BY_KEY["8b"]
+    entry = {
+        "report": dataclasses.replace(report, estimate=None).to_json(),
+        "commit": "abc1234", "version": "old", "wall": 1.0, "bare": None,
+    }  # fmt: skip
+    again = F.current(run, entry, "new")
+    assert "report" not in again and again["estimated_again"]
+    assert again["predicted"] == report.estimate.predicted_seconds > 0
+    assert again["bound"] == report.estimate.step_seconds
+    assert {k: again[k] for k in F.figures(run, report)} == F.figures(run, report)
+    assert F._planned_at(again) == "abc1234, estimated again"
+    same = F.current(run, entry | {"version": "new"}, "new")  # this code's own figures
+    assert "report" not in same and "estimated_again" not in same

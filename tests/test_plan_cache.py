@@ -108,3 +108,48 @@ def test_a_run_that_cannot_be_planned_says_why_and_is_tried_again(tmp_path):
     again = PC.run_all(items, plan, jobs=1, folder=tmp_path)
     assert again["8b"][1] and not again["405b"][1]
     assert CALLS.count("405b") == 2
+
+
+def _with_report(name: str) -> dict:
+    CALLS.append(name)
+    return {"run": name, "seconds": 2.0, "report": '{"ops": ["' + name * 2000 + '"]}'}
+
+
+def test_a_report_is_kept_gzipped_beside_its_entry_and_read_back_with_it(tmp_path):
+    CALLS.clear()
+    items = [("8b", {"seq": 8192})]
+    first = PC.run_all(items, _with_report, jobs=1, folder=tmp_path)
+    (report,) = tmp_path.glob("*.report.json.gz")
+    (entry,) = [p for p in tmp_path.glob("*.json")]
+    assert report.stat().st_size < 200 < entry.stat().st_size + 200  # compressed
+    again = PC.run_all(items, _with_report, jobs=1, folder=tmp_path)
+    assert CALLS == ["8b"] and again["8b"][1]
+    assert again["8b"][0]["report"] == first["8b"][0]["report"]
+    kept = again["8b"][0]
+    assert kept["commit"] and kept["version"] == PC.code_version()
+    assert kept["run_key"] == PC.run_key({"seq": 8192}) and kept["planned_at"] > 0
+    report.write_bytes(b"\x1f\x8b damaged")  # a damaged report: the entry is planned again
+    PC.run_all(items, _with_report, jobs=1, folder=tmp_path)
+    assert CALLS == ["8b", "8b"]
+
+
+def test_reuse_takes_the_newest_plan_at_older_code_and_only_of_the_same_run(tmp_path, monkeypatch):
+    """After a code change a run is planned again, unless ``reuse``: then its newest entry at
+    any code that kept a report is taken; another run's entry never is."""
+    CALLS.clear()
+    items = [("8b", {"seq": 8192})]
+    monkeypatch.setattr(PC, "code_version", lambda: "v1")
+    PC.run_all(items, _with_report, jobs=1, folder=tmp_path)
+    monkeypatch.setattr(PC, "code_version", lambda: "v2")
+    PC.run_all(items, _with_report, jobs=1, folder=tmp_path, fresh=True)
+    monkeypatch.setattr(PC, "code_version", lambda: "v3")
+    done = PC.run_all(items, _with_report, jobs=1, folder=tmp_path, reuse=True)
+    assert CALLS == ["8b", "8b"] and done["8b"][1] and done["8b"][0]["version"] == "v2"
+    other = PC.run_all([("8b-16", {"seq": 4096})], _with_report, jobs=1, folder=tmp_path,
+                       reuse=True)  # fmt: skip
+    assert CALLS[-1] == "8b-16" and not other["8b-16"][1]
+    CALLS.clear()  # an entry without a report (figures only) is not reused
+    PC.run_all([("a", {"n": 1})], _plan, jobs=1, folder=tmp_path)
+    monkeypatch.setattr(PC, "code_version", lambda: "v4")
+    PC.run_all([("a", {"n": 1})], _plan, jobs=1, folder=tmp_path, reuse=True)
+    assert CALLS == ["a", "a"]
