@@ -415,18 +415,22 @@ def measure(key: str, baseline: bool = True) -> dict:
 
 
 def current(run: Run, entry: dict, version: str) -> dict:
-    """``entry``'s figures, worked out again from its report by today's estimate where it was
-    planned at other code than ``version`` (its own figures where it kept no report: entries
-    made before reports were kept)."""
+    """``entry``'s figures, worked out again from its report by today's estimate and today's
+    chip figures where it was planned at other code than ``version`` (its own figures where
+    it kept no report: entries made before reports were kept)."""
     text = entry.get("report")
     if not isinstance(text, str) or entry.get("version") == version:
         return {k: v for k, v in entry.items() if k != "report"}
     from shardviz.analysis.estimate.step import with_estimate
     from shardviz.model import Report
+    from shardviz.model.hardware_presets import hardware
 
     report = Report.from_json(text)
     trips = {c.hlo_name: c.trips for c in report.collectives}
-    report = with_estimate(report, report.target, trip_counts=trips)
+    target = report.target
+    if target is not None and target.hardware.preset:  # the chip's figures as they are now
+        target = dataclasses.replace(target, hardware=hardware(target.hardware.preset))
+    report = with_estimate(report, target, trip_counts=trips)
     kept = {k: v for k, v in entry.items() if k != "report"}
     return kept | figures(run, report) | {"estimated_again": True}
 

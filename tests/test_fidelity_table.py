@@ -106,7 +106,7 @@ def test_a_plan_without_its_bare_recompile_says_so_and_has_no_ratio_check() -> N
 
 def test_a_kept_report_is_estimated_again_by_todays_code() -> None:
     """A plan made at other code keeps its compiled program's report; the table's figures
-    come from that report estimated now (here the report kept no estimate at all), and say
+    come from that report estimated now, on the chip's figures as they are now, and say
     which commit compiled it."""
     import dataclasses
 
@@ -118,8 +118,14 @@ def test_a_kept_report_is_estimated_again_by_todays_code() -> None:
     )  # fmt: skip
     report = c.results[0].report
     run = F.RUN_BY_KEY["8b"]
+    # Kept with no estimate and older chip figures (half the peak): both come from today.
+    hw = report.target.hardware
+    old = dataclasses.replace(hw, peak_flops_bf16=hw.peak_flops_bf16 / 2, host_bandwidth=1.0)
+    kept = dataclasses.replace(
+        report, estimate=None, target=dataclasses.replace(report.target, hardware=old)
+    )
     entry = {
-        "report": dataclasses.replace(report, estimate=None).to_json(),
+        "report": kept.to_json(),
         "commit": "abc1234", "version": "old", "wall": 1.0, "bare": None,
     }  # fmt: skip
     again = F.current(run, entry, "new")

@@ -60,8 +60,12 @@ A100_SHEET = (
 )
 DGX_A100_NET = "NVIDIA DGX A100 datasheet: 8 single-port ConnectX-6 200Gb/s HDR InfiniBand"
 BOOK_PCIE = (
-    f"{BOOK}, tpus.md, Questions 3 and 6: PCIe 1.5e10 bytes/s between a TPU (v5e, v6e) and "
-    "its host's DRAM"
+    f"{BOOK}, tpus.md, 'Networking' and Questions 3 and 6: PCIe typically 1.5e10 bytes/s "
+    "between a TPU chip and its host's DRAM"
+)
+BOOK_PCIE_V6E = (
+    f"{BOOK}, tpus.md, 'Networking' (its footnote to the PCIe figure): Trillium (TPU v6e) has "
+    "32GB/s, about twice v5's 1.5e10 bytes/s"
 )
 H100_PCIE = "NVIDIA H100 Tensor Core GPU datasheet, H100 SXM: PCIe Gen5 128GB/s (both ways)"
 A100_PCIE = "NVIDIA A100 Tensor Core GPU datasheet, A100 80GB SXM: PCIe Gen4 64GB/s (both ways)"
@@ -125,13 +129,13 @@ def _v6e() -> Hardware:
         devices_per_host=4,  # LIBTPU_HOSTS
         network_bandwidth_per_device=1.25e10,  # BOOK_DCN
         hop_latency=1e-6,  # BOOK_HOP
-        host_bandwidth=1.5e10,  # BOOK_PCIE
+        host_bandwidth=3.2e10,  # BOOK_PCIE_V6E
         peak_flops_fp8=9.18e14,  # CLOUD_TPU7X: the same as bf16
         peak_flops_int8=1.836e15,  # CLOUD_V6E_INT8
         sources={
             "peak_flops_fp8": CLOUD_TPU7X,
             "peak_flops_int8": CLOUD_V6E_INT8,
-            "host_bandwidth": BOOK_PCIE,
+            "host_bandwidth": BOOK_PCIE_V6E,
             "peak_flops_bf16": BOOK_TPU_TABLE,
             "hbm_bytes": CLOUD_V6E,
             "hbm_bandwidth": BOOK_TPU_TABLE,
