@@ -25,7 +25,7 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable
 
-from shardviz.analysis.estimate.predict import op_seconds, predict_step
+from shardviz.analysis.estimate.predict import op_seconds, predict_step, rates_of
 from shardviz.model import Collective, OpWork
 from shardviz.model.hardware import Target
 from shardviz.model.op_profile import (
@@ -135,14 +135,6 @@ def _layer_of(op_name: str, loop: Loop | None, runs: int) -> str:
     return LAYER_TOP
 
 
-def _rates(target: Target) -> tuple[dict[str, float], float, float | None]:
-    """Per device: peak FLOP/s by matmul precision, HBM and host-link bandwidth (as the
-    estimate takes them)."""
-    hw, per_chip = target.hardware, target.devices_per_chip
-    host = (hw.host_bandwidth or 0.0) / per_chip or None
-    return hw.peaks(per_chip), hw.hbm_bandwidth / per_chip, host
-
-
 def _last_backward(ops: tuple[OpWork, ...], entry: str) -> int:
     """The position of the last backward-pass op of the entry computation (-1: none)."""
     last = -1
@@ -160,19 +152,26 @@ def _predicted_rows(report: Report, target: Target | None) -> tuple[list[Profile
     entry = ops[0].computation if ops else ""
     last = _last_backward(ops, entry) if ops else -1
     exposed: dict[str, float] = {}
-    rates = _rates(target) if target is not None else None
+    rates = rates_of(target) if target is not None else None
     if rates is not None:
         trips = {c.hlo_name: c.trips for c in report.collectives}
         everything = len(ops) + len(report.collectives)
-        pred = predict_step(ops, report.collectives, trips, rates[0], rates[1], everything,
-                            rates[2])  # fmt: skip
+        pred = predict_step(
+            ops, report.collectives, trips, rates.peaks, rates.hbm_bandwidth, everything,
+            rates.host_bandwidth, rates.efficiency,
+        )  # fmt: skip
         exposed = dict(pred.exposed) if pred is not None else {}
     rows = []
     for k, op in enumerate(ops):
         loop = loops.get(op.computation)
         seconds = None
         if rates is not None:
-            own = op_seconds(op, rates[0], rates[1], rates[2]) * op.runs
+            own = (
+                op_seconds(
+                    op, rates.peaks, rates.hbm_bandwidth, rates.host_bandwidth, rates.efficiency
+                )
+                * op.runs
+            )
             seconds = exposed.get(op.name, 0.0) if op.transfer else own
         rows.append(ProfiledOp(
             op.name, op.opcode, module_of(op, op.runs > 1 or loop is not None, k > last > -1),

@@ -44,6 +44,11 @@ class Hardware(JsonMixin):
     operands, where the chip's documents give one (``None``: not published; such matmuls
     are timed at the bf16 peak, and the estimate says so). :meth:`peak_for` picks by
     precision.
+
+    ``matmul_efficiency``: the fraction of those peaks a training step's matmuls sustain on
+    this chip, where published runs measured on it show one (its source names them);
+    ``None``: not known, and the predicted step times matmuls at the peak. The lower bound
+    and MFU always take the peak.
     """
 
     name: str
@@ -65,6 +70,7 @@ class Hardware(JsonMixin):
     host_bandwidth: float | None = None
     peak_flops_fp8: float | None = None
     peak_flops_int8: float | None = None
+    matmul_efficiency: float | None = None
     #: jax devices per chip: 2 on TPU7x, whose two TensorCores jax lists as two devices
     #: (v4's and v5p's join as one megacore device). Peaks and bandwidths stay per chip.
     devices_per_chip: int = 1
@@ -85,6 +91,9 @@ class Hardware(JsonMixin):
             value = getattr(self, name)
             if value is not None and not value > 0:
                 raise ValueError(f"Hardware.{name} must be positive or None, got {value}")
+        eff = self.matmul_efficiency
+        if eff is not None and not 0 < eff <= 1:
+            raise ValueError(f"Hardware.matmul_efficiency must be in (0, 1] or None, got {eff}")
         if self.hbm_bytes < 0 or self.hop_latency < 0:
             raise ValueError("Hardware.hbm_bytes and hop_latency must not be negative")
 

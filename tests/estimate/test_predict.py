@@ -91,3 +91,19 @@ def test_host_bytes_cross_the_host_link_when_its_bandwidth_is_known() -> None:
     op = OpWork("offload", 0, 1e6, host_bytes=1e6)
     assert op_seconds(op, PEAK, BW, host_bandwidth=1e8) == pytest.approx(1e6 / 1e8)
     assert op_seconds(op, PEAK, BW, host_bandwidth=1e8) > op_seconds(op, PEAK, BW)
+
+
+def test_matmuls_at_a_chips_sustained_fraction_of_the_peak_take_longer_and_hide_more() -> None:
+    """At half the peak a compute-bound op takes twice as long (a memory-bound one does
+    not change), the compute total stays at the peak (the bound's term), and a transfer
+    beside the slower op hides under more of it."""
+    mm, add = OpWork("mm", 2e9, 1e6), OpWork("add", 1e6, 3e6)
+    assert op_seconds(mm, PEAK, BW, efficiency=0.5) == pytest.approx(4e-3)
+    assert op_seconds(add, PEAK, BW, efficiency=0.5) == pytest.approx(3e-3)
+    ops = (OpWork("mm", 2e9, 0, in_flight=("ag",)),)
+    full = predict_step(ops, (collective("ag", 3e-3),), None, PEAK, BW)
+    half = predict_step(ops, (collective("ag", 3e-3),), None, PEAK, BW, efficiency=0.5)
+    assert full is not None and half is not None
+    assert (full.ops_seconds, full.exposed_seconds) == (pytest.approx(2e-3), pytest.approx(1e-3))
+    assert (half.ops_seconds, half.exposed_seconds) == (pytest.approx(4e-3), 0.0)
+    assert half.compute_seconds == full.compute_seconds == pytest.approx(2e-3)

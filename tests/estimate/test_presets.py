@@ -277,3 +277,44 @@ class TestTargets:
             target_for("v5e")  # no size
         with pytest.raises(HardwareError):
             target_for("quantum:4x4")
+
+
+def test_a_chips_matmul_efficiency_slows_the_prediction_not_the_bound_or_mfu() -> None:
+    """The same report estimated on a v6e whose matmuls sustain 70% of the peak and on one
+    at the peak: the bound and MFU are the same, the predicted step is longer, and a note
+    says at what fraction and from where."""
+    import dataclasses
+
+    from shardviz.analysis.estimate import with_estimate
+    from shardviz.model.hardware_presets import hardware
+    from shardviz.model.targets import target_for
+
+    report = _a_v6e_report()
+    slow = dataclasses.replace(
+        hardware("v6e"), matmul_efficiency=0.7, sources={"matmul_efficiency": "three runs"}
+    )
+    peak = dataclasses.replace(hardware("v6e"), matmul_efficiency=None)
+    at = {}
+    for name, hw in (("slow", slow), ("peak", peak)):
+        target = dataclasses.replace(target_for("v6e:2x4"), hardware=hw)
+        at[name] = with_estimate(report, target).estimate
+    a, b = at["slow"], at["peak"]
+    assert a.step_seconds == b.step_seconds and a.mfu == b.mfu
+    assert a.predicted_seconds > b.predicted_seconds
+    assert any("matmuls at 70.0% of the peak" in n and "three runs" in n for n in a.notes)
+    assert not any("of the peak, what" in n for n in b.notes)
+    with pytest.raises(ValueError, match="matmul_efficiency"):
+        dataclasses.replace(hardware("v6e"), matmul_efficiency=1.5)
+
+
+def _a_v6e_report():
+    """A hand-made report of 8 devices whose step is one compute-bound matmul."""
+    from shardviz.model import Cost, Device, MemoryReport, MeshLayout, OpWork, Report, TreeLayout
+
+    mesh = MeshLayout(("d",), (8,), tuple(Device(i) for i in range(8)))
+    cost = Cost(1e12, 1e6, None, None, ops=(OpWork("mm", 1e12, 1e6),))
+    return Report(
+        function="step", platform="cpu", mesh=mesh, arguments=TreeLayout(()),
+        outputs=TreeLayout(()), collectives=(), intermediates=(),
+        memory=MemoryReport(0, 0, 0, 0, 0, 0), cost=cost,
+    )  # fmt: skip

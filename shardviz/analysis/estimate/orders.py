@@ -29,7 +29,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from shardviz.analysis.estimate.placement import Placement, place
-from shardviz.analysis.estimate.predict import predict_step
+from shardviz.analysis.estimate.predict import Prediction, Rates, predict_step, rates_of
 from shardviz.analysis.estimate.rings import block_walk
 from shardviz.analysis.estimate.step import estimate_collectives
 from shardviz.model import OpWork
@@ -310,8 +310,7 @@ class _Schedule:
     same in every order, so worked out once."""
 
     ops: tuple[OpWork, ...]
-    rates: tuple[Mapping[str, float], float]
-    host_bandwidth: float | None
+    rates: Rates
     exposed_without: float
 
 
@@ -320,13 +319,23 @@ def _schedule(report: Report, target: Target) -> _Schedule | None:
     ops = report.cost.ops if report.cost is not None else ()
     if not ops:
         return None
-    hw, per_chip = target.hardware, target.devices_per_chip
-    rates = (hw.peaks(per_chip), hw.hbm_bandwidth / per_chip)
-    host_bw = (hw.host_bandwidth or 0.0) / per_chip or None
-    others = predict_step(ops, (), None, *rates, host_bandwidth=host_bw)
+    rates = rates_of(target)
+    others = _predict(ops, (), None, rates)
     if others is None:
         return None
-    return _Schedule(tuple(ops), rates, host_bw, others.exposed_seconds)
+    return _Schedule(tuple(ops), rates, others.exposed_seconds)
+
+
+def _predict(
+    ops: tuple[OpWork, ...],
+    collectives: tuple[Collective, ...],
+    trips: Mapping[str, int | None] | None,
+    rates: Rates,
+) -> Prediction | None:
+    return predict_step(
+        ops, collectives, trips, rates.peaks, rates.hbm_bandwidth,
+        host_bandwidth=rates.host_bandwidth, efficiency=rates.efficiency,
+    )  # fmt: skip
 
 
 def _timed(
@@ -341,9 +350,7 @@ def _timed(
     if schedule is None:
         return Order(order, words, total)
     trips = {c.hlo_name: c.trips for c in collectives}
-    predicted = predict_step(
-        schedule.ops, collectives, trips, *schedule.rates, host_bandwidth=schedule.host_bandwidth
-    )
+    predicted = _predict(schedule.ops, collectives, trips, schedule.rates)
     if predicted is None:
         return Order(order, words, total)
     exposed = max(0.0, predicted.exposed_seconds - schedule.exposed_without)

@@ -15,7 +15,7 @@ from shardviz.analysis.estimate.caveats import loop_notes, preview_notes
 from shardviz.analysis.estimate.collectives import collective_time
 from shardviz.analysis.estimate.host_link import host_link
 from shardviz.analysis.estimate.placement import Placement, place
-from shardviz.analysis.estimate.predict import Prediction, predict_step
+from shardviz.analysis.estimate.predict import Prediction, predict_step, rates_of
 from shardviz.model.estimate import BOUNDS, Estimate
 from shardviz.model.hardware import Hardware, Target
 from shardviz.model.program import Collective, OpWork, Report
@@ -228,11 +228,20 @@ def _estimate(
     collective_seconds, more = _collective_total(collectives, trip_counts)
     notes += more
 
-    host_bw = (hw.host_bandwidth or 0.0) / per_chip or None
+    rates = rates_of(resolved)
+    host_bw, peaks = rates.host_bandwidth, dict(rates.peaks)
     cost = report.cost
     ops = cost.ops if cost is not None else ()
-    peaks = hw.peaks(per_chip)
-    predicted = predict_step(ops, collectives, trip_counts, peaks, hbm_bw, host_bandwidth=host_bw)
+    predicted = predict_step(
+        ops, collectives, trip_counts, peaks, hbm_bw, host_bandwidth=host_bw,
+        efficiency=rates.efficiency,
+    )  # fmt: skip
+    if predicted is not None and hw.matmul_efficiency:
+        notes.append(
+            f"predicted with the matmuls at {format_percent(hw.matmul_efficiency)} of the peak, "
+            f"what {hw.name}'s measured steps sustain ({hw.source('matmul_efficiency')}); the "
+            "bound and MFU take the peak"
+        )
     flops, compute, memory = _compute_and_memory(report, predicted, peak, hbm_bw, notes)
     # MFU and HFU against the peak the step's matmuls run at: fp8 ones at the fp8 peak.
     peak = matmul_peak(ops, hw, per_chip, peaks, notes)
