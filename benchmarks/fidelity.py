@@ -418,21 +418,84 @@ def current(run: Run, entry: dict, version: str) -> dict:
     """``entry``'s figures, worked out again from its report by today's estimate and today's
     chip figures where it was planned at other code than ``version`` (its own figures where
     it kept no report: entries made before reports were kept)."""
-    text = entry.get("report")
-    if not isinstance(text, str) or entry.get("version") == version:
+    if not isinstance(entry.get("report"), str) or entry.get("version") == version:
         return {k: v for k, v in entry.items() if k != "report"}
+    report = restored(entry)
+    kept = {k: v for k, v in entry.items() if k != "report"}
+    return kept | figures(run, report) | {"estimated_again": True}
+
+
+def restored(entry: dict) -> Any:
+    """The report ``entry`` kept, estimated by today's code on its chip's figures as they are
+    now (the preset's, where the target came from one)."""
     from shardviz.analysis.estimate.step import with_estimate
     from shardviz.model import Report
     from shardviz.model.hardware_presets import hardware
 
-    report = Report.from_json(text)
+    report = Report.from_json(entry["report"])
     trips = {c.hlo_name: c.trips for c in report.collectives}
     target = report.target
-    if target is not None and target.hardware.preset:  # the chip's figures as they are now
+    if target is not None and target.hardware.preset:
         target = dataclasses.replace(target, hardware=hardware(target.hardware.preset))
-    report = with_estimate(report, target, trip_counts=trips)
-    kept = {k: v for k, v in entry.items() if k != "report"}
-    return kept | figures(run, report) | {"estimated_again": True}
+    return with_estimate(report, target, trip_counts=trips)
+
+
+#: The runs TPU v6e's matmul efficiency (``Hardware.matmul_efficiency``) is fitted on: at
+#: most three, named (issue 42); three models on one slice size. Every other run's error is
+#: reported apart from theirs.
+FIT_RUNS = ("8b", "70b", "gemma3-12b")
+
+
+def predicted_at(report: Any, efficiency: float) -> float:
+    """The report's predicted step with its matmuls at ``efficiency`` times the peak."""
+    from shardviz.analysis.estimate.predict import predict_step, rates_of
+
+    rates = rates_of(report.target)
+    trips = {c.hlo_name: c.trips for c in report.collectives}
+    p = predict_step(
+        report.cost.ops, report.collectives, trips, rates.peaks, rates.hbm_bandwidth,
+        host_bandwidth=rates.host_bandwidth, efficiency=efficiency,
+    )  # fmt: skip
+    assert p is not None
+    return p.seconds
+
+
+def fit_efficiency(pairs: list[tuple[Run, Any]]) -> float:
+    """The efficiency, from 0.300 to 1.000 in steps of 0.001, whose predicted steps have the
+    least mean absolute error against the runs' measured steps (``pairs``: each run with its
+    estimated report)."""
+
+    def error(eta: float) -> float:
+        return sum(abs(predicted_at(r, eta) / run.step_seconds - 1) for run, r in pairs)
+
+    return min((k / 1000 for k in range(300, 1001)), key=error)
+
+
+def fit(keys: list[str]) -> str:
+    """Fit the efficiency on ``FIT_RUNS`` (their newest plans with a report), and say what
+    each run of their chip with a report would need alone, and its error at the fit."""
+    pairs = {}
+    for run in RUNS:
+        entry = PC.latest(plan_fields(run))
+        if entry is not None and chip_of(run) == chip_of(RUN_BY_KEY[FIT_RUNS[0]]):
+            pairs[run.key] = (run, restored(entry))
+    missing = [k for k in FIT_RUNS if k not in pairs]
+    if missing:
+        raise SystemExit(f"no plan with a report for {', '.join(missing)}: plan them first")
+    eta = fit_efficiency([pairs[k] for k in FIT_RUNS])
+    lines = [f"fitted on {', '.join(FIT_RUNS)}: matmul efficiency {eta:.3f}"]
+    for key, (run, report) in pairs.items():
+        if keys and key not in keys:
+            continue
+        alone = fit_efficiency([(run, report)])
+        at = predicted_at(report, eta) / run.step_seconds - 1
+        at_peak = predicted_at(report, 1.0) / run.step_seconds - 1
+        role = "fitted on" if key in FIT_RUNS else "held out"
+        lines.append(
+            f"{key} ({role}): at the peak {at_peak:+.1%}, at {eta:.3f} {at:+.1%}; "
+            f"alone it would take {alone:.3f}"
+        )
+    return "\n".join(lines)
 
 
 def figures(run: Run, r: Any) -> dict:
@@ -634,8 +697,14 @@ def main() -> None:
                          "estimated again from its report (the table says which commit)")  # fmt: skip
     ap.add_argument("--no-baseline", action="store_true",
                     help="skip each new plan's bare recompile (the plan / bare column)")  # fmt: skip
+    ap.add_argument("--fit", action="store_true",
+                    help="fit TPU v6e's matmul efficiency on FIT_RUNS' kept reports and say "
+                         "each run's error at it (no plan is made)")  # fmt: skip
     a = ap.parse_args()
     keys = a.runs.split(",")
+    if a.fit:
+        print(fit(keys if "--runs" in sys.argv else []))
+        return
     chosen = [r for r in RUNS if r.key in keys]
     t0 = time.perf_counter()
     items = ((r.key, plan_fields(r)) for r in chosen)

@@ -136,3 +136,34 @@ def test_a_kept_report_is_estimated_again_by_todays_code() -> None:
     assert F._planned_at(again) == "abc1234, estimated again"
     same = F.current(run, entry | {"version": "new"}, "new")  # this code's own figures
     assert "report" not in same and "estimated_again" not in same
+
+
+def test_the_efficiency_fit_is_on_three_named_runs_and_finds_what_they_measured() -> None:
+    """The fit's runs are at most three, named, of one chip; on runs whose measured steps
+    are their matmuls at half the peak it finds 0.5."""
+    import dataclasses
+
+    from shardviz.analysis.estimate import with_estimate
+    from shardviz.model import Cost, Device, MemoryReport, MeshLayout, OpWork, Report, TreeLayout
+
+    assert 1 <= len(F.FIT_RUNS) <= 3 and set(F.FIT_RUNS) <= set(F.RUN_BY_KEY)
+    assert {F.chip_of(F.RUN_BY_KEY[k]) for k in F.FIT_RUNS} == {"v6e"}
+    mesh = MeshLayout(("d",), (8,), tuple(Device(i) for i in range(8)))
+    pairs = []
+    for flops in (1e12, 3e12):
+        ops = (OpWork("mm", flops, 1e6), OpWork("add", 0, 1e9))
+        report = with_estimate(
+            Report(
+                function="step", platform="cpu", mesh=mesh, arguments=TreeLayout(()),
+                outputs=TreeLayout(()), collectives=(), intermediates=(),
+                memory=MemoryReport(0, 0, 0, 0, 0, 0), cost=Cost(flops, 1e9, None, None, ops=ops),
+            ),
+            "v6e:2x4",
+        )  # fmt: skip
+        step = flops / (0.5 * 9.2e14) + 1e9 / 1.6e12  # the matmul at half the peak, the add
+        run = F.RUN_BY_KEY["8b"]
+        run = dataclasses.replace(run, tokens_per_second=run.batch_per_device * run.seq / step)
+        assert F.predicted_at(report, 1.0) < step
+        pairs.append((run, report))
+    assert F.fit_efficiency(pairs) == pytest.approx(0.5)
+    assert F.fit_efficiency(pairs[:1]) == pytest.approx(0.5)
