@@ -90,6 +90,13 @@ def test_the_summary_is_the_mean_and_worst_error_and_a_failed_plan_says_why() ->
     text = F.section(results, "benchmarks/fidelity.py")
     assert "mean absolute error 7.0% (goal 5%), worst 10% (70b; goal 10%)" in text
     assert "- FAIL: predicted step over 2 runs" in text
+    assert "held out" not in text  # both are runs the efficiency is fitted on
+    held = F.section([*results[:2], _figures("8b-32", F.RUN_BY_KEY["8b-32"].step_seconds * 1.2)],
+                     "benchmarks/fidelity.py")  # fmt: skip
+    assert (
+        "- FAIL: held out (runs the matmul efficiency was not fitted on: 1): mean "
+        "absolute error 20.0%, worst 20% (8b-32)" in held
+    )
     assert "not planned here: MemoryError: out of host memory" in text
     assert "- FAIL: not planned here: 405b-v5p" in text
     assert "28 of 30 applied; not known here: xla_sc_disjoint_spmem" in text
