@@ -119,6 +119,10 @@ def latest(fields: dict[str, Any], folder: Path = FOLDER) -> dict[str, Any] | No
     return None
 
 
+#: What a run with no plan says when planning was not asked for.
+NOT_PLANNED = "no plan kept for it yet (plan it with --runs and this run's key)"
+
+
 def workers(jobs: int | None) -> int:
     """Plans at once: ``jobs``, else one per two cores (each compile uses two)."""
     return max(1, jobs if jobs is not None else (os.cpu_count() or 2) // 2)
@@ -131,13 +135,15 @@ def run_all(
     folder: Path = FOLDER,
     fresh: bool = False,
     reuse: bool = False,
+    plan_missing: bool = True,
 ) -> dict[str, tuple[dict[str, Any], bool]]:
     """Each item's result, by name: ``(result, from_cache)``. ``items`` are (name, the fields
     that define it); ``plan(name)`` computes one, run in ``workers(jobs)`` fresh processes
     (``spawn``: jax in the parent is not copied into them) when more than one is needed.
     ``fresh``: plan every item again (and keep the new results). ``reuse``: a run with no
     entry at this code takes its newest one at older code (:func:`latest`) rather than being
-    planned. Every result kept says its ``run_key``, ``commit``, code ``version`` and
+    planned. ``plan_missing=False``: plan nothing; a run with no entry gets ``{"error":
+    why}``. Every result kept says its ``run_key``, ``commit``, code ``version`` and
     ``planned_at``."""
     version = code_version()
     out: dict[str, tuple[dict[str, Any], bool]] = {}
@@ -151,6 +157,8 @@ def run_all(
             hit = latest(fields, folder)
         if hit is not None:
             out[name] = (hit, True)
+        elif not plan_missing:
+            out[name] = ({"error": NOT_PLANNED}, False)
         else:
             todo[name] = key
     stamp = {"commit": commit(), "version": version}

@@ -705,6 +705,9 @@ def main() -> None:
                          "estimated again from its report (the table says which commit)")  # fmt: skip
     ap.add_argument("--no-baseline", action="store_true",
                     help="skip each new plan's bare recompile (the plan / bare column)")  # fmt: skip
+    ap.add_argument("--no-plan", action="store_true",
+                    help="plan nothing: the table from the plans kept (with --reuse, at any "
+                         "code); a run with none says so")  # fmt: skip
     ap.add_argument("--fit", action="store_true",
                     help="fit TPU v6e's matmul efficiency on FIT_RUNS' kept reports and say "
                          "each run's error at it (no plan is made)")  # fmt: skip
@@ -717,7 +720,7 @@ def main() -> None:
     t0 = time.perf_counter()
     items = ((r.key, plan_fields(r)) for r in chosen)
     work = functools.partial(measure, baseline=not a.no_baseline)
-    done = PC.run_all(items, work, a.jobs, fresh=a.fresh, reuse=a.reuse)
+    done = PC.run_all(items, work, a.jobs, fresh=a.fresh, reuse=a.reuse, plan_missing=not a.no_plan)
     version = PC.code_version()
     results = [{"run": r.key, **current(r, done[r.key][0], version)} for r in chosen]
     wall = time.perf_counter() - t0

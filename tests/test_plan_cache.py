@@ -153,3 +153,9 @@ def test_reuse_takes_the_newest_plan_at_older_code_and_only_of_the_same_run(tmp_
     monkeypatch.setattr(PC, "code_version", lambda: "v4")
     PC.run_all([("a", {"n": 1})], _plan, jobs=1, folder=tmp_path, reuse=True)
     assert CALLS == ["a", "a"]
+
+
+def test_without_planning_a_run_with_no_plan_says_so(tmp_path):
+    CALLS.clear()
+    done = PC.run_all([("8b", {"seq": 1})], _plan, jobs=1, folder=tmp_path, plan_missing=False)
+    assert CALLS == [] and done["8b"] == ({"error": PC.NOT_PLANNED}, False)
