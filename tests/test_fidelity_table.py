@@ -174,3 +174,14 @@ def test_the_efficiency_fit_is_on_three_named_runs_and_finds_what_they_measured(
         pairs.append((run, report))
     assert F.fit_efficiency(pairs) == pytest.approx(0.5)
     assert F.fit_efficiency(pairs[:1]) == pytest.approx(0.5)
+
+
+def test_v6e_carries_the_fitted_efficiency_and_its_source_names_the_fits_runs() -> None:
+    from shardviz.model.hardware_presets import hardware
+
+    v6e = hardware("v6e")
+    assert v6e.matmul_efficiency is not None and 0.5 < v6e.matmul_efficiency < 1.0
+    source = v6e.source("matmul_efficiency")
+    assert f"runs {', '.join(F.FIT_RUNS)}" in source and "fidelity.py --fit" in source
+    others = [hardware(n) for n in ("v5e", "v5p", "tpu7x", "h100")]
+    assert all(hw.matmul_efficiency is None for hw in others)  # no measured runs fitted
