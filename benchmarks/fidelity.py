@@ -725,11 +725,15 @@ def main() -> None:
     results = [{"run": r.key, **current(r, done[r.key][0], version)} for r in chosen]
     wall = time.perf_counter() - t0
     cached = sum(1 for r in chosen if done[r.key][1])
-    body = section(results, f"benchmarks/fidelity.py --runs {a.runs} --write")
+    older = sum(1 for m in results if m.get("estimated_again"))
+    failed = sum(1 for r in chosen if "error" in done[r.key][0])
+    flags = "".join(f" --{f}" for f, on in (("reuse", a.reuse), ("no-plan", a.no_plan)) if on)
+    body = section(results, f"benchmarks/fidelity.py --runs {a.runs}{flags} --write")
     body += (
-        f"\n\nThis table: {len(chosen) - cached} plan(s) compiled, {cached} read from the disk "
-        f"cache (keyed by the run, shardviz's code and the compiler's versions), "
-        f"{PC.workers(a.jobs)} worker(s); wall time {wall:.1f} s."
+        f"\n\nThis table: {len(chosen) - cached - failed} plan(s) compiled, {cached} read from "
+        f"the disk cache (keyed by the run, shardviz's code and the compiler's versions; "
+        f"{older} of them planned at older code and estimated again from their reports), "
+        f"{failed} not planned; {PC.workers(a.jobs)} worker(s); wall time {wall:.1f} s."
     )
     print(body)
     if a.write:
