@@ -68,11 +68,9 @@ BOOK_PCIE_V6E = (
     "32GB/s, about twice v5's 1.5e10 bytes/s"
 )
 FIT_V6E = (
-    "fitted (issue 42) on the measured steps of three published runs on v6e-256, Llama 3.1 8B "
-    "and 70B and Gemma 3 12B (tpu-recipes training/trillium; benchmarks/fidelity.py --fit, "
-    "runs 8b, 70b, gemma3-12b; every other run's error reported apart in benchmarks/README.md). "
-    "A lone bf16 matmul of 8192^3 reaches 90% of the peak (tpu-recipes microbenchmarks/"
-    "README.md, 827 TFLOP/s): the rest is what a training step's matmul fusions lose"
+    "fitted on the measured steps of three published runs on v6e-256, Llama 3.1 8B and 70B "
+    "and Gemma 3 12B (tpu-recipes training/trillium; benchmarks/fidelity.py --fit, runs 8b, "
+    "70b, gemma3-12b; the other runs' errors apart in benchmarks/README.md)"
 )
 H100_PCIE = "NVIDIA H100 Tensor Core GPU datasheet, H100 SXM: PCIe Gen5 128GB/s (both ways)"
 A100_PCIE = "NVIDIA A100 Tensor Core GPU datasheet, A100 80GB SXM: PCIe Gen4 64GB/s (both ways)"
