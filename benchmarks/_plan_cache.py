@@ -100,6 +100,17 @@ def _replace(path: Path, data: bytes) -> None:
     tmp.replace(path)  # whole or absent, even with workers side by side
 
 
+def last_failure(fields: dict[str, Any], folder: Path = FOLDER) -> str | None:
+    """Why the run's last plan failed, at which commit (``None``: none failed, or a plan
+    has been kept since)."""
+    path = folder / f"{run_key(fields)}.failed"
+    try:
+        failed = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return f"{failed['error']} (at {failed.get('commit', 'an earlier commit')})"
+
+
 def latest(fields: dict[str, Any], folder: Path = FOLDER) -> dict[str, Any] | None:
     """The newest entry of the run ``fields`` at this compiler, planned at any code, that
     kept its report (an entry without one has only the figures of its own code)."""
@@ -158,7 +169,7 @@ def run_all(
         if hit is not None:
             out[name] = (hit, True)
         elif not plan_missing:
-            out[name] = ({"error": NOT_PLANNED}, False)
+            out[name] = ({"error": last_failure(fields, folder) or NOT_PLANNED}, False)
         else:
             todo[name] = key
     stamp = {"commit": commit(), "version": version}
@@ -169,6 +180,11 @@ def run_all(
                 **result, **stamp, "run_key": run_key(fields_of[name]), "planned_at": time.time(),
             }  # fmt: skip
             save(todo[name], result, folder)
+            (folder / f"{result['run_key']}.failed").unlink(missing_ok=True)
+        else:  # but remembered, for a table made without planning
+            folder.mkdir(parents=True, exist_ok=True)
+            text = json.dumps({"error": result["error"], **stamp}).encode()
+            _replace(folder / f"{run_key(fields_of[name])}.failed", text)
         out[name] = (result, False)
         print(name, result.get("error", "planned"), flush=True)
 

@@ -159,3 +159,23 @@ def test_without_planning_a_run_with_no_plan_says_so(tmp_path):
     CALLS.clear()
     done = PC.run_all([("8b", {"seq": 1})], _plan, jobs=1, folder=tmp_path, plan_missing=False)
     assert CALLS == [] and done["8b"] == ({"error": PC.NOT_PLANNED}, False)
+
+
+def test_a_table_made_without_planning_says_why_a_run_last_failed(tmp_path):
+    """A failed plan is not kept, but its reason is, for ``plan_missing=False``; a later
+    plan that succeeds clears it."""
+    outcome = {"fail": True}
+
+    def plan(name: str) -> dict:
+        if outcome["fail"]:
+            raise MemoryError("RESOURCE_EXHAUSTED: 39.25G of HBM")
+        return _plan(name)
+
+    items = [("70b-32", {"seq": 8192})]
+    PC.run_all(items, plan, jobs=1, folder=tmp_path)
+    done = PC.run_all(items, plan, jobs=1, folder=tmp_path, plan_missing=False)
+    error = done["70b-32"][0]["error"]
+    assert error.startswith("MemoryError: RESOURCE_EXHAUSTED: 39.25G of HBM (at ")
+    outcome["fail"] = False
+    PC.run_all(items, plan, jobs=1, folder=tmp_path)
+    assert PC.last_failure({"seq": 8192}, tmp_path) is None
