@@ -418,11 +418,10 @@ def current(run: Run, entry: dict, version: str) -> dict:
     """``entry``'s figures, worked out again from its report by today's estimate and today's
     chip figures where it was planned at other code than ``version`` (its own figures where
     it kept no report: entries made before reports were kept)."""
-    if not isinstance(entry.get("report"), str) or entry.get("version") == version:
-        return {k: v for k, v in entry.items() if k != "report"}
-    report = restored(entry)
     kept = {k: v for k, v in entry.items() if k != "report"}
-    return kept | figures(run, report) | {"estimated_again": True}
+    if not isinstance(entry.get("report"), str) or entry.get("version") == version:
+        return kept
+    return kept | figures(run, restored(entry)) | {"estimated_again": True}
 
 
 def restored(entry: dict) -> Any:
@@ -448,14 +447,11 @@ FIT_RUNS = ("8b", "70b", "gemma3-12b")
 
 def predicted_at(report: Any, efficiency: float) -> float:
     """The report's predicted step with its matmuls at ``efficiency`` times the peak."""
-    from shardviz.analysis.estimate.predict import predict_step, rates_of
+    from shardviz.analysis.estimate.predict import predict_with, rates_of
 
-    rates = rates_of(report.target)
+    rates = dataclasses.replace(rates_of(report.target), efficiency=efficiency)
     trips = {c.hlo_name: c.trips for c in report.collectives}
-    p = predict_step(
-        report.cost.ops, report.collectives, trips, rates.peaks, rates.hbm_bandwidth,
-        host_bandwidth=rates.host_bandwidth, efficiency=efficiency,
-    )  # fmt: skip
+    p = predict_with(report.cost.ops, report.collectives, trips, rates)
     assert p is not None
     return p.seconds
 
@@ -475,9 +471,10 @@ def fit(keys: list[str]) -> str:
     """Fit the efficiency on ``FIT_RUNS`` (their newest plans with a report), and say what
     each run of their chip with a report would need alone, and its error at the fit."""
     pairs = {}
+    chip = chip_of(RUN_BY_KEY[FIT_RUNS[0]])
     for run in RUNS:
-        entry = PC.latest(plan_fields(run))
-        if entry is not None and chip_of(run) == chip_of(RUN_BY_KEY[FIT_RUNS[0]]):
+        entry = PC.latest(plan_fields(run)) if chip_of(run) == chip else None
+        if entry is not None:
             pairs[run.key] = (run, restored(entry))
     missing = [k for k in FIT_RUNS if k not in pairs]
     if missing:

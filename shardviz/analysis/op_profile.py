@@ -25,7 +25,7 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable
 
-from shardviz.analysis.estimate.predict import op_seconds, predict_step, rates_of
+from shardviz.analysis.estimate.predict import predict_with, rates_of
 from shardviz.model import Collective, OpWork
 from shardviz.model.hardware import Target
 from shardviz.model.op_profile import (
@@ -156,22 +156,14 @@ def _predicted_rows(report: Report, target: Target | None) -> tuple[list[Profile
     if rates is not None:
         trips = {c.hlo_name: c.trips for c in report.collectives}
         everything = len(ops) + len(report.collectives)
-        pred = predict_step(
-            ops, report.collectives, trips, rates.peaks, rates.hbm_bandwidth, everything,
-            rates.host_bandwidth, rates.efficiency,
-        )  # fmt: skip
+        pred = predict_with(ops, report.collectives, trips, rates, everything)
         exposed = dict(pred.exposed) if pred is not None else {}
     rows = []
     for k, op in enumerate(ops):
         loop = loops.get(op.computation)
         seconds = None
         if rates is not None:
-            own = (
-                op_seconds(
-                    op, rates.peaks, rates.hbm_bandwidth, rates.host_bandwidth, rates.efficiency
-                )
-                * op.runs
-            )
+            own = rates.op_seconds(op) * op.runs
             seconds = exposed.get(op.name, 0.0) if op.transfer else own
         rows.append(ProfiledOp(
             op.name, op.opcode, module_of(op, op.runs > 1 or loop is not None, k > last > -1),

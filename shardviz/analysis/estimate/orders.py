@@ -25,11 +25,11 @@ from __future__ import annotations
 import itertools
 import math
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from shardviz.analysis.estimate.placement import Placement, place
-from shardviz.analysis.estimate.predict import Prediction, Rates, predict_step, rates_of
+from shardviz.analysis.estimate.predict import Rates, predict_with, rates_of
 from shardviz.analysis.estimate.rings import block_walk
 from shardviz.analysis.estimate.step import estimate_collectives
 from shardviz.model import OpWork
@@ -320,22 +320,10 @@ def _schedule(report: Report, target: Target) -> _Schedule | None:
     if not ops:
         return None
     rates = rates_of(target)
-    others = _predict(ops, (), None, rates)
+    others = predict_with(ops, (), None, rates)
     if others is None:
         return None
     return _Schedule(tuple(ops), rates, others.exposed_seconds)
-
-
-def _predict(
-    ops: tuple[OpWork, ...],
-    collectives: tuple[Collective, ...],
-    trips: Mapping[str, int | None] | None,
-    rates: Rates,
-) -> Prediction | None:
-    return predict_step(
-        ops, collectives, trips, rates.peaks, rates.hbm_bandwidth,
-        host_bandwidth=rates.host_bandwidth, efficiency=rates.efficiency,
-    )  # fmt: skip
 
 
 def _timed(
@@ -350,7 +338,7 @@ def _timed(
     if schedule is None:
         return Order(order, words, total)
     trips = {c.hlo_name: c.trips for c in collectives}
-    predicted = _predict(schedule.ops, collectives, trips, schedule.rates)
+    predicted = predict_with(schedule.ops, collectives, trips, schedule.rates)
     if predicted is None:
         return Order(order, words, total)
     exposed = max(0.0, predicted.exposed_seconds - schedule.exposed_without)

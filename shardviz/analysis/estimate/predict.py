@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from shardviz.model import Collective, OpWork, Target
 
-__all__ = ["Prediction", "Rates", "predict_step", "rates_of"]
+__all__ = ["Prediction", "Rates", "predict_step", "predict_with", "rates_of"]
 
 
 @dataclass(frozen=True)
@@ -68,6 +68,10 @@ class Rates:
     host_bandwidth: float | None = None
     efficiency: float = 1.0
 
+    def op_seconds(self, op: OpWork) -> float:
+        """One run of ``op`` at these rates (:func:`op_seconds`)."""
+        return op_seconds(op, self.peaks, self.hbm_bandwidth, self.host_bandwidth, self.efficiency)
+
 
 def rates_of(target: Target) -> Rates:
     """One device of ``target``: its chip's figures split between the devices sharing it."""
@@ -109,6 +113,20 @@ def op_seconds(
     bandwidth or its host bytes over the host link, whichever takes longest
     (:func:`op_parts`)."""
     return max(op_parts(op, peak, hbm_bandwidth, host_bandwidth, efficiency))
+
+
+def predict_with(
+    ops: tuple[OpWork, ...],
+    collectives: tuple[Collective, ...],
+    trip_counts: Mapping[str, int | None] | None,
+    rates: Rates,
+    top: int = 5,
+) -> Prediction | None:
+    """:func:`predict_step` at one device's ``rates``."""
+    return predict_step(
+        ops, collectives, trip_counts, rates.peaks, rates.hbm_bandwidth, top,
+        rates.host_bandwidth, rates.efficiency,
+    )  # fmt: skip
 
 
 def predict_step(

@@ -15,7 +15,7 @@ from shardviz.analysis.estimate.caveats import loop_notes, preview_notes
 from shardviz.analysis.estimate.collectives import collective_time
 from shardviz.analysis.estimate.host_link import host_link
 from shardviz.analysis.estimate.placement import Placement, place
-from shardviz.analysis.estimate.predict import Prediction, predict_step, rates_of
+from shardviz.analysis.estimate.predict import Prediction, predict_with, rates_of
 from shardviz.model.estimate import BOUNDS, Estimate
 from shardviz.model.hardware import Hardware, Target
 from shardviz.model.program import Collective, OpWork, Report
@@ -232,10 +232,7 @@ def _estimate(
     host_bw, peaks = rates.host_bandwidth, dict(rates.peaks)
     cost = report.cost
     ops = cost.ops if cost is not None else ()
-    predicted = predict_step(
-        ops, collectives, trip_counts, peaks, hbm_bw, host_bandwidth=host_bw,
-        efficiency=rates.efficiency,
-    )  # fmt: skip
+    predicted = predict_with(ops, collectives, trip_counts, rates)
     if predicted is not None and hw.matmul_efficiency:
         notes.append(
             f"predicted with the matmuls at {format_percent(hw.matmul_efficiency)} of the peak, "
