@@ -88,6 +88,9 @@ class Run:
     causal_half: bool = False
     #: The recipe's attention block (``sa_block_q``/``sa_block_kv``), where it names one.
     attention_block: int | None = None
+    #: The master weights' dtype (MaxText's ``weight_dtype``; its default float32), and so
+    #: the optimizer state's and the gradients'.
+    weight_dtype: str = "float32"
 
     @property
     def step_seconds(self) -> float:
@@ -209,10 +212,12 @@ RUNS: tuple[Run, ...] = (
     ),
     *(
         _recipe("v6e", f"70b-{chips}", "llama3.1-70b", shape, 8192, batch, RECIPE_70B, tf, tok,
-                _TRILLIUM + f"Llama3.1-70B-MaxText/v6e-{chips}/README.md", _70B)
-        for chips, shape, batch, tf, tok in (
-            (32, "4x8", 2, 443.385, 920.965), (64, "8x8", 2, 422.091, 876.736),
-            (128, "8x16", 4, 453.5, 941.976),
+                _TRILLIUM + f"Llama3.1-70B-MaxText/v6e-{chips}/README.md", _70B + words,
+                weight_dtype=dtype)
+        for chips, shape, batch, tf, tok, dtype, words in (
+            (32, "4x8", 2, 443.385, 920.965, "bfloat16", "; weights in bf16 (weight_dtype)"),
+            (64, "8x8", 2, 422.091, 876.736, "float32", ""),
+            (128, "8x16", 4, 453.5, 941.976, "float32", ""),
         )
     ),
     _recipe("v6e", "mistral-7b", "mistral-7b", "2x4", 8192, 6, RECIPE_8B, 431.981, 7776.813,
@@ -273,8 +278,9 @@ RUNS: tuple[Run, ...] = (
             1326.307, _TRILLIUM + "Mixtral-8x22B-MaxText/README.md",
             "dropped at capacity factor 1.25; fsdp 64 x expert 4 (the recipe's "
             "hybrid_ring_64x4 mesh); " + _8B + "; its config as MaxText added it (commit "
-            "449b4fe5, benchmarks/maxtext_trillium_model_configs.py)", strategy="ep",
-            mesh=(64, 4), capacity_factor=1.25),
+            "449b4fe5, benchmarks/maxtext_trillium_model_configs.py), weights in bf16 "
+            "(weight_dtype)", strategy="ep", mesh=(64, 4), capacity_factor=1.25,
+            weight_dtype="bfloat16"),
     # Qwen3-235B-A22B on 256 Ironwood chips: dropless (sparse_matmul with tokamax's grouped
     # matmul, planned with megablox's), random routing (balanced), FSDP over all 512 devices.
     *(
@@ -347,6 +353,8 @@ def plan(run: Run, baseline: bool = True) -> dict:
             extra["moe"] = run.moe
         if run.attention_block:
             extra["attention_block"] = run.attention_block
+        if run.weight_dtype != "float32":
+            extra["dtype"] = run.weight_dtype
         if run.mesh is not None:
             extra["mesh"] = _mesh(run)
         with sv.xla_flags(dict(known)):
@@ -394,6 +402,8 @@ def plan_fields(run: Run) -> dict:
     """What defines the run's plan (its cache key): every field but the words about it."""
     fields = dataclasses.asdict(run)
     del fields["note"], fields["source"]
+    if fields["weight_dtype"] == "float32":  # the default: the keys of plans made before it
+        del fields["weight_dtype"]
     return fields | {"xla_flags": RECIPE_FLAGS.get(run.key, [])}
 
 

@@ -65,6 +65,10 @@ ACTIVATION_AXES: dict[str, tuple[str | None, ...]] = {
     "mlp_out": ("batch", "sequence", "embed"),
     "moe_in": ("batch", "sequence", "embed"),
     "dispatched": ("expert", "expert_group", "capacity", "embed"),
+    # The experts' slots of each group on the group's own devices (the experts whole):
+    # the dispatch einsum's output and the combine's input, so that a strategy splitting
+    # 'expert' moves them to and from "dispatched"/"expert_out" by all-to-all (GShard's).
+    "expert_slots": (None, "batch", "capacity", "embed"),
     "expert_hidden": ("expert", "expert_group", "capacity", "mlp"),
     "expert_out": ("expert", "expert_group", "capacity", "embed"),
     # The dropless MoE layer's tokens (their width whole) and its experts' weights as its

@@ -75,7 +75,7 @@ def moe_mlp(
     # data movement, not the model's math; the scope only names them in the op list.
     with jax.named_scope(DISPATCH_MARK):
         dispatched = jnp.einsum("gsec,gsd->egcd", routing.dispatch.astype(x.dtype), xg)
-    dispatched = constrain("dispatched", dispatched)
+    dispatched = constrain("dispatched", constrain("expert_slots", dispatched))
     act = ACTIVATIONS[activation]
     gate = checkpoint_name(einsum("egcd,edf->egcf", dispatched, p["w_gate"]), "mlpwi_0")
     up = checkpoint_name(einsum("egcd,edf->egcf", dispatched, p["w_up"]), "mlpwi_1")
@@ -83,6 +83,7 @@ def moe_mlp(
     out = constrain(
         "expert_out", checkpoint_name(einsum("egcf,efd->egcd", hidden, p["w_down"]), "mlpwo")
     )
+    out = constrain("expert_slots", out)
     with jax.named_scope(DISPATCH_MARK):
         combined = jnp.einsum("gsec,egcd->gsd", routing.combine.astype(x.dtype), out)
     combined = combined.reshape(b, s, d)
