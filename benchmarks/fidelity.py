@@ -700,6 +700,19 @@ def section(results: list[dict], command: str) -> str:
     return "\n".join(lines)
 
 
+def cold_time(results: list[dict]) -> str:
+    """What the table's plans took to compile when each was made: the sum of their recorded
+    wall times (one worker each; made over several sessions, so never one stretch of time)."""
+    walls = sorted(m["wall"] for m in results if "error" not in m and m.get("wall"))
+    if not walls:
+        return ""
+    return (
+        f" Cold, its {len(walls)} plans took {sum(walls) / 60:.0f} min to make, one after "
+        f"another on one worker (each plan's own wall time, recorded when it was made: "
+        f"{walls[0]:.0f} s to {walls[-1]:.0f} s, median {walls[len(walls) // 2]:.0f} s)."
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", default=",".join(r.key for r in RUNS))
@@ -741,6 +754,7 @@ def main() -> None:
         f"the disk cache (keyed by the run, shardviz's code and the compiler's versions; "
         f"{older} of them planned at older code and estimated again from their reports), "
         f"{failed} not planned; {PC.workers(a.jobs)} worker(s); wall time {wall:.1f} s."
+        + cold_time(results)
     )
     print(body)
     if a.write:

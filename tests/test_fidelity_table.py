@@ -111,6 +111,23 @@ def test_a_plan_without_its_bare_recompile_says_so_and_has_no_ratio_check() -> N
     assert "70b: plan within 1.1x" not in text
 
 
+def test_the_cold_time_is_the_sum_of_the_plans_own_wall_times() -> None:
+    results = [_figures("8b", 5.0), _figures("70b", 40.0) | {"wall": 300.0},
+               _figures("8b-8", 3.0) | {"wall": 500.0}, {"run": "405b-v5p", "error": "x"}]  # fmt: skip
+    assert F.cold_time(results) == (
+        " Cold, its 3 plans took 15 min to make, one after another on one worker (each "
+        "plan's own wall time, recorded when it was made: 100 s to 500 s, median 300 s)."
+    )
+    assert F.cold_time(results[3:]) == ""
+
+
+def test_a_float32_run_keeps_its_plans_key_and_a_bf16_one_passes_its_dtype() -> None:
+    """weight_dtype came after plans were kept: a float32 run's key leaves it out (so its
+    kept plans still match), a bf16 run's key has it."""
+    assert "weight_dtype" not in F.plan_fields(F.RUN_BY_KEY["70b-64"])
+    assert F.plan_fields(F.RUN_BY_KEY["70b-32"])["weight_dtype"] == "bfloat16"
+
+
 def test_a_kept_report_is_estimated_again_by_todays_code() -> None:
     """A plan made at other code keeps its compiled program's report; the table's figures
     come from that report estimated now, on the chip's figures as they are now, and say
