@@ -6,7 +6,8 @@ multiply-add, and a kernel's (a Pallas ``custom-call``) as declared or counted (
 each as often as its computation runs per step (loop trips multiplied out, see
 :mod:`.hlo_loops`). Ops jax marks as rematerialised (their ``op_name`` has
 ``rematted_computation``: the forward ops ``jax.checkpoint`` runs again in the backward
-pass) are the hardware's extra work, not the model's: :func:`matmul_flops` counts them
+pass) and the copies XLA's own rematerialisation makes (``<op>.remat``) are the hardware's
+extra work, not the model's: :func:`matmul_flops` counts them
 apart, and so the matmuls that only move data (an MoE layer's one-hot dispatch and combine,
 marked :data:`DISPATCH_MARK`). Pure text in, numbers out; no jax.
 """
@@ -33,12 +34,18 @@ __all__ = [
     "REMAT_MARK",
     "WINDOW_EDGE_MARK",
     "MatmulFlops",
+    "cloned_by_xla_remat",
     "instruction_flops",
     "matmul_flops",
 ]
 
 #: The name-stack marker jax gives the forward ops a ``jax.checkpoint`` recomputes.
 REMAT_MARK = "rematted_computation"
+#: The suffix XLA's own rematerialisation gives the ops it copies to run again later
+#: (``fusion.757.remat``, ``.remat2``): under memory pressure the compiler recomputes a value
+#: rather than keep it, and the copy keeps the original's metadata (a forward op's name, or
+#: the backward's), so only its name says it is a recomputation.
+_XLA_REMAT_CLONE = re.compile(r"\.remat\d*$")
 #: A name scope that marks matmuls moving data rather than computing (an MoE layer's one-hot
 #: dispatch and combine einsums): the hardware runs them, the model's math has none. Not
 #: needed: :mod:`.routing` recognises them from the program; kept for programs that use it.
@@ -52,7 +59,8 @@ WINDOW_EDGE_MARK = "window_edge"
 @dataclass(frozen=True)
 class MatmulFlops:
     """Matmul flops per step on one device: ``total`` as the hardware runs them (recomputed
-    ones included), ``recomputed`` the part ``jax.checkpoint`` runs again, ``dispatch`` the
+    ones included), ``recomputed`` the part ``jax.checkpoint`` runs again (and the copies
+    XLA's own rematerialisation runs, :func:`cloned_by_xla_remat`), ``dispatch`` the
     matmuls that only move data (an MoE dispatch and combine, recomputed or not),
     ``padding`` the expert slots no token fills (capacity padding, not recomputed; a dense
     grouped matmul's rows against the groups they are not in); ``model``
@@ -285,6 +293,22 @@ def _stack(module: HloModule, ins: HloInstruction, forward: _Forward) -> str:
     return module.named(ins).op_name
 
 
+def cloned_by_xla_remat(module: HloModule, ins: HloInstruction) -> bool:
+    """Whether ``ins`` runs as part of a copy XLA's rematerialisation made (it, or the fusion
+    or loop it sits in, named ``<op>.remat<N>``): hardware work the model does not have."""
+    current, seen = ins, set()
+    while True:
+        if _XLA_REMAT_CLONE.search(current.name):
+            return True
+        if current.computation in seen:
+            return False
+        seen.add(current.computation)
+        outer = module.callers().get(current.computation)
+        if not outer:
+            return False
+        current = outer[0]
+
+
 def matmul_flops(
     module: HloModule,
     runs: Mapping[str, int],
@@ -314,7 +338,9 @@ def matmul_flops(
         name = _stack(module, ins, forward)
         if DISPATCH_MARK in name or ins.name in moe.dispatch:
             dispatch += flops * n
-        elif REMAT_MARK in name and not (kernel is not None and kernel.backward):
+        elif (REMAT_MARK in name and not (kernel is not None and kernel.backward)) or (
+            cloned_by_xla_remat(module, ins)
+        ):
             recomputed += flops * n
         elif kernel is not None and kernel.model_flops is not None:
             gap += (flops - kernel.model_flops) * n
