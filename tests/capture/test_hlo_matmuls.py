@@ -148,27 +148,29 @@ def test_a_backward_matmul_of_a_forward_ones_shapes_is_not_taken_for_a_recomputa
 def test_a_matmul_xla_rematerialised_is_recomputation_whatever_its_metadata() -> None:
     """Under memory pressure XLA's rematerialisation copies an op to run it again, naming the
     copy ``<op>.remat<N>`` and keeping the original's metadata (here a forward matmul's, and
-    a backward one's in a fusion): the copies are the hardware's work, not the model's. The
-    405B on two v6e-256 slices counted 8.3% more model flops than MaxText's formula until
-    they were known."""
-    from shardviz.capture.hlo.matmuls import matmul_flops
+    a backward one's in a fusion): a copy beside its original is the hardware's work, not
+    the model's; a copy whose original is gone (its uses all moved to it) is the op itself.
+    The 405B on two v6e-256 slices counted 8.3% more model flops than MaxText's formula
+    until the first were known, and 8.4% fewer while every copy was taken for one."""
+    from shardviz.capture.hlo.matmuls import matmul_flops, xla_remat_copies
 
     grad = "jit(step)/transpose(jvp())/while/body/checkpoint/bsd,df->bsf/dot_general"
+
+    def fused(name: str, dot: str) -> str:
+        return f"""%{name} (p0: bf16[256,64], p1: bf16[256,128]) -> bf16[64,128] {{
+  %p0 = bf16[256,64] parameter(0)
+  %p1 = bf16[256,128] parameter(1)
+  ROOT %{dot} = bf16[64,128] dot(%p0, %p1), lhs_contracting_dims={{0}}, rhs_contracting_dims={{0}}, metadata={{op_name="{grad}"}}
+}}
+"""
+
+    out = "bf16[256,128], bf16[256,128], bf16[64,128], bf16[64,128], bf16[64,128]"
     text = f"""HloModule m
 
-%fused_grad (p0: bf16[256,64], p1: bf16[256,128]) -> bf16[64,128] {{
-  %p0 = bf16[256,64] parameter(0)
-  %p1 = bf16[256,128] parameter(1)
-  ROOT %d = bf16[64,128] dot(%p0, %p1), lhs_contracting_dims={{0}}, rhs_contracting_dims={{0}}, metadata={{op_name="{grad}"}}
-}}
-
-%fused_grad.clone (p0: bf16[256,64], p1: bf16[256,128]) -> bf16[64,128] {{
-  %p0 = bf16[256,64] parameter(0)
-  %p1 = bf16[256,128] parameter(1)
-  ROOT %d.1 = bf16[64,128] dot(%p0, %p1), lhs_contracting_dims={{0}}, rhs_contracting_dims={{0}}, metadata={{op_name="{grad}"}}
-}}
-
-ENTRY %e (x: bf16[256,64], w: bf16[64,128], g: bf16[256,128]) -> (bf16[256,128], bf16[256,128], bf16[64,128], bf16[64,128]) {{
+{fused("fused_grad", "d")}
+{fused("fused_grad.clone", "d.1")}
+{fused("fused_moved.clone", "d.2")}
+ENTRY %e (x: bf16[256,64], w: bf16[64,128], g: bf16[256,128]) -> ({out}) {{
   %x = bf16[256,64] parameter(0)
   %w = bf16[64,128] parameter(1)
   %g = bf16[256,128] parameter(2)
@@ -176,11 +178,14 @@ ENTRY %e (x: bf16[256,64], w: bf16[64,128], g: bf16[256,128]) -> (bf16[256,128],
   %f.remat = bf16[256,128] dot(%x, %w), lhs_contracting_dims={{1}}, rhs_contracting_dims={{0}}, metadata={{op_name="{_FWD}"}}
   %fusion.7 = bf16[64,128] fusion(%x, %g), kind=kOutput, calls=%fused_grad
   %fusion.7.remat2 = bf16[64,128] fusion(%x, %g), kind=kOutput, calls=%fused_grad.clone
-  ROOT %t = (bf16[256,128], bf16[256,128], bf16[64,128], bf16[64,128]) tuple(%f, %f.remat, %fusion.7, %fusion.7.remat2)
+  %fusion.9.remat = bf16[64,128] fusion(%x, %g), kind=kOutput, calls=%fused_moved.clone
+  ROOT %t = ({out}) tuple(%f, %f.remat, %fusion.7, %fusion.7.remat2, %fusion.9.remat)
 }}
 """
-    flops = matmul_flops(parse_hlo_module(text), {})
+    module = parse_hlo_module(text)
+    assert xla_remat_copies(module) == {"f.remat", "fusion.7.remat2"}
+    flops = matmul_flops(module, {})
     each = 2.0 * 256 * 64 * 128
-    assert flops.total == 4 * each
+    assert flops.total == 5 * each
     assert flops.recomputed == 2 * each
-    assert flops.model == 2 * each
+    assert flops.model == 3 * each

@@ -35,6 +35,7 @@ __all__ = [
     "WINDOW_EDGE_MARK",
     "MatmulFlops",
     "cloned_by_xla_remat",
+    "xla_remat_copies",
     "instruction_flops",
     "matmul_flops",
 ]
@@ -44,7 +45,7 @@ REMAT_MARK = "rematted_computation"
 #: The suffix XLA's own rematerialisation gives the ops it copies to run again later
 #: (``fusion.757.remat``, ``.remat2``): under memory pressure the compiler recomputes a value
 #: rather than keep it, and the copy keeps the original's metadata (a forward op's name, or
-#: the backward's), so only its name says it is a recomputation.
+#: the backward's), so only its name (and its original beside it) says it is a recomputation.
 _XLA_REMAT_CLONE = re.compile(r"\.remat\d*$")
 #: A name scope that marks matmuls moving data rather than computing (an MoE layer's one-hot
 #: dispatch and combine einsums): the hardware runs them, the model's math has none. Not
@@ -293,12 +294,35 @@ def _stack(module: HloModule, ins: HloInstruction, forward: _Forward) -> str:
     return module.named(ins).op_name
 
 
-def cloned_by_xla_remat(module: HloModule, ins: HloInstruction) -> bool:
-    """Whether ``ins`` runs as part of a copy XLA's rematerialisation made (it, or the fusion
-    or loop it sits in, named ``<op>.remat<N>``): hardware work the model does not have."""
+def xla_remat_copies(module: HloModule) -> frozenset[str]:
+    """The ops XLA's rematerialisation copied while the op they copy still runs: of the ops
+    sharing a name up to the suffix (``fusion.7``, ``fusion.7.remat``, ``fusion.7.remat2``),
+    all but one, the original where it is still there. A copy whose original is gone (all of
+    its uses moved to the copy, as the pass does when it moves a value rather than keeping
+    it) is the op itself, the model's work."""
+    groups: dict[str, list[str]] = {}
+    names = {ins.name for ins in module.instructions()}
+    for name in names:
+        base = _XLA_REMAT_CLONE.sub("", name)
+        if base != name:
+            groups.setdefault(base, [])
+    for name in names:
+        base = _XLA_REMAT_CLONE.sub("", name)
+        if base in groups:
+            groups[base].append(name)
+    copies: set[str] = set()
+    for base, group in groups.items():
+        kept = base if base in group else min(group)
+        copies.update(n for n in group if n != kept)
+    return frozenset(copies)
+
+
+def cloned_by_xla_remat(module: HloModule, ins: HloInstruction, copies: frozenset[str]) -> bool:
+    """Whether ``ins`` runs as part of one of ``copies`` (:func:`xla_remat_copies`): it, or
+    the fusion or loop it sits in: hardware work the model does not have."""
     current, seen = ins, set()
     while True:
-        if _XLA_REMAT_CLONE.search(current.name):
+        if current.name in copies:
             return True
         if current.computation in seen:
             return False
@@ -325,6 +349,7 @@ def matmul_flops(
     total = recomputed = dispatch = padding = gap = 0.0
     moe = moe if moe is not None else moe_dots(module)
     forward = _Forward(module)
+    copies = xla_remat_copies(module)
     for ins in module.instructions():
         if ins.opcode not in ("dot", "convolution", "custom-call"):
             continue
@@ -339,7 +364,7 @@ def matmul_flops(
         if DISPATCH_MARK in name or ins.name in moe.dispatch:
             dispatch += flops * n
         elif (REMAT_MARK in name and not (kernel is not None and kernel.backward)) or (
-            cloned_by_xla_remat(module, ins)
+            copies and cloned_by_xla_remat(module, ins, copies)
         ):
             recomputed += flops * n
         elif kernel is not None and kernel.model_flops is not None:
