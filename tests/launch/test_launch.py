@@ -157,9 +157,14 @@ def test_processes_that_wait_for_each_other_forever_are_stopped_by_the_timeout()
         "launch: process 0 and process 1 still ran after the 20 s timeout and were stopped."
     )
     assert "last output of process 0:\n  [p0] summing over axis 0\n" in message
-    # Process 1's section is last; under load jax's own runtime can add a stray line after
-    # the script's (seen once in CI: "[p1] 1"), so the script's line is checked in place.
-    assert "last output of process 1:\n  [p1] summing over axis 1" in message
+    # Process 1's section is last. Under load jax's own runtime can add lines after the
+    # script's (seen in CI: "[p1] 1"; and, when process 0 is stopped first, process 1's
+    # Gloo collective failing on the closed connection, which may push the script's line out
+    # of the quoted tail): either way the section quotes process 1 as it ended.
+    section = message.split("last output of process 1:\n", 1)[1]
+    assert "[p1] summing over axis 1" in section or (
+        "[p1] " in section and "Connection closed by peer" in section
+    )
     assert message.index("last output of process 1:") > message.index("last output of process 0:")
     assert all(gone(p.pid) for p in result)
 
