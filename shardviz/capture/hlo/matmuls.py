@@ -301,15 +301,8 @@ def xla_remat_copies(module: HloModule) -> frozenset[str]:
     its uses moved to the copy, as the pass does when it moves a value rather than keeping
     it) is the op itself, the model's work."""
     groups: dict[str, list[str]] = {}
-    names = {ins.name for ins in module.instructions()}
-    for name in names:
-        base = _XLA_REMAT_CLONE.sub("", name)
-        if base != name:
-            groups.setdefault(base, [])
-    for name in names:
-        base = _XLA_REMAT_CLONE.sub("", name)
-        if base in groups:
-            groups[base].append(name)
+    for ins in module.instructions():
+        groups.setdefault(_XLA_REMAT_CLONE.sub("", ins.name), []).append(ins.name)
     copies: set[str] = set()
     for base, group in groups.items():
         kept = base if base in group else min(group)
