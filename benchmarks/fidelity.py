@@ -280,8 +280,8 @@ RUNS: tuple[Run, ...] = (
             "hybrid_ring_64x4 mesh); " + _8B + "; its config as MaxText added it (commit "
             "449b4fe5, benchmarks/maxtext_trillium_model_configs.py), weights in bf16 "
             "(weight_dtype); the attention and embedding weights split over fsdp only, where "
-            "MaxText's rules split their embed dim over expert too", strategy="ep", mesh=(64, 4), capacity_factor=1.25,
-            weight_dtype="bfloat16"),
+            "MaxText's rules split their embed dim over expert too", strategy="ep",
+            mesh=(64, 4), capacity_factor=1.25, weight_dtype="bfloat16"),
     # Qwen3-235B-A22B on 256 Ironwood chips: dropless (sparse_matmul with tokamax's grouped
     # matmul, planned with megablox's), random routing (balanced), FSDP over all 512 devices.
     *(
