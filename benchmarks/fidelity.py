@@ -139,6 +139,10 @@ MAXTEXT_TP = "fsdp+tp, MaxText's activation rules"
 _TRILLIUM = "tpu-recipes training/trillium/"
 _V5P = "tpu-recipes training/v5p/"
 _DROPLESS = "dropless, megablox's grouped matmuls as the recipe ran them"
+_DROPLESS_FP8 = (
+    "dropless, tokamax's grouped matmuls in fp8 (qwix's tiles; MaxText's use_tokamax_gmm), "
+    "forward and both gradients"
+)
 _IRONWOOD = "tpu-recipes training/ironwood/README.md"
 
 
@@ -252,8 +256,8 @@ RUNS: tuple[Run, ...] = (
             607.53, 2425.75, _IRONWOOD, "bf16; " + _DROPLESS + "; the layer input offloaded",
             moe="dropless"),
     _recipe("tpu7x", "deepseek-7x-fp8", "deepseek3-671b", "4x4x8", 4096, 8, RECIPE_LAYER_INPUT,
-            730.60, 2917.15, _IRONWOOD, "fp8_full; " + _DROPLESS + " (in fp8: qwix's tiles); "
-            "the layer input offloaded", moe="dropless", quantization="fp8"),
+            730.60, 2917.15, _IRONWOOD, "fp8_full; " + _DROPLESS_FP8 + "; the layer input "
+            "offloaded", moe="dropless", quantization="fp8"),
     # Gemma 3 12B at SL 32768 on one, two and four v6e-256 slices (MaxText's num_slices:
     # the slices data parallel over the data-centre network, FSDP within each).
     *(
@@ -283,14 +287,14 @@ RUNS: tuple[Run, ...] = (
             "MaxText's rules split their embed dim over expert too", strategy="ep",
             mesh=(64, 4), capacity_factor=1.25, weight_dtype="bfloat16"),
     # Qwen3-235B-A22B on 256 Ironwood chips: dropless (sparse_matmul with tokamax's grouped
-    # matmul, planned with megablox's), random routing (balanced), FSDP over all 512 devices.
+    # matmul; in bf16 planned with megablox's, which tokamax's TPU kernel derives from),
+    # random routing (balanced), FSDP over all 512 devices.
     *(
         _recipe("tpu7x", key, "qwen3-235b-a22b", "4x8x8", 4096, 16, RECIPE_LAYER_INPUT, tf, tok,
-                _IRONWOOD, note + _DROPLESS + "; the layer input offloaded", moe="dropless",
-                **more)
+                _IRONWOOD, note + "; the layer input offloaded", moe="dropless", **more)
         for key, tf, tok, note, more in (
-            ("qwen3-7x", 629.79, 4245.89, "bf16; ", {}),
-            ("qwen3-7x-fp8", 702.60, 4736.72, "fp8_full (qwix's tiles); ",
+            ("qwen3-7x", 629.79, 4245.89, "bf16; " + _DROPLESS, {}),
+            ("qwen3-7x-fp8", 702.60, 4736.72, "fp8_full; " + _DROPLESS_FP8,
              {"quantization": "fp8"}),
         )
     ),

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from shardviz.capture.compile import text_cost
-from shardviz.capture.hlo.matmuls import _valid_pairs, instruction_flops
+from shardviz.capture.hlo.matmuls import _kernel_precision, _valid_pairs, instruction_flops
 from shardviz.capture.hlo.text import parse_hlo_module
 
 
@@ -189,3 +189,28 @@ ENTRY %e (x: bf16[256,64], w: bf16[64,128], g: bf16[256,128]) -> ({out}) {{
     assert flops.total == 5 * each
     assert flops.recomputed == 2 * each
     assert flops.model == 3 * each
+
+
+@pytest.mark.parametrize(
+    ("types", "want"),
+    [
+        # tokamax's fp8 grouped matmuls: group metadata, then each operand's fp8 values and
+        # their bf16 tile scales, which at small sizes outnumber the values.
+        (("s32[1]", "s32[5]", "s32[4]", "s32[4]", "s32[1]", "f8e4m3fn[128,256]",
+          "bf16[128,128]", "f8e4m3fn[4,128,256]", "bf16[4,128,128]"), "fp8"),
+        (("s32[1]", "s32[9]", "s32[39]", "s32[39]", "s32[1]", "f8e4m3fn[4096,1024]",
+          "bf16[16,1024]", "f8e4m3fn[4096,2048]", "bf16[16,2048]"), "fp8"),
+        # the compiler's own ragged-dot kernel, an E5M2 gradient against E4M3 weights
+        (("s32[1]", "s32[9]", "f8e5m2[4096,2048]", "f8e4m3fn[8,2048,1024]"), "fp8"),
+        (("s32[8]", "s8[64,128]", "s8[128,256]"), "int8"),
+        # bf16 attention: q, k, v and a mask's bounds
+        (("bf16[4,512,128]", "bf16[4,512,128]", "bf16[4,512,128]", "s32[4]"), ""),
+        # one narrow operand against a wide one: the kernel widens it
+        (("f8e4m3fn[128,256]", "bf16[256,512]"), ""),
+        # a wide operand after a narrow one whose dims it does not divide is a value
+        (("f8e4m3fn[128,256]", "bf16[128,384]", "f8e4m3fn[256,512]"), ""),
+        (("f8e4m3fn[128,256]",), ""),
+    ],
+)  # fmt: skip
+def test_a_kernels_precision_is_its_two_largest_value_operands(types, want) -> None:
+    assert _kernel_precision(types) == want

@@ -19,7 +19,13 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from shardviz.capture.hlo.kernels import KernelTable, count_of, declared_flops, is_kernel
+from shardviz.capture.hlo.kernels import (
+    KernelTable,
+    count_of,
+    declared_flops,
+    is_kernel,
+    operand_types,
+)
 from shardviz.capture.hlo.routing import MoeDots, moe_dots, operand_names
 from shardviz.capture.hlo.text import (
     ArrayShape,
@@ -188,17 +194,63 @@ def _precision_of(shape: object) -> str:
     array = _array(shape)
     if array is None:
         return ""
-    return next((p for prefix, p in _NARROW_TYPES if array.type.startswith(prefix)), "")
+    return _narrow_kind(array.type)
 
 
 def instruction_precision(module: HloModule, ins: HloInstruction) -> str:
     """``"fp8"`` or ``"int8"`` for a ``dot`` or ``convolution`` whose two operands both
     are (the matrix units then run at that precision's peak), ``""`` otherwise: wider
-    operands, or one narrow operand the compiler widens to the other's type."""
+    operands, or one narrow operand the compiler widens to the other's type. A kernel's is
+    its two largest value operands' (:func:`_kernel_precision`)."""
+    if is_kernel(ins):
+        return _kernel_precision(operand_types(module, ins))
     if ins.opcode not in ("dot", "convolution") or len(ins.operands) < 2:
         return ""
     kinds = {_precision_of(shape) for shape in module.operand_shapes(ins)[:2]}
     return kinds.pop() if len(kinds) == 1 else ""
+
+
+#: Kernel operands that index, count or mask rather than hold values (a grouped matmul's
+#: group metadata, a mask's bounds): not a matmul's operands.
+_INDEX_TYPES = ("s32", "u32", "s64", "u64", "s16", "u16", "pred")
+_TYPE_DIMS = re.compile(r"^([a-z]+\d*[a-z0-9]*)\[([\d,]*)\]$")
+
+
+def _kernel_precision(types: tuple[str, ...]) -> str:
+    """A kernel's matmul precision from its operands' types (``f8e4m3fn[4096,2048]``): the
+    narrow one where its two largest value operands both are, else ``""``. A wide operand
+    right after a narrow one, of its rank and dividing each of its dims, is that operand's
+    scales (qwix's tiles: an fp8 grouped matmul passes each operand's values, then their
+    bf16 scales), not a matmul operand."""
+    values: list[tuple[int, str, tuple[int, ...]]] = []
+    for t in types:
+        m = _TYPE_DIMS.match(t)
+        if m is None or m.group(1).startswith(_INDEX_TYPES):
+            continue
+        kind, dims = m.group(1), tuple(int(d) for d in m.group(2).split(",") if d)
+        if values and _is_scale(values[-1], kind, dims):
+            continue
+        values.append((math.prod(dims), kind, dims))
+    largest = sorted(values, key=lambda v: -v[0])[:2]
+    if len(largest) < 2:
+        return ""
+    kinds = {_narrow_kind(kind) for _, kind, _ in largest}
+    return kinds.pop() if len(kinds) == 1 else ""
+
+
+def _narrow_kind(hlo_type: str) -> str:
+    return next((p for prefix, p in _NARROW_TYPES if hlo_type.startswith(prefix)), "")
+
+
+def _is_scale(before: tuple[int, str, tuple[int, ...]], kind: str, dims: tuple[int, ...]) -> bool:
+    """Whether an operand ``kind[dims]`` right after ``before`` holds ``before``'s scales."""
+    _, prior, prior_dims = before
+    return (
+        bool(_narrow_kind(prior))
+        and not _narrow_kind(kind)
+        and len(dims) == len(prior_dims)
+        and all(d and p % d == 0 for d, p in zip(dims, prior_dims, strict=True))
+    )
 
 
 def instruction_flops(

@@ -248,15 +248,6 @@ def decoder_model(name: str | ArchConfig, **overrides: Any) -> DecoderModel:
             f"moe={s['moe']!r} is not a way the experts compute",
             f"use one of {', '.join(map(repr, MOE_KINDS))}",
         )
-    if s["moe"] == "dropless" and s["quantization"]:
-        _fail(
-            where,
-            f"moe='dropless' with quantization={s['quantization']!r}: the grouped matmuls "
-            "are not quantised (megablox's gmm and tgmm take bfloat16 or float32 operands "
-            "only; fp8 grouped matmuls are another kernel's, such as tokamax's)",
-            "plan the dropless layer in the compute dtype (quantization=''), or use "
-            "moe='capacity' for fp8 experts",
-        )
     for key in ("dtype", "compute_dtype"):
         s[key] = float_dtype(where, key, s[key]).name
     seq = s["seq"]

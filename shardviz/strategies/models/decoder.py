@@ -95,7 +95,8 @@ MOE_KINDS: dict[str, str] = {
     "group's picks, into slots reached by one-hot dispatch and combine einsums (GShard); "
     "picks past an expert's slots are dropped",
     "dropless": "every pick computed: the picks sorted by expert through grouped matmuls "
-    "(megablox on TPU, jax.lax.ragged_dot elsewhere), as MaxText's sparse_matmul",
+    "(megablox on TPU, tokamax's in fp8, jax.lax.ragged_dot elsewhere), as MaxText's "
+    "sparse_matmul",
 }
 
 #: Where the master weights may live, with how the decoder reads them.
@@ -407,6 +408,7 @@ def _layer_fn(
                 scale=config.routed_scale,
                 normalize=config.router_norm,
                 dropless=options.moe == "dropless",
+                quantization=options.quantization,
             )
         else:
             y = gated_mlp(p["mlp"], h, config.activation, constrain, einsum)

@@ -24,6 +24,7 @@ the capacity layer computes it (:func:`shardviz.strategies.moe.pick`).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from functools import partial
@@ -36,6 +37,7 @@ from jax.sharding import PartitionSpec
 
 from shardviz.errors import ShardvizError, problem
 from shardviz.strategies.models.axes import Constrain, SpecConstrain, platform_of
+from shardviz.strategies.models.fp8 import fp8_ragged_dot
 from shardviz.strategies.models.mlp import ACTIVATIONS
 
 __all__ = ["dropless_experts", "grouped_matmul"]
@@ -56,24 +58,82 @@ def _tile(size: int, most: int) -> int:
     return t if t > 1 else size
 
 
-def grouped_matmul(platform: str) -> Grouped:
+def grouped_matmul(platform: str, quantization: str = "", device: Any = None) -> Grouped:
     """``(rows [M, K], weights [G, K, N], group_sizes [G]) -> [M, N]``, each row against its
     group's weights (rows past the groups: zeros): megablox's ``gmm`` on TPU (compiled,
     never interpreted: a deviceless TPU target too), ``jax.lax.ragged_dot`` elsewhere, and
-    on TPU for widths whose common tile is under the 128 lanes a kernel block needs."""
+    on TPU for widths whose common tile is under the 128 lanes a kernel block needs.
+    ``quantization="fp8"``: fp8 operands (:func:`_fp8_grouped`); ``device``: one of the
+    mesh's devices (a deviceless TPU's, for the fp8 kernels)."""
+    if quantization == "fp8":
+        return _fp8_grouped(platform, device)
     if platform != "tpu":
         return jax.lax.ragged_dot
 
     from jax.experimental.pallas.ops.tpu.megablox import gmm
 
     def tpu(rows: jax.Array, w: jax.Array, sizes: jax.Array) -> jax.Array:
-        m, k, n = rows.shape[0], w.shape[1], w.shape[2]
-        # One tile for K and N: the backward runs the transposed weights with the same tiling.
-        width = _tile(math.gcd(k, n), min(TILES[1:]))
+        width = _width(rows, w)
         if width % 128:
             return jax.lax.ragged_dot(rows, w, sizes)
-        out = gmm(rows, w, sizes, rows.dtype, (_tile(m, TILES[0]), width, width), None, None,
-                  False, False)  # fmt: skip
+        out = gmm(rows, w, sizes, rows.dtype, (_tile(rows.shape[0], TILES[0]), width, width),
+                  None, None, False, False)  # fmt: skip
+        return out.astype(rows.dtype)
+
+    return tpu
+
+
+def _width(rows: jax.Array, w: jax.Array) -> int:
+    """The tile of K and N: one for both, as the backward runs the transposed weights with
+    the same tiling."""
+    return _tile(math.gcd(w.shape[1], w.shape[2]), min(TILES[1:]))
+
+
+def _fp8_grouped(platform: str, device: Any) -> Grouped:
+    """fp8 grouped matmuls, as the recipes' ``fp8_full`` MoE runs ran them: on TPU tokamax's
+    (MaxText's ``use_tokamax_gmm``, its operands quantised by qwix in tiles, forward and
+    both gradients in E4M3; megablox's ``gmm`` takes bfloat16 or float32 only), elsewhere
+    and for widths under a kernel block :func:`.fp8.fp8_ragged_dot`.
+
+    tokamax checks the default device is a TPU when it traces each kernel, its gradients'
+    too, so on a deviceless TPU those traces run with ``device`` as the default."""
+    if platform != "tpu":
+        return fp8_ragged_dot
+    try:
+        import tokamax
+        from tokamax._src.ops.ragged_dot.pallas_mosaic_tpu import PallasMosaicTpuRaggedDot
+    except ImportError as e:
+        raise ShardvizError(
+            problem(
+                "the dropless MoE layer in fp8 on TPU",
+                f"its grouped matmuls are tokamax's kernels, and tokamax is not installed ({e})",
+                "pip install 'shardviz[tpu]' (it brings tokamax), or plan it with "
+                "moe='capacity' or quantization=''",
+            )
+        ) from e
+    from absl import flags  # tokamax's own dependency
+
+    # tokamax reads its options from absl flags, parsing the process's argv first if nothing
+    # has: a notebook kernel's or pytest's arguments, which absl refuses. Its defaults are
+    # what a plan wants, so the flags are taken as parsed, as they stand.
+    if not flags.FLAGS.is_parsed():
+        flags.FLAGS.mark_as_parsed()
+    kernel = PallasMosaicTpuRaggedDot(qdtype="float8_e4m3fn")
+    gradients = kernel.vjp
+    assert gradients is not None  # set by the kernel's own __post_init__
+
+    def on_device(*args: Any, **kwargs: Any) -> Any:
+        with jax.default_device(device):
+            return gradients(*args, **kwargs)
+
+    kernel = dataclasses.replace(kernel, vjp=on_device)
+
+    def tpu(rows: jax.Array, w: jax.Array, sizes: jax.Array) -> jax.Array:
+        if _width(rows, w) % 128 or rows.shape[0] < 128:  # under one kernel block
+            return fp8_ragged_dot(rows, w, sizes)
+        with jax.default_device(device):
+            out = tokamax.ragged_dot(rows, w, sizes, preferred_element_type=rows.dtype,
+                                     implementation=(kernel,))  # fmt: skip
         return out.astype(rows.dtype)
 
     return tpu
@@ -142,11 +202,15 @@ def dropless_experts(
     *,
     activation: str,
     constrain: Constrain,
+    quantization: str = "",
 ) -> jax.Array:
     """``x [B, S, D]`` through each token's picked experts (``experts``, ``gates``:
-    ``[B, S, k]``), weighted and summed: ``[B, S, D]`` (see the module doc)."""
+    ``[B, S, k]``), weighted and summed: ``[B, S, D]`` (see the module doc);
+    ``quantization``: the grouped matmuls' (:func:`grouped_matmul`)."""
     weights = (p["w_gate"], p["w_up"], p["w_down"])
-    grouped = grouped_matmul(platform_of(constrain))
+    mesh = constrain.mesh if isinstance(constrain, SpecConstrain) else None
+    device = mesh.devices.flat[0] if mesh is not None else None
+    grouped = grouped_matmul(platform_of(constrain), quantization, device)
     if not isinstance(constrain, SpecConstrain):
         return _local(x, experts, gates, *weights, activation=activation, grouped=grouped,
                       expert_axes=(), mlp_axes=(), gathered=False)  # fmt: skip

@@ -43,12 +43,14 @@ def moe_mlp(
     scale: float = 1.0,
     normalize: bool = True,
     dropless: bool = False,
+    quantization: str = "",
 ) -> tuple[jax.Array, jax.Array]:
     """``x: [B, S, embed]`` -> (``[B, S, embed]``, load-balancing loss); ``group`` divides S.
     ``einsum``: the experts' weight matmuls (:func:`.fp8.matmul`); ``scores``, ``scale``,
     ``normalize`` and the parameters' ``router_bias``: how the router picks and weights
     (:func:`.moe.route`). ``dropless``: every pick computed, no capacity
-    (:func:`.dropless.dropless_experts`; ``capacity_factor`` is then unused).
+    (:func:`.dropless.dropless_experts`, its grouped matmuls in ``quantization``;
+    ``capacity_factor`` is then unused).
     With ``p["shared"]`` (DeepSeek-V3's shared experts, one gated MLP) every token also goes
     through it, added to the routed experts' output."""
     b, s, d = x.shape
@@ -62,7 +64,7 @@ def moe_mlp(
         )  # fmt: skip
         y = dropless_experts(
             p, x, picks.experts.reshape(b, s, top_k), picks.gates.reshape(b, s, top_k),
-            activation=activation, constrain=constrain,
+            activation=activation, constrain=constrain, quantization=quantization,
         )  # fmt: skip
         return _with_shared(p, x, y, activation, constrain, einsum), picks.aux_loss
     capacity = expert_capacity(group, experts, top_k, capacity_factor)

@@ -21,7 +21,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-__all__ = ["QUANTIZATIONS", "fp8_einsum", "matmul"]
+__all__ = ["QUANTIZATIONS", "fp8_einsum", "fp8_ragged_dot", "matmul"]
 
 #: The matmul precisions the decoder takes, with what each means.
 QUANTIZATIONS: dict[str, str] = {
@@ -72,6 +72,41 @@ def _backward(spec: str, saved: tuple, g: jax.Array) -> tuple[jax.Array, jax.Arr
 
 
 fp8_einsum.defvjp(_forward, _backward)
+
+#: The weights' gradient of a grouped matmul: rows [M, K] against gradients [M, N],
+#: contracting the ragged row dim, one [K, N] block per group.
+_RAGGED_CONTRACTING = jax.lax.RaggedDotDimensionNumbers(
+    dot_dimension_numbers=(([0], [0]), ([], [])),
+    lhs_ragged_dimensions=[0],
+    rhs_group_dimensions=[],
+)
+
+
+@jax.custom_vjp
+def fp8_ragged_dot(rows: jax.Array, w: jax.Array, sizes: jax.Array) -> jax.Array:
+    """``jax.lax.ragged_dot(rows [M, K], w [G, K, N], sizes [G])`` (a dropless MoE's grouped
+    matmul) the way :func:`fp8_einsum` runs a dense one: E4M3 operands, the result in
+    ``rows``' dtype, and both gradients through E5M2 x E4M3 grouped matmuls."""
+    return _ragged_forward(rows, w, sizes)[0]
+
+
+def _ragged_forward(rows: jax.Array, w: jax.Array, sizes: jax.Array) -> tuple[jax.Array, tuple]:
+    qx, qw = _fp8(rows, E4M3), _fp8(w, E4M3)
+    out = jax.lax.ragged_dot(qx, qw, sizes, preferred_element_type=rows.dtype)
+    return out, (qx, qw, sizes, jnp.zeros((), rows.dtype), jnp.zeros((), w.dtype))
+
+
+def _ragged_backward(saved: tuple, g: jax.Array) -> tuple[jax.Array, jax.Array, None]:
+    qx, qw, sizes, x_zero, w_zero = saved
+    qg = _fp8(g, E5M2)
+    dx = jax.lax.ragged_dot(qg, jnp.swapaxes(qw, 1, 2), sizes, preferred_element_type=x_zero.dtype)
+    dw = jax.lax.ragged_dot_general(
+        qx, qg, sizes, _RAGGED_CONTRACTING, preferred_element_type=w_zero.dtype
+    )
+    return dx, dw, None
+
+
+fp8_ragged_dot.defvjp(_ragged_forward, _ragged_backward)
 
 
 def matmul(quantization: str) -> Any:

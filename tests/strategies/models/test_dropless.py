@@ -5,6 +5,9 @@ whose flops are the model's and nothing else."""
 
 from __future__ import annotations
 
+import importlib.util
+import sys
+
 import jax
 import numpy as np
 import pytest
@@ -15,6 +18,7 @@ from shardviz.errors import ShardvizError
 from shardviz.strategies.models import activation_constrainer, make_mesh
 from shardviz.strategies.models.dropless import dropless_experts, grouped_matmul
 from shardviz.strategies.models.flops import training_flops
+from shardviz.strategies.models.fp8 import fp8_ragged_dot
 from shardviz.strategies.models.logical import STRATEGY_RULES, LogicalRules
 from shardviz.strategies.zoo import get_model, init_train_state
 
@@ -22,6 +26,10 @@ from .small import compiled, small
 from .test_sharded import sharded_adam_step
 
 NAME = "mixtral-8x7b"
+needs_tpu = pytest.mark.skipif(
+    importlib.util.find_spec("tokamax") is None or importlib.util.find_spec("libtpu") is None,
+    reason="needs the shardviz[tpu] extra",
+)
 
 
 def _loss_and_grads(model, params, batch):
@@ -123,19 +131,70 @@ def test_tokens_split_over_part_of_the_expert_axes_are_refused() -> None:
         )  # fmt: skip
 
 
-@pytest.mark.parametrize(
-    ("sizes", "match"),
-    [({"moe": "sorted"}, "moe='sorted' is not a way"),
-     ({"moe": "dropless", "quantization": "fp8"}, "grouped matmuls are not quantised")],
-)  # fmt: skip
-def test_bad_moe_options_say_what_to_use(sizes: dict, match: str) -> None:
-    with pytest.raises(ShardvizError, match=match):
-        get_model(NAME, **small(NAME, **sizes))
+def test_a_bad_moe_option_says_what_to_use() -> None:
+    with pytest.raises(ShardvizError, match="moe='sorted' is not a way"):
+        get_model(NAME, **small(NAME, moe="sorted"))
+
+
+@pytest.mark.parametrize("strategy", ["fsdp", "ep"])
+def test_fp8_dropless_trains_close_to_bf16_and_shards_like_one_device(strategy: str) -> None:
+    """fp8_full with dropless experts (the Qwen3 and DeepSeek-V3 fp8 recipes): the grouped
+    matmuls in fp8 (:func:`.fp8.fp8_ragged_dot` off TPU), the loss within 2% of bf16's, and
+    the sharded step's loss and gradients those of one device in fp8."""
+    sizes = small(NAME, moe="dropless", compute_dtype="bfloat16")
+    wide = get_model(NAME, **sizes)
+    fp8 = get_model(NAME, **(sizes | {"quantization": "fp8"}))
+    params, _, batch = init_train_state(fp8, jax.random.key(0))
+    want_loss, want_grads = _loss_and_grads(fp8, params, batch)
+    assert float(want_loss) == pytest.approx(float(wide.loss(params, batch)), rel=0.02)
+    _, loss, grads = sharded_adam_step(fp8, strategy, params, batch)
+    np.testing.assert_allclose(float(loss), float(want_loss), rtol=2e-2)
+    for a, b in zip(jax.tree.leaves(grads), jax.tree.leaves(want_grads), strict=True):
+        a, b = np.ravel(np.asarray(a, np.float32)), np.ravel(np.asarray(b, np.float32))
+        if np.linalg.norm(b) > 0:
+            assert a @ b / (np.linalg.norm(a) * np.linalg.norm(b)) > 0.95
 
 
 def test_grouped_matmul_is_ragged_dot_off_tpu() -> None:
     assert grouped_matmul("cpu") is jax.lax.ragged_dot
     assert grouped_matmul("gpu") is jax.lax.ragged_dot
+    assert grouped_matmul("gpu", "fp8") is fp8_ragged_dot
+
+
+def test_fp8_on_tpu_without_tokamax_says_what_to_install(monkeypatch) -> None:
+    monkeypatch.setitem(sys.modules, "tokamax", None)  # import tokamax raises ImportError
+    with pytest.raises(ShardvizError, match=r"pip install 'shardviz\[tpu\]'"):
+        grouped_matmul("tpu", "fp8")
+
+
+@needs_tpu
+def test_on_ironwood_fp8_dropless_runs_tokamax_at_the_fp8_peak() -> None:
+    """fp8 dropless on a deviceless TPU7x: the experts are tokamax's kernels (forward, rows'
+    gradient, weights' gradient; qwix's fp8 tiles), their flops each pick against its own
+    expert, as in bf16 (MaxText's formula), and every weight matmul at the fp8 peak: 6 x
+    (attention weights + each token's picked experts' weights) x tokens, by hand."""
+    sizes = small(NAME, attention_block=64, remat="none", compute_dtype="bfloat16",
+                  d_model=128, ffn=256)  # fmt: skip
+    sizes.pop("batch")
+    want = training_flops(get_model(NAME, **sizes).info["config"], tokens=64, seq=64).total
+    costs = {}
+    for q in ("", "fp8"):
+        c = sv.compare(NAME, ["fsdp"], target="tpu7x:2x2x1", batch_per_device=1,
+                       moe="dropless", quantization=q, **sizes)  # fmt: skip
+        costs[q] = c.results[0].report.cost
+        assert costs[q].model_flops_per_device == costs[""].model_flops_per_device
+    assert costs["fp8"].model_flops_per_device == pytest.approx(want, rel=1e-3)
+    d, f, heads, kv, hd = (sizes[k] for k in ("d_model", "ffn", "heads", "kv_heads", "head_dim"))
+    experts = sizes["experts_per_token"] * 3 * d * f  # each token's picks
+    # tokamax's kernels (gmm_megablox, its transpose and tgmm_megablox; renamed ragged_dot_*
+    # in later versions): every expert matmul, forward and both gradients, and nothing else
+    grouped = [k for k in costs["fp8"].kernels if "gmm" in k.name]
+    assert len({k.name for k in grouped}) == 3 and not costs["fp8"].uncounted_kernels
+    assert sum(k.flops or 0 for k in grouped) == 6 * sizes["layers"] * experts * 64
+    narrow = sum(fl * op.runs for op in costs["fp8"].ops for p, fl in op.narrow_flops
+                 if p == "fp8")  # fmt: skip
+    attention = d * hd * (2 * heads + 2 * kv)  # q, o; k, v
+    assert narrow == 6 * sizes["layers"] * (attention + experts) * 64
 
 
 def test_a_deviceless_tpu_plan_runs_megablox_and_counts_the_model_flops() -> None:

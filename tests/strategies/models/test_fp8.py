@@ -12,7 +12,7 @@ import pytest
 
 import shardviz as sv
 from shardviz.errors import ShardvizError
-from shardviz.strategies.models.fp8 import fp8_einsum
+from shardviz.strategies.models.fp8 import fp8_einsum, fp8_ragged_dot
 from shardviz.strategies.zoo import get_model, init_train_state
 
 from .small import compiled, small
@@ -50,6 +50,32 @@ def test_fp8_einsum_and_its_gradients_follow_the_exact_ones(spec):
     assert dx.dtype == x.dtype and dw.dtype == w.dtype
     assert _cosine(fp8_einsum(spec, x, w), jnp.einsum(spec, x, w)) > 0.99
     assert _cosine(dx, dx0) > 0.98 and _cosine(dw, dw0) > 0.98
+
+
+def test_fp8_ragged_dot_and_its_gradients_follow_the_exact_ones():
+    """A dropless MoE's grouped matmul in fp8: E4M3 operands, E5M2 gradients, each close to
+    ``jax.lax.ragged_dot``'s; rows past the groups stay zero and get no gradient, an empty
+    group included."""
+    keys = jax.random.split(jax.random.key(2), 3)
+    x = jax.random.normal(keys[0], (64, 32), jnp.bfloat16)
+    w = jax.random.normal(keys[1], (4, 32, 48), jnp.bfloat16)
+    sizes = jnp.array([10, 20, 0, 30], jnp.int32)  # 60 of 64 rows; group 2 empty
+    scale = jax.random.normal(keys[2], (64, 48))
+
+    def loss(f, x, w):
+        return (f(x, w, sizes).astype(jnp.float32) * scale).sum()
+
+    exact = jax.value_and_grad(lambda x, w: loss(jax.lax.ragged_dot, x, w), (0, 1))(x, w)
+    (_, (dx, dw)), (_, (dx0, dw0)) = (
+        jax.value_and_grad(lambda x, w: loss(fp8_ragged_dot, x, w), (0, 1))(x, w),
+        exact,
+    )
+    out = fp8_ragged_dot(x, w, sizes)
+    assert out.dtype == jnp.bfloat16 and dx.dtype == dw.dtype == jnp.bfloat16
+    assert _cosine(out, jax.lax.ragged_dot(x, w, sizes)) > 0.99
+    assert _cosine(dx, dx0) > 0.99 and _cosine(dw, dw0) > 0.99
+    assert not np.asarray(out[60:], np.float32).any() and not np.asarray(dx[60:], np.float32).any()
+    assert not np.asarray(dw[2], np.float32).any()
 
 
 def test_fp8_clips_instead_of_overflowing():
