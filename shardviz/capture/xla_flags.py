@@ -79,11 +79,14 @@ def known_flags(
     flags: str | Iterable[str] | Mapping[str, Any], lowered: Any
 ) -> tuple[Flags, Flags]:
     """(the flags this compiler takes, the ones it does not), each tried on ``lowered`` (a
-    small program for the same platform: one compile per flag)."""
-    known, unknown = [], []
+    small program for the same platform: one compile per flag) beside the known ones before
+    it, as the compiler takes them all at once: a flag may need an earlier one (libtpu's
+    layer scheduler needs the SparseCore collective aggregator the recipes enable first)."""
+    known: list[tuple[str, str]] = []
+    unknown: list[tuple[str, str]] = []
     for name, value in parse_flags(flags):
         try:
-            lowered.compile(compiler_options={name: value})
+            lowered.compile(compiler_options=dict(known) | {name: value})
         except Exception as err:  # the compiler's own INVALID_ARGUMENT names the option
             if "No such compile option" not in str(err):
                 raise

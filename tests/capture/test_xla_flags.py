@@ -70,3 +70,21 @@ def test_known_flags_sorts_a_recipe_and_the_block_changes_the_program() -> None:
         flagged = sv.explain(_step, x, run=False)
     assert flagged is not plain  # compiled again, not served from the cache
     assert sv.explain(_step, x, run=False) is plain  # outside the block: the cached one
+
+
+@needs_tpu
+def test_a_flag_that_needs_an_earlier_one_is_tried_beside_it() -> None:
+    """Ironwood's layer scheduler refuses to run without the SparseCore collective
+    aggregator (the DeepSeek-V3 recipe enables both, the aggregator first): tried alone it
+    fails; beside the flags known before it, both are known."""
+    topo = sv.topology("tpu7x:2x2x1")
+    mesh = jax.sharding.Mesh(np.array(topo.devices), ("d",))
+    spec = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("d"))
+    lowered = jax.jit(_step).lower(jax.ShapeDtypeStruct((1024, 1024), jnp.bfloat16, sharding=spec))
+    scheduler = ("xla_tpu_enable_latency_hiding_layer_scheduler", "true")
+    with pytest.raises(Exception, match="collective aggregator"):
+        lowered.compile(compiler_options=dict([scheduler]))
+    recipe = "--xla_tpu_enable_sparse_core_collective_aggregator=true --" + "=".join(scheduler)
+    known, unknown = sv.known_flags(recipe, lowered)
+    assert known == (("xla_tpu_enable_sparse_core_collective_aggregator", "true"), scheduler)
+    assert unknown == ()

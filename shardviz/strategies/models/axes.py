@@ -39,6 +39,9 @@ LOGICAL_AXES: dict[str, str] = {
     "head_dim": "each head's width; attention contracts it, so it stays whole",
     "vocab": "the vocabulary (embedding rows, output logits)",
     "expert": "the experts of an MoE layer",
+    "embed_no_exp": "the model width in an MoE layer's expert weights (MaxText's "
+    "embed_no_exp): split as 'embed' is, less the mesh axes that split the experts; "
+    "'embed''s rule where a table has none",
     "layers": "the stacked decoder layers (the dim the layer scan runs over)",
     "expert_group": "token groups in tensors that also have an expert dim (MaxText's "
     "activation_batch_no_exp): apart from 'batch' so 'expert' can split both",

@@ -48,6 +48,9 @@ __all__ = [
 #: A rule table: ``(logical axis name, mesh axes it splits over)``; ``()`` keeps it whole.
 Table = tuple[tuple[str, tuple[str, ...]], ...]
 
+#: Logical axes split by another's rule where a table has none of their own.
+_FALLBACKS = {"embed_no_exp": "embed"}
+
 #: The logical axes of the batch's ``inputs`` and ``targets``.
 BATCH_AXES = ("batch", "sequence")
 
@@ -105,8 +108,10 @@ class LogicalRules:
 def _table(**splits: tuple[str, ...]) -> Table:
     """Every logical axis, whole unless ``splits`` maps it. MLA's latents, the input dim of
     their up projections, split as ``embed`` is (as MaxText's ``q_lora`` and ``kv_lora``
-    rules do): FSDP then splits every weight."""
-    latent = {"q_lora": splits.get("embed", ()), "kv_lora": splits.get("embed", ())}
+    rules do): FSDP then splits every weight; so does the experts' width (``embed_no_exp``)
+    unless ``splits`` says otherwise."""
+    embed = splits.get("embed", ())
+    latent = {"q_lora": embed, "kv_lora": embed, "embed_no_exp": embed}
     splits = latent | splits
     return tuple((name, splits.get(name, ())) for name in LOGICAL_AXES)
 
@@ -155,12 +160,13 @@ STRATEGY_RULES: dict[str, LogicalRules] = {
         ),
         LogicalRules(
             "ep", ("fsdp", "expert"),
-            params=_table(embed=("fsdp",), expert=("expert",)),
+            params=_table(embed=("fsdp", "expert"), embed_no_exp=("fsdp",), expert=("expert",)),
             activations=_table(
                 batch=("fsdp", "expert"), expert=("expert",), expert_group=("fsdp",)
             ),
             description="expert parallel: experts split over 'expert' (tokens reach them by "
-            "all-to-all); the batch split over both axes outside the MoE layers",
+            "all-to-all), their width over 'fsdp'; every other weight split over both axes, "
+            "as the batch is outside the MoE layers (MaxText's rules)",
         ),
         LogicalRules(
             "pp", ("stage", "fsdp"),
@@ -216,6 +222,8 @@ def logical_to_spec(
         if name is None:
             entries.append(None)
             continue
+        if name not in rules and name in _FALLBACKS and _FALLBACKS[name] in rules:
+            name = _FALLBACKS[name]
         if name not in rules:
             raise ShardvizError(
                 problem(

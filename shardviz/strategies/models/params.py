@@ -89,12 +89,14 @@ def _layer_table(c: ArchConfig, stack: str, n: int, moe: bool) -> dict[str, Para
         t[f"{stack}/mlp_post_norm/scale"] = p((D,), ("embed",), "ones")
     if moe:
         E, F = c.experts, c.ffn  # noqa: N806
-        t[f"{stack}/moe/router"] = p((D, E), ("embed", "expert"), fan_in=D)
+        # The router as MaxText's (its gate: ("embed", None)), the experts' width apart
+        # (embed_no_exp), so a strategy can split every other weight over the expert axes.
+        t[f"{stack}/moe/router"] = p((D, E), ("embed", None), fan_in=D)
         if c.router_bias:
-            t[f"{stack}/moe/router_bias"] = p((E,), ("expert",), "zeros")
+            t[f"{stack}/moe/router_bias"] = p((E,), (None,), "zeros")
         for name in ("w_gate", "w_up"):
-            t[f"{stack}/moe/{name}"] = p((E, D, F), ("expert", "embed", "mlp"), fan_in=D)
-        t[f"{stack}/moe/w_down"] = p((E, F, D), ("expert", "mlp", "embed"), fan_in=F)
+            t[f"{stack}/moe/{name}"] = p((E, D, F), ("expert", "embed_no_exp", "mlp"), fan_in=D)
+        t[f"{stack}/moe/w_down"] = p((E, F, D), ("expert", "mlp", "embed_no_exp"), fan_in=F)
         if c.shared_experts:
             t |= _mlp_table(p, f"{stack}/moe/shared", D, c.shared_experts * F)
     else:

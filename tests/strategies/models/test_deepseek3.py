@@ -211,7 +211,8 @@ def test_every_part_moves_the_loss() -> None:
 @pytest.mark.parametrize("strategy", ["fsdp+tp", "ep"])
 def test_sharded_adam_step_agrees_with_one_device(strategy: str) -> None:
     """Reduced DeepSeek-V3 on 8 devices as on one: the latents split as the embedding is
-    (MaxText's q_lora and kv_lora rules), the experts over 'expert' under ep."""
+    (MaxText's q_lora and kv_lora rules: under ep over both axes), the experts over
+    'expert' and their width over 'fsdp' under ep."""
     model = get_model(NAME, **small(NAME))
     state = init_train_state(model, jax.random.key(0))
     want_params, _, want_loss, want_grads = compiled(adam_step(model), *state)(*state)
@@ -221,7 +222,7 @@ def test_sharded_adam_step_agrees_with_one_device(strategy: str) -> None:
     close_after_adam(new_params, want_params, want_grads)
     wkv_b = new_params["layers"]["attn"]["wkv_b"].sharding.spec
     assert wkv_b == (P(None, "fsdp", "tensor", None) if strategy == "fsdp+tp" else
-                     P(None, "fsdp", None, None))  # fmt: skip
+                     P(None, ("fsdp", "expert"), None, None))  # fmt: skip
     if strategy == "ep":
         assert new_params["layers"]["moe"]["w_up"].sharding.spec == P(None, "expert", "fsdp", None)
 

@@ -46,9 +46,14 @@ def test_param_specs_at_full_size() -> None:
     assert specs["layers"]["mlp"]["w_down"] == P(None, "tensor", "fsdp")
     assert specs["layers"]["attn_norm"]["scale"] == P(None, "fsdp")
     assert specs["unembed"] == P("fsdp", "tensor")
+    # ep as MaxText's rules: the experts over 'expert', their width over 'fsdp' only
+    # (embed_no_exp), every other weight's width over both axes, the router's experts whole.
     ep = param_specs(MIXTRAL, "ep", {"fsdp": 4, "expert": 8})
     assert ep["layers"]["moe"]["w_down"] == P(None, "expert", None, "fsdp")
-    assert ep["layers"]["moe"]["router"] == P(None, "fsdp", "expert")
+    assert ep["layers"]["moe"]["w_gate"] == P(None, "expert", "fsdp", None)
+    assert ep["layers"]["moe"]["router"] == P(None, ("fsdp", "expert"), None)
+    assert ep["layers"]["attn"]["wq"] == P(None, ("fsdp", "expert"), None, None)
+    assert ep["embed"]["embedding"] == P(None, ("fsdp", "expert"))
     assert param_specs(LLAMA, "pp", {"stage": 4, "fsdp": 2})["layers"]["mlp"]["w_up"] == P(
         "stage", "fsdp", None
     )
@@ -67,6 +72,14 @@ def test_make_mesh_shapes() -> None:
 def test_unknown_strategy_lists_the_known_ones() -> None:
     with pytest.raises(ShardvizError, match="'zero9'.*Fix: use one of 'fsdp', 'fsdp\\+tp'"):
         get_logical_rules("zero9")
+
+
+def test_the_experts_width_takes_embeds_rule_where_a_table_has_none() -> None:
+    """A table written before ``embed_no_exp`` (the user's own) splits the experts' width as
+    it splits ``embed``."""
+    table = (("expert", ("expert",)), ("embed", ("fsdp",)), ("mlp", ()))
+    spec = logical_to_spec(("expert", "embed_no_exp", "mlp"), table)
+    assert spec == P("expert", "fsdp", None)
 
 
 def test_a_logical_axis_no_rule_maps() -> None:
