@@ -283,8 +283,8 @@ RUNS: tuple[Run, ...] = (
             "dropped at capacity factor 1.25; fsdp 64 x expert 4 (the recipe's "
             "hybrid_ring_64x4 mesh); " + _8B + "; its config as MaxText added it (commit "
             "449b4fe5, benchmarks/maxtext_trillium_model_configs.py), weights in bf16 "
-            "(weight_dtype); the attention and embedding weights split over fsdp only, where "
-            "MaxText's rules split their embed dim over expert too", strategy="ep",
+            "(weight_dtype); every weight but the experts' split over fsdp and expert, the "
+            "experts' width over fsdp (MaxText's embed and embed_no_exp rules)", strategy="ep",
             mesh=(64, 4), capacity_factor=1.25, weight_dtype="bfloat16"),
     # Qwen3-235B-A22B on 256 Ironwood chips: dropless (sparse_matmul with tokamax's grouped
     # matmul; in bf16 planned with megablox's, which tokamax's TPU kernel derives from),
