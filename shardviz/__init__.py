@@ -72,7 +72,7 @@ API: dict[str, str] = {
     "reordered_mesh": "shardviz.capture.mesh",
     "Topology": "shardviz.capture.topology",
     "topology": "shardviz.capture.topology",
-    "TopologyError": "shardviz.capture.topology",
+    "TopologyError": "shardviz.errors",
     "Cluster": "shardviz.engines",
     "cluster": "shardviz.engines",
     "clear_cache": "shardviz.explainer.cache",
@@ -120,7 +120,6 @@ if TYPE_CHECKING:
     from shardviz.capture.mesh import named_sharding as named_sharding
     from shardviz.capture.mesh import reordered_mesh as reordered_mesh
     from shardviz.capture.topology import Topology as Topology
-    from shardviz.capture.topology import TopologyError as TopologyError
     from shardviz.capture.topology import topology as topology
     from shardviz.capture.xla_flags import known_flags as known_flags
     from shardviz.capture.xla_flags import xla_flags as xla_flags
@@ -136,6 +135,7 @@ if TYPE_CHECKING:
     from shardviz.errors import ShardvizError as ShardvizError
     from shardviz.errors import ShardvizWarning as ShardvizWarning
     from shardviz.errors import SpecError as SpecError
+    from shardviz.errors import TopologyError as TopologyError
     from shardviz.explainer.cache import clear_cache as clear_cache
     from shardviz.explainer.diagnose import diagnose as diagnose
     from shardviz.explainer.explain import explain as explain

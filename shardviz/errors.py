@@ -7,18 +7,27 @@ and each also subclasses the built-in error a Python user would expect (``ValueE
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "ArgumentError",
     "CompileError",
+    "CompilerUnavailable",
+    "DecodeError",
     "DeviceSetupError",
     "FileError",
     "HardwareError",
+    "HloParseError",
+    "LaunchError",
     "LeafError",
     "MeshError",
+    "ModuleError",
     "ProcessError",
     "ShardvizError",
     "ShardvizWarning",
     "SpecError",
+    "TopologyError",
+    "WorkshopError",
 ]
 
 
@@ -60,6 +69,57 @@ class FileError(ShardvizError, OSError):
 
 class HardwareError(ShardvizError, ValueError):
     """A hardware preset or target is unknown, or does not fit the mesh it should describe."""
+
+
+class LaunchError(ProcessError):
+    """A launch failed: a process exited nonzero or died, or the timeout ran out.
+
+    ``result`` (a :class:`shardviz.launch.LaunchResult`) holds every process's exit code
+    and output.
+    """
+
+    def __init__(self, message: str, result: Any) -> None:
+        super().__init__(message)
+        self.result = result
+
+
+class TopologyError(ShardvizError, ValueError):
+    """A topology name shardviz or jax does not know, or one whose extra is not installed."""
+
+
+class CompilerUnavailable(TopologyError):
+    """A known topology whose compiler cannot be loaded here: its extra (``shardviz[tpu]``,
+    ``shardviz[gpu]``) is not installed, or its plugin would not make deviceless devices.
+    ``extra`` names the extra (``"gpu"``)."""
+
+    def __init__(self, message: str, extra: str = "") -> None:
+        super().__init__(message)
+        self.extra = extra
+
+
+class HloParseError(ShardvizError, ValueError):
+    """The HLO text does not have the shape this parser expects."""
+
+
+class DecodeError(ShardvizError, TypeError):
+    """A document that does not fit the type it is read as; ``path`` says where
+    (``collectives[3].kind``). ``limit``: the value has the right type but is past what a
+    document may hold (a union tries no other type for it)."""
+
+    def __init__(self, path: str, message: str, *, limit: bool = False) -> None:
+        super().__init__(f"{path or 'the document'}: {message}")
+        self.path = path
+        self.message = message
+        self.limit = limit
+
+
+class WorkshopError(ShardvizError, RuntimeError):
+    """The workshop cannot start: no notebooks, a folder that cannot be written, a busy port,
+    or no JupyterLab."""
+
+
+class ModuleError(ShardvizError, ValueError):
+    """A static JS file does not have the shape :func:`widget_module` joins."""
 
 
 class ShardvizWarning(UserWarning):

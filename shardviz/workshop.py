@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from shardviz.errors import ShardvizError, problem
+from shardviz.errors import WorkshopError, problem
 from shardviz.launch.ports import pick_port
 
 #: The course's notebooks: numbered, in course order (``01_data_parallel.ipynb`` ...).
@@ -31,11 +31,6 @@ HOST = "127.0.0.1"
 DEFAULT_PORT = 8888
 #: Seconds JupyterLab gets to stop its kernels after Ctrl-C before it is killed.
 STOP_TIMEOUT = 20.0
-
-
-class WorkshopError(ShardvizError, RuntimeError):
-    """The workshop cannot start: no notebooks, a folder that cannot be written, a busy port,
-    or no JupyterLab."""
 
 
 def notebooks_source(package_dir: Path | None = None) -> Path:

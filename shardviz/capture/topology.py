@@ -19,7 +19,7 @@ from typing import Any
 
 from shardviz.capture.gpu_targets import GPU_SPECS, target_config
 from shardviz.capture.hlo.compiler_log import compiler_log
-from shardviz.errors import ShardvizError, problem
+from shardviz.errors import CompilerUnavailable, ShardvizError, TopologyError, problem
 from shardviz.model.hardware_presets import hardware
 from shardviz.model.targets import split_slices, target_for
 
@@ -30,20 +30,6 @@ EXAMPLES = (
     '"v5e:4x4", "v5e:16x16", "v5p:2x2x2", "v6e:4x4", "v4:2x2x2", "tpu7x:2x2x1", "h100:8", '
     '"h100:2x8", "a100:8"'
 )
-
-
-class TopologyError(ShardvizError, ValueError):
-    """A topology name shardviz or jax does not know, or one whose extra is not installed."""
-
-
-class CompilerUnavailable(TopologyError):
-    """A known topology whose compiler cannot be loaded here: its extra (``shardviz[tpu]``,
-    ``shardviz[gpu]``) is not installed, or its plugin would not make deviceless devices.
-    ``extra`` names the extra (``"gpu"``)."""
-
-    def __init__(self, message: str, extra: str = "") -> None:
-        super().__init__(message)
-        self.extra = extra
 
 
 @dataclass(frozen=True, eq=False)

@@ -8,10 +8,11 @@ multi-process program on one machine.
 
 from __future__ import annotations
 
+from shardviz.errors import LaunchError
 from shardviz.launch.launcher import DEFAULT_TIMEOUT, Launch, echo_sink, run, start, worker_env
 from shardviz.launch.ports import DEFAULT_PORT, choose_port, free_port, pick_port, port_in_use
 from shardviz.launch.processes import Outcome, ProcessGroup, describe_exit, exit_status
-from shardviz.launch.result import LaunchError, LaunchResult, ProcessResult
+from shardviz.launch.result import LaunchResult, ProcessResult
 from shardviz.launch.worker import WorkerConfig, join
 
 __all__ = [

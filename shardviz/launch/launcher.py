@@ -17,11 +17,11 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from shardviz.errors import ProcessError, problem
+from shardviz.errors import LaunchError, ProcessError, problem
 from shardviz.launch.failure import failure_message
 from shardviz.launch.ports import HOST, choose_port
 from shardviz.launch.processes import LineSink, Outcome, ProcessGroup
-from shardviz.launch.result import LaunchError, LaunchResult, ProcessResult
+from shardviz.launch.result import LaunchResult, ProcessResult
 from shardviz.launch.worker import WorkerConfig
 
 #: Seconds a launch may run before everything is stopped.

@@ -5,7 +5,6 @@ from __future__ import annotations
 import signal
 from dataclasses import dataclass
 
-from shardviz.errors import ProcessError
 from shardviz.launch.processes import describe_exit, exit_status
 
 #: The exit code of a launch stopped by its timeout (as GNU ``timeout`` reports one).
@@ -107,14 +106,3 @@ class LaunchResult:
 
     def __len__(self) -> int:
         return len(self.processes)
-
-
-class LaunchError(ProcessError):
-    """A launch failed: a process exited nonzero or died, or the timeout ran out.
-
-    ``result`` holds every process's exit code and output.
-    """
-
-    def __init__(self, message: str, result: LaunchResult) -> None:
-        super().__init__(message)
-        self.result = result

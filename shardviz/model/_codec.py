@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from functools import cache
 from typing import Any, TypeVar
 
-from shardviz.errors import ShardvizError, problem
+from shardviz.errors import DecodeError, ShardvizError, problem
 
 #: The deepest nesting of lists and objects a document may have (the model's own documents
 #: nest about a dozen deep: a comparison's result's report's collectives' groups).
@@ -71,18 +71,6 @@ def to_data(obj: Any) -> Any:
 @cache
 def _hints(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls)
-
-
-class DecodeError(TypeError):
-    """A document that does not fit the type it is read as; ``path`` says where
-    (``collectives[3].kind``). ``limit``: the value has the right type but is past what a
-    document may hold (a union tries no other type for it)."""
-
-    def __init__(self, path: str, message: str, *, limit: bool = False) -> None:
-        super().__init__(f"{path or 'the document'}: {message}")
-        self.path = path
-        self.message = message
-        self.limit = limit
 
 
 def _whole(data: int, path: str) -> int:

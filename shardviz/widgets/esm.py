@@ -14,6 +14,8 @@ import functools
 import re
 from pathlib import Path
 
+from shardviz.errors import ModuleError
+
 STATIC = Path(__file__).parent / "static"
 SHARED = "shared.js"
 
@@ -23,10 +25,6 @@ _IMPORT_SHARED = re.compile(r'^import\s*\{[^}]*\}\s*from\s*"\./shared\.js";[ \t]
 _ANY_IMPORT = re.compile(r"^\s*import[\s{(*\"']", re.M)
 #: ``export`` in front of a top-level declaration of the shared module.
 _EXPORT = re.compile(r"^export (?=(?:async )?(?:function|const|let|class) )", re.M)
-
-
-class ModuleError(ValueError):
-    """A static JS file does not have the shape :func:`widget_module` joins."""
 
 
 def shared_text() -> str:

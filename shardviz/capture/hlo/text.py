@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from shardviz.errors import ShardvizError, problem
+from shardviz.errors import HloParseError, problem
 from shardviz.model import Frame, Source
 
 __all__ = [
@@ -48,10 +48,6 @@ __all__ = [
     "split_top_level",
     "tuple_element",
 ]
-
-
-class HloParseError(ShardvizError, ValueError):
-    """The HLO text does not have the shape this parser expects."""
 
 
 # HLO primitive type -> (numpy/jax spelling, bits per element).

@@ -50,7 +50,7 @@ class ParamInfo:
     """
 
     shape: tuple[int, ...]
-    axes: tuple[str, ...]
+    axes: tuple[str | None, ...]
     init: str = "normal"
     fan_in: int = 1
 
@@ -77,7 +77,9 @@ def _layer_table(c: ArchConfig, stack: str, n: int, moe: bool) -> dict[str, Para
     dim; their MLP a mixture of experts if ``moe``."""
     D = c.d_model  # noqa: N806
 
-    def p(shape: tuple[int, ...], axes: tuple[str, ...], init: str = "normal", fan_in: int = 1):
+    def p(
+        shape: tuple[int, ...], axes: tuple[str | None, ...], init: str = "normal", fan_in: int = 1
+    ):
         return ParamInfo((n, *shape), ("layers", *axes), init, fan_in)
 
     t = {f"{stack}/attn_norm/scale": p((D,), ("embed",), "ones")}

@@ -143,7 +143,7 @@ def serving_layout(
     for path, info in param_table(config).items():
         entries = []
         for dim, name in zip(info.shape, info.axes, strict=True):
-            kind = _WEIGHT_AXES.get(name)
+            kind = _WEIGHT_AXES.get(name) if name else None
             axes = _axes_for(kind, sizes) if kind else ()
             if path.endswith(("/wk", "/wv")) and name == "embed":
                 axes = _axes_for("sequence", sizes)  # k/v projections: embed over sequence
