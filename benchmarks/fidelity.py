@@ -236,7 +236,8 @@ RUNS: tuple[Run, ...] = (
             "qkv_proj_offloaded; the recipe's mesh axis is fsdp_transpose, planned as fsdp"),
     _recipe("v5p", "405b-v5p", "llama3.1-405b", "8x8x8", 8192, 2, RECIPE_405B_V5P, 314.53,
             124.618, "tpu-recipes training/v5p/Llama3.1-405B-MaxText/README.md",
-            "the recipe's custom remat: attention context and MLP output offloaded"),
+            "the recipe's custom remat: attention context and MLP output offloaded",
+            causal_half=True),
     # Today's MoE architectures: the recipes ran megablox (dropless), and so do the plans.
     _recipe("v5p", "maverick-v5p", "llama4-maverick", "4x4x8", 8192, 4, RECIPE_8B, 160.005,
             1321.725, _V5P + "Llama4-Maverick-17B-128E-Maxtext/README.md",
