@@ -19,6 +19,7 @@ import pytest
 
 from shardviz.capture import compile as compile_mod
 from shardviz.capture.interrupts import interrupts_deferred
+from tests.hostile.battery import default_sigint
 
 #: Runs ``sv.compare`` rounds with every compiler dump folder in argv[1]; argv[2] says who
 #: sends the SIGINT: "self" (raised from inside the first compile, then handled, then one
@@ -68,7 +69,7 @@ class _Child:
         with self.err_path.open("w") as err:
             self.proc = subprocess.Popen(
                 [sys.executable, "-c", CHILD, str(scratch), who],
-                stdout=subprocess.PIPE, stderr=err, text=True,
+                stdout=subprocess.PIPE, stderr=err, text=True, preexec_fn=default_sigint,
             )  # fmt: skip
         self.watchdog = threading.Timer(300, self.proc.kill)
         self.watchdog.start()
@@ -116,6 +117,16 @@ def test_an_unhandled_ctrl_c_during_compare_exits_cleanly_and_leaves_no_dump(tmp
     assert not list(scratch.iterdir())
 
 
+@pytest.fixture
+def python_sigint():
+    """Python's own SIGINT handler for the test, as a terminal's Python has it (a harness run
+    in the background may start the test process with SIGINT ignored)."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)
+
+
+@pytest.mark.usefixtures("python_sigint")
 def test_a_held_ctrl_c_is_raised_when_the_block_ends():
     before = signal.getsignal(signal.SIGINT)
     reached = []
@@ -126,6 +137,7 @@ def test_a_held_ctrl_c_is_raised_when_the_block_ends():
     assert signal.getsignal(signal.SIGINT) is before
 
 
+@pytest.mark.usefixtures("python_sigint")
 def test_a_second_ctrl_c_is_not_held():
     reached = []
     with pytest.raises(KeyboardInterrupt), interrupts_deferred():

@@ -5,6 +5,7 @@ by the last line it started. Each area's cases live in a module beside this one.
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 import textwrap
@@ -42,6 +43,13 @@ CHILD = textwrap.dedent(
 )
 
 
+def default_sigint() -> None:
+    """The child starts with SIGINT's default action, as under a terminal: a harness run in
+    the background (make under nohup) hands its children SIGINT ignored, and a Python started
+    so never raises KeyboardInterrupt."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def outcomes(cases: Cases, timeout: float = 900) -> dict[str, str]:
     """Run ``cases`` in one child process; each case's outcome by name.
 
@@ -52,7 +60,7 @@ def outcomes(cases: Cases, timeout: float = 900) -> dict[str, str]:
     try:
         done = subprocess.run(
             [sys.executable, "-c", CHILD, json.dumps(code)],
-            capture_output=True, text=True, timeout=timeout,
+            capture_output=True, text=True, timeout=timeout, preexec_fn=default_sigint,
         )  # fmt: skip
     except subprocess.TimeoutExpired as err:
         out = err.stdout.decode() if isinstance(err.stdout, bytes) else (err.stdout or "")
