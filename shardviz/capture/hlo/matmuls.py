@@ -201,7 +201,7 @@ def instruction_precision(module: HloModule, ins: HloInstruction) -> str:
     """``"fp8"`` or ``"int8"`` for a ``dot`` or ``convolution`` whose two operands both
     are (the matrix units then run at that precision's peak), ``""`` otherwise: wider
     operands, or one narrow operand the compiler widens to the other's type. A kernel's is
-    its two largest value operands' (:func:`_kernel_precision`)."""
+    its value operands' (:func:`_kernel_precision`)."""
     if is_kernel(ins):
         return _kernel_precision(operand_types(module, ins))
     if ins.opcode not in ("dot", "convolution") or len(ins.operands) < 2:
@@ -218,10 +218,11 @@ _TYPE_DIMS = re.compile(r"^([a-z]+\d*[a-z0-9]*)\[([\d,]*)\]$")
 
 def _kernel_precision(types: tuple[str, ...]) -> str:
     """A kernel's matmul precision from its operands' types (``f8e4m3fn[4096,2048]``): the
-    narrow one where its two largest value operands both are, else ``""``. A wide operand
-    right after a narrow one, of its rank and dividing each of its dims, is that operand's
-    scales (qwix's tiles: an fp8 grouped matmul passes each operand's values, then their
-    bf16 scales), not a matmul operand."""
+    narrow one where every value operand is (at least two), else ``""``, as a matmul's is
+    where both operands are (one wide operand, such as bf16 queries against an fp8 cache, and
+    the kernel widens the other). A wide operand right after a narrow one, of its rank and
+    dividing each of its dims, is that operand's scales (qwix's tiles: an fp8 grouped matmul
+    passes each operand's values, then their bf16 scales), not a matmul operand."""
     values: list[tuple[int, str, tuple[int, ...]]] = []
     for t in types:
         m = _TYPE_DIMS.match(t)
@@ -231,10 +232,9 @@ def _kernel_precision(types: tuple[str, ...]) -> str:
         if values and _is_scale(values[-1], kind, dims):
             continue
         values.append((math.prod(dims), kind, dims))
-    largest = sorted(values, key=lambda v: -v[0])[:2]
-    if len(largest) < 2:
+    if len(values) < 2:
         return ""
-    kinds = {_narrow_kind(kind) for _, kind, _ in largest}
+    kinds = {_narrow_kind(kind) for _, kind, _ in values}
     return kinds.pop() if len(kinds) == 1 else ""
 
 

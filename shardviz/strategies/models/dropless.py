@@ -6,8 +6,8 @@ padded or dropped. On each device's shard of the tokens (``shard_map``), the ``T
 are sorted by expert, each pick's token row gathered, and the experts' three weight matmuls
 run as grouped matmuls over the sorted rows (``group_sizes``: the rows of each expert); the
 rows go back to token order and are summed by their gates. On TPU the grouped matmuls are
-megablox's Pallas kernels (``gmm``, with ``tgmm`` for the weights' gradient), elsewhere
-``jax.lax.ragged_dot``.
+megablox's Pallas kernels (``gmm``, with ``tgmm`` for the weights' gradient), in fp8
+tokamax's (what MaxText's fp8 MoE recipes call), elsewhere ``jax.lax.ragged_dot``.
 
 Sharding, as MaxText's ``sparse_matmul`` does it without ragged all-to-alls:
 - the weights arrive gathered over their FSDP axes (the compiler gathers them at the shard
