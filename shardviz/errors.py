@@ -119,7 +119,8 @@ class WorkshopError(ShardvizError, RuntimeError):
 
 
 class ModuleError(ShardvizError, ValueError):
-    """A static JS file does not have the shape :func:`widget_module` joins."""
+    """A static JS file does not have the shape
+    :func:`shardviz.widgets.esm.widget_module` joins."""
 
 
 class ShardvizWarning(UserWarning):
