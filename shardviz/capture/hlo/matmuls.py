@@ -33,6 +33,7 @@ from shardviz.capture.hlo.text import (
     HloModule,
     array_leaves,
     parse_int_list,
+    parse_shape,
 )
 
 __all__ = [
@@ -213,7 +214,6 @@ def instruction_precision(module: HloModule, ins: HloInstruction) -> str:
 #: Kernel operands that index, count or mask rather than hold values (a grouped matmul's
 #: group metadata, a mask's bounds): not a matmul's operands.
 _INDEX_TYPES = ("s32", "u32", "s64", "u64", "s16", "u16", "pred")
-_TYPE_DIMS = re.compile(r"^([a-z]+\d*[a-z0-9]*)\[([\d,]*)\]$")
 
 
 def _kernel_precision(types: tuple[str, ...]) -> str:
@@ -223,18 +223,16 @@ def _kernel_precision(types: tuple[str, ...]) -> str:
     the kernel widens the other). A wide operand right after a narrow one, of its rank and
     dividing each of its dims, is that operand's scales (qwix's tiles: an fp8 grouped matmul
     passes each operand's values, then their bf16 scales), not a matmul operand."""
-    values: list[tuple[int, str, tuple[int, ...]]] = []
-    for t in types:
-        m = _TYPE_DIMS.match(t)
-        if m is None or m.group(1).startswith(_INDEX_TYPES):
+    values: list[ArrayShape] = []
+    for text in types:
+        array = _array(parse_shape(text))
+        if array is None or array.type.startswith(_INDEX_TYPES):
             continue
-        kind, dims = m.group(1), tuple(int(d) for d in m.group(2).split(",") if d)
-        if values and _is_scale(values[-1], kind, dims):
-            continue
-        values.append((math.prod(dims), kind, dims))
+        if not (values and _is_scale(values[-1], array)):
+            values.append(array)
     if len(values) < 2:
         return ""
-    kinds = {_narrow_kind(kind) for _, kind, _ in values}
+    kinds = {_narrow_kind(a.type) for a in values}
     return kinds.pop() if len(kinds) == 1 else ""
 
 
@@ -242,14 +240,13 @@ def _narrow_kind(hlo_type: str) -> str:
     return next((p for prefix, p in _NARROW_TYPES if hlo_type.startswith(prefix)), "")
 
 
-def _is_scale(before: tuple[int, str, tuple[int, ...]], kind: str, dims: tuple[int, ...]) -> bool:
-    """Whether an operand ``kind[dims]`` right after ``before`` holds ``before``'s scales."""
-    _, prior, prior_dims = before
+def _is_scale(before: ArrayShape, array: ArrayShape) -> bool:
+    """Whether ``array``, the operand right after ``before``, holds ``before``'s scales."""
     return (
-        bool(_narrow_kind(prior))
-        and not _narrow_kind(kind)
-        and len(dims) == len(prior_dims)
-        and all(d and p % d == 0 for d, p in zip(dims, prior_dims, strict=True))
+        bool(_narrow_kind(before.type))
+        and not _narrow_kind(array.type)
+        and len(array.dims) == len(before.dims)
+        and all(d and p % d == 0 for d, p in zip(array.dims, before.dims, strict=True))
     )
 
 
