@@ -21,6 +21,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 __all__ = [
     "ACTIVATION_AXES",
     "LOGICAL_AXES",
+    "STORED_AXES",
     "Constrain",
     "SpecConstrain",
     "no_constraint",
@@ -85,6 +86,15 @@ ACTIVATION_AXES: dict[str, tuple[str | None, ...]] = {
     # and its gradient reduced once a step, not once a chunk.
     "unembed_gathered": (None, "vocab"),
     "logits": ("batch", "sequence", "vocab"),
+}
+
+#: The routed experts' weights as the parameters store them (their logical axes: the
+#: parameter table's), by the names under which a rule set tells the dropless layer their
+#: stored specs: its shard map takes them so and gathers them inside, so that their gradients
+#: leave it reduce-scattered, not all-reduced whole (:mod:`.dropless`).
+STORED_AXES: dict[str, tuple[str, ...]] = {
+    "expert_w_in_stored": ("expert", "embed_no_exp", "mlp"),
+    "expert_w_out_stored": ("expert", "mlp", "embed_no_exp"),
 }
 
 Constrain = Callable[[str, jax.Array], jax.Array]

@@ -10,8 +10,11 @@ megablox's Pallas kernels (``gmm``, with ``tgmm`` for the weights' gradient), in
 tokamax's (what MaxText's fp8 MoE recipes call), elsewhere ``jax.lax.ragged_dot``.
 
 Sharding, as MaxText's ``sparse_matmul`` does it without ragged all-to-alls:
-- the weights arrive gathered over their FSDP axes (the compiler gathers them at the shard
-  map's edge), still split over 'expert' and over the MLP dim's axes ('tensor');
+- the weights enter the shard map split as they are stored and are gathered inside over
+  their FSDP axes (``all_gather``), still split over 'expert' and over the MLP dim's axes
+  ('tensor'): autodiff then reduce-scatters their gradients back to that split, where a
+  weight the compiler gathered at the shard map's edge has its gradient summed whole (an
+  all-reduce of every expert's weights, kept in full on every device);
 - a device with part of the MLP dim computes its part of every pick, and the partial
   outputs are summed over those axes (``psum``);
 - with the experts split, each device gathers the tokens of its expert group
@@ -170,11 +173,16 @@ def _local(
     expert_axes: tuple[str, ...],
     mlp_axes: tuple[str, ...],
     gathered: bool,
+    gather_in: Gathers = (),
+    gather_out: Gathers = (),
 ) -> jax.Array:
     """One device's picks through its experts: ``x [B, S, D]``, ``experts``/``gates``
-    ``[B, S, k]``, weights ``[E_local, D, F_local]`` / ``[E_local, F_local, D]``;
-    ``gathered``: the tokens are split over the expert axes too (else each device of an
-    expert group has them all)."""
+    ``[B, S, k]``, weights ``[E_local, D, F_local]`` / ``[E_local, F_local, D]`` once
+    gathered over ``gather_in`` / ``gather_out`` (:func:`_gathers`); ``gathered``: the
+    tokens are split over the expert axes too (else each device of an expert group has them
+    all)."""
+    w_gate, w_up = _gather(w_gate, gather_in), _gather(w_up, gather_in)
+    w_down = _gather(w_down, gather_out)
     if gathered:  # the tokens of this device's expert group
         gather = partial(jax.lax.all_gather, axis_name=expert_axes, axis=0, tiled=True)
         x, experts, gates = gather(x), gather(experts), gather(gates)
@@ -239,16 +247,62 @@ def dropless_experts(
             )
         )
     expert_axes = _axes(w_in[0])
+    in_spec, gather_in = _taken(constrain.spec("expert_w_in_stored", weights[0].shape), w_in)
+    out_spec, gather_out = _taken(constrain.spec("expert_w_out_stored", weights[2].shape), w_out)
     body = partial(
         _local, activation=activation, grouped=grouped, expert_axes=expert_axes,
-        mlp_axes=_axes(w_in[2]), gathered=_gathered(tokens, expert_axes),
+        mlp_axes=_axes(w_in[2]), gathered=_gathered(tokens, expert_axes), gather_in=gather_in,
+        gather_out=gather_out,
     )  # fmt: skip
     picks = PartitionSpec(*tokens[:2], None)
     local = jax.shard_map(
-        body, mesh=constrain.mesh, in_specs=(tokens, picks, picks, w_in, w_in, w_out),
+        body, mesh=constrain.mesh, in_specs=(tokens, picks, picks, in_spec, in_spec, out_spec),
         out_specs=tokens, check_vma=False,
     )  # fmt: skip
     return local(x, experts, gates, *weights)
+
+
+#: Per dim of a weight, the mesh axes it is gathered over inside the shard map.
+Gathers = tuple[tuple[str, ...], ...]
+
+
+def _taken(stored: PartitionSpec | None, used: PartitionSpec) -> tuple[PartitionSpec, Gathers]:
+    """How the shard map takes a weight its grouped matmuls read split as ``used``: as it is
+    stored (``stored``, the rule set's spec of the parameter), gathered inside over the axes
+    :func:`_gathers` names, so that autodiff reduce-scatters its gradient back to that
+    split; else (no stored spec, or one not gathered into ``used`` in place) as ``used``,
+    the compiler resharding it at the edge (its gradient then summed whole: an all-reduce
+    of every expert's weights)."""
+    gathers = _gathers(stored, used) if stored is not None else None
+    if stored is None or gathers is None:
+        return used, ()
+    return stored, gathers
+
+
+def _gathers(stored: PartitionSpec, used: PartitionSpec) -> Gathers | None:
+    """Per dim, the mesh axes that take a weight split as ``stored`` to split as ``used``
+    by tiled all-gathers: each dim's ``used`` axes must lead its ``stored`` ones (the
+    gathered axes are the minor ones) and the gathered axes split no dim in ``used``
+    (``None`` otherwise)."""
+    rank = max(len(stored), len(used))
+    pad = (None,) * rank
+    used_axes = {a for entry in used for a in _axes(entry)}
+    out = []
+    for s, u in zip((*stored, *pad)[:rank], (*used, *pad)[:rank], strict=True):
+        s_axes, u_axes = _axes(s), _axes(u)
+        extra = s_axes[len(u_axes) :]
+        if s_axes[: len(u_axes)] != u_axes or set(extra) & used_axes:
+            return None
+        out.append(extra)
+    return tuple(out)
+
+
+def _gather(w: jax.Array, gathers: Gathers) -> jax.Array:
+    """``w`` gathered whole along each dim over that dim's axes in ``gathers``."""
+    for dim, axes in enumerate(gathers):
+        if axes:
+            w = jax.lax.all_gather(w, axes, axis=dim, tiled=True)
+    return w
 
 
 def _gathered(tokens: PartitionSpec, expert_axes: tuple[str, ...]) -> bool:

@@ -26,7 +26,13 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from shardviz.errors import ShardvizError, problem
-from shardviz.strategies.models.axes import ACTIVATION_AXES, LOGICAL_AXES, Constrain, SpecConstrain
+from shardviz.strategies.models.axes import (
+    ACTIVATION_AXES,
+    LOGICAL_AXES,
+    STORED_AXES,
+    Constrain,
+    SpecConstrain,
+)
 from shardviz.strategies.models.configs import ArchConfig
 from shardviz.strategies.models.params import nest, param_table
 from shardviz.strategies.rules import RuleSet
@@ -363,12 +369,21 @@ def activation_constrainer(strategy: str | LogicalRules, mesh: Mesh) -> Constrai
     sizes = mesh_sizes(mesh)
 
     def spec(name: str, shape: tuple[int, ...]) -> PartitionSpec:
+        axes, table = _named_axes(name, rules)
         return logical_to_spec(
-            ACTIVATION_AXES[name], rules.activations, what=f"activation {name!r}", shape=shape,
-            mesh_sizes=sizes,
-        )  # fmt: skip
+            axes, table, what=f"activation {name!r}", shape=shape, mesh_sizes=sizes
+        )
 
     return SpecConstrain(mesh, spec)
+
+
+def _named_axes(name: str, rules: LogicalRules) -> tuple[tuple[str | None, ...], Table]:
+    """A name the model gives its ``constrain`` hook: its logical axes and the table that
+    splits them (the activations'; the parameters' for a weight as stored,
+    :data:`.axes.STORED_AXES`)."""
+    if name in STORED_AXES:
+        return STORED_AXES[name], rules.params
+    return ACTIVATION_AXES[name], rules.activations
 
 
 def _config_of(model: Any) -> ArchConfig:
@@ -417,8 +432,8 @@ def logical_rule_set(strategy: str | LogicalRules, model: Any) -> RuleSet:
     )
     batch = (("^(inputs|targets)$", spec_fn(BATCH_AXES, rules.activations, "batch")),)
     activations = tuple(
-        (re.escape(name), spec_fn(axes, rules.activations, f"activation {name!r}"))
-        for name, axes in ACTIVATION_AXES.items()
+        (re.escape(name), spec_fn(*_named_axes(name, rules), f"activation {name!r}"))
+        for name in (*ACTIVATION_AXES, *STORED_AXES)
     )
     return RuleSet(
         rules.name,

@@ -36,6 +36,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from shardviz.strategies.models.axes import STORED_AXES
 from shardviz.strategies.models.configs import ArchConfig
 from shardviz.strategies.transformer import split_normal
 
@@ -97,8 +98,8 @@ def _layer_table(c: ArchConfig, stack: str, n: int, moe: bool) -> dict[str, Para
         if c.router_bias:
             t[f"{stack}/moe/router_bias"] = p((E,), (None,), "zeros")
         for name in ("w_gate", "w_up"):
-            t[f"{stack}/moe/{name}"] = p((E, D, F), ("expert", "embed_no_exp", "mlp"), fan_in=D)
-        t[f"{stack}/moe/w_down"] = p((E, F, D), ("expert", "mlp", "embed_no_exp"), fan_in=F)
+            t[f"{stack}/moe/{name}"] = p((E, D, F), STORED_AXES["expert_w_in_stored"], fan_in=D)
+        t[f"{stack}/moe/w_down"] = p((E, F, D), STORED_AXES["expert_w_out_stored"], fan_in=F)
         if c.shared_experts:
             t |= _mlp_table(p, f"{stack}/moe/shared", D, c.shared_experts * F)
     else:

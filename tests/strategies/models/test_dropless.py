@@ -231,3 +231,25 @@ def test_the_experts_weights_reach_the_kernels_split_over_expert_and_tensor() ->
     assert constrain.spec("moe_tokens", (8, 4, 16)) == P("fsdp", None, None)
     ep = activation_constrainer("ep", make_mesh("ep"))
     assert ep.spec("expert_w_in", (4, 16, 32)) == P("expert", None, None)
+
+
+def test_the_experts_weight_gradients_are_reduce_scattered_not_all_reduced() -> None:
+    """FSDP splits the experts' width: the shard map takes the weights so and gathers them
+    inside, so their gradients leave it reduce-scattered to that split. Gathered at the
+    shard map's edge instead, every device all-reduced the whole of every expert's weight
+    gradients (on DeepSeek-V3, 3 x 7 GiB a layer, kept in full: it did not fit its recipe's
+    128 Ironwood chips). On the CPU devices, where the compiler keeps a small reduce-scatter
+    one (a deviceless TPU all-reduces every weight gradient this small)."""
+    sizes = small(NAME, moe="dropless", remat="none", d_model=128, ffn=256)
+    sizes.pop("batch")
+    c = sv.compare(NAME, ["fsdp"], batch_per_device=1, progress=False, **sizes)
+    e, d, f = sizes["experts"], sizes["d_model"], sizes["ffn"]
+    whole = {(e, d, f), (e, f, d)}
+    found: dict[str, set[tuple[int, ...]]] = {}
+    for col in c.results[0].report.collectives:
+        shapes = {tuple(s for s in shape if s != 1) for shape in (col.in_shape, col.out_shape)}
+        if shapes & whole:
+            found.setdefault(col.kind, set()).update(shapes)
+    assert "all-reduce" not in found, found
+    assert found.get("reduce-scatter") == whole | {(e, d // 8, f), (e, f, d // 8)}, found
+    assert found.get("all-gather") == found["reduce-scatter"], found
