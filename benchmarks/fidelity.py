@@ -91,6 +91,9 @@ class Run:
     #: The master weights' dtype (MaxText's ``weight_dtype``; its default float32), and so
     #: the optimizer state's and the gradients'.
     weight_dtype: str = "float32"
+    #: Adam's first moment's dtype (MaxText's ``mu_dtype``; its default the weights'): the
+    #: Ironwood recipes of Llama 3.1 and DeepSeek-V3 keep it in bfloat16.
+    mu_dtype: str = "float32"
 
     @property
     def step_seconds(self) -> float:
@@ -135,6 +138,13 @@ RECIPE_GEMMA3 = sv.custom_remat(decoder_layer_input="device")
 #: tensor): fsdp+tp with the activations' embed dim, the residual stream between layers, split
 #: over 'tensor' too, which shardviz's fsdp+tp keeps whole.
 MAXTEXT_TP = "fsdp+tp, MaxText's activation rules"
+
+#: MaxText's ``fsdp_shard_on_exp`` (the DeepSeek-V3 Ironwood recipes): fsdp with the routed
+#: experts split on their own dim over 'fsdp' (256 experts, one a device), their width
+#: whole, so a layer's experts are gathered, and their gradients reduce-scattered, along the
+#: expert dim, the major one, with no transposing copy of either.
+EXPERTS_ON_FSDP = "fsdp, the experts split over fsdp (MaxText's fsdp_shard_on_exp)"
+_ON_EXP = "fsdp_shard_on_exp: the experts' own dim split over fsdp; Adam's mu in bf16"
 
 _TRILLIUM = "tpu-recipes training/trillium/"
 _V5P = "tpu-recipes training/v5p/"
@@ -200,10 +210,10 @@ RUNS: tuple[Run, ...] = (
         moe="dropless", source="MaxText docs/reference/models/tiering.md"),
     # Ironwood: 64 chips (4x4x4), 128 jax devices, per-device batch 2, SL 8192.
     _recipe("tpu7x", "70b-7x", "llama3.1-70b", "4x4x4", 8192, 2, RECIPE_70B_7X, 1207.05,
-            2686.98, _IRONWOOD, "bf16; " + _7X),
+            2686.98, _IRONWOOD, "bf16; " + _7X, mu_dtype="bfloat16"),
     _recipe("tpu7x", "70b-7x-fp8", "llama3.1-70b", "4x4x4", 8192, 2, RECIPE_70B_7X, 1854.19,
             4127.56, _IRONWOOD, "fp8_full: the weight matmuls in fp8 at the fp8 peak",
-            quantization="fp8"),
+            quantization="fp8", mu_dtype="bfloat16"),
     # The same recipes on the smaller slices they publish.
     *(
         _recipe("v6e", f"8b-{chips}", "llama3.1-8b", shape, 8192, batch, RECIPE_8B, tf, tok,
@@ -254,11 +264,12 @@ RUNS: tuple[Run, ...] = (
             _DROPLESS + "; the layer input and output projection offloaded",
             moe="dropless", causal_half=True),
     _recipe("tpu7x", "deepseek-7x", "deepseek3-671b", "4x4x8", 4096, 8, RECIPE_LAYER_INPUT,
-            607.53, 2425.75, _IRONWOOD, "bf16; " + _DROPLESS + "; the layer input offloaded",
-            moe="dropless"),
+            607.53, 2425.75, _IRONWOOD, "bf16; " + _DROPLESS + "; the layer input offloaded; "
+            + _ON_EXP, moe="dropless", strategy=EXPERTS_ON_FSDP, mu_dtype="bfloat16"),
     _recipe("tpu7x", "deepseek-7x-fp8", "deepseek3-671b", "4x4x8", 4096, 8, RECIPE_LAYER_INPUT,
             730.60, 2917.15, _IRONWOOD, "fp8_full; " + _DROPLESS_FP8 + "; the layer input "
-            "offloaded", moe="dropless", quantization="fp8"),
+            "offloaded; " + _ON_EXP, moe="dropless", quantization="fp8",
+            strategy=EXPERTS_ON_FSDP, mu_dtype="bfloat16"),
     # Gemma 3 12B at SL 32768 on one, two and four v6e-256 slices (MaxText's num_slices:
     # the slices data parallel over the data-centre network, FSDP within each).
     *(
@@ -301,14 +312,16 @@ RUNS: tuple[Run, ...] = (
     ),
     # Ironwood, 256 chips (4x8x8), 512 jax devices.
     _recipe("tpu7x", "70b-7x-256", "llama3.1-70b", "4x8x8", 8192, 2, RECIPE_70B_7X, 1199.67,
-            2670.55, _IRONWOOD, "bf16; " + _7X),
+            2670.55, _IRONWOOD, "bf16; " + _7X, mu_dtype="bfloat16"),
     _recipe("tpu7x", "70b-7x-256-fp8", "llama3.1-70b", "4x8x8", 8192, 2, RECIPE_70B_7X,
-            1851.25, 4121.02, _IRONWOOD, "fp8_full; " + _7X, quantization="fp8"),
+            1851.25, 4121.02, _IRONWOOD, "fp8_full; " + _7X, quantization="fp8",
+            mu_dtype="bfloat16"),
     _recipe("tpu7x", "405b-7x", "llama3.1-405b", "4x8x8", 8192, 3, RECIPE_405B_7X, 1261.40,
-            499.77, _IRONWOOD, "bf16; the layer input and MLP output offloaded, k and v kept"),
+            499.77, _IRONWOOD, "bf16; the layer input and MLP output offloaded, k and v kept",
+            mu_dtype="bfloat16"),
     _recipe("tpu7x", "405b-7x-fp8", "llama3.1-405b", "4x8x8", 8192, 3, RECIPE_405B_7X_FP8,
             1927.15, 763.54, _IRONWOOD, "fp8_full; the layer input offloaded",
-            quantization="fp8"),
+            quantization="fp8", mu_dtype="bfloat16"),
 )  # fmt: skip
 
 
@@ -350,19 +363,7 @@ def plan(run: Run, baseline: bool = True) -> dict:
     explain_module.program_cost = keep
     try:
         t0 = time.perf_counter()
-        extra: dict[str, Any] = {}
-        if run.capacity_factor is not None:
-            extra["capacity_factor"] = run.capacity_factor
-        if run.quantization:
-            extra["quantization"] = run.quantization
-        if run.moe:
-            extra["moe"] = run.moe
-        if run.attention_block:
-            extra["attention_block"] = run.attention_block
-        if run.weight_dtype != "float32":
-            extra["dtype"] = run.weight_dtype
-        if run.mesh is not None:
-            extra["mesh"] = _mesh(run)
+        extra = plan_options(run)
         with sv.xla_flags(dict(known)):
             c = sv.compare(
                 run.model, [_strategy(run)], target=run.topology,
@@ -379,16 +380,45 @@ def plan(run: Run, baseline: bool = True) -> dict:
     return {"comparison": c, "wall": wall, "bare": bare, "flags": (known, unknown)}
 
 
+def plan_options(run: Run) -> dict[str, Any]:
+    """The options ``compare`` takes for the run beside its model, slice and sizes."""
+    extra: dict[str, Any] = {}
+    if run.capacity_factor is not None:
+        extra["capacity_factor"] = run.capacity_factor
+    if run.quantization:
+        extra["quantization"] = run.quantization
+    if run.moe:
+        extra["moe"] = run.moe
+    if run.attention_block:
+        extra["attention_block"] = run.attention_block
+    if run.weight_dtype != "float32":
+        extra["dtype"] = run.weight_dtype
+    if run.mu_dtype != "float32":  # Adam's first moment narrower (the default: adam(1e-3))
+        import optax
+
+        extra["optimizer"] = optax.adam(1e-3, mu_dtype=run.mu_dtype)
+    if run.mesh is not None:
+        extra["mesh"] = _mesh(run)
+    return extra
+
+
 def _strategy(run: Run) -> Any:
-    """The run's strategy: a built-in name, or MaxText's tensor-parallel rules."""
-    if run.strategy != MAXTEXT_TP:
+    """The run's strategy: a built-in name, MaxText's tensor-parallel rules, or its
+    experts-on-fsdp ones."""
+    if run.strategy not in (MAXTEXT_TP, EXPERTS_ON_FSDP):
         return run.strategy
     from shardviz.strategies.models.logical import STRATEGY_RULES, LogicalRules, logical_rule_set
     from shardviz.strategies.zoo import get_model
 
-    base = STRATEGY_RULES["fsdp+tp"]
-    activations = tuple((n, ("tensor",) if n == "embed" else a) for n, a in base.activations)
-    rules = LogicalRules(MAXTEXT_TP, base.mesh_axes, base.params, activations)
+    if run.strategy == MAXTEXT_TP:
+        base = STRATEGY_RULES["fsdp+tp"]
+        activations = tuple((n, ("tensor",) if n == "embed" else a) for n, a in base.activations)
+        rules = LogicalRules(MAXTEXT_TP, base.mesh_axes, base.params, activations)
+    else:
+        base = STRATEGY_RULES["fsdp"]
+        split = {"expert": ("fsdp",), "embed_no_exp": ()}
+        params = tuple((n, split.get(n, a)) for n, a in base.params)
+        rules = LogicalRules(EXPERTS_ON_FSDP, base.mesh_axes, params, base.activations)
     return logical_rule_set(rules, get_model(run.model))
 
 
@@ -400,7 +430,7 @@ def _mesh(run: Run):
     from shardviz.strategies.models import get_logical_rules
 
     devices = np.array(sv.topology(run.topology).devices).reshape(run.mesh)
-    name = "fsdp+tp" if run.strategy == MAXTEXT_TP else run.strategy
+    name = {MAXTEXT_TP: "fsdp+tp", EXPERTS_ON_FSDP: "fsdp"}.get(run.strategy, run.strategy)
     return Mesh(devices, get_logical_rules(name).mesh_axes)
 
 
@@ -408,8 +438,9 @@ def plan_fields(run: Run) -> dict:
     """What defines the run's plan (its cache key): every field but the words about it."""
     fields = dataclasses.asdict(run)
     del fields["note"], fields["source"]
-    if fields["weight_dtype"] == "float32":  # the default: the keys of plans made before it
-        del fields["weight_dtype"]
+    for name in ("weight_dtype", "mu_dtype"):  # the defaults: the keys of plans made before
+        if fields[name] == "float32":
+            del fields[name]
     return fields | {"xla_flags": RECIPE_FLAGS.get(run.key, [])}
 
 

@@ -7,7 +7,11 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import jax.numpy as jnp
 import pytest
+
+from shardviz.strategies.models.logical import logical_rule_set
+from shardviz.strategies.zoo import get_model
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -202,3 +206,39 @@ def test_v6e_carries_the_fitted_efficiency_and_its_source_names_the_fits_runs() 
     assert f"runs {', '.join(F.FIT_RUNS)}" in source and "fidelity.py --fit" in source
     others = [hardware(n) for n in ("v5e", "v5p", "tpu7x", "h100")]
     assert all(hw.matmul_efficiency is None for hw in others)  # no measured runs fitted
+
+
+def test_the_ironwood_recipes_keep_adams_mu_in_bf16_in_their_plans_and_keys() -> None:
+    """mu_dtype=bfloat16 in the Llama 3.1 and DeepSeek-V3 Ironwood recipes (not Qwen3's, no
+    other): their plans' optimizer keeps Adam's first moment in bf16, the second in f32;
+    the key has it, a float32 run's key leaves it out (its kept plans still match)."""
+    narrow = {r.key for r in F.RUNS if r.mu_dtype == "bfloat16"}
+    ironwood = {r.key for r in F.RUNS if F.chip_of(r) == "tpu7x" and "qwen3" not in r.key}
+    assert narrow == ironwood and len(narrow) == 8
+    assert F.plan_fields(F.RUN_BY_KEY["deepseek-7x"])["mu_dtype"] == "bfloat16"
+    assert "mu_dtype" not in F.plan_fields(F.RUN_BY_KEY["qwen3-7x"])
+    state = F.plan_options(F.RUN_BY_KEY["70b-7x"])["optimizer"].init({"w": jnp.ones(4)})
+    assert state[0].mu["w"].dtype == jnp.bfloat16 and state[0].nu["w"].dtype == jnp.float32
+    assert "optimizer" not in F.plan_options(F.RUN_BY_KEY["8b"])
+
+
+def test_deepseek_on_ironwood_splits_its_experts_on_their_own_dim_over_fsdp() -> None:
+    """The recipe's fsdp_shard_on_exp: each routed expert's three weights split over 'fsdp'
+    on the expert dim (256 experts, one a device), their width whole; every other weight
+    and every activation as the built-in fsdp splits them."""
+    run = F.RUN_BY_KEY["deepseek-7x"]
+    assert run.strategy == F.RUN_BY_KEY["deepseek-7x-fp8"].strategy == F.EXPERTS_ON_FSDP
+    model = get_model(run.model)
+    ours, fsdp = F._strategy(run), logical_rule_set("fsdp", model)
+    sizes = {"fsdp": 256}
+
+    def specs(rule_set, shapes):
+        table = dict(rule_set.params)
+        return {path: table[f"^{path}$"](shape, sizes) for path, shape in shapes.items()}
+
+    experts = {f"layers/moe/{w}": (58, 256, 7168, 2048) for w in ("w_gate", "w_up")}
+    experts["layers/moe/w_down"] = (58, 256, 2048, 7168)
+    assert set(specs(ours, experts).values()) == {(None, "fsdp", None, None)}
+    others = {"layers/attn/wq_a": (58, 7168, 1536), "layers/moe/router": (58, 7168, 256)}
+    assert specs(ours, others) == specs(fsdp, others)
+    assert ours.extra["logical_rules"].activations == fsdp.extra["logical_rules"].activations
