@@ -281,19 +281,16 @@ def _taken(stored: PartitionSpec | None, used: PartitionSpec) -> tuple[Partition
 
 def _gathers(stored: PartitionSpec, used: PartitionSpec) -> Gathers | None:
     """Per dim, the mesh axes that take a weight split as ``stored`` to split as ``used``
-    by tiled all-gathers: each dim's ``used`` axes must lead its ``stored`` ones (the
-    gathered axes are the minor ones) and the gathered axes split no dim in ``used``
-    (``None`` otherwise)."""
+    by tiled all-gathers: each dim's ``used`` axes must lead its ``stored`` ones, the
+    gathered axes being the minor ones (``None`` otherwise)."""
     rank = max(len(stored), len(used))
     pad = (None,) * rank
-    used_axes = {a for entry in used for a in _axes(entry)}
     out = []
     for s, u in zip((*stored, *pad)[:rank], (*used, *pad)[:rank], strict=True):
         s_axes, u_axes = _axes(s), _axes(u)
-        extra = s_axes[len(u_axes) :]
-        if s_axes[: len(u_axes)] != u_axes or set(extra) & used_axes:
+        if s_axes[: len(u_axes)] != u_axes:
             return None
-        out.append(extra)
+        out.append(s_axes[len(u_axes) :])
     return tuple(out)
 
 

@@ -253,3 +253,24 @@ def test_the_experts_weight_gradients_are_reduce_scattered_not_all_reduced() -> 
     assert "all-reduce" not in found, found
     assert found.get("reduce-scatter") == whole | {(e, d // 8, f), (e, f, d // 8)}, found
     assert found.get("all-gather") == found["reduce-scatter"], found
+
+
+def test_a_weight_is_gathered_in_place_only_where_its_stored_split_leads_with_the_used_one() -> (
+    None
+):
+    """The gathered axes of each dim are the stored split's minor ones: a tiled all-gather
+    over them leaves each device the block the used split gives it. Where the used axes do
+    not lead, the weight enters as used (the compiler reshards it at the edge)."""
+    from shardviz.strategies.models.dropless import _gathers, _taken
+
+    assert _gathers(P("expert", "fsdp"), P("expert", None, None)) == ((), ("fsdp",), ())
+    assert _gathers(P(None, ("fsdp", "sequence")), P()) == ((), ("fsdp", "sequence"))
+    assert _gathers(P(("fsdp", "expert")), P("expert")) is None  # 'expert' is the minor one
+    assert _gathers(P("fsdp", "expert"), P("expert", None)) is None  # 'expert' on another dim
+    used = P(None, None, "tensor")
+    assert _taken(P(None, "fsdp", "tensor"), used) == (
+        P(None, "fsdp", "tensor"),
+        ((), ("fsdp",), ()),
+    )
+    assert _taken(None, used) == (used, ())
+    assert _taken(P("tensor", "fsdp"), used) == (used, ())
