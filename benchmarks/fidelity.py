@@ -91,8 +91,9 @@ class Run:
     #: The master weights' dtype (MaxText's ``weight_dtype``; its default float32), and so
     #: the optimizer state's and the gradients'.
     weight_dtype: str = "float32"
-    #: Adam's first moment's dtype (MaxText's ``mu_dtype``; its default the weights'): the
-    #: Ironwood recipes of Llama 3.1 and DeepSeek-V3 keep it in bfloat16.
+    #: Adam's first moment's dtype where the recipe sets one (MaxText's ``mu_dtype``): the
+    #: Ironwood recipes of Llama 3.1 and DeepSeek-V3 keep it in bfloat16. ``"float32"``: not
+    #: set, the moment in the weights' dtype (MaxText's default and optax's).
     mu_dtype: str = "float32"
 
     @property
