@@ -273,8 +273,7 @@ def _taken(stored: PartitionSpec | None, used: PartitionSpec) -> tuple[Partition
     split; else (no stored spec, or one not gathered into ``used`` in place) as ``used``,
     the compiler resharding it at the edge (its gradient then summed whole: an all-reduce
     of every expert's weights)."""
-    gathers = _gathers(stored, used) if stored is not None else None
-    if stored is None or gathers is None:
+    if stored is None or (gathers := _gathers(stored, used)) is None:
         return used, ()
     return stored, gathers
 
