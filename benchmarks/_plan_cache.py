@@ -111,9 +111,9 @@ def last_failure(fields: dict[str, Any], folder: Path = FOLDER) -> str | None:
     return f"{failed['error']} (at {failed.get('commit', 'an earlier commit')})"
 
 
-def latest(fields: dict[str, Any], folder: Path = FOLDER) -> dict[str, Any] | None:
-    """The newest entry of the run ``fields`` at this compiler, planned at any code, that
-    kept its report (an entry without one has only the figures of its own code)."""
+def _reported(fields: dict[str, Any], folder: Path) -> list[tuple[float, str]]:
+    """(when planned, entry key) of each entry of the run ``fields`` at this compiler, at
+    any code, that kept its report; read from the entries' heads, not their reports."""
     want = run_key(fields)
     found: list[tuple[float, str]] = []
     for path in folder.glob("*.json"):
@@ -123,11 +123,27 @@ def latest(fields: dict[str, Any], folder: Path = FOLDER) -> dict[str, Any] | No
             continue
         if head.get("run_key") == want and head.get("report"):
             found.append((float(head.get("planned_at", 0.0)), path.stem))
-    for _, key in sorted(found, reverse=True):
+    return found
+
+
+def latest(fields: dict[str, Any], folder: Path = FOLDER) -> dict[str, Any] | None:
+    """The newest entry of the run ``fields`` at this compiler, planned at any code, that
+    kept its report (an entry without one has only the figures of its own code)."""
+    for _, key in sorted(_reported(fields, folder), reverse=True):
         entry = load(key, folder)
         if entry is not None:
             return entry
     return None
+
+
+def on_disk(fields: dict[str, Any], version: str, folder: Path = FOLDER) -> bool:
+    """Whether this disk has what :func:`run_all` with ``reuse`` reads for the run: its
+    entry at this code (``version``), one at any code with its report, or its last failure."""
+    return (
+        (folder / f"{key_of(fields, version)}.json").exists()
+        or (folder / f"{run_key(fields)}.failed").exists()
+        or bool(_reported(fields, folder))
+    )
 
 
 #: What a run with no plan says when planning was not asked for.

@@ -24,7 +24,9 @@ compile the same code at reduced sizes).
 
 Each finished plan is kept on disk (``benchmarks/_plan_cache.py``: keyed by the run, shardviz's
 code and the compiler's versions), so a rerun of unchanged runs reads them back; plans to
-make run in worker processes, one per two cores unless ``--jobs`` says otherwise.
+make run in worker processes, one per two cores unless ``--jobs`` says otherwise. Each run's
+newest figures are also kept in git (``fidelity_figures.json``, written by every invocation),
+so the table can be written again on a machine that has not made every plan: ``--reuse``.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ import re
 import sys
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import _common as C
@@ -472,6 +475,76 @@ def current(run: Run, entry: dict, version: str) -> dict:
     return kept | figures(run, restored(entry)) | {"estimated_again": True}
 
 
+#: Each run's newest figures, without its report, kept in git. A plan's report (about 2 MB
+#: gzipped) stays in the disk cache of the machine that made it, and the whole table is hours
+#: of plans; a table written on another machine (``--reuse``) takes the figures of a run it
+#: has nothing of from here, as they were estimated where it was planned.
+FIGURES = C.BENCH_DIR / "fidelity_figures.json"
+
+
+def read_figures(path: Path = FIGURES) -> dict[str, dict]:
+    """The figures git keeps, by run key (none kept: empty)."""
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def from_git(chosen: list[Run], kept: dict[str, dict], folder: Path = PC.FOLDER) -> dict[str, dict]:
+    """The kept figures of each run of ``chosen`` that this disk knows nothing of, where they
+    are of the run as it is defined now (the same fields, at the same compiler)."""
+    version = PC.code_version()
+    out = {}
+    for run in chosen:
+        fields, entry = plan_fields(run), kept.get(run.key)
+        of_this_run = entry is not None and entry["run_key"] == PC.run_key(fields)
+        if of_this_run and not PC.on_disk(fields, version, folder):
+            out[run.key] = entry | {"kept_in_git": True}
+    return out
+
+
+def updated_figures(
+    kept: dict[str, dict], chosen: list[Run], results: list[dict], estimated_at: str
+) -> dict[str, dict]:
+    """``kept`` with each run's result worked out here (planned, or read from this disk) in
+    place of its entry, which says the commit that estimated it; a run with nothing here
+    keeps its entry."""
+    out = dict(kept)
+    for run, m in zip(chosen, results, strict=True):
+        if m.get("kept_in_git") or m.get("error") == PC.NOT_PLANNED:
+            continue
+        entry = {k: v for k, v in m.items() if k not in ("report", "version", "estimated_again")}
+        entry["run_key"] = PC.run_key(plan_fields(run))
+        if "error" not in m:
+            entry["estimated_at"] = estimated_at if m.get("estimated_again") else m.get("commit")
+        out[run.key] = entry
+    return dict(sorted(out.items()))
+
+
+def write_figures(kept: dict[str, dict], path: Path = FIGURES) -> None:
+    """Keep ``kept`` in git's file: one run a line block, sorted, so a diff shows what moved."""
+    path.write_text(json.dumps(kept, indent=1, sort_keys=True) + "\n")
+
+
+def disagreeing(readme: str, kept: dict[str, dict]) -> list[str]:
+    """The runs whose row in ``readme``'s table was planned at the commit their figures kept
+    in git were, yet shows other figures (the cell saying what estimated them aside)."""
+    table = readme.split("<!-- fidelity:begin -->")[1].split("<!-- fidelity:end -->")[0]
+    rows = {tuple(line.split(" | ")[:2]): line.split(" | ") for line in table.splitlines()}
+    out = []
+    for key, entry in kept.items():
+        if "error" in entry or key not in RUN_BY_KEY:
+            continue
+        written = section([{**entry, "run": key, "kept_in_git": True}], "").splitlines()
+        ours = next(
+            line.split(" | ")
+            for line in written
+            if line.startswith(f"| {RUN_BY_KEY[key].model} on ")
+        )
+        theirs = rows.get(tuple(ours[:2]))
+        same_code = theirs is not None and theirs[12].split(",")[0] == entry.get("commit")
+        if same_code and ours[:12] + ours[13:] != theirs[:12] + theirs[13:]:
+            out.append(key)
+    return out
+
+
 def restored(entry: dict) -> Any:
     """The report ``entry`` kept, estimated by today's code on its chip's figures as they are
     now (the preset's, where the target came from one)."""
@@ -643,6 +716,9 @@ def _planned_at(m: dict) -> str:
     """Which commit's code compiled the run's program, and whether today's estimate worked
     its figures out again from the report kept (``PC.run_all``'s ``reuse``)."""
     at = m.get("commit", "before commits were recorded")
+    if m.get("kept_in_git"):  # figures as the commit that estimated them worked them out
+        again = m.get("estimated_at", at)
+        return f"{at}, estimated again at {again}" if again != at else at
     return f"{at}, estimated again" if m.get("estimated_again") else at
 
 
@@ -760,7 +836,8 @@ def main() -> None:
     ap.add_argument("--fresh", action="store_true", help="plan again, ignoring the disk cache")
     ap.add_argument("--reuse", action="store_true",
                     help="a run not planned at this code takes its newest plan at older code, "
-                         "estimated again from its report (the table says which commit)")  # fmt: skip
+                         "estimated again from its report, or where this disk has none, its "
+                         "figures kept in git (the table says which commit)")  # fmt: skip
     ap.add_argument("--no-baseline", action="store_true",
                     help="skip each new plan's bare recompile (the plan / bare column)")  # fmt: skip
     ap.add_argument("--no-plan", action="store_true",
@@ -776,21 +853,27 @@ def main() -> None:
         return
     chosen = [r for r in RUNS if r.key in keys]
     t0 = time.perf_counter()
-    items = ((r.key, plan_fields(r)) for r in chosen)
+    kept = read_figures()
+    git = from_git(chosen, kept) if a.reuse and not a.fresh else {}
+    items = ((r.key, plan_fields(r)) for r in chosen if r.key not in git)
     work = functools.partial(measure, baseline=not a.no_baseline)
     done = PC.run_all(items, work, a.jobs, fresh=a.fresh, reuse=a.reuse, plan_missing=not a.no_plan)
+    done |= {key: (entry, "error" not in entry) for key, entry in git.items()}
     version = PC.code_version()
     results = [{"run": r.key, **current(r, done[r.key][0], version)} for r in chosen]
+    write_figures(updated_figures(kept, chosen, results, PC.commit()))
     wall = time.perf_counter() - t0
     cached = sum(1 for r in chosen if done[r.key][1])
-    older = sum(1 for m in results if m.get("estimated_again"))
+    older = sum(1 for m in results if m.get("estimated_again") or m.get("kept_in_git"))
     failed = sum(1 for r in chosen if "error" in done[r.key][0])
     flags = "".join(f" --{f}" for f, on in (("reuse", a.reuse), ("no-plan", a.no_plan)) if on)
     body = section(results, f"benchmarks/fidelity.py --runs {a.runs}{flags} --write")
     body += (
         f"\n\nThis table: {len(chosen) - cached - failed} plan(s) compiled, {cached} read from "
-        f"the disk cache (keyed by the run, shardviz's code and the compiler's versions; "
-        f"{older} of them planned at older code and estimated again from their reports), "
+        f"the disk cache (keyed by the run, shardviz's code and the compiler's versions) or, "
+        f"for {len(git)}, from the figures kept in git ({FIGURES.name}); {older} of them "
+        f"planned at older code and estimated again, from their reports or where they were "
+        f"planned), "
         f"{failed} not planned; {PC.workers(a.jobs)} worker(s); wall time {wall:.1f} s."
         + cold_time(results)
     )

@@ -242,3 +242,79 @@ def test_deepseek_on_ironwood_splits_its_experts_on_their_own_dim_over_fsdp() ->
     others = {"layers/attn/wq_a": (58, 7168, 1536), "layers/moe/router": (58, 7168, 256)}
     assert specs(ours, others) == specs(fsdp, others)
     assert ours.extra["logical_rules"].activations == fsdp.extra["logical_rules"].activations
+
+
+def _kept(key: str, predicted: float, **more: object) -> dict:
+    """A run's entry as git keeps it: its figures, the run it is of, where it was made."""
+    run_key = F.PC.run_key(F.plan_fields(F.RUN_BY_KEY[key]))
+    return _figures(key, predicted) | {"run_key": run_key, "commit": "abc1234"} | more
+
+
+def test_figures_kept_in_git_stand_in_for_a_run_this_disk_knows_nothing_of(
+    tmp_path: Path,
+) -> None:
+    """A table written on a machine without a run's plan takes the run's figures from git,
+    as they were estimated, and says which commits planned and estimated them; never for a
+    run defined otherwise since, nor where this disk has a plan or a failure of the run."""
+    kept = {
+        "8b": _kept("8b", 4.6, estimated_at="def5678"),
+        "70b": _kept("70b", 40.0) | {"run_key": "a run defined otherwise"},
+        "8b-8": _kept("8b-8", 3.4, estimated_at="abc1234"),
+    }
+    chosen = [F.RUN_BY_KEY[k] for k in ("8b", "70b", "8b-8")]
+    got = F.from_git(chosen, kept, tmp_path)
+    assert set(got) == {"8b", "8b-8"} and got["8b"]["kept_in_git"]
+    text = F.section([got["8b"], got["8b-8"]], "benchmarks/fidelity.py --reuse")
+    assert "| abc1234, estimated again at def5678 |" in text and "| abc1234 |" in text
+    assert "4.6 s (+1%)" in text
+    fields = F.plan_fields(F.RUN_BY_KEY["8b-8"])
+    (tmp_path / f"{F.PC.run_key(fields)}.failed").write_text('{"error": "x"}')
+    assert set(F.from_git(chosen, kept, tmp_path)) == {"8b"}
+
+
+def test_each_invocation_keeps_the_figures_it_worked_out_here_and_no_others() -> None:
+    """A run planned or read from this disk replaces its entry (without its report; a
+    figure estimated again says the commit that did it); a run with nothing here, or whose
+    figures came from git, keeps its entry; a failure is kept with its reason."""
+    old = {"8b": _kept("8b", 9.0), "70b": _kept("70b", 9.0), "8b-8": _kept("8b-8", 9.0)}
+    chosen = [F.RUN_BY_KEY[k] for k in ("8b", "70b", "8b-8", "8b-16", "405b-v5p")]
+    results = [
+        _figures("8b", 4.6) | {"report": "{...}", "commit": "abc1234", "version": "v",
+                               "estimated_again": True},
+        _kept("70b", 9.0) | {"kept_in_git": True},
+        {"run": "8b-8", "error": F.PC.NOT_PLANNED},
+        _figures("8b-16", 3.4) | {"commit": "fff0000", "version": "v"},
+        {"run": "405b-v5p", "error": "SIGSEGV (at fff0000)"},
+    ]  # fmt: skip
+    new = F.updated_figures(old, chosen, results, "head123")
+    assert list(new) == sorted(new)
+    assert new["8b"]["predicted"] == 4.6 and new["8b"]["estimated_at"] == "head123"
+    assert not {"report", "version", "estimated_again"} & set(new["8b"])
+    assert new["8b"]["run_key"] == F.PC.run_key(F.plan_fields(F.RUN_BY_KEY["8b"]))
+    assert new["70b"] == old["70b"] and new["8b-8"] == old["8b-8"]
+    assert new["8b-16"]["estimated_at"] == "fff0000"
+    assert new["405b-v5p"]["error"] == "SIGSEGV (at fff0000)"
+
+
+def test_the_readme_table_shows_what_git_keeps_for_each_run_planned_at_the_same_commit() -> None:
+    """Where the README's row of a run and the figures kept in git were planned at one
+    commit, the row is those figures (the cell saying which commit estimated them aside):
+    the table and the file it can be written from never disagree. A row changed by hand,
+    or figures kept since without writing the table again, are caught."""
+    readme = F.C.README.read_text(encoding="utf-8")
+    assert F.disagreeing(readme, F.read_figures()) == []
+    kept = {"8b": _kept("8b", 4.6, estimated_at="def5678")}
+    table = F.section([{**kept["8b"], "kept_in_git": True}], "x")
+    written = f"<!-- fidelity:begin -->\n{table}\n<!-- fidelity:end -->"
+    assert F.disagreeing(written, kept) == []
+    assert F.disagreeing(written.replace("4.6 s (+1%)", "4.5 s (-1%)"), kept) == ["8b"]
+    assert F.disagreeing(written, {"8b": kept["8b"] | {"predicted": 4.0}}) == ["8b"]
+    elsewhere = {"8b": kept["8b"] | {"commit": "0000000", "predicted": 4.0}}
+    assert F.disagreeing(written, elsewhere) == []  # planned at other code: not comparable
+
+
+def test_every_run_git_keeps_is_a_run_of_the_table_with_the_figures_a_row_needs() -> None:
+    needs = {"predicted", "bound", "peak", "hbm", "commit", "estimated_at", "run_key"}
+    for key, entry in F.read_figures().items():
+        assert key in F.RUN_BY_KEY, key
+        assert "error" in entry or needs <= set(entry), key

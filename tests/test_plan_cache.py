@@ -179,3 +179,20 @@ def test_a_table_made_without_planning_says_why_a_run_last_failed(tmp_path):
     outcome["fail"] = False
     PC.run_all(items, plan, jobs=1, folder=tmp_path)
     assert PC.last_failure({"seq": 8192}, tmp_path) is None
+
+
+def test_on_disk_is_what_reuse_would_read_an_entry_a_reported_one_or_a_failure(tmp_path):
+    """A run is on this disk when ``run_all`` with ``reuse`` would read something of it: its
+    entry at this code, an entry at older code that kept its report, or its last failure;
+    not an older entry of figures only, nor another run's."""
+    fields = {"seq": 8192}
+    assert not PC.on_disk(fields, "v1", tmp_path)
+    PC.save(PC.key_of(fields, "v0"), {"run_key": PC.run_key(fields), "x": 1}, tmp_path)
+    assert not PC.on_disk(fields, "v1", tmp_path)  # figures only, at other code
+    PC.save(PC.key_of(fields, "v1"), {"run_key": PC.run_key(fields)}, tmp_path)
+    assert PC.on_disk(fields, "v1", tmp_path)
+    assert not PC.on_disk({"seq": 4096}, "v1", tmp_path)
+    PC.save(PC.key_of(fields, "v0"), {"run_key": PC.run_key(fields), "report": "{}"}, tmp_path)
+    assert PC.on_disk(fields, "v2", tmp_path)
+    (tmp_path / f"{PC.run_key({'seq': 1})}.failed").write_text('{"error": "x"}')
+    assert PC.on_disk({"seq": 1}, "v2", tmp_path)
