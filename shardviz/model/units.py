@@ -1,4 +1,5 @@
-"""The one place numbers become words: bytes, seconds, flops, percentages.
+"""The one place numbers become words: bytes, seconds, flops, percentages, counts, MFUs,
+losses, step times in milliseconds, differences.
 
 Every view (text, HTML, widgets) and every message prints through these, so one report never
 shows the same figure two ways ("1.5 MB" beside "1.4 MiB"). Bytes are in binary units; times
@@ -6,6 +7,8 @@ and flops have three significant digits.
 """
 
 from __future__ import annotations
+
+import math
 
 GiB = 1024**3
 
@@ -88,3 +91,35 @@ def format_count(n: int) -> str:
         if abs(n) >= scale:
             return f"{sig3(n / scale)}{unit}"
     return str(n)
+
+
+def format_float_bytes(b: float | None) -> str:
+    """Bytes given as a float (cost analysis), or ``n/a``."""
+    return "n/a" if b is None else format_bytes(round(b))
+
+
+def format_mfu(mfu: float | None) -> str:
+    """``45.5%``, ``3.07%``, ``0.0123%`` (``unknown`` for ``None``): enough digits that a
+    small program's MFU does not read 0%."""
+    return "unknown" if mfu is None else format_percent(mfu)
+
+
+def format_diff(x: float) -> str:
+    """A difference such as ``1.19e-07`` (or ``0``)."""
+    return "0" if x == 0 else f"{x:.3g}"
+
+
+def format_ms(ms: float) -> str:
+    """Milliseconds, with fewer decimals as they grow: ``0.42``, ``12.3``, ``812``."""
+    if ms >= 100:
+        return f"{ms:.0f}"
+    if ms >= 10:
+        return f"{ms:.1f}"
+    return f"{ms:.2f}"
+
+
+def format_loss(value: float | None) -> str:
+    """A loss with four significant digits; ``not finite`` for NaN/inf/``None``."""
+    if value is None or not math.isfinite(value):
+        return "not finite"
+    return f"{value:.4g}"

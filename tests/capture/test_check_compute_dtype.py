@@ -15,7 +15,7 @@ from jax.sharding import PartitionSpec as P
 import shardviz as sv
 from shardviz.capture.run import compute_dtype
 from shardviz.errors import ArgumentError
-from shardviz.render.report.view import format_diff
+from shardviz.model.units import format_diff
 
 MESH = jax.sharding.Mesh(np.array(jax.devices()[:8]).reshape(2, 4), ("data", "model"))
 OPT = optax.adam(1e-3)

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from shardviz.model.units import format_flops, format_seconds, sig3
+from shardviz.model.units import format_flops, format_mfu, format_seconds, sig3
 from shardviz.render.report.view import (
     MAX_RESHARD_TILES,
     axes_groups,
-    format_mfu,
     groups_str,
     ids_str,
     intermediate_index,

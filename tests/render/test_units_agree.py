@@ -3,8 +3,10 @@ text is in its HTML too, written the same way, and no view uses decimal byte uni
 
 from __future__ import annotations
 
+import ast
 import html
 import re
+from pathlib import Path
 
 import pytest
 
@@ -93,3 +95,43 @@ def test_seconds_flops_and_percentages() -> None:
         "100%",
         "0%",
     ]
+
+
+#: ``format_*`` functions elsewhere: they write structures (a spec, an index, a shape), not
+#: numbers, so they live with what they write.
+STRUCTURE_WORDS = {
+    "model/array.py": {"format_spec", "format_index"},
+    "capture/spec_text.py": {"format_spec_text"},
+    "render/geometry.py": {"format_shape"},
+}
+
+
+def test_no_module_but_units_defines_a_number_formatter() -> None:
+    """Every ``format_*`` function that turns a number into words is in ``units.py``: one
+    place to read how a loss, a step time, an MFU or a byte count is written."""
+    package = Path(units.__file__).parents[1]
+    strays = []
+    for path in sorted(package.rglob("*.py")):
+        where = path.relative_to(package).as_posix()
+        if where == "model/units.py":
+            continue
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            name = getattr(node, "name", "")
+            allowed = STRUCTURE_WORDS.get(where, set())
+            if (
+                isinstance(node, ast.FunctionDef)
+                and name.startswith("format_")
+                and name not in allowed
+            ):
+                strays.append(f"{where}: {name}")
+    assert strays == []
+
+
+def test_losses_step_times_mfus_and_differences() -> None:
+    assert [units.format_loss(v) for v in (2.345678, None, float("nan"))] == [
+        "2.346", "not finite", "not finite",
+    ]  # fmt: skip
+    assert [units.format_ms(v) for v in (0.4217, 12.34, 812.4)] == ["0.42", "12.3", "812"]
+    assert [units.format_mfu(v) for v in (0.455, None)] == ["45.5%", "unknown"]
+    assert [units.format_diff(v) for v in (0.0, 1.19e-07)] == ["0", "1.19e-07"]
+    assert [units.format_float_bytes(v) for v in (1536.4, None)] == ["1.5 KiB", "n/a"]

@@ -462,8 +462,7 @@ def test_ledger_words_are_the_static_views(make):
 
 
 def test_estimate_words_are_the_static_views():
-    from shardviz.model.units import format_seconds
-    from shardviz.render.report.view import format_mfu
+    from shardviz.model.units import format_mfu, format_seconds
     from tests.render.report_fixtures import dp_v5e_report
 
     report = dp_v5e_report()

@@ -6,9 +6,8 @@ import math
 
 import pytest
 
+from shardviz.model.units import format_loss, format_ms
 from shardviz.widgets.live.format import (
-    format_loss,
-    format_ms,
     json_loss,
     median_step_ms,
     progress_text,

@@ -18,7 +18,7 @@ from shardviz.model.estimate import Estimate
 from shardviz.model.mesh import MeshLayout
 from shardviz.model.program import COLLECTIVE_KINDS, Report
 from shardviz.model.schedule import Schedule
-from shardviz.model.units import format_bytes, format_count, format_seconds
+from shardviz.model.units import format_bytes, format_count, format_mfu, format_seconds
 from shardviz.render.colors import KIND_COLORS, OTHER_KIND
 from shardviz.render.compare.host import HostView, host_views
 from shardviz.render.geometry import mesh_summary
@@ -26,7 +26,6 @@ from shardviz.render.report.view import (
     ESTIMATE_WORDS,
     at_least_str,
     estimate_seconds_str,
-    format_mfu,
     headroom_str,
 )
 from shardviz.render.schedule.text import short_how

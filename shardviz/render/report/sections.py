@@ -13,7 +13,14 @@ from dataclasses import dataclass, replace
 
 from shardviz.model.array import ArrayLayout
 from shardviz.model.program import MemoryReport, Report, ShardingOf
-from shardviz.model.units import format_bytes, format_flops, format_seconds, sig3
+from shardviz.model.units import (
+    format_bytes,
+    format_diff,
+    format_float_bytes,
+    format_flops,
+    format_seconds,
+    sig3,
+)
 from shardviz.render.findings.view import FindingsView, section_view
 from shardviz.render.report.transfers import TransfersSection, transfers_section
 from shardviz.render.report.view import (
@@ -35,8 +42,6 @@ from shardviz.render.report.view import (
     estimate_title,
     estimate_words,
     folded_intermediates,
-    format_diff,
-    format_float_bytes,
     has_estimates,
     hbm_str,
     host_rows,

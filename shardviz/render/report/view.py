@@ -31,8 +31,9 @@ from shardviz.model.program import (
 from shardviz.model.units import (
     format_bytes,
     format_count,
+    format_float_bytes,
     format_flops,
-    format_percent,
+    format_mfu,
     format_seconds,
 )
 from shardviz.render.geometry import device_runs, mesh_summary
@@ -64,16 +65,6 @@ MAX_OPS = 50
 
 # --------------------------------------------------------------------------------------------
 # Numbers and names, shared with the HTML view
-
-
-def format_float_bytes(b: float | None) -> str:
-    """Bytes given as a float (cost analysis), or ``n/a``."""
-    return "n/a" if b is None else format_bytes(round(b))
-
-
-def format_diff(x: float) -> str:
-    """A difference such as ``1.19e-07`` (or ``0``)."""
-    return "0" if x == 0 else f"{x:.3g}"
 
 
 def value_str(dtype: str, shape: Sequence[int]) -> str:
@@ -921,12 +912,6 @@ def estimate_title(report: Report) -> str:
     e = report.estimate
     assert e is not None
     return f"Estimate on {e.target} ({estimate_words(e)})"
-
-
-def format_mfu(mfu: float | None) -> str:
-    """``45.5%``, ``3.07%``, ``0.0123%`` (``unknown`` for ``None``): enough digits that a
-    small program's MFU does not read 0%."""
-    return "unknown" if mfu is None else format_percent(mfu)
 
 
 def measured_step(report: Report) -> float | None:

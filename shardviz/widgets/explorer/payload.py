@@ -34,7 +34,7 @@ from shardviz.model.program import HOST_FROM_COMPILER, Collective, Report, Shard
 from shardviz.model.roles import leaf_role, path_parts
 from shardviz.model.tiles import layout_from_spec
 from shardviz.model.timeline import realness_label, timeline_of
-from shardviz.model.units import format_bytes, format_seconds
+from shardviz.model.units import format_bytes, format_mfu, format_seconds
 from shardviz.model.why import why_axes, why_spec
 from shardviz.render.colors import KIND_COLORS, OTHER_KIND, device_color
 from shardviz.render.geometry import MeshGrid, array_facts, format_shape, mesh_grid, mesh_summary
@@ -53,7 +53,6 @@ from shardviz.render.report.view import (
     ESTIMATE_WORDS,
     LedgerRow,
     axes_repr,
-    format_mfu,
     groups_count_str,
     ids_str,
     no_source_words,

@@ -1,8 +1,9 @@
 """Numbers and short texts of the live training view, for people.
 
-Byte sizes are :func:`shardviz.render.geometry.format_bytes`; here are the rest: losses, step
-times, progress, and the loss as JSON carries it. The view gets them ready-made (through
-:mod:`.live_readouts`): live.js formats nothing.
+Numbers become words in :mod:`shardviz.model.units` (losses, step times, bytes); here are the
+rest: the median step, progress, the note on step times, and the loss as JSON carries it. The
+view gets them ready-made (through :mod:`shardviz.widgets.live.readouts`): live.js formats
+nothing.
 """
 
 from __future__ import annotations
@@ -11,21 +12,7 @@ import math
 import statistics
 from collections.abc import Sequence
 
-
-def format_loss(value: float | None) -> str:
-    """A loss with four significant digits; ``not finite`` for NaN/inf/``None``."""
-    if value is None or not math.isfinite(value):
-        return "not finite"
-    return f"{value:.4g}"
-
-
-def format_ms(ms: float) -> str:
-    """Milliseconds, with fewer decimals as they grow: ``0.42``, ``12.3``, ``812``."""
-    if ms >= 100:
-        return f"{ms:.0f}"
-    if ms >= 10:
-        return f"{ms:.1f}"
-    return f"{ms:.2f}"
+from shardviz.model.units import format_ms
 
 
 def median_step_ms(step_ms: Sequence[float]) -> float | None:

@@ -15,11 +15,9 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from shardviz.model.units import format_bytes
+from shardviz.model.units import format_bytes, format_loss, format_ms
 from shardviz.render.traffic import ARROW_COLORS
 from shardviz.widgets.live.format import (
-    format_loss,
-    format_ms,
     median_step_ms,
     progress_text,
     time_note,
