@@ -3,7 +3,7 @@
 An exercise is a *judge*: a function that takes the learner's answer (a partition spec, a
 number of bytes, the name of a collective, ...), runs what it needs (``sv.explain``, a layout,
 a compile) and says right or wrong, with a hint that points the way without giving the answer.
-Each lives in a ``shardviz.course.ex_NN`` module next to its notebook's number, registered with
+Each lives in a ``shardviz.course.ex_<NN>`` module next to its notebook's number, registered with
 :func:`exercise`; :func:`check` is what a notebook's check cell calls. The answers are kept
 apart, in ``shardviz.course.solutions``, for the tests (every check accepts its solution and
 rejects each of the exercise's ``wrong`` answers) and the docs' solutions page.

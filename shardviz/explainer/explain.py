@@ -236,8 +236,8 @@ def _outputs(lowered: Any, compiled: Any) -> TreeLayout:
 
 def _cost(comp: Compiled, early: _EarlyReading | None = None) -> Cost | None:
     """Per device from the compiled program; global from the program before partitioning;
-    both per step, each loop body counted as often as it runs (:mod:`.step_cost`); each
-    loop's source named as a person names it."""
+    both per step, each loop body counted as often as it runs (:mod:`shardviz.capture.step_cost`);
+    each loop's source named as a person names it."""
     work = comp.early.cost  # the final module's per-op cost, worked out during the compile
     if early is None:
         cost = program_cost(comp, work=work)

@@ -78,7 +78,7 @@ def _sizes(col_sizes: list[float], row_sizes: list[float]) -> dict[str, list[flo
 
 
 def mesh_grid_payload(mesh: MeshLayout, grid: MeshGrid | None = None) -> dict[str, Any]:
-    """A mesh laid out as the static view lays it out (:func:`~.geometry.mesh_grid`).
+    """A mesh laid out as the static view lays it out (:func:`~shardviz.render.geometry.mesh_grid`).
 
     Keys: ``rows`` and ``cols`` (:func:`axis_payload`), ``col_sizes`` and ``row_sizes`` (px),
     ``panels`` (cells are ``[row, col, device id, coordinate text, hover text]``), ``summary``
@@ -109,7 +109,7 @@ def array_grid_payload(layout: ArrayLayout, grid: ArrayGrid | None = None) -> di
 
     Keys as :func:`mesh_grid_payload`'s, but a cell is ``[row, col, tile]`` (``tile`` indexes
     :func:`tiles_payload`'s list, ``-1`` for a place no device holds) and ``summary`` says
-    which dims are where (:func:`~.geometry.page_summary`).
+    which dims are where (:func:`~shardviz.render.geometry.page_summary`).
     """
     grid = grid if grid is not None else array_grid(layout)
     where = {group[0].key: i for i, group in enumerate(layout.distinct_tiles)}

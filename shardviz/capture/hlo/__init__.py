@@ -19,10 +19,10 @@ While loops: each collective is listed once, where it is written (a collective i
 body is one ledger entry); :func:`collective_trip_counts` gives how many times each one runs
 when the loops' ``known_trip_count`` is in the text.
 
-The pieces live in one module per concept: :mod:`.hlo_text` (module text, shapes, stack
-frames), :mod:`.hlo_groups` (replica-group encodings, mesh axes of groups),
-:mod:`.hlo_sharding` (HLO shardings -> specs, intermediates, the reshard rule) and
-:mod:`.hlo_collectives` (the collective ledger, ring-model bytes, user-written detection,
+The pieces live in one module per concept: :mod:`.text` (module text, shapes, stack
+frames), :mod:`.groups` (replica-group encodings, mesh axes of groups),
+:mod:`.sharding` (HLO shardings -> specs, intermediates, the reshard rule) and
+:mod:`.collectives` (the collective ledger, ring-model bytes, user-written detection,
 reshard linking). This module re-exports the public API.
 
 Example::

@@ -723,7 +723,7 @@ def collective_trip_counts(hlo: str | HloModule) -> dict[str, int | None]:
 
     The ledger of :func:`collectives_of_hlo` lists each collective once, where it is written.
     This gives, by collective name (without a ``#part`` suffix), the product of the trips of
-    every ``while`` whose body (or condition) encloses it (:mod:`.hlo_loops` reads them):
+    every ``while`` whose body (or condition) encloses it (:mod:`.loops` reads them):
     ``1`` outside loops, ``None`` when an enclosing loop's count cannot be read. A collective
     in a conditional branch counts as running (``1``).
     """

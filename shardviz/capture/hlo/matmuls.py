@@ -4,7 +4,7 @@ The field counts a training step's useful work (MFU's numerator) as its matmuls'
 every ``dot`` and ``convolution`` (the TPU compiler writes matmuls as convolutions), 2 per
 multiply-add, and a kernel's (a Pallas ``custom-call``) as declared or counted (:mod:`.kernels`),
 each as often as its computation runs per step (loop trips multiplied out, see
-:mod:`.hlo_loops`). Ops jax marks as rematerialised (their ``op_name`` has
+:mod:`.loops`). Ops jax marks as rematerialised (their ``op_name`` has
 ``rematted_computation``: the forward ops ``jax.checkpoint`` runs again in the backward
 pass) and the copies XLA's own rematerialisation makes (``<op>.remat``) are the hardware's
 extra work, not the model's: :func:`matmul_flops` counts them

@@ -22,7 +22,8 @@ data-strategy="dp" data-axes="data,model" data-bytes="…">`` per strategy and t
 (``data-axes=""``: no axis); the compiler's temp is ``<td class="sv-cmp-temp" data-bytes="…">``
 and a strategy whose temp is smaller than its gradients gets ``<div class="sv-cmp-tempnote"
 data-strategy="dp">`` under the memory chart; a pipeline strategy's schedule chart
-(:mod:`.schedule_html`) sits in ``<div class="sv-cmp-sched" data-strategy="pp">``; the loss check is ``sv-cmp-check`` with ``sv-ok``, ``sv-bad``
+(:mod:`shardviz.render.schedule.html`) sits in ``<div class="sv-cmp-sched" data-strategy="pp">``;
+the loss check is ``sv-cmp-check`` with ``sv-ok``, ``sv-bad``
 or ``sv-none``; each full report sits in ``<details class="sv-cmp-report" data-strategy="dp">``.
 
 With estimates (reports with a target): rows, bars and cards of a strategy on a target also

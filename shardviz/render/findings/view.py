@@ -1,6 +1,6 @@
 """The words and figures the findings views print, computed once for text and HTML.
 
-:mod:`.findings_text`, :mod:`.findings_html` and the findings section of the report views
+:mod:`.text`, :mod:`.html` and the findings section of the report views
 read these, so a figure reads the same in ``print(report.findings)``, in a notebook and in
 the report.
 """

@@ -3,9 +3,9 @@
 Scoped ``<style>`` (every class starts with ``sv-``), inline SVG, no script and no URL: the only
 links are ``#fragment`` anchors inside the fragment (a collective and the intermediate it
 reshards). Each ledger row is a ``<details>`` element whose body draws the collective's
-device groups on the mesh and who sends to whom (:mod:`.traffic`; in words only on a ledger too
-big for a picture per row, or past ``FOLD_COLLECTIVES`` collectives where an earlier row drew
-the same picture: a ``sv-maps-note`` under the ledger counts those rows), so the view works
+device groups on the mesh and who sends to whom (:mod:`shardviz.render.traffic`; in words only on a
+ledger too big for a picture per row, or past ``FOLD_COLLECTIVES`` collectives where an earlier row
+drew the same picture: a ``sv-maps-note`` under the ledger counts those rows), so the view works
 without JavaScript, in saved notebooks and offline. Every string from the model is escaped where it enters the markup.
 
 Testable hooks: each ledger row is ``<details class="sv-collective" data-kind="…"
@@ -314,8 +314,8 @@ def _map_cell_w(mesh: MeshLayout, pairs: bool) -> float:
 
 
 def _arrow(x1: float, y1: float, x2: float, y2: float, inset: float, cell: float) -> str:
-    """A curved arrow between two anchors (:func:`~.traffic.arrow_paths`), stopping ``inset``
-    short of each."""
+    """A curved arrow between two anchors (:func:`~shardviz.render.traffic.arrow_paths`), stopping
+    ``inset`` short of each."""
     curve, tip = arrow_paths(x1, y1, x2, y2, inset, cell)
     return f'<path class="sv-arrow" d="{curve}"/><path class="sv-arrowhead" d="{tip}"/>'
 

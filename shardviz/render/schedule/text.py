@@ -7,7 +7,8 @@ bubble (the schedule's idle share next to the theory ``(S-1)/(M+S-1)`` and, when
 profiled, the measured one, illustrative on CPU); below it how many microbatches each stage
 holds at once, what its activation memory scales with, and those bytes when the pipeline
 knows what a stage keeps per microbatch. Long schedules keep the first and last
-:data:`TIME_KEEP` time units around one ``…`` column, by the same rule (:func:`.geometry.elide`)
+:data:`TIME_KEEP` time units around one ``…`` column, by the same rule
+(:func:`shardviz.render.geometry.elide`)
 as every other view. Deterministic, so golden files pin it down. The words and cells come
 from :func:`~.view.schedule_view`, which the HTML view (:mod:`.html`) and the figures
 (:mod:`.plotly`, :mod:`.mpl`) read too.

@@ -1,4 +1,4 @@
-"""A :class:`~shardviz.model.ServingComparison` as a static matplotlib figure, for slides.
+"""A :class:`~shardviz.model.serving.ServingComparison` as a static matplotlib figure, for slides.
 
 The same four panels as :mod:`.plotly`: bytes per device and tokens/s per chip against the
 batch (log2 x), then against the context; one line per strategy, the HBM per device dashed on

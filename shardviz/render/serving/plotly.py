@@ -1,4 +1,4 @@
-"""A :class:`~shardviz.model.ServingComparison` as an interactive plotly figure.
+"""A :class:`~shardviz.model.serving.ServingComparison` as an interactive plotly figure.
 
 Four panels: bytes per device (weights + KV cache + working) and tokens/s per chip against
 the batch (log2 x), then the same against the context; one line per strategy, the HBM per

@@ -48,7 +48,7 @@ def moe_mlp(
     """``x: [B, S, embed]`` -> (``[B, S, embed]``, load-balancing loss); ``group`` divides S.
     ``einsum``: the experts' weight matmuls (:func:`.fp8.matmul`); ``scores``, ``scale``,
     ``normalize`` and the parameters' ``router_bias``: how the router picks and weights
-    (:func:`.moe.route`). ``dropless``: every pick computed, no capacity
+    (:func:`shardviz.strategies.moe.route`). ``dropless``: every pick computed, no capacity
     (:func:`.dropless.dropless_experts`, its grouped matmuls in ``quantization``;
     ``capacity_factor`` is then unused).
     With ``p["shared"]`` (DeepSeek-V3's shared experts, one gated MLP) every token also goes

@@ -46,8 +46,8 @@ def pipelined_forward(
     constrain_stages: Constrain = _same,
     checkpoint: bool = False,
 ) -> jax.Array:
-    """Logits ``[B, T, vocab]``, the same as :func:`.transformer.forward`, computed as a
-    pipeline of ``stages`` over ``microbatches``.
+    """Logits ``[B, T, vocab]``, the same as :func:`shardviz.strategies.transformer.forward`,
+    computed as a pipeline of ``stages`` over ``microbatches``.
 
     ``params["layers"]`` is the zoo's list of layers (stacked here) or already stacked by
     :func:`stack_layers` (then it can be placed split over the ``stage`` axis as it is kept,
@@ -123,8 +123,8 @@ def pipelined_loss(
     constrain_stages: Constrain = _same,
     checkpoint: bool = False,
 ) -> jax.Array:
-    """The zoo transformer's next-token loss (:func:`.transformer.loss_fn`) computed through
-    the pipeline: the same value, and through ``jax.grad`` the same gradients."""
+    """The zoo transformer's next-token loss (:func:`shardviz.strategies.transformer.loss_fn`)
+    computed through the pipeline: the same value, and through ``jax.grad`` the same gradients."""
     logits = pipelined_forward(
         params, batch["inputs"], stages=stages, microbatches=microbatches,
         constrain_stages=constrain_stages, checkpoint=checkpoint,
@@ -142,13 +142,14 @@ def pipelined_model(
     checkpoint: bool = False,
     schedule: str | None = None,
 ) -> Any:
-    """The zoo transformer (a :class:`~.zoo.ModelDef` whose parameters hold a ``layers``
-    list) trained as a pipeline, its layers kept stacked ``[stages, layers // stages, ...]``.
+    """The zoo transformer (a :class:`~shardviz.strategies.zoo.ModelDef` whose parameters hold
+    a ``layers`` list) trained as a pipeline, its layers kept stacked
+    ``[stages, layers // stages, ...]``.
 
     With ``schedule=None``, GSPMD's form: its loss computed by :func:`pipelined_loss`, with
     the stage arrays passed to the activation hook (names :data:`STAGE_ARRAYS`) for a rule
     set to place. With ``"gpipe"`` or ``"1f1b"``, each stage's program written with
-    ``shard_map`` and run in that order (:mod:`.pipeline_shard_map`): the model computes its
+    ``shard_map`` and run in that order (:mod:`.shard_map`): the model computes its
     loss and gradients on the strategy's mesh (``value_and_grad_on``). ``model.loss`` is the
     same loss in both, which is what the one-device reference step runs.
 

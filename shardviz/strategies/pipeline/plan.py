@@ -1,6 +1,7 @@
 """A schedule turned into per-tick tables a hand-written (shard_map) pipeline runs from.
 
-Every stage runs the same program, one tick per time unit of the :class:`~.schedule.Schedule`:
+Every stage runs the same program, one tick per time unit of the
+:class:`~shardviz.model.schedule.Schedule`:
 at tick ``t`` stage ``s`` looks up what to do (idle, the forward or the backward of one
 microbatch) and which buffer slots to read and write. Three buffers per stage, each sized by
 the most entries any stage holds at once:

@@ -26,8 +26,8 @@ def pipeline_rules(
     on every stage) or ``"pp+dp"`` (also the microbatch rows over ``data``). Its ``extra``
     holds ``stages``, ``microbatches``, ``schedule`` (``None``: GSPMD's form; ``"gpipe"`` or
     ``"1f1b"``: written with ``shard_map`` in that order) and ``checkpoint``:
-    :func:`~.runner.compare` pipelines the model with them, and its default mesh has
-    ``stages`` devices on the ``stage`` axis.
+    :func:`~shardviz.strategies.runner.compare` pipelines the model with them, and its default
+    mesh has ``stages`` devices on the ``stage`` axis.
 
     Raises:
         ShardvizError: an unknown schedule.

@@ -1,8 +1,8 @@
 """Pipeline parallelism written by hand with ``shard_map``: a GPipe or 1F1B schedule, run.
 
-Where the GSPMD form (:mod:`.pipeline`) leaves the order of work to autodiff of one loop, here
+Where the GSPMD form (:mod:`.gspmd`) leaves the order of work to autodiff of one loop, here
 each stage is a device program that follows a :class:`~shardviz.model.schedule.Schedule`
-tick by tick (:mod:`.pipeline_plan`): at each tick it runs the forward or the backward of one
+tick by tick (:mod:`.plan`): at each tick it runs the forward or the backward of one
 microbatch, or nothing, and then every stage passes what it made along: activations to the next
 stage and gradients to the previous one (two collective-permutes). A forward keeps what its
 backward needs (the residuals of ``jax.vjp``; with ``checkpoint``, the stage runs under

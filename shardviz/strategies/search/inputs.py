@@ -1,9 +1,10 @@
 """What a plan search compiles: the function's arguments by name (or a zoo model's train
 state), the mesh, and how one assignment of specs becomes a compile-only report.
 
-A zoo model's step is built exactly as :func:`~.runner.compare` builds it (from the plan's
-rule set), so a plan and ``compare(model, [plan.rules])`` compile the same program; any other
-function is compiled on ``ShapeDtypeStruct`` objects carrying the plan's shardings.
+A zoo model's step is built exactly as :func:`~shardviz.strategies.runner.compare` builds it
+(from the plan's rule set), so a plan and ``compare(model, [plan.rules])`` compile the same
+program; any other function is compiled on ``ShapeDtypeStruct`` objects carrying the plan's
+shardings.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """``suggest(fn, *args, mesh=..., memory_limit=...)``: search partition specs for a function's
 arguments, compile-only, and rank what was tried.
 
-The search walks the knobs of :mod:`.candidates` (the batch split, each parameter group's
-spec and its optimizer state's) on a mesh:
+The search walks the knobs of :mod:`shardviz.strategies.candidates` (the batch split, each
+parameter group's spec and its optimizer state's) on a mesh:
 
 1. **Seeds.** Every built-in strategy (or the ``strategies`` given), read onto the mesh in
    every way its axes fit (DP over each axis and over all of them, Megatron's ``model`` on
@@ -26,7 +26,7 @@ uses as weights (:mod:`.structure`) are searched as parameters.
 Nothing is compiled twice (two choices giving the same specs compile once), and an
 assignment whose arguments alone need more than the memory limit is skipped without
 compiling. Every plan is compiled compile-only (``explain(fn, *ShapeDtypeStructs,
-run=False)``), and ranked by :mod:`.search_rank`'s rule. At ``budget_s`` the search stops and
+run=False)``), and ranked by :mod:`.rank`'s rule. At ``budget_s`` the search stops and
 returns what it has, saying so; so it does after ``max_plans`` compiles, a cap that makes a
 search try the same plans on any machine (the seeds' share is then counted in plans, not
 seconds).
@@ -644,8 +644,9 @@ def suggest(
 
     Args:
         fn: a train step (plain or jitted) to call as ``fn(*args)``; or, with no ``args``, a
-            zoo model's name (``"transformer"``) or a :class:`~.zoo.ModelDef`: its Adam train
-            step, built exactly as :func:`~.runner.compare` builds it.
+            zoo model's name (``"transformer"``) or a :class:`~shardviz.strategies.zoo.ModelDef`:
+            its Adam train step, built exactly as :func:`~shardviz.strategies.runner.compare`
+            builds it.
         *args: the arguments: arrays or ``jax.ShapeDtypeStruct`` objects (nothing is run or
             allocated; their shardings are the first plan, and data placed alike is kept).
         mesh: a ``shardviz.Mesh`` or jax mesh; default the arguments' mesh, else 2 x n/2
@@ -662,7 +663,7 @@ def suggest(
         host_memory_limit: host memory per device a plan may use (the same forms as
             ``memory_limit``); default no limit. Plans over it are listed, never best.
         target: a hardware preset or topology name (``"v5e"``, ``"h100"``): plans are then
-            ranked by their estimated step there. Without one see :mod:`.search_rank`.
+            ranked by their estimated step there. Without one see :mod:`.rank`.
         budget_s: seconds to search, counted from the call (reading the program too); at
             the end the best plan so far is returned. A compile is never cut short: the
             search starts none once the budget is spent, nor one that would end more than
@@ -677,7 +678,7 @@ def suggest(
             the jaxpr, and the like); ``()`` starts from replicated parameters alone.
         optimizer: the model's optimizer (model only; default Adam).
         progress: show progress (a bar in a notebook, a line on a terminal), or an object
-            with ``update``/``finish`` (see :mod:`.search_progress`).
+            with ``update``/``finish`` (see :mod:`.progress`).
         mesh_shapes: the mesh's shape as a knob: ``True`` searches every way to factor its
             devices over its axes (2 x 4, 4 x 2, 1 x 8, 8 x 1 for 8 devices on two axes),
             or give the shapes (``[(2, 4), (4, 2)]``, whole sizes); the mesh's own shape

@@ -1,4 +1,4 @@
-"""The :class:`~.explorer.ExplorerView`'s synced state as plain JSON, from the model.
+"""The :class:`~.widget.ExplorerView`'s synced state as plain JSON, from the model.
 
 Pure: no jax and no anywidget, so every byte the widget syncs can be built and checked without
 a kernel or a browser. Two payloads:
@@ -851,9 +851,9 @@ def report_payload(report: Report) -> dict[str, Any]:
 
     Keys: ``version``, ``function``, ``platform``, ``status_line``, ``ran``, ``notes``,
     ``mesh`` (``MeshLayout`` data or ``None``), ``mesh_grid`` (the mesh laid out,
-    :func:`~.grid_payload.mesh_grid_payload`, or ``None``), ``mesh_summary``, ``colors``
-    (device id -> colour), ``arrays`` (one item per :func:`array_entries` entry, ``label``
-    its option's short name, :func:`module_path`; ``arrays_left_out`` counts the
+    :func:`~shardviz.widgets.grid_payload.mesh_grid_payload`, or ``None``), ``mesh_summary``,
+    ``colors`` (device id -> colour), ``arrays`` (one item per :func:`array_entries` entry,
+    ``label`` its option's short name, :func:`module_path`; ``arrays_left_out`` counts the
     intermediates the picker leaves out), ``picker`` (the picker's groups in order,
     :func:`picker_groups`), ``collectives`` (the ledger
     in order, with its words from :func:`collective_text`; ``groups``/``pairs``/``source``
@@ -946,7 +946,8 @@ def array_payload(report: Report, ident: str) -> dict[str, Any] | None:
     Keys: ``id``, ``role``, ``name``, ``shape``, ``dtype``, ``spec``, ``spec_str``, ``value``,
     ``message`` (why there are no tiles, else ``None``), ``facts`` (kind, tiles and bytes in
     words, and the shard shape as ``shard_text``), ``tiles`` and ``shards``
-    (:func:`~.grid_payload.tiles_payload`) and ``grid`` (:func:`~.grid_payload.array_grid_payload`).
+    (:func:`~shardviz.widgets.grid_payload.tiles_payload`) and ``grid``
+    (:func:`~shardviz.widgets.grid_payload.array_grid_payload`).
 
     Raises:
         KeyError: no array of the report has this id.

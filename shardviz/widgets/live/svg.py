@@ -1,6 +1,6 @@
 """The live training view's charts as static SVG: loss, step times, memory per device.
 
-The same pictures live.js draws, from the same readouts (:mod:`.live_readouts`: scales, tick
+The same pictures live.js draws, from the same readouts (:mod:`.readouts`: scales, tick
 labels, tooltips) and chart geometry, for saved notebooks and files. Every user-visible string
 is escaped here.
 """

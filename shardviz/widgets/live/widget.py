@@ -24,9 +24,9 @@ and is marked as such. Synced state is plain JSON (lists of numbers; a non-finit
 as ``null``) and is pushed in small batches, so a thousand fast steps do not flood the comm.
 
 This module holds the widget (:class:`LiveView`) and :func:`live`; the run's thread is
-:mod:`.live_run`, the step convention :mod:`.live_steps`, the static charts :mod:`.live_svg`,
-the memory panel :mod:`.live_memory`, the numbers :mod:`.live_format`, and the words and
-scales both pictures draw (synced as ``readouts``) :mod:`.live_readouts`.
+:mod:`.run`, the step convention :mod:`.steps`, the static charts :mod:`.svg`,
+the memory panel :mod:`.memory`, the numbers :mod:`.format`, and the words and
+scales both pictures draw (synced as ``readouts``) :mod:`.readouts`.
 """
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ class LiveView(anywidget.AnyWidget):
     #: Set by the view's Stop button; the run stops after its current step.
     stop_requested = traitlets.Bool(False).tag(sync=True)
     #: What the view shows besides raw numbers (words, scales, tick labels), made from the
-    #: traits above by :mod:`.live_readouts` and kept up to date here: the JS only draws it.
+    #: traits above by :mod:`.readouts` and kept up to date here: the JS only draws it.
     readouts: traitlets.Dict[str, Json] = traitlets.Dict().tag(sync=True)
 
     def __init__(self, title: str = "", total_steps: int = 0, **kwargs: Any) -> None:

@@ -3,7 +3,7 @@
 The microbatch counts a batch allows (its divisors), the stage counts a model allows (the
 divisors of its layer count that the devices can hold), the three ways a pipeline is written,
 and which combinations cannot run, each in the project's error format, so the controls flag
-them before anything compiles. :class:`~.pipeline_controls.PipelineControls` shows them.
+them before anything compiles. :class:`~.controls.PipelineControls` shows them.
 """
 
 from __future__ import annotations

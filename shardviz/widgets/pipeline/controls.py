@@ -2,9 +2,9 @@
 
 :class:`PipelineControls` offers only counts that split evenly (a slider over the batch's
 divisors, buttons for the layer count's divisors that fit the devices), checks the rest with
-:func:`~.pipeline_checks.pipeline_errors` (e.g. ``pp+dp`` written with ``shard_map`` needs each
+:func:`~.checks.pipeline_errors` (e.g. ``pp+dp`` written with ``shard_map`` needs each
 microbatch's rows to split over ``data``), says what is wrong in red right under the controls,
-and hands on a :class:`~.pipeline_checks.PipelineConfig` only when it can run. A status line
+and hands on a :class:`~.checks.PipelineConfig` only when it can run. A status line
 says what is compiling, what is shown, or why the last run failed.
 """
 

@@ -2,10 +2,10 @@
 
 :class:`PipelineSession` knows the model (its batch rows and layer count, which decide what the
 controls offer) and runs :func:`shardviz.compare` for a
-:class:`~.pipeline_checks.PipelineConfig`, keeping the comparisons it ran (a slider moved back
+:class:`~.checks.PipelineConfig`, keeping the comparisons it ran (a slider moved back
 shows at once, and the Schedule pane lists the step time of every count run so far).
 :class:`PipelineConnection` wires controls -> background run (newest wins, errors inline, via
-:class:`~.background.Latest`) -> the explorer's panes and the Schedule pane.
+:class:`~shardviz.explainer.background.Latest`) -> the explorer's panes and the Schedule pane.
 """
 
 from __future__ import annotations
@@ -140,7 +140,8 @@ class PipelineSession:
 
     def run(self, config: PipelineConfig, stage: Stage | None = None) -> Comparison:
         """``compare`` under ``config`` (or the kept comparison). With a
-        :class:`~.background.Stage`, a request superseded while it waited stops there."""
+        :class:`~shardviz.explainer.background.Stage`, a request superseded while it waited
+        stops there."""
         with self._lock:
             kept = self._cache.get(config)
             if kept is not None:
