@@ -11,8 +11,6 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from shardviz import moved as _moved
-
 __version__ = "0.1.0"
 
 #: Every public name and the module it comes from. Names from :data:`EAGER` modules load
@@ -187,8 +185,6 @@ for _name, _module in API.items():
     if _module in EAGER:
         globals()[_name] = getattr(importlib.import_module(_module), _name)
 del _name, _module
-
-_moved.install()
 
 #: Subpackages loaded on first access (``sv.strategies.model_state_bytes`` with no import of
 #: ``shardviz.strategies`` first), as jax does for its own; the ones needing jax load it then.

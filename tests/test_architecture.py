@@ -27,7 +27,7 @@ PACKAGE = ROOT / "shardviz"
 #: Each layer's modules, by dotted prefix, in the order of ARCHITECTURE.md: a module may import
 #: from its own layer and the ones before it. The longest matching prefix decides.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("shardviz.errors", "shardviz.moved"),
+    ("shardviz.errors",),
     ("shardviz.model",),
     ("shardviz.capture",),
     ("shardviz.analysis",),
@@ -281,10 +281,7 @@ def calls_in(package: str, function: str) -> bool:
 
 def test_modules_loaded_by_name_are_the_known_plugins_and_register_themselves() -> None:
     found = {
-        (name, target)
-        for name, path in KNOWN.items()
-        for target in loaded_by_name(name, path)
-        if name != "shardviz.moved"  # the old paths' forwarding table
+        (name, target) for name, path in KNOWN.items() for target in loaded_by_name(name, path)
     }
     assert found == {(a, b) for a, b, _ in PLUGINS}
     for loader, loaded, register in PLUGINS:

@@ -2,9 +2,9 @@
 
 XLA's ``cost_analysis()`` counts each ``while`` body once. Here each loop body's own cost
 (the compiler's cost model run on that body alone, less the loops nested in it) is added
-once more for every further run per step, nested loops multiplied (:mod:`.hlo_loops`), on
+once more for every further run per step, nested loops multiplied (:mod:`.hlo.loops`), on
 the per-device program and on the global one alike; matmul flops are counted from the HLO
-with recomputation apart (:mod:`.hlo_matmuls`), kernels the compiler cannot see into
+with recomputation apart (:mod:`.hlo.matmuls`), kernels the compiler cannot see into
 included as declared or counted at trace time (:mod:`.hlo.kernels`). The same model is used throughout, so a
 scanned program and its unrolled twin get the same per-step figures.
 """

@@ -1,7 +1,7 @@
 """The markup primitives every HTML view draws with: escaping, SVG numbers, rectangles and
 text, text widths, and the frame (tick labels, axis titles, elided bands) around a panel.
 
-:mod:`.html`, :mod:`.report_html`, :mod:`.compare_html` and :mod:`.projection` share these, so
+:mod:`.html`, :mod:`.report.html`, :mod:`.compare.html` and :mod:`.projection` share these, so
 a coordinate or a label is written the same way in every view.
 """
 

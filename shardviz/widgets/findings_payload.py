@@ -5,7 +5,7 @@ findings_view`, the view the text and HTML print, so a finding reads the same in
 findings)``, the saved HTML and the live widget; the front end derives none of them.
 
 Each finding also says what to highlight in the other panes, as positions and ids of the
-shown report's payload (:mod:`.explorer_payload`): ledger positions (0-based, the ``#``
+shown report's payload (:mod:`.explorer.payload`): ledger positions (0-based, the ``#``
 numbers minus one), array ids (``arg:<leaf>``, ``mid:<value>``) and device ids; names the
 report does not hold are left out. And whether its fix can be tried in this Explorer, and
 how (:func:`fix_route`): a spec box, the mesh shape control, or compiling the fixed program.

@@ -1,7 +1,3 @@
 """The plan search: :func:`~.suggestions.suggest` (:mod:`.suggestions`), what it searches over
 (:mod:`.inputs`, :mod:`.rules`), how it ranks (:mod:`.rank`) and what it reports while it runs
 (:mod:`.progress`)."""
-
-from shardviz.moved import names_of
-
-__getattr__ = names_of("shardviz.strategies.search.suggestions", __name__)

@@ -827,7 +827,7 @@ def _some_array(leaves: list[Leaf], fn: Any, args: tuple) -> None:
 
 
 def _pipeline_options(inputs: SearchInputs, first: bool) -> dict[str, tuple[int, ...]]:
-    """The pipelines to search on ``inputs``' mesh (:meth:`.SearchInputs.pipeline_options`).
+    """The pipelines to search on ``inputs``' mesh (:meth:`.inputs.SearchInputs.pipeline_options`).
 
     Raises:
         ShardvizError: none fits the mesh's own shape (``first``), saying why.
