@@ -6,7 +6,7 @@ extra); a (16, 16) ('data', 'model') mesh spans them. Each case is a training st
 from ``jax.ShapeDtypeStruct``s with shardings (nothing allocated, nothing run):
 
 - an MLP SGD step with w1 ``P('data', 'model')``, w2 ``P('model', 'data')``, x
-  ``P('data', None)`` (the 2-D Megatron placement of ``tests/test_backends_live.py``);
+  ``P('data', None)`` (the 2-D Megatron placement of ``tests/capture/test_backends_live.py``);
 - the zoo's transformer with Adam, placed by the built-in rule sets ``tp`` (Megatron over
   'model', the batch over 'data') and ``2d`` (FSDP over 'data' x Megatron over 'model'):
   parameters, optimizer state and batch by the rules, gradients constrained to the rules'
@@ -96,7 +96,7 @@ SHOWN_TARGET_MS = 1000.0
 
 
 def mlp_step(w1, w2, x):
-    """One SGD step of a two-layer MLP (as tests/test_backends_live.py)."""
+    """One SGD step of a two-layer MLP (as tests/capture/test_backends_live.py)."""
 
     def loss(w1, w2):
         return jnp.mean((jnp.tanh(x @ w1) @ w2) ** 2)

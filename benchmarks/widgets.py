@@ -144,7 +144,7 @@ Echo()'''
 # Kernel side: sizes of what was synced and the Python half of the work, timed in the kernel.
 MEASURE_SRC = """\
 import json as _json, statistics as _st, time as _time
-from shardviz.widgets import explorer as _x, explorer_payload as _xp
+from shardviz.widgets.explorer import payload as _xp, widget as _x
 
 def _med(f, n=15):
     xs = []

@@ -11,7 +11,7 @@ jax.config.update("jax_num_cpu_devices", int(os.environ.get("SHARDVIZ_TEST_DEVIC
 
 
 #: The docs build and the notebook tests share one xdist worker: the notebook tests reuse the runs
-#: the build made (tests/test_notebooks.py), which live in the build's process environment.
+#: the build made (tests/course/test_notebooks.py), which live in the build's process environment.
 DOCS_GROUP = "docs-and-notebooks"
 
 
@@ -20,8 +20,8 @@ DOCS_GROUP = "docs-and-notebooks"
 #: whole-notebook or twenty-process tests; the rest go out largest first (xdist's order).
 LONGEST_FIRST = (
     DOCS_GROUP,
-    "tests/test_readme.py",
-    "tests/test_lifecycle.py",
+    "tests/docs/test_readme.py",
+    "tests/explainer/test_lifecycle.py",
     "tests/widgets/test_pipeline_explorer.py",
     "tests/capture/test_moe_model_flops.py",
     "tests/browser/test_course_views_fit.py",
@@ -31,7 +31,9 @@ LONGEST_FIRST = (
 def _scope(nodeid: str) -> str:
     """The work unit a test belongs to: its file, or the docs group."""
     path = nodeid.split("::", 1)[0]
-    if path.startswith("tests/docs/") or path == "tests/test_notebooks.py":
+    if path == "tests/course/test_notebooks.py" or (
+        path.startswith("tests/docs/") and path != "tests/docs/test_readme.py"
+    ):
         return DOCS_GROUP
     return path
 

@@ -353,3 +353,37 @@ def test_private_and_jax_imports_are_seen(tmp_path: Path) -> None:
         ("shardviz.render.a", "jax"),
         ("shardviz.analysis.c", "shardviz.capture.compile"),
     }
+
+
+#: Test folders that are not a package of shardviz: suites across the whole package.
+ACROSS = {
+    "benchmarks": "the scripts of benchmarks/ (their tables and caches)",
+    "browser": "widgets in real JupyterLab and Chromium",
+    "docs": "the docs site and the README",
+    "hostile": "hostile and unusual calls, through the front door",
+}
+#: Test modules at the top of tests/ that check the package as a whole, not one module.
+WHOLE_PACKAGE = {"test_architecture", "test_public_api", "test_docstring_paths"}
+
+
+def test_tests_mirror_the_package() -> None:
+    """Each test folder is a package or module of shardviz at the same path (tests/analysis/
+    estimate for shardviz/analysis/estimate; tests/engines for shardviz/engines.py), or one
+    of the suites across it (a folder with no test module, such as fixtures/, holds files the
+    tests read); a test file at the top tests a top-level module, or the whole package."""
+    tests = ROOT / "tests"
+    strays = []
+    for folder in sorted(p for p in tests.rglob("*") if p.is_dir() and p.name != "__pycache__"):
+        rel = folder.relative_to(tests)
+        if rel.parts[0] in ACROSS or not any(folder.glob("test_*.py")):
+            continue
+        if not ((PACKAGE / rel).is_dir() or (PACKAGE / rel).with_suffix(".py").is_file()):
+            strays.append(rel.as_posix())
+    for path in sorted(tests.glob("test_*.py")):
+        name = path.stem
+        if (
+            name not in WHOLE_PACKAGE
+            and not (PACKAGE / f"{name.removeprefix('test_')}.py").is_file()
+        ):
+            strays.append(path.name)
+    assert strays == []

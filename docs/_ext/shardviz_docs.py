@@ -209,7 +209,7 @@ class AgendaDirective(SphinxDirective):
             if number not in known:
                 raise self.error(f"no course notebook numbered {number!r} in {NOTEBOOKS}")
             path, _, stated = known[number]
-            if stated is None:  # tests/test_notebook_conventions.py asks for a stated time
+            if stated is None:  # tests/course/test_notebook_conventions.py asks for a stated time
                 LOGGER.info("%s states no time: %d minutes assumed", path.name, GUESS)
             minutes = GUESS if stated is None else stated
             gap = ""

@@ -25,7 +25,7 @@ from shardviz.render.findings.view import check_rows
 from shardviz.widgets.explorer.widget import ExplorerView
 from tests.browser.conftest import SKIP_ENV
 from tests.browser.fake_model import EXPLORER_SYNCED, mount_module
-from tests.diagnose import planted
+from tests.explainer.diagnose import planted
 from tests.render.findings_fixtures import megatron_with_findings, nasty_findings
 from tests.render.report_fixtures import NASTY, dp_report
 from tests.widgets import findings_programs

@@ -10,7 +10,7 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 import shardviz as sv
-from shardviz.capture import compiler_log as cl
+from shardviz.capture.hlo import compiler_log as cl
 
 LINE = (
     "W1124 23:19:09.253453    7881 spmd_partitioner.cc:656] [SPMD] Involuntary full "

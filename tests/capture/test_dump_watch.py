@@ -9,12 +9,12 @@ import numpy as np
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from shardviz.capture import explain as ex
 from shardviz.capture import hlo
 from shardviz.capture.compile import EarlyResults
 from shardviz.capture.dump_watch import PARTITIONED as PARTITIONED_PATTERN
 from shardviz.capture.dump_watch import PROPAGATED as PROPAGATED_PATTERN
 from shardviz.capture.dump_watch import YIELDING_NICE, DumpWatch
+from shardviz.explainer import explain as ex
 
 PROPAGATED = "module_0001.f.0000.x.after_dce.before_spmd-partitioning.txt"
 PARTITIONED = "module_0001.f.0001.x.after_spmd-partitioning.before_dce.txt"

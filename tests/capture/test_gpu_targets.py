@@ -1,6 +1,6 @@
 """The GPU target descriptions shardviz ships (no jax): each published figure lands in the
 field XLA's GPU compiler reads. (The live deviceless compiles that use them are in
-tests/test_backends_live.py and tests/test_targets.py.)"""
+tests/capture/test_backends_live.py and tests/explainer/test_targets.py.)"""
 
 from __future__ import annotations
 

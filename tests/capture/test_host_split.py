@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib.util
 import os
 
-os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")  # as tests/test_backends_live.py
+os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")  # as tests/capture/test_backends_live.py
 
 from types import SimpleNamespace  # noqa: E402
 

@@ -17,7 +17,7 @@ from jax.sharding import PartitionSpec as P
 
 import shardviz as sv
 from shardviz.model.findings import PROGRAM_FINDING_KINDS
-from tests.diagnose.planted import regather_program, replicated_program
+from tests.explainer.diagnose.planted import regather_program, replicated_program
 
 NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "10_debugging_a_spec.ipynb"
 

@@ -29,7 +29,7 @@ HTML_ENV = "SHARDVIZ_DOCS_HTML"
 #: The longest the build may take before the test gives up on it.
 BUILD_TIMEOUT = 40 * 60
 #: Set for the rest of the session once this session's build succeeded: its execution cache
-#: (the course notebooks run in a fresh kernel, as ``tests/test_notebooks.py`` runs them),
+#: (the course notebooks run in a fresh kernel, as ``tests/course/test_notebooks.py`` runs them),
 #: which that test reads instead of running every notebook a second time.
 EXECUTED_ENV = "SHARDVIZ_DOCS_EXECUTED"
 HERE = Path(__file__).resolve().parent

@@ -11,7 +11,7 @@ import xml.etree.ElementTree as ET
 from shardviz.model import display
 from shardviz.model.physical import PhysicalLayout
 from shardviz.model.units import format_bytes
-from tests.estimate.physical_programs import by_chip, explained, mesh_of, sv
+from tests.analysis.estimate.physical_programs import by_chip, explained, mesh_of, sv
 
 
 def _v5e(names=("data", "model")) -> PhysicalLayout:

@@ -8,7 +8,7 @@ import shardviz as sv
 from shardviz.strategies.rules import BUILTIN, OFFLOAD
 from shardviz.strategies.step import strategy_step
 from shardviz.strategies.zoo import get_model
-from tests.test_backends_live import needs_tpu
+from tests.capture.test_backends_live import needs_tpu
 
 
 def _state_bytes(result) -> int:

@@ -1,11 +1,15 @@
 """Small programs whose findings the Explorer's "try this fix" can act on, one per route:
 a spec box (a replicated weight), the mesh shape (an idle axis) and the fixed program
 compiled (a constraint that moves a value there and back). Each returns ``(fn, args)``; they
-are the planted mistakes of ``tests/diagnose/planted.py``."""
+are the planted mistakes of ``tests/explainer/diagnose/planted.py``."""
 
 from __future__ import annotations
 
-from tests.diagnose.planted import idle_axis_program, replicated_program, reshard_chain_program
+from tests.explainer.diagnose.planted import (
+    idle_axis_program,
+    replicated_program,
+    reshard_chain_program,
+)
 
 #: w3 left whole on every device while w1 and w2 are split over 'data': fixed in a box.
 replicated_weight = replicated_program

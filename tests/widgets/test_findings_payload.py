@@ -24,7 +24,7 @@ from shardviz.widgets.findings_payload import (
     fix_route,
     pending_json,
 )
-from tests.diagnose import planted
+from tests.explainer.diagnose import planted
 from tests.render.findings_fixtures import (
     findings,
     megatron_with_findings,

@@ -9,7 +9,7 @@ import os
 import re
 
 # libtpu takes a machine-wide lock unless told that several processes may load it;
-# deviceless topologies need no exclusive TPU (as tests/estimate/test_placement_tpu.py).
+# deviceless topologies need no exclusive TPU (as tests/analysis/estimate/test_placement_tpu.py).
 os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")
 
 import jax  # noqa: E402

@@ -9,7 +9,7 @@ from shardviz.analysis.estimate.physical import axis_rings, layout_on_chips, rou
 from shardviz.analysis.estimate.placement import place
 from shardviz.capture.mesh import mesh_layout
 from shardviz.errors import HardwareError, MeshError, ShardvizError
-from tests.estimate.physical_programs import by_chip, explained, jax, mesh_of, sv, topo
+from tests.analysis.estimate.physical_programs import by_chip, explained, jax, mesh_of, sv, topo
 
 
 def _rings(mesh, name: str):

@@ -7,7 +7,7 @@ import jax
 import jax.numpy as jnp
 
 import shardviz as sv
-from tests.diagnose import planted
+from tests.explainer.diagnose import planted
 
 LAYERS = 6
 

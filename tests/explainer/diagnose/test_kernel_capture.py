@@ -9,7 +9,7 @@ nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")
 pytest.importorskip("ipykernel")
 
-from tests.test_notebooks import _kernel_env  # noqa: E402
+from tests.course.test_notebooks import _kernel_env  # noqa: E402
 
 CELLS = [
     "import shardviz as sv\nsv.use_cpu_devices(8)",

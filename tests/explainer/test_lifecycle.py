@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 #: A program with a replicated weight: explaining it finds something with a fix to try, so the
 #: Explorer compiles that fix in a background thread.

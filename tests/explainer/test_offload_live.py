@@ -22,7 +22,7 @@ import shardviz as sv  # noqa: E402
 from shardviz.capture.topology import topology  # noqa: E402
 from shardviz.model.program import HOST_FROM_COMPILER, HOST_FROM_SHARDINGS  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "offload"))
+sys.path.insert(0, str(Path(__file__).parents[1] / "fixtures" / "offload"))
 import make_fixtures as fx  # noqa: E402
 
 needs_tpu = pytest.mark.skipif(

@@ -14,7 +14,7 @@ from shardviz.capture.hlo.text import parse_hlo_module
 from shardviz.model.offload import OffloadRequest
 from tests.render.report_fixtures import dp_report
 
-OFFLOAD = Path(__file__).parent.parent / "fixtures" / "offload"
+OFFLOAD = Path(__file__).parents[2] / "fixtures" / "offload"
 
 
 def _report(name: str, platform: str, requests_from: str | None = None):

@@ -262,7 +262,7 @@ def test_stage_with_jit_options_is_refused(args):
 def test_findings_of_a_stage_come_without_fixes_tried():
     """A Lowered's findings are found as the function's are; its fixes cannot be tried (the
     function and its shardings are compiled in) and each says so."""
-    from tests.diagnose import planted
+    from tests.explainer.diagnose import planted
 
     forward, args = planted.replicated_partner_program()
     lowered = jax.jit(forward).lower(*args)

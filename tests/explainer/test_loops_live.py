@@ -34,13 +34,13 @@ HAS_TPU = importlib.util.find_spec("libtpu") is not None
 HAS_GPU = importlib.util.find_spec("jax_plugins.xla_cuda12") is not None
 
 _spec = importlib.util.spec_from_file_location(
-    "loop_programs", Path(__file__).parent / "fixtures" / "loops" / "programs.py"
+    "loop_programs", Path(__file__).parents[1] / "fixtures" / "loops" / "programs.py"
 )
 assert _spec is not None and _spec.loader is not None
 pr = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(pr)
 #: The programs' file as the views name it: from the working directory.
-PROGRAMS = os.path.relpath(Path(__file__).parent / "fixtures" / "loops" / "programs.py")
+PROGRAMS = os.path.relpath(Path(__file__).parents[1] / "fixtures" / "loops" / "programs.py")
 
 #: (name, devices to compile for, estimate target): CPU devices estimated as a v5e slice.
 BACKENDS = [

@@ -13,7 +13,7 @@ import pytest
 from shardviz.strategies.models.logical import logical_rule_set
 from shardviz.strategies.zoo import get_model
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import fidelity as F  # noqa: E402

@@ -124,7 +124,7 @@ def test_live_array_layout_matches_its_shards(case):
 
 @pytest.mark.skipif(NUM_DEVICES != 8, reason="the 16-device run is started from the 8-device one")
 def test_properties_on_16_devices():
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     env = {**os.environ, "SHARDVIZ_TEST_DEVICES": "16"}
     out = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__,

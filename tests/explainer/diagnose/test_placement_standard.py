@@ -18,7 +18,7 @@ from shardviz.model import Collective
 from shardviz.model.mesh import Device, MeshLayout
 from shardviz.model.targets import target_for
 from shardviz.model.units import format_bytes, format_seconds
-from tests.estimate.physical_programs import NamedSharding, P, jax, jnp, np, sv, topo
+from tests.analysis.estimate.physical_programs import NamedSharding, P, jax, jnp, np, sv, topo
 
 SHAPE, NAMES = (4, 4, 4), ("data", "fsdp", "tensor")
 

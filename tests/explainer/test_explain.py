@@ -337,7 +337,7 @@ def _chain_files(source) -> list[str]:
 
 
 def test_trim_drops_kernel_shardviz_and_module_frames():
-    from shardviz.capture import explain as ex
+    from shardviz.explainer import explain as ex
     from shardviz.model import Frame, Source
 
     site = "/opt/venv/lib/python3.11/site-packages"

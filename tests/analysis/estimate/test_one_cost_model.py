@@ -25,7 +25,7 @@ from shardviz.capture.hlo.op_work import op_work
 from shardviz.capture.hlo.text import parse_hlo_module
 from shardviz.model import Cost, Device, Estimate, MemoryReport, MeshLayout, Report, TreeLayout
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 #: Every saved compile: the module the device runs (not the passes' dumps beside it).
 PROGRAMS = sorted(
     str(p.relative_to(FIXTURES))

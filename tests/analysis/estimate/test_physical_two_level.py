@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from shardviz.analysis.estimate.physical import routed_transfers
 from shardviz.analysis.estimate.placement import place
-from tests.estimate.physical_programs import by_chip, explained, mesh_of, sv
+from tests.analysis.estimate.physical_programs import by_chip, explained, mesh_of, sv
 
 
 def _straddling():

@@ -320,9 +320,9 @@ def test_tpu_final_module_from_the_dump_reads_as_as_text() -> None:
 def test_the_dumps_read_during_the_compile_give_the_same_report(live) -> None:
     """The partitioned ledger, intermediates, global cost and (TPU) final ledger read on a
     thread while the TPU or GPU compiler runs are those read after it."""
-    from shardviz.capture import explain as ex
     from shardviz.capture import hlo
     from shardviz.capture.compile import EarlyResults, _stages
+    from shardviz.explainer import explain as ex
 
     comp = ex.compile_program(train_step, live.args, {})
     stages = dict(_stages(comp.lowered, ex._early_reading(comp.lowered, ex.entry_of(train_step))))

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from shardviz.analysis.detect import device_order
 from shardviz.analysis.estimate.orders import best_order, block_walk
-from tests.estimate.physical_programs import (
+from tests.analysis.estimate.physical_programs import (
     by_chip,
     explained,
     mesh_of,

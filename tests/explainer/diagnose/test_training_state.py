@@ -16,7 +16,7 @@ from jax.sharding import PartitionSpec as P
 
 import shardviz as sv
 from shardviz.explainer import cache
-from tests.diagnose import planted
+from tests.explainer.diagnose import planted
 
 
 def _step_and_state(count_placed: bool):

@@ -22,7 +22,15 @@ from shardviz.explainer.fix_check import judge
 from shardviz.model.findings import Finding, FindingCost, Outcome, Where
 from shardviz.model.mesh import Device, MeshLayout
 from shardviz.model.targets import target_for
-from tests.estimate.physical_programs import NamedSharding, P, by_chip, jax, jnp, mesh_of, sv
+from tests.analysis.estimate.physical_programs import (
+    NamedSharding,
+    P,
+    by_chip,
+    jax,
+    jnp,
+    mesh_of,
+    sv,
+)
 
 #: Tokens per step, model width, and the MLP widths: a narrow first block (its gradient
 #: all-reduce, the last of the backward pass, has no compute left to hide under), then wide
