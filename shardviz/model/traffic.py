@@ -3,8 +3,9 @@
 A report's ledger lists the collectives; the traffic of one of them is who sends what to whom
 inside each device group (a ring for all-reduce, all-gather and reduce-scatter; all pairs for
 all-to-all; the listed pairs for collective-permute). This module picks the collective out of
-a report and keeps it with the mesh it runs on; :mod:`shardviz.render.traffic` computes the
-links and draws them (``print(t)``, ``t`` in a notebook, ``t.save_html(path)``). No jax here.
+a report and keeps it with the mesh it runs on; :mod:`shardviz.analysis.traffic` computes the
+links and :mod:`shardviz.render.traffic` draws them (``print(t)``, ``t`` in a notebook,
+``t.save_html(path)``). No jax here.
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import textwrap
 
+from shardviz.analysis.traffic import Traffic, traffic_of
 from shardviz.model.traffic import CollectiveTraffic
 from shardviz.model.units import format_bytes
 from shardviz.render.geometry import mesh_grid
@@ -23,7 +24,7 @@ from shardviz.render.html import CSS, SANS, page
 from shardviz.render.report.view import axes_repr, groups_str, operand_str
 from shardviz.render.svg import esc
 from shardviz.render.table import aligned_table
-from shardviz.render.traffic import Traffic, traffic_css, traffic_of, traffic_svg
+from shardviz.render.traffic import traffic_css, traffic_svg
 
 #: Groups the text view spells out before ``… N more groups``.
 TEXT_GROUPS = 4

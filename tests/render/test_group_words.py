@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from shardviz.analysis.traffic import permute_groups
 from shardviz.model import CollectiveTraffic
 from shardviz.model.program import Collective, Report
-from shardviz.render.report.view import groups_count_str, groups_str, permute_groups
+from shardviz.render.report.view import groups_count_str, groups_str
 from shardviz.render.traffic_view import collective_traffic_text
 from shardviz.widgets.explorer.payload import report_payload
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from shardviz.analysis.traffic import permute_groups
 from shardviz.model.units import format_flops, format_mfu, format_seconds, sig3
 from shardviz.render.report.view import (
     MAX_RESHARD_TILES,
@@ -14,7 +15,6 @@ from shardviz.render.report.view import (
     intermediate_index,
     kind_totals,
     layout_hint,
-    permute_groups,
     reshard_links,
     reshard_tiles,
     shown_intermediates,

@@ -14,10 +14,10 @@ import dataclasses
 
 import pytest
 
+from shardviz.analysis.traffic import traffic_of
 from shardviz.model import Report
 from shardviz.render.report.html import report_html
 from shardviz.render.report.view import FOLD_COLLECTIVES
-from shardviz.render.traffic import traffic_of
 
 from .fixtures import make_mesh
 from .report_fixtures import coll, large_report, src

@@ -8,9 +8,10 @@ from collections import Counter
 
 import pytest
 
+from shardviz.analysis.traffic import traffic_of
 from shardviz.model.units import format_bytes
 from shardviz.render.geometry import mesh_grid
-from shardviz.render.traffic import MAX_ARROWS, drawable_links, traffic_of, traffic_svg
+from shardviz.render.traffic import MAX_ARROWS, drawable_links, traffic_svg
 
 from .fixtures import make_mesh
 from .report_fixtures import coll, megatron_report, shard_map_report

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from shardviz.analysis.detect import device_order, experts, offload, placement, traffic
+from shardviz.analysis.detect import device_order, experts, offload, placement, wasted_moves
 from shardviz.analysis.detect.candidate import Candidate
 from shardviz.analysis.detect.inputs import Facts
 from shardviz.model import Report
@@ -13,16 +13,16 @@ Detector = Callable[[Report, Facts], list[Candidate]]
 
 #: Every detector, by the kind of finding it makes.
 DETECTORS: dict[str, Detector] = {
-    "involuntary-remat": traffic.involuntary_remat,
+    "involuntary-remat": wasted_moves.involuntary_remat,
     "replicated": lambda r, f: placement.replicated(r),
-    "regather": lambda r, f: traffic.regather(r),
-    "reshard-chain": traffic.reshard_chain,
+    "regather": lambda r, f: wasted_moves.regather(r),
+    "reshard-chain": wasted_moves.reshard_chain,
     "uneven": lambda r, f: placement.uneven(r),
-    "loop-collective": lambda r, f: traffic.loop_collective(r),
+    "loop-collective": lambda r, f: wasted_moves.loop_collective(r),
     "idle-axis": lambda r, f: placement.idle_axis(r),
     "imbalance": lambda r, f: placement.imbalance(r),
     "over-hbm": lambda r, f: placement.over_hbm(r),
-    "full-reduce": lambda r, f: traffic.full_reduce(r),
+    "full-reduce": lambda r, f: wasted_moves.full_reduce(r),
     "offload-missed": lambda r, f: offload.offload_missed(r),
     "placement": lambda r, f: device_order.placement(r),
     "expert-gather": lambda r, f: experts.expert_gather(r),

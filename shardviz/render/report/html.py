@@ -40,6 +40,7 @@ import colorsys
 import hashlib
 from collections.abc import Sequence
 
+from shardviz.analysis.traffic import permute_groups, traffic_of
 from shardviz.model.array import ArrayLayout
 from shardviz.model.mesh import MeshLayout
 from shardviz.model.program import Collective, Report, Source
@@ -74,7 +75,6 @@ from shardviz.render.report.view import (
     ids_str,
     intermediate_index,
     no_source_words,
-    permute_groups,
     short_location,
     value_str,
 )
@@ -88,7 +88,7 @@ from shardviz.render.svg import (
     text_width,
 )
 from shardviz.render.timeline import timeline_html
-from shardviz.render.traffic import arrow_paths, traffic_css, traffic_of, traffic_svg
+from shardviz.render.traffic import arrow_paths, traffic_css, traffic_svg
 
 #: Mesh cells drawn on group maps in all, before later maps of the same groups are left out.
 MAP_BUDGET = 3000

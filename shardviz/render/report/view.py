@@ -369,33 +369,6 @@ def pairs_str(pairs: Sequence[tuple[int, int]], cap: int = 2 * MAX_GROUPS) -> st
     return f"{n} pair{'s' * (n != 1)}: {body}{more}"
 
 
-def permute_groups(c: Collective) -> tuple[tuple[int, ...], ...]:
-    """The device groups of a collective; for a permute without groups, the connected sets of
-    its source→target pairs (each ring its own group)."""
-    if c.groups or not c.pairs:
-        return c.groups
-    parent: dict[int, int] = {}
-
-    def find(x: int) -> int:
-        parent.setdefault(x, x)
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    order: list[int] = []
-    for a, b in c.pairs:
-        for x in (a, b):
-            if x not in parent:
-                order.append(x)
-            find(x)
-        parent[find(a)] = find(b)
-    comps: dict[int, list[int]] = {}
-    for x in order:
-        comps.setdefault(find(x), []).append(x)
-    return tuple(tuple(sorted(g)) for g in sorted(comps.values(), key=min))
-
-
 # --------------------------------------------------------------------------------------------
 # The ledger's shape, shared with the HTML view
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from shardviz.analysis.op_profile import op_profile_of
+from shardviz.analysis.traffic import traffic_of
 from shardviz.model._codec import to_data
 from shardviz.model.array import ArrayLayout, Spec, format_spec
 from shardviz.model.compare import Comparison
@@ -62,7 +63,7 @@ from shardviz.render.report.view import (
     value_str,
 )
 from shardviz.render.timeline import PLOT_WIDTH, layout, legend, ticks
-from shardviz.render.traffic import drawable_links, traffic_of
+from shardviz.render.traffic import drawable_links
 from shardviz.widgets.grid_payload import array_grid_payload, mesh_grid_payload, tiles_payload
 
 #: Bumped when the payload's shape changes, so the front end can refuse what it cannot read.

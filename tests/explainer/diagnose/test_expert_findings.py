@@ -30,7 +30,7 @@ import shardviz as sv
 from shardviz.analysis.detect import Facts, Remat
 from shardviz.analysis.detect.experts import expert_gather
 from shardviz.analysis.detect.inputs import NO_SPEC, spec_code, step_bytes
-from shardviz.analysis.detect.traffic import involuntary_remat
+from shardviz.analysis.detect.wasted_moves import involuntary_remat
 from shardviz.capture.hlo.compiler_log import full_rematerializations
 from shardviz.model.units import format_bytes
 

@@ -1,6 +1,6 @@
-"""Findings about data the program moves: full rematerializations, values moved there and
-back, weights gathered again and again, collectives in loops, all-reduces that should have
-been reduce-scatters."""
+"""Moves the program need not make: full rematerializations, values moved there and back,
+weights gathered again and again, collectives in loops, all-reduces that should have been
+reduce-scatters. (Who talks to whom in one collective is :mod:`shardviz.analysis.traffic`.)"""
 
 from __future__ import annotations
 
