@@ -331,6 +331,16 @@ RUNS: tuple[Run, ...] = (
 
 RUN_BY_KEY = {r.key: r for r in RUNS}
 
+#: Runs this jax's TPU compiler cannot compile, planned by the current-jax leg's (``make
+#: test-current``'s ``.venv-current``: Python 3.13, the newest jax and libtpu) and taken into
+#: the table from the figures kept in git, with the compiler that planned them said in the row.
+OTHER_COMPILER = {
+    key: "libtpu 0.0.42.1 crashes (SIGSEGV in its convolution emitter) compiling this step; "
+    "planned with the current-jax leg's compiler: .venv-current/bin/python "
+    f"benchmarks/fidelity.py --runs {key}"
+    for key in ("qwen3-7x", "qwen3-7x-fp8")
+}
+
 #: Each run's XLA flags, as its recipe starts libtpu (``benchmarks/recipe_flags.json``).
 RECIPE_FLAGS: dict[str, list[str]] = json.loads((C.BENCH_DIR / "recipe_flags.json").read_text())[
     "runs"
@@ -490,14 +500,25 @@ def read_figures(path: Path = FIGURES) -> dict[str, dict]:
 def from_git(chosen: list[Run], kept: dict[str, dict], folder: Path = PC.FOLDER) -> dict[str, dict]:
     """The kept figures of each run of ``chosen`` that this disk knows nothing of, where they
     are of the run as it is defined now (the same fields, at the same compiler)."""
-    version = PC.code_version()
+    version, here = PC.code_version(), compiler_versions()
     out = {}
     for run in chosen:
         fields, entry = plan_fields(run), kept.get(run.key)
-        of_this_run = entry is not None and entry["run_key"] == PC.run_key(fields)
-        if of_this_run and not PC.on_disk(fields, version, folder):
+        if entry is None:
+            continue
+        at = entry.get("versions", here)
+        of_this_run = entry["run_key"] == PC.key_of(fields, json.dumps(at, sort_keys=True))
+        if at != here:  # planned by another compiler: only where this one cannot plan it
+            if of_this_run and run.key in OTHER_COMPILER:
+                out[run.key] = entry | {"kept_in_git": True}
+        elif of_this_run and not PC.on_disk(fields, version, folder):
             out[run.key] = entry | {"kept_in_git": True}
     return out
+
+
+def compiler_versions() -> dict[str, str]:
+    """The compiler's versions (jax, jaxlib, libtpu), as the plans' keys hold them."""
+    return C.versions("jax", "jaxlib", "libtpu")
 
 
 def updated_figures(
@@ -512,6 +533,7 @@ def updated_figures(
             continue
         entry = {k: v for k, v in m.items() if k not in ("report", "version", "estimated_again")}
         entry["run_key"] = PC.run_key(plan_fields(run))
+        entry["versions"] = compiler_versions()
         if "error" not in m:
             entry["estimated_at"] = estimated_at if m.get("estimated_again") else m.get("commit")
         out[run.key] = entry
@@ -716,9 +738,12 @@ def _planned_at(m: dict) -> str:
     """Which commit's code compiled the run's program, and whether today's estimate worked
     its figures out again from the report kept (``PC.run_all``'s ``reuse``)."""
     at = m.get("commit", "before commits were recorded")
+    versions = m.get("versions")
+    if versions and versions != compiler_versions():
+        at += f", with jax {versions['jax']} and libtpu {versions['libtpu']}"
     if m.get("kept_in_git"):  # figures as the commit that estimated them worked them out
-        again = m.get("estimated_at", at)
-        return f"{at}, estimated again at {again}" if again != at else at
+        again = m.get("estimated_at", at.split(",")[0])
+        return f"{at}, estimated again at {again}" if again != at.split(",")[0] else at
     return f"{at}, estimated again" if m.get("estimated_again") else at
 
 

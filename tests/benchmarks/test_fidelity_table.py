@@ -318,3 +318,25 @@ def test_every_run_git_keeps_is_a_run_of_the_table_with_the_figures_a_row_needs(
     for key, entry in F.read_figures().items():
         assert key in F.RUN_BY_KEY, key
         assert "error" in entry or needs <= set(entry), key
+
+
+def test_a_run_this_compiler_cannot_plan_takes_the_newer_compilers_figures(tmp_path: Path) -> None:
+    """Qwen3 on Ironwood crashes this libtpu: its figures, planned by the current-jax leg's
+    compiler and kept in git, go into the table with that compiler named, even beside this
+    compiler's recorded failure; any other run's figures from another compiler do not."""
+    newer = {"jax": "0.12.0.1", "jaxlib": "0.12.0.1", "libtpu": "0.0.50.1"}
+
+    def kept_by(key: str) -> dict:
+        fields = F.plan_fields(F.RUN_BY_KEY[key])
+        run_key = F.PC.key_of(fields, F.json.dumps(newer, sort_keys=True))
+        return _figures(key, 37.4) | {"run_key": run_key, "commit": "8227979", "versions": newer}
+
+    kept = {"qwen3-7x": kept_by("qwen3-7x"), "8b": kept_by("8b")}
+    chosen = [F.RUN_BY_KEY["qwen3-7x"], F.RUN_BY_KEY["8b"]]
+    failed = F.PC.run_key(F.plan_fields(F.RUN_BY_KEY["qwen3-7x"]))
+    (tmp_path / f"{failed}.failed").write_text('{"error": "SIGSEGV"}')
+    got = F.from_git(chosen, kept, tmp_path)
+    assert list(got) == ["qwen3-7x"] and "qwen3-7x" in F.OTHER_COMPILER
+    assert F._planned_at(got["qwen3-7x"]) == "8227979, with jax 0.12.0.1 and libtpu 0.0.50.1"
+    stale = {"qwen3-7x": kept["qwen3-7x"] | {"run_key": "defined otherwise"}}
+    assert F.from_git(chosen, stale, tmp_path) == {}
