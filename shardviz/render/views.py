@@ -17,6 +17,7 @@ from shardviz.model.physical import PhysicalLayout
 from shardviz.model.program import Report
 from shardviz.model.schedule import Schedule
 from shardviz.model.search import Search
+from shardviz.model.serving import ServingComparison, SliceChoice
 from shardviz.model.side_by_side import TreesOnOneScale
 from shardviz.model.traffic import CollectiveTraffic
 from shardviz.render.compare.html import comparison_html
@@ -36,7 +37,10 @@ from shardviz.render.schedule.plotly import schedule_figure
 from shardviz.render.schedule.text import schedule_text
 from shardviz.render.search.html import search_html, search_page
 from shardviz.render.search.text import search_text
-from shardviz.render.serving.views import SERVING_VIEWS
+from shardviz.render.serving.html import serving_html, serving_page, slice_html, slice_page
+from shardviz.render.serving.mpl import serving_mpl
+from shardviz.render.serving.plotly import serving_figure
+from shardviz.render.serving.text import serving_text, slice_text
 from shardviz.render.side_by_side import (
     side_by_side_html,
     side_by_side_page,
@@ -100,11 +104,18 @@ VIEWS: tuple[tuple[type, display.Format, display.View], ...] = (
     (OpProfile, "text", op_profile_text),
     (OpProfile, "html", op_profile_html),
     (OpProfile, "page", op_profile_page),
+    (ServingComparison, "text", serving_text),
+    (ServingComparison, "html", serving_html),
+    (ServingComparison, "page", serving_page),
+    (ServingComparison, "plotly", serving_figure),
+    (ServingComparison, "matplotlib", serving_mpl),
+    (SliceChoice, "text", slice_text),
+    (SliceChoice, "html", slice_html),
+    (SliceChoice, "page", slice_page),
 )
 
 
 def register_views() -> None:
-    """Register every view in :data:`VIEWS` (and the serving views) with the model's
-    display registry."""
-    for cls, fmt, view in VIEWS + SERVING_VIEWS:
+    """Register every view in :data:`VIEWS` with the model's display registry."""
+    for cls, fmt, view in VIEWS:
         display.register(cls, fmt, view)

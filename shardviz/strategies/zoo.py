@@ -40,7 +40,7 @@ from shardviz.strategies.accounting import count_params
 from shardviz.strategies.models import build as published
 from shardviz.strategies.models.axes import ACTIVATION_AXES
 from shardviz.strategies.models.configs import ARCH_NAMES, ArchConfig
-from shardviz.strategies.models.mlp import ACTIVATIONS
+from shardviz.strategies.models.gated_mlp import ACTIVATIONS
 from shardviz.strategies.transformer import Constrain
 
 __all__ = [

@@ -3,7 +3,7 @@
 - :mod:`.configs`: :class:`ArchConfig`, the published dims (:data:`CONFIGS`) and the exact
   :func:`param_count` (no jax);
 - :mod:`.params`, :mod:`.decoder` (and :mod:`.attention`, :mod:`.attention_pallas`,
-  :mod:`.rope`, :mod:`.norm`, :mod:`.mlp`, :mod:`.experts`, :mod:`.loss`): the model as a
+  :mod:`.rope`, :mod:`.norm`, :mod:`.gated_mlp`, :mod:`.experts`, :mod:`.loss`): the model as a
   jax function over stacked parameters, scanned, rematerialised, bf16 over float32 master
   weights, attention as Pallas kernels on TPU;
 - :mod:`.axes`, :mod:`.logical`: every dim's logical name, and strategies as logical axis

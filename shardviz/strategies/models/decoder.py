@@ -12,7 +12,7 @@
   ``post_norms``, each branch's output normed again before the add), with RoPE
   and GQA attention computed blockwise, in jax (:mod:`.attention`) or as Pallas TPU kernels
   that keep the score blocks on chip (:mod:`.attention_pallas`, run per shard; see
-  :data:`ATTENTION_KINDS`), a SwiGLU MLP (:mod:`.mlp`) or
+  :data:`ATTENTION_KINDS`), a SwiGLU MLP (:mod:`.gated_mlp`) or
   Mixtral's top-k MoE (:mod:`.experts`); the loss is a chunked cross-entropy (:mod:`.loss`).
 - Every named activation goes through ``constrain(name, x)``; :mod:`.logical` makes it a
   ``with_sharding_constraint`` from the strategy's logical axis rules
@@ -43,8 +43,8 @@ from shardviz.strategies.models.axes import (
 from shardviz.strategies.models.configs import ArchConfig
 from shardviz.strategies.models.experts import moe_mlp
 from shardviz.strategies.models.fp8 import matmul
+from shardviz.strategies.models.gated_mlp import gated_mlp
 from shardviz.strategies.models.loss import chunked_cross_entropy
-from shardviz.strategies.models.mlp import gated_mlp
 from shardviz.strategies.models.norm import head_norm, rms_norm
 from shardviz.strategies.models.remat import custom_policy, custom_settings
 from shardviz.strategies.models.rope import apply_rope, rope_frequencies

@@ -42,7 +42,7 @@ from jax.sharding import PartitionSpec
 from shardviz.errors import ShardvizError, problem
 from shardviz.strategies.models.axes import Constrain, SpecConstrain, platform_of
 from shardviz.strategies.models.fp8 import fp8_ragged_dot
-from shardviz.strategies.models.mlp import ACTIVATIONS
+from shardviz.strategies.models.gated_mlp import ACTIVATIONS
 
 __all__ = ["dropless_experts", "grouped_matmul"]
 

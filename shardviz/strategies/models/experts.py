@@ -23,7 +23,7 @@ from jax.ad_checkpoint import checkpoint_name
 from shardviz.capture.hlo.matmuls import DISPATCH_MARK
 from shardviz.strategies.models.axes import Constrain, no_constraint
 from shardviz.strategies.models.dropless import dropless_experts
-from shardviz.strategies.models.mlp import ACTIVATIONS, gated_mlp
+from shardviz.strategies.models.gated_mlp import ACTIVATIONS, gated_mlp
 from shardviz.strategies.moe import expert_capacity, pick, route
 
 __all__ = ["moe_mlp"]

@@ -33,7 +33,7 @@ import numpy as np
 from shardviz.strategies.models.attention import blockwise_attention
 from shardviz.strategies.models.configs import ArchConfig
 from shardviz.strategies.models.experts import moe_mlp
-from shardviz.strategies.models.mlp import gated_mlp
+from shardviz.strategies.models.gated_mlp import gated_mlp
 from shardviz.strategies.models.norm import head_norm, rms_norm
 from shardviz.strategies.models.params import nest, param_table
 from shardviz.strategies.models.rope import apply_rope, rope_frequencies

@@ -15,7 +15,7 @@ from shardviz.errors import ShardvizError
 from shardviz.strategies.models.attention import blockwise_attention, naive_attention
 from shardviz.strategies.models.configs import ArchConfig, get_config, param_count
 from shardviz.strategies.models.flops import training_flops
-from shardviz.strategies.models.mlp import gated_mlp
+from shardviz.strategies.models.gated_mlp import gated_mlp
 from shardviz.strategies.models.norm import head_norm, rms_norm
 from shardviz.strategies.models.rope import apply_rope, rope_frequencies
 from shardviz.strategies.zoo import get_model, init_train_state

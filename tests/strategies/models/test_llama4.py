@@ -16,7 +16,7 @@ from shardviz.strategies.models.configs import ArchConfig, get_config, param_cou
 from shardviz.strategies.models.decoder import _temperature
 from shardviz.strategies.models.experts import moe_mlp
 from shardviz.strategies.models.flops import training_flops
-from shardviz.strategies.models.mlp import gated_mlp
+from shardviz.strategies.models.gated_mlp import gated_mlp
 from shardviz.strategies.models.norm import rms_norm
 from shardviz.strategies.models.rope import apply_rope, rope_frequencies
 from shardviz.strategies.zoo import get_model, init_train_state

@@ -1,4 +1,5 @@
-"""The gated MLP of Llama, Mixtral's experts and Qwen: SwiGLU (Shazeer, 2020)."""
+"""The gated MLP (SwiGLU, Shazeer 2020) of Llama, Mixtral's experts and Qwen: the decoder's
+feed-forward block. (``shardviz.strategies.mlp`` is the course's two-layer MLP, another model.)"""
 
 from __future__ import annotations
 
