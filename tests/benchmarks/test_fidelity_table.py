@@ -340,3 +340,16 @@ def test_a_run_this_compiler_cannot_plan_takes_the_newer_compilers_figures(tmp_p
     assert F._planned_at(got["qwen3-7x"]) == "8227979, with jax 0.12.0.1 and libtpu 0.0.50.1"
     stale = {"qwen3-7x": kept["qwen3-7x"] | {"run_key": "defined otherwise"}}
     assert F.from_git(chosen, stale, tmp_path) == {}
+
+
+def test_a_plan_is_held_to_the_compile_it_makes_and_shows_the_bare_recompile_beside() -> None:
+    """The plan's wall time against the compiler's time inside it: the difference is all
+    shardviz adds, whatever the compiler's own variance between two compiles."""
+    timed = _figures("8b", 5.0) | {"wall": 200.0, "compile": 190.0, "bare": 150.0}
+    slow = _figures("70b", 40.0) | {"wall": 300.0, "compile": 200.0, "bare": None}
+    text = F.section([timed, slow], "benchmarks/fidelity.py")
+    assert "| 200 s / 190 s compiling = 1.05; bare recompile 150 s |" in text
+    assert "| 300 s / 200 s compiling = 1.50 |" in text
+    assert "- PASS: 8b: plan within 1.1x of the compile it makes (200 s vs 190 s)" in text
+    assert "- FAIL: 70b: plan within 1.1x of the compile it makes (300 s vs 200 s)" in text
+    assert "plan within 1.1x of its bare compile" not in text
