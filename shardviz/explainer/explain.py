@@ -890,61 +890,17 @@ def explain_run(
         if args or kwargs:
             given = stage.arguments(args, kwargs)
         fn, args, kwargs = stage, (), {}
-    key = program_key(fn, args, jit_kwargs, kwargs)
-    if key in PROGRAMS:
-        PROGRAMS.move_to_end(key)
-        comp, base = PROGRAMS[key]
-        if diagnose and base.findings is None:  # kept from an explain(diagnose=False)
-            base = diagnosed(fn, args, jit_kwargs, kwargs, comp, base, code_names(fn, args))
-            remember_program(fn, args, jit_kwargs, comp, base, kwargs)
-    else:
-        names = code_names(fn, args) if diagnose else None
-        comp, base = _analyse(fn, args, jit_kwargs, kwargs, diagnose=diagnose, names=names)
-        remember_program(fn, args, jit_kwargs, comp, base, kwargs)
-    if not diagnose:
-        base = replace(base, findings=None)
-    # On the target: estimated, findings timed, the device-order search (a tenth of a second
-    # on a large program). Kept with the program, so a repeated explain is served at once.
-    on_target = comp.on_target
-    target_key = (repr(target), id(base))
-    if target_key not in on_target:
-        on_target.clear()  # one base at a time: a kept id is never a reused one
-        on_target[target_key] = (
-            _targeted(fn, args, jit_kwargs, kwargs, comp, estimated(comp, base, target), target),
-            base,
-        )
-    base = on_target[target_key][0]
+    comp, base = _explained(fn, args, jit_kwargs, kwargs, diagnose, target)
     if not run:
         return base, None, None
     notes: list[str] = list(base.notes)
     if base.deviceless:  # the status line says what it was compiled for
         return base, None, None
-    if stage is not None:
-        if given is None:
-            return _compile_only(
-                base,
-                f"compile-only: {stage.where} was explained without its arguments; "
-                f"{stage.how_to_run()}",
-            )
+    if stage is not None and given is not None:
         args, kwargs = given
-    if _is_abstract((args, kwargs)):
-        return _compile_only(
-            base,
-            (
-                "compile-only: the arguments are ShapeDtypeStructs (hypothetical arrays), so "
-                "there is nothing to run; pass real arrays to time and check the program"
-            ),
-        )
-    most = _participants(base)
-    if base.platform == "cpu" and most > CPU_MAX_PARTICIPANTS:
-        return _compile_only(
-            base,
-            (
-                f"compile-only: a collective here has {most} participants; executing more "
-                f"than {CPU_MAX_PARTICIPANTS} on fake CPU devices aborts the whole process "
-                "(it would kill the kernel), so shardviz did not run it"
-            ),
-        )
+    why = _why_compile_only(base, stage, given is not None, args, kwargs)
+    if why is not None:
+        return _compile_only(base, why)
     plan = plan_of(comp)
     call_args, call_kwargs = placed_for(comp.compiled, *plan.program_args(args, kwargs))
     # A donating program kills its input buffers: each run gets fresh copies (never the
@@ -968,18 +924,8 @@ def explain_run(
         step_samples=tuple(samples),
     )
     chk, ref = None, None
-    if check and isinstance(fn, StageProgram) and fn.jaxpr is None and reference is None:
-        notes.append(
-            f"no single-device check: {fn.where} holds no function to run unsharded; pass "
-            "reference=<the step function> to check its outputs"
-        )
-    elif check:
-        computed_in = program_compute_dtype(comp.lowered, comp.hlo_text)
-        chk, why, ref = check_against_one_device(
-            reference or fn, args, kwargs, arrays_only(raw), computed_in, tolerance
-        )
-        if why:
-            notes.append(why)
+    if check:
+        chk, ref = _checked(fn, comp, args, kwargs, raw, reference, tolerance, notes)
     prof, events = None, None
     if profile:
         module = comp.hlo_text.split(None, 2)[1].rstrip(",") if comp.hlo_text else ""
@@ -989,24 +935,112 @@ def explain_run(
                 "profile on fake CPU devices: threads stand in for devices, so collective "
                 "times are mostly waiting; the timings are illustrative, not a prediction"
             )
+    report = replace(
+        _with_device_memory(base, timing.step_seconds),
+        timing=timing,
+        check=chk,
+        profile=prof,
+        timeline=events,
+        ran=True,
+        notes=tuple(notes),
+    )
+    return report, plan.outputs(raw), ref
+
+
+def _explained(
+    fn: Any, args: tuple, jit_kwargs: dict, kwargs: dict, diagnose: bool, target: Any
+) -> tuple[Compiled, Report]:
+    """The program compiled and analysed (or kept from an earlier call with the same
+    program), estimated and its findings timed on ``target``: kept with the program, so a
+    repeated explain is served at once."""
+    key = program_key(fn, args, jit_kwargs, kwargs)
+    if key in PROGRAMS:
+        PROGRAMS.move_to_end(key)
+        comp, base = PROGRAMS[key]
+        if diagnose and base.findings is None:  # kept from an explain(diagnose=False)
+            base = diagnosed(fn, args, jit_kwargs, kwargs, comp, base, code_names(fn, args))
+            remember_program(fn, args, jit_kwargs, comp, base, kwargs)
+    else:
+        names = code_names(fn, args) if diagnose else None
+        comp, base = _analyse(fn, args, jit_kwargs, kwargs, diagnose=diagnose, names=names)
+        remember_program(fn, args, jit_kwargs, comp, base, kwargs)
+    if not diagnose:
+        base = replace(base, findings=None)
+    # On the target: estimated, findings timed, the device-order search (a tenth of a second
+    # on a large program).
+    on_target = comp.on_target
+    target_key = (repr(target), id(base))
+    if target_key not in on_target:
+        on_target.clear()  # one base at a time: a kept id is never a reused one
+        on_target[target_key] = (
+            _targeted(fn, args, jit_kwargs, kwargs, comp, estimated(comp, base, target), target),
+            base,
+        )
+    return comp, on_target[target_key][0]
+
+
+def _why_compile_only(
+    base: Report, stage: Any, given: bool, args: tuple, kwargs: dict
+) -> str | None:
+    """Why the program is explained but not run (``None``: it runs): a framework's stage
+    explained without its arguments, hypothetical arrays, or more participants in one
+    collective than fake CPU devices survive."""
+    if stage is not None and not given:
+        return (
+            f"compile-only: {stage.where} was explained without its arguments; {stage.how_to_run()}"
+        )
+    if _is_abstract((args, kwargs)):
+        return (
+            "compile-only: the arguments are ShapeDtypeStructs (hypothetical arrays), so "
+            "there is nothing to run; pass real arrays to time and check the program"
+        )
+    most = _participants(base)
+    if base.platform == "cpu" and most > CPU_MAX_PARTICIPANTS:
+        return (
+            f"compile-only: a collective here has {most} participants; executing more "
+            f"than {CPU_MAX_PARTICIPANTS} on fake CPU devices aborts the whole process "
+            "(it would kill the kernel), so shardviz did not run it"
+        )
+    return None
+
+
+def _checked(
+    fn: Any,
+    comp: Compiled,
+    args: tuple,
+    kwargs: dict,
+    raw: Any,
+    reference: Any,
+    tolerance: float | None,
+    notes: list[str],
+) -> tuple[Any, Any]:
+    """The sharded outputs ``raw`` checked against one device (the check and the reference
+    outputs), saying in ``notes`` why a check could not be made."""
+    if isinstance(fn, StageProgram) and fn.jaxpr is None and reference is None:
+        notes.append(
+            f"no single-device check: {fn.where} holds no function to run unsharded; pass "
+            "reference=<the step function> to check its outputs"
+        )
+        return None, None
+    computed_in = program_compute_dtype(comp.lowered, comp.hlo_text)
+    chk, why, ref = check_against_one_device(
+        reference or fn, args, kwargs, arrays_only(raw), computed_in, tolerance
+    )
+    if why:
+        notes.append(why)
+    return chk, ref
+
+
+def _with_device_memory(base: Report, step_seconds: float) -> Report:
+    """``base`` with what the devices themselves say of their memory after the run, and
+    each host's figures."""
     memory = base.memory
     ids = [d.id for d in base.mesh.devices] if base.mesh else []
     stats = device_stats(ids)
     if stats:
         memory = replace(memory, device_stats=stats)
     peak = max((s.peak_bytes_in_use for s in stats), default=None)
-    report = replace(
-        base,
-        hosts=host_figures(timing.step_seconds, peak, ids),
-        timing=timing,
-        check=chk,
-        profile=prof,
-        timeline=events,
-        ran=True,
-        memory=memory,
-        notes=tuple(notes),
-    )
-    return report, plan.outputs(raw), ref
+    return replace(base, hosts=host_figures(step_seconds, peak, ids), memory=memory)
 
 
 def estimated(comp: Compiled, report: Report, target: Any = None) -> Report:

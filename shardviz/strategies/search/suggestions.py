@@ -1100,8 +1100,20 @@ def _stopped(runner: _Runner, plans: list[SuggestedPlan]) -> str:
 
 
 def _notes(runner: _Runner, plans: list[SuggestedPlan], budget: float) -> list[str]:
+    """What the search says beside its plans: why it stopped, what did not fit, what was
+    offloaded, and what of the space it searched."""
+    return (
+        _stop_notes(runner, len(plans), budget)
+        + _memory_notes(runner, plans)
+        + _offload_notes(runner, plans)
+        + _space_notes(runner, plans)
+    )
+
+
+def _stop_notes(runner: _Runner, n: int, budget: float) -> list[str]:
+    """Why the search stopped where it did: its cap, its budget, or one compile longer than
+    the budget."""
     notes = []
-    n = len(plans)
     if runner.capped:
         notes.append(
             f"the cap of {n} plan{'s' if n != 1 else ''} (max_plans) was reached: the best so "
@@ -1120,6 +1132,13 @@ def _notes(runner: _Runner, plans: list[SuggestedPlan], budget: float) -> list[s
             f"past its budget by it): only {n} plan{'s' if n != 1 else ''} could be compiled; "
             f"give budget_s={math.ceil(10 * runner.longest)} or more to compare about ten plans"
         )
+    return notes
+
+
+def _memory_notes(runner: _Runner, plans: list[SuggestedPlan]) -> list[str]:
+    """What did not fit in the memory limits (HBM, host), and the assignments never compiled
+    because their arguments alone were over them."""
+    notes = []
     fitting = [p for p in plans if p.compiled and p.fits is not False]
     lowest = min((p for p in plans if p.compiled), key=lambda p: p.peak_bytes or 0, default=None)
     # (A plan within the limit that still does not fit is over the host memory limit: the
@@ -1165,6 +1184,12 @@ def _notes(runner: _Runner, plans: list[SuggestedPlan], budget: float) -> list[s
             f"{'their' if runner.skipped != 1 else 'its'} arguments alone need more than "
             f"{format_bytes(runner.limit or 0)} per device{host}"
         )
+    return notes
+
+
+def _offload_notes(runner: _Runner, plans: list[SuggestedPlan]) -> list[str]:
+    """The plans that keep the optimizer state in pinned host memory, or why none could."""
+    notes = []
     offloaded = [p for p in plans if p.on_host]
     if offloaded:
         notes.append(
@@ -1187,6 +1212,13 @@ def _notes(runner: _Runner, plans: list[SuggestedPlan], budget: float) -> list[s
         notes.append(
             "the optimizer state was not offloaded: these devices have no pinned_host memory"
         )
+    return notes
+
+
+def _space_notes(runner: _Runner, plans: list[SuggestedPlan]) -> list[str]:
+    """What of the space was searched: pipelines, seeds left, remat policies, plans that did
+    not compile, the data and weights as the search read them, and how plans were ranked."""
+    notes = []
     piped = [p for p in plans if p.pipeline is not None and p.compiled]
     if runner.space.pipelines:
         tried = ", ".join(
