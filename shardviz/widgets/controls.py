@@ -193,7 +193,34 @@ class Controls(widgets.VBox):
         self._typed = {p: format_spec_text(initial.specs.get(p, ())) for p in self.shapes}
         self.config: Config | None = None
         self.errors: dict[str, str] = {}
+        #: Optimizer leaf -> the parameter it mirrors (Adam's mu and nu, :func:`mirrors`).
+        self.mirrors = mirrors(self.shapes)
+        #: The mirrors that follow their parameter's box now (no box of their own).
+        self.following = {m for m, p in self.mirrors.items() if self._typed[m] == self._typed[p]}
+        self._logical = dict(logical_axes or {})
+        self._made: dict[str, tuple[widgets.Text, widgets.HTML]] = {}
+        #: What each leaf's box shows (typed, or the strategy's), made or not yet.
+        self._shown_text = dict(self._typed)
+        self._shown: list[str] = []  # the leaves with a box (not following a parameter)
+        self._chains: dict[str, tuple[str, ...]] = {}  # leaf -> its folders, outermost first
+        self._look = box_layout()  # one layout and style for every box
+        #: Leaf path -> its spec box, made when first drawn or asked for.
+        self.spec_boxes: Mapping[str, widgets.Text] = _Boxes(self, 0)
+        #: Leaf path -> the message under its box (red when the box is wrong).
+        self.spec_messages: Mapping[str, widgets.HTML] = _Boxes(self, 1)
+        self.folds: dict[str, Fold] = {}
+        self._make_mesh_controls(initial)
+        self._make_leaf_controls()
+        self._sync_boxes()
+        self._connect()
+        super().__init__(self._rows())
+        _say(self.note, "")
+        self._update(notify=False)
+        self._last: Config | None = self.config
+        self._last_errors: dict[str, str] = dict(self.errors)
 
+    def _make_mesh_controls(self, initial: Config) -> None:
+        """The mesh's shape, its axis names and the strategy, with their messages."""
         options = factorisations(self.devices)
         if initial.mesh_shape not in options:
             options = [tuple(initial.mesh_shape), *options]
@@ -215,22 +242,10 @@ class Controls(widgets.VBox):
         self.message = widgets.HTML()
         #: What the controls changed for the user (a rename carried, specs fitted to a mesh).
         self.note = widgets.HTML()
-        #: Optimizer leaf -> the parameter it mirrors (Adam's mu and nu, :func:`mirrors`).
-        self.mirrors = mirrors(self.shapes)
-        #: The mirrors that follow their parameter's box now (no box of their own).
-        self.following = {m for m, p in self.mirrors.items() if self._typed[m] == self._typed[p]}
-        self._logical = dict(logical_axes or {})
-        self._made: dict[str, tuple[widgets.Text, widgets.HTML]] = {}
-        #: What each leaf's box shows (typed, or the strategy's), made or not yet.
-        self._shown_text = dict(self._typed)
-        self._shown: list[str] = []  # the leaves with a box (not following a parameter)
-        self._chains: dict[str, tuple[str, ...]] = {}  # leaf -> its folders, outermost first
-        self._look = box_layout()  # one layout and style for every box
-        #: Leaf path -> its spec box, made when first drawn or asked for.
-        self.spec_boxes: Mapping[str, widgets.Text] = _Boxes(self, 0)
-        #: Leaf path -> the message under its box (red when the box is wrong).
-        self.spec_messages: Mapping[str, widgets.HTML] = _Boxes(self, 1)
-        self.folds: dict[str, Fold] = {}
+
+    def _make_leaf_controls(self) -> None:
+        """What sets the leaves' specs beside their boxes: the optimizer state's follow box,
+        the filter with its bulk set, the logical rules, and the boxes' tree."""
         self.follow = widgets.Checkbox(
             value=bool(self.following), indent=False,
             description=f"optimizer state follows the parameters ({len(self.mirrors)} leaves)",
@@ -263,7 +278,9 @@ class Controls(widgets.VBox):
         self.matches = widgets.VBox(
             layout=widgets.Layout(max_height="420px", overflow="auto", display="none")
         )
-        self._sync_boxes()
+
+    def _connect(self) -> None:
+        """Each control's change to the handler that reads it."""
         self.mesh_shape.observe(self._on_shape, names="value")
         self.axis_names.observe(self._on_names, names="value")
         self.strategy.observe(self._on_field, names="value")
@@ -272,25 +289,22 @@ class Controls(widgets.VBox):
         self.bulk_spec.observe(self._on_filter, names="value")
         self.bulk_button.on_click(lambda _: self._bulk_clicked())
         self.rules_button.on_click(lambda _: self._rules_clicked())
+
+    def _rows(self) -> list[widgets.Widget]:
+        """The controls laid out, top to bottom."""
         header = widgets.HTML("<b>Partition specs</b> (one entry per dim; empty = replicated)")
         wrap = widgets.Layout(flex_flow="row wrap", align_items="center")
         logical = widgets.VBox(
             [widgets.HBox([self.rules, self.rules_button], layout=wrap), self.rules_message],
             layout=widgets.Layout(display="" if self._logical else "none"),
         )
-        super().__init__(
-            [
-                widgets.HBox([self.mesh_shape, self.axis_names, self.strategy], layout=wrap),
-                self.axis_message, self.strategy_message, header,
-                widgets.HBox([self.filter, self.bulk_spec, self.bulk_button], layout=wrap),
-                self.bulk_message, logical, self.note, self.follow, self.tree, self.matches,
-                self.message,
-            ]
-        )  # fmt: skip
-        _say(self.note, "")
-        self._update(notify=False)
-        self._last: Config | None = self.config
-        self._last_errors: dict[str, str] = dict(self.errors)
+        return [
+            widgets.HBox([self.mesh_shape, self.axis_names, self.strategy], layout=wrap),
+            self.axis_message, self.strategy_message, header,
+            widgets.HBox([self.filter, self.bulk_spec, self.bulk_button], layout=wrap),
+            self.bulk_message, logical, self.note, self.follow, self.tree, self.matches,
+            self.message,
+        ]  # fmt: skip
 
     # --- public ---------------------------------------------------------------------------
 
