@@ -18,7 +18,7 @@ from shardviz.analysis.estimate.placement import Placement, place
 from shardviz.analysis.estimate.predict import Prediction, predict_with, rates_of
 from shardviz.model.estimate import BOUNDS, Estimate
 from shardviz.model.hardware import Hardware, Target
-from shardviz.model.program import Collective, OpWork, Report
+from shardviz.model.program import Collective, Cost, OpWork, Report
 from shardviz.model.targets import target_for, target_of_mesh
 from shardviz.model.units import format_bytes, format_flops, format_percent
 
@@ -216,15 +216,7 @@ def _estimate(
     if report.platform == "cpu":
         notes.append(f"compiled for CPU; estimated as if the same mesh ran on {resolved.label}")
 
-    collectives = report.collectives
-    if report.mesh is not None:
-        placement = place(report.mesh, resolved)
-        if placement.assumed:
-            resolved = resolved.with_placement(placement.assumed)
-            notes.append(placement.assumed)
-        collectives = estimate_collectives(collectives, placement, resolved)
-    elif collectives:
-        notes.append("no mesh in the report: collectives not estimated")
+    collectives, resolved = _placed_collectives(report, resolved, notes)
     collective_seconds, more = _collective_total(collectives, trip_counts)
     notes += more
 
@@ -252,21 +244,17 @@ def _estimate(
         None if compute is None and memory is None else others[under],
         under,
     )
-    parts = {
-        "compute": compute, "memory": memory, "communication": collective_seconds,
-        "host link": link.seconds if link else None,
-    }  # fmt: skip
-    known = {k: v for k, v in parts.items() if v is not None}
-    step = max(known.values())
-    bound = next(k for k in BOUNDS if k in known and known[k] == step)
+    step, bound = _bound(
+        {
+            "compute": compute, "memory": memory, "communication": collective_seconds,
+            "host link": link.seconds if link else None,
+        }
+    )  # fmt: skip
     # HFU counts every op's flops (the compiler's, recomputation included), not only the
     # matmul flops the compute term times on the matrix units.
     busy = flops / peak if flops is not None else compute
     hfu = busy / step if busy is not None and step > 0 else None
-    model_flops = cost.model_flops_per_device if cost is not None else None
-    if model_flops is None and flops is not None:
-        model_flops = flops
-        notes.append("no matmul count: MFU from the compiler's flops (recomputation included)")
+    model_flops = _model_flops(cost, flops, notes)
     mfu = model_flops / (peak * step) if model_flops is not None and step > 0 else None
     unknown = tuple(lp.where for lp in cost.unknown_loops) if cost is not None else ()
     # A kernel whose flops are unknown is named, never left silently at zero: the step and
@@ -310,6 +298,41 @@ def _estimate(
         host_under=link.under_words if link else "",
     )
     return estimate, collectives, resolved
+
+
+def _placed_collectives(
+    report: Report, resolved: Target, notes: list[str]
+) -> tuple[tuple[Collective, ...], Target]:
+    """The report's collectives timed on the target's links, the mesh placed on its chips
+    (the target then says how, where the placement was assumed)."""
+    collectives = report.collectives
+    if report.mesh is None:
+        if collectives:
+            notes.append("no mesh in the report: collectives not estimated")
+        return collectives, resolved
+    placement = place(report.mesh, resolved)
+    if placement.assumed:
+        resolved = resolved.with_placement(placement.assumed)
+        notes.append(placement.assumed)
+    return estimate_collectives(collectives, placement, resolved), resolved
+
+
+def _bound(parts: Mapping[str, float | None]) -> tuple[float, str]:
+    """The step's bound (the longest of its known parts, which overlap) and what bounds it,
+    the first of :data:`BOUNDS` on a tie."""
+    known = {k: v for k, v in parts.items() if v is not None}
+    step = max(known.values())
+    return step, next(k for k in BOUNDS if k in known and known[k] == step)
+
+
+def _model_flops(cost: Cost | None, flops: float | None, notes: list[str]) -> float | None:
+    """The model's flops per device (its matmuls, recomputation once), or the compiler's
+    flops where no matmul was counted, said so."""
+    model_flops = cost.model_flops_per_device if cost is not None else None
+    if model_flops is None and flops is not None:
+        notes.append("no matmul count: MFU from the compiler's flops (recomputation included)")
+        return flops
+    return model_flops
 
 
 def with_estimate(
