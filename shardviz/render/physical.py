@@ -344,7 +344,30 @@ def _link_attrs(link: LinkLoad, top: int) -> str:
     )
 
 
+@dataclass(frozen=True)
+class _Panel:
+    """One TPU panel: a slice's chips at one ``z``, laid out ``margin`` in, ``pitch`` apart."""
+
+    slice: int
+    z: int
+    margin: float
+    pitch: float
+
+    def has(self, e: tuple[int, ...]) -> bool:
+        """Whether the chip ``(slice, x, y[, z])`` is on this panel."""
+        return e[0] == self.slice and (len(e) < 4 or e[3] == self.z)
+
+    def center(self, x: int, y: int) -> tuple[float, float]:
+        return self.margin + x * self.pitch + CELL / 2, self.margin + y * self.pitch + CELL / 2
+
+    def at(self, e: tuple[int, ...]) -> tuple[float, float]:
+        """The centre of the chip ``(slice, x[, y[, z]])``."""
+        return self.center(e[1], e[2] if len(e) > 2 else 0)
+
+
 def _tpu_panels(p: PhysicalLayout) -> list[str]:
+    """One SVG per slice and ``z`` plane: the chips, the ICI links between them (wraparounds
+    as arcs outside the grid) and each mesh axis's rings over them."""
     shape = p.target.shape
     nx = shape[0]
     ny = shape[1] if len(shape) > 1 else 1
@@ -352,100 +375,13 @@ def _tpu_panels(p: PhysicalLayout) -> list[str]:
     pitch = CELL + GAP
     margin = 24.0
     w, h = margin * 2 + nx * pitch - GAP, margin * 2 + ny * pitch - GAP
-
-    def center(x: int, y: int) -> tuple[float, float]:
-        return margin + x * pitch + CELL / 2, margin + y * pitch + CELL / 2
-
-    top = p.max_link_bytes
-    by_chip = {(c.slice, *c.chip): c.device for c in p.chips}
     slices = sorted({c.slice for c in p.chips})
-    colors = {name: axis_color(i) for i, name in enumerate(p.mesh.axis_names)}
-    site = {c.device: (c.slice, *c.chip) for c in p.chips}
-    fit = ChipLabels.fit([f"d{c.device}" for c in p.chips], len(p.axes))
     panels = []
     for sl in slices:
         for z in range(nz):
-
-            def here(e: tuple[int, ...], sl: int = sl, z: int = z) -> bool:
-                return e[0] == sl and (len(e) < 4 or e[3] == z)
-
-            parts = []
-            for link in p.links:
-                if link.kind not in ("ici", "wrap") or not (here(link.a) and here(link.b)):
-                    continue
-                (ax, ay), (bx, by) = (
-                    center(link.a[1], link.a[2] if len(link.a) > 2 else 0),
-                    center(link.b[1], link.b[2] if len(link.b) > 2 else 0),
-                )
-                if link.kind == "wrap":
-                    # an arc round the outside of the grid
-                    if ay == by:
-                        path = (f"M{svg_num(ax)},{svg_num(ay - CELL / 2)} C{svg_num(ax)},"
-                                f"{svg_num(ay - CELL)} {svg_num(bx)},{svg_num(by - CELL)} "
-                                f"{svg_num(bx)},{svg_num(by - CELL / 2)}")  # fmt: skip
-                    else:
-                        path = (f"M{svg_num(ax - CELL / 2)},{svg_num(ay)} C{svg_num(ax - CELL)},"
-                                f"{svg_num(ay)} {svg_num(bx - CELL)},{svg_num(by)} "
-                                f"{svg_num(bx - CELL / 2)},{svg_num(by)}")  # fmt: skip
-                    parts.append(
-                        f'<path d="{path}" stroke-dasharray="5 3"{_link_attrs(link, top)}</path>'
-                    )
-                else:  # in the gap between the two chips, edge to edge
-                    length = max(abs(bx - ax) + abs(by - ay), 1.0)
-                    ux, uy = (bx - ax) / length * CELL / 2, (by - ay) / length * CELL / 2
-                    parts.append(
-                        f'<line x1="{svg_num(ax + ux)}" y1="{svg_num(ay + uy)}" '
-                        f'x2="{svg_num(bx - ux)}" y2="{svg_num(by - uy)}"{_link_attrs(link, top)}'
-                        "</line>"
-                    )
-            names = []
-            for y in range(ny):
-                for x in range(nx):
-                    key = (sl, x, y, z)[: 1 + len(shape)]
-                    d = by_chip.get(key)
-                    cx, cy = center(x, y)
-                    chip = ",".join(map(str, key[1:]))
-                    label = f"d{d}" if d is not None else "·"
-                    parts.append(
-                        f'<g class="sv-chip" data-device="{"" if d is None else d}" '
-                        f'data-chip="{chip}"><title>chip ({esc(chip)}): {esc(label)}</title>'
-                        f'<rect x="{svg_num(cx - CELL / 2)}" y="{svg_num(cy - CELL / 2)}" '
-                        f'width="{svg_num(CELL)}" height="{svg_num(CELL)}" rx="4"/></g>'
-                    )
-                    names.append(_chip_name(cx, cy, label))
-            # each axis's rings, offset a little per axis so they do not hide each other, and
-            # below and right of the chips' labels
-            for i, a in enumerate(p.axes):
-                off = (i - (len(p.axes) - 1) / 2) * RING_SPREAD
-                for ring in a.rings[:MAX_RINGS]:
-                    n = len(ring.devices)
-                    for k in range(n):
-                        s, t = site[ring.devices[k]], site[ring.devices[(k + 1) % n]]
-                        if not (here(s) and here(t)) or (n == 2 and k == 1):
-                            continue
-                        (sx, sy), (tx, ty) = (
-                            center(s[1], s[2] if len(s) > 2 else 0),
-                            center(t[1], t[2] if len(t) > 2 else 0),
-                        )
-                        dash = ' stroke-dasharray="2 3"' if ring.hops[k] > 1 else ""
-                        dx, dy = fit.ring_dx + off, fit.ring_dy + off
-                        sx, sy, tx, ty = sx + dx, sy + dy, tx + dx, ty + dy
-                        step = f"L{svg_num(tx)},{svg_num(ty)}"
-                        if ring.hops[k] == 1 and abs(sx - tx) > pitch * 1.5:  # x wraparound
-                            lift = min(sy, ty) - CELL * 0.9
-                            step = (f"C{svg_num(sx)},{svg_num(lift)} {svg_num(tx)},"
-                                    f"{svg_num(lift)} {svg_num(tx)},{svg_num(ty)}")  # fmt: skip
-                        elif ring.hops[k] == 1 and abs(sy - ty) > pitch * 1.5:  # y wraparound
-                            side = min(sx, tx) - CELL * 0.9
-                            step = (f"C{svg_num(side)},{svg_num(sy)} {svg_num(side)},"
-                                    f"{svg_num(ty)} {svg_num(tx)},{svg_num(ty)}")  # fmt: skip
-                        parts.append(
-                            f'<path class="sv-ring" data-axis="{esc(a.axis)}" '
-                            f'd="M{svg_num(sx)},{svg_num(sy)} {step}" '
-                            f'stroke="{colors.get(a.axis, "#57606a")}"{dash}>'
-                            f"<title>{esc(a.axis)}: {ring.hops[k]} hop(s)</title></path>"
-                        )
-            parts += names
+            panel = _Panel(sl, z, margin, pitch)
+            chips, names = _chip_svgs(p, panel, shape, nx, ny)
+            parts = _link_svgs(p, panel) + chips + _ring_svgs(p, panel) + names
             cap = []
             if len(slices) > 1:
                 cap.append(f"slice {sl}")
@@ -460,6 +396,98 @@ def _tpu_panels(p: PhysicalLayout) -> list[str]:
                 + "</svg>"
             )
     return panels
+
+
+def _link_svgs(p: PhysicalLayout, panel: _Panel) -> list[str]:
+    """The panel's ICI links, edge to edge in the gap between two chips; a wraparound as an
+    arc round the outside of the grid."""
+    top = p.max_link_bytes
+    parts = []
+    for link in p.links:
+        if link.kind not in ("ici", "wrap") or not (panel.has(link.a) and panel.has(link.b)):
+            continue
+        (ax, ay), (bx, by) = panel.at(link.a), panel.at(link.b)
+        if link.kind == "wrap":
+            if ay == by:
+                path = (f"M{svg_num(ax)},{svg_num(ay - CELL / 2)} C{svg_num(ax)},"
+                        f"{svg_num(ay - CELL)} {svg_num(bx)},{svg_num(by - CELL)} "
+                        f"{svg_num(bx)},{svg_num(by - CELL / 2)}")  # fmt: skip
+            else:
+                path = (f"M{svg_num(ax - CELL / 2)},{svg_num(ay)} C{svg_num(ax - CELL)},"
+                        f"{svg_num(ay)} {svg_num(bx - CELL)},{svg_num(by)} "
+                        f"{svg_num(bx - CELL / 2)},{svg_num(by)}")  # fmt: skip
+            parts.append(f'<path d="{path}" stroke-dasharray="5 3"{_link_attrs(link, top)}</path>')
+        else:
+            length = max(abs(bx - ax) + abs(by - ay), 1.0)
+            ux, uy = (bx - ax) / length * CELL / 2, (by - ay) / length * CELL / 2
+            parts.append(
+                f'<line x1="{svg_num(ax + ux)}" y1="{svg_num(ay + uy)}" '
+                f'x2="{svg_num(bx - ux)}" y2="{svg_num(by - uy)}"{_link_attrs(link, top)}'
+                "</line>"
+            )
+    return parts
+
+
+def _chip_svgs(
+    p: PhysicalLayout, panel: _Panel, shape: tuple[int, ...], nx: int, ny: int
+) -> tuple[list[str], list[str]]:
+    """The panel's chips (each with its device, ``·`` where none) and their labels, drawn
+    last so that links and rings stay under them."""
+    by_chip = {(c.slice, *c.chip): c.device for c in p.chips}
+    chips, names = [], []
+    for y in range(ny):
+        for x in range(nx):
+            key = (panel.slice, x, y, panel.z)[: 1 + len(shape)]
+            d = by_chip.get(key)
+            cx, cy = panel.center(x, y)
+            chip = ",".join(map(str, key[1:]))
+            label = f"d{d}" if d is not None else "·"
+            chips.append(
+                f'<g class="sv-chip" data-device="{"" if d is None else d}" '
+                f'data-chip="{chip}"><title>chip ({esc(chip)}): {esc(label)}</title>'
+                f'<rect x="{svg_num(cx - CELL / 2)}" y="{svg_num(cy - CELL / 2)}" '
+                f'width="{svg_num(CELL)}" height="{svg_num(CELL)}" rx="4"/></g>'
+            )
+            names.append(_chip_name(cx, cy, label))
+    return chips, names
+
+
+def _ring_svgs(p: PhysicalLayout, panel: _Panel) -> list[str]:
+    """Each mesh axis's rings on the panel, offset a little per axis so they do not hide each
+    other, and below and right of the chips' labels; a ring step of more than one hop
+    dashed, a wraparound as a curve."""
+    colors = {name: axis_color(i) for i, name in enumerate(p.mesh.axis_names)}
+    site = {c.device: (c.slice, *c.chip) for c in p.chips}
+    fit = ChipLabels.fit([f"d{c.device}" for c in p.chips], len(p.axes))
+    parts = []
+    for i, a in enumerate(p.axes):
+        off = (i - (len(p.axes) - 1) / 2) * RING_SPREAD
+        for ring in a.rings[:MAX_RINGS]:
+            n = len(ring.devices)
+            for k in range(n):
+                s, t = site[ring.devices[k]], site[ring.devices[(k + 1) % n]]
+                if not (panel.has(s) and panel.has(t)) or (n == 2 and k == 1):
+                    continue
+                (sx, sy), (tx, ty) = panel.at(s), panel.at(t)
+                dash = ' stroke-dasharray="2 3"' if ring.hops[k] > 1 else ""
+                dx, dy = fit.ring_dx + off, fit.ring_dy + off
+                sx, sy, tx, ty = sx + dx, sy + dy, tx + dx, ty + dy
+                step = f"L{svg_num(tx)},{svg_num(ty)}"
+                if ring.hops[k] == 1 and abs(sx - tx) > panel.pitch * 1.5:  # x wraparound
+                    lift = min(sy, ty) - CELL * 0.9
+                    step = (f"C{svg_num(sx)},{svg_num(lift)} {svg_num(tx)},"
+                            f"{svg_num(lift)} {svg_num(tx)},{svg_num(ty)}")  # fmt: skip
+                elif ring.hops[k] == 1 and abs(sy - ty) > panel.pitch * 1.5:  # y wraparound
+                    side = min(sx, tx) - CELL * 0.9
+                    step = (f"C{svg_num(side)},{svg_num(sy)} {svg_num(side)},"
+                            f"{svg_num(ty)} {svg_num(tx)},{svg_num(ty)}")  # fmt: skip
+                parts.append(
+                    f'<path class="sv-ring" data-axis="{esc(a.axis)}" '
+                    f'd="M{svg_num(sx)},{svg_num(sy)} {step}" '
+                    f'stroke="{colors.get(a.axis, "#57606a")}"{dash}>'
+                    f"<title>{esc(a.axis)}: {ring.hops[k]} hop(s)</title></path>"
+                )
+    return parts
 
 
 def _gpu_panels(p: PhysicalLayout) -> list[str]:
