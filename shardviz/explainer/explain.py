@@ -77,7 +77,7 @@ from shardviz.explainer.fix_check import (
     untried_findings,
     with_target,
 )
-from shardviz.model import Cost, Frame, MeshLayout, Report, Source, Timing, TreeLayout
+from shardviz.model import Collective, Cost, Frame, MeshLayout, Report, Source, Timing, TreeLayout
 from shardviz.model.arguments import finite_number
 
 
@@ -482,35 +482,8 @@ def analyse_program(fn: Any, args: tuple, comp: Compiled) -> Report:
     notes: list[str] = []
     early = _agreeing(comp.early.shardings, mesh, ids)
     final = _agreeing(comp.early.final, mesh, ids)
-    try:
-        collectives = (
-            final.final
-            if final is not None and final.final is not None
-            else hlo.collectives(comp.module(), device_ids=ids, mesh=mesh)
-        )
-        if comp.partitioned_text:  # TPU/GPU: what their rewrites lost (see with_partitioned)
-            twins = (
-                early.partitioned
-                if early is not None and early.partitioned is not None
-                else hlo.collectives(comp.partitioned_text, device_ids=ids, mesh=mesh)
-            )
-            collectives = hlo.with_partitioned(collectives, twins)
-    except hlo.HloParseError as err:  # a format this jax version prints that we do not know
-        collectives = ()
-        notes.append(f"the collective ledger is empty: shardviz could not read the HLO ({err})")
-    propagated: hlo.HloModule | str = comp.propagated_text
-    try:
-        if early is not None:
-            intermediates = early.intermediates
-            propagated = early.propagated or propagated
-        elif comp.propagated_text and mesh is not None:
-            propagated = hlo.parse_hlo_module(comp.propagated_text)
-            intermediates = hlo.intermediates(propagated, mesh=mesh, device_ids=ids)
-        else:
-            intermediates = ()
-    except hlo.HloParseError as err:
-        intermediates = ()
-        notes.append(f"no intermediate shardings: shardviz could not read the dump ({err})")
+    collectives = _ledger(comp, early, final, mesh, ids, notes)
+    intermediates, propagated = _intermediates(comp, early, mesh, ids, notes)
     entry = entry_of(fn)
     if isinstance(fn, StageProgram):
         notes.extend(fn.notes())
@@ -568,6 +541,49 @@ def analyse_program(fn: Any, args: tuple, comp: Compiled) -> Report:
         notes=tuple(notes),
         deviceless=is_compile_only(devices[0]),
     )
+
+
+def _ledger(
+    comp: Compiled, early: Any, final: Any, mesh: Any, ids: list[int], notes: list[str]
+) -> tuple[Collective, ...]:
+    """The collectives of the compiled program (read on the dump thread where it agreed),
+    with what TPU and GPU rewrites lost put back from the partitioned program; empty, said
+    so, where this jax prints a format shardviz cannot read."""
+    try:
+        collectives = (
+            final.final
+            if final is not None and final.final is not None
+            else hlo.collectives(comp.module(), device_ids=ids, mesh=mesh)
+        )
+        if comp.partitioned_text:  # TPU/GPU: what their rewrites lost (see with_partitioned)
+            twins = (
+                early.partitioned
+                if early is not None and early.partitioned is not None
+                else hlo.collectives(comp.partitioned_text, device_ids=ids, mesh=mesh)
+            )
+            collectives = hlo.with_partitioned(collectives, twins)
+    except hlo.HloParseError as err:  # a format this jax version prints that we do not know
+        notes.append(f"the collective ledger is empty: shardviz could not read the HLO ({err})")
+        return ()
+    return collectives
+
+
+def _intermediates(
+    comp: Compiled, early: Any, mesh: Any, ids: list[int], notes: list[str]
+) -> tuple[tuple, hlo.HloModule | str]:
+    """The intermediates' shardings after propagation, and the propagated program they were
+    read from (its text where it was not parsed); none, said so, where the dump cannot be
+    read."""
+    propagated: hlo.HloModule | str = comp.propagated_text
+    try:
+        if early is not None:
+            return early.intermediates, early.propagated or propagated
+        if comp.propagated_text and mesh is not None:
+            propagated = hlo.parse_hlo_module(comp.propagated_text)
+            return hlo.intermediates(propagated, mesh=mesh, device_ids=ids), propagated
+    except hlo.HloParseError as err:
+        notes.append(f"no intermediate shardings: shardviz could not read the dump ({err})")
+    return (), propagated
 
 
 def _with_reasons(
