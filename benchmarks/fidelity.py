@@ -566,19 +566,20 @@ def disagreeing(readme: str, kept: dict[str, dict]) -> list[str]:
     """The runs whose row in ``readme``'s table was planned at the commit their figures kept
     in git were, yet shows other figures (the cell saying what estimated them aside)."""
     table = readme.split("<!-- fidelity:begin -->")[1].split("<!-- fidelity:end -->")[0]
-    rows = {tuple(line.split(" | ")[:2]): line.split(" | ") for line in table.splitlines()}
+
+    def cells(line: str) -> list[str]:
+        return [c.strip() for c in line.strip().strip("|").split("|")]
+
+    rows = {tuple(cells(line)[:2]): cells(line) for line in table.splitlines() if "|" in line}
     out = []
     for key, entry in kept.items():
         if "error" in entry or key not in RUN_BY_KEY:
             continue
         written = section([{**entry, "run": key, "kept_in_git": True}], "").splitlines()
-        ours = next(
-            line.split(" | ")
-            for line in written
-            if line.startswith(f"| {RUN_BY_KEY[key].model} on ")
-        )
+        model = RUN_BY_KEY[key].model
+        ours = next(cells(line) for line in written if line.startswith(f"| {model} on "))
         theirs = rows.get(tuple(ours[:2]))
-        if theirs is None or theirs[12].split(",")[0] != entry.get("commit"):
+        if theirs is None or len(theirs) < 13 or theirs[12].split(",")[0] != entry.get("commit"):
             continue  # not written, or written from a plan at other code
         if ours[:12] + ours[13:] != theirs[:12] + theirs[13:]:
             out.append(key)
