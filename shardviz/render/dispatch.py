@@ -78,6 +78,17 @@ class DispatchView:
         self.rows = dispatch_rows(timing)
         self.claims = timing.claims()
 
+    def to_json(self, indent: int | None = None) -> str:
+        """The view as JSON: its timing's, from which the rows and claims are worked out
+        again, the same, on the way back."""
+        return self.timing.to_json(indent)
+
+    @classmethod
+    def from_json(cls, text: str) -> DispatchView:
+        """The view of :meth:`to_json`'s timing (a ShardvizError naming the field that does
+        not fit, as :meth:`DispatchTiming.from_json` raises)."""
+        return cls(DispatchTiming.from_json(text))
+
     def _facts(self) -> str:
         t = self.timing
         runs = t.runs[0] if t.runs else None

@@ -14,6 +14,7 @@ import textwrap
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from shardviz.model._codec import JsonMixin
 from shardviz.model.op_profile import OpProfile, ProfiledOp, ProfileGroup
 from shardviz.model.units import format_bytes, format_flops, format_percent, format_seconds, sig3
 from shardviz.render.html import CSS, page
@@ -41,7 +42,7 @@ _CSS = (
 
 
 @dataclass(frozen=True)
-class OpProfileView:
+class OpProfileView(JsonMixin):
     """The profile as cells of words: a headline, then three tables (by module, by layer, the
     costliest ops) sharing ``columns``, and the notes."""
 

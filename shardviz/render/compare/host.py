@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from shardviz.model._codec import JsonMixin
 from shardviz.model.compare import Comparison, StrategyResult
 from shardviz.model.units import format_bytes, format_seconds
 
@@ -24,7 +25,7 @@ HOST_MEANING = (
 
 
 @dataclass(frozen=True)
-class HostView:
+class HostView(JsonMixin):
     """One strategy's host memory and host link figures, as numbers and words."""
 
     label: str

@@ -13,6 +13,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from shardviz.model._codec import JsonMixin
 from shardviz.model.compare import Comparison, MemoryBreakdown, StrategyResult
 from shardviz.model.estimate import Estimate
 from shardviz.model.mesh import MeshLayout
@@ -567,7 +568,7 @@ def schedule_line(r: StrategyResult) -> str:
 
 
 @dataclass(frozen=True)
-class PartView:
+class PartView(JsonMixin):
     """One component of a strategy's memory: its bytes, short and exact."""
 
     component: Component
@@ -624,7 +625,7 @@ class Series:
 
 
 @dataclass(frozen=True)
-class EstimateView:
+class EstimateView(JsonMixin):
     """A strategy's estimate on its target, as every view words it."""
 
     target: str
@@ -658,7 +659,7 @@ class EstimateView:
 
 
 @dataclass(frozen=True)
-class StrategyView:
+class StrategyView(JsonMixin):
     """One strategy's words and figures: its rows, bars, cards and lines in every view."""
 
     strategy: str
@@ -731,7 +732,7 @@ class TargetGroup:
 
 
 @dataclass(frozen=True)
-class ComparisonView:
+class ComparisonView(JsonMixin):
     """What every view of a :class:`Comparison` shows, computed once (:func:`comparison_view`)."""
 
     model: str

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from os.path import basename
 
+from shardviz.model._codec import JsonMixin
 from shardviz.model.findings import (
     PROGRAM_FINDING_KINDS,
     SEVERITIES,
@@ -214,7 +215,7 @@ def untried_str(findings: Findings) -> str:
 
 
 @dataclass(frozen=True)
-class CheckView:
+class CheckView(JsonMixin):
     """A fix's before/after, as every view shows it."""
 
     helps: bool
@@ -224,7 +225,7 @@ class CheckView:
 
 
 @dataclass(frozen=True)
-class FindingView:
+class FindingView(JsonMixin):
     """One finding's words: what the text block, the HTML section and the pane item show."""
 
     kind: str
@@ -244,7 +245,7 @@ class FindingView:
 
 
 @dataclass(frozen=True)
-class FindingsView:
+class FindingsView(JsonMixin):
     """What every view of a :class:`Findings` shows, computed once (:func:`findings_view`)."""
 
     function: str

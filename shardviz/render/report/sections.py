@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from shardviz.model._codec import JsonMixin
 from shardviz.model.array import ArrayLayout
 from shardviz.model.program import MemoryReport, Report, ShardingOf
 from shardviz.model.units import (
@@ -737,7 +738,7 @@ def profile_section(report: Report) -> ProfileSection | None:
 
 
 @dataclass(frozen=True)
-class ReportView:
+class ReportView(JsonMixin):
     """Every section of a report's views, computed once (:func:`report_view`)."""
 
     header: HeaderSection

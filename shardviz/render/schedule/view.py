@@ -14,6 +14,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from shardviz.model._codec import JsonMixin
 from shardviz.model.schedule import MeasuredSlot, Phase, Schedule, Slot
 from shardviz.model.timeline import ILLUSTRATIVE_LABEL, real_label
 from shardviz.model.units import format_bytes, format_seconds
@@ -289,7 +290,7 @@ def slot_fill(slot: Slot) -> str:
 
 
 @dataclass(frozen=True)
-class SlotView:
+class SlotView(JsonMixin):
     """One slot of the stages x time chart: its place, its ``F3`` label, colour and hover
     words."""
 
@@ -304,7 +305,7 @@ class SlotView:
 
 
 @dataclass(frozen=True)
-class MeasuredSlotView:
+class MeasuredSlotView(JsonMixin):
     """One slot as a profiled run timed it, placed from the first measured slot's start."""
 
     stage: int
@@ -323,7 +324,7 @@ class MeasuredSlotView:
 
 
 @dataclass(frozen=True)
-class StageView:
+class StageView(JsonMixin):
     """One stage's row: a cell per time unit (``None`` idle), what it holds at once and its
     activation memory."""
 
@@ -352,7 +353,7 @@ class Swatch:
 
 
 @dataclass(frozen=True)
-class ScheduleView:
+class ScheduleView(JsonMixin):
     """What every view of a :class:`Schedule` shows, computed once (:func:`schedule_view`)."""
 
     kind: str

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from shardviz.model._codec import JsonMixin
 from shardviz.model.array import format_spec
 from shardviz.model.program import Report
 from shardviz.model.roles import searched_role
@@ -158,7 +159,7 @@ def spec_rows(s: Search, p: Plan) -> list[SpecRow]:
 
 
 @dataclass(frozen=True)
-class PlanView:
+class PlanView(JsonMixin):
     """One plan's row: its cells (in :data:`PLAN_HEADER` order) and what the HTML marks."""
 
     rank: int
@@ -175,7 +176,7 @@ class PlanView:
 
 
 @dataclass(frozen=True)
-class SpecsView:
+class SpecsView(JsonMixin):
     """The best plan's specs: a heading, the column names and one row of cells per leaf."""
 
     #: ``Best plan #3: the specs``.
@@ -188,7 +189,7 @@ class SpecsView:
 
 
 @dataclass(frozen=True)
-class SearchView:
+class SearchView(JsonMixin):
     """What every view of a :class:`Search` shows, computed once (:func:`search_view`)."""
 
     function: str
