@@ -1,4 +1,5 @@
-"""The renderers never need jax: they import only the standard library, numpy and the model."""
+"""The renderers never need jax: they import only the standard library, numpy, the model and
+the analysis layer (jax-free too: tests/test_architecture.py holds it so)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,9 @@ RENDER_DIR = Path(shardviz.render.__file__).parent
 # plotly and matplotlib are dependencies of the chart renderers (imported inside the functions
 # that draw charts, so text and HTML views load without them); jax never is.
 ALLOWED = set(sys.stdlib_module_names) | {"numpy", "shardviz", "plotly", "matplotlib"}
-# shardviz.errors (stdlib only) so a renderer can raise the project's own errors.
-ALLOWED_SHARDVIZ = ("shardviz.model", "shardviz.render", "shardviz.errors")
+# shardviz.errors (stdlib only) so a renderer can raise the project's own errors; the analysis
+# layer for the figures it works out that a view draws (a collective's links: analysis.traffic).
+ALLOWED_SHARDVIZ = ("shardviz.model", "shardviz.analysis", "shardviz.render", "shardviz.errors")
 
 
 def test_render_modules_import_only_stdlib_numpy_and_model() -> None:

@@ -20,6 +20,7 @@ from shardviz.model.op_profile import OpProfile
 from shardviz.model.physical import PhysicalLayout
 from shardviz.model.schedule import Schedule
 from shardviz.model.search import Search
+from shardviz.model.serving import ServingComparison, SliceChoice
 from shardviz.model.side_by_side import TreesOnOneScale
 from shardviz.model.traffic import CollectiveTraffic
 from shardviz.render.compare.html import comparison_html
@@ -46,6 +47,8 @@ MODEL_CLASSES = (
     CollectiveTraffic,
     PhysicalLayout,
     OpProfile,
+    ServingComparison,
+    SliceChoice,
 )
 
 
