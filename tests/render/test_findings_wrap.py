@@ -112,3 +112,16 @@ def test_names_longer_than_a_line_do_not_break_anything() -> None:
     assert text.count(name) >= 8
     assert code_lines("#", PAD) == [PAD + "#"]
     assert code_lines("x" * 120 + "  #", PAD) == [PAD + "x" * 120, PAD + "#"]
+
+
+def test_a_list_of_source_lines_wraps_between_its_places_and_a_number_keeps_its_word() -> None:
+    """A number stays with the word after it (``1,024 devices``), but a place that ends a
+    clause (``planted.py:141,``) does not glue the list into one unbreakable word."""
+    from shardviz.render.findings.text import _wrap
+
+    places = ", ".join(f"tests/explainer/diagnose/planted.py:{n}" for n in (141, 142, 143))
+    lines = _wrap(f"the values at {places}.", "    ")
+    assert len(lines) > 1 and all(len(line) <= LONGEST for line in lines)
+    kept = _wrap("x " * 40 + "over 1,024 devices and 12.5% of them", "    ")
+    assert any("1,024 devices" in line for line in kept)
+    assert any("12.5% of" in line for line in kept)

@@ -30,8 +30,9 @@ BODY = "    "
 LABEL = 13
 
 
-#: A number and the unit or word after it ("5 KiB", "4 devices"): kept on one line.
-_NUMBER_WORD = re.compile(r"\b(\d[\d,.]*%?) (?=[^\W\d_])")
+#: A number and the unit or word after it ("5 KiB", "1,024 devices", "12.5% of"): kept on one
+#: line; not a number that ends a clause ("file.py:141, next.py"), so a list of places wraps.
+_NUMBER_WORD = re.compile(r"\b(\d(?:[\d,.]*\d)?%?) (?=[^\W\d_])")
 
 
 def _wrap(text: str, indent: str, first: str | None = None) -> list[str]:
