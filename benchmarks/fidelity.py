@@ -331,15 +331,12 @@ RUNS: tuple[Run, ...] = (
 
 RUN_BY_KEY = {r.key: r for r in RUNS}
 
-#: Runs this jax's TPU compiler cannot compile, planned by the current-jax leg's (``make
-#: test-current``'s ``.venv-current``: Python 3.13, the newest jax and libtpu) and taken into
-#: the table from the figures kept in git, with the compiler that planned them said in the row.
-OTHER_COMPILER = {
-    key: "libtpu 0.0.42.1 crashes (SIGSEGV in its convolution emitter) compiling this step; "
-    "planned with the current-jax leg's compiler: .venv-current/bin/python "
-    f"benchmarks/fidelity.py --runs {key}"
-    for key in ("qwen3-7x", "qwen3-7x-fp8")
-}
+#: Runs this jax's TPU compiler cannot compile (libtpu 0.0.42.1 crashes, SIGSEGV in its
+#: convolution emitter, on both Qwen3 Ironwood steps), planned by the current-jax leg's
+#: (``make test-current``'s ``.venv-current``: ``.venv-current/bin/python
+#: benchmarks/fidelity.py --runs qwen3-7x``) and taken into the table from the figures kept in
+#: git, the row naming the compiler that planned them.
+OTHER_COMPILER = frozenset({"qwen3-7x", "qwen3-7x-fp8"})
 
 #: Each run's XLA flags, as its recipe starts libtpu (``benchmarks/recipe_flags.json``).
 RECIPE_FLAGS: dict[str, list[str]] = json.loads((C.BENCH_DIR / "recipe_flags.json").read_text())[
