@@ -33,6 +33,11 @@ import _common as C
 FOLDER = C.BENCH_DIR / "results" / "plans"
 
 
+def compiler_versions() -> dict[str, str]:
+    """The compiler's versions (jax, jaxlib, libtpu): part of every key."""
+    return C.versions("jax", "jaxlib", "libtpu")
+
+
 def code_version() -> str:
     """A hash of every shardviz source file and the compiler's versions."""
     h = hashlib.sha256()
@@ -41,7 +46,7 @@ def code_version() -> str:
         if path.suffix in (".py", ".js", ".css") and "__pycache__" not in path.parts:
             h.update(str(path.relative_to(package)).encode())
             h.update(path.read_bytes())
-    h.update(json.dumps(C.versions("jax", "jaxlib", "libtpu"), sort_keys=True).encode())
+    h.update(json.dumps(compiler_versions(), sort_keys=True).encode())
     return h.hexdigest()
 
 
@@ -51,9 +56,11 @@ def key_of(fields: dict[str, Any], version: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 
-def run_key(fields: dict[str, Any]) -> str:
-    """The run at this compiler, whatever shardviz's code: what ``reuse`` matches."""
-    return key_of(fields, json.dumps(C.versions("jax", "jaxlib", "libtpu"), sort_keys=True))
+def run_key(fields: dict[str, Any], versions: dict[str, str] | None = None) -> str:
+    """The run at a compiler (this one, or ``versions``), whatever shardviz's code: what
+    ``reuse`` matches."""
+    at = compiler_versions() if versions is None else versions
+    return key_of(fields, json.dumps(at, sort_keys=True))
 
 
 def commit() -> str:

@@ -514,14 +514,14 @@ def read_figures(path: Path = FIGURES) -> dict[str, dict]:
 def from_git(chosen: list[Run], kept: dict[str, dict], folder: Path = PC.FOLDER) -> dict[str, dict]:
     """The kept figures of each run of ``chosen`` that this disk knows nothing of, where they
     are of the run as it is defined now (the same fields, at the same compiler)."""
-    version, here = PC.code_version(), compiler_versions()
+    version, here = PC.code_version(), PC.compiler_versions()
     out = {}
     for run in chosen:
         fields, entry = plan_fields(run), kept.get(run.key)
         if entry is None:
             continue
         at = entry.get("versions", here)
-        of_this_run = entry["run_key"] == PC.key_of(fields, json.dumps(at, sort_keys=True))
+        of_this_run = entry["run_key"] == PC.run_key(fields, at)
         if at != here:  # planned by another compiler: only where this one cannot plan it
             if of_this_run and run.key in OTHER_COMPILER:
                 out[run.key] = entry | {"kept_in_git": True}
@@ -530,24 +530,19 @@ def from_git(chosen: list[Run], kept: dict[str, dict], folder: Path = PC.FOLDER)
     return out
 
 
-def compiler_versions() -> dict[str, str]:
-    """The compiler's versions (jax, jaxlib, libtpu), as the plans' keys hold them."""
-    return C.versions("jax", "jaxlib", "libtpu")
-
-
 def updated_figures(
     kept: dict[str, dict], chosen: list[Run], results: list[dict], estimated_at: str
 ) -> dict[str, dict]:
     """``kept`` with each run's result worked out here (planned, or read from this disk) in
     place of its entry, which says the commit that estimated it; a run with nothing here
     keeps its entry."""
-    out = dict(kept)
+    out, here = dict(kept), PC.compiler_versions()
     for run, m in zip(chosen, results, strict=True):
         if m.get("kept_in_git") or m.get("error") == PC.NOT_PLANNED:
             continue
         entry = {k: v for k, v in m.items() if k not in ("report", "version", "estimated_again")}
-        entry["run_key"] = PC.run_key(plan_fields(run))
-        entry["versions"] = compiler_versions()
+        entry["run_key"] = PC.run_key(plan_fields(run), here)
+        entry["versions"] = here
         if "error" not in m:
             entry["estimated_at"] = estimated_at if m.get("estimated_again") else m.get("commit")
         out[run.key] = entry
@@ -760,13 +755,13 @@ def _flags(run: Run, m: dict) -> str:
 def _planned_at(m: dict) -> str:
     """Which commit's code compiled the run's program, and whether today's estimate worked
     its figures out again from the report kept (``PC.run_all``'s ``reuse``)."""
-    at = m.get("commit", "before commits were recorded")
-    versions = m.get("versions")
-    if versions and versions != compiler_versions():
+    commit = m.get("commit", "before commits were recorded")
+    at, versions = commit, m.get("versions")
+    if versions and versions != PC.compiler_versions():
         at += f", with jax {versions['jax']} and libtpu {versions['libtpu']}"
     if m.get("kept_in_git"):  # figures as the commit that estimated them worked them out
-        again = m.get("estimated_at", at.split(",")[0])
-        return f"{at}, estimated again at {again}" if again != at.split(",")[0] else at
+        again = m.get("estimated_at", commit)
+        return f"{at}, estimated again at {again}" if again != commit else at
     return f"{at}, estimated again" if m.get("estimated_again") else at
 
 

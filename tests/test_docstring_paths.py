@@ -41,8 +41,9 @@ def _absolute(name: str, path: Path) -> str:
     """``name`` made absolute where it is relative to the module at ``path``."""
     if not name.startswith("."):
         return name
-    package = _module_name(path) if path.name == "__init__.py" else _module_name(path.parent / "x")
-    return importlib.util.resolve_name(name, package.removesuffix(".x"))
+    here = _module_name(path)
+    package = here if path.name == "__init__.py" else here.rpartition(".")[0]
+    return importlib.util.resolve_name(name, package)
 
 
 def _resolves(name: str) -> bool:

@@ -95,7 +95,7 @@ def format_count(n: int) -> str:
 
 def format_float_bytes(b: float | None) -> str:
     """Bytes given as a float (cost analysis), or ``n/a``."""
-    return "n/a" if b is None else format_bytes(round(b))
+    return "n/a" if b is None else format_bytes(b)
 
 
 def format_mfu(mfu: float | None) -> str:

@@ -328,7 +328,7 @@ def test_a_run_this_compiler_cannot_plan_takes_the_newer_compilers_figures(tmp_p
 
     def kept_by(key: str) -> dict:
         fields = F.plan_fields(F.RUN_BY_KEY[key])
-        run_key = F.PC.key_of(fields, F.json.dumps(newer, sort_keys=True))
+        run_key = F.PC.run_key(fields, newer)
         return _figures(key, 37.4) | {"run_key": run_key, "commit": "8227979", "versions": newer}
 
     kept = {"qwen3-7x": kept_by("qwen3-7x"), "8b": kept_by("8b")}
