@@ -23,23 +23,25 @@ from shardviz.render.geometry import (
     ArrayPanel,
     MeshGrid,
     MeshPanel,
-    PageAxis,
-    PanelGap,
     array_band_sizes,
     array_facts,
     array_grid,
     devices_label,
     format_shape,
-    gap_notes,
     holder_lines,
     memory_split_str,
     mesh_band_sizes,
-    mesh_cell_tip,
     mesh_grid,
-    mesh_panels_text,
     mesh_summary,
-    page_summary,
     process_runs,
+)
+from shardviz.render.grid_view import (
+    ArrayGridView,
+    MeshGridView,
+    MeshPanelView,
+    array_grid_view,
+    mesh_cell_width,
+    mesh_grid_view,
 )
 from shardviz.render.leaf_rows import leaf_rows
 from shardviz.render.stylesheets import stylesheet
@@ -72,12 +74,16 @@ def _root(kind: str, body: Sequence[str]) -> str:
     return f'<div class="sv-root sv-{kind}">{STYLE}' + "".join(body) + "</div>"
 
 
-def _gap_notes(axes: Sequence[tuple[PageAxis, str, str]]) -> list[str]:
-    return [esc(note) for axis, what, span in axes for note in gap_notes(axis, what, span)]
+def _notes(view: MeshGridView | ArrayGridView) -> list[str]:
+    return [esc(note) for note in view.notes]
 
 
-def _panel_gap(gap: PanelGap) -> str:
-    return f'<div class="sv-elided">{esc(gap.text)}</div>'
+def _panel_gap(text: str) -> str:
+    return f'<div class="sv-elided">{esc(text)}</div>'
+
+
+def _caption(label: str) -> str:
+    return f"<figcaption>{esc(label)}</figcaption>" if label else ""
 
 
 # --------------------------------------------------------------------------------------------
@@ -143,6 +149,7 @@ def _array_panel(
     grid: ArrayGrid,
     panel: ArrayPanel,
     sizes: tuple[list[float], list[float]],
+    label: str,
 ) -> str:
     col_sizes, row_sizes = sizes
     col_ticks, row_ticks = tick_labels(grid.cols), tick_labels(grid.rows)
@@ -158,8 +165,7 @@ def _array_panel(
         parts.append(_tile_svg(layout, cell.tiles, cell.index_str, x, y, w, h))
     parts.extend(frame.gaps("intervals"))
     parts.append("</svg>")
-    caption = f"<figcaption>{esc(panel.label)}</figcaption>" if panel.label else ""
-    return f'<figure class="sv-panel">{caption}{"".join(parts)}</figure>'
+    return f'<figure class="sv-panel">{_caption(label)}{"".join(parts)}</figure>'
 
 
 def array_html(layout: ArrayLayout) -> str:
@@ -172,22 +178,23 @@ def array_html(layout: ArrayLayout) -> str:
     """
     facts = array_facts(layout)
     grid = array_grid(layout)
+    view = array_grid_view(layout, grid)
     sizes = array_band_sizes(grid)
     body = [
         f'<div class="sv-head">{esc(facts.name)} <span class="sv-dim">· '
         f"{esc(facts.dtype)}[{', '.join(map(str, facts.shape))}]</span> "
         f'<code>{esc(facts.spec)}</code><span class="sv-kind">{esc(facts.kind)}</span></div>',
         f'<div class="sv-facts">on Mesh {esc(facts.mesh)} · shard {format_shape(facts.shard_shape)}'
-        f" · {esc(facts.tiles_str)}<br>{esc(facts.bytes_str)}<br>{esc(page_summary(grid))}</div>",
+        f" · {esc(facts.tiles_str)}<br>{esc(facts.bytes_str)}<br>{esc(view.summary)}</div>",
         '<div class="sv-panels">',
     ]
-    for panel in grid.panels:
+    for panel, said in zip(grid.panels, view.panels, strict=True):
         if isinstance(panel, ArrayPanel):
-            body.append(_array_panel(layout, grid, panel, sizes))
+            body.append(_array_panel(layout, grid, panel, sizes, said.label))
         else:
-            body.append(_panel_gap(panel))
+            body.append(_panel_gap(said.gap))
     body.append("</div>")
-    notes = _gap_notes([(grid.rows, "intervals", "elements"), (grid.cols, "intervals", "elements")])
+    notes = _notes(view)
     if notes:
         body.append('<div class="sv-note">' + "<br>".join(notes) + "</div>")
     return _root("array", body)
@@ -195,14 +202,6 @@ def array_html(layout: ArrayLayout) -> str:
 
 # --------------------------------------------------------------------------------------------
 # Meshes
-
-
-def mesh_cell_width(mesh: MeshLayout) -> float:
-    """The width (px) of a device cell: room for the largest id, coordinate and process."""
-    coord = "(" + ", ".join(str(s - 1) for s in mesh.axis_sizes) + ")"
-    ident = f"d{max(mesh.device_ids, default=0)}"
-    extra = 2 * text_width("p0", 9) + 4 if mesh.num_processes > 1 else 0.0
-    return max(52.0, text_width(coord, 9) + 12, text_width(ident, 11) + 22 + extra)
 
 
 def _outline(
@@ -224,7 +223,9 @@ def _outline(
     return {p: "".join(s) for p, s in paths.items()}
 
 
-def _mesh_panel(mesh: MeshLayout, grid: MeshGrid, panel: MeshPanel, cell_w: float) -> str:
+def _mesh_panel(
+    mesh: MeshLayout, grid: MeshGrid, panel: MeshPanel, said: MeshPanelView, cell_w: float
+) -> str:
     rows, cols = grid.rows, grid.cols
     col_sizes, row_sizes = mesh_band_sizes(grid, cell_w)
     row_ticks = tick_labels(rows)
@@ -236,11 +237,10 @@ def _mesh_panel(mesh: MeshLayout, grid: MeshGrid, panel: MeshPanel, cell_w: floa
     ]
     parts.extend(frame.axes(tick_labels(cols), row_ticks))
     boxes = {}
-    for cell in panel.cells:
+    for cell, (*_, tip) in zip(panel.cells, said.cells, strict=True):
         x, y = frame.col_x[cell.col], frame.row_y[cell.row]
         dev = cell.device
         fill = device_color(dev.id)
-        tip = mesh_cell_tip(mesh, cell)
         parts.append(
             f'<g class="sv-device" data-device="{dev.id}"><title>{esc(tip)}</title>'
             + svg_rect(x, y, cell_w, MESH_CELL_H, f' fill="{fill}"')
@@ -271,8 +271,7 @@ def _mesh_panel(mesh: MeshLayout, grid: MeshGrid, panel: MeshPanel, cell_w: floa
         for p, d in sorted(_outline(boxes).items()):
             parts.append(f'<path class="sv-proc" data-process="{p}" d="{d}"/>')
     parts.append("</svg>")
-    caption = f"<figcaption>{esc(panel.label)}</figcaption>" if panel.label else ""
-    return f'<figure class="sv-panel">{caption}{"".join(parts)}</figure>'
+    return f'<figure class="sv-panel">{_caption(said.label)}{"".join(parts)}</figure>'
 
 
 def mesh_html(mesh: MeshLayout) -> str:
@@ -283,18 +282,19 @@ def mesh_html(mesh: MeshLayout) -> str:
     outlined and a legend lists them. Elided runs are ``sv-elided``.
     """
     grid = mesh_grid(mesh)
+    view = mesh_grid_view(mesh, grid)
     cell_w = mesh_cell_width(mesh)
     body = [f'<div class="sv-head">{esc(mesh_summary(mesh))}</div>']
-    if grid.panel_axes:
-        body.append(f'<div class="sv-facts">{esc(mesh_panels_text(mesh, grid))}</div>')
+    if view.summary:
+        body.append(f'<div class="sv-facts">{esc(view.summary)}</div>')
     body.append('<div class="sv-panels">')
-    for panel in grid.panels:
+    for panel, said in zip(grid.panels, view.panels, strict=True):
         if isinstance(panel, MeshPanel):
-            body.append(_mesh_panel(mesh, grid, panel, cell_w))
+            body.append(_mesh_panel(mesh, grid, panel, said, cell_w))
         else:
-            body.append(_panel_gap(panel))
+            body.append(_panel_gap(said.gap))
     body.append("</div>")
-    notes = _gap_notes([(grid.rows, "indices", "indices"), (grid.cols, "indices", "indices")])
+    notes = _notes(view)
     if mesh.num_processes > 1:
         notes.append(
             "processes (outlined): "

@@ -1,10 +1,11 @@
 """``MeshView``: the device mesh (and optionally one array's tiles), click a device to select it.
 
 Synced state is plain JSON from the model (``MeshLayout.to_json()``, ``ArrayLayout.to_json()``)
-plus what the static HTML view draws, computed here by the same functions: the device colours
-(:func:`~shardviz.render.colors.device_color`) and the laid-out grids (``grids``: cells, bands,
-panels, elided runs and labels, from :mod:`shardviz.widgets.grid_payload`). The front end only
-draws and highlights them, so the live view and the static view show the same cells.
+plus what the static HTML view draws: the device colours
+(:func:`~shardviz.render.colors.device_color`) and the laid-out grids (``grids``: the JSON of
+the very view objects the static HTML prints its words from, :mod:`shardviz.render.grid_view`).
+The front end only draws and highlights them, so the live view and the static view show the
+same cells and words.
 """
 
 from __future__ import annotations
@@ -15,13 +16,14 @@ from typing import Any
 import anywidget
 import traitlets
 
+from shardviz.model._codec import to_data
 from shardviz.model.array import ArrayLayout
 from shardviz.model.mesh import MeshLayout
 from shardviz.render.colors import device_color
+from shardviz.render.grid_view import mesh_grid_view, tiled_array_view
 from shardviz.render.html import array_html, mesh_html
 from shardviz.widgets.esm import widget_module
 from shardviz.widgets.explorer.payload import dumps
-from shardviz.widgets.grid_payload import array_view_payload, mesh_grid_payload
 from shardviz.widgets.selection import NO_SELECTION, NO_SELECTION_CHOICE
 from shardviz.widgets.static_bundle import with_static_html
 
@@ -41,11 +43,13 @@ def device_colors(mesh: MeshLayout) -> dict[str, str]:
 
 
 def grids_json(mesh: MeshLayout, array: ArrayLayout | None) -> str:
-    """The ``grids`` state: the mesh and the array (or ``null``) laid out, as JSON text."""
+    """The ``grids`` state, as JSON text: the mesh's :class:`~shardviz.render.grid_view.
+    MeshGridView` and the array's :class:`~shardviz.render.grid_view.TiledArrayView` (or
+    ``null``)."""
     return dumps(
         {
-            "mesh": mesh_grid_payload(mesh),
-            "array": array_view_payload(array) if array is not None else None,
+            "mesh": to_data(mesh_grid_view(mesh)),
+            "array": to_data(tiled_array_view(array)) if array is not None else None,
         }
     )
 
@@ -74,8 +78,8 @@ class MeshView(anywidget.AnyWidget):
     array = traitlets.Unicode("").tag(sync=True)
     #: The selected device's id, or ``-1`` for none.
     selected_device = traitlets.Int(NO_SELECTION).tag(sync=True)
-    #: JSON text: ``{"mesh": mesh_grid_payload(mesh), "array": array_view_payload(array) or
-    #: null}``, the grids as the static view lays them out.
+    #: JSON text: ``{"mesh": MeshGridView, "array": TiledArrayView or null}``
+    #: (:func:`grids_json`), the grids as the static view lays them out.
     grids = traitlets.Unicode("").tag(sync=True)
     #: Device id (string key) -> ``#rrggbb`` colour, from ``device_color``.
     colors = traitlets.Dict(key_trait=traitlets.Unicode(), value_trait=traitlets.Unicode()).tag(

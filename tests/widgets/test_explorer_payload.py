@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 
 import shardviz.widgets.explorer.payload as ep
-import shardviz.widgets.grid_payload as gp
 from shardviz.model import Frame, LeafBytes, MeshLayout, Source, TreeLayout, tiles_from_spec
+from shardviz.model._codec import to_data
 from shardviz.model.array import format_index
+from shardviz.render.grid_view import mesh_grid_view
 from shardviz.render.report.view import no_source_words
 from shardviz.widgets.explorer.payload import (
     array_entries,
@@ -306,7 +307,7 @@ def report_512():
 
 def test_mesh_is_sent_laid_out_as_the_static_view_lays_it_out():
     report = dp_report()
-    assert report_payload(report)["mesh_grid"] == gp.mesh_grid_payload(report.mesh)
+    assert report_payload(report)["mesh_grid"] == to_data(mesh_grid_view(report.mesh))
     no_mesh = dataclasses.replace(report, mesh=None)
     assert report_payload(no_mesh)["mesh_grid"] is None
 
@@ -352,9 +353,8 @@ def test_payload_module_imports_no_jax_and_no_anywidget():
         "shardviz.model",
         "shardviz.analysis",
         "shardviz.render",
-        "shardviz.widgets.grid_payload",
     )
-    for module in (ep, gp):
+    for module in (ep,):
         for name in imported_modules(Path(module.__file__)):
             top = name.split(".")[0]
             assert top in allowed or name.startswith(pure), f"{module.__name__}: {name}"

@@ -13,11 +13,12 @@ import traitlets
 import shardviz
 import shardviz as sv
 from shardviz.model import Device, MeshLayout
+from shardviz.model._codec import to_data
 from shardviz.render.colors import device_color
+from shardviz.render.grid_view import mesh_grid_view, tiled_array_view
 from shardviz.render.html import array_html, mesh_html
 from shardviz.widgets import MeshView
 from shardviz.widgets.esm import widget_module
-from shardviz.widgets.grid_payload import array_view_payload, mesh_grid_payload
 from shardviz.widgets.mesh_view import STATIC
 
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
@@ -66,10 +67,11 @@ def test_synced_array_is_the_layouts_json(mesh_layout, array_layout):
 def test_synced_grids_are_the_static_views_layout(mesh_layout, array_layout):
     w = MeshView(mesh_layout, array_layout)
     grids = json.loads(w.get_state()["grids"])
-    assert grids["mesh"] == mesh_grid_payload(mesh_layout)
-    assert grids["array"] == array_view_payload(array_layout)
+    assert grids["mesh"] == to_data(mesh_grid_view(mesh_layout))
+    assert grids["array"] == to_data(tiled_array_view(array_layout))
+    assert tiled_array_view(array_layout).to_json() == json.dumps(grids["array"])
     assert json.loads(MeshView(mesh_layout).grids) == {
-        "mesh": mesh_grid_payload(mesh_layout),
+        "mesh": to_data(mesh_grid_view(mesh_layout)),
         "array": None,
     }
 

@@ -39,6 +39,7 @@ from shardviz.model.units import format_bytes, format_mfu, format_seconds
 from shardviz.model.why import why_axes, why_spec
 from shardviz.render.colors import KIND_COLORS, OTHER_KIND, device_color
 from shardviz.render.geometry import MeshGrid, array_facts, format_shape, mesh_grid, mesh_summary
+from shardviz.render.grid_view import array_grid_view, mesh_grid_view, tiles_of
 from shardviz.render.op_profile import op_profile_view
 from shardviz.render.report.html import MEMORY_COLORS, group_fill
 from shardviz.render.report.sections import (
@@ -64,7 +65,6 @@ from shardviz.render.report.view import (
 )
 from shardviz.render.timeline import PLOT_WIDTH, layout, legend, ticks
 from shardviz.render.traffic import drawable_links
-from shardviz.widgets.grid_payload import array_grid_payload, mesh_grid_payload, tiles_payload
 
 #: Bumped when the payload's shape changes, so the front end can refuse what it cannot read.
 #: 2: ready-made text (bytes, seconds, operands, device labels, sources) beside the numbers.
@@ -852,7 +852,7 @@ def report_payload(report: Report) -> dict[str, Any]:
 
     Keys: ``version``, ``function``, ``platform``, ``status_line``, ``ran``, ``notes``,
     ``mesh`` (``MeshLayout`` data or ``None``), ``mesh_grid`` (the mesh laid out,
-    :func:`~shardviz.widgets.grid_payload.mesh_grid_payload`, or ``None``), ``mesh_summary``,
+    :class:`~shardviz.render.grid_view.MeshGridView`, or ``None``), ``mesh_summary``,
     ``colors`` (device id -> colour), ``arrays`` (one item per :func:`array_entries` entry,
     ``label`` its option's short name, :func:`module_path`; ``arrays_left_out`` counts the
     intermediates the picker leaves out), ``picker`` (the picker's groups in order,
@@ -901,7 +901,7 @@ def report_payload(report: Report) -> dict[str, Any]:
         "ran": report.ran,
         "notes": list(report.notes),
         "mesh": to_data(mesh) if mesh is not None else None,
-        "mesh_grid": mesh_grid_payload(mesh) if mesh is not None else None,
+        "mesh_grid": to_data(mesh_grid_view(mesh, grid)) if mesh is not None else None,
         "mesh_summary": mesh_summary(mesh) if mesh is not None else "no mesh (one device)",
         "colors": {str(d): device_color(d) for d in device_ids},
         "arrays": arrays,
@@ -947,8 +947,9 @@ def array_payload(report: Report, ident: str) -> dict[str, Any] | None:
     Keys: ``id``, ``role``, ``name``, ``shape``, ``dtype``, ``spec``, ``spec_str``, ``value``,
     ``message`` (why there are no tiles, else ``None``), ``facts`` (kind, tiles and bytes in
     words, and the shard shape as ``shard_text``), ``tiles`` and ``shards``
-    (:func:`~shardviz.widgets.grid_payload.tiles_payload`) and ``grid``
-    (:func:`~shardviz.widgets.grid_payload.array_grid_payload`).
+    (:func:`~shardviz.render.grid_view.tiles_of`) and ``grid``
+    (:class:`~shardviz.render.grid_view.ArrayGridView`), the JSON of the views the static
+    HTML prints.
 
     Raises:
         KeyError: no array of the report has this id.
@@ -996,8 +997,9 @@ def entry_payload(report: Report, entry: ArrayEntry) -> dict[str, Any]:
         "bytes": facts.bytes_str,
         "computed": entry.role == INTERMEDIATE,
     }
-    out["tiles"], out["shards"] = tiles_payload(layout)
-    out["grid"] = array_grid_payload(layout)
+    tiles, shards = tiles_of(layout)
+    out["tiles"], out["shards"] = to_data(tiles), list(shards)
+    out["grid"] = to_data(array_grid_view(layout))
     return out
 
 

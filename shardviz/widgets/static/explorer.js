@@ -30,8 +30,8 @@
 //
 // Words and numbers (bytes, seconds, operands, device runs, source lines) arrive ready-made in
 // the payloads, spelled by the same Python functions as the static views, and the mesh and the
-// picked array arrive laid out (shardviz/widgets/grid_payload.py: the static views' own grids,
-// panels and elided runs); this module only draws them and highlights.
+// picked array arrive laid out (shardviz/render/grid_view.py: the JSON of the views whose words
+// the static HTML prints); this module only draws them and highlights.
 //
 // Prefetch: once a payload is drawn the view sends {type: "prefetch", generation} and Python
 // answers with custom messages {type: "prefetched", generation, arrays: [[id, json], ...],

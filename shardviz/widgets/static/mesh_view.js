@@ -40,7 +40,7 @@ import {
  */
 
 /**
- * The array as mesh_view.grids_json sends it (grid_payload.array_view_payload).
+ * The array as mesh_view.grids_json sends it (grid_view.TiledArrayView).
  * @typedef {{ name: string, value: string, spec_str: string, kind: string,
  *   tiles: DistinctTileJson[], shards: string[], grid: GridJson<ArrayCellJson> }} ArrayViewJson
  */

@@ -158,8 +158,8 @@ export function isActivation(event) {
 }
 
 // --------------------------------------------------------------------------------------------
-// Laid-out grids: Python lays a mesh or an array out (shardviz/widgets/grid_payload.py, with
-// the static HTML's own geometry); these functions only draw what it sends.
+// Laid-out grids: Python lays a mesh or an array out as view objects (shardviz/render/
+// grid_view.py, whose words the static HTML prints too); these functions only draw their JSON.
 
 /**
  * One slot along a page axis: [start, stop, tick label, slots hidden (0 if shown), hover text
@@ -168,7 +168,7 @@ export function isActivation(event) {
  */
 
 /**
- * The rows or the columns of a grid (grid_payload.axis_payload).
+ * The rows or the columns of a grid (grid_view.AxisView).
  * @typedef {{ used: boolean, title: string, bands: BandJson[] }} AxisJson
  */
 
@@ -184,13 +184,14 @@ export function isActivation(event) {
  */
 
 /**
- * A small multiple and its cells, or the words for panels left out.
+ * A small multiple and its cells, or, where `gap` is not empty, the words for panels left
+ * out (grid_view.MeshPanelView / ArrayPanelView).
  * @template C
- * @typedef {{ label: string, cells: C[] } | { gap: string }} PanelJson
+ * @typedef {{ label: string, cells: C[], gap: string }} PanelJson
  */
 
 /**
- * A laid-out grid (grid_payload.mesh_grid_payload / array_grid_payload): band sizes in px,
+ * A laid-out grid (grid_view.MeshGridView / ArrayGridView): band sizes in px,
  * panels of cells, a summary line and one note per elided band.
  * @template C
  * @typedef {{ rows: AxisJson, cols: AxisJson, row_sizes: number[], col_sizes: number[],
@@ -198,7 +199,7 @@ export function isActivation(event) {
  */
 
 /**
- * A distinct tile and every device holding it, replica 0 first (grid_payload.tiles_payload;
+ * A distinct tile and every device holding it, replica 0 first (grid_view.TileView;
  * `shard` points into the array's `shards`).
  * @typedef {{ index: [number, number][], shape: number[], nbytes: number, devices: number[],
  *   label: string, shard: number }} DistinctTileJson
@@ -432,7 +433,7 @@ export function gridPanel(grid, panel, prefix, kind, drawCell) {
 export function gridPanels(grid, prefix, kind, drawCell) {
   const panels = node("div", `${prefix}-panels`);
   for (const panel of grid.panels) {
-    panels.appendChild("gap" in panel ? node("div", `${prefix}-gap`, panel.gap) : gridPanel(grid, panel, prefix, kind, drawCell));
+    panels.appendChild(panel.gap ? node("div", `${prefix}-gap`, panel.gap) : gridPanel(grid, panel, prefix, kind, drawCell));
   }
   return panels;
 }
