@@ -42,7 +42,7 @@ from shardviz.strategies.named import get_rule_set
 from shardviz.strategies.rules import axes_needed, spec_for_leaf
 from shardviz.widgets.config_checks import invalid_words, unused_axes_note
 from shardviz.widgets.controls import AS_GIVEN, Config, Controls
-from shardviz.widgets.findings_payload import fix_route
+from shardviz.widgets.explorer.findings_pane import fix_route
 
 __all__ = [
     "Connection",

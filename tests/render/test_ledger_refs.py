@@ -13,7 +13,7 @@ from shardviz.render.findings.text import findings_text
 from shardviz.render.findings.view import finding_view, where_rows
 from shardviz.render.report.html import report_html
 from shardviz.render.report.text import report_text
-from shardviz.widgets.findings_payload import findings_payload
+from shardviz.widgets.explorer.findings_pane import findings_state
 
 from .findings_fixtures import loop_collective, megatron_with_findings
 
@@ -59,8 +59,8 @@ def test_every_findings_view_prints_the_elided_numbers() -> None:
     assert f"collectives {MANY_WORDS}" in _flat(findings_text(found))
     assert MANY_WORDS in findings_html(found)
     report = megatron_with_findings(found)
-    (item,) = findings_payload(report)["items"]
-    assert ["collectives", MANY_WORDS] in item["where"]
+    (item,) = findings_state(report)["view"]["items"]
+    assert {"label": "collectives", "text": MANY_WORDS} in item["where"]
     # The report's one-line Findings list, in text and HTML.
     assert f"(train.py:44 · {MANY_WORDS})" in _flat(report_text(report))
     assert MANY_WORDS in report_html(report)

@@ -5,6 +5,8 @@ are the planted mistakes of ``tests/explainer/diagnose/planted.py``."""
 
 from __future__ import annotations
 
+import json
+
 from tests.explainer.diagnose.planted import (
     idle_axis_program,
     replicated_program,
@@ -18,3 +20,21 @@ idle_axis = idle_axis_program
 #: A constraint moves a value to P(None, 'model') and the next one back: fixed by dropping the
 #: constraint, which no control can express (the fixed program is compiled).
 there_and_back = reshard_chain_program
+
+
+def pane_said(text: str) -> dict:
+    """The Findings pane's synced JSON as the pane reads it: ``count_text`` (the view's count,
+    else the pane's words), ``notes`` and ``items`` (each finding's view with its links and
+    ``index``), beside the state's own keys."""
+    state = json.loads(text)
+    view = state["view"]
+    items = view["items"] if view else []
+    return {
+        **state,
+        "count_text": view["count"] if view else state["words"],
+        "notes": [n for n in (view["untried"],) if n] + view["notes"] if view else [],
+        "items": [
+            {**item, **link, "index": i}
+            for i, (item, link) in enumerate(zip(items, state["links"], strict=True))
+        ],
+    }

@@ -5,7 +5,6 @@ shown again without trying (fake trials gated by threading.Event, in place of co
 from __future__ import annotations
 
 import dataclasses
-import json
 import threading
 
 from shardviz.analysis.detect import Facts
@@ -13,11 +12,12 @@ from shardviz.analysis.detect.candidate import Candidate
 from shardviz.errors import SpecError
 from shardviz.explainer.fix_check import FixTrial, Tried, outcome, untried_findings
 from shardviz.model import Finding, FindingCost, Findings, Fix, Report, Where
+from shardviz.widgets.explorer.findings_pane import findings_json
 from shardviz.widgets.explorer.widget import ExplorerView
-from shardviz.widgets.findings_payload import findings_json
 from shardviz.widgets.session import Connection
 from tests.render.findings_fixtures import megatron_with_findings
 from tests.render.report_fixtures import megatron_report
+from tests.widgets.findings_programs import pane_said
 
 WAIT = 30  # seconds: a ceiling against hangs, never a timing assertion
 ERROR = "the fixed program did not compile"
@@ -79,7 +79,7 @@ class GatedSession:
 
 
 def _state(explorer: ExplorerView) -> dict:
-    return json.loads(explorer.findings)
+    return pane_said(explorer.findings)
 
 
 def _shown_tried(explorer: ExplorerView, trials: Trials) -> None:

@@ -4,7 +4,6 @@ spec box, the mesh shape control, or the fixed program compiled (real compiles, 
 from __future__ import annotations
 
 import dataclasses
-import json
 import threading
 
 import pytest
@@ -14,13 +13,14 @@ from shardviz.errors import MeshError, SpecError
 from shardviz.model import Findings, Fix
 from shardviz.model import findings as findings_module
 from shardviz.widgets.controls import AS_GIVEN
+from shardviz.widgets.explorer.findings_pane import findings_json
 from shardviz.widgets.explorer.widget import ExplorerView
-from shardviz.widgets.findings_payload import findings_json
 from shardviz.widgets.session import ExplorerSession, fixed_words
 from tests.render.findings_fixtures import findings, megatron_with_findings
 from tests.render.report_fixtures import megatron_report
 
 from . import findings_programs
+from .findings_programs import pane_said
 
 WAIT = 120  # seconds: a ceiling against hangs, never a timing assertion
 
@@ -46,7 +46,7 @@ def pending(monkeypatch):
 
 
 def _state(explorer: ExplorerView) -> dict:
-    return json.loads(explorer.findings)
+    return pane_said(explorer.findings)
 
 
 def _kinds(explorer: ExplorerView) -> list[str]:
@@ -140,7 +140,7 @@ def test_selected_finding_is_checked_and_reset_by_a_new_report():
 
 def test_a_report_explorer_says_how_to_get_try_this_fix_and_survives_the_click():
     w = ExplorerView(megatron_with_findings())
-    assert all(i["fix"] is None or i["fix"]["route"] == "" for i in _state(w)["items"])
+    assert all(i["fix"] is None or i["route"] == "" for i in _state(w)["items"])
     with pytest.raises(TypeError, match=r"shardviz.Explorer\(fn, \*args\)"):
         w.try_fix(0)
     w._handle_custom_msg({"type": "try-fix", "generation": w.generation, "finding": 0}, [])
@@ -159,7 +159,7 @@ def test_a_spec_fix_goes_into_its_box_and_the_recompile_loses_the_finding():
     e = sv.Explorer(fn, *args)
     _settle(e)
     item = _try(e, "replicated")
-    assert item["fix"]["route"] == "box"
+    assert item["route"] == "box"
     assert e.controls.spec_boxes["params/w3"].value == "P('data', None)"
     _settle(e)
     assert "replicated" not in _kinds(e)
@@ -173,7 +173,7 @@ def test_a_mesh_fix_sets_the_mesh_shape():
     fn, args = findings_programs.idle_axis()
     e = sv.Explorer(fn, *args)
     _settle(e)
-    assert _try(e, "idle-axis")["fix"]["route"] == "mesh"
+    assert _try(e, "idle-axis")["route"] == "mesh"
     assert e.controls.mesh_shape.value == (1, 8)
     _settle(e)
     assert dict(e.report.mesh.shape) == {"data": 1, "model": 8}
@@ -187,7 +187,7 @@ def test_a_dropped_constraint_is_compiled_as_the_fixed_program_and_a_control_goe
     _settle(e)
     assert len(e.report.collectives) == 3
     item = _try(e, "reshard-chain")
-    assert item["fix"]["route"] == "program"
+    assert item["route"] == "program"
     _settle(e)
     assert "reshard-chain" not in _kinds(e)
     assert not e.report.ran  # compile-only: the fixed program's arguments are abstract

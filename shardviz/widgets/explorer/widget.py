@@ -19,7 +19,7 @@ each JSON text exactly what ``array`` would carry for that id: arguments and out
 then intermediates, up to :data:`PREFETCH_BUDGET`. ``generation`` is bumped with every new
 report; a prefetch for an older one stops, and the front end drops what it still receives.
 
-Findings (``findings``, :mod:`~shardviz.widgets.findings_payload`) whose fixes are not tried
+Findings (``findings``, :mod:`~shardviz.widgets.explorer.findings_pane`) whose fixes are not tried
 yet get a "pending" payload at once; the Explorer tries them (``report.try_fixes()``, a
 compile each) in a background thread it owns, then shows the tried report's findings, and
 keeps them: showing the same report again shows them at once. Trying never holds up the user's
@@ -59,6 +59,13 @@ from shardviz.render.html import page
 from shardviz.render.report.html import report_html
 from shardviz.widgets.esm import widget_module
 from shardviz.widgets.explorer.diff import change_words, same_collective
+from shardviz.widgets.explorer.findings_pane import (
+    NO_TRY_WORDS,
+    error_json,
+    findings_json,
+    findings_pending,
+    pending_json,
+)
 from shardviz.widgets.explorer.payload import (
     array_entries,
     array_json,
@@ -69,13 +76,6 @@ from shardviz.widgets.explorer.payload import (
     prefetch_batches,
     report_json,
     strategies_payload,
-)
-from shardviz.widgets.findings_payload import (
-    NO_TRY_WORDS,
-    error_json,
-    findings_json,
-    findings_pending,
-    pending_json,
 )
 from shardviz.widgets.mesh_view import STATIC
 from shardviz.widgets.selection import NO_SELECTION, NO_SELECTION_CHOICE
@@ -210,8 +210,9 @@ class ExplorerView(anywidget.AnyWidget):
     changes = traitlets.Unicode("").tag(sync=True)
     #: Bumped with every new report shown; prefetch messages carry it, so a view drops stale ones.
     generation = traitlets.Int(0).tag(sync=True)
-    #: The shown report's findings (``findings_payload.findings_payload``) as JSON text: a
-    #: "pending" payload while its fixes compile in the background; "" for a comparison.
+    #: The shown report's Findings pane (``findings_pane.findings_state``: the findings'
+    #: view object and what each links to) as JSON text: "pending" while its fixes compile
+    #: in the background; "" for a comparison.
     findings = traitlets.Unicode("").tag(sync=True)
     #: The finding picked in the Findings pane (its position), or -1; reset by a new report.
     selected_finding = traitlets.Int(NO_SELECTION).tag(sync=True)

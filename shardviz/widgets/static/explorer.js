@@ -18,8 +18,9 @@
 //                       configuration (the status then says so instead of "done"), or ""
 //   changes             what the last recompile changed (ledger, bytes, peak), or ""
 //   generation          bumped by Python with every new report
-//   findings            the report's findings (JSON text, widgets/findings_payload.py): a
-//                       "pending" payload while Python compiles their fixes, or ""
+//   findings            the Findings pane (JSON text, widgets/explorer/findings_pane.py: the
+//                       findings' view object and what each links to): "pending" while
+//                       Python compiles their fixes, or ""
 //   selected_finding    the finding picked in the Findings pane, or -1
 //   fixed               while the panes show a program shardviz fixed, which fixes (a badge)
 //
@@ -205,30 +206,47 @@ import {
 /** @typedef {{ id: string, title: string, description: string, mesh: string }} StrategyItem */
 
 /**
- * What a finding lights up (findings_payload.highlights): ledger positions, array ids, devices.
+ * What a finding lights up (findings_pane.highlights): ledger positions, array ids, devices.
  * @typedef {{ collectives: number[], leaf: string | null, values: string[], arrays: string[],
  *   devices: number[] }} FindingHighlight
  */
 
 /**
- * One finding's words and links (findings_payload.finding_item). `fix.route` says how "try
- * this fix" applies it ("box", "mesh", "program"), "" when it cannot be tried here.
- * @typedef {{ index: number, kind: string, severity: string, title: string, why: string,
- *   cost: string, where: [string, string][],
- *   fix: { kind: string, description: string, code: string, route: string, how: string } | null,
- *   no_fix: string,
+ * One finding's words: render/findings/view.py's FindingView as JSON, the very object the
+ * text and the HTML print (`where` rows are WhereRow, the check's rows CheckRow).
+ * @typedef {{ kind: string, severity: string, title: string, why: string, cost: string,
+ *   where: { label: string, text: string }[], place: string,
+ *   fix: { kind: string, description: string, code: string } | null, no_fix: string,
  *   check: { helps: boolean, word: string, verdict: string,
- *            rows: [string, string, string, string, boolean][] } | null,
- *   highlight: FindingHighlight }} FindingItem
+ *            rows: { key: string, label: string, before: string, after: string }[] } | null,
+ *   summary: string }} FindingViewJson
  */
 
 /**
- * The Findings pane (findings_payload.findings_payload); `state` is "done", "pending",
- * "none" (not diagnosed) or "error".
- * @typedef {{ version: number, generation: number, state: string, count_text: string,
- *   checked: string, counts: [string, number][],
- *   severity_colors: Record<string, [string, string, string]>, items: FindingItem[],
- *   notes: string[] }} FindingsPayload
+ * The findings' words (FindingsView as JSON).
+ * @typedef {{ function: string, count: string, counts: [string, number][], checked: string,
+ *   untried: string, items: FindingViewJson[], notes: string[] }} FindingsViewJson
+ */
+
+/**
+ * What one finding links to in this Explorer (findings_pane.link): `route` says how "try this
+ * fix" applies its fix ("box", "mesh", "program"; "" when it cannot be tried here or there is
+ * no fix), `how` says so in words.
+ * @typedef {{ route: string, how: string, highlight: FindingHighlight }} FindingLink
+ */
+
+/**
+ * A finding of the pane: its position, its view and its links.
+ * @typedef {{ index: number, said: FindingViewJson, link: FindingLink }} FindingItem
+ */
+
+/**
+ * The Findings pane (findings_pane.findings_state): the findings' view, or, without one,
+ * what the pane says (`words`); `state` is "done", "pending", "none" (not diagnosed) or
+ * "error".
+ * @typedef {{ version: number, generation: number, state: string, words: string,
+ *   checked: string, severity_colors: Record<string, [string, string, string]>,
+ *   view: FindingsViewJson | null, links: FindingLink[] }} FindingsState
  */
 
 /**
@@ -238,7 +256,7 @@ import {
  */
 
 const PAYLOAD_VERSION = 5;
-const FINDINGS_VERSION = 1;
+const FINDINGS_VERSION = 2;
 /** The `type` of the "try this fix" message to Python (see explorer.py). */
 const TRY_FIX = "try-fix";
 /** The class that marks what the picked finding lights up, in every pane. */
@@ -1404,13 +1422,13 @@ class ArrayCache {
 // Findings pane
 
 /**
- * The findings payload for the current report, or why there is none to draw ("" for none).
+ * The Findings pane's state for the current report, or why there is none to draw ("" for none).
  * @param {string} text the `findings` trait
  * @param {number} generation the current one
- * @returns {FindingsPayload | string}
+ * @returns {FindingsState | string}
  */
 function readFindings(text, generation) {
-  /** @type {FindingsPayload | null} */
+  /** @type {FindingsState | null} */
   const findings = parse(text);
   if (!findings) return "";
   if (findings.version !== FINDINGS_VERSION) {
@@ -1420,8 +1438,18 @@ function readFindings(text, generation) {
 }
 
 /**
+ * The pane's findings, each with its position and links.
+ * @param {FindingsState} findings
+ * @returns {FindingItem[]}
+ */
+function findingItems(findings) {
+  const items = findings.view ? findings.view.items : [];
+  return items.map((said, index) => ({ index, said, link: findings.links[index] }));
+}
+
+/**
  * A severity badge in the static view's colours.
- * @param {FindingsPayload} findings
+ * @param {FindingsState} findings
  * @param {string} severity
  * @param {string} text
  */
@@ -1440,7 +1468,7 @@ function severityBadge(findings, severity, text) {
 /**
  * The pane: a count badge (alone, collapsed, when there is nothing to list), then one row per
  * finding; the picked one opens to say why, where, its fix and what the fix did.
- * @param {FindingsPayload | string} findings
+ * @param {FindingsState | string} findings
  * @param {number} selected the picked finding, or NO_SELECTION
  * @returns {HTMLElement | null}
  */
@@ -1453,13 +1481,15 @@ function findingsPane(findings, selected) {
     pane.appendChild(node("div", "sv-x-message", findings));
     return pane;
   }
+  const view = findings.view;
+  const items = findingItems(findings);
   pane.dataset.state = findings.state;
-  pane.dataset.count = String(findings.items.length);
-  const count = node("span", "sv-x-fcount", findings.count_text);
+  pane.dataset.count = String(items.length);
+  const count = node("span", "sv-x-fcount", view ? view.count : findings.words);
   count.dataset.state = findings.state;
-  count.title = findings.checked;
+  count.title = view ? view.checked : findings.checked;
   head.appendChild(count);
-  if (!findings.items.length) {
+  if (!view || !items.length) {
     pane.classList.add("sv-x-collapsed");
     return pane;
   }
@@ -1467,11 +1497,12 @@ function findingsPane(findings, selected) {
     node("div", "sv-x-dim sv-x-fhint", "Click a finding to light up its collectives, arrays and devices in the panes below."),
   );
   const list = node("div", "sv-x-flist");
-  for (const item of findings.items) list.appendChild(findingRow(findings, item, item.index === selected));
+  for (const item of items) list.appendChild(findingRow(findings, item, item.index === selected));
   pane.appendChild(list);
-  if (findings.notes.length) {
+  const said = [view.untried, ...view.notes].filter(Boolean);
+  if (said.length) {
     const notes = node("div", "sv-x-fnotes");
-    for (const note of findings.notes) notes.appendChild(node("div", "", `note: ${note}`));
+    for (const note of said) notes.appendChild(node("div", "", `note: ${note}`));
     pane.appendChild(notes);
   }
   return pane;
@@ -1479,31 +1510,32 @@ function findingsPane(findings, selected) {
 
 /**
  * One finding: a row that picks it, and when picked what it is about and its fix.
- * @param {FindingsPayload} findings
+ * @param {FindingsState} findings
  * @param {FindingItem} item
  * @param {boolean} open
  */
 function findingRow(findings, item, open) {
-  const wrap = node("div", `sv-x-finding sv-x-at-${item.severity}`);
+  const said = item.said;
+  const wrap = node("div", `sv-x-finding sv-x-at-${said.severity}`);
   wrap.dataset.finding = String(item.index);
-  wrap.dataset.kind = item.kind;
-  wrap.dataset.severity = item.severity;
-  const colors = findings.severity_colors[item.severity];
+  wrap.dataset.kind = said.kind;
+  wrap.dataset.severity = said.severity;
+  const colors = findings.severity_colors[said.severity];
   if (colors) wrap.style.borderLeftColor = colors[2];
   const head = node("div", "sv-x-fhead");
   head.dataset.finding = String(item.index);
   head.setAttribute("role", "button");
   head.setAttribute("tabindex", "0");
   setPressed(head, open);
-  head.append(severityBadge(findings, item.severity, item.severity), node("span", "sv-x-fkind", item.kind));
-  head.append(node("span", "sv-x-ftitle", item.title));
+  head.append(severityBadge(findings, said.severity, said.severity), node("span", "sv-x-fkind", said.kind));
+  head.append(node("span", "sv-x-ftitle", said.title));
   wrap.appendChild(head);
   if (!open) return wrap;
   const body = node("div", "sv-x-fbody");
-  body.appendChild(node("p", "sv-x-why", item.why));
+  body.appendChild(node("p", "sv-x-why", said.why));
   const list = node("dl", "sv-x-dl sv-x-fwhere");
-  list.append(node("dt", "", "cost"), node("dd", "", item.cost));
-  for (const [label, text] of item.where) {
+  list.append(node("dt", "", "cost"), node("dd", "", said.cost));
+  for (const { label, text } of said.where) {
     const dd = node("dd", "");
     if (label === "code") dd.appendChild(node("code", "", text));
     else dd.textContent = text;
@@ -1521,15 +1553,15 @@ function findingRow(findings, item, open) {
  */
 function fixBlock(item) {
   const block = node("div", "sv-x-fix");
-  const fix = item.fix;
+  const fix = item.said.fix;
   if (!fix) {
-    block.append(node("b", "", "fix "), node("span", "sv-x-dim", item.no_fix));
+    block.append(node("b", "", "fix "), node("span", "sv-x-dim", item.said.no_fix));
     return block;
   }
   block.dataset.fix = fix.kind;
   block.append(node("b", "", "fix "), fix.description);
   block.appendChild(node("pre", "sv-x-fixcode", fix.code));
-  const check = item.check;
+  const check = item.said.check;
   if (check) {
     const verdict = node("div", `sv-x-verdict ${check.helps ? "sv-x-helps" : "sv-x-nohelp"}`);
     verdict.append(node("b", "", check.word), check.verdict ? `: ${check.verdict}` : "");
@@ -1538,24 +1570,25 @@ function fixBlock(item) {
     const top = node("tr", "");
     top.append(node("th", "", ""), node("th", "sv-x-r", "before"), node("th", "sv-x-r", "after"));
     table.appendChild(top);
-    for (const [key, label, before, after, changed] of check.rows) {
+    for (const { key, label, before, after } of check.rows) {
       const row = node("tr", "sv-x-barow");
       row.dataset.row = key;
-      if (changed) row.dataset.changed = "1";
+      if (before !== after) row.dataset.changed = "1";
       row.append(node("td", "", label), node("td", "sv-x-r", before), node("td", "sv-x-r", after));
       table.appendChild(row);
     }
     block.append(verdict, table);
   }
   const act = node("div", "sv-x-tryline");
-  if (fix.route) {
+  const { route, how } = item.link;
+  if (route) {
     const button = node("button", "sv-x-tryfix", "try this fix");
     button.setAttribute("type", "button");
     button.dataset.finding = String(item.index);
-    button.title = fix.how;
-    act.append(button, node("span", "sv-x-dim", ` ${fix.how}`));
+    button.title = how;
+    act.append(button, node("span", "sv-x-dim", ` ${how}`));
   } else {
-    act.append(node("span", "sv-x-dim", fix.how));
+    act.append(node("span", "sv-x-dim", how));
   }
   block.appendChild(act);
   return block;
@@ -1570,7 +1603,7 @@ function fixBlock(item) {
  * @param {string} array the picked array id
  */
 function highlightFinding(root, report, item, array) {
-  const mark = item ? item.highlight : null;
+  const mark = item ? item.link.highlight : null;
   const rows = new Set(mark ? mark.collectives : []);
   for (const element of root.querySelectorAll(".sv-x-coll")) {
     element.classList.toggle(FLAGGED, rows.has(Number(/** @type {HTMLElement} */ (element).dataset.index)));
@@ -1589,7 +1622,7 @@ function highlightFinding(root, report, item, array) {
   if (!slot) return;
   slot.replaceChildren();
   if (!item || !arrays.length) return;
-  slot.appendChild(node("span", "sv-x-dim", `finding ${item.index + 1} (${item.kind}): `));
+  slot.appendChild(node("span", "sv-x-dim", `finding ${item.index + 1} (${item.said.kind}): `));
   for (const id of arrays) {
     const entry = report.arrays.get(id);
     if (!entry) continue;
@@ -2054,7 +2087,7 @@ export default {
       const value = model.get("selected_finding");
       return value === undefined || value === null ? NO_SELECTION : Number(value);
     };
-    /** @type {FindingsPayload | string} */
+    /** @type {FindingsState | string} */
     let findings = "";
     const generation = () => Number(model.get("generation") || 0);
     const cache = new ArrayCache(generation());
@@ -2082,7 +2115,7 @@ export default {
     function pickedFinding() {
       const index = selectedFinding();
       if (typeof findings === "string" || index < 0) return null;
-      return findings.items[index] || null;
+      return findingItems(findings)[index] || null;
     }
 
     /** The Findings pane, from the `findings` trait and the picked finding. */
@@ -2104,11 +2137,12 @@ export default {
       }
       /** @type {[string, any][]} */
       const changes = [["selected_finding", index]];
-      const item = typeof findings === "string" ? null : findings.items[index];
+      const item = typeof findings === "string" ? null : findingItems(findings)[index];
       if (item && report) {
-        const array = item.highlight.arrays.find((id) => report && report.arrays.has(id));
+        const mark = item.link.highlight;
+        const array = mark.arrays.find((id) => report && report.arrays.has(id));
         if (array && array !== model.get("selected_array")) changes.push(["selected_array", array]);
-        const first = item.highlight.collectives[0];
+        const first = mark.collectives[0];
         if (first !== undefined && first !== selectedCollective()) changes.push(["selected_collective", first]);
       }
       sendAll(changes);

@@ -1,14 +1,15 @@
-"""The Explorer's Findings pane as plain JSON: ready-made words and what each finding lights up.
+"""The Explorer's Findings pane: the findings' own view object, and what each finding links to.
 
-Pure (no jax, no anywidget). The words come from :func:`shardviz.render.findings.view.
-findings_view`, the view the text and HTML print, so a finding reads the same in ``print(report.
-findings)``, the saved HTML and the live widget; the front end derives none of them.
+Pure (no jax, no anywidget). The pane syncs the JSON of :class:`~shardviz.render.findings.view.
+FindingsView`, the view ``print(report.findings)`` and the saved HTML print, so a finding reads
+the same in all three; the front end derives no word of it.
 
-Each finding also says what to highlight in the other panes, as positions and ids of the
-shown report's payload (:mod:`.explorer.payload`): ledger positions (0-based, the ``#``
-numbers minus one), array ids (``arg:<leaf>``, ``mid:<value>``) and device ids; names the
-report does not hold are left out. And whether its fix can be tried in this Explorer, and
-how (:func:`fix_route`): a spec box, the mesh shape control, or compiling the fixed program.
+Beside the view, the pane says what only the Explorer knows, per finding (``links``): what
+it lights up in the other panes, as positions and ids of the shown report's state
+(:mod:`.payload`): ledger positions (0-based, the ``#`` numbers minus one), array ids
+(``arg:<leaf>``, ``mid:<value>``) and device ids, names the report does not hold left out;
+and whether its fix can be tried in this Explorer, and how (:func:`fix_route`): a spec box,
+the mesh shape control, or compiling the fixed program.
 """
 
 from __future__ import annotations
@@ -16,10 +17,11 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any, Literal
 
+from shardviz.model._codec import to_data
 from shardviz.model.findings import SEVERITIES, Finding, Findings, Fix
 from shardviz.model.program import Report
 from shardviz.render.findings.html import SEVERITY_COLORS
-from shardviz.render.findings.view import FindingView, checks_str, findings_view
+from shardviz.render.findings.view import checks_str, findings_view
 from shardviz.widgets.explorer.payload import (
     ARGUMENT,
     INTERMEDIATE,
@@ -31,18 +33,20 @@ from shardviz.widgets.explorer.payload import (
 __all__ = [
     "FINDINGS_VERSION",
     "FixRoute",
-    "findings_json",
-    "findings_payload",
     "error_json",
+    "findings_json",
     "findings_pending",
+    "findings_state",
     "fix_route",
     "fix_words",
     "highlights",
+    "link",
     "pending_json",
 ]
 
-#: Bumped when the findings payload's shape changes (the front end checks it).
-FINDINGS_VERSION = 1
+#: Bumped when the pane's state changes shape (the front end checks it). 2: the findings'
+#: view object itself, and the links beside it.
+FINDINGS_VERSION = 2
 
 #: How the Explorer tries a fix: set a spec box, set the mesh shape, or compile the fixed
 #: program itself; ``""`` when it cannot (no function to recompile).
@@ -129,71 +133,34 @@ def highlights(f: Finding, report: Report, ids: dict[tuple[str, str], str]) -> d
     }
 
 
-def _fix_item(f: Finding, boxes: Collection[str] | None) -> dict[str, Any] | None:
-    fix = f.fix
-    if fix is None:
-        return None
-    route = fix_route(fix, boxes)
-    return {
-        "kind": fix.kind,
-        "description": fix.description,
-        "code": fix.code,
-        "route": route,
-        "how": fix_words(fix, route),
-    }
-
-
-def _check_item(view: FindingView) -> dict[str, Any] | None:
-    c = view.check
-    if c is None:
-        return None
-    return {
-        "helps": c.helps,
-        "word": c.word,
-        "verdict": c.verdict,
-        "rows": [[r.key, r.label, r.before, r.after, r.before != r.after] for r in c.rows],
-    }
-
-
-def finding_item(
-    index: int,
-    f: Finding,
-    view: FindingView,
-    report: Report,
-    ids: dict[tuple[str, str], str],
-    boxes: Collection[str] | None,
+def link(
+    f: Finding, report: Report, ids: dict[tuple[str, str], str], boxes: Collection[str] | None
 ) -> dict[str, Any]:
-    """One finding's words (its :class:`FindingView`) and links (see :func:`findings_payload`)."""
+    """What finding ``f`` links to in this Explorer: ``route`` (:func:`fix_route`, ``""``
+    without a fix), ``how`` (:func:`fix_words`, ``""`` without a fix) and ``highlight``
+    (:func:`highlights`)."""
+    route = fix_route(f.fix, boxes) if f.fix is not None else ""
     return {
-        "index": index,
-        "kind": view.kind,
-        "severity": view.severity,
-        "title": view.title,
-        "why": view.why,
-        "cost": view.cost,
-        "where": [[row.label, row.text] for row in view.where],
-        "fix": _fix_item(f, boxes),
-        "no_fix": view.no_fix,
-        "check": _check_item(view),
+        "route": route,
+        "how": fix_words(f.fix, route) if f.fix is not None else "",
         "highlight": highlights(f, report, ids),
     }
 
 
-def _base(state: str, text: str, generation: int) -> dict[str, Any]:
+def _state(state: str, words: str, generation: int) -> dict[str, Any]:
     return {
         "version": FINDINGS_VERSION,
         "generation": generation,
         "state": state,
-        "count_text": text,
+        "words": words,
         "checked": checks_str(),
-        "counts": [],
         "severity_colors": {s: list(SEVERITY_COLORS[s]) for s in SEVERITIES},
-        "items": [],
-        "notes": [],
+        "view": None,
+        "links": [],
     }
 
 
-def findings_payload(
+def findings_state(
     report: Report, generation: int = 0, boxes: Collection[str] | None = None
 ) -> dict[str, Any]:
     """The Findings pane of ``report`` as it is (nothing is compiled: fixes not tried yet show
@@ -201,49 +168,40 @@ def findings_payload(
 
     Args:
         report: the report shown.
-        generation: the Explorer's ``generation`` of that report (the front end drops a
-            findings payload of another one).
+        generation: the Explorer's ``generation`` of that report (the front end drops the
+            state of another one).
         boxes: the leaf paths the Explorer's spec boxes control, or ``None`` when it has no
             function to recompile (then no fix can be tried; see :func:`fix_route`).
 
     Returns:
         Keys: ``version``, ``generation``, ``state`` (``"done"``, or ``"none"`` when not
         diagnosed; :func:`pending_json` and :func:`error_json` give ``"pending"`` and
-        ``"error"``), ``count_text`` (``3 findings: 1 error, 2 warnings`` or ``no findings``),
-        ``checked`` (the kinds looked for), ``counts`` (``[severity, n]``, most severe first),
+        ``"error"``), ``words`` (what the pane says when there is no view: not diagnosed,
+        pending, or what went wrong), ``checked`` (the kinds looked for),
         ``severity_colors`` (severity -> ``[text, background, border]``, the static view's),
-        ``items`` (per finding, most severe first: ``index``, ``kind``, ``severity``,
-        ``title``, ``why``, ``cost``, ``where`` (``[label, text]`` rows), ``fix`` (``None``
-        or ``kind``, ``description``, ``code``, ``route`` (:func:`fix_route`) and ``how``),
-        ``no_fix`` (words for a finding without a fix), ``check`` (``None`` or ``helps``,
-        ``word``, ``verdict`` and ``rows`` of ``[key, label, before, after, changed]``) and
-        ``highlight`` (:func:`highlights`)) and ``notes``.
+        ``view`` (:class:`~shardviz.render.findings.view.FindingsView` as JSON, or ``None``)
+        and ``links`` (per item of the view, :func:`link`).
     """
     findings = report.findings
     if findings is None:
-        return _base("none", NOT_DIAGNOSED_WORDS, generation)
-    view = findings_view(findings)
-    out = _base("done", view.count, generation)
+        return _state("none", NOT_DIAGNOSED_WORDS, generation)
+    out = _state("done", "", generation)
     ids = _ids_by_name(report)
-    out["counts"] = [[s, n] for s, n in view.counts]
-    out["items"] = [
-        finding_item(i, f, v, report, ids, boxes)
-        for i, (f, v) in enumerate(zip(findings, view.items, strict=True))
-    ]
-    out["notes"] = [n for n in (view.untried,) if n] + list(view.notes)
+    out["view"] = to_data(findings_view(findings))
+    out["links"] = [link(f, report, ids, boxes) for f in findings]
     return out
 
 
 def findings_json(report: Report, generation: int = 0, boxes: Collection[str] | None = None) -> str:
-    """:func:`findings_payload` as JSON text (``<``, ``>``, ``&`` escaped)."""
-    return dumps(findings_payload(report, generation, boxes))
+    """:func:`findings_state` as JSON text (``<``, ``>``, ``&`` escaped)."""
+    return dumps(findings_state(report, generation, boxes))
 
 
 def pending_json(generation: int) -> str:
     """The pane while the findings are worked out in the background."""
-    return dumps(_base("pending", PENDING_WORDS, generation))
+    return dumps(_state("pending", PENDING_WORDS, generation))
 
 
 def error_json(generation: int, message: str) -> str:
     """The pane when working out the findings failed: what went wrong, in words."""
-    return dumps(_base("error", f"could not look for findings: {message}", generation))
+    return dumps(_state("error", f"could not look for findings: {message}", generation))
