@@ -2,8 +2,10 @@
 each collective kind in its colour), a time axis, a legend with each kind's total, and a label
 that says whether the times are illustrative (CPU) or real.
 
-The lanes come from :func:`shardviz.model.timeline.timeline_of`; :func:`layout` places them
-once, so the HTML report and the Explorer draw the same bars.
+The lanes come from :func:`shardviz.model.timeline.timeline_of`; :func:`timeline_view` places
+them once and spells every word (the heading, each kind's total, each bar's hover text, the
+ticks) into a :class:`TimelineView`, which the text and the HTML print and the Explorer syncs
+as JSON, so the three show the same bars and words.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from shardviz.model._codec import JsonMixin
 from shardviz.model.program import Report
 from shardviz.model.timeline import COMPUTE, Timeline, realness_label, timeline_of
 from shardviz.model.units import format_seconds
@@ -90,8 +93,74 @@ def legend(t: Timeline) -> list[tuple[str, str, float]]:
     return [(k, kind_color(k), t.totals[k]) for k in t.kinds]
 
 
-def timeline_svg(t: Timeline) -> str:
+#: A bar as drawn: x and width (px from the axis start), position in the kinds, hover text.
+DrawnBar = tuple[float, float, int, str]
+
+
+@dataclass(frozen=True)
+class LaneView(JsonMixin):
+    """One device's lane: its bars, in time order."""
+
+    device: int
+    bars: tuple[DrawnBar, ...]
+
+
+@dataclass(frozen=True)
+class TimelineView(JsonMixin):
+    """A profiled step as every view shows it (:func:`timeline_view`)."""
+
+    #: Whether the times are real or illustrative, in words.
+    label: str
+    illustrative: bool
+    #: ``Timeline · one profiled step · 8 devices · 24 ops · 1.2 ms``.
+    heading: str
+    devices: int
+    ops: int
+    #: The step's span, in words.
+    span: str
+    #: Px of the time axis.
+    width: float
+    #: ``(kind, colour, total in words)``, compute first.
+    kinds: tuple[tuple[str, str, str], ...]
+    lanes: tuple[LaneView, ...]
+    #: ``(x, text)`` of each tick of the time axis.
+    ticks: tuple[tuple[float, str], ...]
+
+
+def bar_tip(b: PlacedBar) -> str:
+    """A bar's hover text: ``dot.1 · compute · 1.2 ms at 0 s``."""
+    return f"{b.name} · {b.kind} · {format_seconds(b.seconds)} at {format_seconds(b.start)}"
+
+
+def timeline_view(t: Timeline) -> TimelineView:
+    """``t`` laid out on a :data:`PLOT_WIDTH` px axis, with its words."""
+    kinds = legend(t)
+    position = {k: i for i, (k, _, _) in enumerate(kinds)}
+    scale = PLOT_WIDTH / t.span if t.span > 0 else 0.0
+    span = format_seconds(t.span)
+    return TimelineView(
+        label=realness_label(t),
+        illustrative=t.illustrative,
+        heading=f"Timeline · one profiled step · {len(t.lanes)} devices · {t.bars} ops · {span}",
+        devices=len(t.lanes),
+        ops=t.bars,
+        span=span,
+        width=PLOT_WIDTH,
+        kinds=tuple((k, c, format_seconds(total)) for k, c, total in kinds),
+        lanes=tuple(
+            LaneView(
+                device,
+                tuple((round(b.x, 2), round(b.w, 2), position[b.kind], bar_tip(b)) for b in bars),
+            )
+            for device, bars in layout(t)
+        ),
+        ticks=tuple((round(s * scale, 2), format_seconds(s)) for s in ticks(t.span)),
+    )
+
+
+def timeline_svg(t: Timeline, view: TimelineView | None = None) -> str:
     """The lanes and time axis as one ``<svg>``; every op's name is in its bar's tooltip."""
+    view = view if view is not None else timeline_view(t)
     rows = layout(t)
     axis_y = len(rows) * (LANE_HEIGHT + LANE_GAP) + 2
     height = axis_y + 18
@@ -101,12 +170,11 @@ def timeline_svg(t: Timeline) -> str:
         f'viewBox="0 0 {svg_num(width)} {svg_num(height)}" role="img" '
         'aria-label="timeline of one profiled step, one lane per device">'
     ]
-    for i, (device, bars) in enumerate(rows):
+    for i, ((device, bars), lane) in enumerate(zip(rows, view.lanes, strict=True)):
         y = i * (LANE_HEIGHT + LANE_GAP)
         out.append(f'<g class="sv-tl-lane" data-device="{device}">')
         out.append(svg_text(0, y + LANE_HEIGHT - 3, f"dev {device}", "sv-tl-lab"))
-        for b in bars:
-            tip = f"{b.name} · {b.kind} · {format_seconds(b.seconds)} at {format_seconds(b.start)}"
+        for b, (*_, tip) in zip(bars, lane.bars, strict=True):
             out.append(
                 f'<rect class="sv-tl-bar" data-kind="{esc(b.kind)}" fill="{kind_color(b.kind)}" '
                 f'x="{svg_num(LABEL_WIDTH + b.x)}" y="{svg_num(y)}" width="{svg_num(b.w)}" '
@@ -118,15 +186,13 @@ def timeline_svg(t: Timeline) -> str:
         f'<line x1="{svg_num(LABEL_WIDTH)}" y1="{svg_num(axis_y)}" '
         f'x2="{svg_num(LABEL_WIDTH + PLOT_WIDTH)}" y2="{svg_num(axis_y)}" stroke="#8c959f"/>'
     )
-    for s in ticks(t.span):
+    for s, (_, text) in zip(ticks(t.span), view.ticks, strict=True):
         x = LABEL_WIDTH + s * scale
         out.append(
             f'<line x1="{svg_num(x)}" y1="{svg_num(axis_y)}" x2="{svg_num(x)}" '
             f'y2="{svg_num(axis_y + 3)}" stroke="#8c959f"/>'
         )
-        out.append(
-            svg_text(x, axis_y + 14, format_seconds(s), "sv-tl-tick", ' text-anchor="middle"')
-        )
+        out.append(svg_text(x, axis_y + 14, text, "sv-tl-tick", ' text-anchor="middle"'))
     out.append("</svg>")
     return "".join(out)
 
@@ -136,18 +202,19 @@ def timeline_html(report: Report) -> str:
     t = timeline_of(report)
     if t is None:
         return ""
-    label_cls = "sv-illus sv-illustrative" if t.illustrative else "sv-real"
+    view = timeline_view(t)
+    label_cls = "sv-illus sv-illustrative" if view.illustrative else "sv-real"
     keys = "".join(
         f'<span data-kind="{esc(k)}"><i class="sv-tl-swatch" style="background:{c}"></i>'
-        f"{esc(k)} {esc(format_seconds(total))}</span>"
-        for k, c, total in legend(t)
+        f"{esc(k)} {esc(total)}</span>"
+        for k, c, total in view.kinds
     )
     return (
         f'<div class="sv-timeline">{CSS}<h4>Timeline<span class="sv-dim">one profiled step, '
-        f"{len(t.lanes)} device{'s' if len(t.lanes) != 1 else ''}, {t.bars} ops, "
-        f"{esc(format_seconds(t.span))}</span></h4>"
-        f'<div class="{label_cls} sv-tl-label">{esc(realness_label(t))}</div>'
-        f"{timeline_svg(t)}"
+        f"{view.devices} device{'s' if view.devices != 1 else ''}, {view.ops} ops, "
+        f"{esc(view.span)}</span></h4>"
+        f'<div class="{label_cls} sv-tl-label">{esc(view.label)}</div>'
+        f"{timeline_svg(t, view)}"
         f'<div class="sv-tl-legend">{keys}'
         '<span class="sv-dim">totals summed over devices</span></div></div>'
     )
@@ -158,12 +225,8 @@ def timeline_lines(report: Report) -> list[str]:
     t = timeline_of(report)
     if t is None:
         return []
-    head = (
-        f"Timeline · one profiled step · {len(t.lanes)} devices · {t.bars} ops · "
-        f"{format_seconds(t.span)} · {realness_label(t)}"
-    )
-    width = max(len(k) for k in t.kinds)
-    return [head] + [
-        f"  {k.ljust(width)}  {format_seconds(t.totals[k]).rjust(9)} (summed over devices)"
-        for k in t.kinds
+    view = timeline_view(t)
+    width = max(len(k) for k, _, _ in view.kinds)
+    return [f"{view.heading} · {view.label}"] + [
+        f"  {k.ljust(width)}  {total.rjust(9)} (summed over devices)" for k, _, total in view.kinds
     ]

@@ -34,8 +34,8 @@ from shardviz.model.mesh import MeshLayout
 from shardviz.model.program import HOST_FROM_COMPILER, Collective, Report, ShardingOf, Source
 from shardviz.model.roles import leaf_role, path_parts
 from shardviz.model.tiles import layout_from_spec
-from shardviz.model.timeline import realness_label, timeline_of
-from shardviz.model.units import format_bytes, format_mfu, format_seconds
+from shardviz.model.timeline import timeline_of
+from shardviz.model.units import format_bytes, format_mfu
 from shardviz.model.why import why_axes, why_spec
 from shardviz.render.colors import KIND_COLORS, OTHER_KIND, device_color
 from shardviz.render.geometry import MeshGrid, array_facts, format_shape, mesh_grid, mesh_summary
@@ -63,7 +63,7 @@ from shardviz.render.report.view import (
     target_line,
     value_str,
 )
-from shardviz.render.timeline import PLOT_WIDTH, layout, legend, ticks
+from shardviz.render.timeline import timeline_view
 from shardviz.render.traffic import drawable_links
 
 #: Bumped when the payload's shape changes, so the front end can refuse what it cannot read.
@@ -795,47 +795,12 @@ def kernels_payload(report: Report) -> dict[str, Any] | None:
 
 
 def timeline_payload(report: Report) -> dict[str, Any] | None:
-    """The timeline pane's data, or None when the report was not profiled: the report's
-    HTML timeline (:mod:`shardviz.render.timeline`) laid out, so the front end only draws it.
-
-    Keys: ``label`` (illustrative on CPU, real elsewhere), ``illustrative``, ``heading``,
-    ``width`` (px of the time axis), ``kinds`` (``[kind, colour, total text]``, compute
-    first), ``lanes`` (``{device, bars}``, each bar ``[x, width, kind position, tooltip]``)
-    and ``ticks`` (``[x, text]``).
-    """
+    """The timeline pane's data, or None when the report was not profiled: the JSON of the
+    :class:`~shardviz.render.timeline.TimelineView` the report's text and HTML print, so the
+    front end only draws it (each bar ``[x, width, kind position, tooltip]``, each tick
+    ``[x, text]``)."""
     t = timeline_of(report)
-    if t is None:
-        return None
-    kinds = legend(t)
-    position = {k: i for i, (k, _, _) in enumerate(kinds)}
-    scale = PLOT_WIDTH / t.span if t.span > 0 else 0.0
-    return {
-        "label": realness_label(t),
-        "illustrative": t.illustrative,
-        "heading": (
-            f"Timeline · one profiled step · {len(t.lanes)} devices · {t.bars} ops · "
-            f"{format_seconds(t.span)}"
-        ),
-        "width": PLOT_WIDTH,
-        "kinds": [[k, c, format_seconds(total)] for k, c, total in kinds],
-        "lanes": [
-            {
-                "device": device,
-                "bars": [
-                    [
-                        round(b.x, 2),
-                        round(b.w, 2),
-                        position[b.kind],
-                        f"{b.name} · {b.kind} · {format_seconds(b.seconds)} "
-                        f"at {format_seconds(b.start)}",
-                    ]
-                    for b in bars
-                ],
-            }
-            for device, bars in layout(t)
-        ],
-        "ticks": [[round(s * scale, 2), format_seconds(s)] for s in ticks(t.span)],
-    }
+    return to_data(timeline_view(t)) if t is not None else None
 
 
 def op_profile_payload(report: Report) -> dict[str, Any] | None:

@@ -185,8 +185,9 @@ import {
  */
 
 /**
- * One profiled step per device, laid out (explorer_payload.timeline_payload): each bar is
- * [x, width, position in `kinds`, tooltip]; each tick [x, text].
+ * One profiled step per device, laid out: render/timeline.py's TimelineView as JSON, the view
+ * the report's text and HTML print. Each bar is [x, width, position in `kinds`, tooltip]; each
+ * tick [x, text].
  * @typedef {{ label: string, illustrative: boolean, heading: string, width: number,
  *   kinds: [string, string, string][],
  *   lanes: { device: number, bars: [number, number, number, string][] }[],

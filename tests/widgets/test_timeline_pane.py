@@ -1,4 +1,4 @@
-"""The Explorer's timeline pane data: the report's timeline laid out, or None without one."""
+"""The Explorer's timeline pane: the JSON of the report's timeline view, or None without one."""
 
 from __future__ import annotations
 
@@ -46,3 +46,21 @@ def test_real_on_gpu_and_names_kept_as_data():
     p = timeline_payload(r)
     assert p is not None and not p["illustrative"] and p["label"].startswith("real")
     assert NASTY in json.dumps(p)  # escaped by the front end's textContent, not here
+
+
+def test_the_pane_is_the_views_json_and_a_word_changed_there_shows_everywhere(monkeypatch):
+    """The timeline's words are spelled once, in its view: the Explorer syncs the view's
+    JSON, and a word reworded in the view shows in the text, the HTML and the pane."""
+    import shardviz.render.timeline as tl
+    from shardviz.model.timeline import timeline_of
+    from shardviz.render.report.html import report_html
+    from shardviz.render.report.text import report_text
+
+    r = timeline_report("cpu", devices=4)
+    view = tl.timeline_view(timeline_of(r))
+    assert tl.TimelineView.from_json(json.dumps(timeline_payload(r))) == view
+    spelled = tl.format_seconds
+    monkeypatch.setattr(tl, "format_seconds", lambda s: "T" + spelled(s))
+    total = "T" + spelled(timeline_of(r).totals["all-reduce"])
+    assert total in report_text(r) and total in report_html(r)
+    assert [k[2] for k in report_payload(r)["timeline"]["kinds"]][1] == total
