@@ -29,7 +29,7 @@ from shardviz.capture.hlo.text import HloModule, parse_hlo_module
 from shardviz.capture.interrupts import interrupts_deferred
 from shardviz.capture.jax_compat import cpu_final_dump
 from shardviz.capture.kernel_costs import kernel_table
-from shardviz.capture.remat_offload import PolicyFacts, policy_facts
+from shardviz.capture.remat_offload import PolicyNames, policy_names
 from shardviz.capture.xla_flags import current_flags
 from shardviz.errors import CompileError, problem
 
@@ -138,7 +138,7 @@ class Compiled:
     #: (``annotate_device_placement`` calls: offloads and host outputs), else "".
     before_optimizations: str = ""
     #: The remat policies' offload names and the names the program tags (from the jaxpr).
-    policies: PolicyFacts = field(default_factory=PolicyFacts)
+    policies: PolicyNames = field(default_factory=PolicyNames)
     #: Each Pallas kernel call's count per call, made from the traced program
     #: (:mod:`.kernel_costs`); ``None`` where shardviz saw no trace of it.
     kernels: KernelTable | None = None
@@ -268,7 +268,7 @@ def _lower_and_compile(
         early=EarlyResults(shardings=done.get("shardings"), final=final_result, cost=cost),
         compiler_log=log.text,
         before_optimizations=before,
-        policies=policy_facts(closed_jaxpr.jaxpr) if closed_jaxpr is not None else PolicyFacts(),
+        policies=policy_names(closed_jaxpr.jaxpr) if closed_jaxpr is not None else PolicyNames(),
         kernels=kernels,
         _module=module if final else None,
         **texts,

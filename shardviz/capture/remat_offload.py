@@ -20,9 +20,9 @@ from shardviz.errors import ShardvizError, problem
 from shardviz.model.offload import OffloadRequest
 
 __all__ = [
-    "PolicyFacts",
+    "PolicyNames",
     "offload_policy",
-    "policy_facts",
+    "policy_names",
     "policy_misses",
     "sub_jaxprs",
     "tagged_names",
@@ -30,7 +30,7 @@ __all__ = [
 
 
 @dataclass(frozen=True)
-class PolicyFacts:
+class PolicyNames:
     """The remat policies' offload names (with where they send them) and the names the
     program tags with ``checkpoint_name``."""
 
@@ -78,7 +78,7 @@ def policy_offload_names(policy: Any) -> tuple[frozenset[str], str] | None:
     return frozenset(str(n) for n in names), str(free.get("offload_dst", "pinned_host"))
 
 
-def policy_facts(jaxpr: Any) -> PolicyFacts:
+def policy_names(jaxpr: Any) -> PolicyNames:
     """The offloading remat policies of ``jaxpr`` (each once) and its tagged names."""
     seen: dict[int, tuple[frozenset[str], str]] = {}
     for e in _eqns(jaxpr):
@@ -86,7 +86,7 @@ def policy_facts(jaxpr: Any) -> PolicyFacts:
         found = policy_offload_names(policy) if policy is not None else None
         if found is not None and found[0]:
             seen.setdefault(id(policy), found)
-    return PolicyFacts(tuple(seen.values()), tagged_names(jaxpr) if seen else frozenset())
+    return PolicyNames(tuple(seen.values()), tagged_names(jaxpr) if seen else frozenset())
 
 
 def _quoted(names: frozenset[str] | set[str]) -> str:
@@ -94,19 +94,19 @@ def _quoted(names: frozenset[str] | set[str]) -> str:
 
 
 def policy_misses(
-    facts: PolicyFacts, requests: tuple[OffloadRequest, ...], platform: str
+    policies: PolicyNames, requests: tuple[OffloadRequest, ...], platform: str
 ) -> tuple[OffloadRequest, ...]:
     """The policies' offloads that cannot happen, as missed requests with the reason:
     names the program never tags; tagged values the lowering did not ask to offload (not
     saved for the backward pass; on CPU, jax asks for no offload at all)."""
     asked = [r for r in requests if not r.output]
     out = []
-    for names, dst in facts.offloads:
-        tagged = names & facts.tags
+    for names, dst in policies.offloads:
+        tagged = names & policies.tags
         if not tagged:
             reason = (
                 f"the remat policy offloads {_quoted(names)}, which the program never tags "
-                f"with checkpoint_name (it tags {_quoted(facts.tags)})"
+                f"with checkpoint_name (it tags {_quoted(policies.tags)})"
             )
         elif asked:
             continue

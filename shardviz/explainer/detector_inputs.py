@@ -9,7 +9,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import replace
 
-from shardviz.analysis.detect import Facts, Remat
+from shardviz.analysis.detect import CompilerEvidence, Remat
 from shardviz.analysis.detect.inputs import leaf_named
 from shardviz.capture import hlo
 from shardviz.capture.hlo.compiler_log import full_rematerializations
@@ -82,10 +82,12 @@ def with_trips(collectives: tuple[Collective, ...], module: object) -> tuple[Col
     return tuple(out)
 
 
-def facts_for(report: Report, log: str, propagated: str, ids: Sequence[int]) -> Facts:
+def compiler_evidence(
+    report: Report, log: str, propagated: str, ids: Sequence[int]
+) -> CompilerEvidence:
     """Everything :func:`shardviz.analysis.detect.candidates` reads beyond ``report``."""
     chains = sum(1 for s in report.intermediates if s.reshard) >= 2
-    return Facts(
+    return CompilerEvidence(
         remats=remats(log, report, ids),
         parameter_specs=parameter_specs(propagated, report.mesh, ids) if chains else {},
     )

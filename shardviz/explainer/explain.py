@@ -14,7 +14,7 @@ from typing import Any
 import jax
 
 from shardviz.analysis.collective_why import collective_reasons
-from shardviz.analysis.detect import Facts, candidates
+from shardviz.analysis.detect import CompilerEvidence, candidates
 from shardviz.analysis.detect.fix_code import CodeNames, with_code
 from shardviz.analysis.estimate.step import with_estimate
 from shardviz.capture import hlo
@@ -68,7 +68,7 @@ from shardviz.capture.topology import topology_of
 from shardviz.capture.user_names import caller_namespace, leaf_expressions, mesh_name
 from shardviz.errors import CompileError, ShardvizError, problem
 from shardviz.explainer.cache import PROGRAMS, program_key, remember_program
-from shardviz.explainer.detector_inputs import facts_for, with_trips
+from shardviz.explainer.detector_inputs import compiler_evidence, with_trips
 from shardviz.explainer.fix_check import (
     FixTrial,
     Tried,
@@ -308,11 +308,13 @@ def diagnosed(
     :meth:`~shardviz.Report.try_fixes`): nothing more is compiled here. ``names``: how the
     user's code names the mesh and the leaves, so each fix's code runs as pasted."""
     ids = [int(d.id) for d in program_devices(comp.compiled)]
-    facts = facts_for(report, comp.compiler_log, comp.propagated_text, ids)
+    evidence = compiler_evidence(report, comp.compiler_log, comp.propagated_text, ids)
     names = names or CodeNames()
-    found = [with_code(c, names) for c in candidates(report, facts)]
+    found = [with_code(c, names) for c in candidates(report, evidence)]
     tried = _fix_trier(fn, args, jit_kwargs, kwargs, ids, comp)
-    trial = FixTrial(report.function, ((tuple(found), outcome(report, facts)),), tried, None, names)
+    trial = FixTrial(
+        report.function, ((tuple(found), outcome(report, evidence)),), tried, None, names
+    )
     return replace(report, findings=untried_findings(trial))
 
 
@@ -327,10 +329,10 @@ def _fix_trier(
         return _untried(fn)
     args, kwargs = abstract_placed(comp.compiled, args, dict(kwargs or {}))
 
-    def compile_and_read(new_fn: Any, new_args: tuple) -> tuple[Compiled, Report, Facts]:
+    def compile_and_read(new_fn: Any, new_args: tuple) -> tuple[Compiled, Report, CompilerEvidence]:
         new = compile_program(new_fn, new_args, jit_kwargs, kwargs)
         rep = analyse_program(new_fn, new_args, new)
-        return new, rep, facts_for(rep, new.compiler_log, new.propagated_text, ids)
+        return new, rep, compiler_evidence(rep, new.compiler_log, new.propagated_text, ids)
 
     return tried_with(fn, args, compile_and_read)
 

@@ -23,7 +23,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from shardviz.analysis.detect import Candidate, Facts, candidates, device_order, placement
+from shardviz.analysis.detect import (
+    Candidate,
+    CompilerEvidence,
+    candidates,
+    device_order,
+    placement,
+)
 from shardviz.analysis.detect.fix_code import CodeNames, with_code
 from shardviz.analysis.estimate.orders import exposed_communication
 from shardviz.errors import ShardvizError, problem
@@ -60,22 +66,22 @@ def _check_stop(stop: StopTrying | None) -> None:
 
 @dataclass(frozen=True)
 class Tried:
-    """A fixed program: its report and facts (``error`` says why it could not be built)."""
+    """A fixed program: its report and evidence (``error`` says why it could not be built)."""
 
     report: Report | None
-    facts: Facts | None
+    evidence: CompilerEvidence | None
     compiled: Any = None
     error: str = ""
 
 
-def outcome(report: Report, facts: Facts) -> Outcome:
+def outcome(report: Report, evidence: CompilerEvidence) -> Outcome:
     """The figures a fix is judged on."""
     return Outcome(
         collectives=len(report.collectives),
         moved_bytes=sum(c.moved_bytes * (c.trips or 1) for c in report.collectives),
         peak_bytes=report.memory.peak_bytes,
         flops_per_device=report.cost.flops_per_device if report.cost else None,
-        remats=len(facts.remats),
+        remats=len(evidence.remats),
         seconds=report.estimate.step_seconds if report.estimate else None,
         communication_seconds=report.estimate.collective_seconds if report.estimate else None,
         predicted_seconds=report.estimate.predicted_seconds if report.estimate else None,
@@ -201,17 +207,17 @@ def check_fixes(
                 _check_stop(stop)
                 cache[fix] = tried_fix(fix)
             t = cache[fix]
-            if t.report is None or t.facts is None:
+            if t.report is None or t.evidence is None:
                 errors.append(t.error)
                 failed.setdefault(t.error, [])
                 if fix.description not in failed[t.error]:
                     failed[t.error].append(fix.description)
                 continue
-            after = outcome(t.report, t.facts)
+            after = outcome(t.report, t.evidence)
             # Whether the problem is still there matters only to goals judged on it (running
             # every detector, the target's included, is work the others need not do).
             still = cand.goal in STILL_GOALS and any(
-                _same_problem(cand.finding, c.finding) for c in candidates(t.report, t.facts)
+                _same_problem(cand.finding, c.finding) for c in candidates(t.report, t.evidence)
             )
             helps, verdict = judge(cand, before, after, still)
             if helps:
@@ -263,19 +269,19 @@ def _could_not_try(error: str, fixes: list[str]) -> str:
 
 def tried_with(fn: Any, args: tuple, compile_and_read: Any) -> Any:
     """``tried_fix`` for :func:`check_fixes`: apply the fix to ``fn``/``args`` and compile
-    with ``compile_and_read(fn, args) -> (compiled, report, facts)``."""
+    with ``compile_and_read(fn, args) -> (compiled, report, evidence)``."""
 
     def tried(fix: Any) -> Tried:
         try:
             new_fn, new_args = apply_fix(fn, args, fix)
-            comp, report, facts = compile_and_read(new_fn, new_args)
+            comp, report, evidence = compile_and_read(new_fn, new_args)
         except CannotApply as err:
             return Tried(None, None, error=str(err))
         except ShardvizError as err:
             return Tried(None, None, error=str(err).splitlines()[0])
         except Exception as err:  # a fix that does not compile is not offered
             return Tried(None, None, error=f"{type(err).__name__}: {err}".splitlines()[0])
-        return Tried(report, facts, comp)
+        return Tried(report, evidence, comp)
 
     return tried
 
@@ -362,7 +368,7 @@ def with_target(
         return replace(report, findings=replace(found, items=timed))
     on_target = (*placement.over_hbm(report), *device_order.placement(report))
     more = tuple(with_code(c, trial.names) for c in on_target)
-    groups = ((more, outcome(report, Facts())), *trial.groups) if more else trial.groups
+    groups = ((more, outcome(report, CompilerEvidence())), *trial.groups) if more else trial.groups
     targeted = FixTrial(
         trial.function, groups, _estimating(tried_fix, estimate), estimate, trial.names
     )

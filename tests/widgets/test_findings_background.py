@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 
-from shardviz.analysis.detect import Facts
+from shardviz.analysis.detect import CompilerEvidence
 from shardviz.analysis.detect.candidate import Candidate
 from shardviz.errors import SpecError
 from shardviz.explainer.fix_check import FixTrial, Tried, outcome, untried_findings
@@ -58,7 +58,7 @@ class Trials:
     def report(self) -> Report:
         base = megatron_report()
         cands = tuple(_candidate(i) for i in range(self.n))
-        trial = FixTrial(base.function, ((cands, outcome(base, Facts())),), self.tried)
+        trial = FixTrial(base.function, ((cands, outcome(base, CompilerEvidence())),), self.tried)
         return dataclasses.replace(base, findings=untried_findings(trial))
 
 

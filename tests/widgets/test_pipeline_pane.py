@@ -10,7 +10,7 @@ import pytest
 from shardviz.model.compare import MemoryBreakdown, StrategyResult
 from shardviz.model.mesh import Device, MeshLayout
 from shardviz.model.schedule import gpipe, one_f_one_b
-from shardviz.widgets.pipeline.pane import RunFacts, SweepPoint, pane_html, stage_devices, sweep_row
+from shardviz.widgets.pipeline.pane import SweepPoint, SweepRun, pane_html, stage_devices, sweep_row
 
 MIB = 1 << 20
 
@@ -42,7 +42,7 @@ def test_stage_devices_follow_the_stage_axis_wherever_it_is():
 
 
 def test_sweep_row_has_the_theory_for_every_count_and_the_runs_kept():
-    runs = {4: RunFacts.of(result(gpipe(2, 4), step=0.012))}
+    runs = {4: SweepRun.of(result(gpipe(2, 4), step=0.012))}
     points = sweep_row(2, (1, 2, 4, 8), 4, runs)
     assert [p.microbatches for p in points] == [1, 2, 4, 8]
     assert [p.theory for p in points] == [1 / 2, 1 / 3, 1 / 5, 1 / 9]
@@ -79,7 +79,7 @@ def test_pane_names_each_stages_devices_and_the_compilers_figures():
 
 def test_sweep_table_marks_the_current_count_and_shows_what_ran():
     ran = {2: result(gpipe(2, 2), step=0.0031), 4: result(gpipe(2, 4), step=0.0125)}
-    points = sweep_row(2, (1, 2, 4), 4, {m: RunFacts.of(r) for m, r in ran.items()})
+    points = sweep_row(2, (1, 2, 4), 4, {m: SweepRun.of(r) for m, r in ran.items()})
     text = pane_html("pp", ran[4], points)
     table = text[text.index('<table class="sv-pipe-sweep">') :]
     assert table.count('data-mb="4" data-current') == 4  # one cell per row
@@ -98,10 +98,10 @@ def test_pane_escapes_the_label_and_title():
 
 def test_run_facts_take_the_measured_bubble_when_profiled():
     plain = result(gpipe(2, 4), step=0.5)
-    assert RunFacts.of(plain) == RunFacts(0.5, gpipe(2, 4).schedule_bubble_fraction)
+    assert SweepRun.of(plain) == SweepRun(0.5, gpipe(2, 4).schedule_bubble_fraction)
     profiled = replace(plain, schedule=replace(gpipe(2, 4), measured_bubble=0.3))
-    assert RunFacts.of(profiled) == RunFacts(0.5, 0.3)
-    assert RunFacts.of(replace(plain, schedule=None)) is None
+    assert SweepRun.of(profiled) == SweepRun(0.5, 0.3)
+    assert SweepRun.of(replace(plain, schedule=None)) is None
 
 
 def test_a_result_without_schedule_is_refused():

@@ -7,5 +7,5 @@ compiling again. The detectors read the model only, so they are tested on hand-b
 from shardviz.analysis.detect.candidate import Candidate as Candidate
 from shardviz.analysis.detect.detect import DETECTORS as DETECTORS
 from shardviz.analysis.detect.detect import candidates as candidates
-from shardviz.analysis.detect.inputs import Facts as Facts
+from shardviz.analysis.detect.inputs import CompilerEvidence as CompilerEvidence
 from shardviz.analysis.detect.inputs import Remat as Remat

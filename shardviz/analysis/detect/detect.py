@@ -6,10 +6,10 @@ from collections.abc import Callable
 
 from shardviz.analysis.detect import device_order, experts, offload, placement, wasted_moves
 from shardviz.analysis.detect.candidate import Candidate
-from shardviz.analysis.detect.inputs import Facts
+from shardviz.analysis.detect.inputs import CompilerEvidence
 from shardviz.model import Report
 
-Detector = Callable[[Report, Facts], list[Candidate]]
+Detector = Callable[[Report, CompilerEvidence], list[Candidate]]
 
 #: Every detector, by the kind of finding it makes.
 DETECTORS: dict[str, Detector] = {
@@ -31,13 +31,13 @@ DETECTORS: dict[str, Detector] = {
 _SEVERITY = {"error": 0, "warning": 1, "info": 2}
 
 
-def candidates(report: Report, facts: Facts | None = None) -> list[Candidate]:
+def candidates(report: Report, evidence: CompilerEvidence | None = None) -> list[Candidate]:
     """Every problem the detectors see in ``report``, most severe first (then the largest
     cost), each with the fixes worth trying."""
-    facts = facts or Facts()
+    evidence = evidence or CompilerEvidence()
     found: list[Candidate] = []
     for detect in DETECTORS.values():
-        found += detect(report, facts)
+        found += detect(report, evidence)
     return sorted(
         found, key=lambda c: (_SEVERITY[c.finding.severity], -(c.finding.cost.bytes or 0))
     )

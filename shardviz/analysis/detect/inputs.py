@@ -43,7 +43,7 @@ class Remat:
 
 
 @dataclass(frozen=True)
-class Facts:
+class CompilerEvidence:
     """What capture knows beyond the report: the compile log's rematerializations and the
     specs of the program's parameters in the partitioner's input (by HLO value name)."""
 

@@ -17,7 +17,7 @@ from shardviz.analysis.detect.candidate import (
 )
 from shardviz.analysis.detect.inputs import (
     INPUT_NAMES,
-    Facts,
+    CompilerEvidence,
     Remat,
     axis_sizes,
     by_name,
@@ -50,12 +50,12 @@ def _bytes_of(s: ShardingOf) -> int:
     return math.prod(s.shape) * max(1, dtype_bits(s.dtype) // 8)
 
 
-def involuntary_remat(report: Report, facts: Facts) -> list[Candidate]:
+def involuntary_remat(report: Report, evidence: CompilerEvidence) -> list[Candidate]:
     """[involuntary-remat] The partitioner could only reshard a value by replicating it."""
     values = by_name(report)
     groups: dict[str, list[Remat]] = defaultdict(list)
     loose = []  # the compiler's own values (no op name, not in the program): its helpers
-    for r in facts.remats:
+    for r in evidence.remats:
         s = values.get(r.value)
         leaf = leaf_named(report, r.op_name) if s is None else None
         if s is None and leaf is None and not r.op_name:
@@ -217,11 +217,11 @@ def _same(a: Spec | None, b: Spec | None) -> bool:
     return tuple(a) + ((),) * (n - len(a)) == tuple(b) + ((),) * (n - len(b))
 
 
-def reshard_chain(report: Report, facts: Facts) -> list[Candidate]:
+def reshard_chain(report: Report, evidence: CompilerEvidence) -> list[Candidate]:
     """[reshard-chain] A value moved A -> B -> A; an all-to-all between specs that differ by a
     transpose; a constraint overriding another."""
     values = by_name(report)
-    specs: dict[str, Spec | None] = {**facts.parameter_specs}
+    specs: dict[str, Spec | None] = {**evidence.parameter_specs}
     specs.update({s.name: s.spec for s in report.intermediates})
     users: dict[str, list[str]] = defaultdict(list)
     for s in report.intermediates:

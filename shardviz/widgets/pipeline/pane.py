@@ -28,7 +28,7 @@ from shardviz.render.html import STYLE
 from shardviz.render.schedule.html import schedule_html
 from shardviz.render.svg import esc
 
-__all__ = ["STAGE_AXIS", "RunFacts", "SweepPoint", "pane_html", "stage_devices", "sweep_row"]
+__all__ = ["STAGE_AXIS", "SweepRun", "SweepPoint", "pane_html", "stage_devices", "sweep_row"]
 
 #: The mesh axis the pipeline's stages are split over (``shardviz.strategies.pipeline.gspmd``).
 STAGE_AXIS = "stage"
@@ -41,7 +41,7 @@ PIPE_CSS = (
 
 
 @dataclass(frozen=True)
-class RunFacts:
+class SweepRun:
     """What one run measured for the sweep: its step time and its bubble (the measured one
     when profiled, else its schedule's)."""
 
@@ -49,8 +49,8 @@ class RunFacts:
     bubble: float
 
     @classmethod
-    def of(cls, result: StrategyResult) -> RunFacts | None:
-        """The facts of a pipeline strategy's result (``None`` for another strategy)."""
+    def of(cls, result: StrategyResult) -> SweepRun | None:
+        """The run of a pipeline strategy's result (``None`` for another strategy)."""
         if result.schedule is None:
             return None
         return cls(result.step_seconds, result.schedule.bubble_fraction)
@@ -72,7 +72,7 @@ def sweep_row(
     stages: int,
     options: Sequence[int],
     current: int,
-    runs: Mapping[int, RunFacts],
+    runs: Mapping[int, SweepRun],
 ) -> list[SweepPoint]:
     """A :class:`SweepPoint` per slider value; ``runs`` holds what was measured of the counts
     already run at this stage count and schedule, by microbatch count."""

@@ -27,7 +27,7 @@ from shardviz.strategies.zoo import ModelDef, default_sizes, get_model
 from shardviz.widgets.config_checks import invalid_words
 from shardviz.widgets.pipeline.checks import PipelineConfig, microbatch_options, stage_options
 from shardviz.widgets.pipeline.controls import PipelineControls
-from shardviz.widgets.pipeline.pane import RunFacts, pane_html, sweep_row
+from shardviz.widgets.pipeline.pane import SweepRun, pane_html, sweep_row
 from shardviz.widgets.session import ExplorerLike, status_setter
 
 __all__ = ["CACHE_SIZE", "PipelineConnection", "PipelineSession"]
@@ -98,7 +98,7 @@ class PipelineSession:
         self.batch, self.layers = int(info["batch"]), int(info["layers"])
         self.devices = len(device_pool(None))
         self._cache: OrderedDict[PipelineConfig, Comparison] = OrderedDict()
-        self._facts: dict[tuple[PipelineConfig, str], RunFacts] = {}
+        self._runs: dict[tuple[PipelineConfig, str], SweepRun] = {}
         self._lock = threading.Lock()  # one compare at a time: they share the cores
         self.calls = 0  # how many times compare ran (not counting the cache)
 
@@ -157,20 +157,20 @@ class PipelineSession:
             )  # fmt: skip
             self._cache[config] = comparison
             for result in comparison.results:
-                facts = RunFacts.of(result)
-                if facts is not None:
-                    self._facts[(config, comparison.label(result))] = facts
+                run = SweepRun.of(result)
+                if run is not None:
+                    self._runs[(config, comparison.label(result))] = run
             while len(self._cache) > CACHE_SIZE:
                 self._cache.popitem(last=False)
             return comparison
 
-    def runs(self, config: PipelineConfig, label: str) -> dict[int, RunFacts]:
+    def runs(self, config: PipelineConfig, label: str) -> dict[int, SweepRun]:
         """What the strategy ``label``'s runs at ``config``'s stages, schedule and
         checkpointing measured, by microbatch count."""
         key = (config.stages, config.schedule, config.checkpoint)
         return {
-            ran.microbatches: facts
-            for (ran, name), facts in list(self._facts.items())
+            ran.microbatches: run
+            for (ran, name), run in list(self._runs.items())
             if name == label and (ran.stages, ran.schedule, ran.checkpoint) == key
         }
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from shardviz.analysis.detect import Facts
+from shardviz.analysis.detect import CompilerEvidence
 from shardviz.analysis.detect.candidate import Candidate
 from shardviz.explainer.fix_check import FixTrial, Tried, check_fixes, outcome, untried_findings
 from shardviz.model import Report
@@ -42,10 +42,10 @@ def _failing(fix: Fix) -> Tried:
 
 
 def _unchanged(fix: Fix) -> Tried:
-    return Tried(dp_report(), Facts())
+    return Tried(dp_report(), CompilerEvidence())
 
 
-BEFORE = outcome(dp_report(), Facts())
+BEFORE = outcome(dp_report(), CompilerEvidence())
 
 
 def test_a_finding_whose_fixes_cannot_be_tried_is_kept_and_says_why():

@@ -27,7 +27,7 @@ from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 import shardviz as sv
-from shardviz.analysis.detect import Facts, Remat
+from shardviz.analysis.detect import CompilerEvidence, Remat
 from shardviz.analysis.detect.experts import expert_gather
 from shardviz.analysis.detect.inputs import NO_SPEC, spec_code, step_bytes
 from shardviz.analysis.detect.wasted_moves import involuntary_remat
@@ -229,7 +229,7 @@ def test_a_remat_of_a_value_the_report_lacks_keeps_both_sides_and_its_size(repor
         from_hlo="{devices=[1,8,1,1]<=[8]}", to_hlo="{replicated}", dtype="bf16",
         shape=(4, 8, 8, 64),
     )  # fmt: skip
-    (cand,) = involuntary_remat(report, Facts(remats=(remat,)))
+    (cand,) = involuntary_remat(report, CompilerEvidence(remats=(remat,)))
     f = cand.finding
     assert "{devices=[1,8,1,1]<=[8]}" in f.title and "{replicated}" in f.title
     assert "bfloat16[4, 8, 8, 64]" in f.title
