@@ -321,10 +321,10 @@ class Cluster:
                 (the message names the process and the fix).
         """
         from shardviz.engines_live import ClusterLiveRun
-        from shardviz.widgets.live.widget import LiveView
+        from shardviz.widgets.live.widget import LiveWidget
 
         self._check_free()
-        view = LiveView(title=title or f"training {step} on {len(self.processes)} processes",
+        view = LiveWidget(title=title or f"training {step} on {len(self.processes)} processes",
                         total_steps=steps or 0)  # fmt: skip
         run = ClusterLiveRun(self, step, state, batches, steps=steps, every=every, view=view)
         self._live = run

@@ -26,7 +26,7 @@ from shardviz.widgets.live.memory import Json
 from shardviz.widgets.live.run import LiveRunBase
 from shardviz.widgets.live.stepper import Stepper
 from shardviz.widgets.live.steps import BatchesExhausted, check_live_args
-from shardviz.widgets.live.widget import LiveView
+from shardviz.widgets.live.widget import LiveWidget
 
 if TYPE_CHECKING:
     from shardviz.engines import Cluster
@@ -193,7 +193,7 @@ class ClusterLiveRun(LiveRunBase):
         *,
         steps: int | None,
         every: int,
-        view: LiveView,
+        view: LiveWidget,
     ) -> None:
         super().__init__(steps=steps, every=every, view=view)
         self._cluster = cluster

@@ -13,13 +13,13 @@ from shardviz.widgets.mesh_view import MeshView as MeshView
 # (``live()`` itself is ``shardviz.live``: here the name is the submodule's.)
 _LAZY = {
     "Explorer": "shardviz.widgets.app",
-    "ExplorerView": "shardviz.widgets.explorer.widget",
+    "ExplorerWidget": "shardviz.widgets.explorer.widget",
     "ExplorerSession": "shardviz.widgets.session",
     "Controls": "shardviz.widgets.controls",
     "Config": "shardviz.widgets.controls",
     "connect": "shardviz.widgets.session",
     "LiveRun": "shardviz.widgets.live.widget",
-    "LiveView": "shardviz.widgets.live.widget",
+    "LiveWidget": "shardviz.widgets.live.widget",
 }
 
 __all__ = ["MeshView", *_LAZY]

@@ -23,14 +23,14 @@ from shardviz.errors import CompileError, problem
 from shardviz.explainer.explain import explain
 from shardviz.model import Comparison, Report
 from shardviz.render.report.view import status_line
-from shardviz.widgets.explorer.widget import ExplorerView
+from shardviz.widgets.explorer.widget import ExplorerWidget
 from shardviz.widgets.live.widget import LiveRun, live
 from shardviz.widgets.pipeline.session import PipelineConnection, PipelineSession
 from shardviz.widgets.session import Connection, ExplorerSession, connect
 from shardviz.widgets.static_bundle import with_static_html
 
 
-class Explorer(ExplorerView):
+class Explorer(ExplorerWidget):
     """Linked panes (mesh, arrays, collectives, memory) for a report, a comparison or a function.
 
     Args:

@@ -1,6 +1,6 @@
 """What an integer selection trait (a device id, a ledger position) holds when nothing is picked.
 
-Shared by :class:`~shardviz.widgets.explorer.widget.ExplorerView` and
+Shared by :class:`~shardviz.widgets.explorer.widget.ExplorerWidget` and
 :class:`~shardviz.widgets.mesh_view.MeshView`, whose front ends send the same value when a
 click clears the selection.
 """

@@ -436,7 +436,7 @@ def connect(
     ``explorer.error``. While a field is wrong, ``explorer.stale`` says which (the panes keep
     the last valid configuration). Nothing is raised into the kernel. With ``run_now``, the
     controls' current configuration runs at once. An explorer with ``set_fix_handler`` (the
-    :class:`~shardviz.widgets.explorer.widget.ExplorerView`) gets :meth:`Connection.try_fix` for its
+    :class:`~shardviz.widgets.explorer.widget.ExplorerWidget`) gets :meth:`Connection.try_fix` for its
     "try this fix" buttons, and its ``fixed`` says when it shows a program shardviz fixed.
     """
     connection = Connection(explorer, session, controls)

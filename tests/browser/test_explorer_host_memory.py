@@ -1,7 +1,7 @@
 """The Explorer's memory pane draws host memory apart from HBM, in a real Chromium.
 
 The ES module as the widget ships it, rendered with a fake model holding a real
-``ExplorerView``'s state for a CPU program whose optimizer leaf is kept in pinned host memory
+``ExplorerWidget``'s state for a CPU program whose optimizer leaf is kept in pinned host memory
 (tests/widgets/test_explorer_host_memory.py checks the payload's figures).
 """
 
@@ -11,7 +11,7 @@ import os
 
 import pytest
 
-from shardviz.widgets.explorer.widget import ExplorerView
+from shardviz.widgets.explorer.widget import ExplorerWidget
 from tests.browser.conftest import SKIP_ENV
 from tests.browser.fake_model import mount_explorer as mount
 from tests.render.report_fixtures import dp_report
@@ -27,7 +27,7 @@ NASTY_KEY = "<b>mu</b>"
 
 def test_host_bars_and_words_appear_apart_from_hbm(viewer):
     report = host_step_report(NASTY_KEY)
-    page = mount(viewer, ExplorerView(report, selected_device=3))
+    page = mount(viewer, ExplorerWidget(report, selected_device=3))
     pane = page.locator(".sv-x-mempane")
     assert pane.locator(".sv-x-hosttext").inner_text() == (
         "16 KiB in HBM · 8 KiB in host memory per device"
@@ -69,7 +69,7 @@ def test_host_bars_and_words_appear_apart_from_hbm(viewer):
 
 
 def test_no_host_memory_draws_no_host_bars(viewer):
-    page = mount(viewer, ExplorerView(dp_report(), selected_device=3))
+    page = mount(viewer, ExplorerWidget(dp_report(), selected_device=3))
     assert page.locator(".sv-x-mempane svg.sv-x-membars").count() == 1
     assert page.locator(".sv-x-hostmem, .sv-x-hosttext, .sv-x-hostbars").count() == 0
     viewer.assert_clean()

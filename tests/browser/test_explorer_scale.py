@@ -16,7 +16,7 @@ import re
 import pytest
 
 import shardviz as sv
-from shardviz.widgets.explorer.widget import ExplorerView
+from shardviz.widgets.explorer.widget import ExplorerWidget
 from tests.browser.conftest import SKIP_ENV
 from tests.browser.fake_model import mount_explorer
 from tests.fixtures import user_llama
@@ -51,7 +51,7 @@ def report(built):
 
 @pytest.fixture(scope="module")
 def payload(report) -> dict:
-    return json.loads(ExplorerView(report).payload)
+    return json.loads(ExplorerWidget(report).payload)
 
 
 def _calls(page):
@@ -73,7 +73,7 @@ def _axes_label(axes) -> str:
 
 
 def test_the_picker_groups_leaves_by_module_path_parameters_first(viewer, report, payload):
-    page = mount_explorer(viewer, ExplorerView(report))
+    page = mount_explorer(viewer, ExplorerWidget(report))
     labels = page.locator(".sv-x-pick optgroup").evaluate_all("gs => gs.map(g => g.label)")
     # Every argument's module path is a group, in order of first appearance, the paths with
     # a `params` component first; then the outputs' groups and the intermediates.
@@ -98,7 +98,7 @@ def test_the_picker_groups_leaves_by_module_path_parameters_first(viewer, report
 
 def test_a_glob_narrows_the_picker_to_every_layers_wq(viewer, built, report, payload):
     state, _ = built
-    w = ExplorerView(report)
+    w = ExplorerWidget(report)
     page = mount_explorer(viewer, w)
     picked = w.selected_array
     page.locator(".sv-x-filter").fill(GLOB)
@@ -144,7 +144,7 @@ def _ids(payload, group) -> list[str]:
 
 
 def test_picking_a_filtered_leaf_draws_its_tiles(viewer, report):
-    w = ExplorerView(report)
+    w = ExplorerWidget(report)
     page = mount_explorer(viewer, w)
     page.locator(".sv-x-filter").fill(GLOB)
     ident = "arg:state/opt/0/mu/layers/5/wq"
@@ -167,7 +167,7 @@ def test_picking_a_filtered_leaf_draws_its_tiles(viewer, report):
 
 
 def test_the_ledger_filters_by_kind_and_by_axes(viewer, report, payload):
-    page = mount_explorer(viewer, ExplorerView(report))
+    page = mount_explorer(viewer, ExplorerWidget(report))
     collectives = payload["collectives"]
     total = len(collectives)
     assert total > 100
@@ -205,7 +205,7 @@ def test_the_ledger_filters_by_kind_and_by_axes(viewer, report, payload):
 
 
 def test_a_selected_row_the_filter_hides_stays_selected(viewer, report, payload):
-    page = mount_explorer(viewer, ExplorerView(report))
+    page = mount_explorer(viewer, ExplorerWidget(report))
     first = payload["collectives"][0]
     row = page.locator(f'tr.sv-x-coll[data-index="{first["index"]}"]')
     row.click()
@@ -224,7 +224,7 @@ def test_a_selected_row_the_filter_hides_stays_selected(viewer, report, payload)
 def test_filters_survive_a_redraw_of_the_same_report_and_reset_for_a_new_one(
     viewer, report, payload
 ):
-    w = ExplorerView(report)
+    w = ExplorerWidget(report)
     page = mount_explorer(viewer, w)
     page.locator(".sv-x-filter").fill(GLOB)
     page.locator(".sv-x-lkind").select_option(label="all-to-all")

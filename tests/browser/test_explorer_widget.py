@@ -17,7 +17,7 @@ import os
 import pytest
 
 from shardviz.widgets.explorer.payload import array_json
-from shardviz.widgets.explorer.widget import ExplorerView
+from shardviz.widgets.explorer.widget import ExplorerWidget
 from tests.browser.conftest import SKIP_ENV
 from tests.browser.fake_model import mount_explorer as mount
 from tests.live_reports import megatron_mlp_report
@@ -57,7 +57,7 @@ def _message_from_python(page, content):
     page.evaluate("c => window.sv.fromPythonMsg(c)", content)
 
 
-def prefetched(widget: ExplorerView) -> list[dict]:
+def prefetched(widget: ExplorerWidget) -> list[dict]:
     """The batches ``widget`` sends when a view asks for its current generation's arrays."""
     sent: list[dict] = []
     widget.send = sent.append  # no kernel here: keep what would go to the front end
@@ -78,7 +78,7 @@ def _attrs(page, selector, attr):
 
 
 def test_renders_the_four_panes_from_a_real_report(viewer, report):
-    w = ExplorerView(report)
+    w = ExplorerWidget(report)
     page = mount(viewer, w)
     assert page.locator(".sv-x-dev").count() == 8
     assert page.locator("tr.sv-x-coll").count() == len(report.collectives)
@@ -100,7 +100,7 @@ def test_renders_the_four_panes_from_a_real_report(viewer, report):
 
 
 def test_click_device_lights_its_tiles_memory_and_collectives(viewer, report):
-    w = ExplorerView(report, selected_array="arg:params/w1")
+    w = ExplorerWidget(report, selected_array="arg:params/w1")
     page = mount(viewer, w)
     page.locator('.sv-x-dev[data-device="5"]').click()
     assert _calls(page) == [["set", "selected_device", 5], ["save_changes"]]
@@ -123,7 +123,7 @@ def test_click_device_lights_its_tiles_memory_and_collectives(viewer, report):
     viewer.assert_clean()
 
 
-def _uneven(widget: ExplorerView) -> ExplorerView:
+def _uneven(widget: ExplorerWidget) -> ExplorerWidget:
     """The widget with device 2's bar taller than the rest, so each device gets its own bar."""
     payload = json.loads(widget.payload)
     payload["memory"]["bytes"][2][0] += 4096
@@ -133,7 +133,7 @@ def _uneven(widget: ExplorerView) -> ExplorerView:
 
 
 def test_click_memory_bar_selects_its_device(viewer, report):
-    page = mount(viewer, _uneven(ExplorerView(report)))
+    page = mount(viewer, _uneven(ExplorerWidget(report)))
     assert page.locator(".sv-x-mem").count() == 8 and page.locator(".sv-x-memsame").count() == 0
     page.locator('.sv-x-mem[data-device="2"] .sv-x-memhit').click(force=True)
     assert _calls(page) == [["set", "selected_device", 2], ["save_changes"]]
@@ -143,7 +143,7 @@ def test_click_memory_bar_selects_its_device(viewer, report):
 
 
 def test_click_ledger_row_outlines_groups_and_shows_source(viewer, report):
-    page = mount(viewer, ExplorerView(report))
+    page = mount(viewer, ExplorerWidget(report))
     k = next(i for i, c in enumerate(report.collectives) if c.reshard)
     c = report.collectives[k]
     page.locator(f'tr.sv-x-coll[data-index="{k}"]').click()
@@ -184,7 +184,7 @@ def test_click_ledger_row_outlines_groups_and_shows_source(viewer, report):
 
 def test_permute_draws_an_arrow_per_pair(viewer):
     r = shard_map_report()
-    page = mount(viewer, ExplorerView(r))
+    page = mount(viewer, ExplorerWidget(r))
     k = next(i for i, c in enumerate(r.collectives) if c.kind == "collective-permute")
     page.locator(f'tr.sv-x-coll[data-index="{k}"]').click()
     pairs = sorted(_attrs(page, ".sv-x-arrow", "data-pair"))
@@ -197,7 +197,7 @@ def test_permute_draws_an_arrow_per_pair(viewer):
 
 def test_ring_and_all_to_all_traffic_are_drawn_when_selected(viewer):
     r = shard_map_report()
-    page = mount(viewer, ExplorerView(r))
+    page = mount(viewer, ExplorerWidget(r))
     k = next(i for i, c in enumerate(r.collectives) if c.kind == "all-reduce")
     page.locator(f'tr.sv-x-coll[data-index="{k}"]').click()
     links = sorted(_attrs(page, ".sv-x-tarrow", "data-link"))
@@ -215,7 +215,7 @@ def test_ring_and_all_to_all_traffic_are_drawn_when_selected(viewer):
 
 
 def test_pick_array_saves_it_and_draws_what_python_sends(viewer, report):
-    w = ExplorerView(report)
+    w = ExplorerWidget(report)
     page = mount(viewer, w)
     target = next(s for s in report.intermediates if s.spec is not None and any(s.spec))
     ident = f"mid:{target.name}"
@@ -233,7 +233,7 @@ def test_pick_array_saves_it_and_draws_what_python_sends(viewer, report):
 
 
 def test_hover_text_gives_index_devices_and_bytes(viewer, report):
-    w = ExplorerView(report, selected_array="arg:params/w1")
+    w = ExplorerWidget(report, selected_array="arg:params/w1")
     page = mount(viewer, w)
     t = w.array_layout.distinct_tiles[0][0]
     titles = page.evaluate(
@@ -249,7 +249,7 @@ def test_hover_text_gives_index_devices_and_bytes(viewer, report):
 
 def test_spec_less_intermediate_shows_a_message(viewer):
     r = shard_map_report()
-    page = mount(viewer, ExplorerView(r, selected_array="mid:add.2"))
+    page = mount(viewer, ExplorerWidget(r, selected_array="mid:add.2"))
     assert page.locator(".sv-x-tile").count() == 0
     assert "no named sharding" in page.locator(".sv-x-message").inner_text()
     viewer.assert_clean()
@@ -257,7 +257,7 @@ def test_spec_less_intermediate_shows_a_message(viewer):
 
 def test_strategy_select_saves_and_python_swaps_the_report(viewer):
     c = comparison()
-    w = ExplorerView(c)
+    w = ExplorerWidget(c)
     page = mount(viewer, w)
     pick = page.locator(".sv-x-strategy")
     assert pick.input_value() == "dp"
@@ -276,7 +276,7 @@ def test_strategy_select_saves_and_python_swaps_the_report(viewer):
 
 
 def test_a_wrong_box_says_the_panes_show_the_last_valid_configuration(viewer, report):
-    page = mount(viewer, ExplorerView(report, status="done"))
+    page = mount(viewer, ExplorerWidget(report, status="done"))
     status = page.locator(".sv-x-status")
     assert status.inner_text() == "done" and page.locator(".sv-x-staleline").is_hidden()
     _from_python(page, "stale", "fix params/w1: unknown mesh axis 'modle'")
@@ -291,7 +291,7 @@ def test_a_wrong_box_says_the_panes_show_the_last_valid_configuration(viewer, re
 
 
 def test_a_recompile_says_what_changed(viewer, report):
-    w = ExplorerView(report)
+    w = ExplorerWidget(report)
     page = mount(viewer, w)
     assert page.locator(".sv-x-changes").is_hidden()
     fewer = dataclasses.replace(report, collectives=report.collectives[1:])
@@ -304,7 +304,7 @@ def test_a_recompile_says_what_changed(viewer, report):
 
 
 def test_status_and_error_render_as_text(viewer, report):
-    page = mount(viewer, ExplorerView(report))
+    page = mount(viewer, ExplorerWidget(report))
     assert page.locator(".sv-x-status").is_hidden()
     _from_python(page, "status", "compiling")
     assert page.locator(".sv-x-status").inner_text() == "compiling…"
@@ -324,7 +324,7 @@ def test_status_and_error_render_as_text(viewer, report):
 
 
 def test_selection_from_python_moves_every_highlight(viewer, report):
-    page = mount(viewer, ExplorerView(report))
+    page = mount(viewer, ExplorerWidget(report))
     _from_python(page, "selected_device", 3)
     _from_python(page, "selected_collective", 0)
     assert _attrs(page, ".sv-x-dev.sv-selected", "data-device") == ["3"]
@@ -338,7 +338,7 @@ def test_selection_from_python_moves_every_highlight(viewer, report):
 
 
 def test_keyboard_selects_devices_and_rows(viewer, report):
-    page = mount(viewer, ExplorerView(report))
+    page = mount(viewer, ExplorerWidget(report))
     page.locator('.sv-x-dev[data-device="1"]').focus()
     page.keyboard.press("Enter")
     page.locator('tr.sv-x-coll[data-index="0"]').focus()
@@ -354,7 +354,7 @@ def test_keyboard_selects_devices_and_rows(viewer, report):
 
 def test_hostile_names_render_as_text_and_run_nothing(viewer):
     r = nasty_report()
-    page = mount(viewer, ExplorerView(r))
+    page = mount(viewer, ExplorerWidget(r))
     page.locator("tr.sv-x-coll").first.click()
     page.wait_for_timeout(200)
     assert page.evaluate("() => document.querySelectorAll('script').length") == 0
@@ -368,7 +368,7 @@ def test_hostile_names_render_as_text_and_run_nothing(viewer):
 
 
 def test_cleanup_removes_every_listener(viewer, report):
-    page = mount(viewer, ExplorerView(report))
+    page = mount(viewer, ExplorerWidget(report))
     page.evaluate("() => window.sv.cleanup()")
     left = page.evaluate(
         "() => Object.entries(window.sv.handlers).filter(([, fs]) => fs.length).map(([e]) => e)"
@@ -389,7 +389,7 @@ def _spec_intermediates(report):
 
 
 def test_a_prefetched_array_draws_at_once_and_pythons_answer_is_not_redrawn(viewer, report):
-    w = ExplorerView(report)
+    w = ExplorerWidget(report)
     page = mount(viewer, w)
     assert _sent(page) == [{"type": "prefetch", "generation": w.generation}]
     assert _prefetch_state(page) == "pending"
@@ -419,7 +419,7 @@ def test_a_prefetched_array_draws_at_once_and_pythons_answer_is_not_redrawn(view
 
 
 def test_a_stale_prefetch_is_dropped_and_an_uncached_pick_waits_for_python(viewer, report):
-    w = ExplorerView(report)
+    w = ExplorerWidget(report)
     page = mount(viewer, w)
     old = prefetched(w)
     w.show(report)  # a recompile: a new generation, the same payload
@@ -450,7 +450,7 @@ def test_a_stale_prefetch_is_dropped_and_an_uncached_pick_waits_for_python(viewe
 
 
 def test_forgotten_and_unsent_arrays_are_picked_through_python(viewer, report):
-    w = ExplorerView(report)
+    w = ExplorerWidget(report)
     page = mount(viewer, w)
     batches = prefetched(w)
     kept_ids = [ident for msg in batches for ident, _ in msg["arrays"]]
@@ -486,7 +486,7 @@ def test_estimated_times_and_the_hbm_line_are_shown_as_estimates(viewer):
     report = with_estimate(dp_report(), small_hbm())  # 6.3 MiB peak of 8 MiB: the line on scale
     e = report.estimate
     assert e is not None and e.fits
-    page = mount(viewer, ExplorerView(report))
+    page = mount(viewer, ExplorerWidget(report))
     # the ledger: an est. column with each collective's estimate, hover saying how
     assert page.locator("th.sv-x-est").inner_text() == "est."
     cells = page.locator("td.sv-x-est")
@@ -519,10 +519,10 @@ def test_hbm_far_above_the_bars_is_said_not_drawn_and_no_target_shows_nothing(vi
     from tests.render.report_fixtures import dp_report, dp_v5e_report
 
     report = dp_v5e_report()  # 6.3 MiB of 16 GiB
-    page = mount(viewer, ExplorerView(report))
+    page = mount(viewer, ExplorerWidget(report))
     assert page.locator(".sv-x-hbm").count() == 0
     assert "far above these bars" in page.locator(".sv-x-hbmline").inner_text()
-    page = mount(viewer, ExplorerView(dp_report()))
+    page = mount(viewer, ExplorerWidget(dp_report()))
     for cls in (".sv-x-est", ".sv-x-estimate", ".sv-x-hbm", ".sv-x-hbmline", ".sv-x-target"):
         assert page.locator(cls).count() == 0, cls
     viewer.assert_clean()
@@ -532,7 +532,7 @@ def test_hostile_estimate_strings_render_as_text(viewer):
     from tests.render.report_fixtures import nasty_estimate_report
 
     report = nasty_estimate_report()
-    page = mount(viewer, ExplorerView(report))
+    page = mount(viewer, ExplorerWidget(report))
     assert page.locator("script").count() == 0
     assert NASTY in page.locator(".sv-x-estimate").inner_text()
     assert NASTY in page.locator(".sv-x-hbmline").inner_text()
@@ -544,9 +544,9 @@ def test_hostile_estimate_strings_render_as_text(viewer):
 def test_a_profiled_report_shows_a_timeline_lane_per_device(viewer, report):
     from tests.render.report_fixtures import STEP, timeline_report
 
-    page = mount(viewer, ExplorerView(report))  # not profiled: no timeline pane
+    page = mount(viewer, ExplorerWidget(report))  # not profiled: no timeline pane
     assert page.locator(".sv-x-tlpane").count() == 0
-    page = mount(viewer, ExplorerView(timeline_report("cpu", devices=8)))
+    page = mount(viewer, ExplorerWidget(timeline_report("cpu", devices=8)))
     assert page.locator(".sv-x-tlpane").count() == 1
     lanes = _attrs(page, ".sv-x-tllane", "data-device")
     assert lanes == [str(d) for d in range(8)]
@@ -564,7 +564,7 @@ def test_a_big_programs_picker_says_how_many_values_it_leaves_out(viewer):
     """600 intermediates: the picker lists the reshard points and linked values, and its
     group's label says how many others there are (the payload would be megabytes)."""
     report = layered_report(300)
-    page = mount(viewer, ExplorerView(report))
+    page = mount(viewer, ExplorerWidget(report))
     label = page.locator(".sv-x-pick optgroup").last.get_attribute("label") or ""
     listed = page.locator(".sv-x-pick optgroup").last.locator("option").count()
     assert listed < len(report.intermediates)

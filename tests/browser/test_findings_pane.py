@@ -2,7 +2,7 @@
 collectives, arrays and devices in the other panes, and "try this fix" recompiles.
 
 As in test_explorer_widget.py, the ES module is rendered with a fake model holding a real
-``ExplorerView``'s state. For "try this fix" a real Python side answers: the message the view
+``ExplorerWidget``'s state. For "try this fix" a real Python side answers: the message the view
 sends is handed to the widget (``_handle_custom_msg``, what the kernel does), the background
 recompile and its findings are waited for, and the widget's new state is pushed to the page
 as Python's changes (``fromPython``). The ``viewer`` fixture fails a test on any request
@@ -22,7 +22,7 @@ import shardviz as sv
 from shardviz.model import Finding, FindingCost, Findings, Where
 from shardviz.model.findings import PROGRAM_FINDING_KINDS
 from shardviz.render.findings.view import check_rows
-from shardviz.widgets.explorer.widget import ExplorerView
+from shardviz.widgets.explorer.widget import ExplorerWidget
 from tests.browser.conftest import SKIP_ENV
 from tests.browser.fake_model import EXPLORER_SYNCED, mount_module
 from tests.explainer.diagnose import planted
@@ -41,7 +41,7 @@ WAIT = 120  # seconds: a ceiling against hangs, never a timing assertion
 SYNCED = (*EXPLORER_SYNCED, "findings", "selected_finding", "fixed", "changes", "stale")
 
 
-def mount(viewer, widget: ExplorerView):
+def mount(viewer, widget: ExplorerWidget):
     state = widget.get_state()
     return mount_module(viewer, "explorer", {k: state[k] for k in SYNCED})
 
@@ -61,7 +61,7 @@ def _attrs(page, selector, attr):
     )
 
 
-def _to_python(page, widget: ExplorerView) -> None:
+def _to_python(page, widget: ExplorerWidget) -> None:
     """The view's trait changes and custom messages, handled by the widget as the kernel does."""
     for call in page.evaluate("() => window.sv.calls.splice(0)"):
         if call[0] == "set" and call[1] in ("selected_finding", "selected_array"):
@@ -70,7 +70,7 @@ def _to_python(page, widget: ExplorerView) -> None:
             widget._handle_custom_msg(call[1], [])
 
 
-def _from_python(page, widget: ExplorerView) -> None:
+def _from_python(page, widget: ExplorerWidget) -> None:
     """Push every synced trait that changed in Python to the page, as the kernel would."""
     state = widget.get_state()
     page.evaluate(
@@ -87,7 +87,7 @@ def _settle(widget) -> None:
 
 def test_picking_a_finding_lights_up_its_collectives_and_values(viewer):
     report = planted.reshard_chain()  # compiled for real
-    w = ExplorerView(report)
+    w = ExplorerWidget(report)
     assert w._diagnoser.join(WAIT)
     page = mount(viewer, w)
     f = report.findings.of("reshard-chain")[0]
@@ -147,7 +147,7 @@ def test_a_findings_devices_light_up_on_the_mesh_and_the_memory_bars(viewer):
         where=Where(collectives=(1, 3), devices=(2, 3)),
     )
     report = dataclasses.replace(dp_report(), findings=Findings("train_step", (f,)))
-    w = ExplorerView(report, selected_finding=0)
+    w = ExplorerWidget(report, selected_finding=0)
     payload = json.loads(w.payload)  # one bar per device (dp_report's are all alike)
     payload["memory"]["bytes"][2][0] += 4096
     payload["memory"]["same"] = ""
@@ -164,7 +164,7 @@ def test_a_findings_devices_light_up_on_the_mesh_and_the_memory_bars(viewer):
 
 
 def test_no_findings_is_one_collapsed_badge_and_pending_says_so(viewer):
-    w = ExplorerView(megatron_with_findings(Findings("mlp_block")))
+    w = ExplorerWidget(megatron_with_findings(Findings("mlp_block")))
     page = mount(viewer, w)
     pane = page.locator(".sv-x-findpane")
     assert pane.get_attribute("class").split()[-1] == "sv-x-collapsed"
@@ -184,7 +184,9 @@ def test_no_findings_is_one_collapsed_badge_and_pending_says_so(viewer):
 
 
 def test_hostile_finding_strings_render_as_text(viewer):
-    page = mount(viewer, ExplorerView(megatron_with_findings(nasty_findings()), selected_finding=0))
+    page = mount(
+        viewer, ExplorerWidget(megatron_with_findings(nasty_findings()), selected_finding=0)
+    )
     assert page.locator(".sv-x-ftitle").inner_text() == f"title {NASTY}"
     assert page.locator(".sv-x-fbody .sv-x-why").inner_text() == f"why {NASTY}"
     assert page.locator("pre.sv-x-fixcode").inner_text() == f"code {NASTY}"

@@ -15,7 +15,7 @@ import shardviz as sv
 from shardviz.model.schedule import gpipe
 from shardviz.render.html import page
 from shardviz.render.schedule.html import schedule_html
-from shardviz.widgets.explorer.widget import ExplorerView
+from shardviz.widgets.explorer.widget import ExplorerWidget
 from tests.browser.conftest import SKIP_ENV
 from tests.browser.fake_model import mount_explorer
 from tests.fixtures import user_llama
@@ -63,7 +63,7 @@ def _pick_array(page, name: str) -> None:
 @pytest.mark.parametrize("width", [800, 880, 1000])
 def test_no_element_is_wider_than_its_pane(viewer, report, width):
     viewer.page.set_viewport_size({"width": width, "height": 900})
-    page = mount_explorer(viewer, ExplorerView(report))
+    page = mount_explorer(viewer, ExplorerWidget(report))
     page.locator("tr.sv-x-coll").first.click()  # the details, with the full call chain
     assert page.locator(".sv-x-details").count() == 1
     assert page.evaluate(_OVERFLOW_JS, PANES) == []
@@ -77,7 +77,7 @@ def test_no_element_is_wider_than_its_pane(viewer, report, width):
 
 def test_the_ledgers_source_and_call_chain_wrap_inside_the_pane(viewer, report):
     viewer.page.set_viewport_size({"width": 800, "height": 900})
-    page = mount_explorer(viewer, ExplorerView(report))
+    page = mount_explorer(viewer, ExplorerWidget(report))
     src = page.locator("td.sv-x-src").first
     chain = src.locator(".sv-x-chain")
     wrap = page.locator(".sv-x-ledgerwrap")
@@ -142,7 +142,7 @@ def test_a_big_models_ledger_fits_an_820_px_output(viewer):
     step, state, batch = user_llama.make(user_llama.SMALL)
     report = sv.explain(step, state, batch, run=False)
     viewer.page.set_viewport_size({"width": 820, "height": 900})
-    page = mount_explorer(viewer, ExplorerView(report))
+    page = mount_explorer(viewer, ExplorerWidget(report))
     wrap = page.locator(".sv-x-ledgerwrap")
     assert wrap.evaluate("e => e.scrollWidth <= e.clientWidth + 1")
     assert page.evaluate(_OVERFLOW_JS, ".sv-x-ledgerwrap") == []

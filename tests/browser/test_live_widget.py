@@ -1,7 +1,7 @@
 """The live training view's ES module in a real Chromium, offline (browser-unit tests).
 
 live.js is loaded from a Blob URL with ``import()`` and rendered with a small fake model
-(get/set/on/off/save_changes, every call recorded) holding a real ``LiveView``'s synced state,
+(get/set/on/off/save_changes, every call recorded) holding a real ``LiveWidget``'s synced state,
 readouts included. ``_from_python`` changes the Python view and sends the page what changed in
 the order ipywidgets does (the trait, then the readouts made from it), so we can watch the curve
 grow in place. The ``viewer`` fixture (tests/browser/conftest.py) fails a test on any request
@@ -15,7 +15,7 @@ import os
 import pytest
 
 from shardviz.render.colors import device_color
-from shardviz.widgets.live.widget import LiveView
+from shardviz.widgets.live.widget import LiveWidget
 from tests.browser.conftest import SKIP_ENV
 from tests.browser.fake_model import mount_module
 
@@ -52,25 +52,25 @@ def _memory(n: int = 8) -> list[dict]:
     ]
 
 
-def live_view(**changes) -> LiveView:
-    """A real LiveView, with some traits set."""
-    view = LiveView(title="mlp dp", total_steps=10)
+def live_view(**changes) -> LiveWidget:
+    """A real LiveWidget, with some traits set."""
+    view = LiveWidget(title="mlp dp", total_steps=10)
     for k, v in changes.items():
         setattr(view, k, v)
     return view
 
 
-def synced(view: LiveView) -> dict:
+def synced(view: LiveWidget) -> dict:
     state = view.get_state()
     return {k: state[k] for k in SYNCED}
 
 
-def mount(viewer, view: LiveView):
+def mount(viewer, view: LiveWidget):
     """Render live.js into a blank page with the view's synced state."""
     return mount_module(viewer, "live", synced(view))
 
 
-def _from_python(page, view: LiveView, **changes) -> None:
+def _from_python(page, view: LiveWidget, **changes) -> None:
     """Set traits on the Python view; send each, then the readouts if they changed."""
     for name, value in changes.items():
         before = view.readouts

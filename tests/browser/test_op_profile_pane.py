@@ -2,7 +2,7 @@
 time, flops and bytes by module, by layer and its costliest ops, as ``sv.op_profile`` counts them.
 
 As in test_explorer_widget.py, the Explorer's ES module is rendered with a fake model holding a
-real ``ExplorerView``'s state; the report is a real compile of a small two-layer model explained
+real ``ExplorerWidget``'s state; the report is a real compile of a small two-layer model explained
 for ``target="v5e"`` (so every op has a predicted time). Every expected row is computed from
 ``sv.op_profile(report)``, not from the payload the pane draws. The user's names carry
 ``<b>x</b>`` (the step's name and a named scope): they must read as text. The ``viewer``
@@ -23,7 +23,7 @@ import shardviz as sv
 from shardviz.model.op_profile import OpProfile
 from shardviz.model.units import format_seconds
 from shardviz.render.op_profile import TOP_OPS
-from shardviz.widgets.explorer.widget import ExplorerView
+from shardviz.widgets.explorer.widget import ExplorerWidget
 from tests.analysis.test_op_profile import T, V, _params
 from tests.browser.conftest import SKIP_ENV
 from tests.browser.fake_model import mount_explorer
@@ -130,7 +130,7 @@ def _percent(cell: str) -> float:
 
 
 def test_the_pane_shows_the_step_by_module_by_layer_and_its_costliest_ops(viewer, report, profile):
-    page = mount_explorer(viewer, ExplorerView(report))
+    page = mount_explorer(viewer, ExplorerWidget(report))
     pane = page.locator(PANE)
     assert pane.count() == 1
     assert pane.locator("h4").inner_text() == f"Op profile of step_{MARKUP} on {profile.target}"
@@ -172,7 +172,7 @@ def test_the_pane_shows_the_step_by_module_by_layer_and_its_costliest_ops(viewer
 
 
 def test_the_users_names_read_as_text_not_markup(viewer, report):
-    page = mount_explorer(viewer, ExplorerView(report))
+    page = mount_explorer(viewer, ExplorerWidget(report))
     pane = page.locator(PANE)
     assert pane.count() == 1
     assert pane.locator("b").count() == 0  # no element made from the user's names
@@ -188,7 +188,7 @@ def test_the_users_names_read_as_text_not_markup(viewer, report):
 def test_nothing_in_the_pane_sticks_out_or_scrolls(viewer, report, width):
     """At the widths of a notebook's output area with Lab's file browser open (test_fit.py)."""
     viewer.page.set_viewport_size({"width": width, "height": 900})
-    page = mount_explorer(viewer, ExplorerView(report))
+    page = mount_explorer(viewer, ExplorerWidget(report))
     assert page.locator(PANE).count() == 1
     assert page.evaluate(_OVERFLOW_JS, f".sv-x-root, {PANE}") == []
     page.locator(PANE).scroll_into_view_if_needed()
@@ -198,7 +198,7 @@ def test_nothing_in_the_pane_sticks_out_or_scrolls(viewer, report, width):
 
 def test_no_pane_without_a_compiled_schedule(viewer):
     """A report with no op list (e.g. read from an older save) shows no empty pane."""
-    page = mount_explorer(viewer, ExplorerView(megatron_report()))
+    page = mount_explorer(viewer, ExplorerWidget(megatron_report()))
     assert page.locator(".sv-x-root").count() == 1
     assert page.locator(PANE).count() == 0
     viewer.assert_clean()

@@ -18,7 +18,7 @@ import pytest
 from shardviz.model import ArrayLayout, MeshLayout, TreeLayout
 from shardviz.render.html import array_html, mesh_html, page
 from shardviz.widgets import MeshView
-from shardviz.widgets.explorer.widget import ExplorerView
+from shardviz.widgets.explorer.widget import ExplorerWidget
 from tests.browser.conftest import SKIP_ENV
 from tests.browser.fake_model import mount_explorer, mount_mesh_view
 from tests.render.fixtures import make_layout, make_mesh
@@ -139,12 +139,12 @@ def test_mesh_view_draws_the_static_views_array(viewer, name):
     viewer.assert_clean()
 
 
-def explorer_on(layout: ArrayLayout) -> ExplorerView:
+def explorer_on(layout: ArrayLayout) -> ExplorerWidget:
     """An Explorer of a report on ``layout``'s mesh whose one argument is ``layout``."""
     report = dataclasses.replace(
         dp_report(), mesh=layout.mesh, arguments=TreeLayout((layout,)), outputs=TreeLayout(())
     )
-    return ExplorerView(report, selected_array="arg:t")
+    return ExplorerWidget(report, selected_array="arg:t")
 
 
 @pytest.mark.parametrize("name", ["rank 0", "rank 2, elided", "rank 3", "rank 4"])

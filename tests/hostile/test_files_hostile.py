@@ -15,8 +15,8 @@ from shardviz import workshop
 from shardviz.errors import ArgumentError, FileError, ShardvizError
 from shardviz.model import display, files
 from shardviz.model.schedule import gpipe
-from shardviz.widgets.explorer.widget import ExplorerView
-from shardviz.widgets.live.widget import LiveView
+from shardviz.widgets.explorer.widget import ExplorerWidget
+from shardviz.widgets.live.widget import LiveWidget
 from shardviz.workshop import WorkshopError
 from tests.render.report_fixtures import REPORTS
 
@@ -27,8 +27,8 @@ def _savers():
     """Each kind of ``save_html``: (its owner, a way to make its drawing fail)."""
     return {
         "model object": (gpipe(2, 3), "render"),
-        "explorer": (ExplorerView(REPORTS["dp"]()), "static_html"),
-        "live view": (LiveView(title="<run>"), "static_html"),
+        "explorer": (ExplorerWidget(REPORTS["dp"]()), "static_html"),
+        "live view": (LiveWidget(title="<run>"), "static_html"),
     }
 
 

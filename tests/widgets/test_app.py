@@ -107,10 +107,10 @@ def test_report_and_comparison_take_no_arguments():
 
 
 def test_public_explorer_and_its_view_each_have_their_own_name():
-    from shardviz.widgets import ExplorerView
-    from shardviz.widgets.explorer.widget import ExplorerView as defined
+    from shardviz.widgets import ExplorerWidget
+    from shardviz.widgets.explorer.widget import ExplorerWidget as defined
 
-    assert ExplorerView is defined and ExplorerView.__name__ == "ExplorerView"
-    assert sv.Explorer.__name__ == "Explorer" and sv.Explorer is not ExplorerView
-    assert issubclass(sv.Explorer, ExplorerView)
+    assert ExplorerWidget is defined and ExplorerWidget.__name__ == "ExplorerWidget"
+    assert sv.Explorer.__name__ == "Explorer" and sv.Explorer is not ExplorerWidget
+    assert issubclass(sv.Explorer, ExplorerWidget)
     assert sv.widgets.Explorer is sv.Explorer

@@ -43,13 +43,13 @@ def test_shared_exports_are_dropped_and_nothing_else_changes():
 
 
 def test_widgets_ship_their_module():
-    from shardviz.widgets.explorer.widget import ExplorerView
-    from shardviz.widgets.live.widget import LiveView
+    from shardviz.widgets.explorer.widget import ExplorerWidget
+    from shardviz.widgets.live.widget import LiveWidget
     from shardviz.widgets.mesh_view import MeshView
 
-    assert ExplorerView._esm == widget_module("explorer.js")
+    assert ExplorerWidget._esm == widget_module("explorer.js")
     assert MeshView._esm == widget_module("mesh_view.js")
-    assert LiveView._esm == widget_module("live.js")
+    assert LiveWidget._esm == widget_module("live.js")
 
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")

@@ -19,7 +19,7 @@ from shardviz.widgets.explorer.payload import (
     array_json,
     prefetch_batches,
 )
-from shardviz.widgets.explorer.widget import PREFETCH, PREFETCHED, ExplorerView
+from shardviz.widgets.explorer.widget import PREFETCH, PREFETCHED, ExplorerWidget
 from tests.live_reports import megatron_mlp_report
 from tests.render.compare_fixtures import comparison
 from tests.render.report_fixtures import dp_report, nasty_report, shard_map_report
@@ -33,7 +33,7 @@ def report() -> Report:
     return megatron_mlp_report()
 
 
-def capture(w: ExplorerView, on_send: Callable[[dict], None] | None = None) -> list[dict]:
+def capture(w: ExplorerWidget, on_send: Callable[[dict], None] | None = None) -> list[dict]:
     """Keep what ``w`` sends to the front end (calling ``on_send`` after each message)."""
     sent: list[dict] = []
 
@@ -46,7 +46,7 @@ def capture(w: ExplorerView, on_send: Callable[[dict], None] | None = None) -> l
     return sent
 
 
-def ask(w: ExplorerView, generation: int | None = None, wait: bool = True) -> None:
+def ask(w: ExplorerWidget, generation: int | None = None, wait: bool = True) -> None:
     """What a view sends once it has drawn the payload; then wait for the background thread."""
     gen = w.generation if generation is None else generation
     w._handle_custom_msg({"type": PREFETCH, "generation": gen}, [])
@@ -71,7 +71,7 @@ def nbytes(text: str) -> int:
 
 
 def test_a_request_sends_every_other_array_as_the_array_trait_would(report):
-    w = ExplorerView(report)
+    w = ExplorerWidget(report)
     sent = capture(w)
     ask(w)
     assert sent, "a request is answered"
@@ -90,7 +90,7 @@ def test_a_request_sends_every_other_array_as_the_array_trait_would(report):
 
 
 def test_batches_stay_under_their_size_and_the_whole_under_the_budget(report, monkeypatch):
-    w = ExplorerView(report)
+    w = ExplorerWidget(report)
     ids = order(report, skip=w.selected_array)
     size = {i: nbytes(array_json(report, i)) for i in ids}
     k = 7  # the budget ends in the middle: the 8th array would go over it
@@ -114,7 +114,7 @@ def test_batches_stay_under_their_size_and_the_whole_under_the_budget(report, mo
 
 def test_a_zero_budget_sends_only_done(report, monkeypatch):
     monkeypatch.setattr(explorer, "PREFETCH_BUDGET", 0)
-    w = ExplorerView(report)
+    w = ExplorerWidget(report)
     sent = capture(w)
     ask(w)
     assert sent == [{"type": PREFETCHED, "generation": w.generation, "arrays": [], "done": True}]
@@ -122,7 +122,7 @@ def test_a_zero_budget_sends_only_done(report, monkeypatch):
 
 def test_prefetched_json_is_escaped_like_the_array_trait():
     r = nasty_report()
-    w = ExplorerView(r)
+    w = ExplorerWidget(r)
     sent = capture(w)
     ask(w)
     got = pairs(sent)
@@ -141,7 +141,7 @@ def test_prefetch_batches_is_lazy_and_exact(report):
 
 
 def test_other_messages_are_ignored(report):
-    w = ExplorerView(report)
+    w = ExplorerWidget(report)
     sent = capture(w)
     for content in ("prefetch", {"type": "nope"}, {"generation": w.generation}, [1]):
         w._handle_custom_msg(content, [])
@@ -154,7 +154,7 @@ def test_other_messages_are_ignored(report):
 
 def test_a_new_report_changes_the_tag_and_old_requests_go_unanswered():
     first, second = dp_report(), shard_map_report()
-    w = ExplorerView(first)
+    w = ExplorerWidget(first)
     before = w.generation
     w.show(second)
     assert w.generation != before and w.get_state()["generation"] == w.generation
@@ -173,7 +173,7 @@ def test_a_new_report_changes_the_tag_and_old_requests_go_unanswered():
 
 def test_a_strategy_switch_changes_the_tag_and_sends_that_strategys_arrays():
     c = comparison()
-    w = ExplorerView(c)
+    w = ExplorerWidget(c)
     before = w.generation
     w.selected_strategy = "tp"
     assert w.generation != before
@@ -188,7 +188,7 @@ def test_a_strategy_switch_changes_the_tag_and_sends_that_strategys_arrays():
 
 def test_a_prefetch_stops_once_the_report_is_replaced(report, monkeypatch):
     monkeypatch.setattr(explorer, "PREFETCH_BATCH_BYTES", 1)  # one array per batch
-    w = ExplorerView(report)
+    w = ExplorerWidget(report)
     old = w.generation
     sent = capture(w, on_send=lambda msg: w.show(shard_map_report()) if len(sent) == 1 else None)
     ask(w)
@@ -198,7 +198,7 @@ def test_a_prefetch_stops_once_the_report_is_replaced(report, monkeypatch):
 
 def test_a_newer_request_supersedes_the_one_in_flight(report, monkeypatch):
     monkeypatch.setattr(explorer, "PREFETCH_BATCH_BYTES", 1)
-    w = ExplorerView(report)
+    w = ExplorerWidget(report)
     sent = capture(w, on_send=lambda msg: ask(w, wait=False) if len(sent) == 1 else None)
     ask(w)
     assert w._prefetcher.join(WAIT)

@@ -1,4 +1,4 @@
-"""ExplorerView without a browser: synced state is the model's JSON, selections are checked, and
+"""ExplorerWidget without a browser: synced state is the model's JSON, selections are checked, and
 ``show``/``status``/``error`` let a controller drive it; the static views are escaped and offline."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from shardviz.strategies import mlp
 from shardviz.widgets.esm import widget_module
 from shardviz.widgets.explorer.diff import collective_key
 from shardviz.widgets.explorer.payload import array_json, report_json, strategies_payload
-from shardviz.widgets.explorer.widget import STATUSES, ExplorerView
+from shardviz.widgets.explorer.widget import STATUSES, ExplorerWidget
 from shardviz.widgets.mesh_view import STATIC
 from tests.live_reports import megatron_mlp_report
 from tests.render.compare_fixtures import comparison
@@ -50,7 +50,7 @@ def _bundle_data(bundle):
 
 
 def test_synced_state_is_the_payload_of_the_report(report):
-    w = ExplorerView(report)
+    w = ExplorerWidget(report)
     state = w.get_state()
     assert state["payload"] == report_json(report)
     assert w.selected_array == f"arg:{report.arguments.leaves[0].name}"
@@ -61,7 +61,7 @@ def test_synced_state_is_the_payload_of_the_report(report):
 
 
 def test_ledger_in_the_synced_json_equals_the_reports_collectives(report):
-    w = ExplorerView(report)
+    w = ExplorerWidget(report)
     p = json.loads(w.get_state()["payload"])
     assert len(p["collectives"]) == len(report.collectives) > 0
     for e, c in zip(p["collectives"], report.collectives, strict=True):
@@ -84,7 +84,7 @@ def test_ledger_in_the_synced_json_equals_the_reports_collectives(report):
 
 
 def test_picking_an_array_sends_only_its_tiles(report):
-    w = ExplorerView(report)
+    w = ExplorerWidget(report)
     s = next(s for s in report.intermediates if s.spec is not None and any(s.spec))
     w.selected_array = f"mid:{s.name}"
     a = json.loads(w.array)
@@ -96,7 +96,7 @@ def test_picking_an_array_sends_only_its_tiles(report):
 
 
 def test_initial_selections_can_be_given(real_comparison):
-    w = ExplorerView(
+    w = ExplorerWidget(
         real_comparison, selected_strategy="tp", selected_device=3, selected_collective=1
     )
     assert w.selected_strategy == "tp" and w.report is real_comparison.result("tp").report
@@ -110,20 +110,20 @@ def test_initial_selections_can_be_given(real_comparison):
 
 def test_wrong_types_say_what_to_pass(report, real_comparison):
     with pytest.raises(TypeError, match=r"Report \(from shardviz.explain\) or a Comparison"):
-        ExplorerView(42)
+        ExplorerWidget(42)
     with pytest.raises(TypeError, match=r"pass result\.report"):
-        ExplorerView(real_comparison.results[0])
+        ExplorerWidget(real_comparison.results[0])
     with pytest.raises(TypeError, match="MeshView"):
-        ExplorerView(report.mesh)
+        ExplorerWidget(report.mesh)
     with pytest.raises(TypeError, match=r"shardviz\.explain\(fn"):
-        ExplorerView(mlp.train_step)
-    w = ExplorerView(report)
+        ExplorerWidget(mlp.train_step)
+    w = ExplorerWidget(report)
     with pytest.raises(TypeError, match="got str"):
         w.show("report.json")
 
 
 def test_unknown_selections_name_the_valid_choices(report):
-    w = ExplorerView(report)
+    w = ExplorerWidget(report)
     with pytest.raises(traitlets.TraitError, match=r"not an array of this report.*'arg:batch/x'"):
         w.selected_array = "arg:nope"
     with pytest.raises(traitlets.TraitError, match=r"not a device.*0, 1, 2, 3, 4, 5, 6, 7 or -1"):
@@ -134,20 +134,20 @@ def test_unknown_selections_name_the_valid_choices(report):
     with pytest.raises(traitlets.TraitError, match="single report has no strategies"):
         w.selected_strategy = "dp"
     with pytest.raises(traitlets.TraitError, match="not a strategy.*'dp', 'fsdp', 'tp'"):
-        ExplorerView(comparison()).selected_strategy = "zero9"
+        ExplorerWidget(comparison()).selected_strategy = "zero9"
     with pytest.raises(traitlets.TraitError, match="not a strategy"):
-        ExplorerView(comparison(), selected_strategy="zero9")
+        ExplorerWidget(comparison(), selected_strategy="zero9")
     assert (w.selected_array, w.selected_device) == (f"arg:{report.arguments.paths[0]}", -1)
 
 
 def test_long_choice_lists_are_cut_short():
-    w = ExplorerView(dp_report())
+    w = ExplorerWidget(dp_report())
     with pytest.raises(traitlets.TraitError, match=r"… \d+ more"):
         w.selected_array = "mid:nope"
 
 
 def test_status_takes_the_known_words_and_error_any_text(report):
-    w = ExplorerView(report)
+    w = ExplorerWidget(report)
     for s in STATUSES:
         w.status = s
         assert w.get_state()["status"] == s
@@ -162,7 +162,7 @@ def test_status_takes_the_known_words_and_error_any_text(report):
 
 
 def test_strategy_switch_needs_no_recompile_and_drops_stale_selections(real_comparison):
-    w = ExplorerView(real_comparison)
+    w = ExplorerWidget(real_comparison)
     assert w.strategies == strategies_payload(real_comparison)
     assert w.selected_strategy == "dp"
     tp = real_comparison.result("tp").report
@@ -188,7 +188,9 @@ def test_strategy_switch_needs_no_recompile_and_drops_stale_selections(real_comp
 
 def test_show_replaces_the_report_and_keeps_what_still_exists():
     first, second = dp_report(), shard_map_report()
-    w = ExplorerView(first, selected_device=5, selected_collective=2, selected_array="arg:batch.x")
+    w = ExplorerWidget(
+        first, selected_device=5, selected_collective=2, selected_array="arg:batch.x"
+    )
     w.status = "compiling"
     w.show(second)
     assert w.report is second and w.payload == report_json(second)
@@ -214,7 +216,7 @@ def test_a_recompile_keeps_the_selected_collective_by_what_it_is_not_its_positio
     first = dp_report()
     a, b, c = (_source_at(x, 10 + i) for i, x in enumerate(first.collectives))
     first = dataclasses.replace(first, collectives=(a, b, c))
-    w = ExplorerView(first, selected_collective=2)
+    w = ExplorerWidget(first, selected_collective=2)
     w.show(dataclasses.replace(first, collectives=(c, a)))  # b dropped, c moved to the front
     assert w.selected_collective == 0
     w.show(dataclasses.replace(first, collectives=(a, b)))  # c gone: nothing selected
@@ -226,7 +228,7 @@ def test_a_recompile_keeps_the_selected_collective_by_what_it_is_not_its_positio
 
 def test_show_says_what_changed_since_the_last_report():
     first = dp_report()
-    w = ExplorerView(first)
+    w = ExplorerWidget(first)
     assert w.changes == ""
     fewer = dataclasses.replace(first, collectives=first.collectives[:1])
     w.show(fewer)
@@ -238,7 +240,7 @@ def test_show_says_what_changed_since_the_last_report():
 
 
 def test_stale_is_a_synced_trait_the_controller_sets(report):
-    w = ExplorerView(report)
+    w = ExplorerWidget(report)
     assert w.stale == "" and "stale" in w.keys
     w.stale = "fix params/w1: unknown mesh axis 'modle'"
     assert w.get_state()["stale"].startswith("fix params/w1")
@@ -246,7 +248,7 @@ def test_stale_is_a_synced_trait_the_controller_sets(report):
 
 def test_show_switches_between_report_and_comparison():
     c = comparison()
-    w = ExplorerView(dp_report())
+    w = ExplorerWidget(dp_report())
     w.show(c)
     assert w.comparison is c and w.selected_strategy == "dp"
     assert w.strategies == strategies_payload(c)
@@ -263,28 +265,28 @@ def test_show_switches_between_report_and_comparison():
 
 
 def test_mimebundle_has_the_live_view_and_the_static_report(report):
-    w = ExplorerView(report)
+    w = ExplorerWidget(report)
     data = _bundle_data(w._repr_mimebundle_())
     assert data[WIDGET_MIME]["model_id"] == w.model_id
     assert data["text/html"] == report_html(report)
     assert "text/plain" in data
     c = comparison()
-    assert _bundle_data(ExplorerView(c)._repr_mimebundle_())["text/html"] == comparison_html(c)
+    assert _bundle_data(ExplorerWidget(c)._repr_mimebundle_())["text/html"] == comparison_html(c)
 
 
 def test_save_html_writes_one_offline_page(tmp_path, report):
-    path = ExplorerView(report).save_html(tmp_path / "explorer.html")
+    path = ExplorerWidget(report).save_html(tmp_path / "explorer.html")
     text = Path(path).read_text(encoding="utf-8")
     assert text.startswith("<!doctype html>") and report_html(report) in text
     assert not re.search(r"(?:src|href)\s*=\s*[\"']?(?:https?:)?//", text)
     assert "<script" not in text
-    cpath = ExplorerView(comparison()).save_html(str(tmp_path / "cmp.html"))
+    cpath = ExplorerWidget(comparison()).save_html(str(tmp_path / "cmp.html"))
     assert comparison_html(comparison()) in Path(cpath).read_text(encoding="utf-8")
 
 
 def test_hostile_names_are_escaped_in_every_static_view(tmp_path):
     r = nasty_report()
-    w = ExplorerView(r)
+    w = ExplorerWidget(r)
     html = _bundle_data(w._repr_mimebundle_())["text/html"]
     saved = Path(w.save_html(tmp_path / "nasty.html")).read_text(encoding="utf-8")
     for text in (html, saved):
@@ -298,7 +300,7 @@ def test_hostile_names_are_escaped_in_every_static_view(tmp_path):
 
 
 def test_front_end_files_ship_and_load_nothing(report):
-    state = ExplorerView(report).get_state()
+    state = ExplorerWidget(report).get_state()
     js = widget_module("explorer.js")
     css = (STATIC / "explorer.css").read_text(encoding="utf-8")
     assert state["_esm"] == js and state["_css"] == css
@@ -318,7 +320,7 @@ def test_strategies_on_several_targets_are_picked_by_their_label():
     from tests.render.compare_fixtures import comparison_targets
 
     c = comparison_targets()
-    w = ExplorerView(c, selected_strategy="fsdp @ NVIDIA H100 SXM 1x8 (from CPU)")
+    w = ExplorerWidget(c, selected_strategy="fsdp @ NVIDIA H100 SXM 1x8 (from CPU)")
     assert w.report is c.result("fsdp", target="h100").report
     assert json.loads(w.payload)["estimate"]["target_name"] == "h100:1x8"
     assert [s["id"] for s in w.strategies] == list(c.labels)

@@ -13,7 +13,7 @@ from shardviz.errors import SpecError
 from shardviz.explainer.fix_check import FixTrial, Tried, outcome, untried_findings
 from shardviz.model import Finding, FindingCost, Findings, Fix, Report, Where
 from shardviz.widgets.explorer.findings_pane import findings_json
-from shardviz.widgets.explorer.widget import ExplorerView
+from shardviz.widgets.explorer.widget import ExplorerWidget
 from shardviz.widgets.session import Connection
 from tests.render.findings_fixtures import megatron_with_findings
 from tests.render.report_fixtures import megatron_report
@@ -78,11 +78,11 @@ class GatedSession:
         return self.report
 
 
-def _state(explorer: ExplorerView) -> dict:
+def _state(explorer: ExplorerWidget) -> dict:
     return pane_said(explorer.findings)
 
 
-def _shown_tried(explorer: ExplorerView, trials: Trials) -> None:
+def _shown_tried(explorer: ExplorerWidget, trials: Trials) -> None:
     """The pane shows the tried findings of ``trials``' report, for the report shown now."""
     state = _state(explorer)
     assert state["state"] != "pending" and state["generation"] == explorer.generation
@@ -93,7 +93,7 @@ def _shown_tried(explorer: ExplorerView, trials: Trials) -> None:
 
 def test_a_new_report_stops_the_old_reports_trials_after_the_one_in_progress():
     old, new = Trials(5), Trials(2, gated=False)
-    w = ExplorerView(old.report())
+    w = ExplorerWidget(old.report())
     assert old.started.wait(WAIT)  # the first trial is compiling
     w.show(new.report())
     old.gate.set()
@@ -105,7 +105,7 @@ def test_a_new_report_stops_the_old_reports_trials_after_the_one_in_progress():
 
 def test_a_new_run_stops_the_trials_before_its_report_is_shown():
     old, new = Trials(5), Trials(2, gated=False)
-    w = ExplorerView(old.report())
+    w = ExplorerWidget(old.report())
     assert old.started.wait(WAIT)
     session = GatedSession(new.report())
     connection = Connection(w, session)  # type: ignore[arg-type]
@@ -124,7 +124,7 @@ def test_a_new_run_stops_the_trials_before_its_report_is_shown():
 
 def test_trials_a_failed_run_stopped_start_again_for_the_report_still_shown():
     old = Trials(3)
-    w = ExplorerView(old.report())
+    w = ExplorerWidget(old.report())
     assert old.started.wait(WAIT)
     session = GatedSession(error=SpecError("unknown mesh axis 'x'"))
     connection = Connection(w, session)  # type: ignore[arg-type]
@@ -140,7 +140,7 @@ def test_trials_a_failed_run_stopped_start_again_for_the_report_still_shown():
 def test_findings_tried_once_are_shown_again_without_trying():
     trials = Trials(2, gated=False)
     report = trials.report()
-    w = ExplorerView(report)
+    w = ExplorerWidget(report)
     assert w._diagnoser.join(WAIT) and trials.calls == 2
     w.show(megatron_with_findings(Findings("mlp_block")))
     w.show(report)  # the untried report again: its tried findings at once
@@ -150,7 +150,7 @@ def test_findings_tried_once_are_shown_again_without_trying():
 
 def test_new_fix_boxes_do_not_start_the_trials_under_way_again():
     trials = Trials(2)
-    w = ExplorerView(trials.report())
+    w = ExplorerWidget(trials.report())
     assert trials.started.wait(WAIT)
     w.set_fix_handler(lambda finding: None, ("params/w1",))
     assert _state(w)["state"] == "pending"

@@ -23,7 +23,7 @@ from shardviz.widgets.live.readouts import (
     same_memory_words,
     time_readout,
 )
-from shardviz.widgets.live.widget import LiveView
+from shardviz.widgets.live.widget import LiveWidget
 
 
 def test_head_readout_is_the_progress():
@@ -120,13 +120,13 @@ def test_identical_devices_are_one_bar_said_once():
     assert same_memory_words(memory) == "" and len(memory_readout(memory, "")["rows"]) == 8
 
 
-def _fresh(view: LiveView) -> dict:
+def _fresh(view: LiveWidget) -> dict:
     """The readouts of a new view given the same state: what ``view.readouts`` should be."""
-    return LiveView(**{name: getattr(view, name) for name in PART_OF_TRAIT}).readouts
+    return LiveWidget(**{name: getattr(view, name) for name in PART_OF_TRAIT}).readouts
 
 
 def test_the_view_keeps_its_readouts_in_step_with_its_traits():
-    view = LiveView(total_steps=4)
+    view = LiveWidget(total_steps=4)
     assert view.readouts["head"] == {"progress": "step 0 / 4"}
     view.losses = [1.0, None]
     view.step_ms = [500.0, 2.0]
@@ -141,7 +141,7 @@ def test_the_view_keeps_its_readouts_in_step_with_its_traits():
 
 
 def test_readouts_go_in_the_same_message_as_the_numbers():
-    view = LiveView(total_steps=3)
+    view = LiveWidget(total_steps=3)
     sent: list[set] = []
     view.send_state = lambda key=None: sent.append(set(key) if key is not None else set())
     with view.hold_sync():
@@ -191,7 +191,7 @@ def test_a_bar_of_a_multi_process_run_names_its_process():
 
 
 def test_the_view_remakes_the_time_words_when_host_times_arrive():
-    view = LiveView()
+    view = LiveWidget()
     view.step_ms = [310.0, 5.0, 9.0, 6.0]
     assert view.readouts["time"]["hosts"] == []
     view.host_step_ms = HOSTS

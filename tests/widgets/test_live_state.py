@@ -28,7 +28,7 @@ from shardviz.widgets.esm import widget_module
 from shardviz.widgets.live import run as live_run_mod
 from shardviz.widgets.live import stepper as live_stepper_mod
 from shardviz.widgets.live.format import time_note
-from shardviz.widgets.live.widget import STATIC, LiveRun, LiveView, live
+from shardviz.widgets.live.widget import STATIC, LiveRun, LiveWidget, live
 
 D, H, B = 64, 256, 32
 WAIT = 120  # seconds: a bound for a hung test, never a timing assert
@@ -375,7 +375,7 @@ def test_save_html_is_one_offline_file(dp_state, tmp_path: Path):
 
 
 def test_user_strings_are_escaped_in_the_static_view():
-    view = LiveView(title=HOSTILE, total_steps=3)
+    view = LiveWidget(title=HOSTILE, total_steps=3)
     view.losses = [1.0, 0.5]
     view.step_ms = [100.0, 2.0]
     view.error = "step 3 failed: " + HOSTILE
@@ -388,7 +388,7 @@ def test_user_strings_are_escaped_in_the_static_view():
 def test_front_end_files_ship_inside_the_package_and_load_nothing():
     package = Path(shardviz.__file__).resolve().parent
     assert STATIC.resolve() == package / "widgets" / "static"
-    state = LiveView().get_state()
+    state = LiveWidget().get_state()
     js = widget_module("live.js")
     css = (STATIC / "live.css").read_text(encoding="utf-8")
     assert state["_esm"] == js and state["_css"] == css

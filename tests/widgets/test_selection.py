@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import traitlets
 
-from shardviz.widgets.explorer.widget import ExplorerView
+from shardviz.widgets.explorer.widget import ExplorerWidget
 from shardviz.widgets.mesh_view import MeshView
 from shardviz.widgets.selection import NO_SELECTION, NO_SELECTION_CHOICE
 from tests.render.fixtures import mesh_2x4
@@ -19,7 +19,7 @@ def test_the_value_is_what_the_front_ends_send() -> None:
 
 def test_both_widgets_start_with_nothing_selected_and_can_go_back_to_it() -> None:
     mesh_view = MeshView(mesh_2x4())
-    explorer = ExplorerView(dp_report())
+    explorer = ExplorerWidget(dp_report())
     assert mesh_view.selected_device == NO_SELECTION
     assert (explorer.selected_device, explorer.selected_collective) == (NO_SELECTION,) * 2
     mesh_view.selected_device = explorer.selected_device = 3
@@ -34,8 +34,8 @@ def test_both_widgets_start_with_nothing_selected_and_can_go_back_to_it() -> Non
     ("widget", "trait"),
     [
         (lambda: MeshView(mesh_2x4()), "selected_device"),
-        (lambda: ExplorerView(dp_report()), "selected_device"),
-        (lambda: ExplorerView(dp_report()), "selected_collective"),
+        (lambda: ExplorerWidget(dp_report()), "selected_device"),
+        (lambda: ExplorerWidget(dp_report()), "selected_collective"),
     ],
     ids=["mesh-view-device", "explorer-device", "explorer-collective"],
 )

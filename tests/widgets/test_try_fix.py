@@ -14,7 +14,7 @@ from shardviz.model import Findings, Fix
 from shardviz.model import findings as findings_module
 from shardviz.widgets.controls import AS_GIVEN
 from shardviz.widgets.explorer.findings_pane import findings_json
-from shardviz.widgets.explorer.widget import ExplorerView
+from shardviz.widgets.explorer.widget import ExplorerWidget
 from shardviz.widgets.session import ExplorerSession, fixed_words
 from tests.render.findings_fixtures import findings, megatron_with_findings
 from tests.render.report_fixtures import megatron_report
@@ -45,11 +45,11 @@ def pending(monkeypatch):
     return make
 
 
-def _state(explorer: ExplorerView) -> dict:
+def _state(explorer: ExplorerWidget) -> dict:
     return pane_said(explorer.findings)
 
 
-def _kinds(explorer: ExplorerView) -> list[str]:
+def _kinds(explorer: ExplorerWidget) -> list[str]:
     return [i["kind"] for i in _state(explorer)["items"]]
 
 
@@ -80,7 +80,7 @@ def test_fixes_are_tried_in_the_background_then_shown(pending):
         assert gate.wait(WAIT)
         return findings()
 
-    w = ExplorerView(pending(work))
+    w = ExplorerWidget(pending(work))
     assert _state(w)["state"] == "pending"  # shown at once, nothing compiled on this thread
     gate.set()
     assert w._diagnoser.join(WAIT)
@@ -97,7 +97,7 @@ def test_findings_of_a_report_no_longer_shown_never_land(pending):
         assert gate.wait(WAIT)
         return findings()
 
-    w = ExplorerView(pending(slow))
+    w = ExplorerWidget(pending(slow))
     w.show(megatron_with_findings(Findings("mlp_block")))  # ready: shown at once
     assert _state(w)["count_text"] == "no findings"
     gate.set()
@@ -109,7 +109,7 @@ def test_findings_that_fail_to_work_out_say_so_in_the_pane(pending):
     def broken() -> Findings:
         raise RuntimeError("the fixed program did not compile")
 
-    w = ExplorerView(pending(broken))
+    w = ExplorerWidget(pending(broken))
     assert w._diagnoser.join(WAIT)
     state = _state(w)
     assert state["state"] == "error"
@@ -118,7 +118,7 @@ def test_findings_that_fail_to_work_out_say_so_in_the_pane(pending):
 
 def test_the_notebook_display_does_not_wait_for_fixes_to_be_tried(pending):
     gate = threading.Event()
-    w = ExplorerView(pending(lambda: gate.wait(WAIT) and findings()))
+    w = ExplorerWidget(pending(lambda: gate.wait(WAIT) and findings()))
     html = w.static_html(wait=False)  # would block until the gate opens if it waited
     assert "fixes not tried yet" in html and 'class="sv-fitem"' not in html
     gate.set()
@@ -128,7 +128,7 @@ def test_the_notebook_display_does_not_wait_for_fixes_to_be_tried(pending):
 
 
 def test_selected_finding_is_checked_and_reset_by_a_new_report():
-    w = ExplorerView(megatron_with_findings())
+    w = ExplorerWidget(megatron_with_findings())
     w.selected_finding = 2
     with pytest.raises(
         Exception, match="selected_finding=3 is not a finding's position; valid: 0 to 2"
@@ -139,7 +139,7 @@ def test_selected_finding_is_checked_and_reset_by_a_new_report():
 
 
 def test_a_report_explorer_says_how_to_get_try_this_fix_and_survives_the_click():
-    w = ExplorerView(megatron_with_findings())
+    w = ExplorerWidget(megatron_with_findings())
     assert all(i["fix"] is None or i["route"] == "" for i in _state(w)["items"])
     with pytest.raises(TypeError, match=r"shardviz.Explorer\(fn, \*args\)"):
         w.try_fix(0)

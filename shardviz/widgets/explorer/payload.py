@@ -1,4 +1,4 @@
-"""The :class:`~.widget.ExplorerView`'s synced state as plain JSON, from the model.
+"""The :class:`~.widget.ExplorerWidget`'s synced state as plain JSON, from the model.
 
 Pure: no jax and no anywidget, so every byte the widget syncs can be built and checked without
 a kernel or a browser. Two payloads:

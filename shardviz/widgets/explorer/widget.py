@@ -1,4 +1,4 @@
-"""``ExplorerView``: one report (or each strategy of a comparison) as four linked panes.
+"""``ExplorerWidget``: one report (or each strategy of a comparison) as four linked panes.
 
 The panes are the device mesh, the arrays (argument leaves, output leaves and intermediates,
 one drawn at a time as tiles), the collective ledger and per-device memory. Selecting in one
@@ -9,7 +9,7 @@ reshard that caused it.
 Synced state is JSON built by the pure :mod:`~shardviz.widgets.explorer.payload`: the shown
 report's payload once (``payload``), and the tiles of the picked array only (``array``,
 rebuilt here whenever ``selected_array`` changes). A controller that recompiles in the
-background drives the widget with :meth:`ExplorerView.show`, ``status`` and ``error``.
+background drives the widget with :meth:`ExplorerWidget.show`, ``status`` and ``error``.
 
 A pick waits for a kernel round trip, so once a view has drawn a payload it asks for the
 other arrays ahead of time (a custom message ``{"type": "prefetch", "generation": g}``). A
@@ -164,7 +164,7 @@ def check_shown(obj: object) -> Shown:
     )
 
 
-class ExplorerView(anywidget.AnyWidget):
+class ExplorerWidget(anywidget.AnyWidget):
     """A report's mesh, arrays, collectives and memory as linked panes.
 
     Args:

@@ -2,7 +2,7 @@
 
 The readouts are the words (progress, the last loss, step-time notes, bytes, tooltips) and the
 chart scales and tick labels, in four parts: ``head``, ``loss``, ``time`` and ``memory``.
-:class:`~shardviz.widgets.live.widget.LiveView` syncs them (plain JSON) so that live.js only draws,
+:class:`~shardviz.widgets.live.widget.LiveWidget` syncs them (plain JSON) so that live.js only draws,
 and :mod:`.svg` draws the same parts into the static HTML, so the two pictures agree.
 
 The chart geometry (px) is here too, because the time chart's tick labels are spaced in px;

@@ -26,7 +26,7 @@ from shardviz.widgets.live.stepper import Stepper
 from shardviz.widgets.live.steps import BatchesExhausted
 
 if TYPE_CHECKING:
-    from shardviz.widgets.live.widget import LiveView
+    from shardviz.widgets.live.widget import LiveWidget
 
 #: The view is updated at most this often (seconds), however fast the steps are.
 SYNC_SECONDS = 0.1
@@ -42,7 +42,7 @@ class LiveRunBase:
     a notebook shows its view.
     """
 
-    def __init__(self, *, steps: int | None, every: int, view: LiveView) -> None:
+    def __init__(self, *, steps: int | None, every: int, view: LiveWidget) -> None:
         self._steps = steps
         self._every = every
         self._sync_seconds = SYNC_SECONDS
@@ -126,7 +126,7 @@ class LiveRunBase:
 
     def save_html(self, path: str | Path) -> str:
         """Write the view's current state as a self-contained offline HTML file, whole or
-        not at all (see :meth:`LiveView.save_html`); return the path."""
+        not at all (see :meth:`LiveWidget.save_html`); return the path."""
         return self.view.save_html(path)
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
@@ -230,7 +230,7 @@ class LiveRun(LiveRunBase):
     """Training steps running in a daemon thread of this process, drawn live in :attr:`view`.
 
     Made by :func:`shardviz.live`, which gives it a fresh
-    :class:`~shardviz.widgets.live.widget.LiveView` to write to.
+    :class:`~shardviz.widgets.live.widget.LiveWidget` to write to.
     """
 
     def __init__(
@@ -241,7 +241,7 @@ class LiveRun(LiveRunBase):
         *,
         steps: int | None,
         every: int,
-        view: LiveView,
+        view: LiveWidget,
     ) -> None:
         self._stepper = Stepper(step_fn, state, batches)
         super().__init__(steps=steps, every=every, view=view)

@@ -1,6 +1,6 @@
 """The live training view: run training steps in a background thread, watch them in a widget.
 
-:func:`live` starts a :class:`LiveRun` and returns at once; the run's :class:`LiveView` (an
+:func:`live` starts a :class:`LiveRun` and returns at once; the run's :class:`LiveWidget` (an
 anywidget) shows the loss curve, the time of each step and the memory of each device, and is
 updated in place while the notebook stays usable.
 
@@ -23,7 +23,7 @@ blocked on, so each step time is the real one; the first step includes tracing a
 and is marked as such. Synced state is plain JSON (lists of numbers; a non-finite loss is sent
 as ``null``) and is pushed in small batches, so a thousand fast steps do not flood the comm.
 
-This module holds the widget (:class:`LiveView`) and :func:`live`; the run's thread is
+This module holds the widget (:class:`LiveWidget`) and :func:`live`; the run's thread is
 :mod:`.run`, the step convention :mod:`.steps`, the static charts :mod:`.svg`,
 the memory panel :mod:`.memory`, the numbers :mod:`.format`, and the words and
 scales both pictures draw (synced as ``readouts``) :mod:`.readouts`.
@@ -55,15 +55,15 @@ from shardviz.widgets.live.steps import check_live_args
 from shardviz.widgets.live.svg import loss_svg, memory_svg, time_svg
 from shardviz.widgets.static_bundle import with_static_html
 
-__all__ = ["STATIC", "STATUSES", "LiveRun", "LiveView", "live"]
+__all__ = ["STATIC", "STATUSES", "LiveRun", "LiveWidget", "live"]
 
 STATIC = Path(__file__).parent.parent / "static"
 
-#: Every value ``LiveView.status`` takes, in the order a run goes through them.
+#: Every value ``LiveWidget.status`` takes, in the order a run goes through them.
 STATUSES = ("idle", "compiling", "running", "stopping", "done", "stopped", "error")
 
 
-class LiveView(anywidget.AnyWidget):
+class LiveWidget(anywidget.AnyWidget):
     """The live training view: loss curve, step times and memory per device, updated in place.
 
     A :class:`~shardviz.widgets.live.run.LiveRun` writes these traits from its thread; the
@@ -225,5 +225,5 @@ def live(
         carried into it, other context managers (e.g. ``jax.default_device``) are not.
     """
     check_live_args(step_fn, batch_or_batches, steps, every)
-    view = LiveView(title=title, total_steps=steps or 0)
+    view = LiveWidget(title=title, total_steps=steps or 0)
     return LiveRun(step_fn, state, batch_or_batches, steps=steps, every=every, view=view).start()

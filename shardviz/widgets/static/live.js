@@ -2,7 +2,7 @@
 // shardviz live training view: a plain ES module for anywidget (no bundler; shardviz/widgets/esm.py
 // puts static/shared.js in front of it, so what ships imports nothing and works offline).
 //
-// Synced state (see shardviz/widgets/live.py, LiveView):
+// Synced state (see shardviz/widgets/live.py, LiveWidget):
 //   title           heading text
 //   status          idle | compiling | running | stopping | done | stopped | error
 //   step            steps finished

@@ -53,9 +53,9 @@ def test_a_batch_given_two_ways_or_not_whole_is_refused(sizes, words) -> None:
 def test_the_explorer_opens_on_the_comparison(comparison) -> None:
     import json
 
-    from shardviz.widgets.explorer.widget import ExplorerView
+    from shardviz.widgets.explorer.widget import ExplorerWidget
 
-    w = ExplorerView(comparison)
+    w = ExplorerWidget(comparison)
     assert w.comparison is comparison
     assert [s["id"] for s in w.strategies] == ["fsdp", "fsdp+tp"]
     assert w.selected_strategy == "fsdp"
