@@ -88,16 +88,16 @@ def _factorings(n: int, caps: list[int]) -> Iterator[tuple[int, ...]]:
 def _assignments(sizes: tuple[int, ...], shape: tuple[int, ...]) -> Iterator[list[tuple[int, ...]]]:
     """Each mesh axis's block (a factor of each physical axis), the blocks tiling the grid."""
 
-    def go(i: int, left: list[int]) -> Iterator[list[tuple[int, ...]]]:
+    def blocks_from(i: int, left: list[int]) -> Iterator[list[tuple[int, ...]]]:
         if i == len(sizes):
             if all(x == 1 for x in left):
                 yield []
             return
         for f in _factorings(sizes[i], left):
-            for rest in go(i + 1, [a // b for a, b in zip(left, f, strict=True)]):
+            for rest in blocks_from(i + 1, [a // b for a, b in zip(left, f, strict=True)]):
                 yield [f, *rest]
 
-    yield from go(0, list(shape))
+    yield from blocks_from(0, list(shape))
 
 
 def _chip_grid(mesh: MeshLayout, placement: Placement, target: Target) -> dict | None:
