@@ -33,8 +33,8 @@ from jax.sharding import NamedSharding, PartitionSpec  # noqa: E402
 import shardviz.strategies.runner as cmp  # noqa: E402
 import shardviz.strategies.step as placing  # noqa: E402
 from shardviz.capture.mesh import Mesh  # noqa: E402
-from shardviz.strategies.named import get_rule_set  # noqa: E402
 from shardviz.strategies.rules import default_mesh_shape  # noqa: E402
+from shardviz.strategies.rules.named import get_rule_set  # noqa: E402
 from shardviz.strategies.zoo import get_model  # noqa: E402
 
 STRATEGIES = ("dp", "zero3", "tp", "2d")

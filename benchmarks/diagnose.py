@@ -28,7 +28,7 @@ sv.use_cpu_devices(8)
 from explain import STRATEGIES, _args  # noqa: E402
 
 from shardviz.strategies import mlp  # noqa: E402
-from shardviz.strategies.named import get_rule_set  # noqa: E402
+from shardviz.strategies.rules.named import get_rule_set  # noqa: E402
 from shardviz.strategies.step import strategy_step  # noqa: E402
 from shardviz.strategies.zoo import get_model  # noqa: E402
 

@@ -434,7 +434,7 @@ def _strategy(run: Run) -> Any:
     experts-on-fsdp ones."""
     if run.strategy not in (MAXTEXT_TP, EXPERTS_ON_FSDP):
         return run.strategy
-    from shardviz.strategies.models.logical import STRATEGY_RULES, LogicalRules, logical_rule_set
+    from shardviz.strategies.rules.logical import STRATEGY_RULES, LogicalRules, logical_rule_set
     from shardviz.strategies.zoo import get_model
 
     if run.strategy == MAXTEXT_TP:

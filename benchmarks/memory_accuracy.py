@@ -48,8 +48,8 @@ import optax  # noqa: E402
 
 from shardviz.capture.topology import topology  # noqa: E402
 from shardviz.strategies.accounting import model_state_bytes  # noqa: E402
-from shardviz.strategies.named import get_rule_set  # noqa: E402
 from shardviz.strategies.rules import RuleSet  # noqa: E402
+from shardviz.strategies.rules.named import get_rule_set  # noqa: E402
 from shardviz.strategies.step import strategy_step  # noqa: E402
 from shardviz.strategies.zoo import ModelDef, get_model  # noqa: E402
 

@@ -34,7 +34,7 @@ import jax  # noqa: E402
 import optax  # noqa: E402
 
 from shardviz.strategies.pipeline.gspmd import pipelined_model  # noqa: E402
-from shardviz.strategies.pipeline.rule_sets import pipeline_rules  # noqa: E402
+from shardviz.strategies.rules.pipeline import pipeline_rules  # noqa: E402
 from shardviz.strategies.runner import initial_state  # noqa: E402
 from shardviz.strategies.step import strategy_step  # noqa: E402
 from shardviz.strategies.zoo import get_model  # noqa: E402

@@ -68,7 +68,7 @@ from shardviz.capture.compile import device_order, global_cost, per_device_cost 
 from shardviz.capture.layout import layout_tree  # noqa: E402
 from shardviz.capture.memory import memory_report  # noqa: E402
 from shardviz.explainer import explain as ex  # noqa: E402
-from shardviz.strategies.named import get_rule_set  # noqa: E402
+from shardviz.strategies.rules.named import get_rule_set  # noqa: E402
 from shardviz.strategies.step import strategy_step  # noqa: E402
 from shardviz.strategies.zoo import get_model  # noqa: E402
 

@@ -62,12 +62,12 @@ from shardviz.capture.mesh import Mesh  # noqa: E402
 from shardviz.explainer.cache import clear_cache  # noqa: E402
 from shardviz.model.search import Plan  # noqa: E402
 from shardviz.strategies.candidates import Space, mapping_words  # noqa: E402
-from shardviz.strategies.models.logical import logical_rule_set  # noqa: E402
+from shardviz.strategies.rules.logical import logical_rule_set  # noqa: E402
+from shardviz.strategies.rules.plans import jax_entries  # noqa: E402
 from shardviz.strategies.runner import compare  # noqa: E402
 from shardviz.strategies.search.inputs import search_inputs  # noqa: E402
 from shardviz.strategies.search.progress import Quiet  # noqa: E402
 from shardviz.strategies.search.rank import bests, rank_key, ranked  # noqa: E402
-from shardviz.strategies.search.rules import jax_entries  # noqa: E402
 from shardviz.strategies.search.suggestions import _Runner, _with_weights, suggest  # noqa: E402
 from shardviz.strategies.zoo import get_model  # noqa: E402
 

@@ -35,7 +35,7 @@ _LAZY = {
     "BUILTIN": "shardviz.strategies.rules",
     "STRATEGY_NAMES": "shardviz.strategies.rules",
     "RuleSet": "shardviz.strategies.rules",
-    "get_rule_set": "shardviz.strategies.named",
+    "get_rule_set": "shardviz.strategies.rules.named",
     "shard_largest": "shardviz.strategies.rules",
     "ARCH_NAMES": "shardviz.strategies.zoo",
     "MODEL_NAMES": "shardviz.strategies.zoo",

@@ -44,13 +44,13 @@ from shardviz.model.schedule import Schedule, gpipe
 from shardviz.model.schedule import schedule as make_schedule
 from shardviz.model.serving import ServingComparison
 from shardviz.strategies.models.configs import ArchConfig
-from shardviz.strategies.models.logical import LOGICAL_STRATEGIES, logical_rule_set
-from shardviz.strategies.named import get_rule_set
 from shardviz.strategies.pipeline.gspmd import pipelined_model
 from shardviz.strategies.pipeline.shard_map import residual_bytes
 from shardviz.strategies.pipeline.stages import STAGE_AXIS
 from shardviz.strategies.progress import Steps, stepping
 from shardviz.strategies.rules import OFFLOAD, OFFLOAD_WHAT, RuleSet
+from shardviz.strategies.rules.logical import LOGICAL_STRATEGIES, logical_rule_set
+from shardviz.strategies.rules.named import get_rule_set
 from shardviz.strategies.serving.compare import compare_serving
 from shardviz.strategies.step import StrategyStep, strategy_step
 from shardviz.strategies.zoo import ModelDef, get_model, make_train_step

@@ -13,8 +13,8 @@ from shardviz.capture.spec import normalize_spec
 from shardviz.capture.spec_text import SpecEntries
 from shardviz.errors import MeshError, problem
 from shardviz.model.mesh import ascii_hint, axis_name_problem
-from shardviz.strategies.named import get_rule_set
 from shardviz.strategies.rules import PIPELINE_NAMES, STRATEGY_NAMES
+from shardviz.strategies.rules.named import get_rule_set
 
 __all__ = [
     "AS_GIVEN",

@@ -38,8 +38,8 @@ from shardviz.explainer.fix_apply import CannotApply, apply_fix
 from shardviz.model import Report
 from shardviz.model.findings import Finding, Fix
 from shardviz.model.roles import leaf_role, role_of
-from shardviz.strategies.named import get_rule_set
 from shardviz.strategies.rules import axes_needed, spec_for_leaf
+from shardviz.strategies.rules.named import get_rule_set
 from shardviz.widgets.config_checks import invalid_words, unused_axes_note
 from shardviz.widgets.controls import AS_GIVEN, Config, Controls
 from shardviz.widgets.explorer.findings_pane import fix_route

@@ -10,7 +10,7 @@ from pathlib import Path
 import jax.numpy as jnp
 import pytest
 
-from shardviz.strategies.models.logical import logical_rule_set
+from shardviz.strategies.rules.logical import logical_rule_set
 from shardviz.strategies.zoo import get_model
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -372,7 +372,7 @@ def test_zero2_gradients_reduce_scatter_on_gpu_but_not_on_cpu(target, kinds) -> 
     the CPU compiler all-reduces and slices (a real full-reduce finding)."""
     if target is not None and not HAS_GPU:
         pytest.skip("needs the shardviz[gpu] extra (CUDA plugin)")
-    from shardviz.strategies.named import get_rule_set
+    from shardviz.strategies.rules.named import get_rule_set
     from shardviz.strategies.step import strategy_step
     from shardviz.strategies.zoo import get_model
 

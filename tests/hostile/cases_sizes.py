@@ -58,7 +58,7 @@ CASES: Cases = {
         "ShardvizError",
     ),
     "pipeline rules of no stages": (
-        "from shardviz.strategies.pipeline.rule_sets import pipeline_rules\n"
+        "from shardviz.strategies.rules.pipeline import pipeline_rules\n"
         "pipeline_rules('pp', stages=0)",
         "ArgumentError",
     ),

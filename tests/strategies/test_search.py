@@ -10,8 +10,8 @@ from shardviz.capture.mesh import Mesh
 from shardviz.errors import CompileError, ShardvizError
 from shardviz.explainer.explain import explain
 from shardviz.model.search import NEAR, Search
+from shardviz.strategies.rules.plans import jax_entries
 from shardviz.strategies.runner import compare
-from shardviz.strategies.search.rules import jax_entries
 from shardviz.strategies.search.suggestions import SuggestedSearch, suggest
 from shardviz.strategies.zoo import get_model, init_train_state, make_train_step
 from shardviz.widgets.app import Explorer

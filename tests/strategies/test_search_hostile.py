@@ -18,8 +18,8 @@ from shardviz.model.search import Plan, Search, short_how, summarised
 from shardviz.render.search.html import search_html
 from shardviz.render.search.text import search_text
 from shardviz.strategies.rules import RuleSet
+from shardviz.strategies.rules.plans import param_and_optimizer_specs, rule_set_of
 from shardviz.strategies.search.inputs import SearchInputs
-from shardviz.strategies.search.rules import param_and_optimizer_specs, rule_set_of
 from shardviz.strategies.search.suggestions import memory_bytes, suggest
 
 F32 = jnp.float32

@@ -12,13 +12,13 @@ import pytest
 from shardviz.capture.mesh import Mesh
 from shardviz.model.search import Plan, Search
 from shardviz.strategies.candidates import Choice, GroupLink, Leaf, Space
-from shardviz.strategies.models.logical import logical_rule_set
+from shardviz.strategies.rules.logical import logical_rule_set
+from shardviz.strategies.rules.plans import rule_set_of
 from shardviz.strategies.runner import compare
 from shardviz.strategies.search.activations import activation_specs
 from shardviz.strategies.search.inputs import search_inputs
 from shardviz.strategies.search.progress import Quiet
 from shardviz.strategies.search.rank import ranked
-from shardviz.strategies.search.rules import rule_set_of
 from shardviz.strategies.search.suggestions import (
     SuggestedPlan,
     SuggestedSearch,

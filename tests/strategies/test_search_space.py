@@ -21,6 +21,7 @@ from shardviz.strategies.candidates import (
     zero_split,
 )
 from shardviz.strategies.rules import BUILTIN, spec_for_leaf
+from shardviz.strategies.rules.plans import jax_entries, rule_set_of
 from shardviz.strategies.search.progress import (
     NotebookBar,
     Quiet,
@@ -29,7 +30,6 @@ from shardviz.strategies.search.progress import (
     progress_for,
 )
 from shardviz.strategies.search.rank import ranked
-from shardviz.strategies.search.rules import jax_entries, rule_set_of
 from shardviz.strategies.search.suggestions import memory_bytes
 
 AXES = {"data": 2, "model": 4}

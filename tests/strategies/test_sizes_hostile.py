@@ -10,7 +10,7 @@ import pytest
 import shardviz as sv
 from shardviz.errors import ArgumentError, ShardvizError
 from shardviz.strategies.models.configs import CONFIGS
-from shardviz.strategies.pipeline.rule_sets import pipeline_rules
+from shardviz.strategies.rules.pipeline import pipeline_rules
 from shardviz.strategies.runner import rule_set_for
 from shardviz.strategies.step import strategy_step
 from shardviz.strategies.zoo import get_model

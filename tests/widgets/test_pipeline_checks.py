@@ -6,8 +6,8 @@ import pytest
 
 from shardviz.errors import ShardvizError
 from shardviz.model.schedule import gpipe, one_f_one_b, theory_bubble
-from shardviz.strategies.named import get_rule_set
 from shardviz.strategies.rules import default_mesh_shape
+from shardviz.strategies.rules.named import get_rule_set
 from shardviz.widgets.pipeline.checks import (
     SCHEDULES,
     PipelineConfig,

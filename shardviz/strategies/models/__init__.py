@@ -6,8 +6,9 @@
   :mod:`.rope`, :mod:`.norm`, :mod:`.gated_mlp`, :mod:`.experts`, :mod:`.loss`): the model as a
   jax function over stacked parameters, scanned, rematerialised, bf16 over float32 master
   weights, attention as Pallas kernels on TPU;
-- :mod:`.axes`, :mod:`.logical`: every dim's logical name, and strategies as logical axis
-  rules (:data:`STRATEGY_RULES`);
+- :mod:`.axes`: every dim's logical name; the strategies as logical axis rules
+  (:data:`STRATEGY_RULES`) live with the other rule sets, in
+  :mod:`shardviz.strategies.rules.logical`, and are exported here too;
 - :mod:`.build`: :func:`decoder_model`, a published architecture with reduced sizes or other
   options, which ``get_model(name, ...)`` wraps in a ``ModelDef``.
 
@@ -45,17 +46,17 @@ _LAZY = {
     "DecoderModel": "build",
     "decoder_model": "build",
     "default_overrides": "build",
-    "LOGICAL_STRATEGIES": "logical",
-    "STRATEGY_RULES": "logical",
-    "LogicalRules": "logical",
-    "activation_constrainer": "logical",
-    "batch_specs": "logical",
-    "get_logical_rules": "logical",
-    "logical_rule_set": "logical",
-    "logical_to_spec": "logical",
-    "make_mesh": "logical",
-    "param_shardings": "logical",
-    "param_specs": "logical",
+    "LOGICAL_STRATEGIES": "shardviz.strategies.rules.logical",
+    "STRATEGY_RULES": "shardviz.strategies.rules.logical",
+    "LogicalRules": "shardviz.strategies.rules.logical",
+    "activation_constrainer": "shardviz.strategies.rules.logical",
+    "batch_specs": "shardviz.strategies.rules.logical",
+    "get_logical_rules": "shardviz.strategies.rules.logical",
+    "logical_rule_set": "shardviz.strategies.rules.logical",
+    "logical_to_spec": "shardviz.strategies.rules.logical",
+    "make_mesh": "shardviz.strategies.rules.logical",
+    "param_shardings": "shardviz.strategies.rules.logical",
+    "param_specs": "shardviz.strategies.rules.logical",
 }
 
 __all__ = sorted(_LAZY)
@@ -65,6 +66,7 @@ def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'shardviz.strategies.models' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    path = module if module.startswith("shardviz.") else f"{__name__}.{module}"
+    value = getattr(importlib.import_module(path), name)
     globals()[name] = value
     return value

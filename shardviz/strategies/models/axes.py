@@ -2,7 +2,7 @@
 
 Sharding is written against these names, never against positions (MaxText's and Flax's
 ``logical_axis_rules``): a strategy maps each name to mesh axes
-(:mod:`shardviz.strategies.models.logical`), and the model names each activation it pins.
+(:mod:`shardviz.strategies.rules.logical`), and the model names each activation it pins.
 
 The activations the decoder passes to its ``constrain(name, array)`` hook, with their
 logical axes, are :data:`ACTIVATION_AXES`; the parameters' axes are in

@@ -14,7 +14,7 @@
   that keep the score blocks on chip (:mod:`.attention_pallas`, run per shard; see
   :data:`ATTENTION_KINDS`), a SwiGLU MLP (:mod:`.gated_mlp`) or
   Mixtral's top-k MoE (:mod:`.experts`); the loss is a chunked cross-entropy (:mod:`.loss`).
-- Every named activation goes through ``constrain(name, x)``; :mod:`.logical` makes it a
+- Every named activation goes through ``constrain(name, x)``; :mod:`shardviz.strategies.rules.logical` makes it a
   ``with_sharding_constraint`` from the strategy's logical axis rules
   (:data:`.axes.ACTIVATION_AXES`).
 """

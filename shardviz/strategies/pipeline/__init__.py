@@ -1,3 +1,3 @@
 """Pipeline parallelism: the GSPMD pipeline (:mod:`.gspmd`), the schedule plan (:mod:`.plan`) and
 the shard_map pipeline (:mod:`.shard_map`), what both share (:mod:`.stages`) and their rule sets
-(:mod:`.rule_sets`)."""
+(:mod:`shardviz.strategies.rules.pipeline`)."""

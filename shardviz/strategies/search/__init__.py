@@ -1,3 +1,3 @@
 """The plan search: :func:`~.suggestions.suggest` (:mod:`.suggestions`), what it searches over
-(:mod:`.inputs`, :mod:`.rules`), how it ranks (:mod:`.rank`) and what it reports while it runs
-(:mod:`.progress`)."""
+(:mod:`.inputs`; a plan as a rule set: :mod:`shardviz.strategies.rules.plans`), how it ranks
+(:mod:`.rank`) and what it reports while it runs (:mod:`.progress`)."""

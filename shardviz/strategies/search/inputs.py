@@ -39,11 +39,11 @@ from shardviz.strategies.models.configs import ArchConfig
 from shardviz.strategies.models.decoder import REMAT_POLICIES
 from shardviz.strategies.models.remat import offloads
 from shardviz.strategies.pipeline.gspmd import pipelined_model
-from shardviz.strategies.pipeline.rule_sets import pipeline_rules
 from shardviz.strategies.pipeline.stages import STAGE_AXIS
 from shardviz.strategies.rules import BUILTIN, RuleSet, default_mesh_shape
+from shardviz.strategies.rules.pipeline import pipeline_rules
+from shardviz.strategies.rules.plans import jax_entries, rule_set_of
 from shardviz.strategies.search.activations import activation_specs
-from shardviz.strategies.search.rules import jax_entries, rule_set_of
 from shardviz.strategies.search.structure import Structure, read_structure
 from shardviz.strategies.step import strategy_step
 from shardviz.strategies.zoo import ModelDef, get_model

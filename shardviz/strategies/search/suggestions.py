@@ -62,15 +62,15 @@ from shardviz.strategies.candidates import (
     role_mappings,
 )
 from shardviz.strategies.models.configs import ArchConfig
-from shardviz.strategies.models.logical import LOGICAL_STRATEGIES
 from shardviz.strategies.models.remat import offloads
-from shardviz.strategies.named import get_rule_set
 from shardviz.strategies.rules import RuleSet
+from shardviz.strategies.rules.logical import LOGICAL_STRATEGIES
+from shardviz.strategies.rules.named import get_rule_set
+from shardviz.strategies.rules.plans import rule_set_of
 from shardviz.strategies.runner import rule_set_for
 from shardviz.strategies.search.inputs import SearchInputs, search_inputs, search_pipeline_rules
 from shardviz.strategies.search.progress import Progress, compiler_quiet, progress_for, tell
 from shardviz.strategies.search.rank import better, ranked, ranking_words
-from shardviz.strategies.search.rules import rule_set_of
 from shardviz.strategies.zoo import ModelDef
 
 __all__ = ["BEAM", "SuggestedPlan", "SuggestedSearch", "memory_bytes", "suggest"]

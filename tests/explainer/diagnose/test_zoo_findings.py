@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 import shardviz as sv
-from shardviz.strategies.named import get_rule_set
+from shardviz.strategies.rules.named import get_rule_set
 from shardviz.strategies.step import strategy_step
 from shardviz.strategies.zoo import get_model
 

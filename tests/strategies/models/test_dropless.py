@@ -19,7 +19,7 @@ from shardviz.strategies.models import activation_constrainer, make_mesh
 from shardviz.strategies.models.dropless import dropless_experts, grouped_matmul
 from shardviz.strategies.models.flops import training_flops
 from shardviz.strategies.models.fp8 import fp8_ragged_dot
-from shardviz.strategies.models.logical import STRATEGY_RULES, LogicalRules
+from shardviz.strategies.rules.logical import STRATEGY_RULES, LogicalRules
 from shardviz.strategies.zoo import get_model, init_train_state
 
 from .small import compiled, small

@@ -9,7 +9,7 @@ import pytest
 import shardviz as sv
 from shardviz.errors import ShardvizError
 from shardviz.strategies.pipeline.gspmd import pipelined_model
-from shardviz.strategies.pipeline.rule_sets import pipeline_rules
+from shardviz.strategies.rules.pipeline import pipeline_rules
 from shardviz.strategies.runner import initial_state, reference_outputs
 from shardviz.strategies.zoo import get_model
 

@@ -22,8 +22,7 @@ from shardviz.strategies.models import (
 )
 from shardviz.strategies.step import strategy_step
 from shardviz.strategies.zoo import get_model
-
-from .small import small
+from tests.strategies.models.small import small
 
 LLAMA = CONFIGS["llama3.1-8b"]
 MIXTRAL = CONFIGS["mixtral-8x7b"]

@@ -1,4 +1,10 @@
-"""Parallelism strategies as sharding rules over real pytrees.
+"""Parallelism strategies as sharding rules over real pytrees: every rule set's one home.
+
+This module holds :class:`RuleSet` and the built-in strategies (:data:`BUILTIN`, the offload
+ones in :data:`OFFLOAD`); beside it, the other ways a rule set is made: :mod:`.logical`
+(MaxText's logical axis rules, for the published architectures), :mod:`.pipeline` (``"pp"``
+and ``"pp+dp"``), :mod:`.plans` (a searched plan's specs) and :mod:`.named` (one lookup by
+name for them all: :func:`~.named.get_rule_set`).
 
 A rule maps leaf paths (``params/layers/0/mlp/w_in``, matched with ``re.search``) to a spec;
 the first rule that matches a leaf wins and leaves no rule matches are replicated. A rule set

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from shardviz.errors import ShardvizError, problem
-from shardviz.strategies.pipeline.rule_sets import pipeline_rules
 from shardviz.strategies.rules import (
     BUILTIN,
     OFFLOAD,
@@ -14,6 +13,7 @@ from shardviz.strategies.rules import (
     STRATEGY_NAMES,
     RuleSet,
 )
+from shardviz.strategies.rules.pipeline import pipeline_rules
 
 
 def get_rule_set(strategy: str | RuleSet, **pipeline: Any) -> RuleSet:

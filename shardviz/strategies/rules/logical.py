@@ -364,7 +364,7 @@ def batch_specs(
 
 def activation_constrainer(strategy: str | LogicalRules, mesh: Mesh) -> Constrain:
     """The decoder's ``constrain(name, x)`` hook: ``with_sharding_constraint`` of each named
-    activation by the strategy's activation rules (:data:`.axes.ACTIVATION_AXES`)."""
+    activation by the strategy's activation rules (:data:`shardviz.strategies.models.axes.ACTIVATION_AXES`)."""
     rules = get_logical_rules(strategy)
     sizes = mesh_sizes(mesh)
 
@@ -380,7 +380,7 @@ def activation_constrainer(strategy: str | LogicalRules, mesh: Mesh) -> Constrai
 def _named_axes(name: str, rules: LogicalRules) -> tuple[tuple[str | None, ...], Table]:
     """A name the model gives its ``constrain`` hook: its logical axes and the table that
     splits them (the activations'; the parameters' for a weight as stored,
-    :data:`.axes.STORED_AXES`)."""
+    :data:`shardviz.strategies.models.axes.STORED_AXES`)."""
     if name in STORED_AXES:
         return STORED_AXES[name], rules.params
     return ACTIVATION_AXES[name], rules.activations
