@@ -387,3 +387,59 @@ def test_tests_mirror_the_package() -> None:
         ):
             strays.append(path.name)
     assert strays == []
+
+
+#: Threads that cannot outlive the call that starts them, and why; every other thread or
+#: pool shardviz starts is own-ed by shardviz.explainer.background (joined before the
+#: interpreter exits, since a thread still inside XLA then aborts the process).
+SCOPED_THREADS = {
+    # The compile's finish() (also on its error path) stops and joins the dump watcher.
+    "capture/dump_watch.py": "joined by DumpWatch.finish, which the compile always calls",
+    # A progress line's heartbeat: finish() stops and joins it.
+    "strategies/progress.py": "joined by Progress.finish",
+    # The worker process's watch of its launcher: it exits the process itself.
+    "launch/worker.py": "ends the worker process (os._exit) when its launcher is gone",
+}
+
+
+def _starts_threads(tree: ast.Module) -> bool:
+    """Whether a module makes a thread or a thread pool (``threading.Thread(...)``,
+    ``ThreadPoolExecutor(...)``)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            f = node.func
+            name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
+            if name in ("Thread", "ThreadPoolExecutor"):
+                return True
+    return False
+
+
+def test_every_thread_is_owned_or_scoped_to_its_call() -> None:
+    """Threads are started by the layer that owns them: each module that starts one either
+    hands it to ``explainer.background.own`` (``own(...)``, ``Latest``, ``OwnedPool``) or is
+    listed in SCOPED_THREADS with why its thread ends with the call."""
+    loose = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE).as_posix()
+        text = path.read_text(encoding="utf-8")
+        if rel == "explainer/background.py" or not _starts_threads(ast.parse(text)):
+            continue
+        if rel not in SCOPED_THREADS and "own(self)" not in text:
+            loose.append(rel)
+    assert loose == []
+    for rel in SCOPED_THREADS:
+        assert _starts_threads(ast.parse((PACKAGE / rel).read_text(encoding="utf-8"))), rel
+
+
+def test_an_owned_pool_is_joined_at_exit() -> None:
+    import threading
+
+    from shardviz.explainer.background import OwnedPool
+
+    gate = threading.Event()
+    pool = OwnedPool(1, "test-owned")
+    pool.submit(gate.wait)
+    later = pool.submit(lambda: "never")
+    assert not pool.close(timeout=0.05), "a thread still working is reported"
+    gate.set()
+    assert pool.close(timeout=5.0) and later.cancelled()

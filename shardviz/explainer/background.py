@@ -17,8 +17,10 @@ from __future__ import annotations
 import atexit
 import contextlib
 import threading
+import time
 import weakref
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
 from shardviz.errors import ShardvizError
@@ -28,6 +30,7 @@ __all__ = [
     "STATUSES",
     "Closable",
     "Latest",
+    "OwnedPool",
     "Stage",
     "Superseded",
     "close_all",
@@ -253,3 +256,28 @@ def close_all(timeout: float | None = EXIT_WAIT_SECONDS) -> bool:
     """Close every owner (what runs at exit); False if some thread was still running after
     ``timeout`` seconds."""
     return all([owner.close(timeout) for owner in list(_OWNERS)])
+
+
+class OwnedPool(ThreadPoolExecutor):
+    """A thread pool that is :func:`own`-ed: before the interpreter exits, work not started is
+    cancelled and its threads are joined (a ``with`` block or :meth:`shutdown` still ends it
+    as any pool's).
+
+    For a pool whose work may still run after the call that made it returns (an error left
+    it behind, or it serves a whole process), where a thread still inside XLA at shutdown
+    would abort the process.
+    """
+
+    def __init__(self, max_workers: int, name: str) -> None:
+        super().__init__(max_workers=max_workers, thread_name_prefix=name)
+        own(self)
+
+    def close(self, timeout: float | None = None) -> bool:
+        """Cancel the work not started and join the threads; whether they all ended within
+        ``timeout`` seconds."""
+        self.shutdown(wait=False, cancel_futures=True)
+        end = None if timeout is None else time.monotonic() + timeout
+        threads = list(getattr(self, "_threads", ()))
+        for thread in threads:
+            thread.join(None if end is None else max(0.0, end - time.monotonic()))
+        return not any(t.is_alive() for t in threads)

@@ -26,10 +26,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
 from shardviz.errors import ProcessError, problem
+from shardviz.explainer.background import OwnedPool
 from shardviz.model.dispatch import SHAPES, DispatchRun, DispatchTiming, StepProgram
 
 #: A tiny step: 8 rows of 8 per device; dispatching it is all there is.
@@ -116,7 +116,7 @@ def engine_prepare(rows: int, width: int, wait: float = 0.0, warmup: int = 3) ->
     if old is not None:
         old.shutdown(wait=True)
     _PROGRAM.clear()
-    _PROGRAM.update(step=program, x=x, w=w, queue=ThreadPoolExecutor(1), last=None)
+    _PROGRAM.update(step=program, x=x, w=w, queue=OwnedPool(1, "shardviz-dispatch"), last=None)
     return len(devices)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from concurrent.futures import Executor, ThreadPoolExecutor
+from concurrent.futures import Executor
 from dataclasses import replace
 from typing import Any, Literal, overload
 
@@ -21,6 +21,7 @@ from shardviz.capture.processes import local_device
 from shardviz.capture.run import compare_outputs, program_compute_dtype
 from shardviz.capture.topology import Topology, topology, topology_of
 from shardviz.errors import ArgumentError, ShardvizError, problem
+from shardviz.explainer.background import OwnedPool
 from shardviz.explainer.explain import (
     analyse_program,
     compile_program,
@@ -752,7 +753,7 @@ def _run_here(
     # the reading of each compiled program go to a second thread while this one compiles
     # every strategy from shapes (XLA compiles on one core with the GIL released, so on a
     # multi-core machine this hides most of them); then the strategies run one by one.
-    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="shardviz-compare")
+    pool = OwnedPool(1, "shardviz-compare")
     try:
         state_job = pool.submit(initial_state, m, opt, seed)
         reference_job = pool.submit(lambda: reference_outputs(m, opt, state_job.result()))
