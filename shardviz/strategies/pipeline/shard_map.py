@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -89,120 +89,176 @@ def _stage_fn(checkpoint: bool) -> Callable[[Params, jax.Array], jax.Array]:
     return jax.checkpoint(stage_forward) if checkpoint else stage_forward
 
 
+class _Device(NamedTuple):
+    """What one device's program works on: its stage (an index), its stage's layers, the
+    embedding and head, its rows as microbatches, the activations' shape, and its stage's
+    forward (keeping residuals) and backward (from them)."""
+
+    stage: jax.Array
+    layers: Params
+    emb: Params
+    head: Params
+    ins: jax.Array
+    tgs: jax.Array
+    x_shape: Any
+    res_shapes: Any
+    forward: Callable[[jax.Array], tuple[jax.Array, list[jax.Array]]]
+    backward: Callable[[list[jax.Array], jax.Array], tuple[Params, jax.Array]]
+    tokens: int
+
+
+def _stage_passes(
+    layers: Params, x_shape: Any, checkpoint: bool
+) -> tuple[Callable[..., Any], Callable[..., Any], Any]:
+    """The stage's forward (its output and the residuals its backward needs), its backward
+    (from those residuals and the output's gradient) and the residuals' shapes."""
+    stage_fn = _stage_fn(checkpoint)
+
+    def forward(x: jax.Array) -> tuple[jax.Array, list[jax.Array]]:
+        y, vjp = jax.vjp(stage_fn, layers, x)
+        return y, _residuals(vjp, layers)[0]
+
+    def backward(kept: list[jax.Array], dy: jax.Array) -> tuple[Params, jax.Array]:
+        # The pullback's structure, from tracing the stage once more (its values are
+        # unused and compiled away), refilled with the kept residuals and the layers.
+        _, like = jax.vjp(stage_fn, layers, jnp.zeros(x_shape.shape, x_shape.dtype))
+        _, tree, where = _residuals(like, layers)
+        p_leaves = jax.tree.leaves(layers)
+        it = iter(kept)
+        leaves = [next(it) if i is None else p_leaves[i] for i in where]
+        d_layers, dx = jax.tree.unflatten(tree, leaves)(dy)
+        return d_layers, dx
+
+    _, res_shapes = jax.eval_shape(forward, x_shape)
+    return forward, backward, res_shapes
+
+
+def _device(
+    pl: Plan, params: Params, inputs: jax.Array, targets: jax.Array, checkpoint: bool, tokens: int
+) -> _Device:
+    """This device's share: its stage's layers and its rows split into the microbatches."""
+    M = pl.schedule.microbatches
+    layers = jax.tree.map(lambda a: a[0], params["layers"])  # this stage's [L/S, ...]
+    emb = {k: params[k] for k in EMBED_KEYS}
+    mb = inputs.shape[0] // M
+    ins = inputs.reshape(M, mb, *inputs.shape[1:])
+    x_shape = jax.eval_shape(_embed, emb, ins[0])
+    forward, backward, res_shapes = _stage_passes(layers, x_shape, checkpoint)
+    return _Device(
+        stage=jax.lax.axis_index(STAGE_AXIS), layers=layers, emb=emb,
+        head={k: params[k] for k in HEAD_KEYS}, ins=ins,
+        tgs=targets.reshape(M, mb, *targets.shape[1:]), x_shape=x_shape,
+        res_shapes=res_shapes, forward=forward, backward=backward, tokens=tokens,
+    )  # fmt: skip
+
+
+def _empty_carry(pl: Plan, dev: _Device) -> tuple:
+    """The loop's state before the first tick: the residual, activation and gradient
+    buffers (as many slots as the schedule keeps in flight), zero gradients, zero loss."""
+    x = dev.x_shape
+    return (
+        [jnp.zeros((pl.residual_slots, *r.shape), r.dtype) for r in dev.res_shapes],
+        jnp.zeros((max(pl.activation_slots, 1), *x.shape), x.dtype),
+        jnp.zeros((max(pl.gradient_slots, 1), *x.shape), x.dtype),
+        _zeros(dev.layers), _zeros(dev.emb), _zeros(dev.head),
+        jnp.zeros((), jnp.float32),
+    )  # fmt: skip
+
+
+def _forward_tick(pl: Plan, dev: _Device, t: jax.Array, act_buf: jax.Array, m: jax.Array) -> tuple:
+    """A forward of microbatch ``m`` at tick ``t``: the first stage embeds its tokens, the
+    others read the activation that arrived; the last stage also seeds the backward with the
+    loss's gradient. Gives ``(y, residuals kept, loss, head grads, dy)``."""
+    last = pl.schedule.stages - 1
+    x = jax.lax.cond(
+        dev.stage == 0,
+        lambda: _embed(dev.emb, _micro(dev.ins, m)).astype(dev.x_shape.dtype),
+        lambda: _take(act_buf, _rows(pl.act_read, t, dev.stage)),
+    )
+    y, kept = dev.forward(x)
+
+    def seed() -> tuple:
+        value, (dh, dy) = jax.value_and_grad(_head_loss, argnums=(0, 1))(
+            dev.head, y, _micro(dev.tgs, m), dev.tokens
+        )
+        return value.astype(jnp.float32), dh, dy.astype(y.dtype)
+
+    def no_seed() -> tuple:
+        return jnp.zeros((), jnp.float32), _zeros(dev.head), jnp.zeros_like(y)
+
+    value, dh, dy = jax.lax.cond(dev.stage == last, seed, no_seed)
+    return y, kept, value, dh, dy
+
+
+def _backward_tick(
+    pl: Plan, dev: _Device, t: jax.Array, res_bufs: list, grad_buf: jax.Array, m: jax.Array
+) -> tuple:
+    """A backward of microbatch ``m`` at tick ``t``, from its kept residuals and the
+    gradient that arrived; the first stage also takes the embedding's gradient. Gives
+    ``(layer grads, dx, embedding grads)``."""
+    res_slot = _rows(pl.residual, t, dev.stage)
+    kept = [_take(b, res_slot) for b in res_bufs]
+    dl, dx = dev.backward(kept, _take(grad_buf, _rows(pl.grad_read, t, dev.stage)))
+    tok = _micro(dev.ins, m)
+    de = jax.lax.cond(
+        dev.stage == 0,
+        lambda: jax.vjp(lambda e: _embed(e, tok).astype(dx.dtype), dev.emb)[1](dx)[0],
+        lambda: _zeros(dev.emb),
+    )
+    return dl, dx, de
+
+
+def _micro(rows: jax.Array, m: jax.Array) -> jax.Array:
+    return jax.lax.dynamic_index_in_dim(rows, m, 0, keepdims=False)
+
+
+def _tick(pl: Plan, dev: _Device, t: jax.Array, carry: tuple) -> tuple:
+    """One tick of the schedule on this device: its forward or backward (or nothing), the
+    results kept in the buffers, then activations passed to the next stage and gradients to
+    the previous one."""
+    res_bufs, act_buf, grad_buf, d_layers, d_emb, d_head, loss = carry
+    S, stage, x = pl.schedule.stages, dev.stage, dev.x_shape
+    ph = _rows(pl.phase, t, stage)
+    m = jnp.maximum(_rows(pl.micro, t, stage), 0)
+
+    def no_fwd(_: None) -> tuple:
+        y = jnp.zeros(x.shape, x.dtype)
+        return y, _zeros(dev.res_shapes), jnp.zeros((), jnp.float32), _zeros(dev.head), y
+
+    y, kept, value, dh, dy_seed = jax.lax.cond(
+        ph == FORWARD, lambda _: _forward_tick(pl, dev, t, act_buf, m), no_fwd, None
+    )
+    res_slot = jnp.where(ph == FORWARD, _rows(pl.residual, t, stage), -1)
+    res_bufs = [_put(b, res_slot, k) for b, k in zip(res_bufs, kept, strict=True)]
+
+    def no_bwd(_: None) -> tuple:
+        return _zeros(dev.layers), jnp.zeros(x.shape, x.dtype), _zeros(dev.emb)
+
+    dl, dx, de = jax.lax.cond(
+        ph == BACKWARD, lambda _: _backward_tick(pl, dev, t, res_bufs, grad_buf, m), no_bwd, None
+    )
+    add = partial(jax.tree.map, jnp.add)
+    d_layers, d_emb, d_head = add(d_layers, dl), add(d_emb, de), add(d_head, dh)
+    if S > 1:
+        got_y = jax.lax.ppermute(y, STAGE_AXIS, [(i, i + 1) for i in range(S - 1)])
+        got_dx = jax.lax.ppermute(dx, STAGE_AXIS, [(i + 1, i) for i in range(S - 1)])
+    else:
+        got_y, got_dx = y, dx
+    act_buf = _put(act_buf, _rows(pl.act_write, t, stage), got_y)
+    arriving = jnp.where(stage == S - 1, dy_seed, got_dx)
+    grad_buf = _put(grad_buf, _rows(pl.grad_write, t, stage), arriving)
+    return res_bufs, act_buf, grad_buf, d_layers, d_emb, d_head, loss + value
+
+
 def _stage_program(
     pl: Plan, *, checkpoint: bool, tokens: int, data_axis: str | None
 ) -> Callable[..., tuple[jax.Array, Params]]:
-    """The per-device program: local params and batch rows in, summed loss and grads out."""
-    S, M = pl.schedule.stages, pl.schedule.microbatches
-    last = S - 1
-    forward_pairs = [(i, i + 1) for i in range(S - 1)]
-    backward_pairs = [(i + 1, i) for i in range(S - 1)]
+    """The per-device program: local params and batch rows in, summed loss and grads out
+    (:func:`_tick` for each tick of the schedule, then the sums over stages and data)."""
 
     def program(params: Params, inputs: jax.Array, targets: jax.Array) -> tuple[Any, Params]:
-        stage = jax.lax.axis_index(STAGE_AXIS)
-        layers = jax.tree.map(lambda a: a[0], params["layers"])  # this stage's [L/S, ...]
-        emb = {k: params[k] for k in EMBED_KEYS}
-        head = {k: params[k] for k in HEAD_KEYS}
-        mb = inputs.shape[0] // M
-        ins = inputs.reshape(M, mb, *inputs.shape[1:])
-        tgs = targets.reshape(M, mb, *targets.shape[1:])
-        x_shape = jax.eval_shape(_embed, emb, ins[0])
-
-        stage_fn = _stage_fn(checkpoint)
-
-        def forward(x: jax.Array) -> tuple[jax.Array, list[jax.Array]]:
-            y, vjp = jax.vjp(stage_fn, layers, x)
-            return y, _residuals(vjp, layers)[0]
-
-        _, res_shapes = jax.eval_shape(forward, x_shape)
-
-        def backward(kept: list[jax.Array], dy: jax.Array) -> tuple[Params, jax.Array]:
-            # The pullback's structure, from tracing the stage once more (its values are
-            # unused and compiled away), refilled with the kept residuals and the layers.
-            _, like = jax.vjp(stage_fn, layers, jnp.zeros(x_shape.shape, x_shape.dtype))
-            _, tree, where = _residuals(like, layers)
-            p_leaves = jax.tree.leaves(layers)
-            it = iter(kept)
-            leaves = [next(it) if i is None else p_leaves[i] for i in where]
-            d_layers, dx = jax.tree.unflatten(tree, leaves)(dy)
-            return d_layers, dx
-
-        res_bufs = [jnp.zeros((pl.residual_slots, *r.shape), r.dtype) for r in res_shapes]
-        act_buf = jnp.zeros((max(pl.activation_slots, 1), *x_shape.shape), x_shape.dtype)
-        grad_buf = jnp.zeros((max(pl.gradient_slots, 1), *x_shape.shape), x_shape.dtype)
-        carry0 = (
-            res_bufs, act_buf, grad_buf, _zeros(layers), _zeros(emb), _zeros(head),
-            jnp.zeros((), jnp.float32),
-        )  # fmt: skip
-
-        def tick(t: jax.Array, carry: tuple) -> tuple:
-            res_bufs, act_buf, grad_buf, d_layers, d_emb, d_head, loss = carry
-            ph = _rows(pl.phase, t, stage)
-            m = jnp.maximum(_rows(pl.micro, t, stage), 0)
-            tok = jax.lax.dynamic_index_in_dim(ins, m, 0, keepdims=False)
-            tgt = jax.lax.dynamic_index_in_dim(tgs, m, 0, keepdims=False)
-            res_slot = _rows(pl.residual, t, stage)
-
-            def fwd(_: None) -> tuple:
-                x = jax.lax.cond(
-                    stage == 0,
-                    lambda: _embed(emb, tok).astype(x_shape.dtype),
-                    lambda: _take(act_buf, _rows(pl.act_read, t, stage)),
-                )
-                y, kept = forward(x)
-
-                def seed() -> tuple:
-                    value, (dh, dy) = jax.value_and_grad(_head_loss, argnums=(0, 1))(
-                        head, y, tgt, tokens
-                    )
-                    return value.astype(jnp.float32), dh, dy.astype(y.dtype)
-
-                def no_seed() -> tuple:
-                    return jnp.zeros((), jnp.float32), _zeros(head), jnp.zeros_like(y)
-
-                value, dh, dy = jax.lax.cond(stage == last, seed, no_seed)
-                return y, kept, value, dh, dy
-
-            def no_fwd(_: None) -> tuple:
-                y = jnp.zeros(x_shape.shape, x_shape.dtype)
-                return y, _zeros(res_shapes), jnp.zeros((), jnp.float32), _zeros(head), y
-
-            y, kept, value, dh, dy_seed = jax.lax.cond(ph == FORWARD, fwd, no_fwd, None)
-            is_fwd = ph == FORWARD
-            res_bufs = [
-                _put(b, jnp.where(is_fwd, res_slot, -1), k)
-                for b, k in zip(res_bufs, kept, strict=True)
-            ]
-
-            def bwd(_: None) -> tuple:
-                kept = [_take(b, res_slot) for b in res_bufs]
-                dy = _take(grad_buf, _rows(pl.grad_read, t, stage))
-                dl, dx = backward(kept, dy)
-                de = jax.lax.cond(
-                    stage == 0,
-                    lambda: jax.vjp(lambda e: _embed(e, tok).astype(dx.dtype), emb)[1](dx)[0],
-                    lambda: _zeros(emb),
-                )
-                return dl, dx, de
-
-            def no_bwd(_: None) -> tuple:
-                return _zeros(layers), jnp.zeros(x_shape.shape, x_shape.dtype), _zeros(emb)
-
-            dl, dx, de = jax.lax.cond(ph == BACKWARD, bwd, no_bwd, None)
-            add = partial(jax.tree.map, jnp.add)
-            d_layers, d_emb, d_head = add(d_layers, dl), add(d_emb, de), add(d_head, dh)
-            loss = loss + value
-            if S > 1:
-                got_y = jax.lax.ppermute(y, STAGE_AXIS, forward_pairs)
-                got_dx = jax.lax.ppermute(dx, STAGE_AXIS, backward_pairs)
-            else:
-                got_y, got_dx = y, dx
-            act_buf = _put(act_buf, _rows(pl.act_write, t, stage), got_y)
-            arriving = jnp.where(stage == last, dy_seed, got_dx)
-            grad_buf = _put(grad_buf, _rows(pl.grad_write, t, stage), arriving)
-            return res_bufs, act_buf, grad_buf, d_layers, d_emb, d_head, loss
-
-        out = jax.lax.fori_loop(0, pl.ticks, tick, carry0)
+        dev = _device(pl, params, inputs, targets, checkpoint, tokens)
+        out = jax.lax.fori_loop(0, pl.ticks, partial(_tick, pl, dev), _empty_carry(pl, dev))
         _, _, _, d_layers, d_emb, d_head, loss = out
         everywhere = (STAGE_AXIS, data_axis) if data_axis else (STAGE_AXIS,)
         loss = jax.lax.psum(loss, everywhere)
