@@ -110,7 +110,7 @@ def test_the_check_sees_a_moved_module_a_missing_name_and_a_missing_file() -> No
         "widgets/static/gone.js, :attr:`shardviz.model.Estimate.step_seconds`, models/llama.py,\n"
         ':func:`jax.jit`, :attr:`shardviz.model.Estimate.nope`."""\n'
     )
-    assert _broken(source, PACKAGE / "widgets" / "live" / "widget.py") == [
+    assert _broken(source, PACKAGE / "render" / "live" / "view.py") == [
         ":mod:`.live_format`",
         ":class:`shardviz.model.Nope`",
         ":attr:`shardviz.model.Estimate.nope`",

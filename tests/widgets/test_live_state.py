@@ -22,12 +22,12 @@ from jax.sharding import PartitionSpec as P
 import shardviz
 import shardviz as sv
 from shardviz.render.colors import device_color
+from shardviz.render.live.format import time_note
 from shardviz.strategies import mlp
 from shardviz.strategies.zoo import get_model, init_train_state, make_train_step
 from shardviz.widgets.esm import widget_module
 from shardviz.widgets.live import run as live_run_mod
 from shardviz.widgets.live import stepper as live_stepper_mod
-from shardviz.widgets.live.format import time_note
 from shardviz.widgets.live.widget import STATIC, LiveRun, LiveWidget, live
 
 D, H, B = 64, 256, 32

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Self
 from shardviz.capture.calls import context_mesh, in_mesh
 from shardviz.explainer.background import own
 from shardviz.model.units import format_loss
-from shardviz.widgets.live.format import json_loss, median_step_ms, progress_text
+from shardviz.render.live.format import json_loss, median_step_ms, progress_text
 from shardviz.widgets.live.memory import Json
 from shardviz.widgets.live.stepper import Stepper
 from shardviz.widgets.live.steps import BatchesExhausted

@@ -24,9 +24,9 @@ and is marked as such. Synced state is plain JSON (lists of numbers; a non-finit
 as ``null``) and is pushed in small batches, so a thousand fast steps do not flood the comm.
 
 This module holds the widget (:class:`LiveWidget`) and :func:`live`; the run's thread is
-:mod:`.run`, the step convention :mod:`.steps`, the static charts :mod:`.svg`,
-the memory panel :mod:`.memory`, the numbers :mod:`.format`, and the words and
-scales both pictures draw (synced as ``readouts``) :mod:`.readouts`.
+:mod:`.run`, the step convention :mod:`.steps`, the memory panel :mod:`.memory`; the words and
+scales both pictures draw (synced as ``readouts``: view objects' JSON) are
+:mod:`shardviz.render.live.view`, the static charts :mod:`shardviz.render.live.svg`.
 """
 
 from __future__ import annotations
@@ -38,11 +38,11 @@ from typing import Any
 import anywidget
 import traitlets
 
+from shardviz.model._codec import to_data
 from shardviz.model.files import write_text
 from shardviz.render.html import page
-from shardviz.render.svg import esc
-from shardviz.widgets.esm import widget_module
-from shardviz.widgets.live.readouts import (
+from shardviz.render.live.svg import loss_svg, memory_svg, time_svg
+from shardviz.render.live.view import (
     PART_OF_TRAIT,
     Json,
     head_readout,
@@ -50,9 +50,10 @@ from shardviz.widgets.live.readouts import (
     memory_readout,
     time_readout,
 )
+from shardviz.render.svg import esc
+from shardviz.widgets.esm import widget_module
 from shardviz.widgets.live.run import LiveRun
 from shardviz.widgets.live.steps import check_live_args
-from shardviz.widgets.live.svg import loss_svg, memory_svg, time_svg
 from shardviz.widgets.static_bundle import with_static_html
 
 __all__ = ["STATIC", "STATUSES", "LiveRun", "LiveWidget", "live"]
@@ -106,7 +107,7 @@ class LiveWidget(anywidget.AnyWidget):
     #: Set by the view's Stop button; the run stops after its current step.
     stop_requested = traitlets.Bool(False).tag(sync=True)
     #: What the view shows besides raw numbers (words, scales, tick labels), made from the
-    #: traits above by :mod:`.readouts` and kept up to date here: the JS only draws it.
+    #: traits above by :mod:`shardviz.render.live.view` and kept up to date here: the JS only draws it.
     readouts: traitlets.Dict[str, Json] = traitlets.Dict().tag(sync=True)
 
     def __init__(self, title: str = "", total_steps: int = 0, **kwargs: Any) -> None:
@@ -123,14 +124,17 @@ class LiveWidget(anywidget.AnyWidget):
         self.readouts = {**self.readouts, part: self._readout(part)}
 
     def _readout(self, part: str) -> Json:
-        """One part of :attr:`readouts` (``head``, ``loss``, ``time`` or ``memory``), made anew."""
+        """One part of :attr:`readouts` (``head``, ``loss``, ``time`` or ``memory``), made anew:
+        its view object's JSON."""
         if part == "head":
-            return head_readout(self.step, self.total_steps)
-        if part == "loss":
-            return loss_readout(self.losses)
-        if part == "time":
-            return time_readout(self.step_ms, self.host_step_ms)
-        return memory_readout(self.memory, self.memory_note)
+            view: Any = head_readout(self.step, self.total_steps)
+        elif part == "loss":
+            view = loss_readout(self.losses)
+        elif part == "time":
+            view = time_readout(self.step_ms, self.host_step_ms)
+        else:
+            view = memory_readout(self.memory, self.memory_note)
+        return to_data(view)
 
     def static_html(self) -> str:
         """The current state as static HTML+SVG (no script): for saved notebooks and files."""

@@ -16,7 +16,7 @@
 //   memory_note     one line on what the bars mean
 //   error           the error that ended the run, or ""
 //   stop_requested  set to true by the Stop button (the only thing the view writes)
-//   readouts        every word and scale shown besides the numbers (see live_readouts.py):
+//   readouts        every word and scale shown besides the numbers (see shardviz/render/live/view.py):
 //                   progress, tick labels, tooltips, notes, chart ranges, the memory scale
 //
 // Python formats everything: this module formats no number, it places the numbers on the
@@ -37,7 +37,7 @@ import { node, svg } from "./shared.js";
  * @typedef {{ value: number, text: string }} Tick
  */
 /**
- * The readouts Python sends (live_readouts.py): one part per panel.
+ * The readouts Python sends (shardviz/render/live/view.py: its views as JSON): one part per panel.
  * @typedef {{ progress: string }} HeadReadout
  * @typedef {{ range: [number, number], ticks: Tick[], titles: string[], last: string }} LossReadout
  * @typedef {{ process: number, color: string, title: string }} HostLine
@@ -48,7 +48,7 @@ import { node, svg } from "./shared.js";
  * @typedef {{ head: HeadReadout, loss: LossReadout, time: TimeReadout, memory: MemoryReadout }} Readouts
  */
 
-// Chart geometry, shared with live_readouts.py (px).
+// Chart geometry, shared with shardviz/render/live/view.py (px).
 const LOSS_W = 380, LOSS_H = 180;
 const TIME_W = 240, TIME_H = 120;
 const PAD_L = 56, PAD_R = 10, PAD_T = 10, PAD_B = 22;

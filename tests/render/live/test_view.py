@@ -7,23 +7,52 @@ import math
 
 import pytest
 
+import shardviz.render.live.view as view
+from shardviz.model._codec import to_data
 from shardviz.model.units import format_bytes
-from shardviz.widgets.live.format import time_note
-from shardviz.widgets.live.readouts import (
+from shardviz.render.live.format import time_note
+from shardviz.render.live.view import (
     MAX_MEMORY_BARS,
     NO_MEMORY_NOTE,
     PART_OF_TRAIT,
-    head_readout,
     host_color,
     hosts_note,
-    loss_readout,
-    memory_readout,
-    memory_row_words,
     memory_scale,
     same_memory_words,
-    time_readout,
 )
 from shardviz.widgets.live.widget import LiveWidget
+
+
+# The views as the widget syncs them (their JSON), which is what these tests read.
+def head_readout(*args):
+    return to_data(view.head_readout(*args))
+
+
+def loss_readout(*args):
+    return to_data(view.loss_readout(*args))
+
+
+def time_readout(*args):
+    return to_data(view.time_readout(*args))
+
+
+def memory_readout(*args):
+    return to_data(view.memory_readout(*args))
+
+
+def memory_row_words(*args):
+    return to_data(view.memory_row_words(*args))
+
+
+def test_every_live_view_round_trips_through_json():
+    for v in (
+        view.head_readout(3, 10),
+        view.loss_readout([2.0, None, 0.5]),
+        view.time_readout([900.0, 2.0, 4.0], [{"process": 0, "step_ms": [9.0, 2.0, 3.0]}]),
+        view.time_readout([]),
+        view.memory_readout([{"device": 0, "bytes": 4096, "peak": 8192, "limit": 1 << 20}], ""),
+    ):
+        assert type(v).from_json(v.to_json()) == v
 
 
 def test_head_readout_is_the_progress():

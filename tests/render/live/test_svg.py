@@ -6,7 +6,7 @@ import math
 import re
 
 from shardviz.model.units import format_bytes
-from shardviz.widgets.live.svg import (
+from shardviz.render.live.svg import (
     LOSS_H,
     LOSS_W,
     MAX_MEMORY_BARS,

@@ -7,7 +7,7 @@ import math
 import pytest
 
 from shardviz.model.units import format_loss, format_ms
-from shardviz.widgets.live.format import (
+from shardviz.render.live.format import (
     json_loss,
     median_step_ms,
     progress_text,

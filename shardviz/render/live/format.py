@@ -2,7 +2,7 @@
 
 Numbers become words in :mod:`shardviz.model.units` (losses, step times, bytes); here are the
 rest: the median step, progress, the note on step times, and the loss as JSON carries it. The
-view gets them ready-made (through :mod:`shardviz.widgets.live.readouts`): live.js formats
+view gets them ready-made (through :mod:`shardviz.render.live.view`): live.js formats
 nothing.
 """
 

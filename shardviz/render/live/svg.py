@@ -1,6 +1,6 @@
 """The live training view's charts as static SVG: loss, step times, memory per device.
 
-The same pictures live.js draws, from the same readouts (:mod:`.readouts`: scales, tick
+The same pictures live.js draws, from the same view objects (:mod:`.view`: scales, tick
 labels, tooltips) and chart geometry, for saved notebooks and files. Every user-visible string
 is escaped here.
 """
@@ -10,8 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from shardviz.render.svg import esc, svg_num
-from shardviz.widgets.live.readouts import (
+from shardviz.render.live.view import (
     LOSS_H,
     LOSS_W,
     MAX_MEMORY_BARS,
@@ -26,10 +25,14 @@ from shardviz.widgets.live.readouts import (
     TIME_H,
     TIME_W,
     Json,
+    LiveLossView,
+    LiveTimeView,
+    MemoryRow,
     loss_readout,
     memory_readout,
     time_readout,
 )
+from shardviz.render.svg import esc, svg_num
 
 __all__ = [
     "LOSS_H",
@@ -89,12 +92,11 @@ def _x_ticks(count: int, width: int, height: int) -> str:
     return ticks
 
 
-def _y_ticks(readout: Json, height: int) -> str:
+def _y_ticks(readout: LiveLossView | LiveTimeView, height: int) -> str:
     """The readout's tick labels, right-aligned left of the y axis."""
-    lo, hi = readout["range"]
+    lo, hi = readout.range
     return "".join(
-        _tick(PAD_L - 4, _y_of(t["value"], lo, hi, height) + 3, t["text"], "end")
-        for t in readout["ticks"]
+        _tick(PAD_L - 4, _y_of(t.value, lo, hi, height) + 3, t.text, "end") for t in readout.ticks
     )
 
 
@@ -106,10 +108,10 @@ def loss_svg(losses: Sequence[float | None], total_steps: int = 0) -> str:
     """
     count = max(total_steps, len(losses))
     readout = loss_readout(losses)
-    lo, hi = readout["range"]
+    lo, hi = readout.range
     pts: list[tuple[float, float] | None] = []
     dots = []
-    for i, (v, title) in enumerate(zip(losses, readout["titles"], strict=True)):
+    for i, (v, title) in enumerate(zip(losses, readout.titles, strict=True)):
         x = _x_of(i, count, LOSS_W)
         good = v is not None and math.isfinite(v)
         y = _y_of(v, lo, hi, LOSS_H) if v is not None and good else PAD_T
@@ -137,7 +139,7 @@ def time_svg(step_ms: Sequence[float], total_steps: int = 0, hosts: Sequence[Jso
     multi-process run, each process's own times as a thin line in its colour."""
     count = max(total_steps, len(step_ms))
     readout = time_readout(step_ms, hosts)
-    lo, top = readout["range"]
+    lo, top = readout.range
 
     def points(ms: Sequence[float]) -> list[tuple[float, float] | None]:
         return [
@@ -146,17 +148,17 @@ def time_svg(step_ms: Sequence[float], total_steps: int = 0, hosts: Sequence[Jso
         ]
 
     host_lines = "".join(
-        f'<path class="sv-l-host" stroke="{esc(line["color"])}" d="{_path(points(h["step_ms"]))}">'
-        f"<title>{esc(line['title'])}</title></path>"
-        for h, line in zip(hosts, readout["hosts"], strict=True)
+        f'<path class="sv-l-host" stroke="{esc(line.color)}" d="{_path(points(h["step_ms"]))}">'
+        f"<title>{esc(line.title)}</title></path>"
+        for h, line in zip(hosts, readout.hosts, strict=True)
     )
     ticks = _x_ticks(count, TIME_W, TIME_H) + _y_ticks(readout, TIME_H)
     median = ""
-    if readout["median"] is not None:
-        y = _y_of(readout["median"]["value"], lo, top, TIME_H)
+    if readout.median is not None:
+        y = _y_of(readout.median.value, lo, top, TIME_H)
         median = (
             f'<line class="sv-l-median" x1="{PAD_L}" y1="{svg_num(y)}" x2="{TIME_W - PAD_R}" '
-            f'y2="{svg_num(y)}"><title>{esc(readout["median"]["title"])}</title></line>'
+            f'y2="{svg_num(y)}"><title>{esc(readout.median.title)}</title></line>'
         )
     return (
         f'<svg class="sv-l-chart sv-l-time{" sv-l-hosts" if hosts else ""}" '
@@ -170,14 +172,14 @@ def time_svg(step_ms: Sequence[float], total_steps: int = 0, hosts: Sequence[Jso
 def memory_svg(memory: Sequence[Json]) -> str:
     """One bar per device (in the device's colour), scaled to the limit when every one has it."""
     readout = memory_readout(memory, "")
-    scale = readout["scale"]
+    scale = readout.scale
     rows = [
         _memory_row(r, entry, words, scale)
-        for r, (entry, words) in enumerate(zip(memory, readout["rows"], strict=False))
+        for r, (entry, words) in enumerate(zip(memory, readout.rows, strict=False))
     ]
-    height = MEM_ROW * (len(readout["rows"]) + (1 if readout["more"] else 0))
-    if readout["more"]:
-        rows.append(_tick(0, height - 5, readout["more"], "start"))
+    height = MEM_ROW * (len(readout.rows) + (1 if readout.more else 0))
+    if readout.more:
+        rows.append(_tick(0, height - 5, readout.more, "start"))
     width = MEM_LABEL + MEM_BAR + MEM_VALUE
     return (
         f'<svg class="sv-l-mem" width="{width}" height="{max(height, 1)}" '
@@ -186,7 +188,7 @@ def memory_svg(memory: Sequence[Json]) -> str:
     )
 
 
-def _memory_row(r: int, entry: Json, words: Json, scale: float) -> str:
+def _memory_row(r: int, entry: Json, words: MemoryRow, scale: float) -> str:
     y = r * MEM_ROW
     used = int(entry.get("bytes") or 0)
     w = max(1.0, used / scale * MEM_BAR)
@@ -198,9 +200,9 @@ def _memory_row(r: int, entry: Json, words: Json, scale: float) -> str:
             f'y2="{y + MEM_ROW - 3}"/>'
         )
     return (
-        f'<g class="sv-l-bar" data-device="{esc(entry["device"])}"><title>{esc(words["title"])}</title>'
-        f'<text class="sv-l-dev" x="0" y="{y + 12}">{esc(words["label"])}</text>'
+        f'<g class="sv-l-bar" data-device="{esc(entry["device"])}"><title>{esc(words.title)}</title>'
+        f'<text class="sv-l-dev" x="0" y="{y + 12}">{esc(words.label)}</text>'
         f'<rect x="{MEM_LABEL}" y="{y + 3}" width="{svg_num(w)}" height="{MEM_ROW - 6}" '
         f'fill="{esc(entry.get("color") or "#eaeef2")}"/>{peak}'
-        f'<text x="{svg_num(MEM_LABEL + w + 4)}" y="{y + 12}">{esc(words["text"])}</text></g>'
+        f'<text x="{svg_num(MEM_LABEL + w + 4)}" y="{y + 12}">{esc(words.text)}</text></g>'
     )
