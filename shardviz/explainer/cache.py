@@ -55,16 +55,10 @@ def program_key(fn: Any, args: tuple, jit_kwargs: dict, kwargs: dict | None = No
     return (fn, kw, treedef, leaf_keys, partitioner, context_mesh(), flags)
 
 
-def remember_program(
-    fn: Any,
-    args: tuple,
-    jit_kwargs: dict,
-    comp: Compiled,
-    report: Report,
-    kwargs: dict | None = None,
-) -> None:
-    """Keep a compiled program and its report: a later :func:`explain` of the same function,
-    shapes and shardings (real arrays or ``ShapeDtypeStruct`` objects) reuses them."""
-    PROGRAMS[program_key(fn, args, jit_kwargs, kwargs)] = (comp, report)
+def remember_program(key: Any, comp: Compiled, report: Report) -> None:
+    """Keep a compiled program and its report under its :func:`program_key`: a later
+    :func:`explain` of the same function, shapes and shardings (real arrays or
+    ``ShapeDtypeStruct`` objects) reuses them."""
+    PROGRAMS[key] = (comp, report)
     while len(PROGRAMS) > CACHE_SIZE:
         PROGRAMS.popitem(last=False)

@@ -67,7 +67,8 @@ from shardviz.capture.step_cost import ModuleWork, module_work, program_cost
 from shardviz.capture.topology import topology_of
 from shardviz.capture.user_names import caller_namespace, leaf_expressions, mesh_name
 from shardviz.errors import CompileError, ShardvizError, problem
-from shardviz.explainer.cache import PROGRAMS, program_key, remember_program
+from shardviz.explainer.cache import PROGRAMS, remember_program
+from shardviz.explainer.call import Call
 from shardviz.explainer.detector_inputs import compiler_evidence, with_trips
 from shardviz.explainer.fix_check import (
     FixTrial,
@@ -274,17 +275,12 @@ def _caller_of_kernel(source: Source | None) -> Source | None:
 
 
 def _analyse(
-    fn: Any,
-    args: tuple,
-    jit_kwargs: dict,
-    kwargs: dict | None = None,
-    diagnose: bool = True,
-    names: CodeNames | None = None,
+    call: Call, diagnose: bool = True, names: CodeNames | None = None
 ) -> tuple[Compiled, Report]:
-    comp = compile_program(fn, args, jit_kwargs, kwargs)
-    report = analyse_program(fn, args, comp)
+    comp = compile_program(call.fn, call.args, call.jit_kwargs, call.kwargs)
+    report = analyse_program(call.fn, call.args, comp)
     if diagnose:
-        report = diagnosed(fn, args, jit_kwargs, kwargs, comp, report, names)
+        report = diagnosed(call, comp, report, names)
     return comp, report
 
 
@@ -295,15 +291,7 @@ def code_names(fn: Any, args: tuple) -> CodeNames:
     return CodeNames(mesh_name(args, namespace), inside, outside)
 
 
-def diagnosed(
-    fn: Any,
-    args: tuple,
-    jit_kwargs: dict,
-    kwargs: dict | None,
-    comp: Compiled,
-    report: Report,
-    names: CodeNames | None = None,
-) -> Report:
+def diagnosed(call: Call, comp: Compiled, report: Report, names: CodeNames | None = None) -> Report:
     """``report`` with its findings, their fixes kept to be tried (see
     :meth:`~shardviz.Report.try_fixes`): nothing more is compiled here. ``names``: how the
     user's code names the mesh and the leaves, so each fix's code runs as pasted."""
@@ -311,30 +299,28 @@ def diagnosed(
     evidence = compiler_evidence(report, comp.compiler_log, comp.propagated_text, ids)
     names = names or CodeNames()
     found = [with_code(c, names) for c in candidates(report, evidence)]
-    tried = _fix_trier(fn, args, jit_kwargs, kwargs, ids, comp)
+    tried = _fix_trier(call, ids, comp)
     trial = FixTrial(
         report.function, ((tuple(found), outcome(report, evidence)),), tried, None, names
     )
     return replace(report, findings=untried_findings(trial))
 
 
-def _fix_trier(
-    fn: Any, args: tuple, jit_kwargs: dict, kwargs: dict | None, ids: list[int], comp: Compiled
-):
-    """How a fix is tried: applied to ``fn`` and the arguments, compiled and read
+def _fix_trier(call: Call, ids: list[int], comp: Compiled):
+    """How a fix is tried: applied to the call's function and arguments, compiled and read
     (compile-only). The arguments are kept abstract, placed as ``comp`` was compiled for
     them: a kept trial holds none of the caller's arrays, and a program explained again
     with other arrays of the same shapes tries its fixes the same way."""
-    if isinstance(fn, StageProgram):
-        return _untried(fn)
-    args, kwargs = abstract_placed(comp.compiled, args, dict(kwargs or {}))
+    if isinstance(call.fn, StageProgram):
+        return _untried(call.fn)
+    abstract = call.with_arguments(*abstract_placed(comp.compiled, call.args, dict(call.kwargs)))
 
     def compile_and_read(new_fn: Any, new_args: tuple) -> tuple[Compiled, Report, CompilerEvidence]:
-        new = compile_program(new_fn, new_args, jit_kwargs, kwargs)
+        new = compile_program(new_fn, new_args, abstract.jit_kwargs, abstract.kwargs)
         rep = analyse_program(new_fn, new_args, new)
         return new, rep, compiler_evidence(rep, new.compiler_log, new.propagated_text, ids)
 
-    return tried_with(fn, args, compile_and_read)
+    return tried_with(abstract.fn, abstract.args, compile_and_read)
 
 
 def _untried(stage: StageProgram):
@@ -347,9 +333,7 @@ def _untried(stage: StageProgram):
     return lambda fix: Tried(None, None, error=why)
 
 
-def _targeted(
-    fn: Any, args: tuple, jit_kwargs: dict, kwargs: dict, comp: Compiled, report: Report, target
-) -> Report:
+def _targeted(call: Call, comp: Compiled, report: Report, target: Any) -> Report:
     """The findings with times on the target and a check of the peak against its HBM."""
     if report.findings is None or report.estimate is None:
         return report
@@ -357,7 +341,7 @@ def _targeted(
     return with_target(
         report,
         lambda c, r: estimated(c, r, target),
-        _fix_trier(fn, args, jit_kwargs, kwargs, ids, comp),
+        _fix_trier(call, ids, comp),
     )
 
 
@@ -908,7 +892,7 @@ def explain_run(
         if args or kwargs:
             given = stage.arguments(args, kwargs)
         fn, args, kwargs = stage, (), {}
-    comp, base = _explained(fn, args, jit_kwargs, kwargs, diagnose, target)
+    comp, base = _explained(Call(fn, args, kwargs, jit_kwargs), diagnose, target)
     if not run:
         return base, None, None
     notes: list[str] = list(base.notes)
@@ -965,23 +949,20 @@ def explain_run(
     return report, plan.outputs(raw), ref
 
 
-def _explained(
-    fn: Any, args: tuple, jit_kwargs: dict, kwargs: dict, diagnose: bool, target: Any
-) -> tuple[Compiled, Report]:
+def _explained(call: Call, diagnose: bool, target: Any) -> tuple[Compiled, Report]:
     """The program compiled and analysed (or kept from an earlier call with the same
     program), estimated and its findings timed on ``target``: kept with the program, so a
     repeated explain is served at once."""
-    key = program_key(fn, args, jit_kwargs, kwargs)
-    if key in PROGRAMS:
-        PROGRAMS.move_to_end(key)
-        comp, base = PROGRAMS[key]
+    if call.key in PROGRAMS:
+        PROGRAMS.move_to_end(call.key)
+        comp, base = PROGRAMS[call.key]
         if diagnose and base.findings is None:  # kept from an explain(diagnose=False)
-            base = diagnosed(fn, args, jit_kwargs, kwargs, comp, base, code_names(fn, args))
-            remember_program(fn, args, jit_kwargs, comp, base, kwargs)
+            base = diagnosed(call, comp, base, code_names(call.fn, call.args))
+            remember_program(call.key, comp, base)
     else:
-        names = code_names(fn, args) if diagnose else None
-        comp, base = _analyse(fn, args, jit_kwargs, kwargs, diagnose=diagnose, names=names)
-        remember_program(fn, args, jit_kwargs, comp, base, kwargs)
+        names = code_names(call.fn, call.args) if diagnose else None
+        comp, base = _analyse(call, diagnose=diagnose, names=names)
+        remember_program(call.key, comp, base)
     if not diagnose:
         base = replace(base, findings=None)
     # On the target: estimated, findings timed, the device-order search (a tenth of a second
@@ -991,7 +972,7 @@ def _explained(
     if target_key not in on_target:
         on_target.clear()  # one base at a time: a kept id is never a reused one
         on_target[target_key] = (
-            _targeted(fn, args, jit_kwargs, kwargs, comp, estimated(comp, base, target), target),
+            _targeted(call, comp, estimated(comp, base, target), target),
             base,
         )
     return comp, on_target[target_key][0]

@@ -22,6 +22,7 @@ from shardviz.capture.run import compare_outputs, program_compute_dtype
 from shardviz.capture.topology import Topology, topology, topology_of
 from shardviz.errors import ArgumentError, ShardvizError, problem
 from shardviz.explainer.background import OwnedPool
+from shardviz.explainer.call import Call
 from shardviz.explainer.explain import (
     analyse_program,
     compile_program,
@@ -258,8 +259,9 @@ def _compile_strategy(
         analysed = helper.submit(analyse_program, step, abstract, comp).result
 
     def finish(state: tuple[Any, ...], get_reference: Callable[[], Any]) -> StrategyResult:
-        base = diagnosed(step, abstract, {}, None, comp, analysed())
-        remember_program(step, abstract, {}, comp, base)
+        call = Call(step, abstract)
+        base = diagnosed(call, comp, analysed())
+        remember_program(call.key, comp, base)
         if base.deviceless:  # compiled for a topology that is not here: nothing runs
             return _result(rule_set, built, estimated(comp, base))
         computed_in = _narrowest(
