@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from shardviz.capture.calls import named_args
+from shardviz.capture.user_names import mesh_of
 from shardviz.explainer.cache import program_key
 
 __all__ = ["Call"]
@@ -43,3 +45,15 @@ class Call:
     def with_arguments(self, args: tuple, kwargs: dict) -> Call:
         """The same function and options on other arguments (a fix's trial: abstract ones)."""
         return Call(self.fn, args, kwargs, self.jit_kwargs)
+
+    @cached_property
+    def names(self) -> list[str]:
+        """Each positional argument's name, as the report's leaf paths start
+        (:func:`~shardviz.capture.calls.named_args`)."""
+        return list(named_args(self.fn, self.args))
+
+    @cached_property
+    def mesh(self) -> Any:
+        """The mesh the arguments are placed on (their first ``NamedSharding``'s), or
+        ``None``."""
+        return mesh_of(self.args)

@@ -315,12 +315,12 @@ def _fix_trier(call: Call, ids: list[int], comp: Compiled):
         return _untried(call.fn)
     abstract = call.with_arguments(*abstract_placed(comp.compiled, call.args, dict(call.kwargs)))
 
-    def compile_and_read(new_fn: Any, new_args: tuple) -> tuple[Compiled, Report, CompilerEvidence]:
-        new = compile_program(new_fn, new_args, abstract.jit_kwargs, abstract.kwargs)
-        rep = analyse_program(new_fn, new_args, new)
+    def compile_and_read(fixed: Call) -> tuple[Compiled, Report, CompilerEvidence]:
+        new = compile_program(fixed.fn, fixed.args, fixed.jit_kwargs, fixed.kwargs)
+        rep = analyse_program(fixed.fn, fixed.args, new)
         return new, rep, compiler_evidence(rep, new.compiler_log, new.propagated_text, ids)
 
-    return tried_with(abstract.fn, abstract.args, compile_and_read)
+    return tried_with(abstract, compile_and_read)
 
 
 def _untried(stage: StageProgram):

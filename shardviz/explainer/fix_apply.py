@@ -1,5 +1,7 @@
-"""A :class:`~shardviz.model.findings.Fix` applied to the user's function and arguments, so
-the fixed program can be compiled (compile-only: arguments become ``ShapeDtypeStruct`` objects)."""
+"""A :class:`~shardviz.model.findings.Fix` applied to the user's call (its function and
+arguments, a :class:`~shardviz.explainer.call.Call`), so the fixed program can be compiled
+(compile-only: arguments become ``ShapeDtypeStruct`` objects). The call's argument names and
+mesh are worked out once, by the call, however many fixes are tried."""
 
 from __future__ import annotations
 
@@ -10,12 +12,11 @@ import jax
 import numpy as np
 from jax.sharding import NamedSharding, PartitionSpec
 
-from shardviz.capture.calls import named_args
 from shardviz.capture.constraint_edit import with_constraint_at, without_constraints
 from shardviz.capture.layout import path_str
 from shardviz.capture.mesh import reordered_mesh
-from shardviz.capture.user_names import mesh_of
 from shardviz.errors import MeshError
+from shardviz.explainer.call import Call
 from shardviz.model.array import Spec
 from shardviz.model.findings import Fix
 
@@ -39,21 +40,15 @@ def abstract_args(args: tuple) -> tuple:
     return jax.tree.map(_abstract, args)
 
 
-def _mesh_of(args: tuple) -> Any:
-    mesh = mesh_of(args)
-    if mesh is None:
+def _mesh_of(call: Call) -> Any:
+    if call.mesh is None:
         raise CannotApply("no argument is placed with a NamedSharding, so there is no mesh")
-    return mesh
+    return call.mesh
 
 
-def _names(fn: Any, args: tuple) -> list[str]:
-    """Each positional argument's name as the report's leaf paths start (see explain)."""
-    return list(named_args(fn, args))
-
-
-def _map_leaf(fn: Any, args: tuple, leaf: str, change: Callable[[Any], Any]) -> tuple:
-    """``args`` with the leaf at path ``leaf`` replaced by ``change(leaf)``."""
-    names = _names(fn, args)
+def _map_leaf(call: Call, leaf: str, change: Callable[[Any], Any]) -> tuple:
+    """The call's arguments with the leaf at path ``leaf`` replaced by ``change(leaf)``."""
+    names, args = call.names, call.args
     found = False
 
     def visit(path: tuple, x: Any, top: str) -> Any:
@@ -73,24 +68,29 @@ def _map_leaf(fn: Any, args: tuple, leaf: str, change: Callable[[Any], Any]) -> 
     return out
 
 
-def apply_fix(fn: Any, args: tuple, fix: Fix) -> tuple[Any, tuple]:
-    """The function and (abstract) arguments with ``fix`` applied."""
+def apply_fix(call: Call, fix: Fix) -> Call:
+    """The call with ``fix`` applied: its function and (abstract) arguments changed."""
+    fn, args = _applied(call, fix)
+    return Call(fn, args, call.kwargs, call.jit_kwargs)
+
+
+def _applied(call: Call, fix: Fix) -> tuple[Any, tuple]:
+    fn, args = call.fn, call.args
     if fix.kind == "spec":
-        mesh = _mesh_of(args)
+        mesh = _mesh_of(call)
         spec = _p(fix.spec or ())
-        new = _map_leaf(fn, args, fix.leaf, lambda x: _abstract(x, NamedSharding(mesh, spec)))
+        new = _map_leaf(call, fix.leaf, lambda x: _abstract(x, NamedSharding(mesh, spec)))
         return fn, abstract_args(new)
     if fix.kind == "constraint" and fix.line:
-        sharding = NamedSharding(_mesh_of(args), _p(fix.spec or ()))
+        sharding = NamedSharding(_mesh_of(call), _p(fix.spec or ()))
         try:
             at = with_constraint_at(fn, abstract_args(args), fix.line, fix.shape, sharding)
         except ValueError as err:
             raise CannotApply(str(err)) from err
         return at, abstract_args(args)
     if fix.kind == "constraint":
-        mesh = _mesh_of(args)
-        sharding = NamedSharding(mesh, _p(fix.spec or ()))
-        names = _names(fn, args)
+        sharding = NamedSharding(_mesh_of(call), _p(fix.spec or ()))
+        names = call.names
 
         def constrained(*a: Any) -> Any:
             a = _map_leaf_traced(names, a, fix.leaf, sharding)
@@ -105,7 +105,7 @@ def apply_fix(fn: Any, args: tuple, fix: Fix) -> tuple[Any, tuple]:
             raise CannotApply(str(err)) from err
         return edited, abstract_args(args)
     if fix.kind == "mesh":
-        mesh = _mesh_of(args)
+        mesh = _mesh_of(call)
         if fix.devices:
             try:
                 devices = np.asarray(reordered_mesh(mesh, fix.devices).devices)

@@ -33,6 +33,7 @@ from shardviz.analysis.detect import (
 from shardviz.analysis.detect.fix_code import CodeNames, with_code
 from shardviz.analysis.estimate.orders import exposed_communication
 from shardviz.errors import ShardvizError, problem
+from shardviz.explainer.call import Call
 from shardviz.explainer.fix_apply import CannotApply, apply_fix
 from shardviz.model import Report
 from shardviz.model.findings import (
@@ -267,14 +268,13 @@ def _could_not_try(error: str, fixes: list[str]) -> str:
     return f"could not try {len(fixes)} fixes ({named}): {error}"
 
 
-def tried_with(fn: Any, args: tuple, compile_and_read: Any) -> Any:
-    """``tried_fix`` for :func:`check_fixes`: apply the fix to ``fn``/``args`` and compile
-    with ``compile_and_read(fn, args) -> (compiled, report, evidence)``."""
+def tried_with(call: Call, compile_and_read: Any) -> Any:
+    """``tried_fix`` for :func:`check_fixes`: apply the fix to ``call`` and compile with
+    ``compile_and_read(fixed_call) -> (compiled, report, evidence)``."""
 
     def tried(fix: Any) -> Tried:
         try:
-            new_fn, new_args = apply_fix(fn, args, fix)
-            comp, report, evidence = compile_and_read(new_fn, new_args)
+            comp, report, evidence = compile_and_read(apply_fix(call, fix))
         except CannotApply as err:
             return Tried(None, None, error=str(err))
         except ShardvizError as err:

@@ -33,6 +33,7 @@ from shardviz.capture.mesh_info import (
 from shardviz.capture.spec_text import SpecEntries
 from shardviz.errors import CompileError, problem
 from shardviz.explainer.background import COMPILING, RUNNING, Latest, Stage
+from shardviz.explainer.call import Call
 from shardviz.explainer.explain import explain
 from shardviz.explainer.fix_apply import CannotApply, apply_fix
 from shardviz.model import Report
@@ -270,7 +271,7 @@ class ExplorerSession:
                 stage(COMPILING)
             fn, args = (base.fn, base.args) if base is not None else (self.fn, self.build(config))
             try:
-                new_fn, new_args = apply_fix(fn, args, fix)
+                fixed = apply_fix(Call(fn, args), fix)
             except CannotApply as err:
                 raise CompileError(
                     problem(
@@ -279,9 +280,9 @@ class ExplorerSession:
                         f"make the change in your code: {fix.code}",
                     )
                 ) from err
-            report = explain(new_fn, *new_args, run=False, target=self.target)
+            report = explain(fixed.fn, *fixed.args, run=False, target=self.target)
         fixes = (*(base.fixes if base is not None else ()), fix)
-        return FixedProgram(report, new_fn, new_args, fixes)
+        return FixedProgram(report, fixed.fn, fixed.args, fixes)
 
     def controls(self, logical_axes: Mapping[str, Sequence[str | None]] | None = None) -> Controls:
         """:class:`Controls` for this session's leaves, starting from :meth:`initial_config`

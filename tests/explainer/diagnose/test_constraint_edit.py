@@ -13,6 +13,7 @@ from jax.sharding import PartitionSpec as P
 
 import shardviz as sv
 from shardviz.capture.constraint_edit import with_constraint_at, without_constraints
+from shardviz.explainer.call import Call
 from shardviz.explainer.fix_apply import CannotApply, apply_fix
 from shardviz.model.findings import Fix
 
@@ -64,7 +65,7 @@ def test_a_constraint_taken_out_leaves_the_rest_alone():
 
 def test_an_edit_that_touches_nothing_cannot_be_applied():
     with pytest.raises(CannotApply, match="no sharding constraint"):
-        apply_fix(program, (X,), Fix("drop-constraint", "d", "c", line=_line("jnp.sin")))
+        apply_fix(Call(program, (X,)), Fix("drop-constraint", "d", "c", line=_line("jnp.sin")))
     fix = Fix("constraint", "d", "c", spec=((), ()), line=_line("jnp.sin"), shape=(3, 3))
     with pytest.raises(CannotApply, match="no value of shape"):
-        apply_fix(program, (X,), fix)
+        apply_fix(Call(program, (X,)), fix)

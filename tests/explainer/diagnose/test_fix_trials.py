@@ -23,9 +23,9 @@ def compiles(monkeypatch):
     calls: list[object] = []
     real = fix_check.apply_fix
 
-    def counting(fn, args, fix):
+    def counting(call, fix):
         calls.append(fix)
-        return real(fn, args, fix)
+        return real(call, fix)
 
     monkeypatch.setattr(fix_check, "apply_fix", counting)
     return calls
