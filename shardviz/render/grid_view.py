@@ -38,6 +38,7 @@ from shardviz.render.geometry import (
     mesh_panels_text,
     page_summary,
 )
+from shardviz.render.report.view import value_str
 from shardviz.render.svg import text_width
 
 __all__ = [
@@ -247,7 +248,7 @@ def tiles_of(layout: ArrayLayout) -> tuple[tuple[TileView, ...], tuple[str, ...]
                 tuple(first.shape),
                 first.nbytes,
                 ids,
-                devices_label(list(ids)),
+                devices_label(ids),
                 shards.setdefault(shard, len(shards)),
             )
         )
@@ -260,7 +261,7 @@ def tiled_array_view(layout: ArrayLayout) -> TiledArrayView:
     tiles, shards = tiles_of(layout)
     return TiledArrayView(
         layout.name,
-        f"{facts.dtype}[{', '.join(map(str, facts.shape))}]",
+        value_str(facts.dtype, facts.shape),
         facts.spec,
         facts.kind,
         tiles,
